@@ -1,0 +1,130 @@
+//! Support for the code the derives generate. Not public API: names here change without notice.
+
+pub use mongodb;
+pub use mongodb::bson;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use mongodb::bson::{doc, Bson, Document};
+
+pub use crate::json_schema::constrain;
+
+/// Builds the `$jsonSchema` of a struct.
+#[derive(Default)]
+pub struct ObjectSchema {
+    properties: Document,
+    required: Vec<Bson>,
+    additional_properties: Option<bool>,
+}
+
+/// Starts the schema of a struct.
+pub fn object() -> ObjectSchema {
+    ObjectSchema::default()
+}
+
+impl ObjectSchema {
+    /// Adds a stored field.
+    pub fn property(mut self, name: &str, schema: Document, required: bool) -> Self {
+        self.properties.insert(name, schema);
+        if required {
+            self.required.push(Bson::from(name));
+        }
+        self
+    }
+
+    /// `additionalProperties: false`; a root without an `_id` field still admits the
+    /// server-generated `_id`.
+    pub fn deny_additional(mut self, collection_root: bool) -> Self {
+        if collection_root && !self.properties.contains_key("_id") {
+            self.properties.insert("_id", doc! { "bsonType": "objectId" });
+        }
+        self.additional_properties = Some(false);
+        self
+    }
+
+    /// The finished schema.
+    pub fn build(self) -> Document {
+        let mut schema = doc! { "bsonType": "object" };
+        if !self.required.is_empty() {
+            schema.insert("required", self.required);
+        }
+        schema.insert("properties", self.properties);
+        if let Some(allowed) = self.additional_properties {
+            schema.insert("additionalProperties", allowed);
+        }
+        schema
+    }
+}
+
+/// The schema of a unit-only enum stored as its variant names.
+pub fn string_enum(values: &[&str]) -> Document {
+    doc! { "bsonType": "string", "enum": values.iter().map(|v| Bson::from(*v)).collect::<Vec<_>>() }
+}
+
+/// Parses an `#[index(partial = "...")]` filter (extended JSON, checked to be a JSON object by
+/// the derive).
+pub fn partial_filter(collection: &str, json: &str) -> Document {
+    let value: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| {
+        panic!("partial filter of an index of `{collection}` is not JSON ({e}): {json}")
+    });
+    match Bson::try_from(value) {
+        Ok(Bson::Document(filter)) => filter,
+        other => panic!(
+            "partial filter of an index of `{collection}` is not an extended-JSON document ({other:?}): {json}"
+        ),
+    }
+}
+
+/// An integer constraint value.
+pub fn int(value: i64) -> Bson {
+    Bson::Int64(value)
+}
+
+/// A floating-point constraint value.
+pub fn float(value: f64) -> Bson {
+    Bson::Double(value)
+}
+
+/// Types that `#[schema(max_length, min_length, pattern)]` apply to (strings, or arrays and
+/// maps of strings, whose elements are constrained).
+#[diagnostic::on_unimplemented(
+    message = "`#[schema(max_length, min_length, pattern)]` constrain strings, and `{Self}` holds none",
+    label = "not a string"
+)]
+pub trait StringLike {}
+
+/// Types that `#[schema(minimum, maximum)]` apply to (numbers, or arrays and maps of numbers).
+#[diagnostic::on_unimplemented(
+    message = "`#[schema(minimum, maximum)]` constrain numbers, and `{Self}` holds none",
+    label = "not a number"
+)]
+pub trait NumberLike {}
+
+macro_rules! mark {
+    ($trait:ident: $($ty:ty),*) => { $(impl $trait for $ty {})* };
+}
+mark!(StringLike: String, str, char, std::borrow::Cow<'_, str>);
+mark!(NumberLike: i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, bson::Decimal128);
+
+macro_rules! through {
+    ($($trait:ident),*) => {$(
+        impl<T: $trait + ?Sized> $trait for &T {}
+        impl<T: $trait + ?Sized> $trait for Box<T> {}
+        impl<T: $trait> $trait for Option<T> {}
+        impl<T: $trait> $trait for Vec<T> {}
+        impl<T: $trait> $trait for VecDeque<T> {}
+        impl<T: $trait> $trait for [T] {}
+        impl<T: $trait, const N: usize> $trait for [T; N] {}
+        impl<T: $trait, S> $trait for HashSet<T, S> {}
+        impl<T: $trait> $trait for BTreeSet<T> {}
+        impl<K, V: $trait, S> $trait for HashMap<K, V, S> {}
+        impl<K, V: $trait> $trait for BTreeMap<K, V> {}
+    )*};
+}
+through!(StringLike, NumberLike);
+
+/// Compile-time check that `T` takes string constraints.
+pub fn require_string_like<T: StringLike + ?Sized>() {}
+
+/// Compile-time check that `T` takes numeric constraints.
+pub fn require_number_like<T: NumberLike + ?Sized>() {}

@@ -1,0 +1,169 @@
+//! The part of `apply` that talks to the server: observe, then execute a [`Plan`].
+
+use std::fmt;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+
+use crate::error::server_code;
+use crate::plan::{Action, Observed, ObservedCollection, Plan, Warning};
+use crate::{CollectionSpec, Error, Result};
+
+const NAMESPACE_EXISTS: i32 = 48;
+
+/// What [`crate::Schema::apply`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ApplyReport {
+    /// The writes performed, in order.
+    pub applied: Vec<AppliedAction>,
+    /// Differences left alone (see [`Warning`]).
+    pub warnings: Vec<Warning>,
+}
+
+/// One write of `apply` and how it went.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AppliedAction {
+    /// The action.
+    pub action: Action,
+    /// `true` when another instance had already done it (a `create` lost to a concurrent start).
+    pub done_concurrently: bool,
+}
+
+impl ApplyReport {
+    /// Whether nothing was written.
+    pub fn is_noop(&self) -> bool {
+        self.applied.iter().all(|a| a.done_concurrently)
+    }
+}
+
+impl fmt::Display for ApplyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.applied.is_empty() {
+            writeln!(f, "schema up to date: nothing written")?;
+        }
+        for applied in &self.applied {
+            let note = if applied.done_concurrently {
+                " (already done by a concurrent instance)"
+            } else {
+                ""
+            };
+            writeln!(f, "- {}{note}", applied.action)?;
+        }
+        for warning in &self.warnings {
+            writeln!(f, "! {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the server's state of the schema's collections: one `listCollections`, then one
+/// `listIndexes` per existing collection.
+pub(crate) async fn observe(db: &Database, specs: &[CollectionSpec]) -> Result<Observed> {
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    let mut observed = Observed::default();
+    let mut cursor = db
+        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": { "$in": names } } })
+        .await?;
+    while let Some(entry) = cursor.try_next().await? {
+        observed
+            .collections
+            .push(ObservedCollection::from_list_collections(&entry));
+    }
+    for collection in &mut observed.collections {
+        if collection.kind == "collection" {
+            collection.indexes = list_indexes(db, &collection.name).await?;
+        }
+    }
+    Ok(observed)
+}
+
+async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> {
+    let cursor = db
+        .run_cursor_command(doc! { "listIndexes": collection })
+        .await?;
+    Ok(cursor.try_collect().await?)
+}
+
+async fn observe_one(db: &Database, spec: &CollectionSpec) -> Result<Option<ObservedCollection>> {
+    let observed = observe(db, std::slice::from_ref(spec)).await?;
+    Ok(observed.collections.into_iter().next())
+}
+
+pub(crate) async fn apply(db: &Database, specs: &[CollectionSpec]) -> Result<ApplyReport> {
+    let observed = observe(db, specs).await?;
+    let mut report = ApplyReport::default();
+    for spec in specs {
+        let plan = Plan::for_collection(spec, observed.collection(&spec.name));
+        apply_collection(db, spec, plan, &mut report).await?;
+    }
+    Ok(report)
+}
+
+async fn apply_collection(
+    db: &Database,
+    spec: &CollectionSpec,
+    plan: Plan,
+    report: &mut ApplyReport,
+) -> Result<()> {
+    report.warnings.extend(plan.warnings);
+    for action in plan.actions {
+        match run(db, &action).await {
+            Ok(()) => report.applied.push(AppliedAction {
+                action,
+                done_concurrently: false,
+            }),
+            Err(error)
+                if matches!(action, Action::CreateCollection { .. })
+                    && server_code(&error) == Some(NAMESPACE_EXISTS) =>
+            {
+                // Another instance created it between our read and our write: compare again
+                // with what it created and carry on from there.
+                report.applied.push(AppliedAction {
+                    action,
+                    done_concurrently: true,
+                });
+                let observed = observe_one(db, spec).await?;
+                let replan = Plan::for_collection(spec, observed.as_ref());
+                if replan.actions.iter().any(|a| matches!(a, Action::CreateCollection { .. })) {
+                    return Err(Error::Apply {
+                        action: format!("create `{}`", spec.name),
+                        source: error,
+                    });
+                }
+                return Box::pin(apply_collection(db, spec, replan, report)).await;
+            }
+            Err(source) => {
+                return Err(Error::Apply {
+                    action: action.to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
+    let command = match action {
+        Action::CreateCollection { collection, validator, level, action } => doc! {
+            "create": collection,
+            "validator": validator.clone(),
+            "validationLevel": level.as_str(),
+            "validationAction": action.as_str(),
+        },
+        Action::UpdateValidator { collection, validator, level, action, .. } => doc! {
+            "collMod": collection,
+            "validator": validator.clone(),
+            "validationLevel": level.as_str(),
+            "validationAction": action.as_str(),
+        },
+        Action::CreateIndexes { collection, indexes } => doc! {
+            "createIndexes": collection,
+            "indexes": indexes.iter().map(|i| Bson::Document(i.to_document())).collect::<Vec<_>>(),
+        },
+    };
+    db.run_command(command).await.map(drop)
+}

@@ -1,0 +1,270 @@
+//! Index descriptions: what the derive declares and what `apply` compares with the server.
+
+use std::fmt;
+use std::time::Duration;
+
+use mongodb::bson::{Bson, Document};
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+
+use crate::json_schema;
+
+/// Why an index exists. Shown in plans and reports; several reasons can lead to one index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IndexReason {
+    /// Declared with `#[index(...)]`.
+    Declared,
+    /// Supports the collection's shard key.
+    ShardKey,
+}
+
+impl fmt::Display for IndexReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IndexReason::Declared => "declared",
+            IndexReason::ShardKey => "shard key",
+        })
+    }
+}
+
+/// One index of a collection: ordered keys, the options the library manages, and its reasons.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct IndexSpec {
+    /// Ordered key document, e.g. `{ team: 1, status: 1, priority: -1 }`.
+    pub keys: Document,
+    /// Index name; the server's default (`team_1_status_1_priority_-1`) unless declared.
+    pub name: String,
+    /// `unique`.
+    pub unique: bool,
+    /// `sparse`.
+    pub sparse: bool,
+    /// `partialFilterExpression`.
+    pub partial_filter: Option<Document>,
+    /// `expireAfterSeconds` (a TTL index).
+    pub expire_after_secs: Option<u64>,
+    /// Why the index exists.
+    pub reasons: Vec<IndexReason>,
+    name_declared: bool,
+}
+
+impl IndexSpec {
+    /// An index on `keys` with the server's default name and no options.
+    pub fn new(keys: Document) -> Self {
+        IndexSpec {
+            name: default_name(&keys),
+            keys,
+            unique: false,
+            sparse: false,
+            partial_filter: None,
+            expire_after_secs: None,
+            reasons: vec![IndexReason::Declared],
+            name_declared: false,
+        }
+    }
+
+    /// Sets the index name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.name_declared = true;
+        self
+    }
+
+    /// Makes the index unique.
+    pub fn unique(mut self, unique: bool) -> Self {
+        self.unique = unique;
+        self
+    }
+
+    /// Makes the index sparse.
+    pub fn sparse(mut self, sparse: bool) -> Self {
+        self.sparse = sparse;
+        self
+    }
+
+    /// Sets `partialFilterExpression`.
+    pub fn partial_filter(mut self, filter: Document) -> Self {
+        self.partial_filter = Some(filter);
+        self
+    }
+
+    /// Makes it a TTL index.
+    pub fn expire_after_secs(mut self, secs: u64) -> Self {
+        self.expire_after_secs = Some(secs);
+        self
+    }
+
+    /// Replaces the reasons with one.
+    pub fn reason(mut self, reason: IndexReason) -> Self {
+        self.reasons = vec![reason];
+        self
+    }
+
+    /// Whether the name was given explicitly rather than derived from the keys.
+    pub fn has_declared_name(&self) -> bool {
+        self.name_declared
+    }
+
+    /// Same key pattern (same fields, same order, same directions or types).
+    pub fn same_keys(&self, other: &IndexSpec) -> bool {
+        json_schema::same_ordered(&self.keys, &other.keys)
+    }
+
+    pub(crate) fn merge_reasons(&mut self, other: &IndexSpec) {
+        for reason in &other.reasons {
+            if !self.reasons.contains(reason) {
+                self.reasons.push(*reason);
+            }
+        }
+    }
+
+    /// The driver's model of this index, for `createIndexes`.
+    pub fn to_model(&self) -> IndexModel {
+        let mut options = IndexOptions::builder().name(self.name.clone()).build();
+        if self.unique {
+            options.unique = Some(true);
+        }
+        if self.sparse {
+            options.sparse = Some(true);
+        }
+        options.partial_filter_expression = self.partial_filter.clone();
+        options.expire_after = self.expire_after_secs.map(Duration::from_secs);
+        IndexModel::builder()
+            .keys(self.keys.clone())
+            .options(options)
+            .build()
+    }
+
+    /// The index as `createIndexes` and `listIndexes` spell it (`{ key, name, unique?, ... }`).
+    pub fn to_document(&self) -> Document {
+        let mut doc = Document::new();
+        doc.insert("key", self.keys.clone());
+        doc.insert("name", self.name.clone());
+        if self.unique {
+            doc.insert("unique", true);
+        }
+        if self.sparse {
+            doc.insert("sparse", true);
+        }
+        if let Some(filter) = &self.partial_filter {
+            doc.insert("partialFilterExpression", filter.clone());
+        }
+        if let Some(secs) = self.expire_after_secs {
+            doc.insert("expireAfterSeconds", secs as i64);
+        }
+        doc
+    }
+
+    /// The differences between this index and one the server reports with the same keys (a
+    /// `listIndexes` entry), as human-readable option names; empty when they are equivalent.
+    pub fn differences(&self, existing: &Document) -> Vec<String> {
+        let mut diffs = Vec::new();
+        if existing.get_str("name").ok() != Some(self.name.as_str()) {
+            diffs.push(format!(
+                "name: server has {:?}, schema wants {:?}",
+                existing.get_str("name").unwrap_or("?"),
+                self.name
+            ));
+        }
+        let flag = |key: &str| existing.get_bool(key).unwrap_or(false);
+        if flag("unique") != self.unique {
+            diffs.push(format!("unique: server has {}, schema wants {}", flag("unique"), self.unique));
+        }
+        if flag("sparse") != self.sparse {
+            diffs.push(format!("sparse: server has {}, schema wants {}", flag("sparse"), self.sparse));
+        }
+        let wanted = self.partial_filter.clone().map(Bson::Document);
+        let found = existing.get("partialFilterExpression").cloned();
+        let same_filter = match (&wanted, &found) {
+            (Some(a), Some(b)) => json_schema::same(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_filter {
+            diffs.push(format!(
+                "partialFilterExpression: server has {}, schema wants {}",
+                show(found.as_ref()),
+                show(wanted.as_ref())
+            ));
+        }
+        let ttl = existing.get("expireAfterSeconds").cloned();
+        let wanted_ttl = self.expire_after_secs.map(|s| Bson::Int64(s as i64));
+        let same_ttl = match (&wanted_ttl, &ttl) {
+            (Some(a), Some(b)) => json_schema::same(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_ttl {
+            diffs.push(format!(
+                "expireAfterSeconds: server has {}, schema wants {}",
+                show(ttl.as_ref()),
+                show(wanted_ttl.as_ref())
+            ));
+        }
+        diffs
+    }
+}
+
+fn show(value: Option<&Bson>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| v.to_string())
+}
+
+/// The name the server gives an index created without one: `field_direction` pairs joined by `_`.
+pub(crate) fn default_name(keys: &Document) -> String {
+    keys.iter()
+        .map(|(field, direction)| {
+            let direction = match direction {
+                Bson::Int32(v) => v.to_string(),
+                Bson::Int64(v) => v.to_string(),
+                Bson::Double(v) => v.to_string(),
+                Bson::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("{field}_{direction}")
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+impl fmt::Display for IndexSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, self.keys)?;
+        if self.unique {
+            f.write_str(" unique")?;
+        }
+        if self.sparse {
+            f.write_str(" sparse")?;
+        }
+        if let Some(filter) = &self.partial_filter {
+            write!(f, " partial {filter}")?;
+        }
+        if let Some(secs) = self.expire_after_secs {
+            write!(f, " ttl {secs}s")?;
+        }
+        let reasons: Vec<String> = self.reasons.iter().map(ToString::to_string).collect();
+        write!(f, " ({})", reasons.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn default_names_match_the_server() {
+        assert_eq!(default_name(&doc! { "name": 1, "opt": -1 }), "name_1_opt_-1");
+        assert_eq!(default_name(&doc! { "body": "text" }), "body_text");
+    }
+
+    #[test]
+    fn differences_name_each_option() {
+        let spec = IndexSpec::new(doc! { "a": 1 }).unique(true);
+        assert!(spec
+            .differences(&doc! { "key": { "a": 1 }, "name": "a_1", "unique": true })
+            .is_empty());
+        let diffs = spec.differences(&doc! { "key": { "a": 1 }, "name": "other", "sparse": true });
+        assert_eq!(diffs.len(), 3, "{diffs:?}");
+    }
+}

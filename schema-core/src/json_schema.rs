@@ -1,0 +1,221 @@
+//! Building and comparing `$jsonSchema` documents.
+
+use mongodb::bson::{doc, Bson, Document};
+
+/// Lets `null` through as well: `bsonType` becomes a list with `"null"`, an `enum` gains `null`,
+/// and anything else is wrapped in `anyOf`.
+pub(crate) fn nullable(mut schema: Document) -> Document {
+    if schema.is_empty() {
+        return schema; // already accepts anything
+    }
+    if let Some(Bson::Array(values)) = schema.get_mut("enum") {
+        if !values.contains(&Bson::Null) {
+            values.push(Bson::Null);
+        }
+    }
+    match schema.get("bsonType").cloned() {
+        Some(Bson::String(ty)) if ty != "null" => {
+            schema.insert("bsonType", vec![Bson::String(ty), Bson::from("null")]);
+            schema
+        }
+        Some(Bson::Array(mut types)) => {
+            if !types.contains(&Bson::from("null")) {
+                types.push(Bson::from("null"));
+            }
+            schema.insert("bsonType", types);
+            schema
+        }
+        Some(_) => schema,
+        None if schema.contains_key("enum") => schema,
+        None => doc! { "anyOf": [schema, { "bsonType": "null" }] },
+    }
+}
+
+/// `{ bsonType: "array", minItems?, maxItems, items }`.
+pub(crate) fn array(items: Document, min: Option<u64>, max: u64) -> Document {
+    let mut schema = doc! { "bsonType": "array" };
+    if let Some(min) = min {
+        schema.insert("minItems", min as i64);
+    }
+    schema.insert("maxItems", max as i64);
+    schema.insert("items", items);
+    schema
+}
+
+/// Adds scalar constraints to a field schema. Constraints on an array or map apply to its
+/// elements (`#[schema(max_length = 32)]` on `Vec<String>` bounds each string), and on a nullable
+/// `anyOf` to its non-null branch.
+pub fn constrain(mut schema: Document, constraints: &[(&str, Bson)]) -> Document {
+    if constraints.is_empty() {
+        return schema;
+    }
+    let is_type = |schema: &Document, name: &str| match schema.get("bsonType") {
+        Some(Bson::String(ty)) => ty == name,
+        Some(Bson::Array(types)) => types.iter().any(|ty| ty.as_str() == Some(name)),
+        _ => false,
+    };
+    if is_type(&schema, "array") {
+        if let Some(Bson::Document(items)) = schema.remove("items") {
+            schema.insert("items", constrain(items, constraints));
+            return schema;
+        }
+    }
+    if is_type(&schema, "object") {
+        if let Some(Bson::Document(values)) = schema.remove("additionalProperties") {
+            schema.insert("additionalProperties", constrain(values, constraints));
+            return schema;
+        }
+    }
+    if let Some(Bson::Array(branches)) = schema.remove("anyOf") {
+        let branches: Vec<Bson> = branches
+            .into_iter()
+            .map(|branch| match branch {
+                Bson::Document(d) if d != doc! { "bsonType": "null" } => {
+                    Bson::Document(constrain(d, constraints))
+                }
+                other => other,
+            })
+            .collect();
+        schema.insert("anyOf", branches);
+        return schema;
+    }
+    for (keyword, value) in constraints {
+        schema.insert(*keyword, value.clone());
+    }
+    schema
+}
+
+/// Equality of two validators or index options as the server means them: the order of a
+/// document's fields does not matter, numbers compare by value whatever their BSON type, and
+/// arrays compare in order.
+pub(crate) fn same(a: &Bson, b: &Bson) -> bool {
+    match (a, b) {
+        (Bson::Document(a), Bson::Document(b)) => same_document(a, b),
+        (Bson::Array(a), Bson::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
+        }
+        _ => match (number(a), number(b)) {
+            (Some(a), Some(b)) => a == b,
+            _ => a == b,
+        },
+    }
+}
+
+/// Order-insensitive, numerically normalised document equality (see [`same`]).
+pub(crate) fn same_document(a: &Document, b: &Document) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .all(|(key, value)| b.get(key).is_some_and(|other| same(value, other)))
+}
+
+/// Ordered equality with numeric normalisation: index keys are ordered.
+pub(crate) fn same_ordered(a: &Document, b: &Document) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
+}
+
+fn number(value: &Bson) -> Option<f64> {
+    match value {
+        Bson::Int32(v) => Some(f64::from(*v)),
+        Bson::Int64(v) => Some(*v as f64),
+        Bson::Double(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// Whether a dotted path (`customer._id`, `parts.name`) names a property of the schema,
+/// looking through arrays into their items and through `anyOf` branches.
+pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
+    let mut current = vec![schema.clone()];
+    for segment in path.split('.') {
+        let mut next = Vec::new();
+        for schema in expand(current) {
+            if let Ok(properties) = schema.get_document("properties") {
+                if let Ok(property) = properties.get_document(segment) {
+                    next.push(property.clone());
+                }
+            }
+            // a map (additionalProperties schema) accepts any key
+            if let Ok(values) = schema.get_document("additionalProperties") {
+                next.push(values.clone());
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        current = next;
+    }
+    true
+}
+
+/// Looks through `anyOf` branches and array `items`, which are transparent to a dotted path.
+fn expand(schemas: Vec<Document>) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut stack = schemas;
+    while let Some(schema) = stack.pop() {
+        if let Ok(branches) = schema.get_array("anyOf") {
+            stack.extend(branches.iter().filter_map(|b| b.as_document().cloned()));
+        }
+        if let Ok(items) = schema.get_document("items") {
+            stack.push(items.clone());
+        }
+        out.push(schema);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_forms() {
+        assert_eq!(
+            nullable(doc! { "bsonType": "string", "enum": ["a"] }),
+            doc! { "bsonType": ["string", "null"], "enum": ["a", null] }
+        );
+        assert_eq!(
+            nullable(doc! { "anyOf": [{ "bsonType": "int" }] }),
+            doc! { "anyOf": [{ "anyOf": [{ "bsonType": "int" }] }, { "bsonType": "null" }] }
+        );
+        assert_eq!(nullable(doc! {}), doc! {});
+        assert_eq!(
+            nullable(doc! { "bsonType": ["int", "null"] }),
+            doc! { "bsonType": ["int", "null"] }
+        );
+    }
+
+    #[test]
+    fn constraints_reach_array_items() {
+        let schema = array(doc! { "bsonType": "string" }, None, 3);
+        let schema = constrain(schema, &[("maxLength", Bson::Int64(8))]);
+        assert_eq!(
+            schema.get_document("items").unwrap(),
+            &doc! { "bsonType": "string", "maxLength": 8_i64 }
+        );
+    }
+
+    #[test]
+    fn sameness_ignores_field_order_and_number_types() {
+        let a = doc! { "a": 1_i32, "b": { "c": [1_i64, 2.0] } };
+        let b = doc! { "b": { "c": [1.0, 2_i32] }, "a": 1_i64 };
+        assert!(same_document(&a, &b));
+        assert!(!same_ordered(&a, &b));
+        assert!(!same_document(&a, &doc! { "a": 1 }));
+        assert!(!same(&Bson::from(vec![1, 2]), &Bson::from(vec![2, 1])));
+    }
+
+    #[test]
+    fn paths_through_arrays_and_options() {
+        let schema = doc! { "bsonType": "object", "properties": {
+            "customer": { "anyOf": [{ "bsonType": "object", "properties": { "_id": {} } }, { "bsonType": "null" }] },
+            "parts": { "bsonType": "array", "items": { "bsonType": "object", "properties": { "name": {} } } },
+        } };
+        assert!(has_path(&schema, "customer._id"));
+        assert!(has_path(&schema, "parts.name"));
+        assert!(!has_path(&schema, "parts.weight"));
+        assert!(!has_path(&schema, "nope"));
+    }
+}

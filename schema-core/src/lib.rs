@@ -1,0 +1,35 @@
+//! Runtime of [mongo-schema](https://docs.rs/mongo-schema): the traits the derives implement,
+//! the schema model, `$jsonSchema` and index descriptions, and the start-up [`Schema::apply`].
+//!
+//! Most users depend on the facade crate `mongo-schema` and never name this crate directly.
+//! Everything here is plain Rust: the derive macros emit small tables and calls into this crate,
+//! so the logic is testable without a macro in sight.
+
+#![deny(missing_docs)]
+
+mod apply;
+mod bson_schema;
+mod document;
+mod error;
+mod index;
+mod json_schema;
+mod plan;
+mod schema;
+mod validation;
+
+pub use apply::{ApplyReport, AppliedAction};
+pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
+pub use document::{CollectionSpec, Document, ValidationAction, ValidationLevel};
+pub use error::{Error, Result, ResultExt};
+pub use index::{IndexReason, IndexSpec};
+pub use plan::{Action, Observed, ObservedCollection, Plan, Warning};
+pub use schema::{Schema, SchemaBuilder, SchemaError};
+pub use validation::{RuleFailure, ValidationError};
+
+/// The driver this crate is built on, re-exported so versions cannot diverge.
+pub use mongodb;
+/// BSON types, re-exported from the driver (`mongodb::bson`).
+pub use mongodb::bson;
+
+#[doc(hidden)]
+pub mod __private;

@@ -1,0 +1,464 @@
+//! Pure planning: desired state (the schema) + observed state (the server) -> actions.
+//!
+//! Nothing here talks to a server, so every decision `apply` makes is unit-tested.
+
+use std::fmt;
+
+use mongodb::bson::{Bson, Document};
+
+use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, ValidationLevel};
+
+/// What the server has: the collections of the schema that exist, with their options and indexes.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Observed {
+    /// Existing collections (only those the schema names are read).
+    pub collections: Vec<ObservedCollection>,
+}
+
+impl Observed {
+    /// The observed collection called `name`.
+    pub fn collection(&self, name: &str) -> Option<&ObservedCollection> {
+        self.collections.iter().find(|c| c.name == name)
+    }
+}
+
+/// One existing collection as `listCollections` and `listIndexes` describe it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ObservedCollection {
+    /// Name.
+    pub name: String,
+    /// `type` from `listCollections` (`collection`, `view`, `timeseries`).
+    pub kind: String,
+    /// `options.validator`, if any.
+    pub validator: Option<Document>,
+    /// `options.validationLevel` (absent means strict).
+    pub validation_level: Option<String>,
+    /// `options.validationAction` (absent means error).
+    pub validation_action: Option<String>,
+    /// `listIndexes` entries.
+    pub indexes: Vec<Document>,
+}
+
+impl ObservedCollection {
+    /// An existing plain collection with no options and only the `_id_` index.
+    pub fn new(name: impl Into<String>) -> Self {
+        ObservedCollection {
+            name: name.into(),
+            kind: "collection".into(),
+            indexes: vec![mongodb::bson::doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }],
+            ..Default::default()
+        }
+    }
+
+    /// Parses a `listCollections` entry (indexes are added separately).
+    pub fn from_list_collections(entry: &Document) -> Self {
+        let options = entry.get_document("options").ok();
+        let text = |key: &str| options.and_then(|o| o.get_str(key).ok()).map(str::to_owned);
+        ObservedCollection {
+            name: entry.get_str("name").unwrap_or_default().to_owned(),
+            kind: entry.get_str("type").unwrap_or("collection").to_owned(),
+            validator: options.and_then(|o| o.get_document("validator").ok()).cloned(),
+            validation_level: text("validationLevel"),
+            validation_action: text("validationAction"),
+            indexes: Vec::new(),
+        }
+    }
+
+    fn level(&self) -> &str {
+        self.validation_level.as_deref().unwrap_or("strict")
+    }
+
+    fn action(&self) -> &str {
+        self.validation_action.as_deref().unwrap_or("error")
+    }
+}
+
+/// A write `apply` performs. Reads are not actions: a plan with no action means a start-up that
+/// sends no write command at all.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Action {
+    /// `create` the collection with its validator.
+    CreateCollection {
+        /// Collection name.
+        collection: String,
+        /// Validator document.
+        validator: Document,
+        /// `validationLevel`.
+        level: ValidationLevel,
+        /// `validationAction`.
+        action: ValidationAction,
+    },
+    /// `collMod` to the schema's validator, level and action.
+    UpdateValidator {
+        /// Collection name.
+        collection: String,
+        /// The server's current validator (`None`: it has none).
+        current: Option<Document>,
+        /// Validator document.
+        validator: Document,
+        /// `validationLevel`.
+        level: ValidationLevel,
+        /// `validationAction`.
+        action: ValidationAction,
+        /// What differs, in words.
+        changes: Vec<String>,
+    },
+    /// `createIndexes` for the indexes the server does not have.
+    CreateIndexes {
+        /// Collection name.
+        collection: String,
+        /// Missing indexes.
+        indexes: Vec<IndexSpec>,
+    },
+}
+
+impl Action {
+    /// The collection the action writes to.
+    pub fn collection(&self) -> &str {
+        match self {
+            Action::CreateCollection { collection, .. }
+            | Action::UpdateValidator { collection, .. }
+            | Action::CreateIndexes { collection, .. } => collection,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::CreateCollection { collection, level, action, .. } => write!(
+                f,
+                "create collection `{collection}` with its validator (level {level}, action {action})"
+            ),
+            Action::UpdateValidator { collection, changes, .. } => {
+                write!(f, "collMod `{collection}`: {}", changes.join("; "))
+            }
+            Action::CreateIndexes { collection, indexes } => {
+                write!(f, "create {} index(es) on `{collection}`:", indexes.len())?;
+                for index in indexes {
+                    write!(f, "\n    {index}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Something `apply` will not change by itself and reports instead.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// The server has an index with the schema's keys but other options or name, or the
+    /// schema's index name on other keys. Never dropped or rebuilt silently.
+    IndexConflict {
+        /// Collection name.
+        collection: String,
+        /// The schema's index.
+        wanted: IndexSpec,
+        /// The server's `listIndexes` entry.
+        existing: Document,
+        /// What differs.
+        differences: Vec<String>,
+    },
+    /// A name of the schema is a view or time-series collection on the server.
+    NotACollection {
+        /// Collection name.
+        collection: String,
+        /// The `type` the server reports.
+        kind: String,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::IndexConflict { collection, wanted, differences, .. } => write!(
+                f,
+                "index `{}` on `{collection}` differs from the server's and was left alone: {}",
+                wanted.name,
+                differences.join("; ")
+            ),
+            Warning::NotACollection { collection, kind } => write!(
+                f,
+                "`{collection}` is a {kind} on the server, not a collection; left alone"
+            ),
+        }
+    }
+}
+
+/// The actions that would bring the server to the schema, and what will be left alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Plan {
+    /// Writes to perform, in order.
+    pub actions: Vec<Action>,
+    /// Differences reported but not acted on.
+    pub warnings: Vec<Warning>,
+}
+
+impl Plan {
+    /// Whether the server already matches the schema (warnings aside).
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+
+    /// Plans every collection of `desired` against `observed`.
+    pub fn compute(desired: &[CollectionSpec], observed: &Observed) -> Plan {
+        let mut plan = Plan::default();
+        for spec in desired {
+            plan.extend(Plan::for_collection(spec, observed.collection(&spec.name)));
+        }
+        plan
+    }
+
+    /// Plans one collection; `observed` is `None` when it does not exist.
+    pub fn for_collection(spec: &CollectionSpec, observed: Option<&ObservedCollection>) -> Plan {
+        let mut plan = Plan::default();
+        let Some(observed) = observed else {
+            plan.actions.push(Action::CreateCollection {
+                collection: spec.name.clone(),
+                validator: spec.validator.clone(),
+                level: spec.validation_level,
+                action: spec.validation_action,
+            });
+            if !spec.indexes.is_empty() {
+                plan.actions.push(Action::CreateIndexes {
+                    collection: spec.name.clone(),
+                    indexes: spec.indexes.clone(),
+                });
+            }
+            return plan;
+        };
+        if observed.kind != "collection" {
+            plan.warnings.push(Warning::NotACollection {
+                collection: spec.name.clone(),
+                kind: observed.kind.clone(),
+            });
+            return plan;
+        }
+        let changes = validator_changes(spec, observed);
+        if !changes.is_empty() {
+            plan.actions.push(Action::UpdateValidator {
+                collection: spec.name.clone(),
+                current: observed.validator.clone(),
+                validator: spec.validator.clone(),
+                level: spec.validation_level,
+                action: spec.validation_action,
+                changes,
+            });
+        }
+        let mut missing = Vec::new();
+        for wanted in &spec.indexes {
+            match find_index(wanted, &observed.indexes) {
+                IndexState::Present => {}
+                IndexState::Missing => missing.push(wanted.clone()),
+                IndexState::Conflict { existing, differences } => {
+                    plan.warnings.push(Warning::IndexConflict {
+                        collection: spec.name.clone(),
+                        wanted: wanted.clone(),
+                        existing,
+                        differences,
+                    })
+                }
+            }
+        }
+        if !missing.is_empty() {
+            plan.actions.push(Action::CreateIndexes {
+                collection: spec.name.clone(),
+                indexes: missing,
+            });
+        }
+        plan
+    }
+
+    fn extend(&mut self, other: Plan) {
+        self.actions.extend(other.actions);
+        self.warnings.extend(other.warnings);
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.actions.is_empty() {
+            f.write_str("nothing to do: the database matches the schema")?;
+        }
+        for action in &self.actions {
+            writeln!(f, "- {action}")?;
+        }
+        for warning in &self.warnings {
+            writeln!(f, "! {warning}")?;
+        }
+        Ok(())
+    }
+}
+
+fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Vec<String> {
+    let mut changes = Vec::new();
+    let same_validator = observed
+        .validator
+        .as_ref()
+        .is_some_and(|v| json_schema::same_document(v, &spec.validator));
+    if !same_validator {
+        changes.push(match observed.validator {
+            None => "add the validator".to_owned(),
+            Some(_) => "replace the validator".to_owned(),
+        });
+    }
+    if observed.level() != spec.validation_level.as_str() {
+        changes.push(format!(
+            "validationLevel {} -> {}",
+            observed.level(),
+            spec.validation_level
+        ));
+    }
+    if observed.action() != spec.validation_action.as_str() {
+        changes.push(format!(
+            "validationAction {} -> {}",
+            observed.action(),
+            spec.validation_action
+        ));
+    }
+    changes
+}
+
+enum IndexState {
+    Present,
+    Missing,
+    Conflict {
+        existing: Document,
+        differences: Vec<String>,
+    },
+}
+
+fn find_index(wanted: &IndexSpec, existing: &[Document]) -> IndexState {
+    let keys_of = |index: &Document| index.get_document("key").ok().cloned().unwrap_or_default();
+    if let Some(index) = existing
+        .iter()
+        .find(|index| json_schema::same_ordered(&keys_of(index), &wanted.keys))
+    {
+        let differences = wanted.differences(index);
+        return if differences.is_empty() {
+            IndexState::Present
+        } else {
+            IndexState::Conflict {
+                existing: index.clone(),
+                differences,
+            }
+        };
+    }
+    if let Some(index) = existing
+        .iter()
+        .find(|index| index.get_str("name").ok() == Some(wanted.name.as_str()))
+    {
+        return IndexState::Conflict {
+            existing: index.clone(),
+            differences: vec![format!(
+                "the server's index `{}` has keys {}, the schema's has {}",
+                wanted.name,
+                index.get("key").cloned().unwrap_or(Bson::Null),
+                wanted.keys
+            )],
+        };
+    }
+    IndexState::Missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    fn spec() -> CollectionSpec {
+        CollectionSpec::new("tickets", doc! { "$jsonSchema": { "bsonType": "object" } })
+            .index(IndexSpec::new(doc! { "team": 1, "status": 1 }).name("queue"))
+            .index(IndexSpec::new(doc! { "code": 1 }).unique(true))
+    }
+
+    fn in_sync() -> ObservedCollection {
+        let mut observed = ObservedCollection::new("tickets");
+        observed.validator = Some(doc! { "$jsonSchema": { "bsonType": "object" } });
+        observed.validation_level = Some("strict".into());
+        observed.validation_action = Some("error".into());
+        observed.indexes.push(doc! { "v": 2, "key": { "team": 1, "status": 1 }, "name": "queue" });
+        observed.indexes.push(doc! { "v": 2, "key": { "code": 1_i64 }, "name": "code_1", "unique": true });
+        observed
+    }
+
+    #[test]
+    fn missing_collection_is_created_with_its_indexes() {
+        let plan = Plan::for_collection(&spec(), None);
+        assert_eq!(plan.actions.len(), 2);
+        assert!(matches!(plan.actions[0], Action::CreateCollection { .. }));
+        assert!(matches!(&plan.actions[1], Action::CreateIndexes { indexes, .. } if indexes.len() == 2));
+    }
+
+    #[test]
+    fn matching_collection_needs_nothing() {
+        let plan = Plan::for_collection(&spec(), Some(&in_sync()));
+        assert!(plan.is_empty(), "{plan}");
+        assert!(plan.warnings.is_empty());
+    }
+
+    #[test]
+    fn absent_level_and_action_mean_the_defaults() {
+        let mut observed = in_sync();
+        observed.validation_level = None;
+        observed.validation_action = None;
+        assert!(Plan::for_collection(&spec(), Some(&observed)).is_empty());
+    }
+
+    #[test]
+    fn changed_validator_or_level_is_one_coll_mod() {
+        let mut observed = in_sync();
+        observed.validator = Some(doc! { "$jsonSchema": { "bsonType": "object", "required": ["a"] } });
+        observed.validation_level = Some("moderate".into());
+        let plan = Plan::for_collection(&spec(), Some(&observed));
+        match &plan.actions[..] {
+            [Action::UpdateValidator { changes, .. }] => {
+                assert_eq!(changes.len(), 2, "{changes:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_missing_indexes_are_created() {
+        let mut observed = in_sync();
+        observed.indexes.pop();
+        let plan = Plan::for_collection(&spec(), Some(&observed));
+        match &plan.actions[..] {
+            [Action::CreateIndexes { indexes, .. }] => assert_eq!(indexes[0].name, "code_1"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn index_with_other_options_is_reported_not_rebuilt() {
+        let mut observed = in_sync();
+        observed.indexes[2] = doc! { "v": 2, "key": { "code": 1 }, "name": "code_1" };
+        let plan = Plan::for_collection(&spec(), Some(&observed));
+        assert!(plan.is_empty());
+        assert!(matches!(&plan.warnings[..], [Warning::IndexConflict { differences, .. }] if differences.len() == 1));
+    }
+
+    #[test]
+    fn index_name_taken_by_other_keys_is_reported() {
+        let mut observed = in_sync();
+        observed.indexes[1] = doc! { "v": 2, "key": { "team": 1 }, "name": "queue" };
+        let plan = Plan::for_collection(&spec(), Some(&observed));
+        assert!(plan.is_empty());
+        assert_eq!(plan.warnings.len(), 1);
+    }
+
+    #[test]
+    fn views_are_left_alone() {
+        let mut observed = ObservedCollection::new("tickets");
+        observed.kind = "view".into();
+        let plan = Plan::for_collection(&spec(), Some(&observed));
+        assert!(plan.is_empty());
+        assert!(matches!(plan.warnings[..], [Warning::NotACollection { .. }]));
+    }
+}

@@ -1,0 +1,297 @@
+//! Typed errors for writes a validator rejected (server code 121), read from `errInfo`.
+
+use std::fmt;
+
+use mongodb::bson::{Bson, Document};
+use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
+
+/// The server's code for "Document failed validation".
+pub const DOCUMENT_VALIDATION_FAILURE: i32 = 121;
+
+/// A write rejected by a collection's validator: which document, and every field and rule that
+/// failed, read from the server's `errInfo`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ValidationError {
+    /// The collection written to, when known (see [`crate::ResultExt::in_collection`]).
+    pub collection: Option<String>,
+    /// `errInfo.failingDocumentId`.
+    pub document_id: Option<Bson>,
+    /// For `insert_many`: the position of the rejected document in the batch.
+    pub index: Option<usize>,
+    /// The failed rules, one per field path and rule.
+    pub failures: Vec<RuleFailure>,
+    /// The server's `errInfo`, for anything not captured above.
+    pub err_info: Option<Document>,
+}
+
+/// One rule of the validator that a field did not satisfy.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RuleFailure {
+    /// Dotted path of the field (`tags`, `customer.name`, `history.3.status`); empty for the
+    /// document itself.
+    pub path: String,
+    /// The `$jsonSchema` keyword that failed: `maxItems`, `required`, `bsonType`, `enum`, ...
+    pub rule: String,
+    /// The rule as the validator states it (`{ maxItems: 20 }`).
+    pub specified: Option<Bson>,
+    /// The server's explanation.
+    pub reason: Option<String>,
+    /// The offending value, when the server reports it.
+    pub considered: Option<Bson>,
+}
+
+impl ValidationError {
+    /// Recognises a validation failure in a driver error (`insert_one`, `update_*`,
+    /// `replace_one`, `insert_many`, or a command); `None` for any other error.
+    pub fn from_driver(error: &DriverError) -> Option<ValidationError> {
+        let (index, details) = match error.kind.as_ref() {
+            ErrorKind::Write(WriteFailure::WriteError(e)) if e.code == DOCUMENT_VALIDATION_FAILURE => {
+                (None, e.details.clone())
+            }
+            ErrorKind::InsertMany(e) => {
+                let first = e
+                    .write_errors
+                    .as_ref()?
+                    .iter()
+                    .find(|e| e.code == DOCUMENT_VALIDATION_FAILURE)?;
+                (Some(first.index), first.details.clone())
+            }
+            ErrorKind::Command(e) if e.code == DOCUMENT_VALIDATION_FAILURE => (None, None),
+            _ => return None,
+        };
+        let mut error = match details {
+            Some(info) => ValidationError::from_err_info(&info),
+            None => ValidationError::from_err_info(&Document::new()),
+        };
+        error.index = index;
+        Some(error)
+    }
+
+    /// Reads the server's `errInfo` document (`{ failingDocumentId, details: { operatorName:
+    /// "$jsonSchema", schemaRulesNotSatisfied: [...] } }`).
+    pub fn from_err_info(err_info: &Document) -> ValidationError {
+        let mut failures = Vec::new();
+        if let Ok(details) = err_info.get_document("details") {
+            collect(details, "", &mut failures);
+        }
+        ValidationError {
+            collection: None,
+            document_id: err_info.get("failingDocumentId").cloned(),
+            index: None,
+            failures,
+            err_info: (!err_info.is_empty()).then(|| err_info.clone()),
+        }
+    }
+
+    /// Sets the collection name.
+    pub fn with_collection(mut self, collection: impl Into<String>) -> Self {
+        self.collection = Some(collection.into());
+        self
+    }
+
+    /// The failures at a field path.
+    pub fn at<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a RuleFailure> + 'a {
+        self.failures.iter().filter(move |f| f.path == path)
+    }
+
+    /// The distinct field paths that failed, in the server's order.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut paths: Vec<&str> = Vec::new();
+        for failure in &self.failures {
+            if !paths.contains(&failure.path.as_str()) {
+                paths.push(&failure.path);
+            }
+        }
+        paths
+    }
+}
+
+/// Walks the nested `details` of a `$jsonSchema` failure down to the rules that failed.
+fn collect(node: &Document, path: &str, out: &mut Vec<RuleFailure>) {
+    let operator = node.get_str("operatorName").unwrap_or_default();
+    let join = |segment: &str| {
+        if path.is_empty() {
+            segment.to_owned()
+        } else {
+            format!("{path}.{segment}")
+        }
+    };
+    let children = |key: &str| -> Vec<Document> {
+        node.get_array(key)
+            .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+            .unwrap_or_default()
+    };
+
+    if let Ok(rules) = node.get_array("schemaRulesNotSatisfied") {
+        for rule in rules.iter().filter_map(Bson::as_document) {
+            collect(rule, path, out);
+        }
+        return;
+    }
+    match operator {
+        "properties" => {
+            for property in children("propertiesNotSatisfied") {
+                let child = join(property.get_str("propertyName").unwrap_or("?"));
+                for detail in nested(&property) {
+                    collect(&detail, &child, out);
+                }
+            }
+        }
+        "items" | "additionalItems" => {
+            let child = match node.get("itemIndex") {
+                Some(Bson::Int32(i)) => join(&i.to_string()),
+                Some(Bson::Int64(i)) => join(&i.to_string()),
+                _ => path.to_owned(),
+            };
+            recurse_or_leaf(node, &child, operator, out);
+        }
+        "additionalProperties" => {
+            if let Ok(extra) = node.get_array("additionalProperties") {
+                for name in extra.iter().filter_map(Bson::as_str) {
+                    out.push(leaf(node, &join(name), operator));
+                }
+            } else {
+                let child = node
+                    .get_str("failingProperty")
+                    .map(join)
+                    .unwrap_or_else(|_| path.to_owned());
+                recurse_or_leaf(node, &child, operator, out);
+            }
+        }
+        "required" => {
+            let missing: Vec<String> = node
+                .get_array("missingProperties")
+                .map(|a| a.iter().filter_map(Bson::as_str).map(join).collect())
+                .unwrap_or_default();
+            if missing.is_empty() {
+                out.push(leaf(node, path, operator));
+            }
+            for missing in missing {
+                out.push(leaf(node, &missing, operator));
+            }
+        }
+        _ => recurse_or_leaf(node, path, operator, out),
+    }
+}
+
+fn nested(node: &Document) -> Vec<Document> {
+    node.get_array("details")
+        .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+        .unwrap_or_default()
+}
+
+fn recurse_or_leaf(node: &Document, path: &str, operator: &str, out: &mut Vec<RuleFailure>) {
+    let details = nested(node);
+    if details.is_empty() {
+        out.push(leaf(node, path, operator));
+    } else {
+        for detail in details {
+            collect(&detail, path, out);
+        }
+    }
+}
+
+fn leaf(node: &Document, path: &str, operator: &str) -> RuleFailure {
+    RuleFailure {
+        path: path.to_owned(),
+        rule: operator.to_owned(),
+        specified: node.get("specifiedAs").cloned(),
+        reason: node.get_str("reason").ok().map(str::to_owned),
+        considered: node.get("consideredValue").cloned(),
+    }
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("document failed validation")?;
+        if let Some(collection) = &self.collection {
+            write!(f, " in `{collection}`")?;
+        }
+        if let Some(id) = &self.document_id {
+            write!(f, " (_id {id})")?;
+        }
+        if self.failures.is_empty() {
+            return f.write_str(" (the server gave no details)");
+        }
+        f.write_str(":")?;
+        for (i, failure) in self.failures.iter().enumerate() {
+            f.write_str(if i == 0 { " " } else { "; " })?;
+            write!(f, "{failure}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RuleFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = if self.path.is_empty() { "<document>" } else { &self.path };
+        write!(f, "`{path}` fails `{}`", self.rule)?;
+        if let Some(Bson::Document(spec)) = &self.specified {
+            if let Some((_, value)) = spec.iter().next() {
+                write!(f, " {value}")?;
+            }
+        }
+        if let Some(reason) = &self.reason {
+            write!(f, " ({reason})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    // shapes as the server reports them (captured from SecantusDB 0.7.0b3 and MongoDB 8)
+    #[test]
+    fn reads_nested_properties_items_required_and_extras() {
+        let info = doc! {
+            "failingDocumentId": 7,
+            "details": { "operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                { "operatorName": "properties", "propertiesNotSatisfied": [
+                    { "propertyName": "tags", "details": [
+                        { "operatorName": "maxItems", "specifiedAs": { "maxItems": 2 }, "reason": "array did not match specified length", "numberOfItems": 3 }
+                    ] },
+                    { "propertyName": "n", "details": [
+                        { "operatorName": "properties", "propertiesNotSatisfied": [
+                            { "propertyName": "x", "details": [
+                                { "operatorName": "bsonType", "specifiedAs": { "bsonType": "long" }, "reason": "type did not match", "consideredValue": 3 }
+                            ] }
+                        ] }
+                    ] },
+                    { "propertyName": "history", "details": [
+                        { "operatorName": "items", "reason": "At least one item did not match the sub-schema", "itemIndex": 1, "details": [
+                            { "operatorName": "enum", "specifiedAs": { "enum": ["open"] }, "reason": "value was not found in enum", "consideredValue": "x" }
+                        ] }
+                    ] }
+                ] },
+                { "operatorName": "required", "specifiedAs": { "required": ["a", "b"] }, "missingProperties": ["b"] },
+                { "operatorName": "additionalProperties", "specifiedAs": { "additionalProperties": false }, "additionalProperties": ["zzz"] }
+            ] }
+        };
+        let error = ValidationError::from_err_info(&info);
+        let got: Vec<(&str, &str)> = error
+            .failures
+            .iter()
+            .map(|f| (f.path.as_str(), f.rule.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("tags", "maxItems"),
+                ("n.x", "bsonType"),
+                ("history.1", "enum"),
+                ("b", "required"),
+                ("zzz", "additionalProperties"),
+            ]
+        );
+        assert_eq!(error.document_id, Some(Bson::Int32(7)));
+        let text = error.with_collection("t").to_string();
+        assert!(text.contains("in `t`") && text.contains("`tags` fails `maxItems` 2"), "{text}");
+    }
+}

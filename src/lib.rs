@@ -1,0 +1,1 @@
+pub use mongo_schema_core::*;
