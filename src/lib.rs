@@ -1,1 +1,108 @@
+//! MongoDB schema design that the compiler checks.
+//!
+//! Put attributes on plain serde structs; the derives generate the `$jsonSchema` validator and
+//! the indexes of each collection, and refuse to compile the designs that are known mistakes,
+//! such as an embedded array with no bound. At start-up, one call applies validators and indexes,
+//! idempotently.
+//!
+//! ```
+//! use mongo_schema::prelude::*;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(BsonSchema, Serialize, Deserialize)]
+//! pub struct Part {
+//!     #[serde(rename = "partId")]
+//!     pub part_id: String,
+//!     #[schema(max_length = 80)]
+//!     pub name: String,
+//! }
+//!
+//! #[derive(Document, Serialize, Deserialize)]
+//! #[collection(name = "productsEmbedded")]
+//! #[index(keys(name = 1))]
+//! pub struct Product {
+//!     #[serde(rename = "_id")]
+//!     pub id: String,
+//!     pub name: String,
+//!     #[embed(max = 50)] // without a bound this does not compile
+//!     pub parts: Vec<Part>,
+//! }
+//!
+//! let validator = Product::validator();
+//! let parts = validator.get_document("$jsonSchema").unwrap()
+//!     .get_document("properties").unwrap()
+//!     .get_document("parts").unwrap();
+//! assert_eq!(parts.get_i64("maxItems"), Ok(50));
+//! assert_eq!(Product::COLLECTION, "productsEmbedded");
+//! assert_eq!(Product::indexes().len(), 1);
+//! ```
+//!
+//! # The attribute language
+//!
+//! Container attributes (on a `#[derive(Document)]` struct):
+//! - `#[collection(name = "...", validation_level = "strict|moderate",
+//!   validation_action = "error|warn", additional_properties = false, shard_key(field = 1, ...))]`
+//! - `#[index(keys(field = 1, other = -1, "dotted.path" = 1, body = "text"), unique, sparse,
+//!   partial = "<filter as extended JSON>", expire_after_secs = N, name = "...")]`, repeatable.
+//!   Keys name Rust fields (translated through serde renames, checked at compile time) or quoted
+//!   stored paths (checked by [`SchemaBuilder::build`]).
+//!
+//! Field attributes:
+//! - `#[embed(max = N)]` on a `Vec<T>`, `VecDeque<T>`, set, `[T; N]` or map with string keys
+//!   (optionally inside `Option`): `maxItems` / `maxProperties` in the validator. Every growable
+//!   array or map must carry a bound; `Vec<T>` does not even implement [`BsonSchema`] on its own.
+//! - `#[schema(max_length = N, min_length = N, pattern = "...", minimum = X, maximum = X)]`:
+//!   scalar constraints; on an array or map they constrain its elements.
+//!
+//! serde attributes are followed: `rename`, `rename_all`, `skip`, `skip_serializing`,
+//! `skip_serializing_if` (the field is then not `required`), `default`, `alias`,
+//! `transparent`, variant renames. Those that change the stored shape in a way a validator cannot
+//! describe (`flatten`, `tag`, `untagged`, `with`, `serialize_with`, `into`, ...) are compile
+//! errors, never a wrong validator.
+//!
+//! # What the derives refuse
+//!
+//! - An array or map field with no bound (the message says `unbounded` and how to bound it).
+//! - Embedding a collection root (a `#[derive(Document)]` type) in another document.
+//! - Unknown, duplicated or malformed attribute options; all of a type's mistakes are reported
+//!   together.
+//! - With a shard key, a unique index that does not start with it.
+//! - serde features the validator cannot describe.
+//!
+//! # Start-up
+//!
+//! ```no_run
+//! # use mongo_schema::prelude::*;
+//! # #[derive(Document, serde::Serialize)] #[collection(name = "t")] struct Ticket { x: i32 }
+//! # async fn start(db: mongodb::Database) -> mongo_schema::Result<()> {
+//! let schema = Schema::new().model::<Ticket>().build()?;
+//! println!("{}", schema.plan(&db).await?); // what would change, without writing
+//! let report = schema.apply(&db).await?;   // creates, collMods and indexes only what differs
+//! println!("{report}");
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
 pub use mongo_schema_core::*;
+
+/// `#[derive(Document)]`: a collection root. Implements [`Document`] and [`BsonSchema`].
+pub use mongo_schema_derive::Document;
+
+/// `#[derive(BsonSchema)]`: a struct or unit-only enum stored inside documents.
+pub use mongo_schema_derive::BsonSchema;
+
+/// Everything a model file needs: `use mongo_schema::prelude::*;`.
+pub mod prelude {
+    pub use crate::bson::{oid::ObjectId, DateTime, Decimal128};
+    pub use crate::{BsonSchema, Document, ResultExt, Schema};
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use mongo_schema_core::__private::*;
+    pub use mongo_schema_core::{
+        BoundedCollection, BsonSchema, CollectionSpec, Document, IndexSpec, ValidationAction,
+        ValidationLevel,
+    };
+}

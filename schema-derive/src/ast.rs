@@ -1,0 +1,177 @@
+//! The typed model of a derive input. Code generation sees only this, never raw syn.
+
+use syn::{Ident, Type};
+
+use crate::attr;
+use crate::ctxt::Ctxt;
+
+pub struct Container<'a> {
+    pub ident: &'a Ident,
+    pub attrs: attr::Container,
+    pub data: Data<'a>,
+    pub original: &'a syn::DeriveInput,
+}
+
+pub enum Data<'a> {
+    /// A struct with named fields, stored as a document.
+    Struct(Vec<Field<'a>>),
+    /// A newtype or `#[serde(transparent)]` struct, stored as its one field.
+    Transparent(Field<'a>),
+    /// A unit-only enum, stored as the variant names.
+    Enum(Vec<Variant>),
+}
+
+pub struct Field<'a> {
+    pub ident: Option<&'a Ident>,
+    /// The name serde writes (renames applied).
+    pub stored_name: String,
+    pub attrs: attr::Field,
+    pub ty: &'a Type,
+}
+
+impl Field<'_> {
+    /// Whether the field is ever written.
+    pub fn is_stored(&self) -> bool {
+        !self.attrs.skip_serializing
+    }
+
+    /// The Rust name for messages.
+    pub fn display_name(&self) -> String {
+        self.ident
+            .map(|i| unraw(i))
+            .unwrap_or_else(|| "0".to_owned())
+    }
+}
+
+pub struct Variant {
+    pub stored_name: String,
+    pub attrs: attr::Variant,
+}
+
+pub fn unraw(ident: &Ident) -> String {
+    ident.to_string().trim_start_matches("r#").to_owned()
+}
+
+impl<'a> Container<'a> {
+    /// Builds the model; returns `None` (with errors in `cx`) for shapes that cannot be stored
+    /// faithfully.
+    pub fn from_ast(cx: &Ctxt, item: &'a syn::DeriveInput) -> Option<Container<'a>> {
+        let attrs = attr::Container::from_ast(cx, item);
+        let data = match &item.data {
+            syn::Data::Struct(data) => match &data.fields {
+                syn::Fields::Named(named) => {
+                    let fields = fields_from_ast(cx, &attrs, named.named.iter());
+                    if attrs.transparent.is_some() {
+                        let mut stored = fields.into_iter().filter(Field::is_stored);
+                        match (stored.next(), stored.next()) {
+                            (Some(field), None) => Data::Transparent(field),
+                            _ => {
+                                cx.error_spanned_by(
+                                    item.ident.clone(),
+                                    "`#[serde(transparent)]` needs exactly one stored field",
+                                );
+                                return None;
+                            }
+                        }
+                    } else {
+                        Data::Struct(fields)
+                    }
+                }
+                syn::Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
+                    let mut fields = fields_from_ast(cx, &attrs, unnamed.unnamed.iter());
+                    Data::Transparent(fields.remove(0))
+                }
+                syn::Fields::Unnamed(unnamed) => {
+                    cx.error_spanned_by(
+                        unnamed,
+                        "a tuple struct is stored as an array of mixed types, which mongo-schema does not describe; use named fields",
+                    );
+                    return None;
+                }
+                syn::Fields::Unit => {
+                    cx.error_spanned_by(
+                        item.ident.clone(),
+                        "a unit struct is stored as `null` and carries no data; use a struct with named fields or a unit-only enum",
+                    );
+                    return None;
+                }
+            },
+            syn::Data::Enum(data) => {
+                let mut variants = Vec::new();
+                for variant in &data.variants {
+                    if !matches!(variant.fields, syn::Fields::Unit) {
+                        cx.error_spanned_by(
+                            &variant.fields,
+                            format!(
+                                "variant `{}` carries data; only unit-only enums (stored as their names) are supported",
+                                variant.ident
+                            ),
+                        );
+                        continue;
+                    }
+                    let attrs_v = attr::Variant::from_ast(cx, variant);
+                    let stored_name = attrs_v.rename.clone().unwrap_or_else(|| {
+                        attrs.rename_all.apply_to_variant(&unraw(&variant.ident))
+                    });
+                    variants.push(Variant {
+                        stored_name,
+                        attrs: attrs_v,
+                    });
+                }
+                Data::Enum(variants)
+            }
+            syn::Data::Union(data) => {
+                cx.error_spanned_by(
+                    data.union_token,
+                    "unions cannot be stored in MongoDB documents",
+                );
+                return None;
+            }
+        };
+        Some(Container {
+            ident: &item.ident,
+            attrs,
+            data,
+            original: item,
+        })
+    }
+
+    /// The stored fields of a struct.
+    pub fn stored_fields(&self) -> impl Iterator<Item = &Field<'a>> {
+        let fields: &[Field<'a>] = match &self.data {
+            Data::Struct(fields) => fields,
+            Data::Transparent(field) => std::slice::from_ref(field),
+            Data::Enum(_) => &[],
+        };
+        fields.iter().filter(|f| f.is_stored())
+    }
+
+    pub fn is_generic(&self) -> bool {
+        !self.original.generics.params.is_empty()
+    }
+}
+
+fn fields_from_ast<'a>(
+    cx: &Ctxt,
+    container: &attr::Container,
+    fields: impl Iterator<Item = &'a syn::Field>,
+) -> Vec<Field<'a>> {
+    fields
+        .map(|field| {
+            let attrs = attr::Field::from_ast(cx, field);
+            let stored_name = attrs.rename.clone().unwrap_or_else(|| {
+                field
+                    .ident
+                    .as_ref()
+                    .map(|i| container.rename_all.apply_to_field(&unraw(i)))
+                    .unwrap_or_default()
+            });
+            Field {
+                ident: field.ident.as_ref(),
+                stored_name,
+                attrs,
+                ty: &field.ty,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,751 @@
+//! Parses the attributes of a container, field or variant into typed slots, one
+//! `parse_nested_meta` loop per attribute. Unknown, duplicated and malformed options are reported
+//! to the [`Ctxt`] and parsing goes on, so every mistake of an item is reported at once.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{parenthesized, token, Ident, LitInt, LitStr, Token};
+
+use crate::case::RenameRule;
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+/// A value with the tokens it came from, so later checks can point at them.
+#[derive(Clone)]
+pub struct Sp<T> {
+    pub value: T,
+    pub tokens: TokenStream,
+}
+
+/// One optional setting; setting it twice is an error on the second occurrence.
+struct Slot<'c, T> {
+    cx: &'c Ctxt,
+    attr: &'static str,
+    name: Symbol,
+    value: Option<Sp<T>>,
+}
+
+impl<'c, T> Slot<'c, T> {
+    fn new(cx: &'c Ctxt, attr: &'static str, name: Symbol) -> Self {
+        Slot {
+            cx,
+            attr,
+            name,
+            value: None,
+        }
+    }
+
+    fn set<A: ToTokens>(&mut self, tokens: A, value: T) {
+        let tokens = tokens.into_token_stream();
+        if self.value.is_some() {
+            self.cx.error_spanned_by(
+                tokens,
+                format!("duplicate `{}` option `{}`", self.attr, self.name),
+            );
+        } else {
+            self.value = Some(Sp { value, tokens });
+        }
+    }
+
+    fn get(self) -> Option<Sp<T>> {
+        self.value
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// container
+
+pub struct Container {
+    pub collection: Option<Sp<Collection>>,
+    pub indexes: Vec<Sp<Index>>,
+    /// `#[schema(additional_properties = false)]` on the container.
+    pub additional_properties: Option<Sp<bool>>,
+    pub rename_all: RenameRule,
+    pub transparent: Option<TokenStream>,
+}
+
+pub struct Collection {
+    pub name: Option<Sp<String>>,
+    pub validation_level: Option<Sp<String>>,
+    pub validation_action: Option<Sp<String>>,
+    pub additional_properties: Option<Sp<bool>>,
+    pub shard_key: Option<Sp<Vec<IndexKey>>>,
+}
+
+pub struct Index {
+    pub keys: Option<Sp<Vec<IndexKey>>>,
+    pub unique: Option<Sp<bool>>,
+    pub sparse: Option<Sp<bool>>,
+    pub partial: Option<Sp<String>>,
+    pub expire_after_secs: Option<Sp<u64>>,
+    pub name: Option<Sp<String>>,
+}
+
+#[derive(Clone)]
+pub struct IndexKey {
+    pub field: KeyField,
+    pub kind: KeyKind,
+}
+
+#[derive(Clone)]
+pub enum KeyField {
+    /// A Rust field name, translated through serde renames.
+    Rust(Ident),
+    /// A stored path written as a string, e.g. `"customer._id"`.
+    Path(LitStr),
+}
+
+#[derive(Clone)]
+pub enum KeyKind {
+    Direction(i32),
+    Special(String),
+}
+
+impl Container {
+    pub fn from_ast(cx: &Ctxt, item: &syn::DeriveInput) -> Self {
+        let mut collection = None;
+        let mut indexes = Vec::new();
+        let mut additional = Slot::new(cx, "schema", ADDITIONAL_PROPERTIES);
+        let mut rename_all = Slot::new(cx, "serde", RENAME_ALL);
+        let mut transparent = Slot::new(cx, "serde", TRANSPARENT);
+
+        for attr in &item.attrs {
+            let path = attr.path();
+            if path == COLLECTION {
+                if collection.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[collection]` attribute");
+                    continue;
+                }
+                collection = Some(Sp {
+                    value: parse_collection(cx, attr),
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == INDEX {
+                indexes.push(Sp {
+                    value: parse_index(cx, attr),
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == SCHEMA {
+                parse_all(cx, attr, |meta| {
+                    if meta.path == ADDITIONAL_PROPERTIES {
+                        additional.set(&meta.path, parse_bool(&meta)?);
+                    } else {
+                        unknown(cx, &meta, "schema", &["additional_properties"])?;
+                    }
+                    Ok(())
+                });
+            } else if path == EMBED || path == REFERENCE || path == EXTENDED_REF || path == SUBSET {
+                cx.error_spanned_by(
+                    attr,
+                    format!(
+                        "`#[{}]` is a field attribute; put it on the field it describes",
+                        path.to_token_stream()
+                    ),
+                );
+            } else if path == SERDE {
+                parse_all(cx, attr, |meta| {
+                    if meta.path == RENAME_ALL {
+                        if let Some(rule) = parse_rename_all(cx, &meta)? {
+                            rename_all.set(&meta.path, rule);
+                        }
+                    } else if meta.path == TRANSPARENT {
+                        transparent.set(&meta.path, ());
+                    } else if meta.path == TAG
+                        || meta.path == CONTENT
+                        || meta.path == UNTAGGED
+                        || meta.path == INTO
+                        || meta.path == REMOTE
+                        || meta.path == FIELD_IDENTIFIER
+                        || meta.path == VARIANT_IDENTIFIER
+                    {
+                        unsupported_serde(cx, &meta.path, container_reason(&meta.path));
+                        skip_value(&meta)?;
+                    } else {
+                        // everything else serde accepts on a container changes only how values
+                        // are read (`default`, `deny_unknown_fields`, `from`, ...) or nothing
+                        skip_value(&meta)?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+
+        Container {
+            collection,
+            indexes,
+            additional_properties: additional.get(),
+            rename_all: rename_all.get().map_or(RenameRule::None, |r| r.value),
+            transparent: transparent.get().map(|t| t.tokens),
+        }
+    }
+}
+
+fn container_reason(path: &syn::Path) -> &'static str {
+    if path == TAG || path == CONTENT || path == UNTAGGED {
+        "the enum would not be stored as its variant names; only unit-only enums stored as strings are supported"
+    } else if path == INTO {
+        "the value is stored as another type's serialization, which the validator cannot see"
+    } else {
+        "the validator cannot describe the stored shape faithfully"
+    }
+}
+
+fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
+    let mut name = Slot::new(cx, "collection", NAME);
+    let mut level = Slot::new(cx, "collection", VALIDATION_LEVEL);
+    let mut action = Slot::new(cx, "collection", VALIDATION_ACTION);
+    let mut additional = Slot::new(cx, "collection", ADDITIONAL_PROPERTIES);
+    let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
+    parse_all(cx, attr, |meta| {
+        if meta.path == NAME {
+            let lit: LitStr = meta.value()?.parse()?;
+            if lit.value().is_empty() {
+                cx.error_spanned_by(&lit, "collection name must not be empty");
+            }
+            name.set(&lit, lit.value());
+        } else if meta.path == VALIDATION_LEVEL {
+            let lit = parse_one_of(cx, &meta, &["strict", "moderate"])?;
+            level.set(&meta.path, lit);
+        } else if meta.path == VALIDATION_ACTION {
+            let lit = parse_one_of(cx, &meta, &["error", "warn"])?;
+            action.set(&meta.path, lit);
+        } else if meta.path == ADDITIONAL_PROPERTIES {
+            additional.set(&meta.path, parse_bool(&meta)?);
+        } else if meta.path == SHARD_KEY {
+            let keys = parse_keys(&meta)?;
+            shard_key.set(&meta.path, keys);
+        } else {
+            unknown(
+                cx,
+                &meta,
+                "collection",
+                &[
+                    "name",
+                    "validation_level",
+                    "validation_action",
+                    "additional_properties",
+                    "shard_key",
+                ],
+            )?;
+        }
+        Ok(())
+    });
+    Collection {
+        name: name.get(),
+        validation_level: level.get(),
+        validation_action: action.get(),
+        additional_properties: additional.get(),
+        shard_key: shard_key.get(),
+    }
+}
+
+fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
+    let mut keys = Slot::new(cx, "index", KEYS);
+    let mut unique = Slot::new(cx, "index", UNIQUE);
+    let mut sparse = Slot::new(cx, "index", SPARSE);
+    let mut partial = Slot::new(cx, "index", PARTIAL);
+    let mut expire = Slot::new(cx, "index", EXPIRE_AFTER_SECS);
+    let mut name = Slot::new(cx, "index", NAME);
+    parse_all(cx, attr, |meta| {
+        if meta.path == KEYS {
+            let parsed = parse_keys(&meta)?;
+            keys.set(&meta.path, parsed);
+        } else if meta.path == UNIQUE {
+            unique.set(&meta.path, parse_flag(&meta)?);
+        } else if meta.path == SPARSE {
+            sparse.set(&meta.path, parse_flag(&meta)?);
+        } else if meta.path == PARTIAL {
+            let lit: LitStr = meta.value()?.parse()?;
+            match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+                Ok(serde_json::Value::Object(_)) => partial.set(&lit, lit.value()),
+                Ok(_) => cx.error_spanned_by(
+                    &lit,
+                    "`partial` must be a filter document in extended JSON, e.g. `partial = \"{\\\"status\\\": \\\"open\\\"}\"`",
+                ),
+                Err(e) => cx.error_spanned_by(&lit, format!("`partial` is not valid JSON: {e}")),
+            }
+        } else if meta.path == EXPIRE_AFTER_SECS {
+            let lit: LitInt = meta.value()?.parse()?;
+            expire.set(&lit, lit.base10_parse::<u64>()?);
+        } else if meta.path == NAME {
+            let lit: LitStr = meta.value()?.parse()?;
+            if lit.value().is_empty() {
+                cx.error_spanned_by(&lit, "index name must not be empty");
+            }
+            name.set(&lit, lit.value());
+        } else {
+            unknown(
+                cx,
+                &meta,
+                "index",
+                &[
+                    "keys",
+                    "unique",
+                    "sparse",
+                    "partial",
+                    "expire_after_secs",
+                    "name",
+                ],
+            )?;
+        }
+        Ok(())
+    });
+    Index {
+        keys: keys.get(),
+        unique: unique.get(),
+        sparse: sparse.get(),
+        partial: partial.get(),
+        expire_after_secs: expire.get(),
+        name: name.get(),
+    }
+}
+
+impl Parse for IndexKey {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let field = if input.peek(LitStr) {
+            KeyField::Path(input.parse()?)
+        } else {
+            KeyField::Rust(input.call(syn::ext::IdentExt::parse_any)?)
+        };
+        input.parse::<Token![=]>()?;
+        let kind = if input.peek(LitStr) {
+            let lit: LitStr = input.parse()?;
+            match lit.value().as_str() {
+                "text" | "2dsphere" | "2d" | "hashed" => KeyKind::Special(lit.value()),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!("unknown index type `{other}`, expected 1, -1, \"text\", \"2dsphere\", \"2d\" or \"hashed\""),
+                    ))
+                }
+            }
+        } else {
+            let negative = input.parse::<Option<Token![-]>>()?.is_some();
+            let lit: LitInt = input.parse()?;
+            let value: i32 = lit.base10_parse()?;
+            match (negative, value) {
+                (false, 1) => KeyKind::Direction(1),
+                (true, 1) => KeyKind::Direction(-1),
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "an index direction is 1 (ascending) or -1 (descending)",
+                    ))
+                }
+            }
+        };
+        Ok(IndexKey { field, kind })
+    }
+}
+
+fn parse_keys(meta: &ParseNestedMeta) -> syn::Result<Vec<IndexKey>> {
+    let content;
+    parenthesized!(content in meta.input);
+    let keys = Punctuated::<IndexKey, Token![,]>::parse_terminated(&content)?;
+    if keys.is_empty() {
+        return Err(meta.error("expected at least one key, e.g. `keys(team = 1, status = -1)`"));
+    }
+    Ok(keys.into_iter().collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// fields
+
+pub struct Field {
+    pub embed: Option<Sp<Embed>>,
+    pub constraints: Vec<Sp<Constraint>>,
+    pub relation: Option<TokenStream>,
+    pub rename: Option<String>,
+    /// `skip` or `skip_serializing`: never written.
+    pub skip_serializing: bool,
+    /// `skip_serializing_if`: sometimes absent.
+    pub skip_serializing_if: bool,
+    /// `serialize_with` / `with`: written by custom code.
+    pub custom_serialize: Option<TokenStream>,
+}
+
+pub struct Embed {
+    pub max: Option<u64>,
+    /// Parsed and validated; consumed by the capped-push update helpers (not generated yet).
+    #[allow(dead_code)]
+    pub cap: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum ConstraintKind {
+    String,
+    Number,
+}
+
+pub struct Constraint {
+    /// The `$jsonSchema` keyword.
+    pub keyword: &'static str,
+    pub value: ConstraintValue,
+    pub kind: ConstraintKind,
+}
+
+pub enum ConstraintValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl Field {
+    pub fn from_ast(cx: &Ctxt, field: &syn::Field) -> Self {
+        let mut embed: Option<Sp<Embed>> = None;
+        let mut constraints = Vec::new();
+        let mut relation = None;
+        let mut rename = Slot::new(cx, "serde", RENAME);
+        let mut skip_serializing = false;
+        let mut skip_serializing_if = false;
+        let mut custom_serialize = None;
+        let mut seen_constraints: Vec<&'static str> = Vec::new();
+
+        for attr in &field.attrs {
+            let path = attr.path();
+            if path == EMBED {
+                if embed.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[embed]` attribute");
+                    continue;
+                }
+                let mut max = Slot::new(cx, "embed", MAX);
+                let mut cap = Slot::new(cx, "embed", CAP);
+                if matches!(attr.meta, syn::Meta::Path(_)) {
+                    embed = Some(Sp {
+                        value: Embed {
+                            max: None,
+                            cap: false,
+                        },
+                        tokens: attr.to_token_stream(),
+                    });
+                    continue;
+                }
+                parse_all(cx, attr, |meta| {
+                    if meta.path == MAX {
+                        let lit: LitInt = meta.value()?.parse()?;
+                        let value: u64 = lit.base10_parse()?;
+                        if value == 0 {
+                            cx.error_spanned_by(&lit, "`max` must be at least 1");
+                        }
+                        max.set(&lit, value);
+                    } else if meta.path == CAP {
+                        cap.set(&meta.path, ());
+                    } else {
+                        unknown(cx, &meta, "embed", &["max", "cap"])?;
+                    }
+                    Ok(())
+                });
+                embed = Some(Sp {
+                    value: Embed {
+                        max: max.get().map(|m| m.value),
+                        cap: cap.get().is_some(),
+                    },
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == SCHEMA {
+                parse_all(cx, attr, |meta| {
+                    let (keyword, kind) = if meta.path == MAX_LENGTH {
+                        ("maxLength", ConstraintKind::String)
+                    } else if meta.path == MIN_LENGTH {
+                        ("minLength", ConstraintKind::String)
+                    } else if meta.path == PATTERN {
+                        ("pattern", ConstraintKind::String)
+                    } else if meta.path == MINIMUM {
+                        ("minimum", ConstraintKind::Number)
+                    } else if meta.path == MAXIMUM {
+                        ("maximum", ConstraintKind::Number)
+                    } else {
+                        return unknown(
+                            cx,
+                            &meta,
+                            "schema",
+                            &["max_length", "min_length", "pattern", "minimum", "maximum"],
+                        );
+                    };
+                    let value = match keyword {
+                        "pattern" => ConstraintValue::Str(meta.value()?.parse::<LitStr>()?.value()),
+                        "maxLength" | "minLength" => {
+                            let lit: LitInt = meta.value()?.parse()?;
+                            ConstraintValue::Int(lit.base10_parse::<u32>()?.into())
+                        }
+                        _ => parse_number(&meta)?,
+                    };
+                    if seen_constraints.contains(&keyword) {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            format!(
+                                "duplicate `schema` option `{}`",
+                                meta.path.to_token_stream()
+                            ),
+                        );
+                    } else {
+                        seen_constraints.push(keyword);
+                        constraints.push(Sp {
+                            value: Constraint {
+                                keyword,
+                                value,
+                                kind,
+                            },
+                            tokens: meta.path.to_token_stream(),
+                        });
+                    }
+                    Ok(())
+                });
+            } else if path == REFERENCE || path == EXTENDED_REF || path == SUBSET {
+                cx.error_spanned_by(
+                    path,
+                    format!(
+                        "`#[{}]` is not implemented in this version of mongo-schema yet; store the id as a plain field for now",
+                        path.to_token_stream()
+                    ),
+                );
+                relation = Some(path.to_token_stream());
+            } else if path == COLLECTION || path == INDEX {
+                cx.error_spanned_by(
+                    attr,
+                    format!(
+                        "`#[{}]` is a container attribute; put it on the struct",
+                        path.to_token_stream()
+                    ),
+                );
+            } else if path == SERDE {
+                parse_all(cx, attr, |meta| {
+                    if meta.path == RENAME {
+                        if let Some(name) = parse_rename(&meta)? {
+                            rename.set(&meta.path, name);
+                        }
+                    } else if meta.path == SKIP || meta.path == SKIP_SERIALIZING {
+                        skip_serializing = true;
+                    } else if meta.path == SKIP_SERIALIZING_IF {
+                        skip_serializing_if = true;
+                        skip_value(&meta)?;
+                    } else if meta.path == FLATTEN {
+                        unsupported_serde(
+                            cx,
+                            &meta.path,
+                            "the fields of the flattened value would be stored at this level, and the validator cannot list them; embed it as a named field instead",
+                        );
+                    } else if meta.path == WITH || meta.path == SERIALIZE_WITH {
+                        custom_serialize = Some(meta.path.to_token_stream());
+                        skip_value(&meta)?;
+                    } else if meta.path == GETTER {
+                        unsupported_serde(cx, &meta.path, "remote derives are not supported");
+                        skip_value(&meta)?;
+                    } else {
+                        // skip_deserializing, default, deserialize_with, alias, borrow, bound:
+                        // they change only how values are read
+                        skip_value(&meta)?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+
+        Field {
+            embed,
+            constraints,
+            relation,
+            rename: rename.get().map(|r| r.value),
+            skip_serializing,
+            skip_serializing_if,
+            custom_serialize,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// variants
+
+pub struct Variant {
+    pub rename: Option<String>,
+    pub skip_serializing: bool,
+}
+
+impl Variant {
+    pub fn from_ast(cx: &Ctxt, variant: &syn::Variant) -> Self {
+        let mut rename = Slot::new(cx, "serde", RENAME);
+        let mut skip_serializing = false;
+        for attr in &variant.attrs {
+            let path = attr.path();
+            if path == SERDE {
+                parse_all(cx, attr, |meta| {
+                    if meta.path == RENAME {
+                        if let Some(name) = parse_rename(&meta)? {
+                            rename.set(&meta.path, name);
+                        }
+                    } else if meta.path == SKIP || meta.path == SKIP_SERIALIZING {
+                        skip_serializing = true;
+                    } else if meta.path == WITH
+                        || meta.path == SERIALIZE_WITH
+                        || meta.path == UNTAGGED
+                    {
+                        unsupported_serde(
+                            cx,
+                            &meta.path,
+                            "the variant would not be stored as its name",
+                        );
+                        skip_value(&meta)?;
+                    } else {
+                        skip_value(&meta)?;
+                    }
+                    Ok(())
+                });
+            } else if path == EMBED
+                || path == SCHEMA
+                || path == REFERENCE
+                || path == EXTENDED_REF
+                || path == SUBSET
+                || path == COLLECTION
+                || path == INDEX
+            {
+                cx.error_spanned_by(
+                    attr,
+                    format!(
+                        "`#[{}]` does not apply to an enum variant",
+                        path.to_token_stream()
+                    ),
+                );
+            }
+        }
+        Variant {
+            rename: rename.get().map(|r| r.value),
+            skip_serializing,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+/// Runs `f` on every option of `attr`; a parse error is recorded and the attribute abandoned.
+fn parse_all(cx: &Ctxt, attr: &syn::Attribute, f: impl FnMut(ParseNestedMeta) -> syn::Result<()>) {
+    if let Err(err) = attr.parse_nested_meta(f) {
+        cx.syn_error(err);
+    }
+}
+
+fn unknown(cx: &Ctxt, meta: &ParseNestedMeta, attr: &str, expected: &[&str]) -> syn::Result<()> {
+    let name = meta.path.to_token_stream().to_string().replace(' ', "");
+    cx.error_spanned_by(
+        &meta.path,
+        format!(
+            "unknown `{attr}` option `{name}`, expected one of: {}",
+            expected.join(", ")
+        ),
+    );
+    skip_value(meta)
+}
+
+fn unsupported_serde(cx: &Ctxt, path: &syn::Path, why: &str) {
+    cx.error_spanned_by(
+        path,
+        format!(
+            "`#[serde({})]` is not supported by mongo-schema: {why}",
+            path.to_token_stream()
+        ),
+    );
+}
+
+/// Consumes `= value` or `(...)` of an option we do not interpret.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(token::Paren) {
+        let content;
+        parenthesized!(content in meta.input);
+        content.parse::<TokenStream>()?;
+    }
+    Ok(())
+}
+
+fn parse_bool(meta: &ParseNestedMeta) -> syn::Result<bool> {
+    Ok(meta.value()?.parse::<syn::LitBool>()?.value)
+}
+
+/// `unique` or `unique = true|false`.
+fn parse_flag(meta: &ParseNestedMeta) -> syn::Result<bool> {
+    if meta.input.peek(Token![=]) {
+        parse_bool(meta)
+    } else {
+        Ok(true)
+    }
+}
+
+fn parse_one_of(cx: &Ctxt, meta: &ParseNestedMeta, allowed: &[&str]) -> syn::Result<String> {
+    let lit: LitStr = meta.value()?.parse()?;
+    let value = lit.value();
+    if !allowed.contains(&value.as_str()) {
+        cx.error_spanned_by(
+            &lit,
+            format!(
+                "unknown `{}` value `{value}`, expected {}",
+                meta.path.to_token_stream(),
+                allowed
+                    .iter()
+                    .map(|a| format!("\"{a}\""))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        );
+    }
+    Ok(value)
+}
+
+fn parse_number(meta: &ParseNestedMeta) -> syn::Result<ConstraintValue> {
+    let input = meta.value()?;
+    let negative = input.parse::<Option<Token![-]>>()?.is_some();
+    let sign = if negative { -1 } else { 1 };
+    if input.peek(syn::LitFloat) {
+        let lit: syn::LitFloat = input.parse()?;
+        Ok(ConstraintValue::Float(
+            sign as f64 * lit.base10_parse::<f64>()?,
+        ))
+    } else {
+        let lit: LitInt = input.parse()?;
+        Ok(ConstraintValue::Int(sign * lit.base10_parse::<i64>()?))
+    }
+}
+
+/// `rename = "x"` or `rename(serialize = "x", deserialize = "y")`: the name serde writes.
+fn parse_rename(meta: &ParseNestedMeta) -> syn::Result<Option<String>> {
+    if meta.input.peek(Token![=]) {
+        return Ok(Some(meta.value()?.parse::<LitStr>()?.value()));
+    }
+    let mut serialize = None;
+    meta.parse_nested_meta(|inner| {
+        let lit: LitStr = inner.value()?.parse()?;
+        if inner.path == SERIALIZE {
+            serialize = Some(lit.value());
+        }
+        Ok(())
+    })?;
+    Ok(serialize)
+}
+
+fn parse_rename_all(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<RenameRule>> {
+    let lit = if meta.input.peek(Token![=]) {
+        Some(meta.value()?.parse::<LitStr>()?)
+    } else {
+        let mut serialize = None;
+        meta.parse_nested_meta(|inner| {
+            let lit: LitStr = inner.value()?.parse()?;
+            if inner.path == SERIALIZE {
+                serialize = Some(lit);
+            }
+            Ok(())
+        })?;
+        serialize
+    };
+    Ok(
+        lit.and_then(|lit| match RenameRule::from_str(&lit.value()) {
+            Ok(rule) => Some(rule),
+            Err(message) => {
+                cx.error_spanned_by(&lit, message);
+                None
+            }
+        }),
+    )
+}

@@ -1,0 +1,301 @@
+//! The rules of the attribute language that span several attributes or fields, one `check_*`
+//! function per rule (SPEC §4). Rules only rustc can decide (is `T` a collection root? does a
+//! constraint fit the type?) are emitted as type-level checks by `gen::checks`.
+
+use quote::ToTokens;
+use syn::Type;
+
+use crate::ast::{Container, Data, Field};
+use crate::attr::{IndexKey, KeyField};
+use crate::ctxt::Ctxt;
+use crate::expand::Derive;
+
+pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
+    check_derive_fits_item(cx, cont, derive);
+    for field in cont.stored_fields() {
+        check_bounded(cx, field);
+        check_custom_serialization(cx, field);
+    }
+    if let Data::Enum(variants) = &cont.data {
+        if variants.iter().all(|v| v.attrs.skip_serializing) && !variants.is_empty() {
+            cx.error_spanned_by(
+                cont.ident,
+                "every variant is skipped: nothing can be stored",
+            );
+        }
+        if let Some(additional) = &cont.attrs.additional_properties {
+            cx.error_spanned_by(
+                &additional.tokens,
+                "`additional_properties` applies to structs",
+            );
+        }
+    }
+    check_index_keys(cx, cont);
+    check_unique_indexes_start_with_shard_key(cx, cont);
+}
+
+/// `Document` needs a named-field struct and a collection name; `#[collection]` and `#[index]`
+/// need `Document`.
+fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
+    match derive {
+        Derive::Document => {
+            if !matches!(cont.data, Data::Struct(_)) {
+                cx.error_spanned_by(
+                    cont.ident,
+                    "`#[derive(Document)]` needs a struct with named fields: a collection stores documents",
+                );
+            }
+            match &cont.attrs.collection {
+                None => cx.error_spanned_by(
+                    cont.ident,
+                    "`#[derive(Document)]` needs the collection name: add `#[collection(name = \"...\")]`",
+                ),
+                Some(collection) if collection.value.name.is_none() => cx.error_spanned_by(
+                    &collection.tokens,
+                    "`#[collection]` needs `name = \"...\"`",
+                ),
+                Some(_) => {}
+            }
+        }
+        Derive::BsonSchema => {
+            if let Some(collection) = &cont.attrs.collection {
+                cx.error_spanned_by(
+                    &collection.tokens,
+                    "`#[collection]` describes a collection root: use `#[derive(Document)]` instead of `#[derive(BsonSchema)]`",
+                );
+            }
+            for index in &cont.attrs.indexes {
+                cx.error_spanned_by(
+                    &index.tokens,
+                    "`#[index]` belongs on a collection root: use `#[derive(Document)]` instead of `#[derive(BsonSchema)]`",
+                );
+            }
+        }
+    }
+}
+
+/// Rule 1: every array or map carries a bound.
+fn check_bounded(cx: &Ctxt, field: &Field) {
+    if field.attrs.relation.is_some() {
+        return; // reported by the attribute parser
+    }
+    match (&field.attrs.embed, collection_kind(field.ty)) {
+        (Some(embed), _) if embed.value.max.is_none() => cx.error_spanned_by(
+            &embed.tokens,
+            format!(
+                "`#[embed]` on field `{}` needs its bound: write `#[embed(max = N)]`",
+                field.display_name()
+            ),
+        ),
+        (Some(_), _) => {}
+        (None, Some(kind)) => cx.error_spanned_by(
+            field.ty,
+            format!(
+                "field `{}` is an unbounded {kind}: nothing limits how many elements it holds, and a document cannot grow past 16 MiB; \
+                 bound it with `#[embed(max = N)]`, store ids of another collection with `#[reference]`, \
+                 or keep only the newest few children with `#[subset(...)]`",
+                field.display_name()
+            ),
+        ),
+        (None, None) => {}
+    }
+}
+
+/// Rule 6: custom serialization hides the stored shape from the derive.
+fn check_custom_serialization(cx: &Ctxt, field: &Field) {
+    if let Some(tokens) = &field.attrs.custom_serialize {
+        cx.error_spanned_by(
+            tokens,
+            format!(
+                "`#[serde({})]` on field `{}` writes the value with custom code, so the validator cannot know its stored shape; \
+                 store a type that derives `BsonSchema` (or implements it by hand) instead",
+                tokens,
+                field.display_name()
+            ),
+        );
+    }
+}
+
+/// Index and shard keys name stored fields.
+fn check_index_keys(cx: &Ctxt, cont: &Container) {
+    let mut names: Vec<String> = Vec::new();
+    for index in &cont.attrs.indexes {
+        let Some(keys) = &index.value.keys else {
+            cx.error_spanned_by(
+                &index.tokens,
+                "`#[index]` needs its keys, e.g. `#[index(keys(team = 1, status = -1))]`",
+            );
+            continue;
+        };
+        for key in &keys.value {
+            resolve_key(cx, cont, key);
+        }
+        if let Some(ttl) = &index.value.expire_after_secs {
+            if keys.value.len() > 1 {
+                cx.error_spanned_by(
+                    &ttl.tokens,
+                    "a TTL index (`expire_after_secs`) must have a single key, a date field",
+                );
+            }
+        }
+        if let Some(name) = &index.value.name {
+            if names.contains(&name.value) {
+                cx.error_spanned_by(
+                    &name.tokens,
+                    format!("two indexes are named `{}`", name.value),
+                );
+            }
+            names.push(name.value.clone());
+        }
+    }
+    if let Some(shard_key) = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.shard_key.as_ref())
+    {
+        for key in &shard_key.value {
+            resolve_key(cx, cont, key);
+        }
+    }
+}
+
+/// Rule 5: with a shard key, a unique index must start with the shard key's fields.
+fn check_unique_indexes_start_with_shard_key(cx: &Ctxt, cont: &Container) {
+    let Some(shard_key) = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.shard_key.as_ref())
+    else {
+        return;
+    };
+    let shard: Vec<String> = shard_key
+        .value
+        .iter()
+        .map(|k| stored_key(cont, k))
+        .collect();
+    for index in &cont.attrs.indexes {
+        let (Some(unique), Some(keys)) = (&index.value.unique, &index.value.keys) else {
+            continue;
+        };
+        if !unique.value {
+            continue;
+        }
+        let keys: Vec<String> = keys.value.iter().map(|k| stored_key(cont, k)).collect();
+        if !keys.starts_with(&shard) {
+            cx.error_spanned_by(
+                &unique.tokens,
+                format!(
+                    "a unique index of a sharded collection must start with the shard key ({}); this one starts with ({}): \
+                     put the shard key fields first in `keys(...)` or drop `unique`",
+                    shard.join(", "),
+                    keys.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// The stored name of an index key, reporting names that are not stored fields.
+pub fn resolve_key(cx: &Ctxt, cont: &Container, key: &IndexKey) -> String {
+    match &key.field {
+        KeyField::Rust(ident) => {
+            let wanted = crate::ast::unraw(ident);
+            let all: Vec<&Field> = match &cont.data {
+                Data::Struct(fields) => fields.iter().collect(),
+                _ => Vec::new(),
+            };
+            match all
+                .iter()
+                .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
+            {
+                Some(field) if field.is_stored() => field.stored_name.clone(),
+                Some(_) => {
+                    cx.error_spanned_by(
+                        ident,
+                        format!("field `{wanted}` is skipped by serde and cannot be indexed"),
+                    );
+                    wanted
+                }
+                None => {
+                    cx.error_spanned_by(
+                        ident,
+                        format!(
+                            "no field `{wanted}` in `{}`; index keys name fields of the struct (or a quoted stored path such as \"customer._id\")",
+                            cont.ident
+                        ),
+                    );
+                    wanted
+                }
+            }
+        }
+        KeyField::Path(lit) => {
+            let path = lit.value();
+            let first = path.split('.').next().unwrap_or_default();
+            let known = first == "_id"
+                || first.starts_with('$')
+                || cont.stored_fields().any(|f| f.stored_name == first);
+            if !known || path.is_empty() || path.split('.').any(str::is_empty) {
+                cx.error_spanned_by(
+                    lit,
+                    format!(
+                        "`{first}` in \"{path}\" is not a stored field of `{}`",
+                        cont.ident
+                    ),
+                );
+            }
+            path
+        }
+    }
+}
+
+fn stored_key(cont: &Container, key: &IndexKey) -> String {
+    // errors were reported by `check_index_keys`
+    let cx = Ctxt::new();
+    let name = resolve_key(&cx, cont, key);
+    let _ = cx.check();
+    name
+}
+
+/// Whether a type is a growable array, set or map (looking through `Option`, `Box` and `&`).
+fn collection_kind(ty: &Type) -> Option<&'static str> {
+    match ty {
+        Type::Paren(inner) => collection_kind(&inner.elem),
+        Type::Group(inner) => collection_kind(&inner.elem),
+        Type::Reference(inner) => collection_kind(&inner.elem),
+        Type::Slice(_) => Some("array"),
+        Type::Path(path) => {
+            let segment = path.path.segments.last()?;
+            let name = segment.ident.to_string();
+            match name.as_str() {
+                "Vec" | "VecDeque" | "LinkedList" | "BinaryHeap" | "SmallVec" => Some("array"),
+                "HashSet" | "BTreeSet" | "IndexSet" => Some("set"),
+                "HashMap" | "BTreeMap" | "IndexMap" => Some("map"),
+                "Option" | "Box" | "Rc" | "Arc" => match &segment.arguments {
+                    syn::PathArguments::AngleBracketed(args) => {
+                        args.args.iter().find_map(|arg| match arg {
+                            syn::GenericArgument::Type(inner) => collection_kind(inner),
+                            _ => None,
+                        })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// For messages: a type as the user wrote it.
+pub fn type_name(ty: &Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace(" :: ", "::")
+        .replace("& ", "&")
+}

@@ -1,0 +1,72 @@
+//! Entry point of both derives: model -> checks -> generated impls, or every error at once with
+//! stub impls that keep the rest of the user's crate from drowning in follow-up errors.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::ast::Container;
+use crate::ctxt::Ctxt;
+use crate::{check, gen};
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Derive {
+    Document,
+    BsonSchema,
+}
+
+pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStream> {
+    let cx = Ctxt::new();
+    let cont = Container::from_ast(&cx, input);
+    if let Some(cont) = &cont {
+        check::check(&cx, cont, derive);
+    }
+    if let Err(errors) = cx.check() {
+        let mut tokens = errors.into_compile_error();
+        tokens.extend(fallback(input, derive));
+        return Ok(tokens);
+    }
+    let cont = cont.expect("no model without errors");
+    let schema_impl = gen::json_schema::bson_schema_impl(&cont, derive);
+    let checks = gen::checks::type_checks(&cont);
+    let document_impl = match derive {
+        Derive::Document => gen::document::document_impl(&cont),
+        Derive::BsonSchema => TokenStream::new(),
+    };
+    Ok(quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all)]
+        const _: () = {
+            #schema_impl
+            #document_impl
+            #checks
+        };
+    })
+}
+
+/// Impls with the right names but no behaviour, emitted next to the errors.
+fn fallback(input: &syn::DeriveInput, derive: Derive) -> TokenStream {
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let private = gen::private();
+    let document = match derive {
+        Derive::Document => quote! {
+            impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
+                const COLLECTION: &'static str = "";
+                fn collection_spec() -> #private::CollectionSpec {
+                    ::core::unimplemented!("mongo-schema: the derive reported errors")
+                }
+            }
+        },
+        Derive::BsonSchema => TokenStream::new(),
+    };
+    quote! {
+        const _: () = {
+            impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
+                fn bson_schema() -> #private::bson::Document {
+                    ::core::unimplemented!("mongo-schema: the derive reported errors")
+                }
+            }
+            #document
+        };
+    }
+}

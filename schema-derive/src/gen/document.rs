@@ -1,0 +1,102 @@
+//! `impl Document`: collection name, validation settings and indexes.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::ast::Container;
+use crate::attr::{IndexKey, KeyKind};
+use crate::check::resolve_key;
+use crate::ctxt::Ctxt;
+use crate::gen::private;
+
+pub fn document_impl(cont: &Container) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let collection = &cont.attrs.collection.as_ref().expect("checked").value;
+    let name = &collection.name.as_ref().expect("checked").value;
+    let level = match collection
+        .validation_level
+        .as_ref()
+        .map(|l| l.value.as_str())
+    {
+        Some("moderate") => quote!(Moderate),
+        _ => quote!(Strict),
+    };
+    let action = match collection
+        .validation_action
+        .as_ref()
+        .map(|a| a.value.as_str())
+    {
+        Some("warn") => quote!(Warn),
+        _ => quote!(Error),
+    };
+    let indexes = cont.attrs.indexes.iter().map(|index| {
+        let index = &index.value;
+        let keys = keys_document(cont, &index.keys.as_ref().expect("checked").value);
+        let name = index.name.as_ref().map(|n| {
+            let n = &n.value;
+            quote!(.name(#n))
+        });
+        let unique = index
+            .unique
+            .as_ref()
+            .filter(|u| u.value)
+            .map(|_| quote!(.unique(true)));
+        let sparse = index
+            .sparse
+            .as_ref()
+            .filter(|s| s.value)
+            .map(|_| quote!(.sparse(true)));
+        let partial = index.partial.as_ref().map(|p| {
+            let json = &p.value;
+            quote!(.partial_filter(#private::partial_filter(#name, #json)))
+        });
+        let ttl = index.expire_after_secs.as_ref().map(|t| {
+            let secs = t.value;
+            quote!(.expire_after_secs(#secs))
+        });
+        quote! {
+            .index(#private::IndexSpec::new(#keys) #name #unique #sparse #partial #ttl)
+        }
+    });
+    let shard_key = collection.shard_key.as_ref().map(|keys| {
+        let keys = keys_document(cont, &keys.value);
+        quote!(.shard_key(#keys))
+    });
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
+            const COLLECTION: &'static str = #name;
+
+            fn collection_spec() -> #private::CollectionSpec {
+                #private::CollectionSpec::new(#name, <Self as #private::Document>::validator())
+                    .validation_level(#private::ValidationLevel::#level)
+                    .validation_action(#private::ValidationAction::#action)
+                    #(#indexes)*
+                    #shard_key
+            }
+        }
+    }
+}
+
+/// An ordered key document, with Rust field names translated to stored names.
+fn keys_document(cont: &Container, keys: &[IndexKey]) -> TokenStream {
+    let private = private();
+    let cx = Ctxt::new();
+    let inserts = keys.iter().map(|key| {
+        let stored = resolve_key(&cx, cont, key);
+        let value = match &key.kind {
+            KeyKind::Direction(d) => quote!(#d),
+            KeyKind::Special(s) => quote!(#s),
+        };
+        quote!(keys.insert(#stored, #value);)
+    });
+    let tokens = quote! {{
+        let mut keys = #private::bson::Document::new();
+        #(#inserts)*
+        keys
+    }};
+    cx.check().expect("index keys were checked");
+    tokens
+}

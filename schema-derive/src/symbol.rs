@@ -1,0 +1,91 @@
+//! Attribute and option names.
+
+use std::fmt::{self, Display};
+
+use syn::{Ident, Path};
+
+#[derive(Copy, Clone)]
+pub struct Symbol(pub &'static str);
+
+macro_rules! symbols {
+    ($($name:ident = $text:literal,)*) => { $(pub const $name: Symbol = Symbol($text);)* };
+}
+
+symbols! {
+    // our attributes
+    COLLECTION = "collection",
+    INDEX = "index",
+    EMBED = "embed",
+    SCHEMA = "schema",
+    REFERENCE = "reference",
+    EXTENDED_REF = "extended_ref",
+    SUBSET = "subset",
+    // options of ours
+    NAME = "name",
+    VALIDATION_LEVEL = "validation_level",
+    VALIDATION_ACTION = "validation_action",
+    ADDITIONAL_PROPERTIES = "additional_properties",
+    SHARD_KEY = "shard_key",
+    KEYS = "keys",
+    UNIQUE = "unique",
+    SPARSE = "sparse",
+    PARTIAL = "partial",
+    EXPIRE_AFTER_SECS = "expire_after_secs",
+    MAX = "max",
+    CAP = "cap",
+    MAX_LENGTH = "max_length",
+    MIN_LENGTH = "min_length",
+    MINIMUM = "minimum",
+    MAXIMUM = "maximum",
+    PATTERN = "pattern",
+    // serde
+    SERDE = "serde",
+    RENAME = "rename",
+    RENAME_ALL = "rename_all",
+    SERIALIZE = "serialize",
+    SKIP = "skip",
+    SKIP_SERIALIZING = "skip_serializing",
+    SKIP_SERIALIZING_IF = "skip_serializing_if",
+    FLATTEN = "flatten",
+    WITH = "with",
+    SERIALIZE_WITH = "serialize_with",
+    GETTER = "getter",
+    TAG = "tag",
+    CONTENT = "content",
+    UNTAGGED = "untagged",
+    TRANSPARENT = "transparent",
+    INTO = "into",
+    REMOTE = "remote",
+    FIELD_IDENTIFIER = "field_identifier",
+    VARIANT_IDENTIFIER = "variant_identifier",
+}
+
+impl PartialEq<Symbol> for Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for &Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        *self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl PartialEq<Symbol> for &Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl Display for Symbol {
+    fn fmt(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str(self.0)
+    }
+}
