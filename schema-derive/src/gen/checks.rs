@@ -53,10 +53,11 @@ pub fn type_checks(cont: &Container) -> TokenStream {
             quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__COLLECTION_ROOT)
         };
         let message = format!(
-            "field `{}` embeds `{}`, a collection root with its own collection (#[derive(Document)]); \
+            "field `{}` embeds a collection root: `{}` {} a #[derive(Document)] type, which has its own collection; \
              store its id with #[reference], or copy the fields this document reads with #[extended_ref(...)]",
             field.display_name(),
-            type_name(ty)
+            type_name(ty),
+            if field.attrs.embed.is_some() { "holds" } else { "is" },
         );
         checks.extend(quote_spanned! {ty.span()=>
             const _: () = if #is_root { ::core::panic!(#message) };

@@ -1,0 +1,292 @@
+//! `Schema::apply` and `Schema::plan` against a real server (SecantusDB or `MONGODB_URI`).
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{Action, Warning};
+use serde::{Deserialize, Serialize};
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone)]
+pub struct Part {
+    #[serde(rename = "partId")]
+    pub part_id: String,
+    #[schema(max_length = 60)]
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Clone)]
+#[collection(name = "products")]
+#[index(keys(name = 1))]
+#[index(keys(sku = 1), unique, name = "sku_unique")]
+pub struct Product {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    pub sku: String,
+    #[embed(max = 20)]
+    pub parts: Vec<Part>,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(
+    name = "parts",
+    validation_level = "moderate",
+    validation_action = "error"
+)]
+#[index(keys(name = 1), name = "by_name")]
+pub struct CatalogPart {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+}
+
+const WRITES: [&str; 4] = ["create", "collMod", "createIndexes", "dropIndexes"];
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Product>()
+        .model::<CatalogPart>()
+        .build()
+        .expect("valid schema")
+}
+
+async fn collection_options(db: &mongodb::Database, name: &str) -> BsonDocument {
+    let mut cursor = db
+        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": name } })
+        .await
+        .unwrap();
+    let entry = cursor.try_next().await.unwrap().expect("collection exists");
+    entry.get_document("options").unwrap().clone()
+}
+
+async fn index_names(db: &mongodb::Database, name: &str) -> Vec<String> {
+    let mut names = db
+        .collection::<BsonDocument>(name)
+        .list_index_names()
+        .await
+        .unwrap();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn first_apply_creates_everything_and_a_second_writes_nothing() {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(
+        &mongo_schema_testkit::database("apply_noop")
+            .await
+            .name()
+            .to_owned(),
+    );
+    let schema = schema();
+
+    let report = schema.apply(&db).await.unwrap();
+    let creates = report
+        .applied
+        .iter()
+        .filter(|a| matches!(a.action, Action::CreateCollection { .. }))
+        .count();
+    assert_eq!(creates, 2, "{report}");
+    assert_eq!(log.count("create"), 2);
+    assert_eq!(
+        log.count("createIndexes"),
+        2,
+        "one createIndexes per collection"
+    );
+    assert!(report.warnings.is_empty(), "{report}");
+
+    let options = collection_options(&db, "products").await;
+    assert_eq!(
+        options.get_document("validator").unwrap(),
+        &Product::validator()
+    );
+    assert_eq!(options.get_str("validationLevel").unwrap(), "strict");
+    let options = collection_options(&db, "parts").await;
+    assert_eq!(options.get_str("validationLevel").unwrap(), "moderate");
+    assert_eq!(
+        index_names(&db, "products").await,
+        ["_id_", "name_1", "sku_unique"]
+    );
+    assert_eq!(index_names(&db, "parts").await, ["_id_", "by_name"]);
+
+    log.clear();
+    let again = schema.apply(&db).await.unwrap();
+    assert!(again.applied.is_empty(), "second apply did: {again}");
+    assert!(again.is_noop());
+    let names = log.names();
+    assert!(
+        !names.iter().any(|n| WRITES.contains(&n.as_str())),
+        "a no-op start-up sent a write command: {names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .all(|n| n == "listCollections" || n == "listIndexes"),
+        "{names:?}"
+    );
+    println!("second apply sent only: {names:?}");
+
+    log.clear();
+    assert!(schema.plan(&db).await.unwrap().is_empty());
+    assert!(!log.names().iter().any(|n| WRITES.contains(&n.as_str())));
+}
+
+#[tokio::test]
+async fn a_changed_validator_or_level_is_one_coll_mod_and_missing_indexes_are_added() {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(
+        &mongo_schema_testkit::database("apply_collmod")
+            .await
+            .name()
+            .to_owned(),
+    );
+    // an older version of the service: other validator, moderate level, one index missing
+    db.run_command(doc! {
+        "create": "products",
+        "validator": { "$jsonSchema": { "bsonType": "object", "required": ["name"] } },
+        "validationLevel": "moderate",
+    })
+    .await
+    .unwrap();
+    db.collection::<BsonDocument>("products")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "name": 1 })
+                .build(),
+        )
+        .await
+        .unwrap();
+    log.clear();
+
+    let schema = Schema::new().model::<Product>().build().unwrap();
+    let plan = schema.plan(&db).await.unwrap();
+    assert_eq!(plan.actions.len(), 2, "{plan}");
+    match &plan.actions[0] {
+        Action::UpdateValidator { changes, .. } => {
+            assert_eq!(changes.len(), 2, "{changes:?}");
+        }
+        other => panic!("expected collMod, got {other}"),
+    }
+    match &plan.actions[1] {
+        Action::CreateIndexes { indexes, .. } => {
+            assert_eq!(
+                indexes.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+                ["sku_unique"]
+            )
+        }
+        other => panic!("expected createIndexes, got {other}"),
+    }
+    assert!(
+        !log.names().iter().any(|n| WRITES.contains(&n.as_str())),
+        "plan wrote"
+    );
+
+    let report = schema.apply(&db).await.unwrap();
+    assert_eq!(report.applied.len(), 2, "{report}");
+    assert_eq!(log.count("collMod"), 1);
+    assert_eq!(log.count("create"), 0);
+    let options = collection_options(&db, "products").await;
+    assert_eq!(
+        options.get_document("validator").unwrap(),
+        &Product::validator()
+    );
+    assert_eq!(options.get_str("validationLevel").unwrap(), "strict");
+    assert!(schema.plan(&db).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_index_with_other_options_is_reported_and_left_alone() {
+    let db = mongo_schema_testkit::database("apply_conflict").await;
+    db.run_command(doc! { "create": "products" }).await.unwrap();
+    // same keys as the declared `sku_unique`, but not unique and another name
+    db.run_command(doc! { "createIndexes": "products", "indexes": [{ "key": { "sku": 1 }, "name": "legacy_sku" }] })
+        .await
+        .unwrap();
+
+    let schema = Schema::new().model::<Product>().build().unwrap();
+    let report = schema.apply(&db).await.unwrap();
+    let conflict = report
+        .warnings
+        .iter()
+        .find_map(|w| match w {
+            Warning::IndexConflict {
+                wanted,
+                differences,
+                ..
+            } => Some((wanted, differences)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no conflict reported: {report}"));
+    assert_eq!(conflict.0.name, "sku_unique");
+    assert_eq!(
+        conflict.1.len(),
+        2,
+        "name and unique differ: {:?}",
+        conflict.1
+    );
+    println!("{report}");
+    // never dropped nor rebuilt; the other index was created
+    assert_eq!(
+        index_names(&db, "products").await,
+        ["_id_", "legacy_sku", "name_1"]
+    );
+    // and the warning stays until someone decides
+    let plan = schema.plan(&db).await.unwrap();
+    assert!(plan.is_empty() && plan.warnings.len() == 1, "{plan}");
+}
+
+#[tokio::test]
+async fn many_instances_starting_at_once_all_succeed() {
+    let db = mongo_schema_testkit::database("apply_race").await;
+    let schema = schema();
+    let instances = (0..8).map(|_| {
+        let (db, schema) = (db.clone(), schema.clone());
+        tokio::spawn(async move { schema.apply(&db).await })
+    });
+    let reports: Vec<_> = futures_util::future::join_all(instances)
+        .await
+        .into_iter()
+        .map(|joined| joined.unwrap().expect("every instance starts"))
+        .collect();
+    // MongoDB 7+ (and SecantusDB) accept a `create` that matches the existing collection, so
+    // several instances may each report the create; a different one fails with 48 and is
+    // re-planned. Either way no instance fails and the result is the schema.
+    let creates = reports
+        .iter()
+        .flat_map(|r| &r.applied)
+        .filter(|a| matches!(&a.action, Action::CreateCollection { .. }))
+        .count();
+    let raced = reports
+        .iter()
+        .flat_map(|r| &r.applied)
+        .filter(|a| a.done_concurrently)
+        .count();
+    println!("8 concurrent applies: {creates} creates sent, {raced} lost to a concurrent instance");
+    assert!(creates >= 2);
+    let options = collection_options(&db, "products").await;
+    assert_eq!(
+        options.get_document("validator").unwrap(),
+        &Product::validator()
+    );
+    assert_eq!(
+        index_names(&db, "products").await,
+        ["_id_", "name_1", "sku_unique"]
+    );
+    assert!(schema.plan(&db).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_view_with_a_schema_name_is_left_alone() {
+    let db = mongo_schema_testkit::database("apply_view").await;
+    db.run_command(doc! { "create": "source" }).await.unwrap();
+    db.run_command(doc! { "create": "parts", "viewOn": "source", "pipeline": [] })
+        .await
+        .unwrap();
+    let schema = Schema::new().model::<CatalogPart>().build().unwrap();
+    let report = schema.apply(&db).await.unwrap();
+    assert!(report.applied.is_empty(), "{report}");
+    assert!(
+        matches!(report.warnings[..], [Warning::NotACollection { .. }]),
+        "{report}"
+    );
+}
