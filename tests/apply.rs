@@ -72,12 +72,7 @@ async fn index_names(db: &mongodb::Database, name: &str) -> Vec<String> {
 #[tokio::test]
 async fn first_apply_creates_everything_and_a_second_writes_nothing() {
     let (client, log) = mongo_schema_testkit::monitored_client().await;
-    let db = client.database(
-        &mongo_schema_testkit::database("apply_noop")
-            .await
-            .name()
-            .to_owned(),
-    );
+    let db = client.database(mongo_schema_testkit::database("apply_noop").await.name());
     let schema = schema();
 
     let report = schema.apply(&db).await.unwrap();
@@ -134,12 +129,7 @@ async fn first_apply_creates_everything_and_a_second_writes_nothing() {
 #[tokio::test]
 async fn a_changed_validator_or_level_is_one_coll_mod_and_missing_indexes_are_added() {
     let (client, log) = mongo_schema_testkit::monitored_client().await;
-    let db = client.database(
-        &mongo_schema_testkit::database("apply_collmod")
-            .await
-            .name()
-            .to_owned(),
-    );
+    let db = client.database(mongo_schema_testkit::database("apply_collmod").await.name());
     // an older version of the service: other validator, moderate level, one index missing
     db.run_command(doc! {
         "create": "products",

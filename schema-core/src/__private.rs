@@ -36,7 +36,8 @@ impl ObjectSchema {
     /// server-generated `_id`.
     pub fn deny_additional(mut self, collection_root: bool) -> Self {
         if collection_root && !self.properties.contains_key("_id") {
-            self.properties.insert("_id", doc! { "bsonType": "objectId" });
+            self.properties
+                .insert("_id", doc! { "bsonType": "objectId" });
         }
         self.additional_properties = Some(false);
         self

@@ -127,7 +127,11 @@ async fn apply_collection(
                 });
                 let observed = observe_one(db, spec).await?;
                 let replan = Plan::for_collection(spec, observed.as_ref());
-                if replan.actions.iter().any(|a| matches!(a, Action::CreateCollection { .. })) {
+                if replan
+                    .actions
+                    .iter()
+                    .any(|a| matches!(a, Action::CreateCollection { .. }))
+                {
                     return Err(Error::Apply {
                         action: format!("create `{}`", spec.name),
                         source: error,
@@ -148,19 +152,33 @@ async fn apply_collection(
 
 async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
     let command = match action {
-        Action::CreateCollection { collection, validator, level, action } => doc! {
+        Action::CreateCollection {
+            collection,
+            validator,
+            level,
+            action,
+        } => doc! {
             "create": collection,
             "validator": validator.clone(),
             "validationLevel": level.as_str(),
             "validationAction": action.as_str(),
         },
-        Action::UpdateValidator { collection, validator, level, action, .. } => doc! {
+        Action::UpdateValidator {
+            collection,
+            validator,
+            level,
+            action,
+            ..
+        } => doc! {
             "collMod": collection,
             "validator": validator.clone(),
             "validationLevel": level.as_str(),
             "validationAction": action.as_str(),
         },
-        Action::CreateIndexes { collection, indexes } => doc! {
+        Action::CreateIndexes {
+            collection,
+            indexes,
+        } => doc! {
             "createIndexes": collection,
             "indexes": indexes.iter().map(|i| Bson::Document(i.to_document())).collect::<Vec<_>>(),
         },

@@ -12,7 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// A write was rejected by the collection's validator (code 121).
-    Validation(ValidationError),
+    Validation(Box<ValidationError>),
     /// The set of models is inconsistent (see [`crate::Schema::new`]).
     Schema(SchemaError),
     /// A command of `apply` failed; nothing after it was attempted.
@@ -30,7 +30,7 @@ impl Error {
     /// The validation failure, if this is one.
     pub fn as_validation(&self) -> Option<&ValidationError> {
         match self {
-            Error::Validation(e) => Some(e),
+            Error::Validation(e) => Some(e.as_ref()),
             _ => None,
         }
     }
@@ -50,7 +50,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Validation(e) => Some(e),
+            Error::Validation(e) => Some(e.as_ref()),
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
         }
@@ -60,7 +60,7 @@ impl std::error::Error for Error {
 impl From<mongodb::error::Error> for Error {
     fn from(error: mongodb::error::Error) -> Self {
         match ValidationError::from_driver(&error) {
-            Some(validation) => Error::Validation(validation),
+            Some(validation) => Error::Validation(Box::new(validation)),
             None => Error::Driver(error),
         }
     }
@@ -68,7 +68,7 @@ impl From<mongodb::error::Error> for Error {
 
 impl From<ValidationError> for Error {
     fn from(error: ValidationError) -> Self {
-        Error::Validation(error)
+        Error::Validation(Box::new(error))
     }
 }
 
@@ -96,7 +96,7 @@ pub trait ResultExt<T> {
 impl<T> ResultExt<T> for std::result::Result<T, mongodb::error::Error> {
     fn in_collection(self, collection: &str) -> Result<T> {
         self.map_err(|error| match Error::from(error) {
-            Error::Validation(v) => Error::Validation(v.with_collection(collection)),
+            Error::Validation(v) => Error::Validation(Box::new(v.with_collection(collection))),
             other => other,
         })
     }

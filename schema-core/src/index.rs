@@ -169,10 +169,18 @@ impl IndexSpec {
         }
         let flag = |key: &str| existing.get_bool(key).unwrap_or(false);
         if flag("unique") != self.unique {
-            diffs.push(format!("unique: server has {}, schema wants {}", flag("unique"), self.unique));
+            diffs.push(format!(
+                "unique: server has {}, schema wants {}",
+                flag("unique"),
+                self.unique
+            ));
         }
         if flag("sparse") != self.sparse {
-            diffs.push(format!("sparse: server has {}, schema wants {}", flag("sparse"), self.sparse));
+            diffs.push(format!(
+                "sparse: server has {}, schema wants {}",
+                flag("sparse"),
+                self.sparse
+            ));
         }
         let wanted = self.partial_filter.clone().map(Bson::Document);
         let found = existing.get("partialFilterExpression").cloned();
@@ -254,7 +262,10 @@ mod tests {
 
     #[test]
     fn default_names_match_the_server() {
-        assert_eq!(default_name(&doc! { "name": 1, "opt": -1 }), "name_1_opt_-1");
+        assert_eq!(
+            default_name(&doc! { "name": 1, "opt": -1 }),
+            "name_1_opt_-1"
+        );
         assert_eq!(default_name(&doc! { "body": "text" }), "body_text");
     }
 

@@ -17,7 +17,7 @@ mod plan;
 mod schema;
 mod validation;
 
-pub use apply::{ApplyReport, AppliedAction};
+pub use apply::{AppliedAction, ApplyReport};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use document::{CollectionSpec, Document, ValidationAction, ValidationLevel};
 pub use error::{Error, Result, ResultExt};

@@ -59,7 +59,9 @@ impl ObservedCollection {
         ObservedCollection {
             name: entry.get_str("name").unwrap_or_default().to_owned(),
             kind: entry.get_str("type").unwrap_or("collection").to_owned(),
-            validator: options.and_then(|o| o.get_document("validator").ok()).cloned(),
+            validator: options
+                .and_then(|o| o.get_document("validator").ok())
+                .cloned(),
             validation_level: text("validationLevel"),
             validation_action: text("validationAction"),
             indexes: Vec::new(),
@@ -157,7 +159,7 @@ pub enum Warning {
         /// Collection name.
         collection: String,
         /// The schema's index.
-        wanted: IndexSpec,
+        wanted: Box<IndexSpec>,
         /// The server's `listIndexes` entry.
         existing: Document,
         /// What differs.
@@ -175,7 +177,12 @@ pub enum Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::IndexConflict { collection, wanted, differences, .. } => write!(
+            Warning::IndexConflict {
+                collection,
+                wanted,
+                differences,
+                ..
+            } => write!(
                 f,
                 "index `{}` on `{collection}` differs from the server's and was left alone: {}",
                 wanted.name,
@@ -255,14 +262,15 @@ impl Plan {
             match find_index(wanted, &observed.indexes) {
                 IndexState::Present => {}
                 IndexState::Missing => missing.push(wanted.clone()),
-                IndexState::Conflict { existing, differences } => {
-                    plan.warnings.push(Warning::IndexConflict {
-                        collection: spec.name.clone(),
-                        wanted: wanted.clone(),
-                        existing,
-                        differences,
-                    })
-                }
+                IndexState::Conflict {
+                    existing,
+                    differences,
+                } => plan.warnings.push(Warning::IndexConflict {
+                    collection: spec.name.clone(),
+                    wanted: Box::new(wanted.clone()),
+                    existing,
+                    differences,
+                }),
             }
         }
         if !missing.is_empty() {
@@ -382,8 +390,12 @@ mod tests {
         observed.validator = Some(doc! { "$jsonSchema": { "bsonType": "object" } });
         observed.validation_level = Some("strict".into());
         observed.validation_action = Some("error".into());
-        observed.indexes.push(doc! { "v": 2, "key": { "team": 1, "status": 1 }, "name": "queue" });
-        observed.indexes.push(doc! { "v": 2, "key": { "code": 1_i64 }, "name": "code_1", "unique": true });
+        observed
+            .indexes
+            .push(doc! { "v": 2, "key": { "team": 1, "status": 1 }, "name": "queue" });
+        observed
+            .indexes
+            .push(doc! { "v": 2, "key": { "code": 1_i64 }, "name": "code_1", "unique": true });
         observed
     }
 
@@ -392,7 +404,9 @@ mod tests {
         let plan = Plan::for_collection(&spec(), None);
         assert_eq!(plan.actions.len(), 2);
         assert!(matches!(plan.actions[0], Action::CreateCollection { .. }));
-        assert!(matches!(&plan.actions[1], Action::CreateIndexes { indexes, .. } if indexes.len() == 2));
+        assert!(
+            matches!(&plan.actions[1], Action::CreateIndexes { indexes, .. } if indexes.len() == 2)
+        );
     }
 
     #[test]
@@ -413,7 +427,8 @@ mod tests {
     #[test]
     fn changed_validator_or_level_is_one_coll_mod() {
         let mut observed = in_sync();
-        observed.validator = Some(doc! { "$jsonSchema": { "bsonType": "object", "required": ["a"] } });
+        observed.validator =
+            Some(doc! { "$jsonSchema": { "bsonType": "object", "required": ["a"] } });
         observed.validation_level = Some("moderate".into());
         let plan = Plan::for_collection(&spec(), Some(&observed));
         match &plan.actions[..] {
@@ -441,7 +456,9 @@ mod tests {
         observed.indexes[2] = doc! { "v": 2, "key": { "code": 1 }, "name": "code_1" };
         let plan = Plan::for_collection(&spec(), Some(&observed));
         assert!(plan.is_empty());
-        assert!(matches!(&plan.warnings[..], [Warning::IndexConflict { differences, .. }] if differences.len() == 1));
+        assert!(
+            matches!(&plan.warnings[..], [Warning::IndexConflict { differences, .. }] if differences.len() == 1)
+        );
     }
 
     #[test]
@@ -459,6 +476,9 @@ mod tests {
         observed.kind = "view".into();
         let plan = Plan::for_collection(&spec(), Some(&observed));
         assert!(plan.is_empty());
-        assert!(matches!(plan.warnings[..], [Warning::NotACollection { .. }]));
+        assert!(matches!(
+            plan.warnings[..],
+            [Warning::NotACollection { .. }]
+        ));
     }
 }

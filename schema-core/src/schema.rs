@@ -102,7 +102,10 @@ impl SchemaBuilder {
                 problems.push(problem);
             }
             if self.collections[..i].iter().any(|c| c.name == spec.name) {
-                problems.push(format!("collection `{}` is declared by two models", spec.name));
+                problems.push(format!(
+                    "collection `{}` is declared by two models",
+                    spec.name
+                ));
             }
             let schema = spec.validator.get_document("$jsonSchema").ok();
             for index in &spec.indexes {
@@ -118,8 +121,15 @@ impl SchemaBuilder {
                         ));
                     }
                 }
-                if spec.indexes.iter().filter(|other| other.name == index.name).count() > 1
-                    && !problems.iter().any(|p| p.contains(&format!("name `{}`", index.name)))
+                if spec
+                    .indexes
+                    .iter()
+                    .filter(|other| other.name == index.name)
+                    .count()
+                    > 1
+                    && !problems
+                        .iter()
+                        .any(|p| p.contains(&format!("name `{}`", index.name)))
                 {
                     problems.push(format!(
                         "two indexes of `{}` have the name `{}`",
@@ -142,9 +152,13 @@ fn collection_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         Some("a collection name is empty".to_owned())
     } else if name.contains('$') || name.contains('\0') {
-        Some(format!("collection name `{name}` contains `$` or a NUL byte"))
+        Some(format!(
+            "collection name `{name}` contains `$` or a NUL byte"
+        ))
     } else if name.starts_with("system.") {
-        Some(format!("collection name `{name}` is in the reserved `system.` namespace"))
+        Some(format!(
+            "collection name `{name}` is in the reserved `system.` namespace"
+        ))
     } else {
         None
     }

@@ -47,7 +47,9 @@ impl ValidationError {
     /// `replace_one`, `insert_many`, or a command); `None` for any other error.
     pub fn from_driver(error: &DriverError) -> Option<ValidationError> {
         let (index, details) = match error.kind.as_ref() {
-            ErrorKind::Write(WriteFailure::WriteError(e)) if e.code == DOCUMENT_VALIDATION_FAILURE => {
+            ErrorKind::Write(WriteFailure::WriteError(e))
+                if e.code == DOCUMENT_VALIDATION_FAILURE =>
+            {
                 (None, e.details.clone())
             }
             ErrorKind::InsertMany(e) => {
@@ -226,7 +228,11 @@ impl fmt::Display for ValidationError {
 
 impl fmt::Display for RuleFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "<document>" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "<document>"
+        } else {
+            &self.path
+        };
         write!(f, "`{path}` fails `{}`", self.rule)?;
         if let Some(Bson::Document(spec)) = &self.specified {
             if let Some((_, value)) = spec.iter().next() {
@@ -292,6 +298,9 @@ mod tests {
         );
         assert_eq!(error.document_id, Some(Bson::Int32(7)));
         let text = error.with_collection("t").to_string();
-        assert!(text.contains("in `t`") && text.contains("`tags` fails `maxItems` 2"), "{text}");
+        assert!(
+            text.contains("in `t`") && text.contains("`tags` fails `maxItems` 2"),
+            "{text}"
+        );
     }
 }

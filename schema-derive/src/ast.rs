@@ -37,9 +37,7 @@ impl Field<'_> {
 
     /// The Rust name for messages.
     pub fn display_name(&self) -> String {
-        self.ident
-            .map(|i| unraw(i))
-            .unwrap_or_else(|| "0".to_owned())
+        self.ident.map(unraw).unwrap_or_else(|| "0".to_owned())
     }
 }
 
