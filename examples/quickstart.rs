@@ -45,15 +45,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let schema = Schema::new().model::<Product>().build()?;
     println!("plan:\n{}", schema.plan(&db).await?);
     println!("apply:\n{}", schema.apply(&db).await?);
-    println!("apply again (what every later start-up does):\n{}", schema.apply(&db).await?);
+    println!(
+        "apply again (what every later start-up does):\n{}",
+        schema.apply(&db).await?
+    );
 
     let products = Product::collection(&db);
     let bike = Product {
         id: "bike-1".into(),
         name: "City Bike".into(),
         parts: vec![
-            Part { part_id: "wheel-1".into(), name: "Wheel".into() },
-            Part { part_id: "brake-1".into(), name: "Disc Brake".into() },
+            Part {
+                part_id: "wheel-1".into(),
+                name: "Wheel".into(),
+            },
+            Part {
+                part_id: "brake-1".into(),
+                name: "Disc Brake".into(),
+            },
         ],
     };
     products
@@ -63,13 +72,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .in_collection(Product::COLLECTION)?;
 
     // db.productsEmbedded.findOne({ _id: "bike-1" }): the parts come with it, no join
-    let found = products.find_one(doc! { "_id": "bike-1" }).await?.expect("just written");
-    println!("findOne({{ _id: \"bike-1\" }}) -> {} with parts {:?}\n", found.name,
-        found.parts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>());
+    let found = products
+        .find_one(doc! { "_id": "bike-1" })
+        .await?
+        .expect("just written");
+    println!(
+        "findOne({{ _id: \"bike-1\" }}) -> {} with parts {:?}\n",
+        found.name,
+        found
+            .parts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+    );
 
     // the bound holds on the server too: a 51st part is refused, with the field and the rule
     let too_many: Vec<Part> = (0..50)
-        .map(|i| Part { part_id: format!("bolt-{i}"), name: "Bolt".into() })
+        .map(|i| Part {
+            part_id: format!("bolt-{i}"),
+            name: "Bolt".into(),
+        })
         .collect();
     let refused = products
         .update_one(
@@ -79,7 +101,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await
         .in_collection(Product::COLLECTION);
     match refused {
-        Err(mongo_schema::Error::Validation(error)) => println!("pushing 50 more parts: refused: {error}\n"),
+        Err(mongo_schema::Error::Validation(error)) => {
+            println!("pushing 50 more parts: refused: {error}\n")
+        }
         other => return Err(format!("expected a validation error, got {other:?}").into()),
     }
 
@@ -87,7 +111,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let explain = db
         .run_command(doc! { "explain": { "find": "productsEmbedded", "filter": { "name": "City Bike" } }, "verbosity": "queryPlanner" })
         .await?;
-    let plan = explain.get_document("queryPlanner")?.get_document("winningPlan")?;
+    let plan = explain
+        .get_document("queryPlanner")?
+        .get_document("winningPlan")?;
     let stage = plan
         .get_document("inputStage")
         .map(|s| s.get_str("stage").unwrap_or("?"))

@@ -19,7 +19,8 @@ use crate::json_schema;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no `$jsonSchema` description",
     label = "`{Self}` does not implement `BsonSchema`",
-    note = "derive it: `#[derive(BsonSchema)]` for a value stored inside documents, `#[derive(Document)]` for a collection root"
+    note = "derive it: `#[derive(BsonSchema)]` for a value stored inside documents, `#[derive(Document)]` for a collection root",
+    note = "if it is an array, set or map (perhaps behind a type alias), it is unbounded: bound the field with `#[embed(max = N)]`, store ids with `#[reference]`, or keep a capped copy with `#[subset(...)]`"
 )]
 pub trait BsonSchema {
     /// The `$jsonSchema` fragment that every serialized value of this type satisfies.

@@ -7,7 +7,7 @@ use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{parenthesized, token, Ident, LitInt, LitStr, Token};
+use syn::{parenthesized, token, Expr, ExprLit, ExprUnary, Ident, Lit, LitInt, LitStr, Token};
 
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
@@ -47,6 +47,34 @@ impl<'c, T> Slot<'c, T> {
             );
         } else {
             self.value = Some(Sp { value, tokens });
+        }
+    }
+
+    /// Marks a malformed option as given, so that no later check reports it missing (the
+    /// malformed value was reported; nothing is generated while errors exist).
+    fn poison<A: ToTokens>(&mut self, tokens: A)
+    where
+        T: Default,
+    {
+        if self.value.is_none() {
+            self.value = Some(Sp {
+                value: T::default(),
+                tokens: tokens.into_token_stream(),
+            });
+        }
+    }
+
+    /// Sets the value, or records the error and poisons the slot.
+    fn set_or_poison<A: ToTokens>(&mut self, path: A, parsed: syn::Result<(TokenStream, T)>)
+    where
+        T: Default,
+    {
+        match parsed {
+            Ok((tokens, value)) => self.set(tokens, value),
+            Err(error) => {
+                self.cx.syn_error(error);
+                self.poison(path);
+            }
         }
     }
 
@@ -131,7 +159,8 @@ impl Container {
             } else if path == SCHEMA {
                 parse_all(cx, attr, |meta| {
                     if meta.path == ADDITIONAL_PROPERTIES {
-                        additional.set(&meta.path, parse_bool(&meta)?);
+                        let parsed = boolean(&value(&meta)?, "additional_properties = false");
+                        additional.set_or_poison(&meta.path, parsed);
                     } else {
                         unknown(cx, &meta, "schema", &["additional_properties"])?;
                     }
@@ -185,7 +214,7 @@ impl Container {
 
 fn container_reason(path: &syn::Path) -> &'static str {
     if path == TAG || path == CONTENT || path == UNTAGGED {
-        "the enum would not be stored as its variant names; only unit-only enums stored as strings are supported"
+        "it changes how the value is stored into a shape the validator cannot describe; mongo-schema supports structs with named fields and unit-only enums stored as their names"
     } else if path == INTO {
         "the value is stored as another type's serialization, which the validator cannot see"
     } else {
@@ -201,22 +230,28 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
     let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
-            let lit: LitStr = meta.value()?.parse()?;
-            if lit.value().is_empty() {
-                cx.error_spanned_by(&lit, "collection name must not be empty");
-            }
-            name.set(&lit, lit.value());
+            let parsed = string(&value(&meta)?, "name = \"tickets\"").and_then(|lit| {
+                if lit.value().is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "collection name must not be empty",
+                    ));
+                }
+                Ok((lit.to_token_stream(), lit.value()))
+            });
+            name.set_or_poison(&meta.path, parsed);
         } else if meta.path == VALIDATION_LEVEL {
-            let lit = parse_one_of(cx, &meta, &["strict", "moderate"])?;
-            level.set(&meta.path, lit);
+            let parsed = one_of(&meta, &["strict", "moderate"]);
+            level.set_or_poison(&meta.path, parsed);
         } else if meta.path == VALIDATION_ACTION {
-            let lit = parse_one_of(cx, &meta, &["error", "warn"])?;
-            action.set(&meta.path, lit);
+            let parsed = one_of(&meta, &["error", "warn"]);
+            action.set_or_poison(&meta.path, parsed);
         } else if meta.path == ADDITIONAL_PROPERTIES {
-            additional.set(&meta.path, parse_bool(&meta)?);
+            let parsed = boolean(&value(&meta)?, "additional_properties = false");
+            additional.set_or_poison(&meta.path, parsed);
         } else if meta.path == SHARD_KEY {
-            let keys = parse_keys(&meta)?;
-            shard_key.set(&meta.path, keys);
+            let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
+            shard_key.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -251,31 +286,41 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
     let mut name = Slot::new(cx, "index", NAME);
     parse_all(cx, attr, |meta| {
         if meta.path == KEYS {
-            let parsed = parse_keys(&meta)?;
-            keys.set(&meta.path, parsed);
+            let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
+            keys.set_or_poison(&meta.path, parsed);
         } else if meta.path == UNIQUE {
-            unique.set(&meta.path, parse_flag(&meta)?);
+            let parsed = flag(&meta);
+            unique.set_or_poison(&meta.path, parsed);
         } else if meta.path == SPARSE {
-            sparse.set(&meta.path, parse_flag(&meta)?);
+            let parsed = flag(&meta);
+            sparse.set_or_poison(&meta.path, parsed);
         } else if meta.path == PARTIAL {
-            let lit: LitStr = meta.value()?.parse()?;
-            match serde_json::from_str::<serde_json::Value>(&lit.value()) {
-                Ok(serde_json::Value::Object(_)) => partial.set(&lit, lit.value()),
-                Ok(_) => cx.error_spanned_by(
-                    &lit,
-                    "`partial` must be a filter document in extended JSON, e.g. `partial = \"{\\\"status\\\": \\\"open\\\"}\"`",
-                ),
-                Err(e) => cx.error_spanned_by(&lit, format!("`partial` is not valid JSON: {e}")),
-            }
+            let example = "partial = \"{\\\"status\\\": \\\"open\\\"}\"";
+            let parsed = string(&value(&meta)?, example).and_then(|lit| {
+                match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+                    Ok(serde_json::Value::Object(_)) => Ok((lit.to_token_stream(), lit.value())),
+                    Ok(_) => Err(syn::Error::new_spanned(
+                        &lit,
+                        format!("`partial` must be a filter document in extended JSON, e.g. `{example}`"),
+                    )),
+                    Err(e) => Err(syn::Error::new_spanned(&lit, format!("`partial` is not valid JSON: {e}"))),
+                }
+            });
+            partial.set_or_poison(&meta.path, parsed);
         } else if meta.path == EXPIRE_AFTER_SECS {
-            let lit: LitInt = meta.value()?.parse()?;
-            expire.set(&lit, lit.base10_parse::<u64>()?);
+            let parsed = unsigned(&value(&meta)?, "expire_after_secs = 3600");
+            expire.set_or_poison(&meta.path, parsed);
         } else if meta.path == NAME {
-            let lit: LitStr = meta.value()?.parse()?;
-            if lit.value().is_empty() {
-                cx.error_spanned_by(&lit, "index name must not be empty");
-            }
-            name.set(&lit, lit.value());
+            let parsed = string(&value(&meta)?, "name = \"agent_queue\"").and_then(|lit| {
+                if lit.value().is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "index name must not be empty",
+                    ));
+                }
+                Ok((lit.to_token_stream(), lit.value()))
+            });
+            name.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -425,12 +470,17 @@ impl Field {
                 }
                 parse_all(cx, attr, |meta| {
                     if meta.path == MAX {
-                        let lit: LitInt = meta.value()?.parse()?;
-                        let value: u64 = lit.base10_parse()?;
-                        if value == 0 {
-                            cx.error_spanned_by(&lit, "`max` must be at least 1");
-                        }
-                        max.set(&lit, value);
+                        let parsed =
+                            unsigned(&value(&meta)?, "max = 20").and_then(|(tokens, max)| {
+                                if max == 0 {
+                                    return Err(syn::Error::new_spanned(
+                                        &tokens,
+                                        "`max` must be at least 1",
+                                    ));
+                                }
+                                Ok((tokens, max))
+                            });
+                        max.set_or_poison(&meta.path, parsed);
                     } else if meta.path == CAP {
                         cap.set(&meta.path, ());
                     } else {
@@ -465,13 +515,20 @@ impl Field {
                             &["max_length", "min_length", "pattern", "minimum", "maximum"],
                         );
                     };
-                    let value = match keyword {
-                        "pattern" => ConstraintValue::Str(meta.value()?.parse::<LitStr>()?.value()),
-                        "maxLength" | "minLength" => {
-                            let lit: LitInt = meta.value()?.parse()?;
-                            ConstraintValue::Int(lit.base10_parse::<u32>()?.into())
+                    let expr = value(&meta)?;
+                    let parsed = match keyword {
+                        "pattern" => string(&expr, "pattern = \"^[A-Z]{3}$\"")
+                            .map(|lit| ConstraintValue::Str(lit.value())),
+                        "maxLength" | "minLength" => unsigned(&expr, "max_length = 80")
+                            .map(|(_, n)| ConstraintValue::Int(n as i64)),
+                        _ => number(&expr),
+                    };
+                    let value = match parsed {
+                        Ok(value) => value,
+                        Err(error) => {
+                            cx.syn_error(error);
+                            return Ok(());
                         }
-                        _ => parse_number(&meta)?,
                     };
                     if seen_constraints.contains(&keyword) {
                         cx.error_spanned_by(
@@ -661,51 +718,115 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     Ok(())
 }
 
-fn parse_bool(meta: &ParseNestedMeta) -> syn::Result<bool> {
-    Ok(meta.value()?.parse::<syn::LitBool>()?.value)
+/// Reads `= <expression>` whole, so that a malformed value is reported by the interpreting
+/// function and never desynchronises the rest of the option list.
+fn value(meta: &ParseNestedMeta) -> syn::Result<Expr> {
+    meta.value()?.parse()
+}
+
+fn option_name(example: &str) -> &str {
+    example.split(" =").next().unwrap_or(example)
+}
+
+fn string(expr: &Expr, example: &str) -> syn::Result<LitStr> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Ok(lit.clone()),
+        _ => Err(syn::Error::new_spanned(
+            expr,
+            format!(
+                "`{}` expects a string, e.g. `{example}`",
+                option_name(example)
+            ),
+        )),
+    }
+}
+
+fn unsigned(expr: &Expr, example: &str) -> syn::Result<(TokenStream, u64)> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => Ok((lit.to_token_stream(), lit.base10_parse::<u64>()?)),
+        _ => Err(syn::Error::new_spanned(
+            expr,
+            format!(
+                "`{}` expects a positive integer, e.g. `{example}`",
+                option_name(example)
+            ),
+        )),
+    }
+}
+
+fn boolean(expr: &Expr, example: &str) -> syn::Result<(TokenStream, bool)> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(lit),
+            ..
+        }) => Ok((lit.to_token_stream(), lit.value)),
+        _ => Err(syn::Error::new_spanned(
+            expr,
+            format!(
+                "`{}` expects `true` or `false`, e.g. `{example}`",
+                option_name(example)
+            ),
+        )),
+    }
 }
 
 /// `unique` or `unique = true|false`.
-fn parse_flag(meta: &ParseNestedMeta) -> syn::Result<bool> {
+fn flag(meta: &ParseNestedMeta) -> syn::Result<(TokenStream, bool)> {
     if meta.input.peek(Token![=]) {
-        parse_bool(meta)
+        let name = meta.path.to_token_stream().to_string();
+        boolean(&value(meta)?, &format!("{name} = true"))
     } else {
-        Ok(true)
+        Ok((meta.path.to_token_stream(), true))
     }
 }
 
-fn parse_one_of(cx: &Ctxt, meta: &ParseNestedMeta, allowed: &[&str]) -> syn::Result<String> {
-    let lit: LitStr = meta.value()?.parse()?;
-    let value = lit.value();
-    if !allowed.contains(&value.as_str()) {
-        cx.error_spanned_by(
+fn one_of(meta: &ParseNestedMeta, allowed: &[&str]) -> syn::Result<(TokenStream, String)> {
+    let name = meta.path.to_token_stream().to_string();
+    let expected = allowed
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let lit = string(&value(meta)?, &format!("{name} = \"{}\"", allowed[0]))?;
+    let found = lit.value();
+    if allowed.contains(&found.as_str()) {
+        Ok((lit.to_token_stream(), found))
+    } else {
+        Err(syn::Error::new_spanned(
             &lit,
-            format!(
-                "unknown `{}` value `{value}`, expected {}",
-                meta.path.to_token_stream(),
-                allowed
-                    .iter()
-                    .map(|a| format!("\"{a}\""))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            ),
-        );
+            format!("unknown `{name}` value `{found}`, expected {expected}"),
+        ))
     }
-    Ok(value)
 }
 
-fn parse_number(meta: &ParseNestedMeta) -> syn::Result<ConstraintValue> {
-    let input = meta.value()?;
-    let negative = input.parse::<Option<Token![-]>>()?.is_some();
+fn number(expr: &Expr) -> syn::Result<ConstraintValue> {
+    let (negative, inner) = match expr {
+        Expr::Unary(ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => (true, &**expr),
+        other => (false, other),
+    };
     let sign = if negative { -1 } else { 1 };
-    if input.peek(syn::LitFloat) {
-        let lit: syn::LitFloat = input.parse()?;
-        Ok(ConstraintValue::Float(
+    match inner {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => Ok(ConstraintValue::Int(sign * lit.base10_parse::<i64>()?)),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(lit),
+            ..
+        }) => Ok(ConstraintValue::Float(
             sign as f64 * lit.base10_parse::<f64>()?,
-        ))
-    } else {
-        let lit: LitInt = input.parse()?;
-        Ok(ConstraintValue::Int(sign * lit.base10_parse::<i64>()?))
+        )),
+        _ => Err(syn::Error::new_spanned(
+            expr,
+            "expected a number, e.g. `minimum = 0` or `maximum = 2.5`",
+        )),
     }
 }
 

@@ -9,13 +9,35 @@ use crate::attr::ConstraintKind;
 use crate::check::type_name;
 use crate::gen::private;
 
+/// Whether `ty` names one of the type parameters.
+pub fn mentions_any(ty: &syn::Type, params: &[syn::Ident]) -> bool {
+    use quote::ToTokens;
+    fn walk(tokens: proc_macro2::TokenStream, params: &[syn::Ident]) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Ident(ident) => params.contains(&ident),
+            proc_macro2::TokenTree::Group(group) => walk(group.stream(), params),
+            _ => false,
+        })
+    }
+    !params.is_empty() && walk(ty.to_token_stream(), params)
+}
+
 /// `#[schema(max_length)]` needs a string type, `#[schema(minimum)]` a number (checked inside
 /// `bson_schema`, so it also works for generic types).
 pub fn constraint_checks(cont: &Container) -> TokenStream {
     let private = private();
+    let params: Vec<syn::Ident> = cont
+        .original
+        .generics
+        .type_params()
+        .map(|p| p.ident.clone())
+        .collect();
     let mut checks = TokenStream::new();
     for field in cont.stored_fields() {
         let ty = field.ty;
+        if mentions_any(ty, &params) {
+            continue; // a where-bound of the impl instead (see `json_schema::with_bounds`)
+        }
         for constraint in &field.attrs.constraints {
             let span = constraint
                 .tokens
@@ -52,16 +74,58 @@ pub fn type_checks(cont: &Container) -> TokenStream {
         } else {
             quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__COLLECTION_ROOT)
         };
+        let inner = innermost(ty, field.attrs.embed.is_some());
+        let generic = matches!(inner, syn::Type::Path(p)
+            if p.path.segments.last().is_some_and(|s| !s.arguments.is_empty()));
         let message = format!(
-            "field `{}` embeds a collection root: `{}` {} a #[derive(Document)] type, which has its own collection; \
+            "field `{}` embeds `{}`, {} (#[derive(Document)]) with its own collection; \
              store its id with #[reference], or copy the fields this document reads with #[extended_ref(...)]",
             field.display_name(),
-            type_name(ty),
-            if field.attrs.embed.is_some() { "holds" } else { "is" },
+            type_name(inner),
+            if generic { "which contains a collection root" } else { "a collection root" },
         );
         checks.extend(quote_spanned! {ty.span()=>
             const _: () = if #is_root { ::core::panic!(#message) };
         });
     }
     checks
+}
+
+/// The value type under `Option`, `Box` and `&` (and under one collection when `embedded`).
+fn innermost(ty: &syn::Type, embedded: bool) -> &syn::Type {
+    let wrappers: &[&str] = if embedded {
+        &["Option", "Box", "Vec", "VecDeque", "HashSet", "BTreeSet"]
+    } else {
+        &["Option", "Box"]
+    };
+    match ty {
+        syn::Type::Reference(r) => innermost(&r.elem, embedded),
+        syn::Type::Array(a) => innermost(&a.elem, false),
+        syn::Type::Path(path) => {
+            let Some(segment) = path.path.segments.last() else {
+                return ty;
+            };
+            let name = segment.ident.to_string();
+            let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+                return ty;
+            };
+            let types: Vec<&syn::Type> = args
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })
+                .collect();
+            match (name.as_str(), types.as_slice()) {
+                (w, [inner]) if wrappers.contains(&w) => innermost(
+                    inner,
+                    embedded && !matches!(w, "Vec" | "VecDeque" | "HashSet" | "BTreeSet"),
+                ),
+                ("HashMap" | "BTreeMap", [_, value]) if embedded => innermost(value, false),
+                _ => ty,
+            }
+        }
+        _ => ty,
+    }
 }

@@ -14,7 +14,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
     let collection = &cont.attrs.collection.as_ref().expect("checked").value;
-    let name = &collection.name.as_ref().expect("checked").value;
+    let collection_name = &collection.name.as_ref().expect("checked").value;
     let level = match collection
         .validation_level
         .as_ref()
@@ -50,7 +50,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             .map(|_| quote!(.sparse(true)));
         let partial = index.partial.as_ref().map(|p| {
             let json = &p.value;
-            quote!(.partial_filter(#private::partial_filter(#name, #json)))
+            quote!(.partial_filter(#private::partial_filter(#collection_name, #json)))
         });
         let ttl = index.expire_after_secs.as_ref().map(|t| {
             let secs = t.value;
@@ -67,10 +67,10 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
-            const COLLECTION: &'static str = #name;
+            const COLLECTION: &'static str = #collection_name;
 
             fn collection_spec() -> #private::CollectionSpec {
-                #private::CollectionSpec::new(#name, <Self as #private::Document>::validator())
+                #private::CollectionSpec::new(#collection_name, <Self as #private::Document>::validator())
                     .validation_level(#private::ValidationLevel::#level)
                     .validation_action(#private::ValidationAction::#action)
                     #(#indexes)*

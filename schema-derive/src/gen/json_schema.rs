@@ -5,7 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::{Container, Data, Field};
-use crate::attr::ConstraintValue;
+use crate::attr::{ConstraintKind, ConstraintValue};
 use crate::expand::Derive;
 use crate::gen::private;
 
@@ -48,7 +48,10 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
             quote!(#private::string_enum(&[#(#names),*]))
         }
     };
+    // a generic value holding a collection root embeds it too (rule 3)
+    let params = cont.original.generics.type_params().map(|p| &p.ident);
     let root = derive == Derive::Document;
+    let root = quote!(#root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*);
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
@@ -89,16 +92,30 @@ pub fn field_schema(field: &Field) -> TokenStream {
     quote!(#private::constrain(#base, &[#(#constraints),*]))
 }
 
-/// Adds `T: BsonSchema` for every type parameter.
+/// Adds `T: BsonSchema` for every type parameter, and the constraint bounds of fields whose type
+/// involves one (`#[schema(max_length = 5)] label: T` needs `T: StringLike`).
 fn with_bounds(cont: &Container) -> syn::Generics {
     let private = private();
     let mut generics = cont.original.generics.clone();
     let params: Vec<syn::Ident> = generics.type_params().map(|p| p.ident.clone()).collect();
     let where_clause = generics.make_where_clause();
-    for param in params {
+    for param in &params {
         where_clause
             .predicates
             .push(syn::parse_quote!(#param: #private::BsonSchema));
+    }
+    for field in cont.stored_fields() {
+        if !crate::gen::checks::mentions_any(field.ty, &params) {
+            continue;
+        }
+        let ty = field.ty;
+        for constraint in &field.attrs.constraints {
+            let bound = match constraint.value.kind {
+                ConstraintKind::String => quote!(#private::StringLike),
+                ConstraintKind::Number => quote!(#private::NumberLike),
+            };
+            where_clause.predicates.push(syn::parse_quote!(#ty: #bound));
+        }
     }
     generics
 }

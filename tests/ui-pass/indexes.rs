@@ -1,0 +1,75 @@
+//! Index options (unique, sparse, partial, name), a TTL index, validation settings, and a shard key whose unique index starts with it.
+
+use mongo_schema::bson::doc;
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "sessions", validation_level = "moderate", validation_action = "warn")]
+#[index(keys(token = 1), unique, sparse, partial = "{\"revoked\": false}", name = "active_token")]
+#[index(keys(created_at = 1), expire_after_secs = 3600)]
+#[index(keys("device.os" = 1, body = "text"))]
+pub struct Session {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub token: String,
+    pub revoked: bool,
+    pub created_at: DateTime,
+    pub device: Device,
+    pub body: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize)]
+pub struct Device {
+    pub os: String,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "messages", shard_key(ticket_id = 1, at = 1))]
+#[index(keys(ticket_id = 1, at = 1, client_id = 1), unique, name = "dedup")]
+pub struct Message {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub ticket_id: ObjectId,
+    pub client_id: String,
+    pub at: DateTime,
+}
+
+fn main() {
+    let spec = Session::collection_spec();
+    assert_eq!(spec.validation_level, mongo_schema::ValidationLevel::Moderate);
+    assert_eq!(spec.validation_action, mongo_schema::ValidationAction::Warn);
+    assert_eq!(spec.indexes.len(), 3);
+
+    let token = &spec.indexes[0];
+    assert_eq!(token.keys, doc! { "token": 1 });
+    assert_eq!(token.name, "active_token");
+    assert!(token.unique && token.sparse);
+    assert_eq!(token.partial_filter, Some(doc! { "revoked": false }));
+    assert_eq!(token.expire_after_secs, None);
+
+    let ttl = &spec.indexes[1];
+    assert_eq!(ttl.keys, doc! { "created_at": 1 });
+    assert_eq!(ttl.expire_after_secs, Some(3600));
+    assert_eq!(ttl.name, "created_at_1");
+
+    assert_eq!(spec.indexes[2].keys, doc! { "device.os": 1, "body": "text" });
+
+    let models = Session::indexes();
+    let options = models[0].options.as_ref().unwrap();
+    assert_eq!(options.unique, Some(true));
+    assert_eq!(options.sparse, Some(true));
+    assert_eq!(
+        models[1].options.as_ref().unwrap().expire_after,
+        Some(std::time::Duration::from_secs(3600))
+    );
+
+    let spec = Message::collection_spec();
+    assert_eq!(spec.shard_key, Some(doc! { "ticket_id": 1, "at": 1 }));
+    let keys: Vec<_> = spec.indexes.iter().map(|i| i.keys.clone()).collect();
+    assert_eq!(
+        keys,
+        [doc! { "ticket_id": 1, "at": 1, "client_id": 1 }, doc! { "ticket_id": 1, "at": 1 }]
+    );
+    assert!(spec.indexes[0].unique);
+}

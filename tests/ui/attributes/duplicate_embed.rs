@@ -1,0 +1,14 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "messages")]
+pub struct Message {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[embed(max = 20)]
+    #[embed(cap)]
+    pub attachments: Vec<String>,
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "tickets", validation_level = "lenient")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+}
+
+fn main() {}
