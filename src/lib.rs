@@ -53,6 +53,18 @@
 //!   array or map must carry a bound; `Vec<T>` does not even implement [`BsonSchema`] on its own.
 //! - `#[schema(max_length = N, min_length = N, pattern = "...", minimum = X, maximum = X)]`:
 //!   scalar constraints; on an array or map they constrain its elements.
+//! - `#[reference]` on a [`Ref<T>`], `Option<Ref<T>>` or `Vec<Ref<T>>` (the array needs
+//!   `#[reference(max = N)]`), or `#[reference(to = T)]` on a plain id of `T`'s id type. The
+//!   validator describes it with `T`'s id type; a single reference gets an index on its field
+//!   unless a declared index or the shard key starts with it; [`Schema`] checks that `T` is part
+//!   of the schema. Each reference also gets a typed [`Relation`] constant named after the field
+//!   in upper case (`Message::TICKET_ID`): `$lookup` from child to parent and from parent to
+//!   children, and, when a declared index orders the children (`#[index(keys(ticket_id = 1,
+//!   at = 1))]`), keyset pages of a parent's children in index order. [`Ref::resolve_all`] fetches
+//!   a batch of references with one `$in` query.
+//!
+//! Two `#[index]` attributes naming the same field trip clippy's `duplicated_attributes` lint,
+//! which does not know what `#[index]` means (rust-lang/rust-clippy#13238): allow it on the struct.
 //!
 //! serde attributes are followed: `rename`, `rename_all`, `skip`, `skip_serializing`,
 //! `skip_serializing_if` (the field is then not `required`), `default`, `alias`,
@@ -95,14 +107,14 @@ pub use mongo_schema_derive::BsonSchema;
 /// Everything a model file needs: `use mongo_schema::prelude::*;`.
 pub mod prelude {
     pub use crate::bson::{oid::ObjectId, DateTime, Decimal128};
-    pub use crate::{BsonSchema, Document, ResultExt, Schema};
+    pub use crate::{BsonSchema, Document, Identified, Ref, ResultExt, Schema};
 }
 
 #[doc(hidden)]
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, CollectionSpec, Document, IndexSpec, ValidationAction,
-        ValidationLevel,
+        BoundedCollection, BsonSchema, CollectionSpec, Document, Identified, IndexSpec, Ref,
+        RefKind, ReferenceSpec, Relation, SortKey, ValidationAction, ValidationLevel,
     };
 }

@@ -129,3 +129,15 @@ pub fn require_string_like<T: StringLike + ?Sized>() {}
 
 /// Compile-time check that `T` takes numeric constraints.
 pub fn require_number_like<T: NumberLike + ?Sized>() {}
+
+/// `I` is the `_id` type of the collection root `T` (checked for `#[reference(to = T)]`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the `_id` type of `{T}`",
+    label = "`#[reference(to = {T})]` needs `{T}`'s id type here",
+    note = "a plain id field holds the referenced document's `_id`: use the type of `{T}`'s `_id` field, or `Ref<{T}>`"
+)]
+pub trait IdOf<T> {}
+impl<T: crate::Document<Id = I>, I> IdOf<T> for I {}
+
+/// Compile-time check that `I` is `T`'s id type.
+pub fn require_id_of<I: IdOf<T>, T>() {}

@@ -7,7 +7,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
 use crate::error::server_code;
-use crate::plan::{Action, Observed, ObservedCollection, Plan, Warning};
+use crate::plan::{Action, Observed, ObservedCollection, Plan, PlanOptions, Warning};
 use crate::{CollectionSpec, Error, Result};
 
 const NAMESPACE_EXISTS: i32 = 48;
@@ -92,20 +92,92 @@ async fn observe_one(db: &Database, spec: &CollectionSpec) -> Result<Option<Obse
     Ok(observed.collections.into_iter().next())
 }
 
-pub(crate) async fn apply(db: &Database, specs: &[CollectionSpec]) -> Result<ApplyReport> {
-    let observed = observe(db, specs).await?;
-    let mut report = ApplyReport::default();
-    for spec in specs {
-        let plan = Plan::for_collection(spec, observed.collection(&spec.name));
-        apply_collection(db, spec, plan, &mut report).await?;
+/// `schema.plan(&db)`: await it, optionally after setting options.
+#[must_use = "a plan does nothing until awaited"]
+pub struct PlanAction<'a> {
+    specs: &'a [CollectionSpec],
+    db: &'a Database,
+    options: PlanOptions,
+}
+
+/// `schema.apply(&db)`: await it, optionally after setting options.
+#[must_use = "apply does nothing until awaited"]
+pub struct ApplyAction<'a> {
+    specs: &'a [CollectionSpec],
+    db: &'a Database,
+    options: PlanOptions,
+}
+
+impl<'a> PlanAction<'a> {
+    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database) -> Self {
+        PlanAction {
+            specs,
+            db,
+            options: PlanOptions::default(),
+        }
     }
-    Ok(report)
+
+    /// Also plan to drop the indexes the schema does not declare (never `_id_`).
+    pub fn drop_stale_indexes(mut self, drop: bool) -> Self {
+        self.options.drop_stale_indexes = drop;
+        self
+    }
+}
+
+impl<'a> ApplyAction<'a> {
+    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database) -> Self {
+        ApplyAction {
+            specs,
+            db,
+            options: PlanOptions::default(),
+        }
+    }
+
+    /// Also drop the indexes the schema does not declare (never `_id_`, never one that conflicts
+    /// with a schema index).
+    pub fn drop_stale_indexes(mut self, drop: bool) -> Self {
+        self.options.drop_stale_indexes = drop;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for PlanAction<'a> {
+    type Output = Result<Plan>;
+    type IntoFuture =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Plan>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let observed = observe(self.db, self.specs).await?;
+            Ok(Plan::compute_with(self.specs, &observed, self.options))
+        })
+    }
+}
+
+impl<'a> std::future::IntoFuture for ApplyAction<'a> {
+    type Output = Result<ApplyReport>;
+    type IntoFuture =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let observed = observe(self.db, self.specs).await?;
+            let mut report = ApplyReport::default();
+            for spec in self.specs {
+                let plan =
+                    Plan::for_collection_with(spec, observed.collection(&spec.name), self.options);
+                apply_collection(self.db, spec, plan, self.options, &mut report).await?;
+            }
+            Ok(report)
+        })
+    }
 }
 
 async fn apply_collection(
     db: &Database,
     spec: &CollectionSpec,
     plan: Plan,
+    options: PlanOptions,
     report: &mut ApplyReport,
 ) -> Result<()> {
     report.warnings.extend(plan.warnings);
@@ -126,7 +198,7 @@ async fn apply_collection(
                     done_concurrently: true,
                 });
                 let observed = observe_one(db, spec).await?;
-                let replan = Plan::for_collection(spec, observed.as_ref());
+                let replan = Plan::for_collection_with(spec, observed.as_ref(), options);
                 if replan
                     .actions
                     .iter()
@@ -137,7 +209,7 @@ async fn apply_collection(
                         source: error,
                     });
                 }
-                return Box::pin(apply_collection(db, spec, replan, report)).await;
+                return Box::pin(apply_collection(db, spec, replan, options, report)).await;
             }
             Err(source) => {
                 return Err(Error::Apply {
@@ -181,6 +253,12 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
         } => doc! {
             "createIndexes": collection,
             "indexes": indexes.iter().map(|i| Bson::Document(i.to_document())).collect::<Vec<_>>(),
+        },
+        Action::DropIndex {
+            collection, name, ..
+        } => doc! {
+            "dropIndexes": collection,
+            "index": name,
         },
     };
     db.run_command(command).await.map(drop)

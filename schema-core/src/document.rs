@@ -5,15 +5,24 @@ use std::fmt;
 use mongodb::bson::{doc, Document as BsonDocument};
 use mongodb::IndexModel;
 
-use crate::{BsonSchema, IndexSpec};
+use crate::{BsonSchema, IndexReason, IndexSpec};
 
 /// A collection root: a type stored as whole documents of one collection.
 ///
 /// Implemented by `#[derive(Document)]` together with [`BsonSchema`], from the
 /// `#[collection(...)]` and `#[index(...)]` attributes and the field attributes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a collection root",
+    label = "not a `#[derive(Document)]` type",
+    note = "references and collections need a type with `#[derive(Document)]` and `#[collection(name = \"...\")]`"
+)]
 pub trait Document: BsonSchema {
     /// The name of the collection.
     const COLLECTION: &'static str;
+
+    /// The type of `_id`: the type of the field serde writes as `_id`, or `ObjectId` (generated
+    /// by the server) when there is none.
+    type Id: BsonSchema;
 
     /// The collection's validator: `{ "$jsonSchema": <Self::bson_schema()> }`.
     fn validator() -> BsonDocument {
@@ -34,6 +43,11 @@ pub trait Document: BsonSchema {
     /// The whole desired state of the collection: name, validator, validation level and action,
     /// and indexes with the reason each exists.
     fn collection_spec() -> CollectionSpec;
+
+    /// The references this collection holds, for `Schema::build` and the relationship helpers.
+    fn references() -> Vec<ReferenceSpec> {
+        Self::collection_spec().references
+    }
 
     /// The typed driver handle of this collection in `db`.
     fn collection(db: &mongodb::Database) -> mongodb::Collection<Self>
@@ -114,6 +128,86 @@ pub struct CollectionSpec {
     pub indexes: Vec<IndexSpec>,
     /// The shard key, if declared with `#[collection(shard_key(...))]`.
     pub shard_key: Option<BsonDocument>,
+    /// The references to other collections held by this one's documents.
+    pub references: Vec<ReferenceSpec>,
+}
+
+/// How many documents a reference field points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefKind {
+    /// `Ref<T>`: exactly one.
+    One,
+    /// `Option<Ref<T>>`: one or none.
+    Optional,
+    /// `Vec<Ref<T>>` with `#[reference(max = N)]`: a bounded array of ids.
+    Many,
+}
+
+/// A field that holds ids of another collection's documents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReferenceSpec {
+    /// Stored path of the field (`ticket_id`).
+    pub field: String,
+    /// The referenced collection.
+    pub target: String,
+    /// The referenced Rust type, for messages.
+    pub target_type: String,
+    /// One, optional or many.
+    pub kind: RefKind,
+    /// The bound of an array of references.
+    pub max: Option<u64>,
+    /// The order of the referencing documents under one parent (the key after the reference
+    /// in a declared index), when there is one: `(key, direction, unique)`.
+    pub order: Option<(String, i32, bool)>,
+}
+
+impl ReferenceSpec {
+    /// A reference from `field` to documents of `target`.
+    pub fn new(
+        field: impl Into<String>,
+        target: impl Into<String>,
+        target_type: impl Into<String>,
+        kind: RefKind,
+    ) -> Self {
+        ReferenceSpec {
+            field: field.into(),
+            target: target.into(),
+            target_type: target_type.into(),
+            kind,
+            max: None,
+            order: None,
+        }
+    }
+
+    /// Sets the bound of an array of references.
+    pub fn max(mut self, max: u64) -> Self {
+        self.max = Some(max);
+        self
+    }
+
+    /// Orders the children of a parent by `key` (`unique`: the pair reference + key is unique).
+    pub fn order(mut self, key: impl Into<String>, direction: i32, unique: bool) -> Self {
+        self.order = Some((key.into(), direction, unique));
+        self
+    }
+
+    /// The index that serves this reference's queries: `{ field: 1 }`, or for keyset pages on a
+    /// key that is not unique `{ field: 1, key: d, _id: d }`, so that the `_id` tie-break is in
+    /// index order too. `None` for an array of references (served by the target's `_id`).
+    pub fn index_keys(&self) -> Option<BsonDocument> {
+        if self.kind == RefKind::Many {
+            return None;
+        }
+        let mut keys = BsonDocument::new();
+        keys.insert(self.field.clone(), 1);
+        if let Some((key, direction, false)) = &self.order {
+            keys.insert(key.clone(), *direction);
+            keys.insert("_id", *direction);
+        }
+        Some(keys)
+    }
 }
 
 impl CollectionSpec {
@@ -126,6 +220,7 @@ impl CollectionSpec {
             validation_action: ValidationAction::default(),
             indexes: Vec::new(),
             shard_key: None,
+            references: Vec::new(),
         }
     }
 
@@ -141,10 +236,52 @@ impl CollectionSpec {
         self
     }
 
-    /// Declares the shard key; it gets an index unless one with the same keys exists.
+    /// Declares the shard key; it gets an index unless an index already starts with it.
     pub fn shard_key(mut self, keys: BsonDocument) -> Self {
         self.shard_key = Some(keys.clone());
-        self.index(IndexSpec::new(keys).reason(crate::IndexReason::ShardKey))
+        self.require_index(IndexSpec::new(keys).reason(IndexReason::ShardKey))
+    }
+
+    /// Declares a reference. A single reference (`One`, `Optional`) gets an index on its field
+    /// unless an index already starts with it (a declared compound index or the shard key); an
+    /// array of references is resolved through the target's `_id` index and needs none here.
+    pub fn reference(mut self, reference: ReferenceSpec) -> Self {
+        let keys = reference.index_keys();
+        let reason = IndexReason::Reference {
+            field: reference.field.clone(),
+            target: reference.target.clone(),
+        };
+        self.references.push(reference);
+        if let Some(keys) = keys {
+            self = self.require_index(IndexSpec::new(keys).reason(reason));
+        }
+        self
+    }
+
+    /// Adds an index that a relationship needs, unless an existing index covers it (starts with
+    /// the same keys), in which case that index gains the reason. An index that exists only for
+    /// other relationships and that the new one covers is replaced by the new one (which serves
+    /// both), so derived indexes never duplicate each other. Declared indexes are never changed.
+    pub fn require_index(mut self, index: IndexSpec) -> Self {
+        if let Some(existing) = self.indexes.iter_mut().find(|i| i.covers(&index.keys)) {
+            existing.merge_reasons(&index);
+            return self;
+        }
+        let derived_only = |i: &IndexSpec| !i.reasons.contains(&IndexReason::Declared);
+        match self
+            .indexes
+            .iter()
+            .position(|i| derived_only(i) && !i.has_declared_name() && index.covers(&i.keys))
+        {
+            Some(position) => {
+                let replaced = self.indexes.remove(position);
+                let mut index = index;
+                index.merge_reasons(&replaced);
+                self.indexes.insert(position, index);
+            }
+            None => self.indexes.push(index),
+        }
+        self
     }
 
     /// Adds an index. An index whose keys are the same as an existing one's is merged into it

@@ -10,21 +10,32 @@ use mongodb::IndexModel;
 use crate::json_schema;
 
 /// Why an index exists. Shown in plans and reports; several reasons can lead to one index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum IndexReason {
     /// Declared with `#[index(...)]`.
     Declared,
     /// Supports the collection's shard key.
     ShardKey,
+    /// Serves the queries for the documents that reference one parent (`$lookup` from the
+    /// parent, child pages): the field holds ids of `target`.
+    Reference {
+        /// The referencing field (stored path).
+        field: String,
+        /// The referenced collection.
+        target: String,
+    },
 }
 
 impl fmt::Display for IndexReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            IndexReason::Declared => "declared",
-            IndexReason::ShardKey => "shard key",
-        })
+        match self {
+            IndexReason::Declared => f.write_str("declared"),
+            IndexReason::ShardKey => f.write_str("shard key"),
+            IndexReason::Reference { field, target } => {
+                write!(f, "reference `{field}` -> `{target}`")
+            }
+        }
     }
 }
 
@@ -111,10 +122,19 @@ impl IndexSpec {
         json_schema::same_ordered(&self.keys, &other.keys)
     }
 
+    /// Whether this index can serve queries on `keys`: `keys` is a prefix of this index's keys.
+    pub fn covers(&self, keys: &Document) -> bool {
+        keys.len() <= self.keys.len()
+            && keys
+                .iter()
+                .zip(self.keys.iter())
+                .all(|((ka, va), (kb, vb))| ka == kb && json_schema::same(va, vb))
+    }
+
     pub(crate) fn merge_reasons(&mut self, other: &IndexSpec) {
         for reason in &other.reasons {
             if !self.reasons.contains(reason) {
-                self.reasons.push(*reason);
+                self.reasons.push(reason.clone());
             }
         }
     }

@@ -11,18 +11,29 @@ mod apply;
 mod bson_schema;
 mod document;
 mod error;
+mod explain;
 mod index;
 mod json_schema;
 mod plan;
+mod reference;
+mod relation;
 mod schema;
 mod validation;
 
 pub use apply::{AppliedAction, ApplyReport};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
-pub use document::{CollectionSpec, Document, ValidationAction, ValidationLevel};
+pub use document::{
+    CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
+};
 pub use error::{Error, Result, ResultExt};
+pub use explain::{explain, ExplainSummary};
 pub use index::{IndexReason, IndexSpec};
-pub use plan::{Action, Observed, ObservedCollection, Plan, Warning};
+pub use plan::{Action, Observed, ObservedCollection, Plan, PlanOptions, Warning};
+pub use reference::{Identified, Ref};
+pub use relation::{
+    ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey, Unordered,
+    RELATED_FIELD,
+};
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use validation::{RuleFailure, ValidationError};
 

@@ -115,6 +115,16 @@ pub enum Action {
         /// Missing indexes.
         indexes: Vec<IndexSpec>,
     },
+    /// `dropIndexes` of an index the schema does not declare; only planned with
+    /// `drop_stale_indexes(true)`, never for `_id_`.
+    DropIndex {
+        /// Collection name.
+        collection: String,
+        /// Index name.
+        name: String,
+        /// Its keys, for the report.
+        keys: Document,
+    },
 }
 
 impl Action {
@@ -123,7 +133,8 @@ impl Action {
         match self {
             Action::CreateCollection { collection, .. }
             | Action::UpdateValidator { collection, .. }
-            | Action::CreateIndexes { collection, .. } => collection,
+            | Action::CreateIndexes { collection, .. }
+            | Action::DropIndex { collection, .. } => collection,
         }
     }
 }
@@ -144,6 +155,9 @@ impl fmt::Display for Action {
                     write!(f, "\n    {index}")?;
                 }
                 Ok(())
+            }
+            Action::DropIndex { collection, name, keys } => {
+                write!(f, "drop stale index `{name}` {keys} on `{collection}`")
             }
         }
     }
@@ -196,6 +210,14 @@ impl fmt::Display for Warning {
     }
 }
 
+/// Choices that change what a plan contains.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlanOptions {
+    /// Drop indexes the schema does not declare (never `_id_`, never a conflicting one).
+    pub drop_stale_indexes: bool,
+}
+
 /// The actions that would bring the server to the schema, and what will be left alone.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
@@ -214,15 +236,37 @@ impl Plan {
 
     /// Plans every collection of `desired` against `observed`.
     pub fn compute(desired: &[CollectionSpec], observed: &Observed) -> Plan {
+        Plan::compute_with(desired, observed, PlanOptions::default())
+    }
+
+    /// [`Plan::compute`] with options.
+    pub fn compute_with(
+        desired: &[CollectionSpec],
+        observed: &Observed,
+        options: PlanOptions,
+    ) -> Plan {
         let mut plan = Plan::default();
         for spec in desired {
-            plan.extend(Plan::for_collection(spec, observed.collection(&spec.name)));
+            plan.extend(Plan::for_collection_with(
+                spec,
+                observed.collection(&spec.name),
+                options,
+            ));
         }
         plan
     }
 
     /// Plans one collection; `observed` is `None` when it does not exist.
     pub fn for_collection(spec: &CollectionSpec, observed: Option<&ObservedCollection>) -> Plan {
+        Plan::for_collection_with(spec, observed, PlanOptions::default())
+    }
+
+    /// [`Plan::for_collection`] with options.
+    pub fn for_collection_with(
+        spec: &CollectionSpec,
+        observed: Option<&ObservedCollection>,
+        options: PlanOptions,
+    ) -> Plan {
         let mut plan = Plan::default();
         let Some(observed) = observed else {
             plan.actions.push(Action::CreateCollection {
@@ -278,6 +322,22 @@ impl Plan {
                 collection: spec.name.clone(),
                 indexes: missing,
             });
+        }
+        if options.drop_stale_indexes {
+            for existing in &observed.indexes {
+                let name = existing.get_str("name").unwrap_or_default();
+                let keys = existing.get_document("key").cloned().unwrap_or_default();
+                let declared = spec.indexes.iter().any(|wanted| {
+                    wanted.name == name || json_schema::same_ordered(&wanted.keys, &keys)
+                });
+                if name != "_id_" && !declared {
+                    plan.actions.push(Action::DropIndex {
+                        collection: spec.name.clone(),
+                        name: name.to_owned(),
+                        keys,
+                    });
+                }
+            }
         }
         plan
     }
@@ -480,5 +540,42 @@ mod tests {
             plan.warnings[..],
             [Warning::NotACollection { .. }]
         ));
+    }
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn stale_indexes_are_dropped_only_when_asked_and_never_id_or_conflicting() {
+        let spec = CollectionSpec::new("c", doc! {}).index(IndexSpec::new(doc! { "a": 1 }));
+        let mut observed = ObservedCollection::new("c");
+        observed.validator = Some(doc! {});
+        observed
+            .indexes
+            .push(doc! { "key": { "a": 1 }, "name": "legacy_a" }); // conflicting
+        observed
+            .indexes
+            .push(doc! { "key": { "b": 1 }, "name": "b_1" }); // stale
+        assert!(!Plan::for_collection(&spec, Some(&observed))
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::DropIndex { .. })));
+        let options = PlanOptions {
+            drop_stale_indexes: true,
+        };
+        let plan = Plan::for_collection_with(&spec, Some(&observed), options);
+        let dropped: Vec<&str> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::DropIndex { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dropped, ["b_1"]);
+        assert_eq!(plan.warnings.len(), 1, "the conflict stays reported");
     }
 }

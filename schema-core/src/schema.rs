@@ -4,7 +4,7 @@ use std::fmt;
 
 use mongodb::Database;
 
-use crate::{json_schema, ApplyReport, CollectionSpec, Document, Plan, Result};
+use crate::{json_schema, CollectionSpec, Document, Result};
 
 /// The collections of a service: built once from its `Document` types, then planned against or
 /// applied to a database at start-up.
@@ -62,10 +62,10 @@ impl Schema {
     }
 
     /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads
-    /// (`listCollections`, `listIndexes`).
-    pub async fn plan(&self, db: &Database) -> Result<Plan> {
-        let observed = crate::apply::observe(db, &self.collections).await?;
-        Ok(Plan::compute(&self.collections, &observed))
+    /// (`listCollections`, `listIndexes`). Await it, or set options first:
+    /// `schema.plan(&db).drop_stale_indexes(true).await`.
+    pub fn plan<'a>(&'a self, db: &'a Database) -> crate::apply::PlanAction<'a> {
+        crate::apply::PlanAction::new(&self.collections, db)
     }
 
     /// Brings `db` to the schema: creates missing collections with their validator, runs
@@ -75,8 +75,12 @@ impl Schema {
     ///
     /// Safe when many instances start at once: a `create` lost to a concurrent instance is not
     /// an error (the collection is re-read and compared), and index creation is idempotent.
-    pub async fn apply(&self, db: &Database) -> Result<ApplyReport> {
-        crate::apply::apply(db, &self.collections).await
+    ///
+    /// Await it, or opt in to dropping the indexes the schema does not declare first:
+    /// `schema.apply(&db).drop_stale_indexes(true).await` (never `_id_`, never an index that
+    /// conflicts with a schema index: those stay reported).
+    pub fn apply<'a>(&'a self, db: &'a Database) -> crate::apply::ApplyAction<'a> {
+        crate::apply::ApplyAction::new(&self.collections, db)
     }
 }
 
@@ -93,8 +97,8 @@ impl SchemaBuilder {
     }
 
     /// Checks the rules that span models and returns the schema, or every problem found:
-    /// collection names are valid and unique, and every index key names a field of the
-    /// collection's schema.
+    /// collection names are valid and unique, every index key names a field of the collection's
+    /// schema, and every reference target is part of the schema.
     pub fn build(self) -> Result<Schema, SchemaError> {
         let mut problems = Vec::new();
         for (i, spec) in self.collections.iter().enumerate() {
@@ -106,6 +110,18 @@ impl SchemaBuilder {
                     "collection `{}` is declared by two models",
                     spec.name
                 ));
+            }
+            for reference in &spec.references {
+                if !self.collections.iter().any(|c| c.name == reference.target) {
+                    problems.push(format!(
+                        "`{}.{}` references `{}` (collection `{}`), which is not part of the schema: add `.model::<{}>()`",
+                        spec.name,
+                        reference.field,
+                        reference.target_type,
+                        reference.target,
+                        reference.target_type
+                    ));
+                }
             }
             let schema = spec.validator.get_document("$jsonSchema").ok();
             for index in &spec.indexes {

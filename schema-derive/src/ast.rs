@@ -16,9 +16,25 @@ pub enum Data<'a> {
     /// A struct with named fields, stored as a document.
     Struct(Vec<Field<'a>>),
     /// A newtype or `#[serde(transparent)]` struct, stored as its one field.
-    Transparent(Field<'a>),
+    Transparent(Box<Field<'a>>),
     /// A unit-only enum, stored as the variant names.
     Enum(Vec<Variant>),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum RefKind {
+    One,
+    Optional,
+    Many,
+}
+
+/// The shape of a `#[reference]` field, read from its type.
+pub struct RefShape<'a> {
+    pub kind: RefKind,
+    /// The id type (`Ref<T>` or a plain id).
+    pub element: &'a Type,
+    /// The referenced `Document` type: `to = T`, or the `T` of `Ref<T>`.
+    pub target: Option<Type>,
 }
 
 pub struct Field<'a> {
@@ -29,10 +45,38 @@ pub struct Field<'a> {
     pub ty: &'a Type,
 }
 
-impl Field<'_> {
+impl<'a> Field<'a> {
     /// Whether the field is ever written.
     pub fn is_stored(&self) -> bool {
         !self.attrs.skip_serializing
+    }
+
+    /// For a `#[reference]` field: one/optional/many, the element and the target.
+    pub fn reference_shape(&self) -> Option<RefShape<'a>> {
+        let reference = self.attrs.reference.as_ref()?;
+        let (kind, element) = match generic_arg(self.ty, &["Option"]) {
+            Some(inner) => match generic_arg(inner, SEQUENCES) {
+                Some(element) => (RefKind::Many, element),
+                None => (RefKind::Optional, inner),
+            },
+            None => match generic_arg(self.ty, SEQUENCES) {
+                Some(element) => (RefKind::Many, element),
+                None => match self.ty {
+                    Type::Array(array) => (RefKind::Many, &*array.elem),
+                    ty => (RefKind::One, ty),
+                },
+            },
+        };
+        let target = reference
+            .value
+            .to
+            .clone()
+            .or_else(|| generic_arg(element, &["Ref"]).cloned());
+        Some(RefShape {
+            kind,
+            element,
+            target,
+        })
     }
 
     /// The Rust name for messages.
@@ -62,7 +106,7 @@ impl<'a> Container<'a> {
                     if attrs.transparent.is_some() {
                         let mut stored = fields.into_iter().filter(Field::is_stored);
                         match (stored.next(), stored.next()) {
-                            (Some(field), None) => Data::Transparent(field),
+                            (Some(field), None) => Data::Transparent(Box::new(field)),
                             _ => {
                                 cx.error_spanned_by(
                                     item.ident.clone(),
@@ -77,7 +121,7 @@ impl<'a> Container<'a> {
                 }
                 syn::Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
                     let mut fields = fields_from_ast(cx, &attrs, unnamed.unnamed.iter());
-                    Data::Transparent(fields.remove(0))
+                    Data::Transparent(Box::new(fields.remove(0)))
                 }
                 syn::Fields::Unnamed(unnamed) => {
                     cx.error_spanned_by(
@@ -138,7 +182,7 @@ impl<'a> Container<'a> {
     pub fn stored_fields(&self) -> impl Iterator<Item = &Field<'a>> {
         let fields: &[Field<'a>] = match &self.data {
             Data::Struct(fields) => fields,
-            Data::Transparent(field) => std::slice::from_ref(field),
+            Data::Transparent(field) => std::slice::from_ref(&**field),
             Data::Enum(_) => &[],
         };
         fields.iter().filter(|f| f.is_stored())
@@ -172,4 +216,22 @@ fn fields_from_ast<'a>(
             }
         })
         .collect()
+}
+
+const SEQUENCES: &[&str] = &["Vec", "VecDeque", "HashSet", "BTreeSet", "SmallVec"];
+
+/// `T` of `Name<T>` when the type's last path segment is one of `names`.
+pub fn generic_arg<'t>(ty: &'t Type, names: &[&str]) -> Option<&'t Type> {
+    let Type::Path(path) = ty else { return None };
+    let segment = path.path.segments.last()?;
+    if !names.iter().any(|n| segment.ident == n) {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
 }

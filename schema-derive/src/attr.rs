@@ -402,7 +402,9 @@ fn parse_keys(meta: &ParseNestedMeta) -> syn::Result<Vec<IndexKey>> {
 pub struct Field {
     pub embed: Option<Sp<Embed>>,
     pub constraints: Vec<Sp<Constraint>>,
+    /// `#[extended_ref]` / `#[subset]`: not implemented yet (reported).
     pub relation: Option<TokenStream>,
+    pub reference: Option<Sp<Reference>>,
     pub rename: Option<String>,
     /// `skip` or `skip_serializing`: never written.
     pub skip_serializing: bool,
@@ -410,6 +412,14 @@ pub struct Field {
     pub skip_serializing_if: bool,
     /// `serialize_with` / `with`: written by custom code.
     pub custom_serialize: Option<TokenStream>,
+}
+
+#[derive(Default)]
+pub struct Reference {
+    /// `max = N`: the bound of an array of references.
+    pub max: Option<u64>,
+    /// `to = T`: the target, for a plain id field.
+    pub to: Option<syn::Type>,
 }
 
 pub struct Embed {
@@ -443,6 +453,7 @@ impl Field {
         let mut embed: Option<Sp<Embed>> = None;
         let mut constraints = Vec::new();
         let mut relation = None;
+        let mut reference: Option<Sp<Reference>> = None;
         let mut rename = Slot::new(cx, "serde", RENAME);
         let mut skip_serializing = false;
         let mut skip_serializing_if = false;
@@ -551,7 +562,52 @@ impl Field {
                     }
                     Ok(())
                 });
-            } else if path == REFERENCE || path == EXTENDED_REF || path == SUBSET {
+            } else if path == REFERENCE {
+                if reference.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[reference]` attribute");
+                    continue;
+                }
+                let mut max = Slot::new(cx, "reference", MAX);
+                let mut to = Slot::new(cx, "reference", TO);
+                if !matches!(attr.meta, syn::Meta::Path(_)) {
+                    parse_all(cx, attr, |meta| {
+                        if meta.path == MAX {
+                            let parsed =
+                                unsigned(&value(&meta)?, "max = 200").and_then(|(tokens, max)| {
+                                    if max == 0 {
+                                        return Err(syn::Error::new_spanned(
+                                            &tokens,
+                                            "`max` must be at least 1",
+                                        ));
+                                    }
+                                    Ok((tokens, max))
+                                });
+                            max.set_or_poison(&meta.path, parsed);
+                        } else if meta.path == TO {
+                            let expr = value(&meta)?;
+                            let parsed = syn::parse2::<syn::Type>(expr.to_token_stream())
+                                .map(|ty| (expr.to_token_stream(), Some(ty)))
+                                .map_err(|_| {
+                                    syn::Error::new_spanned(
+                                        &expr,
+                                        "`to` expects the referenced type, e.g. `to = Customer`",
+                                    )
+                                });
+                            to.set_or_poison(&meta.path, parsed);
+                        } else {
+                            unknown(cx, &meta, "reference", &["max", "to"])?;
+                        }
+                        Ok(())
+                    });
+                }
+                reference = Some(Sp {
+                    value: Reference {
+                        max: max.get().map(|m| m.value),
+                        to: to.get().and_then(|t| t.value),
+                    },
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == EXTENDED_REF || path == SUBSET {
                 cx.error_spanned_by(
                     path,
                     format!(
@@ -605,6 +661,7 @@ impl Field {
             embed,
             constraints,
             relation,
+            reference,
             rename: rename.get().map(|r| r.value),
             skip_serializing,
             skip_serializing_if,

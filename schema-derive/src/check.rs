@@ -5,7 +5,7 @@
 use quote::ToTokens;
 use syn::Type;
 
-use crate::ast::{Container, Data, Field};
+use crate::ast::{Container, Data, Field, RefKind};
 use crate::attr::{IndexKey, KeyField};
 use crate::ctxt::Ctxt;
 use crate::expand::Derive;
@@ -13,6 +13,7 @@ use crate::expand::Derive;
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
     for field in cont.stored_fields() {
+        check_reference(cx, field);
         check_bounded(cx, field);
         check_custom_serialization(cx, field);
     }
@@ -74,10 +75,48 @@ fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
     }
 }
 
+/// `#[reference]`: a `Ref<T>` (or `to = T`), arrays bounded, not also embedded.
+fn check_reference(cx: &Ctxt, field: &Field) {
+    let (Some(reference), Some(shape)) = (&field.attrs.reference, field.reference_shape()) else {
+        return;
+    };
+    let name = field.display_name();
+    if field.attrs.embed.is_some() {
+        cx.error_spanned_by(
+            &reference.tokens,
+            format!("field `{name}` cannot be both `#[embed]`ded and a `#[reference]`: keep one"),
+        );
+    }
+    match (shape.kind, reference.value.max) {
+        (RefKind::Many, None) => cx.error_spanned_by(
+            field.ty,
+            format!(
+                "field `{name}` is an unbounded array of references: nothing limits how many ids it holds; \
+                 bound it with `#[reference(max = N)]`, or when nothing limits the count, store the reference \
+                 on the other side (each child holding its parent's id with `#[reference]`)"
+            ),
+        ),
+        (RefKind::One | RefKind::Optional, Some(_)) => cx.error_spanned_by(
+            &reference.tokens,
+            format!("`max` bounds an array of references, and field `{name}` holds a single one"),
+        ),
+        _ => {}
+    }
+    if shape.target.is_none() {
+        cx.error_spanned_by(
+            shape.element,
+            format!(
+                "`#[reference]` on field `{name}` needs a typed id `Ref<T>` (or `Option<Ref<T>>`, `Vec<Ref<T>>`), \
+                 or the referenced type for a plain id: `#[reference(to = T)]`"
+            ),
+        );
+    }
+}
+
 /// Rule 1: every array or map carries a bound.
 fn check_bounded(cx: &Ctxt, field: &Field) {
-    if field.attrs.relation.is_some() {
-        return; // reported by the attribute parser
+    if field.attrs.relation.is_some() || field.attrs.reference.is_some() {
+        return; // reported by the attribute parser or `check_reference`
     }
     match (&field.attrs.embed, collection_kind(field.ty)) {
         (Some(embed), _) if embed.value.max.is_none() => cx.error_spanned_by(

@@ -52,6 +52,7 @@ fn fallback(input: &syn::DeriveInput, derive: Derive) -> TokenStream {
         Derive::Document => quote! {
             impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
                 const COLLECTION: &'static str = "";
+                type Id = #private::bson::oid::ObjectId;
                 fn collection_spec() -> #private::CollectionSpec {
                     ::core::unimplemented!("mongo-schema: the derive reported errors")
                 }

@@ -33,6 +33,7 @@ symbols! {
     EXPIRE_AFTER_SECS = "expire_after_secs",
     MAX = "max",
     CAP = "cap",
+    TO = "to",
     MAX_LENGTH = "max_length",
     MIN_LENGTH = "min_length",
     MINIMUM = "minimum",

@@ -68,6 +68,9 @@ pub fn type_checks(cont: &Container) -> TokenStream {
     let private = private();
     let mut checks = TokenStream::new();
     for field in cont.stored_fields() {
+        if field.attrs.reference.is_some() {
+            continue; // holds ids, embeds nothing
+        }
         let ty = field.ty;
         let is_root = if field.attrs.embed.is_some() {
             quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::__ELEMENT_COLLECTION_ROOT)

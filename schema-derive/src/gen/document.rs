@@ -64,10 +64,31 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         let keys = keys_document(cont, &keys.value);
         quote!(.shard_key(#keys))
     });
+    let references = crate::gen::relations::reference_specs(cont);
+    let relation_consts = crate::gen::relations::relation_consts(cont);
+    let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
+    let id_type = match id_field {
+        Some(field) => {
+            let ty = field.ty;
+            quote!(#ty)
+        }
+        None => quote!(#private::bson::oid::ObjectId),
+    };
+    let identified = id_field.and_then(|field| field.ident).map(|member| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
+                fn id(&self) -> &Self::Id {
+                    &self.#member
+                }
+            }
+        }
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
+            type Id = #id_type;
 
             fn collection_spec() -> #private::CollectionSpec {
                 #private::CollectionSpec::new(#collection_name, <Self as #private::Document>::validator())
@@ -75,8 +96,11 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     .validation_action(#private::ValidationAction::#action)
                     #(#indexes)*
                     #shard_key
+                    #references
             }
         }
+        #identified
+        #relation_consts
     }
 }
 

@@ -14,7 +14,8 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let ident = cont.ident;
     let generics = with_bounds(cont);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let type_checks = crate::gen::checks::constraint_checks(cont);
+    let mut type_checks = crate::gen::checks::constraint_checks(cont);
+    type_checks.extend(crate::gen::relations::id_type_checks(cont));
     let body = match &cont.data {
         Data::Struct(_) => {
             let properties = cont.stored_fields().map(|field| {
@@ -69,7 +70,13 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
 pub fn field_schema(field: &Field) -> TokenStream {
     let private = private();
     let ty = field.ty;
-    let base = match field.attrs.embed.as_ref().and_then(|e| e.value.max) {
+    let bound = field
+        .attrs
+        .embed
+        .as_ref()
+        .and_then(|e| e.value.max)
+        .or_else(|| field.attrs.reference.as_ref().and_then(|r| r.value.max));
+    let base = match bound {
         Some(max) => {
             quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::bounded_schema(#max))
         }

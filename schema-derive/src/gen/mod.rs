@@ -3,6 +3,7 @@
 pub mod checks;
 pub mod document;
 pub mod json_schema;
+pub mod relations;
 
 use proc_macro2::TokenStream;
 use quote::quote;

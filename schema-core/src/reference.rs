@@ -1,0 +1,184 @@
+//! `Ref<T>`: the typed id of a document of another collection.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+
+use mongodb::bson::{Bson, Document as BsonDocument};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::{BsonSchema, Document};
+
+/// The `_id` of a `T` document, typed by `T`: a `Ref<Part>` cannot be passed where a
+/// `Ref<Customer>` is wanted, although both may be `ObjectId`s underneath.
+///
+/// Stored exactly as `T`'s `_id` (any id type: `ObjectId`, `String`, `i64`, ...), so the
+/// validator and existing data are the same as with a plain id field.
+///
+/// ```
+/// # use mongo_schema_core::*;
+/// # use mongodb::bson::{doc, oid::ObjectId, Document as D};
+/// # struct Ticket;
+/// # impl BsonSchema for Ticket { fn bson_schema() -> D { doc! {} } }
+/// # impl Document for Ticket { const COLLECTION: &'static str = "tickets"; type Id = ObjectId;
+/// #     fn collection_spec() -> CollectionSpec { CollectionSpec::new("tickets", doc! {}) } }
+/// let id = ObjectId::new();
+/// let ticket: Ref<Ticket> = Ref::new(id);
+/// assert_eq!(mongodb::bson::to_bson(&ticket).unwrap(), mongodb::bson::Bson::ObjectId(id));
+/// ```
+pub struct Ref<T: Document> {
+    id: T::Id,
+    target: PhantomData<fn() -> T>,
+}
+
+impl<T: Document> Ref<T> {
+    /// A reference to the `T` whose `_id` is `id`.
+    pub fn new(id: T::Id) -> Self {
+        Ref {
+            id,
+            target: PhantomData,
+        }
+    }
+
+    /// The referenced `_id`.
+    pub fn id(&self) -> &T::Id {
+        &self.id
+    }
+
+    /// The referenced `_id`, by value.
+    pub fn into_id(self) -> T::Id {
+        self.id
+    }
+
+    /// The id as BSON, as it is stored.
+    pub fn to_bson(&self) -> Bson
+    where
+        T::Id: Serialize,
+    {
+        mongodb::bson::to_bson(&self.id).expect("an `_id` type serializes to BSON")
+    }
+
+    /// The filter that finds the referenced document: `{ _id: <id> }`.
+    pub fn filter(&self) -> BsonDocument
+    where
+        T::Id: Serialize,
+    {
+        mongodb::bson::doc! { "_id": self.to_bson() }
+    }
+}
+
+impl<T: Document> BsonSchema for Ref<T> {
+    fn bson_schema() -> BsonDocument {
+        T::Id::bson_schema()
+    }
+}
+
+impl<T: Document> Clone for Ref<T>
+where
+    T::Id: Clone,
+{
+    fn clone(&self) -> Self {
+        Ref::new(self.id.clone())
+    }
+}
+
+impl<T: Document> Copy for Ref<T> where T::Id: Copy {}
+
+impl<T: Document> PartialEq for Ref<T>
+where
+    T::Id: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl<T: Document> Eq for Ref<T> where T::Id: Eq {}
+
+impl<T: Document> PartialOrd for Ref<T>
+where
+    T::Id: PartialOrd,
+{
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        self.id.partial_cmp(&other.id)
+    }
+}
+
+impl<T: Document> Ord for Ref<T>
+where
+    T::Id: Ord,
+{
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.id.cmp(&other.id)
+    }
+}
+
+impl<T: Document> Hash for Ref<T>
+where
+    T::Id: Hash,
+{
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state)
+    }
+}
+
+impl<T: Document> fmt::Debug for Ref<T>
+where
+    T::Id: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ref<{}>({:?})", T::COLLECTION, self.id)
+    }
+}
+
+impl<T: Document> fmt::Display for Ref<T>
+where
+    T::Id: fmt::Display,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.id.fmt(f)
+    }
+}
+
+impl<T: Document> Serialize for Ref<T>
+where
+    T::Id: Serialize,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.id.serialize(serializer)
+    }
+}
+
+impl<'de, T: Document> Deserialize<'de> for Ref<T>
+where
+    T::Id: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::Id::deserialize(deserializer).map(Ref::new)
+    }
+}
+
+impl<T: Document> From<Ref<T>> for Bson
+where
+    T::Id: Into<Bson>,
+{
+    fn from(reference: Ref<T>) -> Bson {
+        reference.id.into()
+    }
+}
+
+/// A collection root whose struct has an `_id` field; implemented by `#[derive(Document)]`.
+pub trait Identified: Document {
+    /// The document's `_id`.
+    fn id(&self) -> &Self::Id;
+
+    /// A reference to this document.
+    fn to_ref(&self) -> Ref<Self>
+    where
+        Self: Sized,
+        Self::Id: Clone,
+    {
+        Ref::new(self.id().clone())
+    }
+}

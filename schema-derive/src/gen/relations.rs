@@ -1,0 +1,183 @@
+//! What `#[reference]` fields generate: the reference table of the collection, the typed
+//! `Relation` constants, and the check that a plain id has the target's id type.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::{unraw, Container, Data, Field, RefKind};
+use crate::attr::{IndexKey, KeyKind};
+use crate::check::{resolve_key, type_name};
+use crate::ctxt::Ctxt;
+use crate::gen::private;
+
+fn kind_tokens(kind: RefKind) -> TokenStream {
+    let private = private();
+    match kind {
+        RefKind::One => quote!(#private::RefKind::One),
+        RefKind::Optional => quote!(#private::RefKind::Optional),
+        RefKind::Many => quote!(#private::RefKind::Many),
+    }
+}
+
+fn references<'c, 'a>(cont: &'c Container<'a>) -> impl Iterator<Item = &'c Field<'a>> {
+    cont.stored_fields().filter(|f| f.attrs.reference.is_some())
+}
+
+/// `.reference(ReferenceSpec::new(...))` calls for `CollectionSpec`.
+pub fn reference_specs(cont: &Container) -> TokenStream {
+    let private = private();
+    references(cont)
+        .filter_map(|field| {
+            let shape = field.reference_shape()?;
+            let target = shape.target?;
+            let stored = &field.stored_name;
+            let kind = kind_tokens(shape.kind);
+            let target_name = type_name(&target);
+            let max = field
+                .attrs
+                .reference
+                .as_ref()
+                .and_then(|r| r.value.max)
+                .map(|max| quote!(.max(#max)));
+            let order = (shape.kind != RefKind::Many)
+                .then(|| sort_key(cont, stored))
+                .flatten()
+                .map(|(key, direction, unique)| quote!(.order(#key, #direction, #unique)));
+            Some(quote! {
+                .reference(#private::ReferenceSpec::new(
+                    #stored,
+                    <#target as #private::Document>::COLLECTION,
+                    #target_name,
+                    #kind,
+                ) #max #order)
+            })
+        })
+        .collect()
+}
+
+/// `impl Ticket { pub const CUSTOMER_ID: Relation<Ticket, Customer, ..> = ...; }`
+pub fn relation_consts(cont: &Container) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let consts: Vec<TokenStream> = references(cont)
+        .filter_map(|field| {
+            let shape = field.reference_shape()?;
+            let target = shape.target?;
+            let name = format_ident!("{}", unraw(field.ident?).to_uppercase());
+            let stored = &field.stored_name;
+            let kind = kind_tokens(shape.kind);
+            let sort_key = if shape.kind == RefKind::Many { None } else { sort_key(cont, stored) };
+            let doc = format!(
+                "The `#[reference]` field `{}` -> `{}`: typed `$lookup`s{}.",
+                stored,
+                type_name(&target),
+                if sort_key.is_some() { ", keyset pages of the children" } else { "" }
+            );
+            Some(match sort_key {
+                Some((field, direction, unique)) => quote! {
+                    #[doc = #doc]
+                    pub const #name: #private::Relation<Self, #target, #private::SortKey> =
+                        #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
+                            field: #field,
+                            direction: #direction,
+                            unique: #unique,
+                        });
+                },
+                None => quote! {
+                    #[doc = #doc]
+                    pub const #name: #private::Relation<Self, #target> = #private::Relation::new(#stored, #kind);
+                },
+            })
+        })
+        .collect();
+    if consts.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #ident #ty_generics #where_clause {
+            #(#consts)*
+        }
+    }
+}
+
+/// The key after the reference in the first declared index (or shard key) that starts with it.
+fn sort_key(cont: &Container, stored: &str) -> Option<(String, i32, bool)> {
+    let cx = Ctxt::new();
+    let resolve = |keys: &[IndexKey]| -> Vec<(String, Option<i32>)> {
+        keys.iter()
+            .map(|k| {
+                let direction = match k.kind {
+                    KeyKind::Direction(d) => Some(d),
+                    KeyKind::Special(_) => None,
+                };
+                (resolve_key(&cx, cont, k), direction)
+            })
+            .collect()
+    };
+    /// Stored keys with their direction (`None` for text/hashed), and whether unique.
+    type Candidate = (Vec<(String, Option<i32>)>, bool);
+    let mut candidates: Vec<Candidate> = cont
+        .attrs
+        .indexes
+        .iter()
+        .filter_map(|index| {
+            let keys = &index.value.keys.as_ref()?.value;
+            let unique = index.value.unique.as_ref().is_some_and(|u| u.value);
+            Some((resolve(keys), unique))
+        })
+        .collect();
+    if let Some(shard_key) = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.shard_key.as_ref())
+    {
+        candidates.push((resolve(&shard_key.value), false));
+    }
+    let _ = cx.check(); // keys were checked already
+                        // a pair is unique when any unique index has exactly these two keys, in either order
+    let unique_pair = |a: &str, b: &str| {
+        candidates.iter().any(|(keys, unique)| {
+            *unique
+                && keys.len() == 2
+                && keys.iter().any(|(k, _)| k == a)
+                && keys.iter().any(|(k, _)| k == b)
+        })
+    };
+    candidates
+        .iter()
+        .find_map(|(keys, _)| match keys.as_slice() {
+            [(first, _), (second, Some(direction)), ..] if first == stored => {
+                Some((second.clone(), *direction, unique_pair(first, second)))
+            }
+            _ => None,
+        })
+}
+
+/// A plain id with `to = T` must have `T`'s id type.
+pub fn id_type_checks(cont: &Container) -> TokenStream {
+    let private = private();
+    if !matches!(cont.data, Data::Struct(_)) {
+        return TokenStream::new();
+    }
+    references(cont)
+        .filter_map(|field| {
+            let shape = field.reference_shape()?;
+            let target = field.attrs.reference.as_ref()?.value.to.as_ref()?;
+            if crate::ast::generic_arg(shape.element, &["Ref"]).is_some() {
+                // `Ref<U>` with `to = T`: U must be T
+                let element = shape.element;
+                return Some(quote_spanned! {target.span()=>
+                    #private::require_id_of::<#element, #private::Ref<#target>>();
+                });
+            }
+            let element = shape.element;
+            Some(quote_spanned! {element.span()=>
+                #private::require_id_of::<#element, #target>();
+            })
+        })
+        .collect()
+}

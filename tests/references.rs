@@ -1,0 +1,565 @@
+//! References on the real server: seed 000's `productsReferenced` `$lookup`, the followers
+//! model with keyset pages, child/parent lookups, batch resolution, and `explain` of every
+//! query shape the library emits.
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{explain, Action, Error, ExplainSummary};
+use serde::{Deserialize, Serialize};
+
+// ---- seed 000: products and parts ---------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "parts")]
+#[index(keys(name = 1))]
+pub struct Part {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "productsReferenced")]
+pub struct ProductReferenced {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "partIds")]
+    #[reference(max = 200)]
+    pub part_ids: Vec<Ref<Part>>,
+}
+
+// ---- seed 000: followers ------------------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "users")]
+pub struct User {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+}
+
+// two indexes on the same fields trip clippy's `duplicated_attributes`, which does not know
+// what `#[index]` means (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "follows")]
+#[index(keys(followed_id = 1, follower_id = 1), unique)]
+#[index(keys(follower_id = 1, followed_id = 1))]
+#[serde(rename_all = "camelCase")]
+pub struct Follow {
+    #[reference]
+    pub followed_id: Ref<User>,
+    #[reference]
+    pub follower_id: Ref<User>,
+}
+
+// ---- seed 003: tickets and messages --------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "agents")]
+pub struct Agent {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "tickets")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+    #[reference]
+    pub assignee_id: Option<Ref<Agent>>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "messages", shard_key(ticket_id = 1, at = 1))]
+pub struct Message {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub ticket_id: Ref<Ticket>,
+    pub body: String,
+    pub at: DateTime,
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Part>()
+        .model::<ProductReferenced>()
+        .model::<User>()
+        .model::<Follow>()
+        .model::<Agent>()
+        .model::<Ticket>()
+        .model::<Message>()
+        .build()
+        .unwrap()
+}
+
+async fn applied(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
+    schema().apply(&db).await.unwrap();
+    db
+}
+
+/// Whether the server is SecantusDB (its planner reports whole index scans; see below).
+async fn is_secantus(db: &mongodb::Database) -> bool {
+    let info = db.run_command(doc! { "hello": 1 }).await.unwrap();
+    info.get_str("setName") == Ok("secantus")
+}
+
+/// Every query shape must be served by an index. A real mongod also stops its index scan at the
+/// limit (docs examined <= returned + 1); SecantusDB 0.7.0b3 reports the whole matching index
+/// range as examined for a sorted or limited query, so on it that bound is printed, not required.
+async fn assert_indexed(
+    db: &mongodb::Database,
+    what: &str,
+    command: BsonDocument,
+    returned: usize,
+) -> ExplainSummary {
+    let summary = explain(db, command.clone()).await.unwrap();
+    println!("{what}: {summary}");
+    assert!(
+        summary.uses_index(),
+        "{what} is not served by an index: {summary}\n{command}"
+    );
+    let bound = returned as i64 + 1;
+    if summary.docs_examined > bound {
+        assert!(
+            is_secantus(db).await,
+            "{what} examined {} documents for {returned} returned: {summary}",
+            summary.docs_examined
+        );
+        println!(
+            "  (SecantusDB examined {} for {returned} returned; mongod stops at the limit)",
+            summary.docs_examined
+        );
+    }
+    summary
+}
+
+#[tokio::test]
+async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
+    let db = applied("ref_products").await;
+    // db.parts.insertMany([...]); db.productsReferenced.insertOne({...})
+    Part::collection(&db)
+        .insert_many([
+            Part {
+                id: "wheel-1".into(),
+                name: "Wheel".into(),
+            },
+            Part {
+                id: "brake-1".into(),
+                name: "Disc Brake".into(),
+            },
+        ])
+        .await
+        .unwrap();
+    let bike = ProductReferenced {
+        id: "bike-1".into(),
+        name: "City Bike".into(),
+        part_ids: vec![Ref::new("wheel-1".into()), Ref::new("brake-1".into())],
+    };
+    ProductReferenced::collection(&db)
+        .insert_one(&bike)
+        .await
+        .unwrap();
+
+    // the seed's own pipeline, verbatim
+    let seed: Vec<BsonDocument> = db
+        .collection::<BsonDocument>("productsReferenced")
+        .aggregate([
+            doc! { "$match": { "_id": "bike-1" } },
+            doc! { "$lookup": { "from": "parts", "localField": "partIds", "foreignField": "_id", "as": "parts" } },
+        ])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+
+    let lookup = ProductReferenced::PART_IDS
+        .lookup()
+        .filter(doc! { "_id": "bike-1" });
+    assert_eq!(
+        lookup.pipeline(),
+        [
+            doc! { "$match": { "_id": "bike-1" } },
+            doc! { "$lookup": { "from": "parts", "localField": "partIds", "foreignField": "_id", "as": "__related" } },
+        ]
+    );
+    let ours = lookup.run(&db).await.unwrap();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(ours[0].doc, bike);
+    let seed_parts: Vec<Part> = seed[0]
+        .get_array("parts")
+        .unwrap()
+        .iter()
+        .map(|p| mongo_schema::bson::from_bson(p.clone()).unwrap())
+        .collect();
+    let mut sorted_ours = ours[0].related.clone();
+    sorted_ours.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut sorted_seed = seed_parts.clone();
+    sorted_seed.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(
+        sorted_ours, sorted_seed,
+        "same parts as the seed's pipeline"
+    );
+    // and in the order of the product's partIds
+    assert_eq!(
+        ours[0]
+            .related
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect::<Vec<_>>(),
+        ["wheel-1", "brake-1"]
+    );
+
+    assert_indexed(&db, "product lookup (outer)", lookup.aggregate_command(), 1).await;
+    assert_indexed(
+        &db,
+        "product lookup (join into parts)",
+        lookup.related_find_command(Bson::Array(vec!["wheel-1".into(), "brake-1".into()])),
+        2,
+    )
+    .await;
+    // the parts catalog searched by name, with its declared index
+    assert_indexed(
+        &db,
+        "parts by name",
+        doc! { "find": "parts", "filter": { "name": "Wheel" } },
+        1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
+    let db = applied("ref_followers").await;
+    let follows = Follow::collection(&db);
+    let u1: Ref<User> = Ref::new("u1".into());
+    // 1,000 followers of u1, inserted out of order, and some noise on u2
+    let mut batch: Vec<Follow> = (0..1000)
+        .map(|i| Follow {
+            followed_id: u1.clone(),
+            follower_id: Ref::new(format!("f{:04}", (i * 7919) % 1000)),
+        })
+        .collect();
+    batch.extend((0..100).map(|i| Follow {
+        followed_id: Ref::new("u2".into()),
+        follower_id: Ref::new(format!("f{i:04}")),
+    }));
+    follows.insert_many(&batch).await.unwrap();
+
+    // a duplicate follow is refused by the unique compound index
+    let duplicate = follows
+        .insert_one(Follow {
+            followed_id: u1.clone(),
+            follower_id: Ref::new("f0042".into()),
+        })
+        .await
+        .in_collection(Follow::COLLECTION)
+        .unwrap_err();
+    match &duplicate {
+        Error::Driver(e) => assert!(e.to_string().contains("11000"), "{e}"),
+        other => panic!("expected a duplicate key error, got {other}"),
+    }
+
+    // pages of 50 by followerId, continuing with $gt on the last key
+    let mut seen = Vec::new();
+    let mut page = Follow::FOLLOWED_ID.page(&u1);
+    let mut pages = 0;
+    loop {
+        let result = page.fetch(&db).await.unwrap();
+        assert!(result.items.len() <= 50);
+        pages += 1;
+        if pages == 2 {
+            let filter = page.filter();
+            assert_eq!(
+                filter
+                    .get_document("followerId")
+                    .unwrap()
+                    .get_str("$gt")
+                    .unwrap(),
+                "f0049"
+            );
+            assert_indexed(
+                &db,
+                "follower page 2",
+                page.find_command(),
+                result.items.len(),
+            )
+            .await;
+        }
+        seen.extend(result.items.iter().map(|f| f.follower_id.id().clone()));
+        match result.next {
+            Some(cursor) => page = Follow::FOLLOWED_ID.page(&u1).after(cursor),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..1000).map(|i| format!("f{i:04}")).collect();
+    assert_eq!(seen, expected, "every follower once, in followerId order");
+    assert_eq!(pages, 21, "20 full pages and an empty last one");
+
+    // "who does f0042 follow?" uses the reversed index
+    let f42: Ref<User> = Ref::new("f0042".into());
+    let following = Follow::FOLLOWER_ID.page(&f42).fetch(&db).await.unwrap();
+    assert_eq!(
+        following
+            .items
+            .iter()
+            .map(|f| f.followed_id.id().as_str())
+            .collect::<Vec<_>>(),
+        ["u1", "u2"]
+    );
+    let summary = assert_indexed(
+        &db,
+        "who f0042 follows",
+        Follow::FOLLOWER_ID.page(&f42).find_command(),
+        2,
+    )
+    .await;
+    assert_eq!(summary.indexes, ["followerId_1_followedId_1"]);
+}
+
+#[tokio::test]
+async fn child_to_parent_and_parent_to_children_lookups() {
+    let db = applied("ref_messages").await;
+    let ana = Agent {
+        id: ObjectId::new(),
+        name: "Ana".into(),
+    };
+    Agent::collection(&db).insert_one(&ana).await.unwrap();
+    let tickets: Vec<Ticket> = (0..30)
+        .map(|i| Ticket {
+            id: ObjectId::new(),
+            subject: format!("ticket {i}"),
+            assignee_id: (i % 3 == 0).then(|| ana.to_ref()),
+        })
+        .collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let start = DateTime::now().timestamp_millis();
+    let messages: Vec<Message> = (0..300)
+        .map(|i| Message {
+            id: ObjectId::new(),
+            ticket_id: tickets[i % 30].to_ref(),
+            body: format!("message {i}"),
+            at: DateTime::from_millis(start + i as i64),
+        })
+        .collect();
+    Message::collection(&db)
+        .insert_many(&messages)
+        .await
+        .unwrap();
+
+    // child -> parent: a page of messages with their ticket
+    let with_ticket = Message::TICKET_ID
+        .lookup()
+        .filter(doc! { "ticket_id": tickets[4].id })
+        .sort(doc! { "ticket_id": 1, "at": -1 })
+        .limit(5)
+        .run(&db)
+        .await
+        .unwrap();
+    assert_eq!(with_ticket.len(), 5);
+    for joined in &with_ticket {
+        assert_eq!(joined.one().unwrap(), &tickets[4]);
+    }
+    assert_eq!(with_ticket[0].doc.body, "message 274", "newest first");
+
+    // parent -> children: two tickets with their 3 newest messages
+    let lookup = Message::TICKET_ID
+        .children()
+        .filter(doc! { "_id": { "$in": [tickets[1].id, tickets[2].id] } })
+        .sort(doc! { "_id": 1 })
+        .related_sort(doc! { "at": -1 })
+        .related_limit(3);
+    let threads = lookup.run(&db).await.unwrap();
+    assert_eq!(threads.len(), 2);
+    for thread in &threads {
+        assert_eq!(thread.related.len(), 3);
+        assert!(thread
+            .related
+            .iter()
+            .all(|m| m.ticket_id.id() == &thread.doc.id));
+        assert!(thread.related.windows(2).all(|w| w[0].at > w[1].at));
+    }
+    let pipeline = lookup.pipeline();
+    let stages: Vec<&str> = pipeline
+        .iter()
+        .map(|s| s.keys().next().unwrap().as_str())
+        .collect();
+    assert_eq!(
+        stages,
+        ["$match", "$sort", "$lookup"],
+        "the input is reduced before the join"
+    );
+
+    assert_indexed(
+        &db,
+        "tickets with messages (outer)",
+        lookup.aggregate_command(),
+        2,
+    )
+    .await;
+    assert_indexed(
+        &db,
+        "tickets with messages (join)",
+        lookup.related_find_command(Bson::ObjectId(tickets[1].id)),
+        3,
+    )
+    .await;
+
+    // optional reference: the agent's tickets, through the reference index
+    let queue = Ticket::ASSIGNEE_ID
+        .children()
+        .filter(doc! { "_id": ana.id })
+        .run(&db)
+        .await
+        .unwrap();
+    assert_eq!(queue[0].related.len(), 10);
+    assert_indexed(
+        &db,
+        "agent's tickets (join)",
+        Ticket::ASSIGNEE_ID
+            .children()
+            .related_find_command(Bson::ObjectId(ana.id)),
+        10,
+    )
+    .await;
+
+    // keyset page of a ticket's messages by `at` (not unique: _id breaks ties)
+    let mut page = Message::TICKET_ID.page(&tickets[7].to_ref()).limit(4);
+    let mut bodies = Vec::new();
+    loop {
+        let result = page.fetch(&db).await.unwrap();
+        bodies.extend(result.items.into_iter().map(|m| m.body));
+        match result.next {
+            Some(next) => {
+                page = Message::TICKET_ID
+                    .page(&tickets[7].to_ref())
+                    .limit(4)
+                    .after(next)
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..10).map(|k| format!("message {}", 7 + 30 * k)).collect();
+    assert_eq!(bodies, expected);
+    assert_indexed(
+        &db,
+        "message page",
+        Message::TICKET_ID
+            .page(&tickets[7].to_ref())
+            .limit(4)
+            .find_command(),
+        4,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_of_references_is_one_in_query_in_reference_order_with_missing_reported() {
+    let db = applied("ref_resolve").await;
+    let parts: Vec<Part> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|id| Part {
+            id: (*id).into(),
+            name: format!("part {id}"),
+        })
+        .collect();
+    Part::collection(&db).insert_many(&parts).await.unwrap();
+    let refs: Vec<Ref<Part>> = ["c", "zz", "a", "c", "d"]
+        .iter()
+        .map(|id| Ref::new((*id).into()))
+        .collect();
+
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let monitored = client.database(db.name());
+    let resolved = Ref::resolve_all(&monitored, &refs).await.unwrap();
+    assert_eq!(log.count("find"), 1, "one query for the whole batch");
+    assert_eq!(
+        resolved
+            .documents
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect::<Vec<_>>(),
+        ["c", "a", "d"]
+    );
+    assert_eq!(resolved.missing, [Ref::<Part>::new("zz".into())]);
+
+    assert_indexed(&db, "batch resolve", Ref::resolve_command(&refs), 3).await;
+}
+
+#[tokio::test]
+async fn build_rejects_a_reference_to_a_model_outside_the_schema() {
+    let error = Schema::new().model::<Message>().build().unwrap_err();
+    assert_eq!(error.problems.len(), 1, "{error}");
+    assert!(
+        error.problems[0].contains("`messages.ticket_id` references `Ticket`"),
+        "{error}"
+    );
+    assert!(error.problems[0].contains(".model::<Ticket>()"), "{error}");
+}
+
+#[tokio::test]
+async fn relationship_indexes_are_created_once_and_stale_ones_dropped_only_on_request() {
+    let db = applied("ref_indexes").await;
+    let names = |coll: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut names = db
+                .collection::<BsonDocument>(coll)
+                .list_index_names()
+                .await
+                .unwrap();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        names("messages").await,
+        ["_id_", "ticket_id_1_at_1__id_1"],
+        "one index serves the shard key and the pages by `at` with an `_id` tie-break"
+    );
+    assert_eq!(names("tickets").await, ["_id_", "assignee_id_1"]);
+    assert_eq!(
+        names("follows").await,
+        [
+            "_id_",
+            "followedId_1_followerId_1",
+            "followerId_1_followedId_1"
+        ]
+    );
+
+    db.collection::<BsonDocument>("tickets")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "subject": 1 })
+                .build(),
+        )
+        .await
+        .unwrap();
+    let schema = schema();
+    assert!(
+        schema.apply(&db).await.unwrap().is_noop(),
+        "kept unless asked"
+    );
+    let plan = schema.plan(&db).drop_stale_indexes(true).await.unwrap();
+    assert!(
+        matches!(&plan.actions[..], [Action::DropIndex { name, .. }] if name == "subject_1"),
+        "{plan}"
+    );
+    let report = schema.apply(&db).drop_stale_indexes(true).await.unwrap();
+    println!("{report}");
+    assert_eq!(names("tickets").await, ["_id_", "assignee_id_1"]);
+    assert!(schema
+        .plan(&db)
+        .drop_stale_indexes(true)
+        .await
+        .unwrap()
+        .is_empty());
+}
