@@ -114,7 +114,8 @@ pub mod prelude {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, CollectionSpec, Document, Identified, IndexSpec, Ref,
-        RefKind, ReferenceSpec, Relation, SortKey, ValidationAction, ValidationLevel,
+        BoundedCollection, BsonSchema, CollectionSpec, CopyShape, CopySpec, Document,
+        EmbeddedArray, Identified, IndexSpec, Ref, RefKind, ReferenceSpec, Relation, SortKey,
+        Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };
 }

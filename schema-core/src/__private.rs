@@ -2,6 +2,7 @@
 
 pub use mongodb;
 pub use mongodb::bson;
+pub use serde;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -141,3 +142,59 @@ impl<T: crate::Document<Id = I>, I> IdOf<T> for I {}
 
 /// Compile-time check that `I` is `T`'s id type.
 pub fn require_id_of<I: IdOf<T>, T>() {}
+
+/// A stored field of a collection root, keyed by a hash of its Rust name; implemented by
+/// `#[derive(Document)]` so that `#[extended_ref(fields = "...")]` of another type can name the
+/// field's type and stored name.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no field listed in `#[extended_ref(fields = ...)]`",
+    label = "every copied field must be a stored field of `{Self}`"
+)]
+pub trait HasField<const KEY: u64> {
+    /// The field's Rust type.
+    type Type;
+    /// The field's stored name.
+    const STORED: &'static str;
+}
+
+/// The `$jsonSchema` of an extended-reference copy: `_id` and the copied fields, each described
+/// exactly as in the source's own schema.
+pub fn copy_schema(source: Document, fields: &[&str]) -> Document {
+    let properties = source
+        .get_document("properties")
+        .cloned()
+        .unwrap_or_default();
+    let mut schema = object().property(
+        "_id",
+        properties
+            .get_document("_id")
+            .cloned()
+            .unwrap_or_else(|_| doc! { "bsonType": "objectId" }),
+        true,
+    );
+    for field in fields {
+        let property = properties.get_document(field).cloned().unwrap_or_default();
+        schema = schema.property(field, property, true);
+    }
+    schema.build()
+}
+
+/// Takes one field of a copy being deserialized (absent reads as `null`).
+pub fn take<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+    doc: &mut Document,
+    key: &str,
+) -> Result<T, E> {
+    let value = doc.remove(key).unwrap_or(Bson::Null);
+    bson::from_bson(value).map_err(|e| E::custom(format!("copied field `{key}`: {e}")))
+}
+
+/// The preview type of a `#[subset]`: built from a child with `From<&C>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is the preview of a `#[subset]` of `{C}` and needs `impl From<&{C}> for {Self}`",
+    label = "no `From<&{C}>`"
+)]
+pub trait PreviewOf<C> {}
+impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {}
+
+/// Compile-time check of a subset's preview type.
+pub fn require_preview<V: PreviewOf<C>, C>() {}

@@ -5,7 +5,7 @@ use std::fmt;
 use mongodb::bson::{doc, Document as BsonDocument};
 use mongodb::IndexModel;
 
-use crate::{BsonSchema, IndexReason, IndexSpec};
+use crate::{BsonSchema, CopySpec, IndexReason, IndexSpec, SubsetSpec, SyncStrategy};
 
 /// A collection root: a type stored as whole documents of one collection.
 ///
@@ -130,6 +130,10 @@ pub struct CollectionSpec {
     pub shard_key: Option<BsonDocument>,
     /// The references to other collections held by this one's documents.
     pub references: Vec<ReferenceSpec>,
+    /// The extended references (copies of other documents' fields) held here.
+    pub copies: Vec<CopySpec>,
+    /// The subsets of children kept here.
+    pub subsets: Vec<SubsetSpec>,
 }
 
 /// How many documents a reference field points at.
@@ -221,6 +225,8 @@ impl CollectionSpec {
             indexes: Vec::new(),
             shard_key: None,
             references: Vec::new(),
+            copies: Vec::new(),
+            subsets: Vec::new(),
         }
     }
 
@@ -255,6 +261,29 @@ impl CollectionSpec {
         if let Some(keys) = keys {
             self = self.require_index(IndexSpec::new(keys).reason(reason));
         }
+        self
+    }
+
+    /// Declares an extended reference. Unless the copy is frozen, its fan-out update filters on
+    /// `<path>._id`, which gets an index (seed 003: "the fan-out update needs an index on the
+    /// copied id").
+    pub fn copy(mut self, copy: CopySpec) -> Self {
+        let frozen = copy.strategy == SyncStrategy::Frozen;
+        let reason = IndexReason::FanOut {
+            path: copy.path.clone(),
+            source: copy.source.clone(),
+        };
+        let keys = mongodb::bson::doc! { copy.id_path(): 1 };
+        self.copies.push(copy);
+        if !frozen {
+            self = self.require_index(IndexSpec::new(keys).reason(reason));
+        }
+        self
+    }
+
+    /// Declares a subset of children kept in this document.
+    pub fn subset(mut self, subset: SubsetSpec) -> Self {
+        self.subsets.push(subset);
         self
     }
 

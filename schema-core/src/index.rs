@@ -25,6 +25,13 @@ pub enum IndexReason {
         /// The referenced collection.
         target: String,
     },
+    /// Serves the fan-out update of a copy (`<path>._id`) when its source changes.
+    FanOut {
+        /// Stored path of the copy.
+        path: String,
+        /// The source collection.
+        source: String,
+    },
 }
 
 impl fmt::Display for IndexReason {
@@ -34,6 +41,9 @@ impl fmt::Display for IndexReason {
             IndexReason::ShardKey => f.write_str("shard key"),
             IndexReason::Reference { field, target } => {
                 write!(f, "reference `{field}` -> `{target}`")
+            }
+            IndexReason::FanOut { path, source } => {
+                write!(f, "fan-out of `{source}` copies at `{path}`")
             }
         }
     }

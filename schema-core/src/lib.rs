@@ -9,6 +9,7 @@
 
 mod apply;
 mod bson_schema;
+mod copy;
 mod document;
 mod error;
 mod explain;
@@ -18,10 +19,15 @@ mod plan;
 mod reference;
 mod relation;
 mod schema;
+mod subset;
+mod sync;
+mod transaction;
 mod validation;
+mod worker;
 
 pub use apply::{AppliedAction, ApplyReport};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
+pub use copy::{CopyShape, CopySpec, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
 };
@@ -35,7 +41,10 @@ pub use relation::{
     RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
+pub use subset::{EmbeddedArray, PushOutcome, Subset};
+pub use sync::{EdgeReconcile, ReconcileReport, SourceUpdate};
 pub use validation::{RuleFailure, ValidationError};
+pub use worker::{SyncWorker, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};
 
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;

@@ -4,7 +4,10 @@ use std::fmt;
 
 use mongodb::Database;
 
-use crate::{json_schema, CollectionSpec, Document, Result};
+use crate::{
+    json_schema, CollectionSpec, Document, ReconcileReport, Result, SourceUpdate, SyncEdge,
+    SyncGraph, SyncWorker,
+};
 
 /// The collections of a service: built once from its `Document` types, then planned against or
 /// applied to a database at start-up.
@@ -20,6 +23,7 @@ use crate::{json_schema, CollectionSpec, Document, Result};
 #[derive(Debug, Clone)]
 pub struct Schema {
     collections: Vec<CollectionSpec>,
+    graph: SyncGraph,
 }
 
 /// Collects models; [`SchemaBuilder::build`] checks the rules that span them.
@@ -59,6 +63,40 @@ impl Schema {
     /// The collection called `name`.
     pub fn collection(&self, name: &str) -> Option<&CollectionSpec> {
         self.collections.iter().find(|c| c.name == name)
+    }
+
+    /// Every copied field: for each source collection and field, which collections and paths
+    /// hold copies and by which strategy.
+    pub fn sync_graph(&self) -> &SyncGraph {
+        &self.graph
+    }
+
+    /// Applies `update` to the `T` document `id` and, in the same multi-document transaction,
+    /// rewrites every `transactional` copy of it; retried on transient transaction errors (write
+    /// conflicts), so readers never see the source and its transactional copies disagree after
+    /// the commit. `async` copies follow through the [`SyncWorker`], `frozen` ones never change.
+    pub async fn update_source<T: Document>(
+        &self,
+        db: &Database,
+        id: &T::Id,
+        update: mongodb::bson::Document,
+    ) -> Result<SourceUpdate>
+    where
+        T::Id: serde::Serialize,
+    {
+        crate::sync::update_source::<T>(db, &self.graph, id, update).await
+    }
+
+    /// Compares every non-frozen copy with its source and rewrites the drifted ones (the
+    /// `reconcile` strategy, and the safety net of `async`). With `dry_run` it only counts.
+    pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+        let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
+        crate::sync::reconcile(db, &edges, dry_run).await
+    }
+
+    /// The change-stream worker of the `async` copies.
+    pub fn sync_worker(&self, db: &Database) -> SyncWorker {
+        SyncWorker::new(db.clone(), self.graph.clone())
     }
 
     /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads
@@ -154,14 +192,80 @@ impl SchemaBuilder {
                 }
             }
         }
+        problems.extend(copy_problems(&self.collections));
         if problems.is_empty() {
+            let graph = SyncGraph {
+                edges: self
+                    .collections
+                    .iter()
+                    .flat_map(|c| {
+                        c.copies.iter().map(|copy| SyncEdge {
+                            holder: c.name.clone(),
+                            copy: copy.clone(),
+                        })
+                    })
+                    .collect(),
+            };
             Ok(Schema {
                 collections: self.collections,
+                graph,
             })
         } else {
             Err(SchemaError { problems })
         }
     }
+}
+
+/// Copies and subsets: their sources and children are in the schema and have the fields named.
+fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let find = |name: &str| collections.iter().find(|c| c.name == name);
+    let properties =
+        |spec: &CollectionSpec| spec.validator.get_document("$jsonSchema").ok().cloned();
+    for spec in collections {
+        for copy in &spec.copies {
+            match find(&copy.source) {
+                None => problems.push(format!(
+                    "`{}.{}` copies fields of `{}` (collection `{}`), which is not part of the schema: add `.model::<{}>()`",
+                    spec.name, copy.path, copy.source_type, copy.source, copy.source_type
+                )),
+                Some(source) => {
+                    for field in &copy.fields {
+                        if !properties(source).is_some_and(|s| json_schema::has_path(&s, field)) {
+                            problems.push(format!(
+                                "`{}.{}` copies `{field}`, which `{}` does not store",
+                                spec.name, copy.path, copy.source
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        for subset in &spec.subsets {
+            match find(&subset.child) {
+                None => problems.push(format!(
+                    "`{}.{}` is a subset of `{}` (collection `{}`), which is not part of the schema: add `.model::<{}>()`",
+                    spec.name, subset.path, subset.child_type, subset.child, subset.child_type
+                )),
+                Some(child) => {
+                    let back = child.references.iter().filter(|r| r.target == spec.name).count();
+                    if back != 1 {
+                        problems.push(format!(
+                            "`{}.{}` needs `{}` to hold exactly one `#[reference]` to `{}` (found {back})",
+                            spec.name, subset.path, subset.child, spec.name
+                        ));
+                    }
+                    if !properties(child).is_some_and(|s| json_schema::has_path(&s, &subset.sort_field)) {
+                        problems.push(format!(
+                            "`{}.{}` sorts by `{}`, which `{}` does not store",
+                            spec.name, subset.path, subset.sort_field, subset.child
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    problems
 }
 
 fn collection_name_problem(name: &str) -> Option<String> {

@@ -235,3 +235,25 @@ pub fn generic_arg<'t>(ty: &'t Type, names: &[&str]) -> Option<&'t Type> {
         _ => None,
     })
 }
+
+/// The shape of a copy or subset field: one, optional or an array, and the element type.
+pub fn copy_shape(ty: &Type) -> (RefKind, &Type) {
+    if let Some(inner) = generic_arg(ty, &["Option"]) {
+        return (RefKind::Optional, inner);
+    }
+    if let Some(inner) = generic_arg(ty, SEQUENCES) {
+        return (RefKind::Many, inner);
+    }
+    (RefKind::One, ty)
+}
+
+/// FNV-1a of a field name: the key of the hidden per-field trait a `Document` implements, so
+/// another derive can name a field's type (`#[extended_ref(fields = "name")]`).
+pub fn field_key(name: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}

@@ -402,9 +402,11 @@ fn parse_keys(meta: &ParseNestedMeta) -> syn::Result<Vec<IndexKey>> {
 pub struct Field {
     pub embed: Option<Sp<Embed>>,
     pub constraints: Vec<Sp<Constraint>>,
-    /// `#[extended_ref]` / `#[subset]`: not implemented yet (reported).
+    /// Any of `#[reference]`, `#[extended_ref]`, `#[subset]` (for the bound check).
     pub relation: Option<TokenStream>,
     pub reference: Option<Sp<Reference>>,
+    pub extended_ref: Option<Sp<ExtendedRef>>,
+    pub subset: Option<Sp<SubsetAttr>>,
     pub rename: Option<String>,
     /// `skip` or `skip_serializing`: never written.
     pub skip_serializing: bool,
@@ -412,6 +414,47 @@ pub struct Field {
     pub skip_serializing_if: bool,
     /// `serialize_with` / `with`: written by custom code.
     pub custom_serialize: Option<TokenStream>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Sync {
+    Frozen,
+    Transactional,
+    Async,
+    Reconcile,
+}
+
+impl Sync {
+    pub fn variant(self) -> &'static str {
+        match self {
+            Sync::Frozen => "Frozen",
+            Sync::Transactional => "Transactional",
+            Sync::Async => "Async",
+            Sync::Reconcile => "Reconcile",
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct ExtendedRef {
+    pub to: Option<syn::Type>,
+    /// Rust field names of the source, with the literal they came from.
+    pub fields: Vec<String>,
+    pub fields_lit: Option<LitStr>,
+    pub sync: Option<Sync>,
+    /// `as = Name`: the generated copy type's name.
+    pub name: Option<Ident>,
+    pub max: Option<u64>,
+}
+
+#[derive(Default)]
+pub struct SubsetAttr {
+    pub of: Option<syn::Type>,
+    pub max: Option<u64>,
+    /// Stored field of the child and preview, and 1 / -1.
+    pub sort: Option<(String, i32)>,
+    /// Rust field of the parent that counts the children.
+    pub count: Option<Ident>,
 }
 
 #[derive(Default)]
@@ -454,6 +497,8 @@ impl Field {
         let mut constraints = Vec::new();
         let mut relation = None;
         let mut reference: Option<Sp<Reference>> = None;
+        let mut extended_ref: Option<Sp<ExtendedRef>> = None;
+        let mut subset: Option<Sp<SubsetAttr>> = None;
         let mut rename = Slot::new(cx, "serde", RENAME);
         let mut skip_serializing = false;
         let mut skip_serializing_if = false;
@@ -607,15 +652,26 @@ impl Field {
                     },
                     tokens: attr.to_token_stream(),
                 });
-            } else if path == EXTENDED_REF || path == SUBSET {
-                cx.error_spanned_by(
-                    path,
-                    format!(
-                        "`#[{}]` is not implemented in this version of mongo-schema yet; store the id as a plain field for now",
-                        path.to_token_stream()
-                    ),
-                );
+            } else if path == EXTENDED_REF {
+                if extended_ref.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[extended_ref]` attribute");
+                    continue;
+                }
                 relation = Some(path.to_token_stream());
+                extended_ref = Some(Sp {
+                    value: parse_extended_ref(cx, attr),
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == SUBSET {
+                if subset.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[subset]` attribute");
+                    continue;
+                }
+                relation = Some(path.to_token_stream());
+                subset = Some(Sp {
+                    value: parse_subset(cx, attr),
+                    tokens: attr.to_token_stream(),
+                });
             } else if path == COLLECTION || path == INDEX {
                 cx.error_spanned_by(
                     attr,
@@ -662,11 +718,228 @@ impl Field {
             constraints,
             relation,
             reference,
+            extended_ref,
+            subset,
             rename: rename.get().map(|r| r.value),
             skip_serializing,
             skip_serializing_if,
             custom_serialize,
         }
+    }
+}
+
+fn parse_type(expr: &Expr, example: &str) -> syn::Result<(TokenStream, Option<syn::Type>)> {
+    syn::parse2::<syn::Type>(expr.to_token_stream())
+        .map(|ty| (expr.to_token_stream(), Some(ty)))
+        .map_err(|_| {
+            syn::Error::new_spanned(
+                expr,
+                format!(
+                    "`{}` expects a type, e.g. `{example}`",
+                    option_name(example)
+                ),
+            )
+        })
+}
+
+fn positive(expr: &Expr, example: &str) -> syn::Result<(TokenStream, u64)> {
+    unsigned(expr, example).and_then(|(tokens, n)| {
+        if n == 0 {
+            Err(syn::Error::new_spanned(&tokens, "`max` must be at least 1"))
+        } else {
+            Ok((tokens, n))
+        }
+    })
+}
+
+fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
+    let mut to = Slot::new(cx, "extended_ref", TO);
+    let mut fields = Slot::new(cx, "extended_ref", FIELDS);
+    let mut sync = Slot::new(cx, "extended_ref", SYNC);
+    let mut name: Slot<Option<Ident>> = Slot::new(cx, "extended_ref", Symbol("as"));
+    let mut max = Slot::new(cx, "extended_ref", MAX);
+    let mut fields_lit = None;
+    if matches!(attr.meta, syn::Meta::Path(_)) {
+        cx.error_spanned_by(
+            attr,
+            "`#[extended_ref]` needs `to = T`, `fields = \"...\"` and `sync = \"...\"`, e.g. `#[extended_ref(to = Customer, fields = \"name\", sync = \"transactional\")]`",
+        );
+        return ExtendedRef::default();
+    }
+    parse_all(cx, attr, |meta| {
+        if meta.path == TO {
+            let parsed = parse_type(&value(&meta)?, "to = Customer");
+            to.set_or_poison(&meta.path, parsed);
+        } else if meta.path == FIELDS {
+            let parsed = string(&value(&meta)?, "fields = \"name, email\"").and_then(|lit| {
+                let names: Vec<String> = lit
+                    .value()
+                    .split(',')
+                    .map(|f| f.trim().to_owned())
+                    .filter(|f| !f.is_empty())
+                    .collect();
+                if names.is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "`fields` names at least one field of the referenced type",
+                    ));
+                }
+                if let Some(bad) = names.iter().find(|n| syn::parse_str::<Ident>(n).is_err()) {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!("`{bad}` is not a field name"),
+                    ));
+                }
+                fields_lit = Some(lit.clone());
+                Ok((lit.to_token_stream(), names))
+            });
+            fields.set_or_poison(&meta.path, parsed);
+        } else if meta.path == SYNC {
+            let parsed = one_of(&meta, &["frozen", "transactional", "async", "reconcile"]).map(
+                |(tokens, s)| {
+                    let sync = match s.as_str() {
+                        "frozen" => Sync::Frozen,
+                        "transactional" => Sync::Transactional,
+                        "async" => Sync::Async,
+                        _ => Sync::Reconcile,
+                    };
+                    (tokens, Some(sync))
+                },
+            );
+            sync.set_or_poison(&meta.path, parsed);
+        } else if meta.path.is_ident("as") {
+            let expr = value(&meta)?;
+            let parsed = syn::parse2::<Ident>(expr.to_token_stream())
+                .map(|ident| (expr.to_token_stream(), Some(ident)))
+                .map_err(|_| {
+                    syn::Error::new_spanned(
+                        &expr,
+                        "`as` expects the name of the copy type, e.g. `as = TicketCustomer`",
+                    )
+                });
+            name.set_or_poison(&meta.path, parsed);
+        } else if meta.path == MAX {
+            let parsed = positive(&value(&meta)?, "max = 20");
+            max.set_or_poison(&meta.path, parsed);
+        } else {
+            unknown(
+                cx,
+                &meta,
+                "extended_ref",
+                &["to", "fields", "sync", "as", "max"],
+            )?;
+        }
+        Ok(())
+    });
+    let sync = sync.get();
+    if sync.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[extended_ref]` needs `sync = \"...\"`: a copy without a sync strategy drifts unnoticed; \
+             choose \"frozen\" (a snapshot), \"transactional\", \"async\" or \"reconcile\"",
+        );
+    }
+    let to = to.get();
+    if to.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[extended_ref]` needs the referenced type: `to = T`",
+        );
+    }
+    let fields = fields.get();
+    if fields.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[extended_ref]` needs the copied fields: `fields = \"name\"`",
+        );
+    }
+    ExtendedRef {
+        to: to.and_then(|t| t.value),
+        fields: fields.map(|f| f.value).unwrap_or_default(),
+        fields_lit,
+        sync: sync.and_then(|s| s.value),
+        name: name.get().and_then(|n| n.value),
+        max: max.get().map(|m| m.value),
+    }
+}
+
+fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
+    let mut of = Slot::new(cx, "subset", OF);
+    let mut max = Slot::new(cx, "subset", MAX);
+    let mut sort: Slot<Option<(String, i32)>> = Slot::new(cx, "subset", SORT);
+    let mut count: Slot<Option<Ident>> = Slot::new(cx, "subset", COUNT);
+    if matches!(attr.meta, syn::Meta::Path(_)) {
+        cx.error_spanned_by(
+            attr,
+            "`#[subset]` needs `of = T`, `max = N` and `sort = \"-field\"`, e.g. `#[subset(of = Message, max = 1, sort = \"-at\", count = \"message_count\")]`",
+        );
+        return SubsetAttr::default();
+    }
+    parse_all(cx, attr, |meta| {
+        if meta.path == OF {
+            let parsed = parse_type(&value(&meta)?, "of = Message");
+            of.set_or_poison(&meta.path, parsed);
+        } else if meta.path == MAX {
+            let parsed = positive(&value(&meta)?, "max = 5");
+            max.set_or_poison(&meta.path, parsed);
+        } else if meta.path == SORT {
+            let parsed = string(&value(&meta)?, "sort = \"-at\"").and_then(|lit| {
+                let text = lit.value();
+                let (field, direction) = match text.strip_prefix('-') {
+                    Some(field) => (field.to_owned(), -1),
+                    None => (text.trim_start_matches('+').to_owned(), 1),
+                };
+                if field.is_empty() || field.contains(char::is_whitespace) {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "`sort` is a stored field, `-` first for descending: `sort = \"-at\"`",
+                    ));
+                }
+                Ok((lit.to_token_stream(), Some((field, direction))))
+            });
+            sort.set_or_poison(&meta.path, parsed);
+        } else if meta.path == COUNT {
+            let parsed = string(&value(&meta)?, "count = \"message_count\"").and_then(|lit| {
+                syn::parse_str::<Ident>(&lit.value())
+                    .map(|ident| {
+                        (
+                            lit.to_token_stream(),
+                            Some(Ident::new(&ident.to_string(), lit.span())),
+                        )
+                    })
+                    .map_err(|_| {
+                        syn::Error::new_spanned(&lit, "`count` names a field of this struct")
+                    })
+            });
+            count.set_or_poison(&meta.path, parsed);
+        } else {
+            unknown(cx, &meta, "subset", &["of", "max", "sort", "count"])?;
+        }
+        Ok(())
+    });
+    let max = max.get();
+    if max.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[subset]` needs its bound: `max = N` children are copied into the parent (seed 003: a capped preview)",
+        );
+    }
+    let of = of.get();
+    if of.is_none() {
+        cx.error_spanned_by(attr, "`#[subset]` needs the child type: `of = T`");
+    }
+    let sort = sort.get();
+    if sort.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[subset]` needs the order of the children: `sort = \"-at\"` (newest first)",
+        );
+    }
+    SubsetAttr {
+        of: of.and_then(|o| o.value),
+        max: max.map(|m| m.value),
+        sort: sort.and_then(|s| s.value),
+        count: count.get().and_then(|c| c.value),
     }
 }
 

@@ -13,6 +13,7 @@ use crate::expand::Derive;
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
     for field in cont.stored_fields() {
+        check_copies(cx, cont, field, derive);
         check_reference(cx, field);
         check_bounded(cx, field);
         check_custom_serialization(cx, field);
@@ -69,6 +70,94 @@ fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
                 cx.error_spanned_by(
                     &index.tokens,
                     "`#[index]` belongs on a collection root: use `#[derive(Document)]` instead of `#[derive(BsonSchema)]`",
+                );
+            }
+        }
+    }
+}
+
+/// `#[extended_ref]` and `#[subset]`: on a collection root, one relationship attribute per
+/// field, the shape the bound asks for, and the generated copy type as the field's type.
+fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
+    let name = field.display_name();
+    let attrs = &field.attrs;
+    let kinds = [
+        attrs.embed.is_some(),
+        attrs.reference.is_some(),
+        attrs.extended_ref.is_some(),
+        attrs.subset.is_some(),
+    ];
+    if kinds.iter().filter(|k| **k).count() > 1 {
+        cx.error_spanned_by(
+            field.ty,
+            format!("field `{name}` has more than one of `#[embed]`, `#[reference]`, `#[extended_ref]`, `#[subset]`: keep one"),
+        );
+        return;
+    }
+    if let Some(extended) = &attrs.extended_ref {
+        if derive != Derive::Document {
+            cx.error_spanned_by(&extended.tokens, "`#[extended_ref]` belongs on a field of a `#[derive(Document)]` struct, whose collection holds the copy");
+            return;
+        }
+        let shape = crate::ast::copy_shape(field.ty);
+        match (shape.0, extended.value.max) {
+            (RefKind::Many, None) => cx.error_spanned_by(
+                field.ty,
+                format!("field `{name}` is an unbounded array of copies: bound it with `#[extended_ref(..., max = N)]`"),
+            ),
+            (RefKind::One | RefKind::Optional, Some(_)) => cx.error_spanned_by(
+                &extended.tokens,
+                format!("`max` bounds an array of copies, and field `{name}` holds a single one"),
+            ),
+            _ => {}
+        }
+        let expected = crate::gen::copies::copy_type_name(cont, field);
+        let found = match shape.1 {
+            syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        if found.as_deref() != Some(&expected.to_string()) {
+            cx.error_spanned_by(
+                shape.1,
+                format!(
+                    "the type of field `{name}` is the copy type this derive generates: `{expected}` \
+                     (or `Option<{expected}>`, `Vec<{expected}>`); name it differently with `as = Name`"
+                ),
+            );
+        }
+    }
+    if let Some(subset) = &attrs.subset {
+        if derive != Derive::Document {
+            cx.error_spanned_by(
+                &subset.tokens,
+                "`#[subset]` belongs on a field of a `#[derive(Document)]` struct",
+            );
+            return;
+        }
+        let shape = crate::ast::copy_shape(field.ty);
+        match (subset.value.max, shape.0) {
+            (Some(1), RefKind::Optional) | (Some(2..), RefKind::Many) | (None, _) => {}
+            (Some(1), _) => cx.error_spanned_by(
+                field.ty,
+                format!("`#[subset(max = 1)]` keeps one preview: field `{name}` is an `Option<Preview>`"),
+            ),
+            (Some(_), _) => cx.error_spanned_by(
+                field.ty,
+                format!("`#[subset(max = N)]` keeps up to N previews: field `{name}` is a `Vec<Preview>`"),
+            ),
+        }
+        if let Some(count) = &subset.value.count {
+            let wanted = crate::ast::unraw(count);
+            let exists = cont
+                .stored_fields()
+                .any(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted));
+            if !exists {
+                cx.error_spanned_by(
+                    count,
+                    format!(
+                        "`count` names no stored field `{wanted}` of `{}`",
+                        cont.ident
+                    ),
                 );
             }
         }

@@ -28,11 +28,16 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
     let cont = cont.expect("no model without errors");
     let schema_impl = gen::json_schema::bson_schema_impl(&cont, derive);
     let checks = gen::checks::type_checks(&cont);
-    let document_impl = match derive {
-        Derive::Document => gen::document::document_impl(&cont),
-        Derive::BsonSchema => TokenStream::new(),
+    let (document_impl, copy_types) = match derive {
+        Derive::Document => (
+            gen::document::document_impl(&cont),
+            gen::copies::copy_types(&cont),
+        ),
+        Derive::BsonSchema => (TokenStream::new(), TokenStream::new()),
     };
     Ok(quote! {
+        #copy_types
+
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all)]
         const _: () = {

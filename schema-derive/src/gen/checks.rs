@@ -68,8 +68,11 @@ pub fn type_checks(cont: &Container) -> TokenStream {
     let private = private();
     let mut checks = TokenStream::new();
     for field in cont.stored_fields() {
-        if field.attrs.reference.is_some() {
-            continue; // holds ids, embeds nothing
+        if field.attrs.reference.is_some()
+            || field.attrs.extended_ref.is_some()
+            || field.attrs.subset.is_some()
+        {
+            continue; // ids, generated copies or previews: no collection root embedded
         }
         let ty = field.ty;
         let is_root = if field.attrs.embed.is_some() {

@@ -65,7 +65,9 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         quote!(.shard_key(#keys))
     });
     let references = crate::gen::relations::reference_specs(cont);
+    let copies = crate::gen::copies::copy_specs(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
+    let has_fields = crate::gen::copies::has_field_impls(cont);
     let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
     let id_type = match id_field {
         Some(field) => {
@@ -97,10 +99,12 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #(#indexes)*
                     #shard_key
                     #references
+                    #copies
             }
         }
         #identified
         #relation_consts
+        #has_fields
     }
 }
 

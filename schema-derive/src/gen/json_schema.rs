@@ -16,6 +16,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let mut type_checks = crate::gen::checks::constraint_checks(cont);
     type_checks.extend(crate::gen::relations::id_type_checks(cont));
+    type_checks.extend(crate::gen::copies::checks(cont));
     let body = match &cont.data {
         Data::Struct(_) => {
             let properties = cont.stored_fields().map(|field| {
@@ -75,7 +76,17 @@ pub fn field_schema(field: &Field) -> TokenStream {
         .embed
         .as_ref()
         .and_then(|e| e.value.max)
-        .or_else(|| field.attrs.reference.as_ref().and_then(|r| r.value.max));
+        .or_else(|| field.attrs.reference.as_ref().and_then(|r| r.value.max))
+        .or_else(|| field.attrs.extended_ref.as_ref().and_then(|e| e.value.max))
+        .or_else(|| {
+            // a subset of more than one preview is a bounded array
+            field
+                .attrs
+                .subset
+                .as_ref()
+                .and_then(|s| s.value.max)
+                .filter(|m| *m > 1)
+        });
     let base = match bound {
         Some(max) => {
             quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::bounded_schema(#max))

@@ -92,13 +92,15 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
             })
         })
         .collect();
-    if consts.is_empty() {
+    let more = crate::gen::copies::consts(cont);
+    if consts.is_empty() && more.is_empty() {
         return TokenStream::new();
     }
     quote! {
         #[automatically_derived]
         impl #impl_generics #ident #ty_generics #where_clause {
             #(#consts)*
+            #more
         }
     }
 }

@@ -1,0 +1,199 @@
+//! Copied fields: extended references and subsets, with the sync strategy of each copy, and
+//! the static sync graph of a schema.
+
+use std::fmt;
+
+/// How a copy is kept in step with its source (seed 003, "Duplicated data and keeping it in
+/// sync"). Declared per copy with `#[extended_ref(sync = "...")]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SyncStrategy {
+    /// A snapshot: the value at the time of the event is the right one. Never rewritten by any
+    /// path of the library.
+    Frozen,
+    /// Source and copies change in one multi-document transaction
+    /// ([`crate::Schema::update_source`]).
+    Transactional,
+    /// A change-stream consumer ([`crate::SyncWorker`]) applies `updateMany` after the source
+    /// changes; reconcile is its safety net.
+    Async,
+    /// A scheduled job ([`crate::Schema::reconcile`]) compares and repairs.
+    Reconcile,
+}
+
+impl SyncStrategy {
+    /// The spelling of the attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncStrategy::Frozen => "frozen",
+            SyncStrategy::Transactional => "transactional",
+            SyncStrategy::Async => "async",
+            SyncStrategy::Reconcile => "reconcile",
+        }
+    }
+}
+
+impl fmt::Display for SyncStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a copy field holds one copy, maybe one, or an array of copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CopyShape {
+    /// `customer: TicketCustomer`
+    One,
+    /// `assignee: Option<TicketAssignee>`
+    Optional,
+    /// `parts: Vec<ProductPart>` (bounded with `max`)
+    Many,
+}
+
+/// One extended reference: the holder's `path` keeps `_id` and `fields` of a `source` document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CopySpec {
+    /// Stored path of the copy in the holder (`customer`).
+    pub path: String,
+    /// The source collection.
+    pub source: String,
+    /// The source's Rust type, for messages.
+    pub source_type: String,
+    /// The copied fields, as stored in both the source and the copy.
+    pub fields: Vec<String>,
+    /// The sync strategy.
+    pub strategy: SyncStrategy,
+    /// One, optional or an array.
+    pub shape: CopyShape,
+}
+
+impl CopySpec {
+    /// A copy at `path` of `fields` of `source` documents.
+    pub fn new(
+        path: impl Into<String>,
+        source: impl Into<String>,
+        source_type: impl Into<String>,
+        fields: &[&str],
+        strategy: SyncStrategy,
+        shape: CopyShape,
+    ) -> Self {
+        CopySpec {
+            path: path.into(),
+            source: source.into(),
+            source_type: source_type.into(),
+            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            strategy,
+            shape,
+        }
+    }
+
+    /// The path of the copied id (`customer._id`), which the fan-out update filters on.
+    pub fn id_path(&self) -> String {
+        format!("{}._id", self.path)
+    }
+}
+
+/// A subset: the newest (or most relevant) `max` children copied into the parent, with a count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SubsetSpec {
+    /// Stored path of the subset in the parent (`last_message`).
+    pub path: String,
+    /// The child collection.
+    pub child: String,
+    /// The child's Rust type, for messages.
+    pub child_type: String,
+    /// At most this many previews (1: an `Option`, kept with `$set`).
+    pub max: u64,
+    /// Stored field of the preview and the child that orders them.
+    pub sort_field: String,
+    /// 1 or -1 (`-at`: newest first).
+    pub sort_direction: i32,
+    /// Stored field of the parent counting all children, if declared.
+    pub count: Option<String>,
+}
+
+impl SubsetSpec {
+    /// A subset at `path` of at most `max` children of `child`, ordered by `sort_field`.
+    pub fn new(
+        path: impl Into<String>,
+        child: impl Into<String>,
+        child_type: impl Into<String>,
+        max: u64,
+        sort_field: impl Into<String>,
+        sort_direction: i32,
+        count: Option<&str>,
+    ) -> Self {
+        SubsetSpec {
+            path: path.into(),
+            child: child.into(),
+            child_type: child_type.into(),
+            max,
+            sort_field: sort_field.into(),
+            sort_direction,
+            count: count.map(str::to_owned),
+        }
+    }
+}
+
+/// One edge of the sync graph: `fields` of `source` documents are copied at `holder.path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SyncEdge {
+    /// The holder collection.
+    pub holder: String,
+    /// The copy.
+    pub copy: CopySpec,
+}
+
+/// Every copied field of a schema: for each source collection and field, which collections
+/// and paths hold copies and by which strategy. Built by [`crate::Schema::sync_graph`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncGraph {
+    /// The edges, in model order.
+    pub edges: Vec<SyncEdge>,
+}
+
+impl SyncGraph {
+    /// The copies of `source` documents.
+    pub fn copies_of<'a>(&'a self, source: &'a str) -> impl Iterator<Item = &'a SyncEdge> + 'a {
+        self.edges.iter().filter(move |e| e.copy.source == source)
+    }
+
+    /// The copies kept by `strategy`.
+    pub fn by_strategy(&self, strategy: SyncStrategy) -> impl Iterator<Item = &SyncEdge> + '_ {
+        self.edges
+            .iter()
+            .filter(move |e| e.copy.strategy == strategy)
+    }
+
+    /// The source collections with at least one copy kept by `strategy`.
+    pub fn sources(&self, strategy: SyncStrategy) -> Vec<String> {
+        let mut sources: Vec<String> = Vec::new();
+        for edge in self.by_strategy(strategy) {
+            if !sources.contains(&edge.copy.source) {
+                sources.push(edge.copy.source.clone());
+            }
+        }
+        sources
+    }
+}
+
+impl fmt::Display for SyncGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for edge in &self.edges {
+            writeln!(
+                f,
+                "{}.{{{}}} -> {}.{} ({})",
+                edge.copy.source,
+                edge.copy.fields.join(", "),
+                edge.holder,
+                edge.copy.path,
+                edge.copy.strategy
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,395 @@
+//! Helpers that keep the bounds and copies of a document: subsets of children, capped embedded
+//! arrays, and compare-and-set state changes.
+
+use std::marker::PhantomData;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::{ClientSession, Database};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::transaction::in_transaction;
+use crate::{Document, Error, Ref, Result, SchemaError};
+
+fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
+    Ok(mongodb::bson::to_bson(value).map_err(mongodb::error::Error::from)?)
+}
+
+/// `#[subset(of = C, max = N, sort = "-at", count = "message_count")]` on a field of `P` holding
+/// previews `V` (built with `From<&C>`): generated as a constant named after the field in upper
+/// case (`Ticket::LAST_MESSAGE`).
+#[derive(Debug)]
+pub struct Subset<P, C, V> {
+    path: &'static str,
+    max: u64,
+    sort_field: &'static str,
+    sort_direction: i32,
+    count: Option<&'static str>,
+    types: PhantomData<fn() -> (P, C, V)>,
+}
+
+impl<P, C, V> Subset<P, C, V> {
+    /// Used by generated code.
+    pub const fn new(
+        path: &'static str,
+        max: u64,
+        sort_field: &'static str,
+        sort_direction: i32,
+        count: Option<&'static str>,
+    ) -> Self {
+        Subset {
+            path,
+            max,
+            sort_field,
+            sort_direction,
+            count,
+            types: PhantomData,
+        }
+    }
+}
+
+impl<P, C, V> Subset<P, C, V>
+where
+    P: Document,
+    C: Document + Serialize + DeserializeOwned,
+    V: for<'c> From<&'c C> + Serialize,
+{
+    /// The stored path of the subset in the parent.
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// The child's field that references the parent.
+    pub fn parent_field(&self) -> Result<String> {
+        let mut back = C::references()
+            .into_iter()
+            .filter(|r| r.target == P::COLLECTION);
+        match (back.next(), back.next()) {
+            (Some(reference), None) => Ok(reference.field),
+            _ => Err(Error::Schema(SchemaError {
+                problems: vec![format!(
+                    "subset `{}.{}` needs `{}` to hold exactly one `#[reference]` to `{}`",
+                    P::COLLECTION,
+                    self.path,
+                    C::COLLECTION,
+                    P::COLLECTION
+                )],
+            })),
+        }
+    }
+
+    fn parent_of(&self, child: &BsonDocument) -> Result<Bson> {
+        let field = self.parent_field()?;
+        crate::sync::get_path(child, &field).ok_or_else(|| {
+            Error::Schema(SchemaError {
+                problems: vec![format!("a `{}` child has no `{field}`", C::COLLECTION)],
+            })
+        })
+    }
+
+    /// The update that adds `preview` to the parent: `$push` with `$each`, `$sort` and
+    /// `$slice` (the array never exceeds `max`), or for `max = 1` a `$set`; plus `$inc` on the
+    /// count. For `max = 1` the filter returned keeps an older preview from replacing a newer
+    /// one; `None` means no condition.
+    pub fn update_for(&self, preview: &V) -> Result<(Option<BsonDocument>, BsonDocument)> {
+        Ok(self.update_for_bson(to_bson(preview)?))
+    }
+
+    /// Inserts `child` and updates its parent's subset and count in one transaction (seed 003:
+    /// "if the queue must never show a preview that disagrees with the thread"), retried on
+    /// write conflicts.
+    pub async fn add(&self, db: &Database, child: &C) -> Result<()> {
+        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let parent = self.parent_of(&raw)?;
+        let preview = to_bson(&V::from(child))?;
+        let (condition, update) = self.update_for_bson(preview);
+        let count = self.count;
+        in_transaction(db, |session| {
+            let (db, raw, parent) = (db.clone(), raw.clone(), parent.clone());
+            let (condition, update) = (condition.clone(), update.clone());
+            Box::pin(async move {
+                db.collection::<BsonDocument>(C::COLLECTION)
+                    .insert_one(raw)
+                    .session(&mut *session)
+                    .await?;
+                update_parent(
+                    &db,
+                    P::COLLECTION,
+                    parent,
+                    condition,
+                    update,
+                    count,
+                    Some(session),
+                )
+                .await
+            })
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Inserts `child`, then updates the parent, without a transaction: cheaper, with a short
+    /// window in which the parent is behind; [`Subset::rebuild`] repairs a parent whose second
+    /// write was lost.
+    pub async fn add_then_update(&self, db: &Database, child: &C) -> Result<()> {
+        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let parent = self.parent_of(&raw)?;
+        db.collection::<BsonDocument>(C::COLLECTION)
+            .insert_one(raw)
+            .await?;
+        let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
+        update_parent(
+            db,
+            P::COLLECTION,
+            parent,
+            condition,
+            update,
+            self.count,
+            None,
+        )
+        .await
+    }
+
+    fn update_for_bson(&self, preview: Bson) -> (Option<BsonDocument>, BsonDocument) {
+        let mut update = BsonDocument::new();
+        let mut condition = None;
+        if self.max == 1 {
+            let key = format!("{}.{}", self.path, self.sort_field);
+            let value = preview
+                .as_document()
+                .and_then(|p| p.get(self.sort_field))
+                .cloned()
+                .unwrap_or(Bson::Null);
+            let op = if self.sort_direction < 0 {
+                "$lte"
+            } else {
+                "$gte"
+            };
+            condition = Some(doc! { "$or": [ { self.path: null }, { key: { op: value } } ] });
+            update.insert("$set", doc! { self.path: preview });
+        } else {
+            update.insert(
+                "$push",
+                doc! { self.path: {
+                    "$each": [preview],
+                    "$sort": { self.sort_field: self.sort_direction },
+                    "$slice": self.max as i64,
+                } },
+            );
+        }
+        if let Some(count) = self.count {
+            update.insert("$inc", doc! { count: 1_i64 });
+        }
+        (condition, update)
+    }
+
+    /// Recomputes one parent's subset and count from its children.
+    pub async fn rebuild(&self, db: &Database, parent: &Ref<P>) -> Result<()>
+    where
+        P::Id: Serialize,
+    {
+        self.rebuild_id(db, parent.to_bson()).await
+    }
+
+    async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
+        let field = self.parent_field()?;
+        let newest: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(C::COLLECTION)
+            .find(doc! { field.as_str(): parent.clone() })
+            .sort(doc! { self.sort_field: self.sort_direction })
+            .limit(self.max as i64)
+            .await?
+            .try_collect()
+            .await?;
+        let previews: Vec<Bson> = newest
+            .into_iter()
+            .map(|raw| {
+                let child: C =
+                    mongodb::bson::from_document(raw).map_err(mongodb::error::Error::from)?;
+                to_bson(&V::from(&child))
+            })
+            .collect::<Result<_>>()?;
+        let mut set = BsonDocument::new();
+        if self.max == 1 {
+            set.insert(self.path, previews.into_iter().next().unwrap_or(Bson::Null));
+        } else {
+            set.insert(self.path, previews);
+        }
+        if let Some(count) = self.count {
+            let n = db
+                .collection::<BsonDocument>(C::COLLECTION)
+                .count_documents(doc! { field.as_str(): parent.clone() })
+                .await?;
+            set.insert(count, n as i64);
+        }
+        db.collection::<BsonDocument>(P::COLLECTION)
+            .update_one(doc! { "_id": parent }, doc! { "$set": set })
+            .await?;
+        Ok(())
+    }
+
+    /// Recomputes every parent's subset and count from the children (the repair job of the
+    /// two-writes option). Returns the number of parents rebuilt.
+    pub async fn rebuild_all(&self, db: &Database) -> Result<u64> {
+        let mut parents = db
+            .collection::<BsonDocument>(P::COLLECTION)
+            .find(doc! {})
+            .projection(doc! { "_id": 1 })
+            .await?;
+        let mut n = 0;
+        while let Some(parent) = parents.try_next().await? {
+            if let Some(id) = parent.get("_id") {
+                self.rebuild_id(db, id.clone()).await?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// An embedded array bounded by `#[embed(max = N)]`, as a constant named after the field in
+/// upper case (`Ticket::HISTORY`). With `cap`, every push keeps only the newest `N` items
+/// (`$each` + `$slice: -N`); without it, a push that would exceed `N` is refused (the document is
+/// not matched) instead of failing validation.
+#[derive(Debug)]
+pub struct EmbeddedArray<P, E> {
+    path: &'static str,
+    max: u64,
+    cap: bool,
+    types: PhantomData<fn() -> (P, E)>,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// Documents matched by the filter (and, without `cap`, with room for the items).
+    pub matched: u64,
+    /// Documents changed.
+    pub modified: u64,
+}
+
+impl<P, E> EmbeddedArray<P, E> {
+    /// Used by generated code.
+    pub const fn new(path: &'static str, max: u64, cap: bool) -> Self {
+        EmbeddedArray {
+            path,
+            max,
+            cap,
+            types: PhantomData,
+        }
+    }
+
+    /// The stored path.
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// The bound.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+}
+
+impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
+    /// The `$push` of `items`: with `cap`, `$each` + `$slice: -max`.
+    pub fn push_update(&self, items: &[E]) -> Result<BsonDocument> {
+        let items: Vec<Bson> = items.iter().map(to_bson).collect::<Result<_>>()?;
+        let mut push = doc! { "$each": items };
+        if self.cap {
+            push.insert("$slice", -(self.max as i64));
+        }
+        Ok(doc! { "$push": { self.path: push } })
+    }
+
+    /// `filter`, plus (without `cap`) the condition that `n` more items fit.
+    pub fn push_filter(&self, mut filter: BsonDocument, n: usize) -> BsonDocument {
+        if !self.cap {
+            let last_allowed = (self.max as usize).saturating_sub(n);
+            filter.insert(
+                format!("{}.{last_allowed}", self.path),
+                doc! { "$exists": false },
+            );
+        }
+        filter
+    }
+
+    /// Pushes `items` into the array of the documents matching `filter` (with `extra` update
+    /// operators merged in, e.g. `$set` of the status the history entry records).
+    pub async fn push(
+        &self,
+        db: &Database,
+        filter: BsonDocument,
+        items: &[E],
+        extra: Option<BsonDocument>,
+    ) -> Result<PushOutcome> {
+        let mut update = self.push_update(items)?;
+        if let Some(extra) = extra {
+            update.extend(extra);
+        }
+        let result = db
+            .collection::<BsonDocument>(P::COLLECTION)
+            .update_many(self.push_filter(filter, items.len()), update)
+            .await?;
+        Ok(PushOutcome {
+            matched: result.matched_count,
+            modified: result.modified_count,
+        })
+    }
+}
+
+/// Applies a subset update to the parent; an older preview than the one there (the condition
+/// does not match) changes only the count.
+async fn update_parent(
+    db: &Database,
+    parents: &str,
+    parent: Bson,
+    condition: Option<BsonDocument>,
+    update: BsonDocument,
+    count: Option<&'static str>,
+    mut session: Option<&mut ClientSession>,
+) -> Result<()> {
+    let parents = db.collection::<BsonDocument>(parents);
+    let mut filter = doc! { "_id": parent.clone() };
+    if let Some(condition) = condition {
+        filter.extend(condition);
+    }
+    let action = parents.update_one(filter, update);
+    let result = match session.as_deref_mut() {
+        Some(s) => action.session(s).await?,
+        None => action.await?,
+    };
+    if let (0, Some(count)) = (result.matched_count, count) {
+        let action = parents.update_one(doc! { "_id": parent }, doc! { "$inc": { count: 1_i64 } });
+        match session {
+            Some(s) => action.session(s).await?,
+            None => action.await?,
+        };
+    }
+    Ok(())
+}
+
+impl<T: Document> Ref<T>
+where
+    T::Id: Serialize,
+{
+    /// Compare-and-set: applies `update` to the referenced document only if `field` still
+    /// equals `expected` (seed 003's status change). `true` when this call won; `false` when
+    /// another writer changed the field first (reload and decide again).
+    pub async fn compare_and_set(
+        &self,
+        db: &Database,
+        field: &str,
+        expected: impl Into<Bson>,
+        update: BsonDocument,
+    ) -> Result<bool> {
+        let result = db
+            .collection::<BsonDocument>(T::COLLECTION)
+            .update_one(
+                doc! { "_id": self.to_bson(), field: expected.into() },
+                update,
+            )
+            .await?;
+        Ok(result.modified_count == 1)
+    }
+}
