@@ -94,6 +94,16 @@ impl Schema {
         crate::sync::reconcile(db, &edges, dry_run).await
     }
 
+    /// The `update` command that brings the copies of `edge` in line with the source document
+    /// `source` (matching only drifted holders): what every strategy but `frozen` sends.
+    pub fn fan_out_command(
+        &self,
+        edge: &SyncEdge,
+        source: &mongodb::bson::Document,
+    ) -> Option<mongodb::bson::Document> {
+        crate::sync::FanOut::new(edge, source).map(|f| f.command(&edge.holder))
+    }
+
     /// The change-stream worker of the `async` copies.
     pub fn sync_worker(&self, db: &Database) -> SyncWorker {
         SyncWorker::new(db.clone(), self.graph.clone())

@@ -22,8 +22,10 @@ pub(crate) fn get_path(doc: &BsonDocument, path: &str) -> Option<Bson> {
     Some(current)
 }
 
-/// The `updateMany` that brings the copies of one source document in line with it, matching
-/// only the holders whose copy differs (so the count of matched documents is the drift).
+/// The `updateMany` that brings the copies of one source document in line with it. It filters
+/// on the copied id alone, which the fan-out index serves (a negation such as `$ne` in the
+/// filter keeps some planners off the index), and is idempotent: rewriting an equal value
+/// changes nothing.
 pub(crate) struct FanOut {
     pub filter: BsonDocument,
     pub update: BsonDocument,
@@ -44,16 +46,13 @@ impl FanOut {
         };
         let mut set = BsonDocument::new();
         let mut unset = BsonDocument::new();
-        let mut differs = Vec::new();
         for field in &copy.fields {
             match get_path(source, field) {
                 Some(value) => {
-                    set.insert(target(field), value.clone());
-                    differs.push(doc! { field.as_str(): { "$ne": value } });
+                    set.insert(target(field), value);
                 }
                 None => {
                     unset.insert(target(field), "");
-                    differs.push(doc! { field.as_str(): { "$exists": true } });
                 }
             }
         }
@@ -64,29 +63,25 @@ impl FanOut {
         if !unset.is_empty() {
             update.insert("$unset", unset);
         }
-        let element = doc! { "_id": id.clone(), "$or": differs };
-        let filter = if many {
-            doc! { copy.path.as_str(): { "$elemMatch": element } }
-        } else {
-            let mut filter = doc! { copy.id_path(): id.clone() };
-            let prefixed: Vec<Bson> = element
-                .get_array("$or")
-                .expect("built above")
-                .iter()
-                .filter_map(Bson::as_document)
-                .map(|d| {
-                    let (field, cond) = d.iter().next().expect("one key");
-                    Bson::Document(doc! { format!("{}.{field}", copy.path): cond.clone() })
-                })
-                .collect();
-            filter.insert("$or", prefixed);
-            filter
-        };
         Some(FanOut {
-            filter,
+            filter: doc! { copy.id_path(): id.clone() },
             update,
             array_filters: many.then(|| vec![doc! { "copy._id": id }]),
         })
+    }
+
+    /// The same update restricted to the holder documents `holders`.
+    pub(crate) fn only(mut self, holders: Vec<Bson>) -> FanOut {
+        self.filter.insert("_id", doc! { "$in": holders });
+        self
+    }
+
+    pub(crate) fn command(&self, holder: &str) -> BsonDocument {
+        let mut update = doc! { "q": self.filter.clone(), "u": self.update.clone(), "multi": true };
+        if let Some(filters) = &self.array_filters {
+            update.insert("arrayFilters", filters.clone());
+        }
+        doc! { "update": holder, "updates": [update] }
     }
 
     pub(crate) fn options(&self) -> Option<UpdateOptions> {
@@ -150,15 +145,28 @@ where
     let (mut report, attempts) = in_transaction(db, |session| {
         let (db, id, update, edges) = (db.clone(), id.clone(), update.clone(), edges.clone());
         Box::pin(async move {
-            let source = db
-                .collection::<BsonDocument>(T::COLLECTION)
-                .find_one_and_update(doc! { "_id": id }, update)
-                .return_document(ReturnDocument::After)
+            let sources = db.collection::<BsonDocument>(T::COLLECTION);
+            let before = sources
+                .find_one_and_update(doc! { "_id": id.clone() }, update)
+                .return_document(ReturnDocument::Before)
                 .session(&mut *session)
                 .await?;
+            let source = match before {
+                Some(_) => {
+                    sources
+                        .find_one(doc! { "_id": id })
+                        .session(&mut *session)
+                        .await?
+                }
+                None => None,
+            };
             let mut copies_rewritten = Vec::new();
-            if let Some(source) = &source {
+            if let (Some(before), Some(source)) = (&before, &source) {
                 for edge in &edges {
+                    if !copied_fields_changed(&edge.copy.fields, before, source) {
+                        copies_rewritten.push((format!("{}.{}", edge.holder, edge.copy.path), 0));
+                        continue;
+                    }
                     if let Some(fan_out) = FanOut::new(edge, source) {
                         let n = fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
                         copies_rewritten.push((format!("{}.{}", edge.holder, edge.copy.path), n));
@@ -233,7 +241,28 @@ impl fmt::Display for ReconcileReport {
     }
 }
 
-const RECONCILE_BATCH: usize = 500;
+const RECONCILE_BATCH: i64 = 500;
+
+/// Whether the copied fields of `copy` (one element of the holder's copy field) differ from
+/// `source`.
+fn drifted(fields: &[String], copy: &BsonDocument, source: &BsonDocument) -> bool {
+    fields.iter().any(
+        |field| match (get_path(copy, field), get_path(source, field)) {
+            (Some(a), Some(b)) => !crate::json_schema::same(&a, &b),
+            (None, None) => false,
+            _ => true,
+        },
+    )
+}
+
+/// The copied fields changed between two versions of a source document.
+pub(crate) fn copied_fields_changed(
+    fields: &[String],
+    before: &BsonDocument,
+    after: &BsonDocument,
+) -> bool {
+    drifted(fields, before, after)
+}
 
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
 /// ones. Frozen copies are never touched, whatever the caller passes.
@@ -252,36 +281,26 @@ pub(crate) async fn reconcile(
             strategy: Some(edge.copy.strategy),
             ..Default::default()
         };
-        let id_path = edge.copy.id_path();
         let holders = db.collection::<BsonDocument>(&edge.holder);
-        let mut cursor = holders
-            .find(doc! { id_path.as_str(): { "$exists": true } })
-            .projection(doc! { edge.copy.path.as_str(): 1 })
-            .await?;
-        let mut ids: Vec<Bson> = Vec::new();
+        let id_path = edge.copy.id_path();
+        // batches in `_id` order, continuing after the last one: the `_id` index serves them
+        let mut after: Option<Bson> = None;
         loop {
-            let next = cursor.try_next().await?;
-            if let Some(holder) = &next {
-                figures.checked += 1;
-                let copies = match get_path(holder, &edge.copy.path) {
-                    Some(Bson::Array(items)) => items,
-                    Some(one) => vec![one],
-                    None => Vec::new(),
-                };
-                for copy in copies {
-                    if let Some(id) = copy.as_document().and_then(|c| c.get("_id")) {
-                        if !ids.contains(id) {
-                            ids.push(id.clone());
-                        }
-                    }
-                }
+            let mut filter = doc! { id_path.as_str(): { "$exists": true } };
+            if let Some(last) = &after {
+                filter.insert("_id", doc! { "$gt": last.clone() });
             }
-            if ids.len() >= RECONCILE_BATCH || (next.is_none() && !ids.is_empty()) {
-                reconcile_batch(db, edge, std::mem::take(&mut ids), dry_run, &mut figures).await?;
-            }
-            if next.is_none() {
-                break;
-            }
+            let batch: Vec<BsonDocument> = holders
+                .find(filter)
+                .projection(doc! { edge.copy.path.as_str(): 1 })
+                .sort(doc! { "_id": 1 })
+                .limit(RECONCILE_BATCH)
+                .await?
+                .try_collect()
+                .await?;
+            let Some(last) = batch.last() else { break };
+            after = last.get("_id").cloned();
+            reconcile_batch(db, edge, &batch, dry_run, &mut figures).await?;
         }
         report.edges.push(figures);
     }
@@ -291,10 +310,34 @@ pub(crate) async fn reconcile(
 async fn reconcile_batch(
     db: &Database,
     edge: &SyncEdge,
-    ids: Vec<Bson>,
+    batch: &[BsonDocument],
     dry_run: bool,
     figures: &mut EdgeReconcile,
 ) -> Result<()> {
+    // every (holder, copy) pair of the batch
+    let mut pairs: Vec<(Bson, BsonDocument)> = Vec::new();
+    for holder in batch {
+        let Some(holder_id) = holder.get("_id") else {
+            continue;
+        };
+        figures.checked += 1;
+        let copies = match get_path(holder, &edge.copy.path) {
+            Some(Bson::Array(items)) => items,
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        for copy in copies.into_iter().filter_map(|c| c.as_document().cloned()) {
+            pairs.push((holder_id.clone(), copy));
+        }
+    }
+    let mut ids: Vec<Bson> = Vec::new();
+    for (_, copy) in &pairs {
+        if let Some(id) = copy.get("_id") {
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
+        }
+    }
     let sources: Vec<BsonDocument> = db
         .collection::<BsonDocument>(&edge.copy.source)
         .find(doc! { "_id": { "$in": ids.clone() } })
@@ -303,16 +346,24 @@ async fn reconcile_batch(
         .await?;
     figures.missing_sources += (ids.len() - sources.len()) as u64;
     for source in &sources {
-        let Some(fan_out) = FanOut::new(edge, source) else {
+        let source_id = source.get("_id");
+        let mut holders: Vec<Bson> = Vec::new();
+        for (holder, copy) in &pairs {
+            if copy.get("_id") == source_id
+                && drifted(&edge.copy.fields, copy, source)
+                && !holders.contains(holder)
+            {
+                holders.push(holder.clone());
+            }
+        }
+        if holders.is_empty() {
             continue;
-        };
-        let drifted = db
-            .collection::<BsonDocument>(&edge.holder)
-            .count_documents(fan_out.filter.clone())
-            .await?;
-        figures.drifted += drifted;
-        if drifted > 0 && !dry_run {
-            figures.repaired += fan_out.run(db, &edge.holder, None).await?;
+        }
+        figures.drifted += holders.len() as u64;
+        if !dry_run {
+            if let Some(fan_out) = FanOut::new(edge, source) {
+                figures.repaired += fan_out.only(holders).run(db, &edge.holder, None).await?;
+            }
         }
     }
     Ok(())

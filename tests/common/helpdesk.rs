@@ -47,7 +47,10 @@ pub struct MessagePreview {
 
 impl From<&Message> for MessagePreview {
     fn from(message: &Message) -> Self {
-        MessagePreview { preview: message.body.chars().take(40).collect(), at: message.at }
+        MessagePreview {
+            preview: message.body.chars().take(40).collect(),
+            at: message.at,
+        }
     }
 }
 
@@ -68,8 +71,6 @@ pub struct Ticket {
     #[subset(of = Message, max = 1, sort = "-at", count = "message_count")]
     pub last_message: Option<MessagePreview>,
     pub message_count: i64,
-    #[subset(of = Message, max = 3, sort = "-at")]
-    pub recent: Vec<MessagePreview>,
     pub updated_at: DateTime,
 }
 
@@ -130,7 +131,11 @@ pub fn schema() -> Schema {
 }
 
 pub fn customer(name: &str) -> Customer {
-    Customer { id: ObjectId::new(), name: name.into(), email: format!("{}@example.org", name.to_lowercase()) }
+    Customer {
+        id: ObjectId::new(),
+        name: name.into(),
+        email: format!("{}@example.org", name.to_lowercase()),
+    }
 }
 
 pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket {
@@ -143,7 +148,6 @@ pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket
         history: vec![],
         last_message: None,
         message_count: 0,
-        recent: vec![],
         updated_at: DateTime::now(),
     }
 }

@@ -1,0 +1,927 @@
+//! The four sync strategies on the real server: transactional copies never disagree with their
+//! source after a commit; async copies converge, across a killed worker and a server restart;
+//! reconcile repairs every drifted copy; frozen copies never change. Plus subsets under
+//! concurrent writers, capped arrays, compare-and-set, and the fan-out indexes.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::helpdesk::*;
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{explain, SyncStrategy, WorkerStats, TOKENS_COLLECTION};
+use serde::{Deserialize, Serialize};
+
+async fn applied(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
+    schema().apply(&db).await.unwrap();
+    db
+}
+
+async fn names_of_copies(db: &mongodb::Database, path: &str, id: ObjectId) -> Vec<String> {
+    db.collection::<BsonDocument>("tickets")
+        .find(doc! { format!("{path}._id"): id })
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let copy = t.get_document(path).unwrap();
+            copy.get_str("name")
+                .or_else(|_| copy.get_str("displayName"))
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Polls until `check` holds, failing after `timeout`.
+async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{what}: not reached within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactional_rename_is_never_seen_half_done() {
+    let db = applied("sync_tx").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let tickets: Vec<Ticket> = (0..40).map(|i| ticket(&ana, None, i)).collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+
+    // a reader that checks, in snapshot transactions, that source and copies always agree
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (db, done, id) = (db.clone(), done.clone(), ana.id);
+        tokio::spawn(async move {
+            let mut session = db.client().start_session().await.unwrap();
+            let mut reads = 0;
+            while !done.load(Ordering::Relaxed) {
+                session
+                    .start_transaction()
+                    .read_concern(mongodb::options::ReadConcern::snapshot())
+                    .await
+                    .unwrap();
+                let source = Customer::collection(&db)
+                    .find_one(doc! { "_id": id })
+                    .session(&mut session)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let copies: Vec<Ticket> = Ticket::collection(&db)
+                    .find(doc! { "customer._id": id })
+                    .session(&mut session)
+                    .await
+                    .unwrap()
+                    .stream(&mut session)
+                    .try_collect()
+                    .await
+                    .unwrap();
+                session.commit_transaction().await.unwrap();
+                assert_eq!(copies.len(), 40);
+                for copy in &copies {
+                    assert_eq!(
+                        copy.customer.name, source.name,
+                        "a reader saw a half-done rename"
+                    );
+                }
+                reads += 1;
+            }
+            reads
+        })
+    };
+
+    let mut attempts = 0;
+    for round in 0..30 {
+        let report = schema
+            .update_source::<Customer>(
+                &db,
+                &ana.id,
+                doc! { "$set": { "name": format!("Ana {round}") } },
+            )
+            .await
+            .unwrap();
+        assert_eq!(report.total_rewritten(), 40, "{report:?}");
+        attempts += report.attempts;
+    }
+    done.store(true, Ordering::Relaxed);
+    let reads = reader.await.unwrap();
+    println!("30 transactional renames of a customer with 40 tickets: {attempts} transaction attempts; {reads} snapshot reads saw no mismatch");
+    assert!(reads > 0);
+    assert_eq!(
+        names_of_copies(&db, "customer", ana.id).await,
+        vec!["Ana 29".to_owned(); 40]
+    );
+
+    // a rename of a field that is not copied rewrites nothing
+    let report = schema
+        .update_source::<Customer>(
+            &db,
+            &ana.id,
+            doc! { "$set": { "email": "ana@new.example" } },
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.total_rewritten(), 0);
+    // an unknown id changes nothing and says so
+    let report = schema
+        .update_source::<Customer>(&db, &ObjectId::new(), doc! { "$set": { "name": "Nobody" } })
+        .await
+        .unwrap();
+    assert!(report.source.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_copies_converge_and_lag_is_measured() {
+    let db = applied("sync_async").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let agents: Vec<Agent> = (0..50)
+        .map(|i| Agent {
+            id: ObjectId::new(),
+            display_name: format!("agent {i}"),
+            team: "billing".into(),
+        })
+        .collect();
+    Agent::collection(&db).insert_many(&agents).await.unwrap();
+    let tickets: Vec<Ticket> = (0..1000)
+        .map(|i| ticket(&ana, Some(&agents[i % 50]), i))
+        .collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+
+    let worker = schema.sync_worker(&db).name("async-test").spawn();
+    worker.ready().await;
+
+    // 1,000 renames: each of the 50 agents renamed 20 times
+    let start = Instant::now();
+    for round in 0..20 {
+        for agent in &agents {
+            Agent::collection(&db)
+                .update_one(
+                    doc! { "_id": agent.id },
+                    doc! { "$set": { "displayName": format!("{} v{round}", agent.display_name) } },
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let written = start.elapsed();
+    // a change to a field that is not copied is seen but not applied (the full document is
+    // looked up when an event is read, so early events already carry late names: convergence
+    // is checked on every agent, not a sample)
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": agents[0].id },
+            doc! { "$set": { "team": "sales" } },
+        )
+        .await
+        .unwrap();
+    let converged = eventually(Duration::from_secs(60), "async copies converge", || {
+        let db = db.clone();
+        let agents = agents.clone();
+        async move {
+            for agent in agents.iter() {
+                let names = names_of_copies(&db, "assignee", agent.id).await;
+                if names
+                    .iter()
+                    .any(|n| *n != format!("{} v19", agent.display_name))
+                {
+                    return false;
+                }
+            }
+            true
+        }
+    })
+    .await;
+    // all of them
+    for agent in &agents {
+        assert_eq!(
+            names_of_copies(&db, "assignee", agent.id).await,
+            vec![format!("{} v19", agent.display_name); 20]
+        );
+    }
+    let stats = worker.stats();
+    let seen = eventually(
+        Duration::from_secs(30),
+        "the non-copied change is seen",
+        || async { WorkerStats::get(&stats.events) >= 1001 },
+    );
+    let deadline = tokio::time::timeout(Duration::from_secs(31), seen).await;
+    assert!(
+        deadline.is_ok(),
+        "events {} applied {} reopened {} reconciles {}",
+        WorkerStats::get(&stats.events),
+        WorkerStats::get(&stats.applied),
+        WorkerStats::get(&stats.reopened),
+        WorkerStats::get(&stats.reconciles)
+    );
+    println!(
+        "1,000 async renames (50 agents x 20, 20 tickets each): written in {written:?}, copies converged {:?} after the last write; \
+         events {}, applied {}, tickets rewritten {}, last lag {} ms, max lag {} ms",
+        converged,
+        WorkerStats::get(&stats.events),
+        WorkerStats::get(&stats.applied),
+        WorkerStats::get(&stats.copies_rewritten),
+        WorkerStats::get(&stats.last_lag_ms),
+        WorkerStats::get(&stats.max_lag_ms),
+    );
+    assert_eq!(
+        WorkerStats::get(&stats.applied),
+        1000,
+        "the team change touched no copied field"
+    );
+    worker.shutdown().await.expect("clean shutdown");
+
+    // the token is stored in the library's collection
+    let token = db
+        .collection::<BsonDocument>(TOKENS_COLLECTION)
+        .find_one(doc! { "_id": "async-test" })
+        .await
+        .unwrap();
+    assert!(token.is_some_and(|t| t.contains_key("token")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_reconcile() {
+    let db = applied("sync_kill").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let bo = Agent {
+        id: ObjectId::new(),
+        display_name: "Bo".into(),
+        team: "t".into(),
+    };
+    Agent::collection(&db).insert_one(&bo).await.unwrap();
+    let tickets: Vec<Ticket> = (0..30).map(|i| ticket(&ana, Some(&bo), i)).collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let rename = |name: &'static str| {
+        let db = db.clone();
+        async move {
+            Agent::collection(&db)
+                .update_one(
+                    doc! { "_id": bo.id },
+                    doc! { "$set": { "displayName": name } },
+                )
+                .await
+                .unwrap();
+        }
+    };
+
+    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    worker.ready().await;
+    rename("Bo 1").await;
+    eventually(Duration::from_secs(20), "first rename", || async {
+        names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 1"; 30]
+    })
+    .await;
+
+    // killed between the change and the update: the change is made, the worker dies at once
+    rename("Bo 2").await;
+    worker.kill();
+    rename("Bo 3").await; // and more changes happen while no worker runs
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_ne!(
+        names_of_copies(&db, "assignee", bo.id).await,
+        vec!["Bo 3"; 30],
+        "nobody applied it"
+    );
+
+    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    eventually(
+        Duration::from_secs(20),
+        "resumed worker converges",
+        || async { names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 3"; 30] },
+    )
+    .await;
+    assert_eq!(
+        WorkerStats::get(&worker.stats().reconciles),
+        0,
+        "resumed from the token, no reconcile needed"
+    );
+    worker.shutdown().await.unwrap();
+
+    // a token the server can no longer resume from: full reconcile, then follow from now
+    db.collection::<BsonDocument>(TOKENS_COLLECTION)
+        .update_one(
+            doc! { "_id": "crashy" },
+            doc! { "$set": { "token": { "_data": "00" } } },
+        )
+        .await
+        .unwrap();
+    rename("Bo 4").await;
+    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    worker.ready().await;
+    assert_eq!(WorkerStats::get(&worker.stats().reconciles), 1);
+    assert_eq!(
+        names_of_copies(&db, "assignee", bo.id).await,
+        vec!["Bo 4"; 30],
+        "the reconcile caught up"
+    );
+    rename("Bo 5").await;
+    eventually(
+        Duration::from_secs(20),
+        "follows after the fallback",
+        || async { names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 5"; 30] },
+    )
+    .await;
+    worker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_copies_converge_across_a_server_restart() {
+    let storage = std::env::temp_dir().join(format!("mongo-schema-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&storage);
+    std::fs::create_dir_all(&storage).unwrap();
+    let mut server =
+        mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a dedicated server");
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let db = client.database("restart");
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let bo = Agent {
+        id: ObjectId::new(),
+        display_name: "Bo".into(),
+        team: "t".into(),
+    };
+    Agent::collection(&db).insert_one(&bo).await.unwrap();
+    let tickets: Vec<Ticket> = (0..25).map(|i| ticket(&ana, Some(&bo), i)).collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+
+    let worker = schema.sync_worker(&db).name("restart").spawn();
+    worker.ready().await;
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": bo.id },
+            doc! { "$set": { "displayName": "Bo 1" } },
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(20), "before restart", || async {
+        names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 1"; 25]
+    })
+    .await;
+
+    let restart = Instant::now();
+    server.restart().expect("restart with the same storage");
+    println!(
+        "server restarted in {:?} on the same port",
+        restart.elapsed()
+    );
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": bo.id },
+            doc! { "$set": { "displayName": "Bo 2" } },
+        )
+        .await
+        .unwrap();
+    let took = eventually(Duration::from_secs(60), "after restart", || async {
+        names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 2"; 25]
+    })
+    .await;
+    // the driver resumes the stream by itself after a network error when it can; otherwise the
+    // worker reopens it from its saved token
+    println!(
+        "after the restart the worker converged in {took:?} (stream reopened by the worker {} time(s))",
+        WorkerStats::get(&worker.stats().reopened)
+    );
+    // and a worker started after a restart resumes from the stored token
+    worker.shutdown().await.unwrap();
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": bo.id },
+            doc! { "$set": { "displayName": "Bo 3" } },
+        )
+        .await
+        .unwrap();
+    server.restart().expect("second restart");
+    let worker = schema.sync_worker(&db).name("restart").spawn();
+    eventually(
+        Duration::from_secs(60),
+        "resumed after a restart",
+        || async { names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 3"; 25] },
+    )
+    .await;
+    assert_eq!(
+        WorkerStats::get(&worker.stats().reconciles),
+        0,
+        "resumed from the stored token"
+    );
+    worker.shutdown().await.unwrap();
+    drop(client);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&storage);
+}
+
+#[tokio::test]
+async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
+    let db = applied("sync_reconcile").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let bo = Agent {
+        id: ObjectId::new(),
+        display_name: "Bo".into(),
+        team: "t".into(),
+    };
+    Agent::collection(&db).insert_one(&bo).await.unwrap();
+    Ticket::collection(&db)
+        .insert_many((0..20).map(|i| ticket(&ana, Some(&bo), i)))
+        .await
+        .unwrap();
+    let order = Order {
+        id: ObjectId::new(),
+        customer: (&ana).into(),
+        total: 12.5,
+    };
+    Order::collection(&db).insert_one(&order).await.unwrap();
+    let wheel = Part {
+        id: "wheel-1".into(),
+        name: "Wheel".into(),
+    };
+    let brake = Part {
+        id: "brake-1".into(),
+        name: "Disc Brake".into(),
+    };
+    Part::collection(&db)
+        .insert_many([&wheel, &brake])
+        .await
+        .unwrap();
+    let bike = Product {
+        id: "bike-1".into(),
+        name: "City Bike".into(),
+        parts: vec![(&wheel).into(), (&brake).into()],
+    };
+    Product::collection(&db).insert_one(&bike).await.unwrap();
+
+    // corrupt copies by hand: 7 ticket customers, 4 ticket assignees, one product part
+    let tickets = db.collection::<BsonDocument>("tickets");
+    let ids: Vec<Bson> = tickets
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.get("_id").unwrap().clone())
+        .collect();
+    tickets
+        .update_many(
+            doc! { "_id": { "$in": &ids[..7] } },
+            doc! { "$set": { "customer.name": "Anna?" } },
+        )
+        .await
+        .unwrap();
+    tickets
+        .update_many(
+            doc! { "_id": { "$in": &ids[10..14] } },
+            doc! { "$set": { "assignee.displayName": "Robert" } },
+        )
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("productsHybrid")
+        .update_one(
+            doc! { "_id": "bike-1" },
+            doc! { "$set": { "parts.$[p].name": "Wheeel" } },
+        )
+        .array_filters(vec![doc! { "p._id": "wheel-1" }])
+        .await
+        .unwrap();
+    // and rename the part at its source, as a reconcile-only copy would see it
+    Part::collection(&db)
+        .update_one(
+            doc! { "_id": "brake-1" },
+            doc! { "$set": { "name": "Hydraulic Brake" } },
+        )
+        .await
+        .unwrap();
+
+    let dry = schema.reconcile(&db, true).await.unwrap();
+    println!("dry run:\n{dry}");
+    let figures = |report: &mongo_schema::ReconcileReport, copy: &str| {
+        report
+            .edges
+            .iter()
+            .find(|e| e.copy == copy)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {copy} in {report}"))
+    };
+    assert_eq!(figures(&dry, "tickets.customer").drifted, 7);
+    assert_eq!(figures(&dry, "tickets.assignee").drifted, 4);
+    assert_eq!(
+        figures(&dry, "productsHybrid.parts").drifted,
+        2,
+        "one hand-corrupted, one renamed at the source"
+    );
+    assert_eq!(dry.repaired(), 0);
+    assert!(
+        dry.edges.iter().all(|e| e.copy != "orders.customer"),
+        "frozen copies are not even read"
+    );
+
+    let report = schema.reconcile(&db, false).await.unwrap();
+    println!("repair:\n{report}");
+    assert_eq!(report.repaired(), 7 + 4 + 2);
+    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    let product = Product::collection(&db)
+        .find_one(doc! { "_id": "bike-1" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        product
+            .parts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
+        ["Wheel", "Hydraulic Brake"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_copies_survive_a_rename_under_every_strategy() {
+    let db = applied("sync_frozen").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let order = Order {
+        id: ObjectId::new(),
+        customer: (&ana).into(),
+        total: 99.0,
+    };
+    Order::collection(&db).insert_one(&order).await.unwrap();
+    Ticket::collection(&db)
+        .insert_one(ticket(&ana, None, 0))
+        .await
+        .unwrap();
+    let worker = schema.sync_worker(&db).name("frozen").spawn();
+    worker.ready().await;
+
+    // transactional path
+    schema
+        .update_source::<Customer>(&db, &ana.id, doc! { "$set": { "name": "Ana T" } })
+        .await
+        .unwrap();
+    // async path: a plain update the worker sees
+    Customer::collection(&db)
+        .update_one(
+            doc! { "_id": ana.id },
+            doc! { "$set": { "name": "Ana A", "email": "new@example.org" } },
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // reconcile path
+    schema.reconcile(&db, false).await.unwrap();
+    worker.shutdown().await.unwrap();
+
+    let stored = Order::collection(&db)
+        .find_one(doc! { "_id": order.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, order, "the order keeps the customer as they were");
+    assert_eq!(stored.customer.name, "Ana");
+    assert!(
+        !Order::collection_spec()
+            .indexes
+            .iter()
+            .any(|i| i.keys.contains_key("customer._id")),
+        "no fan-out index for a frozen copy"
+    );
+    assert_eq!(
+        schema
+            .sync_graph()
+            .by_strategy(SyncStrategy::Frozen)
+            .count(),
+        1
+    );
+}
+
+// ---- subsets, capped arrays, compare-and-set -------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "threads")]
+pub struct Thread {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[subset(of = Post, max = 3, sort = "-at", count = "post_count")]
+    pub latest: Vec<PostPreview>,
+    pub post_count: i64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "posts")]
+#[index(keys(thread_id = 1, at = -1))]
+pub struct Post {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub thread_id: Ref<Thread>,
+    pub at: DateTime,
+    pub writer: i32,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PostPreview {
+    pub at: DateTime,
+    pub writer: i32,
+}
+
+impl From<&Post> for PostPreview {
+    fn from(post: &Post) -> Self {
+        PostPreview {
+            at: post.at,
+            writer: post.writer,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_writers() {
+    let db = mongo_schema_testkit::database("sync_subset").await;
+    let threads_schema = Schema::new()
+        .model::<Thread>()
+        .model::<Post>()
+        .build()
+        .unwrap();
+    threads_schema.apply(&db).await.unwrap();
+    schema().apply(&db).await.unwrap();
+    let thread = Thread {
+        id: ObjectId::new(),
+        latest: vec![],
+        post_count: 0,
+    };
+    Thread::collection(&db).insert_one(&thread).await.unwrap();
+    let ana = customer("Ana");
+    let t = ticket(&ana, None, 0);
+    Ticket::collection(&db).insert_one(&t).await.unwrap();
+
+    let base = DateTime::now().timestamp_millis();
+    let writers = (0..8).map(|w| {
+        let (db, thread_id, ticket_ref) = (db.clone(), thread.id, t.to_ref());
+        tokio::spawn(async move {
+            for i in 0..25 {
+                let at = DateTime::from_millis(base + (i * 8 + w) as i64); // distinct, interleaved
+                let post = Post {
+                    id: ObjectId::new(),
+                    thread_id: Ref::new(thread_id),
+                    at,
+                    writer: w as i32,
+                };
+                Thread::LATEST.add(&db, &post).await.unwrap();
+                let message = Message {
+                    id: ObjectId::new(),
+                    ticket_id: ticket_ref.clone(),
+                    body: format!("writer {w} message {i}"),
+                    at,
+                };
+                Ticket::LAST_MESSAGE.add(&db, &message).await.unwrap();
+            }
+        })
+    });
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let stored = Thread::collection(&db)
+        .find_one(doc! { "_id": thread.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.post_count, 200);
+    let newest: Vec<i64> = stored
+        .latest
+        .iter()
+        .map(|p| p.at.timestamp_millis() - base)
+        .collect();
+    assert_eq!(
+        newest,
+        [199, 198, 197],
+        "exactly the newest 3, newest first"
+    );
+
+    let stored = Ticket::collection(&db)
+        .find_one(doc! { "_id": t.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.message_count, 200);
+    let last = stored.last_message.unwrap();
+    assert_eq!(last.at.timestamp_millis() - base, 199);
+    assert_eq!(last.preview, "writer 7 message 24");
+
+    // the two-writes option, with a lost second write repaired by the rebuild job
+    let lost = Post {
+        id: ObjectId::new(),
+        thread_id: Ref::new(thread.id),
+        at: DateTime::from_millis(base + 500),
+        writer: 9,
+    };
+    Post::collection(&db).insert_one(&lost).await.unwrap(); // parent never updated
+    let later = Post {
+        id: ObjectId::new(),
+        thread_id: Ref::new(thread.id),
+        at: DateTime::from_millis(base + 400),
+        writer: 8,
+    };
+    Thread::LATEST.add_then_update(&db, &later).await.unwrap();
+    let stored = Thread::collection(&db)
+        .find_one(doc! { "_id": thread.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.post_count, 201, "behind by the lost write");
+    Thread::LATEST
+        .rebuild(&db, &Ref::new(thread.id))
+        .await
+        .unwrap();
+    let stored = Thread::collection(&db)
+        .find_one(doc! { "_id": thread.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.post_count, 202);
+    assert_eq!(
+        stored.latest.iter().map(|p| p.writer).collect::<Vec<_>>(),
+        [9, 8, 7]
+    );
+    assert_eq!(Thread::LATEST.rebuild_all(&db).await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_stays_bounded() {
+    let db = applied("sync_cas").await;
+    let ana = customer("Ana");
+    let t = ticket(&ana, None, 0);
+    Ticket::collection(&db).insert_one(&t).await.unwrap();
+
+    let contenders = (0..8).map(|agent| {
+        let (db, ticket) = (db.clone(), t.to_ref());
+        tokio::spawn(async move {
+            let change = StatusChange {
+                status: Status::Pending,
+                at: DateTime::now(),
+            };
+            let mut update = Ticket::HISTORY.push_update(&[change]).unwrap();
+            update.insert(
+                "$set",
+                doc! { "status": "pending", "updated_at": DateTime::now() },
+            );
+            (
+                agent,
+                ticket
+                    .compare_and_set(&db, "status", "open", update)
+                    .await
+                    .unwrap(),
+            )
+        })
+    });
+    let mut winners = Vec::new();
+    for contender in contenders {
+        let (agent, won) = contender.await.unwrap();
+        if won {
+            winners.push(agent);
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one status change wins: {winners:?}"
+    );
+    let stored = Ticket::collection(&db)
+        .find_one(doc! { "_id": t.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, Status::Pending);
+    assert_eq!(
+        stored.history.len(),
+        1,
+        "the history entry went with the winning change only"
+    );
+
+    // a misbehaving integration pushes 12 changes: the cap keeps the newest 5
+    for i in 0..12 {
+        let change = StatusChange {
+            status: if i % 2 == 0 {
+                Status::Open
+            } else {
+                Status::Pending
+            },
+            at: DateTime::from_millis(i),
+        };
+        let outcome = Ticket::HISTORY
+            .push(&db, doc! { "_id": t.id }, &[change], None)
+            .await
+            .unwrap();
+        assert_eq!(outcome.modified, 1);
+    }
+    let stored = Ticket::collection(&db)
+        .find_one(doc! { "_id": t.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored
+            .history
+            .iter()
+            .map(|h| h.at.timestamp_millis())
+            .collect::<Vec<_>>(),
+        [7, 8, 9, 10, 11]
+    );
+}
+
+#[tokio::test]
+async fn fan_out_queries_use_the_copied_id_index() {
+    let db = applied("sync_fanout").await;
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let agents: Vec<Agent> = (0..10)
+        .map(|i| Agent {
+            id: ObjectId::new(),
+            display_name: format!("a{i}"),
+            team: "t".into(),
+        })
+        .collect();
+    Agent::collection(&db).insert_many(&agents).await.unwrap();
+    Ticket::collection(&db)
+        .insert_many((0..200).map(|i| ticket(&ana, Some(&agents[i % 10]), i)))
+        .await
+        .unwrap();
+    let parts: Vec<Part> = (0..20)
+        .map(|i| Part {
+            id: format!("p{i}"),
+            name: format!("part {i}"),
+        })
+        .collect();
+    Part::collection(&db).insert_many(&parts).await.unwrap();
+    Product::collection(&db)
+        .insert_many((0..50).map(|i| Product {
+            id: format!("prod{i}"),
+            name: "x".into(),
+            parts: vec![(&parts[i % 20]).into()],
+        }))
+        .await
+        .unwrap();
+
+    let schema = schema();
+    for edge in &schema.sync_graph().edges {
+        if edge.copy.strategy == SyncStrategy::Frozen {
+            continue;
+        }
+        let source = db
+            .collection::<BsonDocument>(&edge.copy.source)
+            .find_one(doc! {})
+            .await
+            .unwrap()
+            .unwrap();
+        let command = schema.fan_out_command(edge, &source).expect("a fan-out");
+        // the update's query, run as a find (SecantusDB 0.7.0b3's explain of an update reports
+        // a COLLSCAN with an empty parsedQuery whatever the filter; a mongod explains it directly)
+        let filter = command.get_array("updates").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_document("q")
+            .unwrap()
+            .clone();
+        let summary = explain(&db, doc! { "find": &edge.holder, "filter": filter })
+            .await
+            .unwrap();
+        println!(
+            "fan-out {}.{} ({}): {summary}",
+            edge.holder, edge.copy.path, edge.copy.strategy
+        );
+        assert!(summary.uses_index(), "{summary}");
+        assert!(
+            summary
+                .indexes
+                .iter()
+                .any(|i| i.starts_with(&format!("{}._id", edge.copy.path))),
+            "{summary}"
+        );
+    }
+}

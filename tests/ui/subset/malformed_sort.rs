@@ -1,0 +1,37 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(BsonSchema, Serialize, Deserialize)]
+pub struct MessagePreview {
+    #[schema(max_length = 40)]
+    pub preview: String,
+    pub at: DateTime,
+}
+
+impl From<&Message> for MessagePreview {
+    fn from(message: &Message) -> Self {
+        MessagePreview { preview: message.body.chars().take(40).collect(), at: message.at }
+    }
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "messages")]
+pub struct Message {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub ticket_id: Ref<Ticket>,
+    pub body: String,
+    pub at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "tickets")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[subset(of = Message, max = 3, sort = "- at")]
+    pub recent: Vec<MessagePreview>,
+}
+
+fn main() {}
