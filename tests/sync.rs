@@ -691,12 +691,12 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
                     id: ObjectId::new(),
                     thread_id: Ref::new(thread_id),
                     at,
-                    writer: w as i32,
+                    writer: w,
                 };
                 Thread::LATEST.add(&db, &post).await.unwrap();
                 let message = Message {
                     id: ObjectId::new(),
-                    ticket_id: ticket_ref.clone(),
+                    ticket_id: ticket_ref,
                     body: format!("writer {w} message {i}"),
                     at,
                 };

@@ -198,3 +198,6 @@ impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {}
 
 /// Compile-time check of a subset's preview type.
 pub fn require_preview<V: PreviewOf<C>, C>() {}
+
+/// Compile-time check that `T` is a collection root (`to = T`, `of = T`).
+pub fn require_document<T: crate::Document>() {}

@@ -169,6 +169,11 @@ where
 }
 
 /// A collection root whose struct has an `_id` field; implemented by `#[derive(Document)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `_id` field",
+    label = "an extended reference copies the `_id` of `{Self}`",
+    note = "give `{Self}` its id as a field: `#[serde(rename = \"_id\")] pub id: ObjectId`"
+)]
 pub trait Identified: Document {
     /// The document's `_id`.
     fn id(&self) -> &Self::Id;

@@ -26,8 +26,11 @@ pub struct Subset<P, C, V> {
     sort_field: &'static str,
     sort_direction: i32,
     count: Option<&'static str>,
-    types: PhantomData<fn() -> (P, C, V)>,
+    types: PhantomData<Types<P, C, V>>,
 }
+
+/// The types a `Subset` relates, without owning any.
+type Types<P, C, V> = fn() -> (P, C, V);
 
 impl<P, C, V> Subset<P, C, V> {
     /// Used by generated code.

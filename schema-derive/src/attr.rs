@@ -790,6 +790,15 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
                         format!("`{bad}` is not a field name"),
                     ));
                 }
+                if names.iter().any(|n| n == "id" || n == "_id") {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "the copy always holds the source's `_id` (as its field `id`): list only the other fields",
+                    ));
+                }
+                if let Some((_, twice)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+                    return Err(syn::Error::new_spanned(&lit, format!("`{twice}` is listed twice")));
+                }
                 fields_lit = Some(lit.clone());
                 Ok((lit.to_token_stream(), names))
             });

@@ -117,11 +117,16 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
             _ => None,
         };
         if found.as_deref() != Some(&expected.to_string()) {
+            let hint = if extended.value.name.is_some() {
+                ""
+            } else {
+                "; name it differently with `as = Name`"
+            };
             cx.error_spanned_by(
                 shape.1,
                 format!(
                     "the type of field `{name}` is the copy type this derive generates: `{expected}` \
-                     (or `Option<{expected}>`, `Vec<{expected}>`); name it differently with `as = Name`"
+                     (or `Option<{expected}>`, `Vec<{expected}>`){hint}"
                 ),
             );
         }
@@ -139,11 +144,17 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
             (Some(1), RefKind::Optional) | (Some(2..), RefKind::Many) | (None, _) => {}
             (Some(1), _) => cx.error_spanned_by(
                 field.ty,
-                format!("`#[subset(max = 1)]` keeps one preview: field `{name}` is an `Option<Preview>`"),
+                format!(
+                    "`#[subset(max = 1)]` keeps one preview: make field `{name}` an `Option<{preview}>`, or keep several with `max = N` and a `Vec<{preview}>`",
+                    preview = type_name(shape.1)
+                ),
             ),
             (Some(_), _) => cx.error_spanned_by(
                 field.ty,
-                format!("`#[subset(max = N)]` keeps up to N previews: field `{name}` is a `Vec<Preview>`"),
+                format!(
+                    "`#[subset(max = N)]` keeps up to N previews: make field `{name}` a `Vec<{preview}>`, or keep one with `max = 1` and an `Option<{preview}>`",
+                    preview = type_name(shape.1)
+                ),
             ),
         }
         if let Some(count) = &subset.value.count {
