@@ -39,18 +39,34 @@ async fn the_queue_is_one_indexed_query_on_one_collection_in_the_seeds_order() {
     let commands = log.commands();
     assert_eq!(commands.len(), 1, "one query: {:?}", log.names());
     assert_eq!(commands[0].name, "find");
-    assert_eq!(commands[0].command.get_str("find").unwrap(), "tickets", "one collection, no $lookup");
+    assert_eq!(
+        commands[0].command.get_str("find").unwrap(),
+        "tickets",
+        "one collection, no $lookup"
+    );
 
     assert_eq!(queue.len(), 25);
-    assert!(queue.iter().all(|t| t.team == "billing" && t.status == Status::Open));
+    assert!(queue
+        .iter()
+        .all(|t| t.team == "billing" && t.status == Status::Open));
     for pair in queue.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
-        assert!(a.priority > b.priority || (a.priority == b.priority && a.updated_at >= b.updated_at), "seed's order");
+        assert!(
+            a.priority > b.priority || (a.priority == b.priority && a.updated_at >= b.updated_at),
+            "seed's order"
+        );
     }
     // everything the queue shows is on the ticket: customer name, assignee name, tags, preview
-    assert!(queue.iter().all(|t| !t.customer.name.is_empty() && t.last_message.is_some()));
+    assert!(queue
+        .iter()
+        .all(|t| !t.customer.name.is_empty() && t.last_message.is_some()));
 
-    let plan = explain(&db, doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 25 }).await.unwrap();
+    let plan = explain(
+        &db,
+        doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 25 },
+    )
+    .await
+    .unwrap();
     println!("queue: {plan}");
     assert!(plan.uses_index());
     assert_eq!(plan.indexes, ["agent_queue"]);
@@ -62,14 +78,36 @@ async fn the_ticket_view_is_two_indexed_queries() {
     let ticket = data.tickets.iter().max_by_key(|t| t.message_count).unwrap();
     let (client, log) = mongo_schema_testkit::monitored_client().await;
     let monitored = client.database(db.name());
-    let view = Ticket::collection(&monitored).find_one(doc! { "_id": ticket.id }).await.unwrap().unwrap();
-    let page = Message::TICKET_ID.page(&view.to_ref()).limit(20).fetch(&monitored).await.unwrap();
+    let view = Ticket::collection(&monitored)
+        .find_one(doc! { "_id": ticket.id })
+        .await
+        .unwrap()
+        .unwrap();
+    let page = Message::TICKET_ID
+        .page(&view.to_ref())
+        .limit(20)
+        .fetch(&monitored)
+        .await
+        .unwrap();
     assert_eq!(log.names(), ["find", "find"]);
     assert_eq!(page.items.len() as i64, view.message_count);
     assert!(page.items.windows(2).all(|w| w[0].at <= w[1].at));
 
-    let by_id = explain(&db, doc! { "find": "tickets", "filter": { "_id": ticket.id } }).await.unwrap();
-    let thread = explain(&db, Message::TICKET_ID.page(&view.to_ref()).limit(20).find_command()).await.unwrap();
+    let by_id = explain(
+        &db,
+        doc! { "find": "tickets", "filter": { "_id": ticket.id } },
+    )
+    .await
+    .unwrap();
+    let thread = explain(
+        &db,
+        Message::TICKET_ID
+            .page(&view.to_ref())
+            .limit(20)
+            .find_command(),
+    )
+    .await
+    .unwrap();
     println!("ticket: {by_id}\nthread: {thread}");
     assert!(by_id.uses_index() && thread.uses_index());
     assert_eq!(thread.indexes, ["ticketId_1_at_1__id_1"]);
@@ -92,8 +130,15 @@ async fn adding_a_message_keeps_preview_and_count_consistent_with_the_thread() {
         Ticket::LAST_MESSAGE.add(&db, &message).await.unwrap();
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let stored = Ticket::collection(&db).find_one(doc! { "_id": ticket.id }).await.unwrap().unwrap();
-    let thread = Message::collection(&db).count_documents(doc! { "ticketId": ticket.id }).await.unwrap();
+    let stored = Ticket::collection(&db)
+        .find_one(doc! { "_id": ticket.id })
+        .await
+        .unwrap()
+        .unwrap();
+    let thread = Message::collection(&db)
+        .count_documents(doc! { "ticketId": ticket.id })
+        .await
+        .unwrap();
     assert_eq!(stored.message_count, thread as i64);
     let newest = Message::collection(&db)
         .find_one(doc! { "ticketId": ticket.id })
@@ -107,18 +152,43 @@ async fn adding_a_message_keeps_preview_and_count_consistent_with_the_thread() {
 #[tokio::test]
 async fn a_status_change_by_compare_and_set_reports_the_lost_race() {
     let (db, data) = seeded("hd_cas", 50).await;
-    let ticket = data.tickets.iter().find(|t| t.status == Status::Open).unwrap();
+    let ticket = data
+        .tickets
+        .iter()
+        .find(|t| t.status == Status::Open)
+        .unwrap();
     let change = |status: Status| {
-        let mut update = Ticket::HISTORY.push_update(&[StatusChange { status, at: DateTime::now() }]).unwrap();
+        let mut update = Ticket::HISTORY
+            .push_update(&[StatusChange {
+                status,
+                at: DateTime::now(),
+            }])
+            .unwrap();
         update.insert("$set", doc! { "status": status.as_str() });
         update
     };
-    let first = ticket.to_ref().compare_and_set(&db, "status", "open", change(Status::Pending)).await.unwrap();
-    let second = ticket.to_ref().compare_and_set(&db, "status", "open", change(Status::Closed)).await.unwrap();
+    let first = ticket
+        .to_ref()
+        .compare_and_set(&db, "status", "open", change(Status::Pending))
+        .await
+        .unwrap();
+    let second = ticket
+        .to_ref()
+        .compare_and_set(&db, "status", "open", change(Status::Closed))
+        .await
+        .unwrap();
     assert!(first && !second, "the second agent learns that it lost");
-    let stored = Ticket::collection(&db).find_one(doc! { "_id": ticket.id }).await.unwrap().unwrap();
+    let stored = Ticket::collection(&db)
+        .find_one(doc! { "_id": ticket.id })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.status, Status::Pending);
-    assert_eq!(stored.history.last().unwrap().status, Status::Pending, "status and history changed together");
+    assert_eq!(
+        stored.history.last().unwrap().status,
+        Status::Pending,
+        "status and history changed together"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,9 +198,18 @@ async fn a_renamed_agent_appears_on_all_their_tickets_after_the_worker_runs() {
     let worker = schema.sync_worker(&db).name("hd").spawn();
     worker.ready().await;
     let agent = &data.agents[3];
-    let theirs = Ticket::collection(&db).count_documents(doc! { "assignee._id": agent.id }).await.unwrap();
+    let theirs = Ticket::collection(&db)
+        .count_documents(doc! { "assignee._id": agent.id })
+        .await
+        .unwrap();
     assert!(theirs > 10);
-    Agent::collection(&db).update_one(doc! { "_id": agent.id }, doc! { "$set": { "name": "Renamed Agent" } }).await.unwrap();
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": agent.id },
+            doc! { "$set": { "name": "Renamed Agent" } },
+        )
+        .await
+        .unwrap();
     let started = Instant::now();
     loop {
         let shown = Ticket::collection(&db)
@@ -140,10 +219,16 @@ async fn a_renamed_agent_appears_on_all_their_tickets_after_the_worker_runs() {
         if shown == theirs {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "{shown} of {theirs} renamed");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{shown} of {theirs} renamed"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    println!("{theirs} tickets renamed {:?} after the agent", started.elapsed());
+    println!(
+        "{theirs} tickets renamed {:?} after the agent",
+        started.elapsed()
+    );
     worker.shutdown().await.unwrap();
 }
 
@@ -153,13 +238,27 @@ async fn the_customer_rename_is_transactional() {
     let schema = schema();
     let ticket = &data.tickets[0];
     let customer = ticket.customer.id;
-    let theirs = Ticket::collection(&db).count_documents(doc! { "customer._id": customer }).await.unwrap();
-    let update = schema
-        .update_source::<Customer>(&db, &customer, doc! { "$set": { "name": "Ana Silva-Berg" } })
+    let theirs = Ticket::collection(&db)
+        .count_documents(doc! { "customer._id": customer })
         .await
         .unwrap();
-    assert_eq!(update.total_rewritten(), theirs, "every ticket in the same transaction");
-    assert!(schema.sync_graph().copies_of("customers").all(|e| e.copy.strategy == mongo_schema::SyncStrategy::Transactional));
+    let update = schema
+        .update_source::<Customer>(
+            &db,
+            &customer,
+            doc! { "$set": { "name": "Ana Silva-Berg" } },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        update.total_rewritten(),
+        theirs,
+        "every ticket in the same transaction"
+    );
+    assert!(schema
+        .sync_graph()
+        .copies_of("customers")
+        .all(|e| e.copy.strategy == mongo_schema::SyncStrategy::Transactional));
     let names: Vec<String> = Ticket::collection(&db)
         .find(doc! { "customer._id": customer })
         .await

@@ -20,7 +20,10 @@ use mongo_schema::{explain, WorkerStats};
 const TICKETS: usize = 4000;
 
 fn section(title: &str) {
-    println!("\n── {title} {}", "─".repeat(72usize.saturating_sub(title.len())));
+    println!(
+        "\n── {title} {}",
+        "─".repeat(72usize.saturating_sub(title.len()))
+    );
 }
 
 fn ms(d: Duration) -> String {
@@ -43,7 +46,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", schema.apply(&db).await?);
     println!("copied fields and how each stays in sync:");
     for edge in &schema.sync_graph().edges {
-        println!("  {}.{{{}}} -> {}.{} ({})", edge.copy.source, edge.copy.fields.join(", "), edge.holder, edge.copy.path, edge.copy.strategy);
+        println!(
+            "  {}.{{{}}} -> {}.{} ({})",
+            edge.copy.source,
+            edge.copy.fields.join(", "),
+            edge.holder,
+            edge.copy.path,
+            edge.copy.strategy
+        );
     }
 
     section("seed");
@@ -77,31 +87,79 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             t.priority,
             t.subject,
             t.customer.name,
-            t.assignee.as_ref().map_or("(unassigned)", |a| a.name.as_str()),
+            t.assignee
+                .as_ref()
+                .map_or("(unassigned)", |a| a.name.as_str()),
             tags.join(","),
-            t.last_message.as_ref().map(|m| m.from).unwrap_or(Author::Customer),
-            t.last_message.as_ref().map_or("", |m| &m.preview[..m.preview.len().min(32)])
+            t.last_message
+                .as_ref()
+                .map(|m| m.from)
+                .unwrap_or(Author::Customer),
+            t.last_message
+                .as_ref()
+                .map_or("", |m| &m.preview[..m.preview.len().min(32)])
         );
     }
-    let plan = explain(&db, doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 10 }).await?;
-    println!("one query, one collection, no $lookup: {} ({})", ms(took), plan);
+    let plan = explain(
+        &db,
+        doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 10 },
+    )
+    .await?;
+    println!(
+        "one query, one collection, no $lookup: {} ({})",
+        ms(took),
+        plan
+    );
 
     section("2. the ticket view: the ticket, then a page of its messages");
     let ticket = &queue[0];
     let started = Instant::now();
-    let view = Ticket::collection(&db).find_one(doc! { "_id": ticket.id }).await?.expect("seeded");
-    let page = Message::TICKET_ID.page(&view.to_ref()).limit(20).fetch(&db).await?;
+    let view = Ticket::collection(&db)
+        .find_one(doc! { "_id": ticket.id })
+        .await?
+        .expect("seeded");
+    let page = Message::TICKET_ID
+        .page(&view.to_ref())
+        .limit(20)
+        .fetch(&db)
+        .await?;
     let took = started.elapsed();
-    println!("  \"{}\" from {} ({} messages)", view.subject, view.customer.name, view.message_count);
+    println!(
+        "  \"{}\" from {} ({} messages)",
+        view.subject, view.customer.name, view.message_count
+    );
     for m in &page.items {
-        println!("  {} {:?}: {}", m.at.try_to_rfc3339_string().unwrap_or_default(), m.from, m.body);
+        println!(
+            "  {} {:?}: {}",
+            m.at.try_to_rfc3339_string().unwrap_or_default(),
+            m.from,
+            m.body
+        );
     }
-    let by_id = explain(&db, doc! { "find": "tickets", "filter": { "_id": ticket.id } }).await?;
-    let thread = explain(&db, Message::TICKET_ID.page(&view.to_ref()).limit(20).find_command()).await?;
-    println!("two indexed queries in {}:\n  ticket:   {by_id}\n  messages: {thread}", ms(took));
+    let by_id = explain(
+        &db,
+        doc! { "find": "tickets", "filter": { "_id": ticket.id } },
+    )
+    .await?;
+    let thread = explain(
+        &db,
+        Message::TICKET_ID
+            .page(&view.to_ref())
+            .limit(20)
+            .find_command(),
+    )
+    .await?;
+    println!(
+        "two indexed queries in {}:\n  ticket:   {by_id}\n  messages: {thread}",
+        ms(took)
+    );
 
     section("3. adding a message: the message and the ticket's preview in one transaction");
-    let agent = seeded.agents.iter().find(|a| a.team == view.team).expect("a billing agent");
+    let agent = seeded
+        .agents
+        .iter()
+        .find(|a| a.team == view.team)
+        .expect("a billing agent");
     let reply = Message {
         id: ObjectId::new(),
         ticket_id: view.to_ref(),
@@ -114,41 +172,71 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     Ticket::LAST_MESSAGE.add(&db, &reply).await?;
     let took = started.elapsed();
-    let after = Ticket::collection(&db).find_one(doc! { "_id": view.id }).await?.expect("seeded");
+    let after = Ticket::collection(&db)
+        .find_one(doc! { "_id": view.id })
+        .await?
+        .expect("seeded");
     println!(
         "  {}: count {} -> {}, preview now \"{}\"",
         ms(took),
         view.message_count,
         after.message_count,
-        after.last_message.as_ref().map_or("", |m| m.preview.as_str())
+        after
+            .last_message
+            .as_ref()
+            .map_or("", |m| m.preview.as_str())
     );
 
     section("4. a status change by compare-and-set: two agents press \"pending\" at once");
     let contenders = ["first agent", "second agent"].map(|who| {
         let (db, ticket) = (db.clone(), after.to_ref());
         tokio::spawn(async move {
-            let mut update = Ticket::HISTORY.push_update(&[StatusChange { status: Status::Pending, at: DateTime::now() }])?;
-            update.insert("$set", doc! { "status": "pending", "updatedAt": DateTime::now() });
-            let won = ticket.compare_and_set(&db, "status", after.status.as_str(), update).await?;
+            let mut update = Ticket::HISTORY.push_update(&[StatusChange {
+                status: Status::Pending,
+                at: DateTime::now(),
+            }])?;
+            update.insert(
+                "$set",
+                doc! { "status": "pending", "updatedAt": DateTime::now() },
+            );
+            let won = ticket
+                .compare_and_set(&db, "status", after.status.as_str(), update)
+                .await?;
             Ok::<_, mongo_schema::Error>((who, won))
         })
     });
     for contender in contenders {
         let (who, won) = contender.await??;
-        println!("  {who}: {}", if won { "changed open -> pending" } else { "lost the race: the status had changed, reload" });
+        println!(
+            "  {who}: {}",
+            if won {
+                "changed open -> pending"
+            } else {
+                "lost the race: the status had changed, reload"
+            }
+        );
     }
 
     section("5. renaming an agent: an async copy on every ticket assigned to them");
     let worker = schema.sync_worker(&db).name("helpdesk-demo").spawn();
     worker.ready().await;
     let busiest = busiest_agent(&db, &seeded.agents).await?;
-    let holders = Ticket::collection(&db).count_documents(doc! { "assignee._id": busiest.id }).await?;
+    let holders = Ticket::collection(&db)
+        .count_documents(doc! { "assignee._id": busiest.id })
+        .await?;
     let new_name = format!("{} (team lead)", busiest.name);
     let started = Instant::now();
-    Agent::collection(&db).update_one(doc! { "_id": busiest.id }, doc! { "$set": { "name": &new_name } }).await?;
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": busiest.id },
+            doc! { "$set": { "name": &new_name } },
+        )
+        .await?;
     loop {
         let stale = Ticket::collection(&db)
-            .count_documents(doc! { "assignee._id": busiest.id, "assignee.name": { "$ne": &new_name } })
+            .count_documents(
+                doc! { "assignee._id": busiest.id, "assignee.name": { "$ne": &new_name } },
+            )
             .await?;
         if stale == 0 {
             break;
@@ -171,7 +259,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let customer = &queue[0].customer;
     let started = Instant::now();
     let update = schema
-        .update_source::<Customer>(&db, &customer.id, doc! { "$set": { "name": format!("{} Jr.", customer.name) } })
+        .update_source::<Customer>(
+            &db,
+            &customer.id,
+            doc! { "$set": { "name": format!("{} Jr.", customer.name) } },
+        )
         .await?;
     println!(
         "  {} tickets rewritten in the same transaction as the customer ({} attempt(s), {})",
@@ -191,7 +283,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn busiest_agent(db: &mongodb::Database, agents: &[Agent]) -> mongo_schema::Result<Agent> {
     let mut best = (0, agents[0].clone());
     for agent in agents {
-        let n = Ticket::collection(db).count_documents(doc! { "assignee._id": agent.id }).await?;
+        let n = Ticket::collection(db)
+            .count_documents(doc! { "assignee._id": agent.id })
+            .await?;
         if n > best.0 {
             best = (n, agent.clone());
         }

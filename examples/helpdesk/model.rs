@@ -88,7 +88,11 @@ pub struct MessagePreview {
 
 impl From<&Message> for MessagePreview {
     fn from(message: &Message) -> Self {
-        MessagePreview { from: message.from, preview: message.body.chars().take(80).collect(), at: message.at }
+        MessagePreview {
+            from: message.from,
+            preview: message.body.chars().take(80).collect(),
+            at: message.at,
+        }
     }
 }
 

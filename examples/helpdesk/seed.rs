@@ -19,8 +19,12 @@ const SUBJECTS: [&str; 8] = [
     "Return label is missing",
 ];
 
-const FIRST: [&str; 10] = ["Ana", "Bo", "Chidi", "Dana", "Emil", "Farah", "Goran", "Hana", "Ines", "Jun"];
-const LAST: [&str; 10] = ["Silva", "Larsen", "Okafor", "Novak", "Berg", "Haddad", "Petrov", "Sato", "Costa", "Kim"];
+const FIRST: [&str; 10] = [
+    "Ana", "Bo", "Chidi", "Dana", "Emil", "Farah", "Goran", "Hana", "Ines", "Jun",
+];
+const LAST: [&str; 10] = [
+    "Silva", "Larsen", "Okafor", "Novak", "Berg", "Haddad", "Petrov", "Sato", "Costa", "Kim",
+];
 
 /// Deterministic pseudo-random numbers, so every run seeds the same data set.
 pub struct Rng(u64);
@@ -65,13 +69,29 @@ pub async fn seed(db: &mongodb::Database, tickets: usize) -> mongo_schema::Resul
     let customers: Vec<Customer> = (0..800)
         .map(|i| {
             let name = format!("{} {}", FIRST[(i * 7) % 10], LAST[(i * 3 + i / 10) % 10]);
-            Customer { id: ObjectId::new(), email: format!("customer{i}@example.org"), name }
+            Customer {
+                id: ObjectId::new(),
+                email: format!("customer{i}@example.org"),
+                name,
+            }
         })
         .collect();
-    let tags: Vec<Tag> = ["vip", "refund", "invoice", "delivery", "login", "bug", "urgent", "churn-risk"]
-        .iter()
-        .map(|k| Tag { key: (*k).to_owned(), label: k.replace('-', " ") })
-        .collect();
+    let tags: Vec<Tag> = [
+        "vip",
+        "refund",
+        "invoice",
+        "delivery",
+        "login",
+        "bug",
+        "urgent",
+        "churn-risk",
+    ]
+    .iter()
+    .map(|k| Tag {
+        key: (*k).to_owned(),
+        label: k.replace('-', " "),
+    })
+    .collect();
     Agent::collection(db).insert_many(&agents).await?;
     Customer::collection(db).insert_many(&customers).await?;
     Tag::collection(db).insert_many(&tags).await?;
@@ -96,7 +116,11 @@ pub async fn seed(db: &mongodb::Database, tickets: usize) -> mongo_schema::Resul
         let mut thread_messages = Vec::with_capacity(thread);
         for m in 0..thread {
             at += (rng.below(3600) as i64 + 60) * 1000;
-            let from = if m % 2 == 0 { Author::Customer } else { Author::Agent };
+            let from = if m % 2 == 0 {
+                Author::Customer
+            } else {
+                Author::Agent
+            };
             thread_messages.push(Message {
                 id: ObjectId::new(),
                 ticket_id: Ref::new(ticket_id),
@@ -107,7 +131,11 @@ pub async fn seed(db: &mongodb::Database, tickets: usize) -> mongo_schema::Resul
                 },
                 body: format!(
                     "{} #{i}: {}",
-                    if from == Author::Customer { "Hello, about ticket" } else { "Thanks for waiting, on ticket" },
+                    if from == Author::Customer {
+                        "Hello, about ticket"
+                    } else {
+                        "Thanks for waiting, on ticket"
+                    },
                     SUBJECTS[(i + m) % SUBJECTS.len()].to_lowercase()
                 ),
                 attachments: if rng.below(8) == 0 {
@@ -140,7 +168,10 @@ pub async fn seed(db: &mongodb::Database, tickets: usize) -> mongo_schema::Resul
             customer: customer.into(),
             assignee: assignee.map(Into::into),
             tags: tag_keys,
-            history: vec![StatusChange { status: Status::Open, at: DateTime::from_millis(opened) }],
+            history: vec![StatusChange {
+                status: Status::Open,
+                at: DateTime::from_millis(opened),
+            }],
             last_message: Some(last.into()),
             message_count: thread as i64,
             updated_at: last.at,
@@ -158,5 +189,11 @@ pub async fn seed(db: &mongodb::Database, tickets: usize) -> mongo_schema::Resul
     for chunk in all_tickets.chunks(2000) {
         Ticket::collection(db).insert_many(chunk).await?;
     }
-    Ok(Seeded { agents, customers, tags, tickets: all_tickets, messages: message_count })
+    Ok(Seeded {
+        agents,
+        customers,
+        tags,
+        tickets: all_tickets,
+        messages: message_count,
+    })
 }

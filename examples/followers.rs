@@ -1,0 +1,136 @@
+//! Seed 000's followers: one relationship document per follow instead of an unbounded array,
+//! a unique compound index, pages of 50 followers with `$gt` continuation, and the reversed
+//! index for "who does this user follow?".
+//!
+//! ```text
+//! cargo run --example followers
+//! ```
+
+use mongo_schema::bson::doc;
+use mongo_schema::prelude::*;
+use mongo_schema::{explain, Error};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "users")]
+pub struct User {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+}
+
+/// One follow. `followers: Vec<String>` on the user would be unbounded, and does not compile.
+// two indexes on the same fields trip clippy's duplicated_attributes (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "follows")]
+#[index(keys(followed_id = 1, follower_id = 1), unique)]
+#[index(keys(follower_id = 1, followed_id = 1))]
+#[serde(rename_all = "camelCase")]
+pub struct Follow {
+    #[reference]
+    pub followed_id: Ref<User>,
+    #[reference]
+    pub follower_id: Ref<User>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
+    let db = client.database("mongo_schema_followers");
+    db.drop().await?;
+    let schema = Schema::new().model::<User>().model::<Follow>().build()?;
+    print!("{}", schema.apply(&db).await?);
+
+    let users: Vec<User> = (0..1200)
+        .map(|i| User {
+            id: format!("u{i}"),
+            name: format!("User {i}"),
+        })
+        .collect();
+    User::collection(&db).insert_many(&users).await?;
+    let u1 = users[1].to_ref();
+    let follows: Vec<Follow> = (2..1002)
+        .map(|i| Follow {
+            followed_id: u1.clone(),
+            follower_id: users[i].to_ref(),
+        })
+        .chain((5..25).map(|i| Follow {
+            followed_id: users[i].to_ref(),
+            follower_id: u1.clone(),
+        }))
+        .collect();
+    Follow::collection(&db).insert_many(&follows).await?;
+    println!("\n{} follows of u1, u1 follows {}", 1000, 20);
+
+    let again = Follow::collection(&db)
+        .insert_one(Follow {
+            followed_id: u1.clone(),
+            follower_id: users[2].to_ref(),
+        })
+        .await
+        .in_collection(Follow::COLLECTION);
+    match again {
+        Err(Error::Driver(e)) => {
+            let text = e.to_string();
+            let reason = text
+                .split('"')
+                .find(|part| part.starts_with("E11000"))
+                .unwrap_or(&text);
+            println!("following twice is refused by the unique index: {reason}");
+        }
+        other => return Err(format!("expected a duplicate key error, got {other:?}").into()),
+    }
+
+    println!("\nu1's followers, 50 at a time, in followerId order:");
+    let mut page = Follow::FOLLOWED_ID.page(&u1);
+    let mut pages = 0;
+    let mut total = 0;
+    loop {
+        let result = page.fetch(&db).await?;
+        pages += 1;
+        total += result.items.len();
+        if pages <= 3 || result.next.is_none() {
+            println!(
+                "  page {pages}: {} followers, {} .. {}",
+                result.items.len(),
+                result
+                    .items
+                    .first()
+                    .map_or("-", |f| f.follower_id.id().as_str()),
+                result
+                    .items
+                    .last()
+                    .map_or("-", |f| f.follower_id.id().as_str())
+            );
+        }
+        if pages == 2 {
+            println!("    filter {} sort {}", page.filter(), page.sort());
+            println!("    explain: {}", explain(&db, page.find_command()).await?);
+        }
+        match result.next {
+            Some(cursor) => page = Follow::FOLLOWED_ID.page(&u1).after(cursor),
+            None => break,
+        }
+    }
+    println!("  {total} followers in {pages} pages");
+
+    println!("\nwho does u1 follow? (the reversed index)");
+    let following = Follow::FOLLOWER_ID.page(&u1).fetch(&db).await?;
+    println!(
+        "  {} users: {} ..",
+        following.items.len(),
+        following
+            .items
+            .iter()
+            .take(5)
+            .map(|f| f.followed_id.id().as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  explain: {}",
+        explain(&db, Follow::FOLLOWER_ID.page(&u1).find_command()).await?
+    );
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! Seed 000's products and parts, in the three models the seed compares: embedded, referenced
+//! and hybrid (references plus copied names with a declared sync strategy).
+//!
+//! ```text
+//! cargo run --example products
+//! ```
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::doc;
+use mongo_schema::explain;
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The parts catalog: canonical details, searched by name.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "parts")]
+#[index(keys(name = 1))]
+pub struct Part {
+    #[serde(rename = "_id")]
+    pub id: String,
+    #[schema(min_length = 1, max_length = 80)]
+    pub name: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct EmbeddedPart {
+    #[serde(rename = "partId")]
+    pub part_id: String,
+    pub name: String,
+}
+
+/// Embedded: bounded parts, read and managed with the product.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "productsEmbedded")]
+pub struct ProductEmbedded {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    #[embed(max = 50)]
+    pub parts: Vec<EmbeddedPart>,
+}
+
+/// Referenced: shared parts with their own lifecycle; a bounded array of ids.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "productsReferenced")]
+pub struct ProductReferenced {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "partIds")]
+    #[reference(max = 200)]
+    pub part_ids: Vec<Ref<Part>>,
+}
+
+/// Hybrid: references plus the display names, kept current in the same transaction as a rename.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "productsHybrid")]
+pub struct ProductHybrid {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+    #[extended_ref(to = Part, fields = "name", sync = "transactional", max = 50)]
+    pub parts: Vec<ProductHybridParts>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
+    let db = client.database("mongo_schema_products");
+    db.drop().await?;
+    let schema = Schema::new()
+        .model::<Part>()
+        .model::<ProductEmbedded>()
+        .model::<ProductReferenced>()
+        .model::<ProductHybrid>()
+        .build()?;
+    print!("{}", schema.apply(&db).await?);
+
+    let wheel = Part {
+        id: "wheel-1".into(),
+        name: "Wheel".into(),
+    };
+    let brake = Part {
+        id: "brake-1".into(),
+        name: "Disc Brake".into(),
+    };
+    Part::collection(&db).insert_many([&wheel, &brake]).await?;
+
+    println!("\nembedded: db.productsEmbedded.findOne({{ _id: \"bike-1\" }})");
+    ProductEmbedded::collection(&db)
+        .insert_one(ProductEmbedded {
+            id: "bike-1".into(),
+            name: "City Bike".into(),
+            parts: vec![
+                EmbeddedPart {
+                    part_id: "wheel-1".into(),
+                    name: "Wheel".into(),
+                },
+                EmbeddedPart {
+                    part_id: "brake-1".into(),
+                    name: "Disc Brake".into(),
+                },
+            ],
+        })
+        .await?;
+    let bike = ProductEmbedded::collection(&db)
+        .find_one(doc! { "_id": "bike-1" })
+        .await?
+        .expect("inserted");
+    println!(
+        "  {} with {:?}: one read, no join",
+        bike.name,
+        bike.parts.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+
+    println!("\nreferenced: $match then $lookup on partIds -> parts._id");
+    ProductReferenced::collection(&db)
+        .insert_one(ProductReferenced {
+            id: "bike-1".into(),
+            name: "City Bike".into(),
+            part_ids: vec![wheel.to_ref(), brake.to_ref()],
+        })
+        .await?;
+    let lookup = ProductReferenced::PART_IDS
+        .lookup()
+        .filter(doc! { "_id": "bike-1" });
+    for stage in lookup.pipeline() {
+        println!("  {stage}");
+    }
+    for joined in lookup.run(&db).await? {
+        println!(
+            "  {} with {:?}",
+            joined.doc.name,
+            joined.related.iter().map(|p| &p.name).collect::<Vec<_>>()
+        );
+    }
+    println!(
+        "  join: {}",
+        explain(
+            &db,
+            lookup.related_find_command(vec!["wheel-1", "brake-1"].into())
+        )
+        .await?
+    );
+    let product = ProductReferenced::collection(&db)
+        .find_one(doc! { "_id": "bike-1" })
+        .await?
+        .expect("inserted");
+    let resolved = Ref::resolve_all(&db, &product.part_ids).await?;
+    println!(
+        "  or application-side, one $in query: {:?} (missing: {})",
+        resolved
+            .documents
+            .iter()
+            .map(|p| &p.name)
+            .collect::<Vec<_>>(),
+        resolved.missing.len()
+    );
+
+    println!("\nhybrid: references plus copied names, transactional");
+    ProductHybrid::collection(&db)
+        .insert_one(ProductHybrid {
+            id: "bike-1".into(),
+            name: "City Bike".into(),
+            parts: vec![(&wheel).into(), (&brake).into()],
+        })
+        .await?;
+    let rename = schema
+        .update_source::<Part>(
+            &db,
+            &brake.id,
+            doc! { "$set": { "name": "Hydraulic Disc Brake" } },
+        )
+        .await?;
+    let hybrid = ProductHybrid::collection(&db)
+        .find_one(doc! { "_id": "bike-1" })
+        .await?
+        .expect("inserted");
+    println!(
+        "  renamed brake-1: {} product(s) refreshed in the same transaction -> {:?}",
+        rename.total_rewritten(),
+        hybrid.parts.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+    let embedded = ProductEmbedded::collection(&db)
+        .find_one(doc! { "_id": "bike-1" })
+        .await?
+        .expect("inserted");
+    println!(
+        "  the embedded model has no sync policy, so its copy is still {:?}: the drift the seed warns about",
+        embedded.parts[1].name
+    );
+
+    println!("\nthe parts catalog searched by name: db.parts.find({{ name: \"Wheel\" }})");
+    let found: Vec<Part> = Part::collection(&db)
+        .find(doc! { "name": "Wheel" })
+        .await?
+        .try_collect()
+        .await?;
+    println!("  {:?}", found.iter().map(|p| &p.id).collect::<Vec<_>>());
+    println!(
+        "  {}",
+        explain(&db, doc! { "find": "parts", "filter": { "name": "Wheel" } }).await?
+    );
+    Ok(())
+}
