@@ -925,3 +925,23 @@ async fn fan_out_queries_use_the_copied_id_index() {
         );
     }
 }
+
+#[test]
+fn build_rejects_copies_and_subsets_whose_source_is_outside_the_schema() {
+    let error = Schema::new().model::<Ticket>().build().unwrap_err();
+    let text = error.to_string();
+    println!("{text}");
+    assert!(
+        text.contains("`tickets.customer` copies fields of `Customer` (collection `customers`)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`tickets.assignee` copies fields of `Agent`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`tickets.last_message` is a subset of `Message`"),
+        "{text}"
+    );
+    assert!(text.contains(".model::<Customer>()"), "{text}");
+}

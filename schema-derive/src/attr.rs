@@ -526,16 +526,7 @@ impl Field {
                 }
                 parse_all(cx, attr, |meta| {
                     if meta.path == MAX {
-                        let parsed =
-                            unsigned(&value(&meta)?, "max = 20").and_then(|(tokens, max)| {
-                                if max == 0 {
-                                    return Err(syn::Error::new_spanned(
-                                        &tokens,
-                                        "`max` must be at least 1",
-                                    ));
-                                }
-                                Ok((tokens, max))
-                            });
+                        let parsed = positive(&value(&meta)?, "max = 20");
                         max.set_or_poison(&meta.path, parsed);
                     } else if meta.path == CAP {
                         cap.set(&meta.path, ());
@@ -617,16 +608,7 @@ impl Field {
                 if !matches!(attr.meta, syn::Meta::Path(_)) {
                     parse_all(cx, attr, |meta| {
                         if meta.path == MAX {
-                            let parsed =
-                                unsigned(&value(&meta)?, "max = 200").and_then(|(tokens, max)| {
-                                    if max == 0 {
-                                        return Err(syn::Error::new_spanned(
-                                            &tokens,
-                                            "`max` must be at least 1",
-                                        ));
-                                    }
-                                    Ok((tokens, max))
-                                });
+                            let parsed = positive(&value(&meta)?, "max = 200");
                             max.set_or_poison(&meta.path, parsed);
                         } else if meta.path == TO {
                             let expr = value(&meta)?;
