@@ -114,7 +114,7 @@ pub mod prelude {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, CollectionSpec, CopyShape, CopySpec, Document,
+        BoundedCollection, BsonSchema, CollectionSpec, CopyShape, CopySpec, Document, EmbedSpec,
         EmbeddedArray, Identified, IndexSpec, Ref, RefKind, ReferenceSpec, Relation, SortKey,
         Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };

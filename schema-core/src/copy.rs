@@ -138,6 +138,37 @@ impl SubsetSpec {
     }
 }
 
+/// An embedded array or map and its bound (`#[embed(max = N, cap)]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EmbedSpec {
+    /// Stored path.
+    pub path: String,
+    /// The bound.
+    pub max: u64,
+    /// Whether every push the library emits keeps only the newest `max` (`$slice`).
+    pub cap: bool,
+    /// The element type, for messages and the report.
+    pub element_type: String,
+}
+
+impl EmbedSpec {
+    /// An embedded array or map at `path` holding at most `max` elements.
+    pub fn new(
+        path: impl Into<String>,
+        max: u64,
+        cap: bool,
+        element_type: impl Into<String>,
+    ) -> Self {
+        EmbedSpec {
+            path: path.into(),
+            max,
+            cap,
+            element_type: element_type.into(),
+        }
+    }
+}
+
 /// One edge of the sync graph: `fields` of `source` documents are copied at `holder.path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

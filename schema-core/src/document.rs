@@ -5,7 +5,7 @@ use std::fmt;
 use mongodb::bson::{doc, Document as BsonDocument};
 use mongodb::IndexModel;
 
-use crate::{BsonSchema, CopySpec, IndexReason, IndexSpec, SubsetSpec, SyncStrategy};
+use crate::{BsonSchema, CopySpec, EmbedSpec, IndexReason, IndexSpec, SubsetSpec, SyncStrategy};
 
 /// A collection root: a type stored as whole documents of one collection.
 ///
@@ -134,6 +134,8 @@ pub struct CollectionSpec {
     pub copies: Vec<CopySpec>,
     /// The subsets of children kept here.
     pub subsets: Vec<SubsetSpec>,
+    /// The embedded arrays and maps and their bounds.
+    pub embeds: Vec<EmbedSpec>,
 }
 
 /// How many documents a reference field points at.
@@ -227,6 +229,7 @@ impl CollectionSpec {
             references: Vec::new(),
             copies: Vec::new(),
             subsets: Vec::new(),
+            embeds: Vec::new(),
         }
     }
 
@@ -278,6 +281,12 @@ impl CollectionSpec {
         if !frozen {
             self = self.require_index(IndexSpec::new(keys).reason(reason));
         }
+        self
+    }
+
+    /// Declares an embedded array or map and its bound.
+    pub fn embed(mut self, embed: EmbedSpec) -> Self {
+        self.embeds.push(embed);
         self
     }
 

@@ -15,10 +15,13 @@ mod error;
 mod explain;
 mod index;
 mod json_schema;
+mod mongosh;
 mod plan;
 mod reference;
 mod relation;
+mod report;
 mod schema;
+mod size;
 mod subset;
 mod sync;
 mod transaction;
@@ -27,7 +30,7 @@ mod worker;
 
 pub use apply::{AppliedAction, ApplyReport};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
-pub use copy::{CopyShape, CopySpec, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
+pub use copy::{CopyShape, CopySpec, EmbedSpec, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
 };
@@ -41,6 +44,7 @@ pub use relation::{
     RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
+pub use size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use subset::{EmbeddedArray, PushOutcome, Subset};
 pub use sync::{EdgeReconcile, ReconcileReport, SourceUpdate};
 pub use validation::{RuleFailure, ValidationError};

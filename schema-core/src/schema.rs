@@ -203,6 +203,20 @@ impl SchemaBuilder {
             }
         }
         problems.extend(copy_problems(&self.collections));
+        // the worst case of a whole document is known only here, where nested types' bounds
+        // have been composed into one validator (a derive sees a single struct)
+        for spec in &self.collections {
+            if let Ok(json_schema) = spec.validator.get_document("$jsonSchema") {
+                let bound = crate::SizeBound::of(json_schema);
+                if bound.exceeds_limit() {
+                    problems.push(format!(
+                        "a `{}` document can reach {} by its bounds, over the 16 MiB limit: lower a `max` or a `max_length`",
+                        spec.name,
+                        crate::human_bytes(bound.bytes)
+                    ));
+                }
+            }
+        }
         if problems.is_empty() {
             let graph = SyncGraph {
                 edges: self

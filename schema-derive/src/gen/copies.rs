@@ -169,12 +169,21 @@ pub fn copy_types(cont: &Container) -> TokenStream {
     out
 }
 
-/// `.copy(...)` and `.subset(...)` calls of `collection_spec`.
+/// `.copy(...)`, `.subset(...)` and `.embed(...)` calls of `collection_spec`.
 pub fn copy_specs(cont: &Container) -> TokenStream {
     let private = private();
     let mut out = TokenStream::new();
     for field in cont.stored_fields() {
         let path = &field.stored_name;
+        if let Some(embed) = &field.attrs.embed {
+            if let Some(max) = embed.value.max {
+                let cap = embed.value.cap;
+                let element = type_name(copy_shape(field.ty).1);
+                out.extend(quote! {
+                    .embed(#private::EmbedSpec::new(#path, #max, #cap, #element))
+                });
+            }
+        }
         if let Some(extended) = &field.attrs.extended_ref {
             let extended = &extended.value;
             let (Some(source), Some(sync)) = (&extended.to, extended.sync) else {

@@ -5,75 +5,20 @@
 //! cargo run --example products
 //! ```
 
+mod model;
+
 use futures_util::TryStreamExt;
+use model::*;
 use mongo_schema::bson::doc;
 use mongo_schema::explain;
 use mongo_schema::prelude::*;
-use serde::{Deserialize, Serialize};
-
-/// The parts catalog: canonical details, searched by name.
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "parts")]
-#[index(keys(name = 1))]
-pub struct Part {
-    #[serde(rename = "_id")]
-    pub id: String,
-    #[schema(min_length = 1, max_length = 80)]
-    pub name: String,
-}
-
-#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct EmbeddedPart {
-    #[serde(rename = "partId")]
-    pub part_id: String,
-    pub name: String,
-}
-
-/// Embedded: bounded parts, read and managed with the product.
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "productsEmbedded")]
-pub struct ProductEmbedded {
-    #[serde(rename = "_id")]
-    pub id: String,
-    pub name: String,
-    #[embed(max = 50)]
-    pub parts: Vec<EmbeddedPart>,
-}
-
-/// Referenced: shared parts with their own lifecycle; a bounded array of ids.
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "productsReferenced")]
-pub struct ProductReferenced {
-    #[serde(rename = "_id")]
-    pub id: String,
-    pub name: String,
-    #[serde(rename = "partIds")]
-    #[reference(max = 200)]
-    pub part_ids: Vec<Ref<Part>>,
-}
-
-/// Hybrid: references plus the display names, kept current in the same transaction as a rename.
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "productsHybrid")]
-pub struct ProductHybrid {
-    #[serde(rename = "_id")]
-    pub id: String,
-    pub name: String,
-    #[extended_ref(to = Part, fields = "name", sync = "transactional", max = 50)]
-    pub parts: Vec<ProductHybridParts>,
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
     let db = client.database("mongo_schema_products");
     db.drop().await?;
-    let schema = Schema::new()
-        .model::<Part>()
-        .model::<ProductEmbedded>()
-        .model::<ProductReferenced>()
-        .model::<ProductHybrid>()
-        .build()?;
+    let schema = model::schema();
     print!("{}", schema.apply(&db).await?);
 
     let wheel = Part {

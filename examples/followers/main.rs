@@ -6,40 +6,18 @@
 //! cargo run --example followers
 //! ```
 
-use mongo_schema::bson::doc;
+mod model;
+
+use model::*;
 use mongo_schema::prelude::*;
 use mongo_schema::{explain, Error};
-use serde::{Deserialize, Serialize};
-
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "users")]
-pub struct User {
-    #[serde(rename = "_id")]
-    pub id: String,
-    pub name: String,
-}
-
-/// One follow. `followers: Vec<String>` on the user would be unbounded, and does not compile.
-// two indexes on the same fields trip clippy's duplicated_attributes (rust-lang/rust-clippy#13238)
-#[allow(clippy::duplicated_attributes)]
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "follows")]
-#[index(keys(followed_id = 1, follower_id = 1), unique)]
-#[index(keys(follower_id = 1, followed_id = 1))]
-#[serde(rename_all = "camelCase")]
-pub struct Follow {
-    #[reference]
-    pub followed_id: Ref<User>,
-    #[reference]
-    pub follower_id: Ref<User>,
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
     let db = client.database("mongo_schema_followers");
     db.drop().await?;
-    let schema = Schema::new().model::<User>().model::<Follow>().build()?;
+    let schema = model::schema();
     print!("{}", schema.apply(&db).await?);
 
     let users: Vec<User> = (0..1200)

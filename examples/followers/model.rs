@@ -1,0 +1,37 @@
+//! The models of seed 000's followers example, shared with the report tests.
+#![allow(dead_code)]
+
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "users")]
+pub struct User {
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub name: String,
+}
+
+/// One follow. `followers: Vec<String>` on the user would be unbounded, and does not compile.
+// two indexes on the same fields trip clippy's duplicated_attributes (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "follows")]
+#[index(keys(followed_id = 1, follower_id = 1), unique)]
+#[index(keys(follower_id = 1, followed_id = 1))]
+#[serde(rename_all = "camelCase")]
+pub struct Follow {
+    #[reference]
+    pub followed_id: Ref<User>,
+    #[reference]
+    pub follower_id: Ref<User>,
+}
+
+/// The example's schema.
+pub fn schema() -> Schema {
+    Schema::new()
+        .model::<User>()
+        .model::<Follow>()
+        .build()
+        .expect("a consistent schema")
+}

@@ -1,0 +1,264 @@
+//! Worst-case BSON size of a document, computed from its `$jsonSchema`: what the bounds
+//! (`maxItems`, `maxLength`, `maxProperties`, nested types) allow at most, against the 16 MiB
+//! limit. Where nothing bounds a value, the figure is a lower bound and the reasons are listed.
+
+use std::fmt;
+
+use mongodb::bson::{Bson, Document};
+
+/// The server's limit on a whole document (including embedded documents and arrays).
+pub const MAX_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The largest document a schema allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SizeBound {
+    /// Bytes the bounded part of the document can reach (the whole document when `unbounded`
+    /// is empty).
+    pub bytes: u64,
+    /// Why the real bound is unknown: one entry per unbounded value (`note` has no
+    /// `max_length`).
+    pub unbounded: Vec<String>,
+}
+
+impl SizeBound {
+    /// Whether every value is bounded, so `bytes` is the worst case.
+    pub fn is_known(&self) -> bool {
+        self.unbounded.is_empty()
+    }
+
+    /// Whether the bounded part alone exceeds 16 MiB.
+    pub fn exceeds_limit(&self) -> bool {
+        self.bytes > MAX_DOCUMENT_BYTES
+    }
+
+    /// The bound of a whole document described by `json_schema` (the `$jsonSchema` object,
+    /// not the validator around it). Only the declared properties count: a schema that allows
+    /// other fields (no `additionalProperties: false`) is bounded for what the library writes.
+    pub fn of(json_schema: &Document) -> SizeBound {
+        let mut unbounded = Vec::new();
+        let bytes = value_bytes(json_schema, "", &mut unbounded);
+        SizeBound { bytes, unbounded }
+    }
+}
+
+/// Human-readable bytes: `512 B`, `3.2 KiB`, `1.5 MiB`.
+pub fn human(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b < KIB {
+        format!("{bytes} B")
+    } else if b < KIB * KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else {
+        format!("{:.1} MiB", b / KIB / KIB)
+    }
+}
+
+impl fmt::Display for SizeBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let share = self.bytes as f64 / MAX_DOCUMENT_BYTES as f64 * 100.0;
+        if self.is_known() {
+            write!(f, "at most {} ({share:.2}% of 16 MiB)", human(self.bytes))
+        } else {
+            write!(
+                f,
+                "unknown: at least {} is bounded, but {}",
+                human(self.bytes),
+                self.unbounded.join("; ")
+            )
+        }
+    }
+}
+
+fn child(path: &str, segment: &str) -> String {
+    if path.is_empty() {
+        segment.to_owned()
+    } else {
+        format!("{path}.{segment}")
+    }
+}
+
+fn shown(path: &str) -> &str {
+    if path.is_empty() {
+        "the document"
+    } else {
+        path
+    }
+}
+
+/// The size of a value's payload (without its type byte and key), at most.
+fn value_bytes(schema: &Document, path: &str, unbounded: &mut Vec<String>) -> u64 {
+    if let Ok(values) = schema.get_array("enum") {
+        return values.iter().map(literal_bytes).max().unwrap_or(0);
+    }
+    if let Ok(branches) = schema.get_array("anyOf") {
+        return branches
+            .iter()
+            .filter_map(Bson::as_document)
+            .map(|b| value_bytes(b, path, unbounded))
+            .max()
+            .unwrap_or(0);
+    }
+    let types: Vec<&str> = match schema.get("bsonType") {
+        Some(Bson::String(t)) => vec![t.as_str()],
+        Some(Bson::Array(ts)) => ts.iter().filter_map(Bson::as_str).collect(),
+        _ => {
+            unbounded.push(format!("`{}` accepts any value", shown(path)));
+            return 0;
+        }
+    };
+    types
+        .into_iter()
+        .map(|ty| typed_bytes(ty, schema, path, unbounded))
+        .max()
+        .unwrap_or(0)
+}
+
+fn number(schema: &Document, key: &str) -> Option<u64> {
+    match schema.get(key)? {
+        Bson::Int32(v) => u64::try_from(*v).ok(),
+        Bson::Int64(v) => u64::try_from(*v).ok(),
+        Bson::Double(v) if *v >= 0.0 => Some(*v as u64),
+        _ => None,
+    }
+}
+
+fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<String>) -> u64 {
+    match ty {
+        "null" | "undefined" | "minKey" | "maxKey" => 0,
+        "bool" => 1,
+        "int" => 4,
+        "long" | "double" | "date" | "timestamp" => 8,
+        "decimal" => 16,
+        "objectId" => 12,
+        // int32 length, UTF-8 bytes (at most 4 per character), NUL
+        "string" => match number(schema, "maxLength") {
+            Some(chars) => 4 + 4 * chars + 1,
+            None => {
+                unbounded.push(format!(
+                    "`{}` is a string without `max_length`",
+                    shown(path)
+                ));
+                4 + 1
+            }
+        },
+        "array" => {
+            let item = match schema.get_document("items") {
+                Ok(items) => value_bytes(items, &child(path, "$"), unbounded),
+                Err(_) => {
+                    unbounded.push(format!("`{}` has no item schema", shown(path)));
+                    0
+                }
+            };
+            match number(schema, "maxItems") {
+                // an array is a document keyed "0", "1", ...
+                Some(n) => {
+                    4 + 1
+                        + (0..n)
+                            .map(|i| 1 + decimal_digits(i) + 1 + item)
+                            .sum::<u64>()
+                }
+                None => {
+                    unbounded.push(format!("`{}` is an array without a bound", shown(path)));
+                    5
+                }
+            }
+        }
+        "object" => object_bytes(schema, path, unbounded),
+        other => {
+            unbounded.push(format!(
+                "`{}` is {other} data with no size bound",
+                shown(path)
+            ));
+            0
+        }
+    }
+}
+
+fn object_bytes(schema: &Document, path: &str, unbounded: &mut Vec<String>) -> u64 {
+    let mut bytes = 4 + 1;
+    if let Ok(properties) = schema.get_document("properties") {
+        for (name, property) in properties {
+            if let Some(property) = property.as_document() {
+                bytes += 1
+                    + name.len() as u64
+                    + 1
+                    + value_bytes(property, &child(path, name), unbounded);
+            }
+        }
+    }
+    if let Ok(values) = schema.get_document("additionalProperties") {
+        // a map: its keys are strings of unknown length
+        let value = value_bytes(values, &child(path, "*"), unbounded);
+        match number(schema, "maxProperties") {
+            Some(n) => {
+                bytes += n * (1 + 1 + value);
+                unbounded.push(format!(
+                    "`{}` is a map whose keys have no length bound",
+                    shown(path)
+                ));
+            }
+            None => unbounded.push(format!("`{}` is a map without a bound", shown(path))),
+        }
+    } else if !schema.contains_key("properties") {
+        unbounded.push(format!("`{}` is a free-form document", shown(path)));
+    }
+    bytes
+}
+
+fn decimal_digits(i: u64) -> u64 {
+    i.checked_ilog10().map_or(1, |d| u64::from(d) + 1)
+}
+
+fn literal_bytes(value: &Bson) -> u64 {
+    match value {
+        Bson::String(s) => 4 + s.len() as u64 + 1,
+        Bson::Null => 0,
+        Bson::Int32(_) => 4,
+        Bson::Boolean(_) => 1,
+        _ => 8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn bounded_documents_match_the_bson_encoding() {
+        // { a: <int>, s: <string of at most 3 chars> } -> compare with a real worst case
+        let schema = doc! { "bsonType": "object", "properties": {
+            "a": { "bsonType": "int" },
+            "s": { "bsonType": "string", "maxLength": 3 },
+            "t": { "bsonType": "array", "maxItems": 2, "items": { "bsonType": "long" } },
+        } };
+        let bound = SizeBound::of(&schema);
+        assert!(bound.is_known(), "{bound}");
+        let worst = doc! { "a": 1, "s": "\u{1F600}\u{1F600}\u{1F600}", "t": [1_i64, 2_i64] };
+        let encoded = mongodb::bson::to_vec(&worst).unwrap().len() as u64;
+        assert_eq!(bound.bytes, encoded);
+    }
+
+    #[test]
+    fn unbounded_values_are_named() {
+        let schema = doc! { "bsonType": "object", "properties": {
+            "note": { "bsonType": ["string", "null"] },
+            "blob": { "bsonType": "binData" },
+            "meta": { "bsonType": "object", "maxProperties": 3, "additionalProperties": { "bsonType": "int" } },
+        } };
+        let bound = SizeBound::of(&schema);
+        assert_eq!(bound.unbounded.len(), 3, "{bound}");
+        assert!(bound.unbounded[0].contains("`note` is a string without `max_length`"));
+    }
+
+    #[test]
+    fn huge_bounds_exceed_16_mib() {
+        let schema = doc! { "bsonType": "object", "properties": {
+            "pages": { "bsonType": "array", "maxItems": 5000, "items": { "bsonType": "string", "maxLength": 1000 } },
+        } };
+        let bound = SizeBound::of(&schema);
+        assert!(bound.is_known() && bound.exceeds_limit(), "{bound}");
+    }
+}

@@ -1,0 +1,308 @@
+//! The schema report of the seeds' schemas against golden files reviewed by hand, the size
+//! bound against 16 MiB, the seeds' warnings, and the mongosh script run through the driver.
+//! Regenerate the golden files with `UPDATE_GOLDEN=1 cargo test --test report` and review the
+//! diff before committing.
+
+#[path = "../examples/followers/model.rs"]
+mod followers;
+#[path = "../examples/helpdesk/model.rs"]
+mod helpdesk;
+#[path = "../examples/products/model.rs"]
+mod products;
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+fn golden(path: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{} differs from the report at line {}:\n  expected: {:?}\n  actual:   {:?}\n(UPDATE_GOLDEN=1 rewrites it; review the diff)",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn the_seeds_schemas_match_their_reviewed_reports() {
+    golden("docs/helpdesk-report.md", &helpdesk::schema().report());
+    golden(
+        "tests/golden/products-report.md",
+        &products::schema().report(),
+    );
+    golden(
+        "tests/golden/followers-report.md",
+        &followers::schema().report(),
+    );
+    golden(
+        "docs/helpdesk-setup.js",
+        &helpdesk::schema().mongosh_script(),
+    );
+}
+
+#[test]
+fn the_report_has_the_checklist_for_every_relationship() {
+    let report = helpdesk::schema().report();
+    for expected in [
+        "- **`customer`**: extended reference to `customers` (Customer)",
+        "  - copies: `name` transactional (fan-out index `customer._id_1`)",
+        "  - copies: `name` async (fan-out index `assignee._id_1`)",
+        "- **`lastMessage`**: subset + reference to `messages` (Message)",
+        "- **`history`**: embed of `StatusChange`",
+        "  - shard routing: shard key starts with `ticketId`: a parent's children are routed by its id",
+        "| `agent_queue` | `{ \"team\": 1, \"status\": 1, \"priority\": -1, \"updatedAt\": -1 }` | - | declared |",
+        "    tickets -.->|\"assignee {name} (async)\"| agents",
+        "Worst-case document size: at most 1.5 KiB (0.01% of 16 MiB).",
+        "`team` is a string without `max_length`",
+    ] {
+        assert!(report.contains(expected), "missing {expected:?} in:\n{report}");
+    }
+}
+
+// ---- size bound and warnings -----------------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "books")]
+pub struct Book {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[embed(max = 5000)]
+    #[schema(max_length = 1000)]
+    pub pages: Vec<String>,
+}
+
+#[test]
+fn a_document_whose_bounds_exceed_16_mib_is_a_build_error() {
+    let error = Schema::new().model::<Book>().build().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("a `books` document can reach 19.1 MiB by its bounds, over the 16 MiB limit"),
+        "{error}"
+    );
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "catalog")]
+pub struct CatalogItem {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[schema(max_length = 100)]
+    pub name: String,
+    #[embed(max = 400)]
+    #[schema(max_length = 1000)]
+    pub spec_sheet: Vec<String>,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "carts", shard_key(owner = 1))]
+pub struct Cart {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub owner: String,
+    #[reference]
+    pub store_id: Ref<Store>,
+    #[extended_ref(to = CatalogItem, fields = "name", sync = "transactional", max = 20)]
+    pub items: Vec<CartItems>,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "stores", shard_key(region = 1))]
+pub struct Store {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub region: String,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "receipts")]
+pub struct Receipt {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub store_id: Ref<Store>,
+}
+
+#[test]
+fn the_report_gives_the_seeds_warnings() {
+    let schema = Schema::new()
+        .model::<CatalogItem>()
+        .model::<Cart>()
+        .model::<Store>()
+        .model::<Receipt>()
+        .build()
+        .unwrap();
+    let report = schema.report();
+    let warnings = report
+        .split("## Warnings")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    println!("{warnings}");
+    for expected in [
+        "`catalog.spec_sheet` can hold 1.5 MiB (question 6)",
+        "`carts.items` is a transactional copy in an array (question 4)",
+        "`receipts.store_id` is resolved by `$lookup` into the sharded `stores`",
+        "`carts` is sharded by { \"owner\": 1 }, which does not start with the parent id `store_id` (question 7)",
+    ] {
+        assert!(warnings.contains(expected), "missing {expected:?} in {warnings}");
+    }
+}
+
+// ---- the mongosh script, run through the driver ----------------------------------------------
+
+/// The argument of each `EJSON.parse('...')` on a line, unescaped and parsed.
+fn ejson_args(line: &str) -> Vec<BsonDocument> {
+    line.split("EJSON.parse('")
+        .skip(1)
+        .map(|rest| {
+            let mut json = String::new();
+            let mut chars = rest.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => json.push(chars.next().unwrap()),
+                    '\'' => break,
+                    c => json.push(c),
+                }
+            }
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            match Bson::try_from(value).unwrap() {
+                Bson::Document(doc) => doc,
+                other => panic!("not a document: {other}"),
+            }
+        })
+        .collect()
+}
+
+fn quoted_name(line: &str, after: &str) -> String {
+    let start = line.find(after).unwrap() + after.len();
+    let rest = &line[start..];
+    serde_json::from_str::<String>(
+        &rest[..rest
+            .find('"')
+            .map(|i| i + 1 + rest[i + 1..].find('"').unwrap() + 1)
+            .unwrap()],
+    )
+    .unwrap()
+}
+
+async fn state(db: &mongodb::Database) -> Vec<(String, BsonDocument, Vec<BsonDocument>)> {
+    let mut collections: Vec<BsonDocument> = db
+        .run_cursor_command(doc! { "listCollections": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    collections.sort_by_key(|c| c.get_str("name").unwrap().to_owned());
+    let mut out = Vec::new();
+    for entry in collections {
+        let name = entry.get_str("name").unwrap().to_owned();
+        let mut options = entry.get_document("options").unwrap().clone();
+        options.remove("uuid");
+        let mut indexes: Vec<BsonDocument> = db
+            .run_cursor_command(doc! { "listIndexes": &name })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        indexes.sort_by_key(|i| i.get_str("name").unwrap().to_owned());
+        for index in &mut indexes {
+            index.remove("ns");
+        }
+        out.push((name, options, indexes));
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_mongosh_script_sets_up_what_apply_sets_up() {
+    let schema = helpdesk::schema();
+    let script = schema.mongosh_script();
+    let by_script = mongo_schema_testkit::database("mongosh_script").await;
+    let mut ran = 0;
+    let mut shard = 0;
+    for line in script.lines() {
+        if line.starts_with("if (!db.getCollectionNames()") {
+            let name = quoted_name(line, "db.createCollection(");
+            let mut command = doc! { "create": name };
+            command.extend(ejson_args(line).remove(0));
+            by_script.run_command(command).await.unwrap();
+            ran += 1;
+        } else if line.starts_with("else db.runCommand(") {
+            let command = ejson_args(line).remove(0);
+            assert!(command.contains_key("collMod") && command.contains_key("validator"));
+        } else if line.starts_with("db.getCollection(") {
+            let name = quoted_name(line, "db.getCollection(");
+            let mut args = ejson_args(line);
+            let mut index = doc! { "key": args.remove(0) };
+            index.extend(args.remove(0));
+            by_script
+                .run_command(doc! { "createIndexes": name, "indexes": [index] })
+                .await
+                .unwrap();
+            ran += 1;
+        } else if line.starts_with("sh.shardCollection(") {
+            // a single-node replica set cannot shard; the key is the declared one
+            assert_eq!(ejson_args(line).remove(0), doc! { "ticketId": 1, "at": 1 });
+            shard += 1;
+        } else {
+            assert!(
+                line.is_empty() || line.starts_with("//"),
+                "unexpected line: {line}"
+            );
+        }
+    }
+    assert_eq!(shard, 1);
+    let by_apply = mongo_schema_testkit::database("mongosh_apply").await;
+    schema.apply(&by_apply).await.unwrap();
+    let (script_state, apply_state) = (state(&by_script).await, state(&by_apply).await);
+    assert_eq!(script_state.len(), 5);
+    // equal as relaxed extended JSON: the script writes `maxLength: 80` as mongosh would (an
+    // int32) where the derive writes an int64; the server compares them as numbers
+    let relaxed = |state: &Vec<(String, BsonDocument, Vec<BsonDocument>)>| {
+        state
+            .iter()
+            .map(|(name, options, indexes)| {
+                let indexes: Vec<serde_json::Value> = indexes
+                    .iter()
+                    .map(|i| Bson::Document(i.clone()).into_relaxed_extjson())
+                    .collect();
+                (
+                    name.clone(),
+                    Bson::Document(options.clone()).into_relaxed_extjson(),
+                    indexes,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        relaxed(&script_state),
+        relaxed(&apply_state),
+        "the script and apply give the same collections, validators and indexes"
+    );
+    println!(
+        "{ran} mongosh commands reproduced apply on {} collections",
+        script_state.len()
+    );
+    // and apply finds nothing to do on the database the script set up
+    assert!(schema.plan(&by_script).await.unwrap().is_empty());
+}
