@@ -63,6 +63,25 @@
 //!   at = 1))]`), keyset pages of a parent's children in index order. [`Ref::resolve_all`] fetches
 //!   a batch of references with one `$in` query.
 //!
+//! - `#[extended_ref(to = T, fields = "a, b", sync = "frozen|transactional|async|reconcile")]`
+//!   (`as = Name` renames the copy type, `max = N` for an array of copies): the derive generates
+//!   the copy type `<Struct><Field>` holding `_id` and the named fields, their Rust types taken
+//!   from `T` (a renamed or retyped source field is a compile error), `From<&T>` and its
+//!   validator; non-frozen copies get a fan-out index on `<path>._id`. `sync` is required. The
+//!   strategies are carried out by [`Schema::update_source`] (transactional), [`SyncWorker`]
+//!   (async, from [`Schema::sync_worker`]) and [`Schema::reconcile`]; frozen copies are never
+//!   rewritten. [`Schema::sync_graph`] lists them all.
+//! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
+//!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
+//!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
+//!   on the count) in one transaction, or as two writes repaired by `rebuild`.
+//! - Every `#[embed(max = N)]` array of a collection root has a constant `Struct::FIELD`
+//!   ([`EmbeddedArray`]) whose pushes keep the bound: with `cap`, `$slice: -N`.
+//!
+//! Container attribute `#[bucket(parent = f, entries = f, count = f, key = "k", first = f,
+//! last = f)]` makes a collection store a parent's entries in bounded buckets: `Struct::BUCKET`
+//! ([`Bucket`]) appends with one upsert and reads a parent's entries in key order.
+//!
 //! Two `#[index]` attributes naming the same field trip clippy's `duplicated_attributes` lint,
 //! which does not know what `#[index]` means (rust-lang/rust-clippy#13238): allow it on the struct.
 //!
@@ -114,8 +133,8 @@ pub mod prelude {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, CollectionSpec, CopyShape, CopySpec, Document, EmbedSpec,
-        EmbeddedArray, Identified, IndexSpec, Ref, RefKind, ReferenceSpec, Relation, SortKey,
-        Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
+        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
+        EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, Ref, RefKind, ReferenceSpec,
+        Relation, SortKey, Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };
 }

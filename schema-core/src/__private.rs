@@ -201,3 +201,17 @@ pub fn require_preview<V: PreviewOf<C>, C>() {}
 
 /// Compile-time check that `T` is a collection root (`to = T`, `of = T`).
 pub fn require_document<T: crate::Document>() {}
+
+/// An integer field that counts children or entries (`#[subset(count)]`, `#[bucket(count)]`):
+/// the library `$inc`s it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot count: the `count` field of a `#[subset]` or `#[bucket]` is an integer the library increments",
+    label = "not an integer",
+    note = "use `i64` (or `i32`)"
+)]
+pub trait Counter {}
+impl Counter for i32 {}
+impl Counter for i64 {}
+
+/// Compile-time check of a count field.
+pub fn require_counter<T: Counter>() {}

@@ -7,7 +7,10 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
 use crate::error::server_code;
-use crate::plan::{Action, Observed, ObservedCollection, Plan, PlanOptions, Warning};
+use crate::plan::{
+    Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
+};
+use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
 
 const NAMESPACE_EXISTS: i32 = 48;
@@ -124,6 +127,50 @@ impl<'a> PlanAction<'a> {
     }
 }
 
+const SAMPLE_VIOLATIONS: i64 = 5;
+
+/// Counts the existing documents of `collection` that `validator` would reject (a validator is
+/// a query: `{ $nor: [validator] }` matches them), with a few of their ids.
+pub(crate) async fn violations(
+    db: &Database,
+    collection: &str,
+    validator: &Document,
+) -> Result<Violations> {
+    let filter = doc! { "$nor": [validator.clone()] };
+    let coll = db.collection::<Document>(collection);
+    let count = coll.count_documents(filter.clone()).await?;
+    let sample_ids = if count == 0 {
+        Vec::new()
+    } else {
+        coll.find(filter)
+            .projection(doc! { "_id": 1 })
+            .limit(SAMPLE_VIOLATIONS)
+            .await?
+            .try_collect::<Vec<Document>>()
+            .await?
+            .into_iter()
+            .filter_map(|d| d.get("_id").cloned())
+            .collect()
+    };
+    Ok(Violations { count, sample_ids })
+}
+
+/// Fills in the violations of every validator change of `plan`.
+async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
+    for action in &mut plan.actions {
+        if let Action::UpdateValidator {
+            collection,
+            validator,
+            violations: slot,
+            ..
+        } = action
+        {
+            *slot = Some(violations(db, collection, validator).await?);
+        }
+    }
+    Ok(())
+}
+
 impl<'a> ApplyAction<'a> {
     pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database) -> Self {
         ApplyAction {
@@ -139,6 +186,13 @@ impl<'a> ApplyAction<'a> {
         self.options.drop_stale_indexes = drop;
         self
     }
+
+    /// What to do when a validator change would reject existing documents (default:
+    /// [`OnViolations::Refuse`]). Whatever the choice, no document is deleted or rewritten.
+    pub fn on_violations(mut self, decision: OnViolations) -> Self {
+        self.options.on_violations = decision;
+        self
+    }
 }
 
 impl<'a> std::future::IntoFuture for PlanAction<'a> {
@@ -149,7 +203,9 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let observed = observe(self.db, self.specs).await?;
-            Ok(Plan::compute_with(self.specs, &observed, self.options))
+            let mut plan = Plan::compute_with(self.specs, &observed, self.options);
+            count_violations(self.db, &mut plan).await?;
+            Ok(plan)
         })
     }
 }
@@ -181,7 +237,30 @@ async fn apply_collection(
     report: &mut ApplyReport,
 ) -> Result<()> {
     report.warnings.extend(plan.warnings);
-    for action in plan.actions {
+    for mut action in plan.actions {
+        if let Action::UpdateValidator {
+            collection,
+            validator,
+            level,
+            violations: slot,
+            ..
+        } = &mut action
+        {
+            let found = violations(db, collection, validator).await?;
+            if found.count > 0 {
+                report.warnings.push(Warning::ValidatorOverViolations {
+                    collection: collection.clone(),
+                    violations: found.clone(),
+                    decision: options.on_violations,
+                });
+                match options.on_violations {
+                    OnViolations::Refuse => continue,
+                    OnViolations::Moderate => *level = ValidationLevel::Moderate,
+                    _ => {}
+                }
+            }
+            *slot = Some(found);
+        }
         match run(db, &action).await {
             Ok(()) => report.applied.push(AppliedAction {
                 action,

@@ -25,6 +25,12 @@ pub enum IndexReason {
         /// The referenced collection.
         target: String,
     },
+    /// Serves the bucket pattern: finding a parent's open bucket, or reading its buckets in key
+    /// order.
+    Bucket {
+        /// What the index serves.
+        purpose: String,
+    },
     /// Serves the fan-out update of a copy (`<path>._id`) when its source changes.
     FanOut {
         /// Stored path of the copy.
@@ -42,6 +48,7 @@ impl fmt::Display for IndexReason {
             IndexReason::Reference { field, target } => {
                 write!(f, "reference `{field}` -> `{target}`")
             }
+            IndexReason::Bucket { purpose } => write!(f, "bucket: {purpose}"),
             IndexReason::FanOut { path, source } => {
                 write!(f, "fan-out of `{source}` copies at `{path}`")
             }

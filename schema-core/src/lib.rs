@@ -8,7 +8,9 @@
 #![deny(missing_docs)]
 
 mod apply;
+mod audit;
 mod bson_schema;
+mod bucket;
 mod copy;
 mod document;
 mod error;
@@ -29,7 +31,9 @@ mod validation;
 mod worker;
 
 pub use apply::{AppliedAction, ApplyReport};
+pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
+pub use bucket::{Bucket, EntryCursor, EntryPage};
 pub use copy::{CopyShape, CopySpec, EmbedSpec, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
@@ -37,7 +41,9 @@ pub use document::{
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use index::{IndexReason, IndexSpec};
-pub use plan::{Action, Observed, ObservedCollection, Plan, PlanOptions, Warning};
+pub use plan::{
+    Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
+};
 pub use reference::{Identified, Ref};
 pub use relation::{
     ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey, Unordered,

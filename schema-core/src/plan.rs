@@ -107,6 +107,9 @@ pub enum Action {
         action: ValidationAction,
         /// What differs, in words.
         changes: Vec<String>,
+        /// Existing documents the new validator would reject (counted by `plan` and `apply`
+        /// against the server; `None` in a plan computed without one).
+        violations: Option<Violations>,
     },
     /// `createIndexes` for the indexes the server does not have.
     CreateIndexes {
@@ -146,8 +149,13 @@ impl fmt::Display for Action {
                 f,
                 "create collection `{collection}` with its validator (level {level}, action {action})"
             ),
-            Action::UpdateValidator { collection, changes, .. } => {
-                write!(f, "collMod `{collection}`: {}", changes.join("; "))
+            Action::UpdateValidator { collection, changes, violations, .. } => {
+                write!(f, "collMod `{collection}`: {}", changes.join("; "))?;
+                match violations {
+                    Some(v) if v.count > 0 => write!(f, " ({v})"),
+                    Some(_) => f.write_str(" (no existing document violates it)"),
+                    None => Ok(()),
+                }
             }
             Action::CreateIndexes { collection, indexes } => {
                 write!(f, "create {} index(es) on `{collection}`:", indexes.len())?;
@@ -179,6 +187,17 @@ pub enum Warning {
         /// What differs.
         differences: Vec<String>,
     },
+    /// A validator change was not applied because existing documents violate it
+    /// ([`OnViolations::Refuse`]), or was applied another way ([`OnViolations::Moderate`],
+    /// [`OnViolations::Override`]).
+    ValidatorOverViolations {
+        /// Collection name.
+        collection: String,
+        /// The violating documents.
+        violations: Violations,
+        /// What was done.
+        decision: OnViolations,
+    },
     /// A name of the schema is a view or time-series collection on the server.
     NotACollection {
         /// Collection name.
@@ -202,6 +221,20 @@ impl fmt::Display for Warning {
                 wanted.name,
                 differences.join("; ")
             ),
+            Warning::ValidatorOverViolations { collection, violations, decision } => match decision {
+                OnViolations::Refuse => write!(
+                    f,
+                    "the new validator of `{collection}` was NOT applied: {violations}; migrate them, or apply with `on_violations(OnViolations::Moderate)` or `Override`"
+                ),
+                OnViolations::Moderate => write!(
+                    f,
+                    "the new validator of `{collection}` was applied with validationLevel moderate: {violations}; after migrating them, apply again for the declared level"
+                ),
+                _ => write!(
+                    f,
+                    "the new validator of `{collection}` was applied over existing data by request: {violations}; they fail their next update"
+                ),
+            },
             Warning::NotACollection { collection, kind } => write!(
                 f,
                 "`{collection}` is a {kind} on the server, not a collection; left alone"
@@ -210,12 +243,52 @@ impl fmt::Display for Warning {
     }
 }
 
+/// Existing documents that a new validator would reject.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Violations {
+    /// How many.
+    pub count: u64,
+    /// A few of their `_id`s.
+    pub sample_ids: Vec<Bson>,
+}
+
+impl fmt::Display for Violations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<String> = self.sample_ids.iter().map(ToString::to_string).collect();
+        write!(
+            f,
+            "{} existing document(s) violate it, e.g. _id {}",
+            self.count,
+            ids.join(", ")
+        )
+    }
+}
+
+/// What `apply` does when a validator change would reject existing documents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnViolations {
+    /// Leave the collection's validator as it is and report it (the default): nothing is
+    /// tightened over data that does not fit.
+    #[default]
+    Refuse,
+    /// Apply the new validator with `validationLevel: "moderate"`, so existing invalid documents
+    /// can still be updated while a migration fixes them; apply again afterwards for `strict`.
+    Moderate,
+    /// Apply the new validator as declared; the violating documents stay as they are and fail
+    /// their next update.
+    Override,
+}
+
 /// Choices that change what a plan contains.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PlanOptions {
     /// Drop indexes the schema does not declare (never `_id_`, never a conflicting one).
     pub drop_stale_indexes: bool,
+    /// What to do with a validator change that existing documents violate.
+    pub on_violations: OnViolations,
 }
 
 /// The actions that would bring the server to the schema, and what will be left alone.
@@ -299,6 +372,7 @@ impl Plan {
                 level: spec.validation_level,
                 action: spec.validation_action,
                 changes,
+                violations: None,
             });
         }
         let mut missing = Vec::new();
@@ -565,6 +639,7 @@ mod drop_tests {
             .any(|a| matches!(a, Action::DropIndex { .. })));
         let options = PlanOptions {
             drop_stale_indexes: true,
+            ..PlanOptions::default()
         };
         let plan = Plan::for_collection_with(&spec, Some(&observed), options);
         let dropped: Vec<&str> = plan

@@ -104,6 +104,24 @@ impl Schema {
         crate::sync::FanOut::new(edge, source).map(|f| f.command(&edge.holder))
     }
 
+    /// Audits a live database against the schema: per collection the largest documents
+    /// (`$bsonSize`) against 16 MiB and any above 1 MiB, arrays at or above 80% of their bound,
+    /// documents the current validator rejects, missing, unexpected and conflicting indexes;
+    /// copies that drifted from their source (a reconcile dry run); and collections the schema
+    /// does not know. Only reads. The result prints as a report section.
+    pub async fn audit(&self, db: &Database) -> Result<crate::AuditReport> {
+        self.audit_with_threshold(db, 1024 * 1024).await
+    }
+
+    /// [`Schema::audit`] flagging documents above `oversized_bytes`.
+    pub async fn audit_with_threshold(
+        &self,
+        db: &Database,
+        oversized_bytes: u64,
+    ) -> Result<crate::AuditReport> {
+        crate::audit::audit(self, db, oversized_bytes).await
+    }
+
     /// The change-stream worker of the `async` copies.
     pub fn sync_worker(&self, db: &Database) -> SyncWorker {
         SyncWorker::new(db.clone(), self.graph.clone())

@@ -3,7 +3,7 @@
 //! constraint fit the type?) are emitted as type-level checks by `gen::checks`.
 
 use quote::ToTokens;
-use syn::Type;
+use syn::{Ident, Type};
 
 use crate::ast::{Container, Data, Field, RefKind};
 use crate::attr::{IndexKey, KeyField};
@@ -32,6 +32,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
             );
         }
     }
+    check_bucket(cx, cont, derive);
     check_index_keys(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
 }
@@ -74,6 +75,81 @@ fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
             }
         }
     }
+}
+
+/// `#[bucket]`: a collection root whose named fields are a single reference to the parent, a
+/// bounded array of entries, a count and the first and last keys.
+fn check_bucket(cx: &Ctxt, cont: &Container, derive: Derive) {
+    let Some(bucket) = &cont.attrs.bucket else {
+        return;
+    };
+    if derive != Derive::Document {
+        cx.error_spanned_by(
+            &bucket.tokens,
+            "`#[bucket]` describes a collection of bucket documents: use `#[derive(Document)]`",
+        );
+        return;
+    }
+    let b = &bucket.value;
+    for ident in [&b.parent, &b.entries, &b.count, &b.first, &b.last]
+        .into_iter()
+        .flatten()
+    {
+        if bucket_field(cont, ident).is_none() {
+            cx.error_spanned_by(
+                ident,
+                format!(
+                    "no stored field `{}` in `{}`",
+                    crate::ast::unraw(ident),
+                    cont.ident
+                ),
+            );
+        }
+    }
+    if let Some(parent) = b
+        .parent
+        .as_ref()
+        .and_then(|p| bucket_field(cont, p).map(|f| (p, f)))
+    {
+        let single = parent
+            .1
+            .reference_shape()
+            .is_some_and(|s| s.kind != RefKind::Many);
+        if !single {
+            cx.error_spanned_by(
+                parent.0,
+                format!("`parent` is the bucket's `#[reference]` to its parent: mark `{}` with `#[reference]` (a `Ref<T>`)", crate::ast::unraw(parent.0)),
+            );
+        }
+    }
+    if let Some(entries) = b
+        .entries
+        .as_ref()
+        .and_then(|e| bucket_field(cont, e).map(|f| (e, f)))
+    {
+        let bounded = entries
+            .1
+            .attrs
+            .embed
+            .as_ref()
+            .is_some_and(|e| e.value.max.is_some())
+            && crate::ast::copy_shape(entries.1.ty).0 == RefKind::Many;
+        if !bounded {
+            cx.error_spanned_by(
+                entries.0,
+                format!(
+                    "`entries` is the bucket's bounded array: `#[embed(max = N)] {}: Vec<Entry>` (a bucket without a bound is the unbounded array again)",
+                    crate::ast::unraw(entries.0)
+                ),
+            );
+        }
+    }
+}
+
+pub fn bucket_field<'c, 'a>(cont: &'c Container<'a>, ident: &Ident) -> Option<&'c Field<'a>> {
+    let wanted = crate::ast::unraw(ident);
+    cont.stored_fields()
+        .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
 }
 
 /// `#[extended_ref]` and `#[subset]`: on a collection root, one relationship attribute per

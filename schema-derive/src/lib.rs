@@ -23,7 +23,16 @@ use syn::{parse_macro_input, DeriveInput};
 /// Derives `Document` (and `BsonSchema`) for a collection root. See the `mongo-schema` crate.
 #[proc_macro_derive(
     Document,
-    attributes(collection, index, embed, schema, reference, extended_ref, subset)
+    attributes(
+        collection,
+        index,
+        bucket,
+        embed,
+        schema,
+        reference,
+        extended_ref,
+        subset
+    )
 )]
 pub fn derive_document(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -36,7 +45,16 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 /// `mongo-schema` crate.
 #[proc_macro_derive(
     BsonSchema,
-    attributes(collection, index, embed, schema, reference, extended_ref, subset)
+    attributes(
+        collection,
+        index,
+        bucket,
+        embed,
+        schema,
+        reference,
+        extended_ref,
+        subset
+    )
 )]
 pub fn derive_bson_schema(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

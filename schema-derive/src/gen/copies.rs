@@ -239,10 +239,86 @@ fn count_stored(cont: &Container, count: Option<&Ident>) -> Option<String> {
         .map(|f| f.stored_name.clone())
 }
 
-/// `Subset` and `EmbeddedArray` constants, inside the struct's inherent impl.
+/// The stored names of a `#[bucket]`'s fields, and its bound and entry type.
+struct BucketFields<'a> {
+    parent: String,
+    entries: String,
+    count: String,
+    key: String,
+    first: String,
+    last: String,
+    max: u64,
+    element: &'a syn::Type,
+    count_ty: &'a syn::Type,
+}
+
+fn bucket_fields<'a>(cont: &'a Container) -> Option<BucketFields<'a>> {
+    let b = &cont.attrs.bucket.as_ref()?.value;
+    let field = |ident: &Option<Ident>| crate::check::bucket_field(cont, ident.as_ref()?);
+    let entries = field(&b.entries)?;
+    let count = field(&b.count)?;
+    Some(BucketFields {
+        parent: field(&b.parent)?.stored_name.clone(),
+        entries: entries.stored_name.clone(),
+        count: count.stored_name.clone(),
+        key: b.key.clone()?,
+        first: field(&b.first)?.stored_name.clone(),
+        last: field(&b.last)?.stored_name.clone(),
+        max: entries.attrs.embed.as_ref()?.value.max?,
+        element: copy_shape(entries.ty).1,
+        count_ty: count.ty,
+    })
+}
+
+/// The indexes of a `#[bucket]`: finding a parent's open bucket, and reading in key order.
+pub fn bucket_indexes(cont: &Container) -> TokenStream {
+    let private = private();
+    let Some(b) = bucket_fields(cont) else {
+        return TokenStream::new();
+    };
+    let (parent, count, last) = (&b.parent, &b.count, &b.last);
+    quote! {
+        .require_index(#private::IndexSpec::new({
+            let mut keys = #private::bson::Document::new();
+            keys.insert(#parent, 1_i32);
+            keys.insert(#count, 1_i32);
+            keys
+        }).reason(#private::IndexReason::Bucket { purpose: ::std::string::String::from("the open bucket of a parent") }))
+        .require_index(#private::IndexSpec::new({
+            let mut keys = #private::bson::Document::new();
+            keys.insert(#parent, 1_i32);
+            keys.insert(#last, 1_i32);
+            keys
+        }).reason(#private::IndexReason::Bucket { purpose: ::std::string::String::from("a parent's entries in key order") }))
+    }
+}
+
+/// `Subset`, `EmbeddedArray` and `Bucket` constants, inside the struct's inherent impl.
 pub fn consts(cont: &Container) -> TokenStream {
     let private = private();
     let mut out = TokenStream::new();
+    if let Some(b) = bucket_fields(cont) {
+        let BucketFields {
+            parent,
+            entries,
+            count,
+            key,
+            first,
+            last,
+            max,
+            element,
+            count_ty,
+        } = b;
+        let doc = format!(
+            "The `#[bucket]` of this collection: `append` an entry to a parent's open bucket (at most {max} entries each), read a parent's `entries` in `{key}` order."
+        );
+        out.extend(quote! {
+            #[doc = #doc]
+            pub const BUCKET: #private::Bucket<Self, #element> =
+                #private::Bucket::new(#parent, #entries, #max, #count, #key, #first, #last);
+        });
+        let _ = count_ty;
+    }
     for field in cont.stored_fields() {
         let Some(ident) = field.ident else { continue };
         let name = format_ident!("{}", unraw(ident).to_uppercase());
@@ -287,11 +363,16 @@ pub fn consts(cont: &Container) -> TokenStream {
     out
 }
 
-/// Type-level checks: a subset's preview is built `From<&Child>`.
+/// Type-level checks: a subset's preview is built `From<&Child>`; a bucket's count is a number.
 pub fn checks(cont: &Container) -> TokenStream {
     let private = private();
-    cont.stored_fields()
-        .filter_map(|field| {
+    let bucket = bucket_fields(cont).map(|b| {
+        let ty = b.count_ty;
+        quote_spanned!(ty.span()=> #private::require_counter::<#ty>();)
+    });
+    bucket
+        .into_iter()
+        .chain(cont.stored_fields().filter_map(|field| {
             let subset = &field.attrs.subset.as_ref()?.value;
             let child = subset.of.as_ref()?;
             let preview = copy_shape(field.ty).1;
@@ -301,7 +382,7 @@ pub fn checks(cont: &Container) -> TokenStream {
                     .stored_fields()
                     .find(|f| f.ident.is_some_and(|i| unraw(i) == wanted))?;
                 let ty = counter.ty;
-                Some(quote_spanned!(count.span()=> #private::require_number_like::<#ty>();))
+                Some(quote_spanned!(count.span()=> #private::require_counter::<#ty>();))
             });
             Some(
                 quote! {
@@ -314,6 +395,6 @@ pub fn checks(cont: &Container) -> TokenStream {
                 })
                 .collect::<TokenStream>(),
             )
-        })
+        }))
         .collect()
 }

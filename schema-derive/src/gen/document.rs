@@ -66,6 +66,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     });
     let references = crate::gen::relations::reference_specs(cont);
     let copies = crate::gen::copies::copy_specs(cont);
+    let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let has_fields = crate::gen::copies::has_field_impls(cont);
     let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
@@ -100,6 +101,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #shard_key
                     #references
                     #copies
+                    #buckets
             }
         }
         #identified

@@ -1,0 +1,330 @@
+//! The live audit: what in the database is growing toward its limits or has left the schema.
+
+use std::fmt;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::Database;
+
+use crate::plan::{Action, Plan, PlanOptions, Violations, Warning};
+use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES, TOKENS_COLLECTION};
+
+/// An array at or above 80% of its bound is reported.
+const PRESSURE: f64 = 0.8;
+const SAMPLES: i64 = 5;
+
+/// What [`Schema::audit`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct AuditReport {
+    /// One entry per collection of the schema.
+    pub collections: Vec<CollectionAudit>,
+    /// Collections in the database that the schema does not know.
+    pub unknown_collections: Vec<String>,
+    /// Copies that drifted from their source (a reconcile dry run).
+    pub drift: ReconcileReport,
+}
+
+/// The audit of one collection.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CollectionAudit {
+    /// Collection name.
+    pub collection: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Number of documents.
+    pub documents: u64,
+    /// The largest documents: `_id` and `$bsonSize`.
+    pub largest: Vec<(Bson, u64)>,
+    /// Documents larger than the audit's threshold.
+    pub oversized: Vec<(Bson, u64)>,
+    /// Arrays at or above 80% of their bound.
+    pub arrays_near_bound: Vec<ArrayPressure>,
+    /// Documents the collection's current validator (on the server) rejects.
+    pub invalid: Violations,
+    /// Indexes of the schema the server lacks (names).
+    pub missing_indexes: Vec<String>,
+    /// Indexes on the server the schema does not declare (names).
+    pub unexpected_indexes: Vec<String>,
+    /// Indexes whose options or names differ.
+    pub conflicting_indexes: Vec<String>,
+}
+
+/// An array that is filling up.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ArrayPressure {
+    /// Stored path.
+    pub path: String,
+    /// Its bound.
+    pub max: u64,
+    /// Documents whose array holds at least 80% of `max`.
+    pub documents: u64,
+    /// The fullest: `_id` and length.
+    pub fullest: Vec<(Bson, u64)>,
+}
+
+impl AuditReport {
+    /// Whether nothing needs attention.
+    pub fn is_clean(&self) -> bool {
+        self.unknown_collections.is_empty()
+            && self.drift.drifted() == 0
+            && self.collections.iter().all(|c| {
+                c.exists
+                    && c.oversized.is_empty()
+                    && c.arrays_near_bound.is_empty()
+                    && c.invalid.count == 0
+                    && c.missing_indexes.is_empty()
+                    && c.unexpected_indexes.is_empty()
+                    && c.conflicting_indexes.is_empty()
+            })
+    }
+
+    /// The audit of `collection`.
+    pub fn collection(&self, name: &str) -> Option<&CollectionAudit> {
+        self.collections.iter().find(|c| c.collection == name)
+    }
+}
+
+pub(crate) async fn audit(
+    schema: &Schema,
+    db: &Database,
+    oversized_bytes: u64,
+) -> Result<AuditReport> {
+    let observed = crate::apply::observe(db, schema.collections()).await?;
+    let plan = Plan::compute_with(
+        schema.collections(),
+        &observed,
+        PlanOptions {
+            drop_stale_indexes: true,
+            ..PlanOptions::default()
+        },
+    );
+    let mut report = AuditReport::default();
+    for spec in schema.collections() {
+        let mut audit = CollectionAudit {
+            collection: spec.name.clone(),
+            ..Default::default()
+        };
+        let Some(server) = observed.collection(&spec.name) else {
+            report.collections.push(audit);
+            continue;
+        };
+        audit.exists = true;
+        let coll = db.collection::<BsonDocument>(&spec.name);
+        audit.documents = coll.estimated_document_count().await?;
+        let largest: Vec<BsonDocument> = coll
+            .aggregate([
+                doc! { "$project": { "size": { "$bsonSize": "$$ROOT" } } },
+                doc! { "$sort": { "size": -1 } },
+                doc! { "$limit": 3 },
+            ])
+            .await?
+            .try_collect()
+            .await?;
+        audit.largest = largest
+            .iter()
+            .map(|d| {
+                (
+                    d.get("_id").cloned().unwrap_or(Bson::Null),
+                    size(d.get("size")),
+                )
+            })
+            .collect();
+        let oversized: Vec<BsonDocument> = coll
+            .aggregate([
+                doc! { "$project": { "size": { "$bsonSize": "$$ROOT" } } },
+                doc! { "$match": { "size": { "$gt": oversized_bytes as i64 } } },
+                doc! { "$sort": { "size": -1 } },
+                doc! { "$limit": SAMPLES },
+            ])
+            .await?
+            .try_collect()
+            .await?;
+        audit.oversized = oversized
+            .iter()
+            .map(|d| {
+                (
+                    d.get("_id").cloned().unwrap_or(Bson::Null),
+                    size(d.get("size")),
+                )
+            })
+            .collect();
+        for (path, max) in bounded_arrays(&spec.validator) {
+            let threshold = ((max as f64) * PRESSURE).ceil() as i64;
+            let length = doc! { "$size": { "$ifNull": [format!("${path}"), []] } };
+            let pressing = doc! { "$expr": { "$gte": [length.clone(), threshold] } };
+            let documents = coll.count_documents(pressing.clone()).await?;
+            if documents == 0 {
+                continue;
+            }
+            let fullest: Vec<BsonDocument> = coll
+                .aggregate([
+                    doc! { "$match": pressing },
+                    doc! { "$project": { "n": length } },
+                    doc! { "$sort": { "n": -1 } },
+                    doc! { "$limit": SAMPLES },
+                ])
+                .await?
+                .try_collect()
+                .await?;
+            audit.arrays_near_bound.push(ArrayPressure {
+                path,
+                max,
+                documents,
+                fullest: fullest
+                    .iter()
+                    .map(|d| {
+                        (
+                            d.get("_id").cloned().unwrap_or(Bson::Null),
+                            size(d.get("n")),
+                        )
+                    })
+                    .collect(),
+            });
+        }
+        if let Some(validator) = &server.validator {
+            audit.invalid = crate::apply::violations(db, &spec.name, validator).await?;
+        }
+        for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
+            match action {
+                Action::CreateIndexes { indexes, .. } => audit
+                    .missing_indexes
+                    .extend(indexes.iter().map(|i| i.name.clone())),
+                Action::DropIndex { name, .. } => audit.unexpected_indexes.push(name.clone()),
+                _ => {}
+            }
+        }
+        for warning in &plan.warnings {
+            if let Warning::IndexConflict {
+                collection, wanted, ..
+            } = warning
+            {
+                if *collection == spec.name {
+                    audit.conflicting_indexes.push(wanted.name.clone());
+                }
+            }
+        }
+        report.collections.push(audit);
+    }
+    let names: Vec<String> = db.list_collection_names().await?;
+    report.unknown_collections = names
+        .into_iter()
+        .filter(|n| {
+            !n.starts_with("system.") && n != TOKENS_COLLECTION && schema.collection(n).is_none()
+        })
+        .collect();
+    report.unknown_collections.sort();
+    report.drift = schema.reconcile(db, true).await?;
+    Ok(report)
+}
+
+fn size(value: Option<&Bson>) -> u64 {
+    match value {
+        Some(Bson::Int32(v)) => *v as u64,
+        Some(Bson::Int64(v)) => *v as u64,
+        Some(Bson::Double(v)) => *v as u64,
+        _ => 0,
+    }
+}
+
+/// Top-level arrays of a validator with their `maxItems`.
+fn bounded_arrays(validator: &BsonDocument) -> Vec<(String, u64)> {
+    let Ok(properties) = validator
+        .get_document("$jsonSchema")
+        .and_then(|s| s.get_document("properties"))
+    else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter_map(|(name, property)| {
+            let property = property.as_document()?;
+            let is_array = match property.get("bsonType") {
+                Some(Bson::String(t)) => t == "array",
+                Some(Bson::Array(ts)) => ts.iter().any(|t| t.as_str() == Some("array")),
+                _ => false,
+            };
+            let max = match property.get("maxItems")? {
+                Bson::Int32(v) => *v as u64,
+                Bson::Int64(v) => *v as u64,
+                _ => return None,
+            };
+            is_array.then(|| (name.clone(), max))
+        })
+        .collect()
+}
+
+impl fmt::Display for AuditReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "## Audit\n")?;
+        for c in &self.collections {
+            if !c.exists {
+                writeln!(f, "- `{}`: missing (apply creates it)", c.collection)?;
+                continue;
+            }
+            writeln!(f, "- `{}`: {} documents", c.collection, c.documents)?;
+            if let Some((id, bytes)) = c.largest.first() {
+                writeln!(
+                    f,
+                    "  - largest: {} (_id {id}), {:.2}% of 16 MiB",
+                    human_bytes(*bytes),
+                    *bytes as f64 / MAX_DOCUMENT_BYTES as f64 * 100.0
+                )?;
+            }
+            for (id, bytes) in &c.oversized {
+                writeln!(f, "  - OVERSIZED: _id {id} is {}", human_bytes(*bytes))?;
+            }
+            for a in &c.arrays_near_bound {
+                let (id, n) = a.fullest.first().cloned().unwrap_or((Bson::Null, 0));
+                writeln!(
+                    f,
+                    "  - `{}` near its bound of {}: {} document(s) at 80% or more, fullest _id {id} with {n}",
+                    a.path, a.max, a.documents
+                )?;
+            }
+            if c.invalid.count > 0 {
+                writeln!(f, "  - fails the current validator: {}", c.invalid)?;
+            }
+            if !c.missing_indexes.is_empty() {
+                writeln!(f, "  - missing indexes: {}", c.missing_indexes.join(", "))?;
+            }
+            if !c.unexpected_indexes.is_empty() {
+                writeln!(
+                    f,
+                    "  - indexes the schema does not declare: {}",
+                    c.unexpected_indexes.join(", ")
+                )?;
+            }
+            if !c.conflicting_indexes.is_empty() {
+                writeln!(
+                    f,
+                    "  - indexes with other options: {}",
+                    c.conflicting_indexes.join(", ")
+                )?;
+            }
+        }
+        if !self.unknown_collections.is_empty() {
+            writeln!(
+                f,
+                "- collections the schema does not know: {}",
+                self.unknown_collections.join(", ")
+            )?;
+        }
+        for edge in self.drift.edges.iter().filter(|e| e.drifted > 0) {
+            writeln!(
+                f,
+                "- drifted copies: {} ({}): {} of {} holders",
+                edge.copy,
+                edge.strategy.map_or("?", |s| s.as_str()),
+                edge.drifted,
+                edge.checked
+            )?;
+        }
+        if self.is_clean() {
+            writeln!(f, "- nothing needs attention")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! The bucket pattern (seed 000, "Use Subsets or Buckets"): a parent's entries stored in bounded
+//! bucket documents, appended with one upsert and read in key order across buckets.
+
+use std::marker::PhantomData;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::Database;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::{Document, Error, Ref, Result};
+
+/// `#[bucket(parent = .., entries = .., count = .., key = "..", first = .., last = ..)]` on a
+/// collection root, as the constant `BUCKET`: the stored names of the bucket's fields.
+#[derive(Debug)]
+pub struct Bucket<B, E> {
+    parent: &'static str,
+    entries: &'static str,
+    max: u64,
+    count: &'static str,
+    key: &'static str,
+    first: &'static str,
+    last: &'static str,
+    types: PhantomData<fn() -> (B, E)>,
+}
+
+/// Where a read of a parent's entries continues: the last entry's key, its bucket and position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntryCursor {
+    /// The entry's key.
+    pub key: Bson,
+    /// Its bucket's `_id`.
+    pub bucket: Bson,
+    /// Its position in the bucket.
+    pub position: i64,
+}
+
+/// A page of entries in key order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryPage<E> {
+    /// The entries.
+    pub items: Vec<E>,
+    /// Where the next page starts, `None` after the last.
+    pub next: Option<EntryCursor>,
+}
+
+impl<B, E> Bucket<B, E> {
+    /// Used by generated code.
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        parent: &'static str,
+        entries: &'static str,
+        max: u64,
+        count: &'static str,
+        key: &'static str,
+        first: &'static str,
+        last: &'static str,
+    ) -> Self {
+        Bucket {
+            parent,
+            entries,
+            max,
+            count,
+            key,
+            first,
+            last,
+            types: PhantomData,
+        }
+    }
+
+    /// At most this many entries per bucket.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+}
+
+impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
+    /// The upsert that appends `entry` to the parent's open bucket (one with fewer than `max`
+    /// entries), or starts a new bucket: `{ parent, count: { $lt: max } }` + `$push` + `$inc`,
+    /// and `$min`/`$max` of the key into `first`/`last`.
+    pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
+        let entry = mongodb::bson::to_bson(entry).map_err(mongodb::error::Error::from)?;
+        let key = entry
+            .as_document()
+            .and_then(|e| e.get(self.key))
+            .cloned()
+            .ok_or_else(|| {
+                Error::Driver(mongodb::error::Error::custom(format!(
+                    "a bucket entry has no `{}`",
+                    self.key
+                )))
+            })?;
+        let filter = doc! { self.parent: parent, self.count: { "$lt": self.max as i64 } };
+        let update = doc! {
+            "$push": { self.entries: entry },
+            "$inc": { self.count: 1_i64 },
+            "$min": { self.first: key.clone() },
+            "$max": { self.last: key },
+        };
+        Ok((filter, update))
+    }
+
+    /// Appends `entry` to `parent`'s open bucket with one upsert. Concurrent appenders never
+    /// overfill a bucket: the update re-checks `count < max` atomically, and a full bucket makes
+    /// the upsert start a new one.
+    pub async fn append<P: Document>(&self, db: &Database, parent: &Ref<P>, entry: &E) -> Result<()>
+    where
+        P::Id: Serialize,
+    {
+        let (filter, update) = self.append_update(parent.to_bson(), entry)?;
+        db.collection::<BsonDocument>(B::COLLECTION)
+            .update_one(filter, update)
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    /// The aggregation that reads a page of `parent`'s entries in key order after `after`:
+    /// only buckets whose `last` key reaches the cursor are opened (index `{ parent, last }`).
+    pub fn page_pipeline(
+        &self,
+        parent: Bson,
+        after: Option<&EntryCursor>,
+        limit: i64,
+    ) -> Vec<BsonDocument> {
+        let mut bucket_filter = doc! { self.parent: parent };
+        let entry = format!("${}", self.entries);
+        let key = format!("{}.{}", self.entries, self.key);
+        let mut pipeline = Vec::new();
+        if let Some(after) = after {
+            bucket_filter.insert(self.last, doc! { "$gte": after.key.clone() });
+        }
+        pipeline.push(doc! { "$match": bucket_filter });
+        pipeline.push(doc! { "$unwind": { "path": entry, "includeArrayIndex": "__position" } });
+        if let Some(after) = after {
+            pipeline.push(doc! { "$match": { "$or": [
+                { key.as_str(): { "$gt": after.key.clone() } },
+                { key.as_str(): after.key.clone(), "_id": { "$gt": after.bucket.clone() } },
+                { key.as_str(): after.key.clone(), "_id": after.bucket.clone(), "__position": { "$gt": after.position } },
+            ] } });
+        }
+        pipeline.push(doc! { "$sort": { key.as_str(): 1, "_id": 1, "__position": 1 } });
+        pipeline.push(doc! { "$limit": limit });
+        pipeline.push(doc! { "$project": { "_id": 1, "__position": 1, self.entries: 1 } });
+        pipeline
+    }
+
+    /// A page of `parent`'s entries in key order (ties by bucket and position), continuing
+    /// after `after`.
+    pub async fn entries<P: Document>(
+        &self,
+        db: &Database,
+        parent: &Ref<P>,
+        after: Option<&EntryCursor>,
+        limit: i64,
+    ) -> Result<EntryPage<E>>
+    where
+        P::Id: Serialize,
+    {
+        let rows: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(B::COLLECTION)
+            .aggregate(self.page_pipeline(parent.to_bson(), after, limit))
+            .await?
+            .try_collect()
+            .await?;
+        let mut items = Vec::with_capacity(rows.len());
+        let mut next = None;
+        for row in &rows {
+            let entry = row.get(self.entries).cloned().unwrap_or(Bson::Null);
+            next = Some(EntryCursor {
+                key: entry
+                    .as_document()
+                    .and_then(|e| e.get(self.key))
+                    .cloned()
+                    .unwrap_or(Bson::Null),
+                bucket: row.get("_id").cloned().unwrap_or(Bson::Null),
+                position: match row.get("__position") {
+                    Some(Bson::Int64(p)) => *p,
+                    Some(Bson::Int32(p)) => i64::from(*p),
+                    _ => 0,
+                },
+            });
+            items.push(mongodb::bson::from_bson(entry).map_err(mongodb::error::Error::from)?);
+        }
+        if (rows.len() as i64) < limit {
+            next = None;
+        }
+        Ok(EntryPage { items, next })
+    }
+}
