@@ -74,7 +74,8 @@
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
-//!   on the count) in one transaction, or as two writes repaired by `rebuild`.
+//!   on the count) in one transaction, or as two writes repaired by `rebuild`; `add_with` keeps
+//!   several subsets of the same child in that one transaction.
 //! - Every `#[embed(max = N)]` array of a collection root has a constant `Struct::FIELD`
 //!   ([`EmbeddedArray`]) whose pushes keep the bound: with `cap`, `$slice: -N`.
 //!

@@ -632,6 +632,8 @@ pub struct Thread {
     #[subset(of = Post, max = 3, sort = "-at", count = "post_count")]
     pub latest: Vec<PostPreview>,
     pub post_count: i64,
+    #[subset(of = Post, max = 1, sort = "-at")]
+    pub newest: Option<PostPreview>,
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -675,6 +677,7 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
         id: ObjectId::new(),
         latest: vec![],
         post_count: 0,
+        newest: None,
     };
     Thread::collection(&db).insert_one(&thread).await.unwrap();
     let ana = customer("Ana");
@@ -693,7 +696,11 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
                     at,
                     writer: w,
                 };
-                Thread::LATEST.add(&db, &post).await.unwrap();
+                // two subsets of the same child, one insert, one transaction
+                Thread::LATEST
+                    .add_with(&db, &post, &[&Thread::NEWEST])
+                    .await
+                    .unwrap();
                 let message = Message {
                     id: ObjectId::new(),
                     ticket_id: ticket_ref,

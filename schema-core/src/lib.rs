@@ -51,7 +51,7 @@ pub use relation::{
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
-pub use subset::{EmbeddedArray, PushOutcome, Subset};
+pub use subset::{EmbeddedArray, ParentUpdate, PushOutcome, Subset, SubsetOf};
 pub use sync::{EdgeReconcile, ReconcileReport, SourceUpdate};
 pub use validation::{RuleFailure, ValidationError};
 pub use worker::{SyncWorker, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};

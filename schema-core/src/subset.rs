@@ -32,6 +32,43 @@ pub struct Subset<P, C, V> {
 /// The types a `Subset` relates, without owning any.
 type Types<P, C, V> = fn() -> (P, C, V);
 
+/// The parent update one subset needs when a child is added: lets [`Subset::add_with`] keep
+/// several subsets of the same child (say the last message and the three newest) in one
+/// transaction, with the child inserted once.
+pub trait SubsetOf<C> {
+    /// The parent collection, the parent's id, an optional condition and the update.
+    fn parent_update(&self, child: &C) -> Result<ParentUpdate>;
+}
+
+/// What [`SubsetOf::parent_update`] returns.
+#[derive(Debug, Clone)]
+pub struct ParentUpdate {
+    parents: &'static str,
+    parent: Bson,
+    condition: Option<BsonDocument>,
+    update: BsonDocument,
+    count: Option<&'static str>,
+}
+
+impl<P, C, V> SubsetOf<C> for Subset<P, C, V>
+where
+    P: Document,
+    C: Document + Serialize + DeserializeOwned,
+    V: for<'c> From<&'c C> + Serialize,
+{
+    fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
+        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
+        Ok(ParentUpdate {
+            parents: P::COLLECTION,
+            parent: self.parent_of(&raw)?,
+            condition,
+            update,
+            count: self.count,
+        })
+    }
+}
+
 impl<P, C, V> Subset<P, C, V> {
     /// Used by generated code.
     pub const fn new(
@@ -101,31 +138,46 @@ where
 
     /// Inserts `child` and updates its parent's subset and count in one transaction (seed 003:
     /// "if the queue must never show a preview that disagrees with the thread"), retried on
-    /// write conflicts.
+    /// write conflicts. When the parent keeps several subsets of the same child, use
+    /// [`Subset::add_with`] so the child is inserted once.
     pub async fn add(&self, db: &Database, child: &C) -> Result<()> {
+        self.add_with(db, child, &[]).await
+    }
+
+    /// Like [`Subset::add`], also applying the updates of `others`, the other subsets of the
+    /// same child (`Ticket::LAST_MESSAGE.add_with(&db, &message, &[&Ticket::RECENT])`), in the
+    /// same transaction.
+    pub async fn add_with(
+        &self,
+        db: &Database,
+        child: &C,
+        others: &[&(dyn SubsetOf<C> + Sync)],
+    ) -> Result<()> {
         let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
-        let parent = self.parent_of(&raw)?;
-        let preview = to_bson(&V::from(child))?;
-        let (condition, update) = self.update_for_bson(preview);
-        let count = self.count;
+        let mut updates = vec![self.parent_update(child)?];
+        for other in others {
+            updates.push(other.parent_update(child)?);
+        }
         in_transaction(db, |session| {
-            let (db, raw, parent) = (db.clone(), raw.clone(), parent.clone());
-            let (condition, update) = (condition.clone(), update.clone());
+            let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
             Box::pin(async move {
                 db.collection::<BsonDocument>(C::COLLECTION)
                     .insert_one(raw)
                     .session(&mut *session)
                     .await?;
-                update_parent(
-                    &db,
-                    P::COLLECTION,
-                    parent,
-                    condition,
-                    update,
-                    count,
-                    Some(session),
-                )
-                .await
+                for u in updates {
+                    update_parent(
+                        &db,
+                        u.parents,
+                        u.parent,
+                        u.condition,
+                        u.update,
+                        u.count,
+                        Some(&mut *session),
+                    )
+                    .await?;
+                }
+                Ok(())
             })
         })
         .await?;
