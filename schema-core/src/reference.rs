@@ -52,6 +52,11 @@ impl<T: Document> Ref<T> {
     }
 
     /// The id as BSON, as it is stored.
+    ///
+    /// # Panics
+    ///
+    /// If the id type does not serialize to BSON (a `u64` above `i64::MAX`): such an id could not
+    /// have been stored either.
     pub fn to_bson(&self) -> Bson
     where
         T::Id: Serialize,

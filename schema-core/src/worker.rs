@@ -1,5 +1,5 @@
 //! The `async` strategy: a change-stream consumer that applies `updateMany` to the copies after
-//! their source changes, persisting its resume token after each applied change.
+//! their source changes, persisting its resume token after each applied batch of changes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +18,9 @@ use crate::{Result, SyncGraph};
 
 /// The collection, in the application's database, where workers keep their resume tokens.
 pub const TOKENS_COLLECTION: &str = "mongo_schema_sync";
+
+/// At most this many changes are applied between two saves of the resume token.
+const TOKEN_BATCH: usize = 100;
 
 /// Server codes that mean a stored resume token can no longer be used.
 const UNRESUMABLE: [i32; 5] = [
@@ -232,20 +235,37 @@ impl SyncWorker {
                     "change stream ended",
                 )));
             };
-            let event = event?;
-            WorkerStats::add(&stats.events, 1);
-            if self.apply(&event, stats).await? {
-                WorkerStats::add(&stats.applied, 1);
-                if let Some(wall) = event.wall_time {
-                    let lag = (mongodb::bson::DateTime::now().timestamp_millis()
-                        - wall.timestamp_millis())
-                    .max(0) as u64;
-                    stats.last_lag_ms.store(lag, Ordering::Relaxed);
-                    stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            self.handle(&event?, stats).await?;
+            // apply what the server has already sent, then save the token once for the batch:
+            // a crash re-applies at most one batch, and the rewrites are idempotent
+            for _ in 1..TOKEN_BATCH {
+                match stream.next_if_any().await? {
+                    Some(event) => self.handle(&event, stats).await?,
+                    None => break,
                 }
             }
             self.save_token(stream.resume_token()).await?;
         }
+    }
+
+    /// Counts and applies one change, measuring the lag of applied ones.
+    async fn handle(
+        &self,
+        event: &ChangeStreamEvent<BsonDocument>,
+        stats: &WorkerStats,
+    ) -> Result<()> {
+        WorkerStats::add(&stats.events, 1);
+        if self.apply(event, stats).await? {
+            WorkerStats::add(&stats.applied, 1);
+            if let Some(wall) = event.wall_time {
+                let lag = (mongodb::bson::DateTime::now().timestamp_millis()
+                    - wall.timestamp_millis())
+                .max(0) as u64;
+                stats.last_lag_ms.store(lag, Ordering::Relaxed);
+                stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            }
+        }
+        Ok(())
     }
 
     /// Applies one change to the copies it concerns; `false` when no copied field changed.
