@@ -563,3 +563,63 @@ async fn relationship_indexes_are_created_once_and_stale_ones_dropped_only_on_re
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test]
+async fn pages_on_a_key_that_is_not_unique_return_every_tied_child_once() {
+    let db = applied("ref_ties").await;
+    let ticket = Ticket {
+        id: ObjectId::new(),
+        subject: "ties".into(),
+        assignee_id: None,
+    };
+    Ticket::collection(&db).insert_one(&ticket).await.unwrap();
+    let at = DateTime::now();
+    // 7 messages at the same instant, then 3 later: pages of 3 cross the tie
+    let mut messages: Vec<Message> = (0..10)
+        .map(|i| Message {
+            id: ObjectId::new(),
+            ticket_id: ticket.to_ref(),
+            body: format!("m{i}"),
+            at: if i < 7 {
+                at
+            } else {
+                DateTime::from_millis(at.timestamp_millis() + i)
+            },
+        })
+        .collect();
+    Message::collection(&db)
+        .insert_many(&messages)
+        .await
+        .unwrap();
+    messages.sort_by_key(|m| (m.at, m.id));
+    let mut read = Vec::new();
+    let mut page = Message::TICKET_ID.page(&ticket.to_ref()).limit(3);
+    loop {
+        let result = page.fetch(&db).await.unwrap();
+        read.extend(result.items.into_iter().map(|m| m.id));
+        match result.next {
+            Some(next) => {
+                page = Message::TICKET_ID
+                    .page(&ticket.to_ref())
+                    .limit(3)
+                    .after(next);
+                let ties = page
+                    .tie_filter()
+                    .expect("a non-unique key reads its ties first");
+                assert_indexed(
+                    &db,
+                    "tied children",
+                    doc! { "find": "messages", "filter": ties, "sort": page.sort() },
+                    3,
+                )
+                .await;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        read,
+        messages.iter().map(|m| m.id).collect::<Vec<_>>(),
+        "every child once, in (at, _id) order"
+    );
+}

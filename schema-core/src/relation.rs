@@ -379,29 +379,35 @@ impl<F: Document> ChildPage<F> {
         self
     }
 
-    /// The filter: the parent, and after the cursor.
+    /// The filter: the parent, and keys after the cursor's. Every predicate is on the page's
+    /// index (`{ reference, key }`, or `{ reference, key, _id }` when the key is not unique), so
+    /// any planner serves it from the index alone; the children that share the cursor's key are
+    /// read first with [`ChildPage::tie_filter`].
     pub fn filter(&self) -> BsonDocument {
-        let key = self.order.field;
-        let op = if self.order.direction < 0 {
+        let mut filter = doc! { self.field: self.parent.clone() };
+        if let Some(after) = &self.after {
+            filter.insert(self.order.field, doc! { self.op(): after.key.clone() });
+        }
+        filter
+    }
+
+    /// For a key that is not unique, after a cursor: the remaining children with the cursor's
+    /// own key (`_id` after the cursor's).
+    pub fn tie_filter(&self) -> Option<BsonDocument> {
+        let after = self.after.as_ref().filter(|_| !self.order.unique)?;
+        Some(doc! {
+            self.field: self.parent.clone(),
+            self.order.field: after.key.clone(),
+            "_id": { self.op(): after.id.clone() },
+        })
+    }
+
+    fn op(&self) -> &'static str {
+        if self.order.direction < 0 {
             "$lt"
         } else {
             "$gt"
-        };
-        let mut filter = doc! { self.field: self.parent.clone() };
-        if let Some(after) = &self.after {
-            if self.order.unique {
-                filter.insert(key, doc! { op: after.key.clone() });
-            } else {
-                filter.insert(
-                    "$or",
-                    vec![
-                        doc! { key: { op: after.key.clone() } },
-                        doc! { key: after.key.clone(), "_id": { op: after.id.clone() } },
-                    ],
-                );
-            }
         }
-        filter
     }
 
     /// The sort: the index order after the reference (plus `_id` when the key is not unique).
@@ -423,14 +429,28 @@ impl<F: Document> ChildPage<F> {
     where
         F: DeserializeOwned,
     {
-        let raw: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(self.collection)
-            .find(self.filter())
-            .sort(self.sort())
-            .limit(self.limit)
-            .await?
-            .try_collect()
-            .await?;
+        let children = db.collection::<BsonDocument>(self.collection);
+        let mut raw: Vec<BsonDocument> = Vec::new();
+        if let Some(ties) = self.tie_filter() {
+            raw = children
+                .find(ties)
+                .sort(self.sort())
+                .limit(self.limit)
+                .await?
+                .try_collect()
+                .await?;
+        }
+        let rest = self.limit - raw.len() as i64;
+        if rest > 0 {
+            let more: Vec<BsonDocument> = children
+                .find(self.filter())
+                .sort(self.sort())
+                .limit(rest)
+                .await?
+                .try_collect()
+                .await?;
+            raw.extend(more);
+        }
         let next = match raw.last() {
             Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
                 key: lookup_path(last, self.order.field).unwrap_or(Bson::Null),

@@ -45,9 +45,54 @@ pub trait SubsetOf<C> {
 pub struct ParentUpdate {
     parents: &'static str,
     parent: Bson,
-    condition: Option<BsonDocument>,
     update: BsonDocument,
     count: Option<&'static str>,
+    guard: Option<Guard>,
+}
+
+/// For a subset of one (`$set`): replace the preview only if it is not newer than this one.
+#[derive(Debug, Clone)]
+struct Guard {
+    path: &'static str,
+    key: &'static str,
+    value: Bson,
+    descending: bool,
+}
+
+impl Guard {
+    /// Whether the parent's current preview (`None`: none) may be replaced.
+    fn admits(&self, current: Option<&Bson>) -> bool {
+        let Some(Bson::Document(preview)) = current else {
+            return true;
+        };
+        let Some(existing) = preview.get(self.key) else {
+            return true;
+        };
+        match compare(existing, &self.value) {
+            Some(order) if self.descending => order != std::cmp::Ordering::Greater,
+            Some(order) => order != std::cmp::Ordering::Less,
+            None => true,
+        }
+    }
+}
+
+/// The order of two BSON values of the kinds a sort key has.
+fn compare(a: &Bson, b: &Bson) -> Option<std::cmp::Ordering> {
+    let number = |v: &Bson| match v {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(n) => Some(*n),
+        _ => None,
+    };
+    match (a, b) {
+        (Bson::DateTime(a), Bson::DateTime(b)) => Some(a.cmp(b)),
+        (Bson::String(a), Bson::String(b)) => Some(a.cmp(b)),
+        (Bson::ObjectId(a), Bson::ObjectId(b)) => Some(a.cmp(b)),
+        (Bson::Timestamp(a), Bson::Timestamp(b)) => {
+            Some((a.time, a.increment).cmp(&(b.time, b.increment)))
+        }
+        _ => number(a)?.partial_cmp(&number(b)?),
+    }
 }
 
 impl<P, C, V> SubsetOf<C> for Subset<P, C, V>
@@ -58,13 +103,24 @@ where
 {
     fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
         let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
-        let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
+        let preview = to_bson(&V::from(child))?;
+        let guard = (self.max == 1).then(|| Guard {
+            path: self.path,
+            key: self.sort_field,
+            value: preview
+                .as_document()
+                .and_then(|p| p.get(self.sort_field))
+                .cloned()
+                .unwrap_or(Bson::Null),
+            descending: self.sort_direction < 0,
+        });
+        let (_, update) = self.update_for_bson(preview);
         Ok(ParentUpdate {
             parents: P::COLLECTION,
             parent: self.parent_of(&raw)?,
-            condition,
             update,
             count: self.count,
+            guard,
         })
     }
 }
@@ -166,16 +222,7 @@ where
                     .session(&mut *session)
                     .await?;
                 for u in updates {
-                    update_parent(
-                        &db,
-                        u.parents,
-                        u.parent,
-                        u.condition,
-                        u.update,
-                        u.count,
-                        Some(&mut *session),
-                    )
-                    .await?;
+                    update_parent_in(&db, u, &mut *session).await?;
                 }
                 Ok(())
             })
@@ -194,16 +241,7 @@ where
             .insert_one(raw)
             .await?;
         let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
-        update_parent(
-            db,
-            P::COLLECTION,
-            parent,
-            condition,
-            update,
-            self.count,
-            None,
-        )
-        .await
+        update_parent(db, P::COLLECTION, parent, condition, update, self.count).await
     }
 
     fn update_for_bson(&self, preview: Bson) -> (Option<BsonDocument>, BsonDocument) {
@@ -393,8 +431,42 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
     }
 }
 
-/// Applies a subset update to the parent; an older preview than the one there (the condition
-/// does not match) changes only the count.
+/// Inside a transaction: reads the parent's current preview by `_id`, then updates by `_id`
+/// alone, so both are served by the `_id` index whatever the planner (a conflicting concurrent
+/// writer aborts the transaction, which is retried). An older preview than the one there changes
+/// only the count.
+async fn update_parent_in(
+    db: &Database,
+    u: ParentUpdate,
+    session: &mut ClientSession,
+) -> Result<()> {
+    let parents = db.collection::<BsonDocument>(u.parents);
+    let admitted = match &u.guard {
+        None => true,
+        Some(guard) => {
+            let current = parents
+                .find_one(doc! { "_id": u.parent.clone() })
+                .projection(doc! { guard.path: 1 })
+                .session(&mut *session)
+                .await?;
+            guard.admits(current.as_ref().and_then(|c| c.get(guard.path)))
+        }
+    };
+    let update = match (admitted, u.count) {
+        (true, _) => u.update,
+        (false, Some(count)) => doc! { "$inc": { count: 1_i64 } },
+        (false, None) => return Ok(()),
+    };
+    parents
+        .update_one(doc! { "_id": u.parent }, update)
+        .session(&mut *session)
+        .await?;
+    Ok(())
+}
+
+/// Without a transaction: one conditional update (the guard in the filter, so concurrent
+/// writers cannot replace a newer preview with an older one); an older preview than the one there
+/// changes only the count.
 async fn update_parent(
     db: &Database,
     parents: &str,
@@ -402,24 +474,17 @@ async fn update_parent(
     condition: Option<BsonDocument>,
     update: BsonDocument,
     count: Option<&'static str>,
-    mut session: Option<&mut ClientSession>,
 ) -> Result<()> {
     let parents = db.collection::<BsonDocument>(parents);
     let mut filter = doc! { "_id": parent.clone() };
     if let Some(condition) = condition {
         filter.extend(condition);
     }
-    let action = parents.update_one(filter, update);
-    let result = match session.as_deref_mut() {
-        Some(s) => action.session(s).await?,
-        None => action.await?,
-    };
+    let result = parents.update_one(filter, update).await?;
     if let (0, Some(count)) = (result.matched_count, count) {
-        let action = parents.update_one(doc! { "_id": parent }, doc! { "$inc": { count: 1_i64 } });
-        match session {
-            Some(s) => action.session(s).await?,
-            None => action.await?,
-        };
+        parents
+            .update_one(doc! { "_id": parent }, doc! { "$inc": { count: 1_i64 } })
+            .await?;
     }
     Ok(())
 }

@@ -282,14 +282,15 @@ pub(crate) async fn reconcile(
             ..Default::default()
         };
         let holders = db.collection::<BsonDocument>(&edge.holder);
-        let id_path = edge.copy.id_path();
         // batches in `_id` order, continuing after the last one: the `_id` index serves them
         let mut after: Option<Bson> = None;
         loop {
-            let mut filter = doc! { id_path.as_str(): { "$exists": true } };
-            if let Some(last) = &after {
-                filter.insert("_id", doc! { "$gt": last.clone() });
-            }
+            // `_id` alone in the filter, so the `_id` index serves every batch on any planner;
+            // holders without a copy are skipped below
+            let filter = match &after {
+                Some(last) => doc! { "_id": { "$gt": last.clone() } },
+                None => doc! {},
+            };
             let batch: Vec<BsonDocument> = holders
                 .find(filter)
                 .projection(doc! { edge.copy.path.as_str(): 1 })
