@@ -81,6 +81,7 @@ fn main() {
     );
     assert!(matches!(&spec.indexes[1].reasons[..], [IndexReason::Reference { target, .. }] if target == "customers"));
     assert_eq!(spec.references.len(), 3);
+    assert_eq!(Ticket::references(), spec.references, "generated without building the validator");
     assert_eq!(spec.references[2].max, Some(20));
 
     // one index serves the shard key and the keyset pages of a ticket's messages (`at` is not

@@ -68,6 +68,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let copies = crate::gen::copies::copy_specs(cont);
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
+    let references_fn = crate::gen::relations::references_fn(cont);
     let has_fields = crate::gen::copies::has_field_impls(cont);
     let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
     let id_type = match id_field {
@@ -103,6 +104,8 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #copies
                     #buckets
             }
+
+            #references_fn
         }
         #identified
         #relation_consts
