@@ -453,7 +453,7 @@ impl<F: Document> ChildPage<F> {
         }
         let next = match raw.last() {
             Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
-                key: lookup_path(last, self.order.field).unwrap_or(Bson::Null),
+                key: crate::sync::get_path(last, self.order.field).unwrap_or(Bson::Null),
                 id: last.get("_id").cloned().unwrap_or(Bson::Null),
             }),
             _ => None,
@@ -465,14 +465,6 @@ impl<F: Document> ChildPage<F> {
             .map_err(mongodb::error::Error::from)?;
         Ok(Page { items, next })
     }
-}
-
-fn lookup_path(doc: &BsonDocument, path: &str) -> Option<Bson> {
-    let mut current = Bson::Document(doc.clone());
-    for segment in path.split('.') {
-        current = current.as_document()?.get(segment)?.clone();
-    }
-    Some(current)
 }
 
 /// The documents of a batch of references, fetched with one `$in` query.

@@ -203,15 +203,14 @@ impl SchemaBuilder {
                         ));
                     }
                 }
+                // the second index with a name reports it; later ones do not repeat it
+                let same_name = |other: &&crate::IndexSpec| other.name == index.name;
                 if spec
                     .indexes
                     .iter()
-                    .filter(|other| other.name == index.name)
-                    .count()
-                    > 1
-                    && !problems
-                        .iter()
-                        .any(|p| p.contains(&format!("name `{}`", index.name)))
+                    .filter(same_name)
+                    .nth(1)
+                    .is_some_and(|second| std::ptr::eq(second, index))
                 {
                     problems.push(format!(
                         "two indexes of `{}` have the name `{}`",
@@ -350,6 +349,28 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(error.problems.len(), 3, "{error}");
+    }
+
+    #[test]
+    fn a_duplicate_index_name_is_reported_once_per_collection() {
+        let twice = |name: &str| {
+            spec(name)
+                .index(IndexSpec::new(doc! { "customer._id": 1 }).name("x"))
+                .index(IndexSpec::new(doc! { "_id": 1, "customer._id": 1 }).name("x"))
+                .index(IndexSpec::new(doc! { "customer._id": -1 }).name("x"))
+        };
+        let error = Schema::new()
+            .collection(twice("a"))
+            .collection(twice("b"))
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            error.problems,
+            [
+                "two indexes of `a` have the name `x`",
+                "two indexes of `b` have the name `x`"
+            ]
+        );
     }
 
     #[test]

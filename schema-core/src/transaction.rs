@@ -35,8 +35,15 @@ pub(crate) async fn in_transaction<R>(
                 }
             }
         }
-        // back off a little, more for each conflict, so contending writers spread out
-        let jitter = u64::from(std::process::id() ^ attempts) % 5;
+        // back off a little, more for each conflict, with a jitter that differs between
+        // concurrent tasks (sub-second clock), so contending writers spread out
+        let jitter = u64::from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .subsec_nanos()
+                % 5,
+        );
         tokio::time::sleep(std::time::Duration::from_millis(
             u64::from(attempts.min(20)) + jitter,
         ))
