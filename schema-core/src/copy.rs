@@ -39,6 +39,37 @@ impl fmt::Display for SyncStrategy {
     }
 }
 
+/// What happens to the copies of a source document when it is deleted
+/// (`#[extended_ref(..., on_delete = "keep" | "unset")]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OnDelete {
+    /// The copies keep their last values; [`crate::Schema::reconcile`] and
+    /// [`crate::Schema::audit`] count them as missing sources. The default.
+    #[default]
+    Keep,
+    /// The holder's copy field is set to `null` (only on `Option<Copy>` fields): by the sync
+    /// worker for `async` copies, by reconcile, and by [`crate::Schema::delete_source`] in the
+    /// deleting transaction for `transactional` ones.
+    Unset,
+}
+
+impl OnDelete {
+    /// The spelling of the attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDelete::Keep => "keep",
+            OnDelete::Unset => "unset",
+        }
+    }
+}
+
+impl fmt::Display for OnDelete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Whether a copy field holds one copy, maybe one, or an array of copies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -67,6 +98,8 @@ pub struct CopySpec {
     pub strategy: SyncStrategy,
     /// One, optional or an array.
     pub shape: CopyShape,
+    /// What a deletion of the source does to the copies.
+    pub on_delete: OnDelete,
 }
 
 impl CopySpec {
@@ -86,7 +119,14 @@ impl CopySpec {
             fields: fields.iter().map(|f| (*f).to_owned()).collect(),
             strategy,
             shape,
+            on_delete: OnDelete::Keep,
         }
+    }
+
+    /// Sets what a deletion of the source does to the copies ([`OnDelete::Keep`] unless set).
+    pub fn on_delete(mut self, on_delete: OnDelete) -> Self {
+        self.on_delete = on_delete;
+        self
     }
 
     /// The path of the copied id (`customer._id`), which the fan-out update filters on.

@@ -34,7 +34,7 @@ pub use apply::{AppliedAction, ApplyReport};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use bucket::{Bucket, EntryCursor, EntryPage};
-pub use copy::{CopyShape, CopySpec, EmbedSpec, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
+pub use copy::{CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
 };
