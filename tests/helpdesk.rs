@@ -196,7 +196,7 @@ async fn a_renamed_agent_appears_on_all_their_tickets_after_the_worker_runs() {
     let (db, data) = seeded("hd_agent", 1000).await;
     let schema = schema();
     let worker = schema.sync_worker(&db).name("hd").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
     let agent = &data.agents[3];
     let theirs = Ticket::collection(&db)
         .count_documents(doc! { "assignee._id": agent.id })

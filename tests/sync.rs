@@ -171,7 +171,7 @@ async fn async_copies_converge_and_lag_is_measured() {
     Ticket::collection(&db).insert_many(&tickets).await.unwrap();
 
     let worker = schema.sync_worker(&db).name("async-test").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
 
     // 1,000 renames: each of the 50 agents renamed 20 times
     let start = Instant::now();
@@ -290,7 +290,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
     };
 
     let worker = schema.sync_worker(&db).name("crashy").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
     rename("Bo 1").await;
     eventually(Duration::from_secs(20), "first rename", || async {
         names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 1"; 30]
@@ -332,7 +332,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .unwrap();
     rename("Bo 4").await;
     let worker = schema.sync_worker(&db).name("crashy").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
     assert_eq!(WorkerStats::get(&worker.stats().reconciles), 1);
     assert_eq!(
         names_of_copies(&db, "assignee", bo.id).await,
@@ -372,7 +372,7 @@ async fn async_copies_converge_across_a_server_restart() {
     Ticket::collection(&db).insert_many(&tickets).await.unwrap();
 
     let worker = schema.sync_worker(&db).name("restart").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
     Agent::collection(&db)
         .update_one(
             doc! { "_id": bo.id },
@@ -579,7 +579,7 @@ async fn frozen_copies_survive_a_rename_under_every_strategy() {
         .await
         .unwrap();
     let worker = schema.sync_worker(&db).name("frozen").spawn();
-    worker.ready().await;
+    worker.ready().await.expect("the sync worker is ready");
 
     // transactional path
     schema

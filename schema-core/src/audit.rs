@@ -212,7 +212,10 @@ pub(crate) async fn audit(
     report.unknown_collections = names
         .into_iter()
         .filter(|n| {
-            !n.starts_with("system.") && n != TOKENS_COLLECTION && schema.collection(n).is_none()
+            !n.starts_with("system.")
+                && n != TOKENS_COLLECTION
+                && n != crate::FAILURES_COLLECTION
+                && schema.collection(n).is_none()
         })
         .collect();
     report.unknown_collections.sort();

@@ -219,6 +219,13 @@ pub struct SyncEdge {
     pub copy: CopySpec,
 }
 
+impl SyncEdge {
+    /// `holder.path`, the name of the copy in reports and failure records.
+    pub fn label(&self) -> String {
+        format!("{}.{}", self.holder, self.copy.path)
+    }
+}
+
 /// Every copied field of a schema: for each source collection and field, which collections
 /// and paths hold copies and by which strategy. Built by [`crate::Schema::sync_graph`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

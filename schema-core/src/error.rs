@@ -1,6 +1,7 @@
 //! The error type of the runtime.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::{SchemaError, ValidationError};
 
@@ -8,7 +9,7 @@ use crate::{SchemaError, ValidationError};
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong at run time.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// A write was rejected by the collection's validator (code 121).
@@ -24,6 +25,23 @@ pub enum Error {
     },
     /// Any other driver error.
     Driver(mongodb::error::Error),
+    /// An operation gave up at its deadline: a transaction whose attempts did not commit in
+    /// time (see [`crate::SchemaBuilder::transaction_deadline`]), or a sync worker that did not
+    /// become ready (see [`crate::SyncWorker::ready_timeout`]).
+    Timeout {
+        /// What was given up.
+        operation: String,
+        /// The deadline it had.
+        after: Duration,
+        /// The last error seen before giving up, if any (with its labels).
+        last: Option<Box<Error>>,
+    },
+    /// The call was refused before anything was written, because carrying it out would break a
+    /// bound or a rule of the schema (for example a push of more items than an array's `max`).
+    Refused(String),
+    /// The sync worker ended on an error that retrying cannot fix (authentication, change
+    /// streams unsupported, a configuration the server refuses), or panicked.
+    Worker(String),
 }
 
 impl Error {
@@ -32,6 +50,31 @@ impl Error {
         match self {
             Error::Validation(e) => Some(e.as_ref()),
             _ => None,
+        }
+    }
+
+    /// The driver error underneath, if any (for a [`Error::Timeout`], its last error's).
+    pub fn as_driver(&self) -> Option<&mongodb::error::Error> {
+        match self {
+            Error::Driver(e) | Error::Apply { source: e, .. } => Some(e),
+            Error::Timeout {
+                last: Some(last), ..
+            } => last.as_driver(),
+            _ => None,
+        }
+    }
+
+    /// Whether the server or the driver labelled the error `label` (for example
+    /// `TransientTransactionError`).
+    pub fn contains_label(&self, label: &str) -> bool {
+        self.as_driver().is_some_and(|e| e.contains_label(label))
+    }
+
+    /// The server's error code, if the error carries one (121 for a validation failure).
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Error::Validation(_) => Some(121),
+            _ => self.as_driver().and_then(server_code),
         }
     }
 }
@@ -43,6 +86,19 @@ impl fmt::Display for Error {
             Error::Schema(e) => e.fmt(f),
             Error::Apply { action, source } => write!(f, "apply failed to {action}: {source}"),
             Error::Driver(e) => e.fmt(f),
+            Error::Timeout {
+                operation,
+                after,
+                last,
+            } => {
+                write!(f, "{operation} gave up after {after:?}")?;
+                match last {
+                    Some(last) => write!(f, "; last error: {last}"),
+                    None => Ok(()),
+                }
+            }
+            Error::Refused(reason) => write!(f, "refused: {reason}"),
+            Error::Worker(reason) => write!(f, "sync worker stopped: {reason}"),
         }
     }
 }
@@ -53,6 +109,8 @@ impl std::error::Error for Error {
             Error::Validation(e) => Some(e.as_ref()),
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
+            Error::Timeout { last, .. } => last.as_deref().map(|e| e as _),
+            Error::Refused(_) | Error::Worker(_) => None,
         }
     }
 }

@@ -26,15 +26,15 @@ mod schema;
 mod size;
 mod subset;
 mod sync;
-mod transaction;
 mod validation;
-mod worker;
 
 pub use apply::{AppliedAction, ApplyReport};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use bucket::{Bucket, EntryCursor, EntryPage};
-pub use copy::{CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy};
+pub use copy::{
+    CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
+};
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
 };
@@ -51,10 +51,13 @@ pub use relation::{
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
-pub use subset::{EmbeddedArray, ParentUpdate, PushOutcome, Subset, SubsetOf};
-pub use sync::{EdgeReconcile, ReconcileReport, SourceUpdate};
+pub use subset::{EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf};
+pub use sync::{
+    EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, SyncFailure,
+    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_READY_TIMEOUT,
+    FAILURES_COLLECTION, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+};
 pub use validation::{RuleFailure, ValidationError};
-pub use worker::{SyncWorker, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};
 
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;

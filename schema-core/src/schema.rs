@@ -4,9 +4,12 @@ use std::fmt;
 
 use mongodb::Database;
 
+use std::time::Duration;
+
+use crate::sync::failures::FailureLog;
 use crate::{
-    json_schema, CollectionSpec, Document, ReconcileReport, Result, SourceUpdate, SyncEdge,
-    SyncGraph, SyncWorker,
+    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SourceDelete,
+    SourceUpdate, SyncEdge, SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
 };
 
 /// The collections of a service: built once from its `Document` types, then planned against or
@@ -24,6 +27,7 @@ use crate::{
 pub struct Schema {
     collections: Vec<CollectionSpec>,
     graph: SyncGraph,
+    transaction_deadline: Duration,
 }
 
 /// Collects models; [`SchemaBuilder::build`] checks the rules that span them.
@@ -31,6 +35,7 @@ pub struct Schema {
 #[must_use = "call `.build()` to get a `Schema`"]
 pub struct SchemaBuilder {
     collections: Vec<CollectionSpec>,
+    transaction_deadline: Option<Duration>,
 }
 
 /// Why a set of models does not make a schema. Every problem is listed, not only the first.
@@ -71,10 +76,14 @@ impl Schema {
         &self.graph
     }
 
-    /// Applies `update` to the `T` document `id` and, in the same multi-document transaction,
-    /// rewrites every `transactional` copy of it; retried on transient transaction errors (write
-    /// conflicts), so readers never see the source and its transactional copies disagree after
-    /// the commit. `async` copies follow through the [`SyncWorker`], `frozen` ones never change.
+    /// Applies `update` (an operator document such as `{ "$set": { "name": .. } }`) to the `T`
+    /// document `id` and, in the same multi-document transaction, rewrites every
+    /// `transactional` copy it touches; so readers never see the source and its transactional
+    /// copies disagree after the commit. Transient errors (write conflicts, a primary that went
+    /// away) retry the transaction, with back-off, within
+    /// [`SchemaBuilder::transaction_deadline`] (120 s by default); past it the last error is
+    /// returned with its labels. `async` copies follow through the [`SyncWorker`], `frozen` ones
+    /// never change.
     pub async fn update_source<T: Document>(
         &self,
         db: &Database,
@@ -84,14 +93,56 @@ impl Schema {
     where
         T::Id: serde::Serialize,
     {
-        crate::sync::update_source::<T>(db, &self.graph, id, update).await
+        crate::sync::source::update_source::<T>(
+            db,
+            &self.graph,
+            self.transaction_deadline,
+            id,
+            update,
+        )
+        .await
+    }
+
+    /// Deletes the `T` document `id` and, in the same transaction, sets to `null` every
+    /// `transactional` copy of it declared `on_delete = "unset"` (copies that `keep` stay as they
+    /// were; `async` copies are unset by the [`SyncWorker`], `reconcile` ones by
+    /// [`Schema::reconcile`]). Retried like [`Schema::update_source`].
+    pub async fn delete_source<T: Document>(
+        &self,
+        db: &Database,
+        id: &T::Id,
+    ) -> Result<SourceDelete>
+    where
+        T::Id: serde::Serialize,
+    {
+        crate::sync::source::delete_source::<T>(db, &self.graph, self.transaction_deadline, id)
+            .await
     }
 
     /// Compares every non-frozen copy with its source and rewrites the drifted ones (the
     /// `reconcile` strategy, and the safety net of `async`). With `dry_run` it only counts.
+    ///
+    /// Each repair is conditional on the copy value it read: a copy rewritten meanwhile by a
+    /// transaction or the worker is left alone, so a repair never writes an older value over a
+    /// newer one. Copies of a deleted source count as missing sources; those declared
+    /// `on_delete = "unset"` are unset. A holder that cannot take its repair is recorded in
+    /// [`crate::FAILURES_COLLECTION`] and the others go on; the report counts them per copy.
     pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
-        crate::sync::reconcile(db, &edges, dry_run).await
+        crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile")).await
+    }
+
+    /// The holders a sync path could not rewrite, as recorded in
+    /// [`crate::FAILURES_COLLECTION`].
+    pub async fn sync_failures(&self, db: &Database) -> Result<Vec<SyncFailure>> {
+        crate::sync::failures::list(db).await
+    }
+
+    /// Re-applies each recorded sync failure to its holder (the source's current values, or
+    /// `on_delete` if the source is gone) and removes the records that now succeed; those that
+    /// fail again stay, with their error updated.
+    pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
+        crate::sync::failures::retry(db, &self.graph).await
     }
 
     /// The `update` command that brings the copies of `edge` in line with the source document
@@ -154,6 +205,14 @@ impl SchemaBuilder {
     /// Adds the collection of a `Document` type.
     pub fn model<T: Document>(self) -> Self {
         self.collection(T::collection_spec())
+    }
+
+    /// The total time a transaction of [`Schema::update_source`] or [`Schema::delete_source`]
+    /// may take, retries and commit included (default [`TRANSACTION_DEADLINE`], 120 s, the
+    /// drivers' convention).
+    pub fn transaction_deadline(mut self, deadline: Duration) -> Self {
+        self.transaction_deadline = Some(deadline);
+        self
     }
 
     /// Adds a collection described by hand.
@@ -250,6 +309,7 @@ impl SchemaBuilder {
             Ok(Schema {
                 collections: self.collections,
                 graph,
+                transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
             })
         } else {
             Err(SchemaError { problems })

@@ -9,7 +9,7 @@ use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::transaction::in_transaction;
+use crate::sync::transaction::{in_transaction, TRANSACTION_DEADLINE};
 use crate::{Document, Error, Ref, Result, SchemaError};
 
 fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
@@ -214,7 +214,7 @@ where
         for other in others {
             updates.push(other.parent_update(child)?);
         }
-        in_transaction(db, |session| {
+        in_transaction(db, TRANSACTION_DEADLINE, |session| {
             let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
             Box::pin(async move {
                 db.collection::<BsonDocument>(C::COLLECTION)
@@ -277,7 +277,9 @@ where
         (condition, update)
     }
 
-    /// Recomputes one parent's subset and count from its children.
+    /// Recomputes one parent's subset and count from its children, reading the children and
+    /// writing the parent in one transaction: a child added meanwhile by [`Subset::add`]
+    /// conflicts with it and one of the two is retried, so no increment is lost.
     pub async fn rebuild(&self, db: &Database, parent: &Ref<P>) -> Result<()>
     where
         P::Id: Serialize,
@@ -287,58 +289,118 @@ where
 
     async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
         let field = self.parent_field()?;
-        let newest: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(C::COLLECTION)
-            .find(doc! { field.as_str(): parent.clone() })
-            .sort(doc! { self.sort_field: self.sort_direction })
-            .limit(self.max as i64)
-            .await?
-            .try_collect()
-            .await?;
-        let previews: Vec<Bson> = newest
-            .into_iter()
-            .map(|raw| {
-                let child: C =
-                    mongodb::bson::from_document(raw).map_err(mongodb::error::Error::from)?;
-                to_bson(&V::from(&child))
+        let (path, max, count) = (self.path, self.max, self.count);
+        let sort = doc! { self.sort_field: self.sort_direction };
+        in_transaction(db, TRANSACTION_DEADLINE, |session| {
+            let (db, parent, field, sort) =
+                (db.clone(), parent.clone(), field.clone(), sort.clone());
+            Box::pin(async move {
+                let children = db.collection::<BsonDocument>(C::COLLECTION);
+                let mut newest = children
+                    .find(doc! { field.as_str(): parent.clone() })
+                    .sort(sort)
+                    .limit(max as i64)
+                    .session(&mut *session)
+                    .await?;
+                let mut previews: Vec<Bson> = Vec::new();
+                while let Some(raw) = newest.next(&mut *session).await.transpose()? {
+                    let child: C =
+                        mongodb::bson::from_document(raw).map_err(mongodb::error::Error::from)?;
+                    previews.push(to_bson(&V::from(&child))?);
+                }
+                let mut set = BsonDocument::new();
+                if max == 1 {
+                    set.insert(path, previews.into_iter().next().unwrap_or(Bson::Null));
+                } else {
+                    set.insert(path, previews);
+                }
+                if let Some(count) = count {
+                    let n = children
+                        .count_documents(doc! { field.as_str(): parent.clone() })
+                        .session(&mut *session)
+                        .await?;
+                    set.insert(count, n as i64);
+                }
+                db.collection::<BsonDocument>(P::COLLECTION)
+                    .update_one(doc! { "_id": parent }, doc! { "$set": set })
+                    .session(&mut *session)
+                    .await?;
+                Ok(())
             })
-            .collect::<Result<_>>()?;
-        let mut set = BsonDocument::new();
-        if self.max == 1 {
-            set.insert(self.path, previews.into_iter().next().unwrap_or(Bson::Null));
-        } else {
-            set.insert(self.path, previews);
-        }
-        if let Some(count) = self.count {
-            let n = db
-                .collection::<BsonDocument>(C::COLLECTION)
-                .count_documents(doc! { field.as_str(): parent.clone() })
-                .await?;
-            set.insert(count, n as i64);
-        }
-        db.collection::<BsonDocument>(P::COLLECTION)
-            .update_one(doc! { "_id": parent }, doc! { "$set": set })
-            .await?;
+        })
+        .await?;
         Ok(())
     }
 
     /// Recomputes every parent's subset and count from the children (the repair job of the
-    /// two-writes option). Returns the number of parents rebuilt.
+    /// two-writes option), walking the parents by `_id` in batches, each parent in its own
+    /// transaction. Returns the number of parents rebuilt. To resume after an error from the
+    /// last parent done, use [`Subset::resume_rebuild_all`].
     pub async fn rebuild_all(&self, db: &Database) -> Result<u64> {
-        let mut parents = db
-            .collection::<BsonDocument>(P::COLLECTION)
-            .find(doc! {})
-            .projection(doc! { "_id": 1 })
-            .await?;
-        let mut n = 0;
-        while let Some(parent) = parents.try_next().await? {
-            if let Some(id) = parent.get("_id") {
+        let mut progress = RebuildProgress::default();
+        self.resume_rebuild_all(db, &mut progress).await?;
+        Ok(progress.rebuilt)
+    }
+
+    /// [`Subset::rebuild_all`] from where `progress` says it stopped: after an error,
+    /// `progress` holds the last parent done, and calling again with it continues after that
+    /// parent.
+    ///
+    /// ```no_run
+    /// # use mongo_schema_core::{Document, RebuildProgress, Subset};
+    /// # async fn f<P: Document, C: Document + serde::Serialize + serde::de::DeserializeOwned, V: for<'c> From<&'c C> + serde::Serialize>(db: &mongodb::Database, subset: &Subset<P, C, V>) -> mongo_schema_core::Result<()> {
+    /// let mut progress = RebuildProgress::default();
+    /// while let Err(error) = subset.resume_rebuild_all(db, &mut progress).await {
+    ///     eprintln!("rebuild stopped after {:?}: {error}; resuming", progress.last_done);
+    /// }
+    /// println!("{} parents rebuilt", progress.rebuilt);
+    /// # Ok(()) }
+    /// ```
+    pub async fn resume_rebuild_all(
+        &self,
+        db: &Database,
+        progress: &mut RebuildProgress,
+    ) -> Result<()> {
+        let parents = db.collection::<BsonDocument>(P::COLLECTION);
+        loop {
+            let filter = match &progress.last_done {
+                Some(last) => doc! { "_id": { "$gt": last.clone() } },
+                None => doc! {},
+            };
+            let batch: Vec<BsonDocument> = parents
+                .find(filter)
+                .projection(doc! { "_id": 1 })
+                .sort(doc! { "_id": 1 })
+                .limit(REBUILD_BATCH)
+                .await?
+                .try_collect()
+                .await?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            for parent in batch {
+                let Some(id) = parent.get("_id") else {
+                    continue;
+                };
                 self.rebuild_id(db, id.clone()).await?;
-                n += 1;
+                progress.rebuilt += 1;
+                progress.last_done = Some(id.clone());
             }
         }
-        Ok(n)
     }
+}
+
+/// Parents are read this many at a time by [`Subset::rebuild_all`].
+const REBUILD_BATCH: i64 = 200;
+
+/// How far [`Subset::resume_rebuild_all`] got.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RebuildProgress {
+    /// Parents rebuilt so far.
+    pub rebuilt: u64,
+    /// The `_id` of the last parent rebuilt (parents are walked in `_id` order).
+    pub last_done: Option<Bson>,
 }
 
 /// An embedded array bounded by `#[embed(max = N)]`, as a constant named after the field in
@@ -409,6 +471,10 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
 
     /// Pushes `items` into the array of the documents matching `filter` (with `extra` update
     /// operators merged in, e.g. `$set` of the status the history entry records).
+    ///
+    /// Refused with [`Error::Refused`], before anything is sent, when the array has no `cap` and
+    /// `items` holds more than `max` (no document could take them), or when `extra` writes the
+    /// array itself (its bound would no longer be kept).
     pub async fn push(
         &self,
         db: &Database,
@@ -416,9 +482,32 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
         items: &[E],
         extra: Option<BsonDocument>,
     ) -> Result<PushOutcome> {
+        if !self.cap && items.len() as u64 > self.max {
+            return Err(Error::Refused(format!(
+                "{} items pushed into `{}.{}`, which holds at most {} and has no `cap`",
+                items.len(),
+                P::COLLECTION,
+                self.path,
+                self.max
+            )));
+        }
         let mut update = self.push_update(items)?;
         if let Some(extra) = extra {
-            update.extend(extra);
+            if let Some(path) = writes_path(&extra, self.path) {
+                return Err(Error::Refused(format!(
+                    "the extra update writes `{path}`, inside the bounded array `{}.{}`: push to it only through this helper",
+                    P::COLLECTION,
+                    self.path
+                )));
+            }
+            for (operator, arguments) in extra {
+                match (update.get_mut(&operator), arguments) {
+                    (Some(Bson::Document(existing)), Bson::Document(more)) => existing.extend(more),
+                    (_, arguments) => {
+                        update.insert(operator, arguments);
+                    }
+                }
+            }
         }
         let result = db
             .collection::<BsonDocument>(P::COLLECTION)
@@ -429,6 +518,35 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
             modified: result.modified_count,
         })
     }
+}
+
+/// The first path that `update` writes at or inside `path` (`$rename` targets included); a
+/// replacement document (no operators) writes everything.
+fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
+    let inside = |written: &str| {
+        written == path
+            || written.starts_with(&format!("{path}."))
+            || path.starts_with(&format!("{written}."))
+    };
+    for (operator, arguments) in update {
+        if !operator.starts_with('$') {
+            return Some(operator.clone());
+        }
+        let Bson::Document(arguments) = arguments else {
+            continue;
+        };
+        for (written, value) in arguments {
+            if inside(written) {
+                return Some(written.clone());
+            }
+            if let (true, Bson::String(to)) = (operator == "$rename", value) {
+                if inside(to) {
+                    return Some(to.clone());
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Inside a transaction: reads the parent's current preview by `_id`, then updates by `_id`

@@ -1,0 +1,100 @@
+//! Keeping copies in sync: the machinery behind the strategies of `#[extended_ref]`.
+//!
+//! - [`source`]: the `transactional` writer (`update_source`, `delete_source`);
+//! - [`worker`]: the `async` change-stream consumer, with its [`lease`] (one active worker per
+//!   name);
+//! - [`fan_out`]: the `updateMany` every strategy sends, falling back to one holder at a time
+//!   when a holder cannot take it, and [`failures`], where such holders are recorded;
+//! - [`reconcile`]: compare and repair, conditional on the value read;
+//! - [`transaction`]: bounded retries of a transaction; [`retry`]: error classes and back-off.
+
+use mongodb::bson::{Bson, Document as BsonDocument};
+
+pub(crate) mod failures;
+pub(crate) mod fan_out;
+pub(crate) mod lease;
+pub(crate) mod reconcile;
+pub(crate) mod retry;
+pub(crate) mod source;
+pub(crate) mod transaction;
+pub(crate) mod worker;
+
+pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION};
+pub use lease::DEFAULT_LEASE;
+pub use reconcile::{EdgeReconcile, ReconcileReport};
+pub use source::{SourceDelete, SourceUpdate};
+pub use transaction::TRANSACTION_DEADLINE;
+pub use worker::{
+    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_READY_TIMEOUT, TOKENS_COLLECTION,
+};
+
+pub(crate) use fan_out::FanOut;
+
+/// The value at a dotted path of a document.
+pub(crate) fn get_path(doc: &BsonDocument, path: &str) -> Option<Bson> {
+    let mut current = doc.get(path.split('.').next()?)?.clone();
+    for segment in path.split('.').skip(1) {
+        current = current.as_document()?.get(segment)?.clone();
+    }
+    Some(current)
+}
+
+/// A key under which equal ids meet, whatever their BSON number type (`Int32(7)`, `Int64(7)`
+/// and `Double(7.0)` are one `_id` to the server).
+pub(crate) fn id_key(id: &Bson) -> String {
+    match id {
+        Bson::Int32(n) => format!("n{n}"),
+        Bson::Int64(n) => format!("n{n}"),
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("n{}", *f as i64),
+        Bson::String(s) => format!("s{s}"),
+        Bson::ObjectId(o) => format!("o{o}"),
+        other => format!("x{}", other.clone().into_relaxed_extjson()),
+    }
+}
+
+/// Whether the copied fields of `copy` (one element of the holder's copy field) differ from
+/// `source`.
+pub(crate) fn drifted(fields: &[String], copy: &BsonDocument, source: &BsonDocument) -> bool {
+    fields.iter().any(
+        |field| match (get_path(copy, field), get_path(source, field)) {
+            (Some(a), Some(b)) => !crate::json_schema::same(&a, &b),
+            (None, None) => false,
+            _ => true,
+        },
+    )
+}
+
+/// Whether any changed path (`name`, `address.city`, `tags.3`) touches a copied field.
+pub(crate) fn touches<'a>(mut changed: impl Iterator<Item = &'a str>, fields: &[String]) -> bool {
+    changed.any(|path| {
+        fields.iter().any(|field| {
+            path == field
+                || path.starts_with(&format!("{field}."))
+                || field.starts_with(&format!("{path}."))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_paths_touch_copied_fields() {
+        let fields = vec!["name".to_owned(), "address.city".to_owned()];
+        assert!(touches(["name"].into_iter(), &fields));
+        assert!(touches(["address"].into_iter(), &fields));
+        assert!(touches(["address.city"].into_iter(), &fields));
+        assert!(!touches(
+            ["email", "address.zip", "names"].into_iter(),
+            &fields
+        ));
+    }
+
+    #[test]
+    fn ids_meet_across_number_types() {
+        assert_eq!(id_key(&Bson::Int32(7)), id_key(&Bson::Int64(7)));
+        assert_eq!(id_key(&Bson::Double(7.0)), id_key(&Bson::Int64(7)));
+        assert_ne!(id_key(&Bson::String("7".into())), id_key(&Bson::Int64(7)));
+    }
+}

@@ -1,0 +1,339 @@
+//! Reconcile: compare every copy with its source and repair the drifted ones. Each repair is
+//! conditional on the copy value it read, so a copy rewritten meanwhile (by a transaction or
+//! the worker) is left alone: a repair never goes back in time.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::Database;
+
+use super::failures::{self, FailureLog};
+use super::fan_out::FanOut;
+use super::{drifted, get_path, id_key};
+use crate::copy::{OnDelete, SyncEdge, SyncStrategy};
+use crate::Result;
+
+/// What a reconcile pass found and did.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ReconcileReport {
+    /// One line per copy.
+    pub edges: Vec<EdgeReconcile>,
+}
+
+/// Reconcile figures of one copy (`holder.path`).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct EdgeReconcile {
+    /// `holder.path`.
+    pub copy: String,
+    /// Its strategy.
+    pub strategy: Option<SyncStrategy>,
+    /// Holder documents read.
+    pub checked: u64,
+    /// Copies that differed from their source (and, with `on_delete = "unset"`, copies of a
+    /// deleted source that are not unset yet).
+    pub drifted: u64,
+    /// Holder documents rewritten (0 in a dry run). Fewer than `drifted` when some were
+    /// rewritten by someone else between the read and the repair (the repair is conditional).
+    pub repaired: u64,
+    /// Copies whose source document no longer exists (with `on_delete = "keep"` they keep
+    /// their last values; with `"unset"` the repair unsets them).
+    pub missing_sources: u64,
+    /// Holders whose repair failed in this pass (recorded in
+    /// [`crate::FAILURES_COLLECTION`]).
+    pub failed: u64,
+    /// Recorded sync failures of this copy, after the pass (see
+    /// [`crate::Schema::retry_failures`]).
+    pub recorded_failures: u64,
+}
+
+impl ReconcileReport {
+    /// All drifted copies.
+    pub fn drifted(&self) -> u64 {
+        self.edges.iter().map(|e| e.drifted).sum()
+    }
+
+    /// All repaired holder documents.
+    pub fn repaired(&self) -> u64 {
+        self.edges.iter().map(|e| e.repaired).sum()
+    }
+
+    /// All copies of a deleted source.
+    pub fn missing_sources(&self) -> u64 {
+        self.edges.iter().map(|e| e.missing_sources).sum()
+    }
+
+    /// All recorded sync failures of the copies.
+    pub fn recorded_failures(&self) -> u64 {
+        self.edges.iter().map(|e| e.recorded_failures).sum()
+    }
+}
+
+impl fmt::Display for ReconcileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for edge in &self.edges {
+            write!(
+                f,
+                "{} ({}): {} checked, {} drifted, {} repaired, {} missing sources",
+                edge.copy,
+                edge.strategy.map_or("?", SyncStrategy::as_str),
+                edge.checked,
+                edge.drifted,
+                edge.repaired,
+                edge.missing_sources
+            )?;
+            if edge.failed > 0 || edge.recorded_failures > 0 {
+                write!(
+                    f,
+                    ", {} failed, {} recorded failures",
+                    edge.failed, edge.recorded_failures
+                )?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+const RECONCILE_BATCH: i64 = 500;
+
+/// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
+/// ones. Frozen copies are never touched, whatever the caller passes.
+pub(crate) async fn reconcile(
+    db: &Database,
+    edges: &[&SyncEdge],
+    dry_run: bool,
+    log: &FailureLog,
+) -> Result<ReconcileReport> {
+    let mut report = ReconcileReport::default();
+    for edge in edges
+        .iter()
+        .filter(|e| e.copy.strategy != SyncStrategy::Frozen)
+    {
+        let mut figures = EdgeReconcile {
+            copy: edge.label(),
+            strategy: Some(edge.copy.strategy),
+            ..Default::default()
+        };
+        let holders = db.collection::<BsonDocument>(&edge.holder);
+        // batches in `_id` order, continuing after the last one: `_id` alone in the filter, so
+        // the `_id` index serves every batch on any planner; holders without a copy are skipped
+        let mut after: Option<Bson> = None;
+        loop {
+            let filter = match &after {
+                Some(last) => doc! { "_id": { "$gt": last.clone() } },
+                None => doc! {},
+            };
+            let batch: Vec<BsonDocument> = holders
+                .find(filter)
+                .projection(doc! { edge.copy.path.as_str(): 1 })
+                .sort(doc! { "_id": 1 })
+                .limit(RECONCILE_BATCH)
+                .await?
+                .try_collect()
+                .await?;
+            let Some(last) = batch.last() else { break };
+            after = last.get("_id").cloned();
+            reconcile_batch(db, edge, &batch, dry_run, log, &mut figures).await?;
+        }
+        figures.recorded_failures = failures::count(db, &figures.copy).await?;
+        report.edges.push(figures);
+    }
+    Ok(report)
+}
+
+/// The conditions under which a repair of `copy` may go ahead: every copied field still holds
+/// the value read (`$eq`, so a value that looks like an operator stays a value).
+fn unchanged(edge: &SyncEdge, copy: &BsonDocument) -> BsonDocument {
+    let mut conditions = BsonDocument::new();
+    for field in &edge.copy.fields {
+        let condition = match get_path(copy, field) {
+            Some(value) => doc! { "$eq": value },
+            None => doc! { "$exists": false },
+        };
+        conditions.insert(field.clone(), condition);
+    }
+    conditions
+}
+
+/// Drifted holders of one source, grouped by the copy value they hold (one conditional update
+/// per group).
+struct Repair<'a> {
+    source: Option<&'a BsonDocument>,
+    source_id: Bson,
+    conditions: BsonDocument,
+    holders: Vec<Bson>,
+}
+
+async fn reconcile_batch(
+    db: &Database,
+    edge: &SyncEdge,
+    batch: &[BsonDocument],
+    dry_run: bool,
+    log: &FailureLog,
+    figures: &mut EdgeReconcile,
+) -> Result<()> {
+    // every (holder, copy) pair of the batch
+    let mut pairs: Vec<(Bson, BsonDocument)> = Vec::new();
+    for holder in batch {
+        let Some(holder_id) = holder.get("_id") else {
+            continue;
+        };
+        figures.checked += 1;
+        let copies = match get_path(holder, &edge.copy.path) {
+            Some(Bson::Array(items)) => items,
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        for copy in copies.into_iter().filter_map(|c| c.as_document().cloned()) {
+            pairs.push((holder_id.clone(), copy));
+        }
+    }
+    // the sources, keyed by id (numbers compared by value); a regex id would match by pattern
+    // inside `$in`, so such copies are not looked up
+    let mut ids: Vec<Bson> = Vec::new();
+    let mut wanted: HashMap<String, ()> = HashMap::new();
+    for (_, copy) in &pairs {
+        if let Some(id) = copy.get("_id") {
+            if !matches!(id, Bson::RegularExpression(_)) && wanted.insert(id_key(id), ()).is_none()
+            {
+                ids.push(id.clone());
+            }
+        }
+    }
+    let mut projection = doc! { "_id": 1 };
+    for field in &edge.copy.fields {
+        projection.insert(field.clone(), 1);
+    }
+    let sources: HashMap<String, BsonDocument> = if ids.is_empty() {
+        HashMap::new()
+    } else {
+        db.collection::<BsonDocument>(&edge.copy.source)
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(projection)
+            .await?
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .filter_map(|s| Some((id_key(s.get("_id")?), s)))
+            .collect()
+    };
+    let mut repairs: Vec<Repair<'_>> = Vec::new();
+    for (holder, copy) in &pairs {
+        let Some(id) = copy.get("_id") else { continue };
+        if matches!(id, Bson::RegularExpression(_)) {
+            continue;
+        }
+        let source = sources.get(&id_key(id));
+        match source {
+            Some(source) if !drifted(&edge.copy.fields, copy, source) => continue,
+            Some(_) => {}
+            None => {
+                figures.missing_sources += 1;
+                if edge.copy.on_delete != OnDelete::Unset {
+                    continue;
+                }
+            }
+        }
+        figures.drifted += 1;
+        let conditions = unchanged(edge, copy);
+        match repairs.iter_mut().find(|r| {
+            r.source_id == *id && r.conditions == conditions && !r.holders.contains(holder)
+        }) {
+            Some(repair) => repair.holders.push(holder.clone()),
+            None => repairs.push(Repair {
+                source,
+                source_id: id.clone(),
+                conditions,
+                holders: vec![holder.clone()],
+            }),
+        }
+    }
+    if dry_run {
+        return Ok(());
+    }
+    for repair in repairs {
+        let fan_out = match repair.source {
+            Some(source) => FanOut::new(edge, source)
+                .map(|f| f.when(&edge.copy.path, edge.copy.shape, repair.conditions)),
+            // a deleted source: the copy is unset while it still points at it
+            None => FanOut::deleted(edge, &repair.source_id),
+        };
+        let Some(fan_out) = fan_out else { continue };
+        let outcome = fan_out
+            .only(repair.holders)
+            .run_resilient(db, edge, &repair.source_id, log)
+            .await?;
+        figures.repaired += outcome.rewritten;
+        figures.failed += outcome.failed;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CopyShape, CopySpec};
+
+    #[test]
+    fn a_repair_is_conditional_on_the_value_it_read() {
+        let edge = SyncEdge {
+            holder: "tickets".into(),
+            copy: CopySpec::new(
+                "customer",
+                "customers",
+                "Customer",
+                &["name", "tier"],
+                SyncStrategy::Reconcile,
+                CopyShape::One,
+            ),
+        };
+        let read = doc! { "_id": 1, "name": { "$ne": "x" } };
+        let conditions = unchanged(&edge, &read);
+        assert_eq!(
+            conditions,
+            doc! { "name": { "$eq": { "$ne": "x" } }, "tier": { "$exists": false } }
+        );
+        let source = doc! { "_id": 1, "name": "Ana", "tier": "gold" };
+        let fan_out = FanOut::new(&edge, &source)
+            .unwrap()
+            .when("customer", CopyShape::One, conditions.clone())
+            .only(vec![Bson::Int32(7)]);
+        assert_eq!(
+            fan_out.filter,
+            doc! {
+                "customer._id": 1,
+                "customer.name": { "$eq": { "$ne": "x" } },
+                "customer.tier": { "$exists": false },
+                "_id": { "$in": [7] },
+            }
+        );
+        let many = SyncEdge {
+            holder: "products".into(),
+            copy: CopySpec::new(
+                "parts",
+                "parts",
+                "Part",
+                &["name"],
+                SyncStrategy::Reconcile,
+                CopyShape::Many,
+            ),
+        };
+        let fan_out = FanOut::new(&many, &doc! { "_id": "p1", "name": "Wheel" })
+            .unwrap()
+            .when(
+                "parts",
+                CopyShape::Many,
+                doc! { "name": { "$eq": "Wheeel" } },
+            );
+        assert_eq!(
+            fan_out.array_filters,
+            Some(vec![
+                doc! { "copy._id": "p1", "copy.name": { "$eq": "Wheeel" } }
+            ])
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! The `transactional` strategy: a source and its transactional copies change, or go, in one
+//! multi-document transaction.
+
+use std::time::Duration;
+
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::options::ReturnDocument;
+use mongodb::Database;
+use serde::Serialize;
+
+use super::fan_out::FanOut;
+use super::touches;
+use super::transaction::in_transaction;
+use crate::copy::{SyncEdge, SyncStrategy};
+use crate::{Document, Result};
+
+/// What [`crate::Schema::update_source`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SourceUpdate {
+    /// The source document after the update (`None`: no document had that id).
+    pub source: Option<BsonDocument>,
+    /// Holder documents rewritten, per `holder.path`.
+    pub copies_rewritten: Vec<(String, u64)>,
+    /// Transaction attempts (more than 1 after transient conflicts).
+    pub attempts: u32,
+}
+
+impl SourceUpdate {
+    /// All holder documents rewritten.
+    pub fn total_rewritten(&self) -> u64 {
+        self.copies_rewritten.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// What [`crate::Schema::delete_source`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SourceDelete {
+    /// The deleted source document (`None`: no document had that id).
+    pub source: Option<BsonDocument>,
+    /// Holder documents whose transactional copy was unset (`on_delete = "unset"`), per
+    /// `holder.path`. Copies with `on_delete = "keep"` keep their last values; `async` copies
+    /// are unset by the sync worker.
+    pub copies_unset: Vec<(String, u64)>,
+    /// Transaction attempts.
+    pub attempts: u32,
+}
+
+impl SourceDelete {
+    /// All holder documents whose copy was unset.
+    pub fn total_unset(&self) -> u64 {
+        self.copies_unset.iter().map(|(_, n)| n).sum()
+    }
+}
+
+fn transactional_edges(graph: &crate::SyncGraph, source: &str) -> Vec<SyncEdge> {
+    graph
+        .copies_of(source)
+        .filter(|e| e.copy.strategy == SyncStrategy::Transactional)
+        .cloned()
+        .collect()
+}
+
+/// The top-level paths an update document writes; `None` when it is not an operator document
+/// (a replacement may change anything).
+fn written_paths(update: &BsonDocument) -> Option<Vec<String>> {
+    let mut paths = Vec::new();
+    for (operator, arguments) in update {
+        if !operator.starts_with('$') {
+            return None;
+        }
+        let Bson::Document(arguments) = arguments else {
+            return None;
+        };
+        for (path, value) in arguments {
+            paths.push(path.clone());
+            if operator == "$rename" {
+                if let Bson::String(to) = value {
+                    paths.push(to.clone());
+                }
+            }
+        }
+    }
+    Some(paths)
+}
+
+pub(crate) async fn update_source<T: Document>(
+    db: &Database,
+    graph: &crate::SyncGraph,
+    deadline: Duration,
+    id: &T::Id,
+    update: BsonDocument,
+) -> Result<SourceUpdate>
+where
+    T::Id: Serialize,
+{
+    let id = mongodb::bson::to_bson(id).map_err(mongodb::error::Error::from)?;
+    // the copies this update can change: known from the update document itself, so the
+    // transaction is one findAndModify, one updateMany per copy it touches, and the commit
+    let written = written_paths(&update);
+    let edges: Vec<SyncEdge> = transactional_edges(graph, T::COLLECTION)
+        .into_iter()
+        .filter(|edge| match &written {
+            Some(paths) => touches(paths.iter().map(String::as_str), &edge.copy.fields),
+            None => true,
+        })
+        .collect();
+    let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
+        .iter()
+        .filter(|e| !edges.contains(e))
+        .map(SyncEdge::label)
+        .collect();
+    let (mut report, attempts) = in_transaction(db, deadline, |session| {
+        let (db, id, update, edges) = (db.clone(), id.clone(), update.clone(), edges.clone());
+        Box::pin(async move {
+            let source = db
+                .collection::<BsonDocument>(T::COLLECTION)
+                .find_one_and_update(doc! { "_id": id }, update)
+                .return_document(ReturnDocument::After)
+                .session(&mut *session)
+                .await?;
+            let mut copies_rewritten = Vec::new();
+            if let Some(source) = &source {
+                for edge in &edges {
+                    if let Some(fan_out) = FanOut::new(edge, source) {
+                        let n = fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
+                        copies_rewritten.push((edge.label(), n));
+                    }
+                }
+            }
+            Ok(SourceUpdate {
+                source,
+                copies_rewritten,
+                attempts: 0,
+            })
+        })
+    })
+    .await?;
+    if report.source.is_some() {
+        report
+            .copies_rewritten
+            .extend(untouched.into_iter().map(|label| (label, 0)));
+    }
+    report.attempts = attempts;
+    Ok(report)
+}
+
+pub(crate) async fn delete_source<T: Document>(
+    db: &Database,
+    graph: &crate::SyncGraph,
+    deadline: Duration,
+    id: &T::Id,
+) -> Result<SourceDelete>
+where
+    T::Id: Serialize,
+{
+    let id = mongodb::bson::to_bson(id).map_err(mongodb::error::Error::from)?;
+    let edges = transactional_edges(graph, T::COLLECTION);
+    let (mut report, attempts) = in_transaction(db, deadline, |session| {
+        let (db, id, edges) = (db.clone(), id.clone(), edges.clone());
+        Box::pin(async move {
+            let source = db
+                .collection::<BsonDocument>(T::COLLECTION)
+                .find_one_and_delete(doc! { "_id": id.clone() })
+                .session(&mut *session)
+                .await?;
+            let mut copies_unset = Vec::new();
+            if source.is_some() {
+                for edge in &edges {
+                    if let Some(fan_out) = FanOut::deleted(edge, &id) {
+                        let n = fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
+                        copies_unset.push((edge.label(), n));
+                    }
+                }
+            }
+            Ok(SourceDelete {
+                source,
+                copies_unset,
+                attempts: 0,
+            })
+        })
+    })
+    .await?;
+    report.attempts = attempts;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::written_paths;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn the_paths_an_update_writes_are_read_from_its_operators() {
+        assert_eq!(
+            written_paths(
+                &doc! { "$set": { "name": "x", "address.city": "y" }, "$inc": { "n": 1 } }
+            ),
+            Some(vec!["name".into(), "address.city".into(), "n".into()])
+        );
+        assert_eq!(
+            written_paths(&doc! { "$rename": { "nick": "name" } }),
+            Some(vec!["nick".into(), "name".into()])
+        );
+        assert_eq!(written_paths(&doc! { "name": "a replacement" }), None);
+    }
+}

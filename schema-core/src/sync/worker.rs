@@ -1,0 +1,578 @@
+//! The `async` strategy: a change-stream consumer that rewrites the copies after their source
+//! changes or is deleted, persisting its resume token after each applied batch of changes.
+//!
+//! Delivery is at least once: a worker that dies re-applies, from its last saved token, what it
+//! had applied since; every rewrite sets the copy to the source's current values, so applying a
+//! change twice changes nothing. One worker per name is active (it holds the [lease](super::lease));
+//! the others stand by and take over when its lease expires.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
+use mongodb::change_stream::ChangeStream;
+use mongodb::options::FullDocumentType;
+use mongodb::Database;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::failures::FailureLog;
+use super::fan_out::FanOut;
+use super::lease::{Lease, DEFAULT_LEASE};
+use super::reconcile::reconcile;
+use super::retry::{Backoff, ErrorClass};
+use super::touches;
+use crate::copy::{SyncEdge, SyncStrategy};
+use crate::error::server_code;
+use crate::{Error, Result, SyncGraph};
+
+/// The collection, in the application's database, where workers keep their resume tokens and
+/// leases (one document per worker name).
+pub const TOKENS_COLLECTION: &str = "mongo_schema_sync";
+
+/// The default of [`SyncWorker::ready_timeout`].
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// At most this many changes are applied between two saves of the resume token.
+const TOKEN_BATCH: usize = 100;
+
+/// Back-off between reopenings after transient errors.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// Server codes that mean a stored resume token can no longer be used.
+const UNRESUMABLE: [i32; 5] = [
+    9,   // FailedToParse: not a token
+    260, // InvalidResumeToken
+    280, // ChangeStreamFatalError
+    286, // ChangeStreamHistoryLost
+    222, // CloseChangeStream
+];
+
+/// Counters and state of a running worker, readable at any time through
+/// [`SyncWorkerHandle::stats`].
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    /// Change events received.
+    pub events: AtomicU64,
+    /// Events that touched a copied field (or deleted a source whose copies are unset) and
+    /// were applied. Delivery is at least once: after a takeover or a crash some are applied
+    /// again.
+    pub applied: AtomicU64,
+    /// Holder documents rewritten.
+    pub copies_rewritten: AtomicU64,
+    /// Holder documents whose copy was unset because its source was deleted.
+    pub copies_unset: AtomicU64,
+    /// Holder documents that could not take their copy; each is recorded in
+    /// [`crate::FAILURES_COLLECTION`].
+    pub failed: AtomicU64,
+    /// Full reconciles run because no usable resume token existed.
+    pub reconciles: AtomicU64,
+    /// Times the stream was reopened after an error.
+    pub reopened: AtomicU64,
+    /// Times this worker took the lease (became the active worker of its name).
+    pub takeovers: AtomicU64,
+    /// Milliseconds between the source change (its `wallTime`) and the copies being rewritten,
+    /// for the last applied event.
+    pub last_lag_ms: AtomicU64,
+    /// The largest such lag seen.
+    pub max_lag_ms: AtomicU64,
+    ready: AtomicBool,
+    active: AtomicBool,
+    standby: AtomicBool,
+    last_error: Mutex<Option<Error>>,
+}
+
+impl WorkerStats {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
+    /// Whether this worker holds the lease, its change stream is open and any initial catch-up
+    /// is done.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Whether this worker holds the lease of its name (the one worker of that name that
+    /// applies changes).
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Whether this worker is standing by: another live worker of its name holds the lease.
+    pub fn is_standby(&self) -> bool {
+        self.standby.load(Ordering::Acquire)
+    }
+
+    /// The last error the worker met (it may have recovered since).
+    pub fn last_error(&self) -> Option<Error> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_last_error(&self, error: &Error) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.clone());
+    }
+
+    fn role(&self, active: bool, standby: bool) {
+        self.active.store(active, Ordering::Release);
+        self.standby.store(standby, Ordering::Release);
+        if !active {
+            self.ready.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// Follows the change streams of the sources of `async` copies. Build it with
+/// [`crate::Schema::sync_worker`], then [`SyncWorker::spawn`] it.
+#[derive(Debug, Clone)]
+pub struct SyncWorker {
+    db: Database,
+    graph: SyncGraph,
+    name: String,
+    ready_timeout: Duration,
+    lease: Duration,
+}
+
+/// A running worker. Dropping it detaches the worker, which keeps running until
+/// [`SyncWorkerHandle::shutdown`] (on another handle: there is none) or until its tokio runtime
+/// ends; keep it to stop the worker cleanly.
+#[derive(Debug)]
+pub struct SyncWorkerHandle {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<()>>,
+    stats: Arc<WorkerStats>,
+    ready_timeout: Duration,
+}
+
+/// Why a worker stopped following.
+enum Stopped {
+    /// Asked to stop.
+    Requested,
+    /// Its lease was taken or lapsed: stand by again.
+    LeaseLost,
+}
+
+impl SyncWorker {
+    pub(crate) fn new(db: Database, graph: SyncGraph) -> Self {
+        SyncWorker {
+            db,
+            graph,
+            name: "default".to_owned(),
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            lease: DEFAULT_LEASE,
+        }
+    }
+
+    /// The worker's name: the key of its resume token and lease. Workers with different names
+    /// each see every change; of the workers that share a name one is active at a time.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long [`SyncWorkerHandle::ready`] waits (default 30 s).
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// The lease of the active worker (default 10 s, at least 300 ms): renewed at a third of it;
+    /// a standby takes over within about this time after the active worker dies.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(300));
+        self
+    }
+
+    /// Starts the worker on the current tokio runtime.
+    #[must_use = "dropping the handle detaches the worker (it runs until its runtime ends); keep it to call `shutdown().await`"]
+    pub fn spawn(self) -> SyncWorkerHandle {
+        let (stop, stopped) = watch::channel(false);
+        let stats = Arc::new(WorkerStats::default());
+        let ready_timeout = self.ready_timeout;
+        let task = tokio::spawn(self.run(stopped, stats.clone()));
+        SyncWorkerHandle {
+            stop,
+            task,
+            stats,
+            ready_timeout,
+        }
+    }
+
+    fn edges(&self) -> Vec<&SyncEdge> {
+        self.graph.by_strategy(SyncStrategy::Async).collect()
+    }
+
+    async fn run(self, mut stop: watch::Receiver<bool>, stats: Arc<WorkerStats>) -> Result<()> {
+        let sources = self.graph.sources(SyncStrategy::Async);
+        if sources.is_empty() {
+            stats.role(true, false);
+            stats.ready.store(true, Ordering::Release);
+            stop_requested(&mut stop).await;
+            return Ok(());
+        }
+        let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
+        let lease = Lease::new(tokens, &self.name, self.lease);
+        let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CAP);
+        let outcome = loop {
+            // stand by until this worker holds the lease
+            let acquired = tokio::select! {
+                acquired = self.acquire(&lease, &stats) => acquired,
+                _ = stop_requested(&mut stop) => break Ok(()),
+            };
+            let followed = match acquired {
+                Ok(()) => {
+                    stats.role(true, false);
+                    WorkerStats::add(&stats.takeovers, 1);
+                    tracing::info!(worker = %self.name, owner = lease.owner(), "holds the lease: following the change streams");
+                    tokio::select! {
+                        followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff) => followed,
+                        () = lease.keep() => Ok(Stopped::LeaseLost),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            stats.role(false, false);
+            match followed {
+                Ok(Stopped::Requested) => break Ok(()),
+                Ok(Stopped::LeaseLost) => {
+                    tracing::warn!(worker = %self.name, "lease lost: another worker of this name took over; standing by");
+                }
+                Err(error) => {
+                    stats.set_last_error(&error);
+                    if ErrorClass::of(&error) == ErrorClass::Permanent {
+                        tracing::error!(worker = %self.name, %error, "sync worker stopped: this error cannot be retried");
+                        break Err(error);
+                    }
+                    WorkerStats::add(&stats.reopened, 1);
+                    let wait = backoff.next_wait();
+                    tracing::warn!(worker = %self.name, %error, ?wait, "change stream failed; reopening from the last saved token");
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = stop_requested(&mut stop) => break Ok(()),
+                    }
+                }
+            }
+        };
+        lease.release().await;
+        outcome
+    }
+
+    /// Waits until this worker holds the lease, polling while another live worker holds it.
+    async fn acquire(&self, lease: &Lease, stats: &WorkerStats) -> Result<()> {
+        loop {
+            if lease.try_acquire().await? {
+                return Ok(());
+            }
+            stats.role(false, true);
+            tokio::time::sleep(lease.poll_interval()).await;
+        }
+    }
+
+    async fn load_token(&self) -> Result<Option<ResumeToken>> {
+        let stored = self
+            .db
+            .collection::<BsonDocument>(TOKENS_COLLECTION)
+            .find_one(doc! { "_id": &self.name })
+            .await?;
+        Ok(stored
+            .and_then(|d| d.get("token").cloned())
+            .and_then(|t| mongodb::bson::from_bson(t).ok()))
+    }
+
+    /// Saves the token if this worker still owns the lease; `false` if it does not.
+    async fn save_token(
+        &self,
+        lease: &Lease,
+        token: Option<ResumeToken>,
+        cluster_time: Option<mongodb::bson::Timestamp>,
+    ) -> Result<bool> {
+        if !lease.holds() {
+            return Ok(false);
+        }
+        let mut set = doc! { "updated_at": mongodb::bson::DateTime::now() };
+        match token {
+            Some(token) => {
+                let token = mongodb::bson::to_bson(&token).map_err(mongodb::error::Error::from)?;
+                set.insert("token", token);
+            }
+            None => {
+                set.insert("token", Bson::Null);
+            }
+        }
+        if let Some(time) = cluster_time {
+            set.insert("token_time", time);
+        }
+        let saved = self
+            .db
+            .collection::<BsonDocument>(TOKENS_COLLECTION)
+            .update_one(lease.owned(), doc! { "$set": set })
+            .await?;
+        Ok(saved.matched_count == 1)
+    }
+
+    async fn open(
+        &self,
+        pipeline: &[BsonDocument],
+    ) -> Result<ChangeStream<ChangeStreamEvent<BsonDocument>>> {
+        Ok(self
+            .db
+            .watch()
+            .pipeline(pipeline.to_vec())
+            .full_document(FullDocumentType::UpdateLookup)
+            .await?)
+    }
+
+    /// Opens the stream (from the saved token, or fresh with a reconcile) and applies events
+    /// until stopped, the lease is lost, or an error.
+    async fn follow(
+        &self,
+        sources: &[String],
+        stop: &mut watch::Receiver<bool>,
+        stats: &WorkerStats,
+        lease: &Lease,
+        backoff: &mut Backoff,
+    ) -> Result<Stopped> {
+        let log = FailureLog::new(&self.name);
+        let pipeline = vec![doc! { "$match": {
+            "operationType": { "$in": ["update", "replace", "delete"] },
+            "ns.coll": { "$in": sources },
+        } }];
+        let saved = self.load_token().await?;
+        let opened = match saved {
+            Some(token) => {
+                let attempt = self
+                    .db
+                    .watch()
+                    .pipeline(pipeline.clone())
+                    .full_document(FullDocumentType::UpdateLookup)
+                    .start_after(token)
+                    .await;
+                match attempt {
+                    Err(e) if server_code(&e).is_some_and(|c| UNRESUMABLE.contains(&c)) => {
+                        tracing::warn!(worker = %self.name, error = %e, "saved resume token unusable; full reconcile");
+                        None
+                    }
+                    other => Some(other?),
+                }
+            }
+            None => None,
+        };
+        let mut stream = match opened {
+            Some(stream) => stream,
+            None => {
+                // fresh start: open first, then reconcile, so nothing between them is missed
+                let stream = self.open(&pipeline).await?;
+                let edges = self.edges();
+                let report = reconcile(&self.db, &edges, false, &log).await?;
+                WorkerStats::add(&stats.reconciles, 1);
+                WorkerStats::add(&stats.copies_rewritten, report.repaired());
+                if !self.save_token(lease, stream.resume_token(), None).await? {
+                    return Ok(Stopped::LeaseLost);
+                }
+                stream
+            }
+        };
+        stats.ready.store(true, Ordering::Release);
+        backoff.reset();
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                _ = stop_requested(stop) => return Ok(Stopped::Requested),
+            };
+            let Some(event) = event else {
+                return Err(Error::Driver(mongodb::error::Error::custom(
+                    "change stream ended",
+                )));
+            };
+            let event = event?;
+            if !lease.holds() {
+                return Ok(Stopped::LeaseLost);
+            }
+            // apply what the server has already sent, then save the token once for the batch:
+            // a crash re-applies at most one batch, and the rewrites are idempotent
+            let mut cluster_time = event.cluster_time;
+            self.handle(&event, stats, &log).await?;
+            for _ in 1..TOKEN_BATCH {
+                match stream.next_if_any().await? {
+                    Some(event) => {
+                        cluster_time = event.cluster_time.or(cluster_time);
+                        self.handle(&event, stats, &log).await?;
+                    }
+                    None => break,
+                }
+            }
+            if !self
+                .save_token(lease, stream.resume_token(), cluster_time)
+                .await?
+            {
+                return Ok(Stopped::LeaseLost);
+            }
+            backoff.reset();
+        }
+    }
+
+    /// Counts and applies one change, measuring the lag of applied ones.
+    async fn handle(
+        &self,
+        event: &ChangeStreamEvent<BsonDocument>,
+        stats: &WorkerStats,
+        log: &FailureLog,
+    ) -> Result<()> {
+        WorkerStats::add(&stats.events, 1);
+        if self.apply(event, stats, log).await? {
+            WorkerStats::add(&stats.applied, 1);
+            if let Some(wall) = event.wall_time {
+                let lag = (mongodb::bson::DateTime::now().timestamp_millis()
+                    - wall.timestamp_millis())
+                .max(0) as u64;
+                stats.last_lag_ms.store(lag, Ordering::Relaxed);
+                stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one change to the copies it concerns; `false` when no copy had to change.
+    async fn apply(
+        &self,
+        event: &ChangeStreamEvent<BsonDocument>,
+        stats: &WorkerStats,
+        log: &FailureLog,
+    ) -> Result<bool> {
+        let Some(collection) = event.ns.as_ref().and_then(|ns| ns.coll.as_ref()) else {
+            return Ok(false);
+        };
+        let edges = self
+            .graph
+            .copies_of(collection)
+            .filter(|e| e.copy.strategy == SyncStrategy::Async);
+        if event.operation_type == OperationType::Delete {
+            let Some(id) = event.document_key.as_ref().and_then(|k| k.get("_id")) else {
+                return Ok(false);
+            };
+            let mut applied = false;
+            for edge in edges {
+                if let Some(fan_out) = FanOut::deleted(edge, id) {
+                    let outcome = fan_out.run_resilient(&self.db, edge, id, log).await?;
+                    WorkerStats::add(&stats.copies_unset, outcome.rewritten);
+                    WorkerStats::add(&stats.failed, outcome.failed);
+                    applied = true;
+                }
+            }
+            return Ok(applied);
+        }
+        let Some(source) = &event.full_document else {
+            return Ok(false); // deleted since: its delete event follows
+        };
+        let Some(id) = source.get("_id") else {
+            return Ok(false);
+        };
+        let mut applied = false;
+        for edge in edges {
+            let touched = match (&event.operation_type, &event.update_description) {
+                (OperationType::Update, Some(description)) => {
+                    let changed = description
+                        .updated_fields
+                        .keys()
+                        .map(String::as_str)
+                        .chain(description.removed_fields.iter().map(String::as_str))
+                        .chain(
+                            description
+                                .truncated_arrays
+                                .iter()
+                                .flatten()
+                                .map(|t| t.field.as_str()),
+                        );
+                    touches(changed, &edge.copy.fields)
+                }
+                _ => true, // replace: anything may have changed
+            };
+            if !touched {
+                continue;
+            }
+            if let Some(fan_out) = FanOut::new(edge, source) {
+                let outcome = fan_out.run_resilient(&self.db, edge, id, log).await?;
+                WorkerStats::add(&stats.copies_rewritten, outcome.rewritten);
+                WorkerStats::add(&stats.failed, outcome.failed);
+                applied = true;
+            }
+        }
+        Ok(applied)
+    }
+}
+
+/// Resolves when a stop is requested; never when the handle was dropped (a dropped handle
+/// detaches the worker).
+async fn stop_requested(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+impl SyncWorkerHandle {
+    /// The worker's counters and state.
+    pub fn stats(&self) -> &WorkerStats {
+        &self.stats
+    }
+
+    /// Waits until the worker is either following (it holds the lease, its stream is open and
+    /// any initial reconcile is done) or standing by behind another live worker of its name.
+    /// Gives up after [`SyncWorker::ready_timeout`] with [`Error::Timeout`] carrying the last
+    /// error the worker saw; returns the worker's error at once if it ended.
+    pub async fn ready(&self) -> Result<()> {
+        let deadline = Instant::now() + self.ready_timeout;
+        loop {
+            if self.stats.is_ready() || self.stats.is_standby() {
+                return Ok(());
+            }
+            if self.task.is_finished() {
+                return Err(self.stats.last_error().unwrap_or_else(|| {
+                    Error::Worker("the worker ended before it was ready".to_owned())
+                }));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    operation: "waiting for the sync worker to be ready".to_owned(),
+                    after: self.ready_timeout,
+                    last: self.stats.last_error().map(Box::new),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Stops after the batch in progress (its token saved), gives up the lease so a standby
+    /// takes over at once, and waits for the worker to end. Returns the error that ended the
+    /// worker, if one did.
+    pub async fn shutdown(self) -> Result<()> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(result) => result,
+            Err(join) => Err(Error::Worker(format!("the sync worker panicked: {join}"))),
+        }
+    }
+
+    /// Whether the worker has ended (stopped, or ended on an error).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Kills the worker at its current await point, like a crash: it neither saves its token
+    /// nor gives up its lease. What it received but did not save is applied again by the next
+    /// active worker, from the saved token, once the lease has expired.
+    pub fn kill(self) {
+        self.task.abort();
+    }
+}
