@@ -546,6 +546,15 @@ pub struct ExtendedRef {
     /// `as = Name`: the generated copy type's name.
     pub name: Option<Ident>,
     pub max: Option<u64>,
+    /// `on_delete = "keep" | "unset"`, with the value's literal for later checks.
+    pub on_delete: Option<Sp<OnDelete>>,
+}
+
+/// What a deletion of the source does to its copies.
+#[derive(Clone, Copy, PartialEq)]
+pub enum OnDelete {
+    Keep,
+    Unset,
 }
 
 #[derive(Default)]
@@ -841,6 +850,7 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
     let mut sync = Slot::new(cx, "extended_ref", SYNC);
     let mut name: Slot<Option<Ident>> = Slot::new(cx, "extended_ref", Symbol("as"));
     let mut max = Slot::new(cx, "extended_ref", MAX);
+    let mut on_delete: Slot<Option<OnDelete>> = Slot::new(cx, "extended_ref", ON_DELETE);
     let mut fields_lit = None;
     if matches!(attr.meta, syn::Meta::Path(_)) {
         cx.error_spanned_by(
@@ -899,6 +909,15 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
                 },
             );
             sync.set_or_poison(&meta.path, parsed);
+        } else if meta.path == ON_DELETE {
+            let parsed = one_of(&meta, &["keep", "unset"]).map(|(tokens, s)| {
+                let on_delete = match s.as_str() {
+                    "keep" => OnDelete::Keep,
+                    _ => OnDelete::Unset,
+                };
+                (tokens, Some(on_delete))
+            });
+            on_delete.set_or_poison(&meta.path, parsed);
         } else if meta.path.is_ident("as") {
             let expr = value(&meta)?;
             let parsed = syn::parse2::<Ident>(expr.to_token_stream())
@@ -918,7 +937,7 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
                 cx,
                 &meta,
                 "extended_ref",
-                &["to", "fields", "sync", "as", "max"],
+                &["to", "fields", "sync", "as", "max", "on_delete"],
             )?;
         }
         Ok(())
@@ -952,6 +971,12 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
         sync: sync.and_then(|s| s.value),
         name: name.get().and_then(|n| n.value),
         max: max.get().map(|m| m.value),
+        on_delete: on_delete.get().and_then(|o| {
+            Some(Sp {
+                value: o.value?,
+                tokens: o.tokens,
+            })
+        }),
     }
 }
 

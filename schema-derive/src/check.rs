@@ -6,7 +6,7 @@ use quote::ToTokens;
 use syn::{Ident, Type};
 
 use crate::ast::{Container, Data, Field, RefKind};
-use crate::attr::{IndexKey, KeyField};
+use crate::attr::{ExtendedRef, IndexKey, KeyField, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 use crate::expand::Derive;
 
@@ -188,6 +188,7 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
             _ => {}
         }
         let expected = crate::gen::copies::copy_type_name(cont, field);
+        check_on_delete(cx, field, &extended.value, shape.0, &expected);
         let found = match shape.1 {
             syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
             _ => None,
@@ -248,6 +249,46 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
                 );
             }
         }
+    }
+}
+
+/// `on_delete = "unset"` writes `null` over the copy when its source is deleted: the field must
+/// be able to hold `null`, and a frozen snapshot is never rewritten.
+fn check_on_delete(cx: &Ctxt, field: &Field, extended: &ExtendedRef, kind: RefKind, copy: &Ident) {
+    let Some(on_delete) = &extended.on_delete else {
+        return;
+    };
+    if on_delete.value != OnDelete::Unset {
+        return;
+    }
+    let name = field.display_name();
+    if extended.sync == Some(Sync::Frozen) {
+        cx.error_spanned_by(
+            &on_delete.tokens,
+            "`on_delete = \"unset\"` does not apply to a `sync = \"frozen\"` copy: a frozen copy is a snapshot \
+             that no sync path rewrites, so deleting its source must not change it; remove `on_delete`, \
+             or pick a strategy that follows the source (\"transactional\", \"async\" or \"reconcile\")",
+        );
+        return;
+    }
+    match kind {
+        RefKind::Optional => {}
+        RefKind::One => cx.error_spanned_by(
+            &on_delete.tokens,
+            format!(
+                "`on_delete = \"unset\"` sets the copy to null when its source is deleted, so field `{name}` \
+                 must be an `Option`: declare it `{name}: Option<{copy}>` or use `on_delete = \"keep\"`"
+            ),
+        ),
+        RefKind::Many => cx.error_spanned_by(
+            &on_delete.tokens,
+            format!(
+                "`on_delete = \"unset\"` sets the copy to null when its source is deleted, so it needs an `Option` \
+                 field, and field `{name}` is an array of copies (`{ty}`): use `on_delete = \"keep\"` \
+                 (the copies of a deleted source stay in the array)",
+                ty = type_name(field.ty)
+            ),
+        ),
     }
 }
 

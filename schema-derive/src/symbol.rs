@@ -36,6 +36,7 @@ symbols! {
     TO = "to",
     FIELDS = "fields",
     SYNC = "sync",
+    ON_DELETE = "on_delete",
     OF = "of",
     SORT = "sort",
     COUNT = "count",

@@ -4,7 +4,7 @@
 
 use mongo_schema::bson::{doc, Bson};
 use mongo_schema::prelude::*;
-use mongo_schema::{CopyShape, IndexReason, SyncStrategy};
+use mongo_schema::{CopyShape, IndexReason, OnDelete, SyncStrategy};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -112,6 +112,20 @@ pub struct Product {
     pub parts: Vec<ProductParts>,
 }
 
+/// What a deletion of the source does: `unset` on an optional copy, `keep` spelled out.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "incidents")]
+pub struct Incident {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[extended_ref(to = Agent, fields = "display_name", sync = "async", on_delete = "unset")]
+    pub responder: Option<IncidentResponder>,
+    #[extended_ref(to = Customer, fields = "name", sync = "transactional", on_delete = "keep")]
+    pub reporter: IncidentReporter,
+    #[extended_ref(to = Customer, fields = "name", sync = "transactional", on_delete = "unset")]
+    pub watcher: Option<IncidentWatcher>,
+}
+
 fn index_keys(spec: &mongo_schema::CollectionSpec) -> Vec<mongo_schema::bson::Document> {
     spec.indexes.iter().map(|i| i.keys.clone()).collect()
 }
@@ -169,6 +183,18 @@ fn main() {
         "{:?}",
         order.indexes
     );
+    // `on_delete`: keep unless `unset` is written.
+    assert!(spec.copies.iter().all(|c| c.on_delete == OnDelete::Keep));
+    let incident = Incident::collection_spec();
+    assert_eq!(incident.copies.len(), 3);
+    assert_eq!(incident.copies[0].path, "responder");
+    assert_eq!(incident.copies[0].on_delete, OnDelete::Unset);
+    assert_eq!(incident.copies[0].shape, CopyShape::Optional);
+    assert_eq!(incident.copies[1].path, "reporter");
+    assert_eq!(incident.copies[1].on_delete, OnDelete::Keep);
+    assert_eq!(incident.copies[2].path, "watcher");
+    assert_eq!(incident.copies[2].on_delete, OnDelete::Unset);
+    assert_eq!(incident.copies[2].strategy, SyncStrategy::Transactional);
     let product = Product::collection_spec();
     assert_eq!(product.copies[0].strategy, SyncStrategy::Reconcile);
     assert_eq!(product.copies[0].shape, CopyShape::Many);

@@ -1,0 +1,22 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "customers")]
+pub struct Customer {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "tickets")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[extended_ref(to = Customer, fields = "name", sync = "async", on_delete = "cascade")]
+    pub customer: Option<TicketCustomer>,
+}
+
+fn main() {}
