@@ -11,11 +11,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 use tokio::time::Instant;
 
 use super::retry::random_u64;
-use crate::error::server_code;
 use crate::Result;
 
 /// The default lease of a sync worker.
@@ -81,26 +81,45 @@ impl Lease {
 
     /// Takes the lease if nobody holds it, it expired, or this worker already holds it.
     /// `false`: another live worker holds it.
+    ///
+    /// One `findAndModify` with a pipeline update that decides on the server, against its own
+    /// clock, whether the lease is free (an `$expr` filter would do the same on mongod, but
+    /// SecantusDB does not compare dates with `$$NOW` in a query).
     pub(crate) async fn try_acquire(&self) -> Result<bool> {
         let sent = Instant::now();
-        let filter = doc! {
-            "_id": &self.name,
-            "$or": [
-                { "owner": &self.owner },
-                { "owner": Bson::Null },
-                { "$expr": { "$lt": ["$expires", "$$NOW"] } },
-            ],
+        let free = doc! { "$or": [
+            { "$eq": ["$owner", &self.owner] },
+            { "$eq": [{ "$ifNull": ["$owner", Bson::Null] }, Bson::Null] },
+            // compared as milliseconds: SecantusDB 0.7 compares a date computed from `$$NOW`
+            // wrongly; `$toLong` of a date is the same test on mongod
+            { "$lt": [
+                { "$toLong": { "$ifNull": ["$expires", mongodb::bson::DateTime::from_millis(0)] } },
+                { "$toLong": "$$NOW" },
+            ] },
+        ] };
+        let update = vec![doc! { "$set": {
+            "owner": { "$cond": [free.clone(), &self.owner, "$owner"] },
+            "expires": { "$cond": [free, self.expires(), "$expires"] },
+        } }];
+        let after = match self
+            .tokens
+            .find_one_and_update(doc! { "_id": &self.name }, update)
+            .upsert(true)
+            .return_document(ReturnDocument::After)
+            .await
+        {
+            Ok(after) => after,
+            // two first workers upserted at once and the other one inserted: it holds the lease
+            Err(e) if crate::error::server_code(&e) == Some(11000) => None,
+            Err(e) => return Err(e.into()),
         };
-        let update = vec![doc! { "$set": { "owner": &self.owner, "expires": self.expires() } }];
-        match self.tokens.update_one(filter, update).upsert(true).await {
-            Ok(_) => {
-                self.granted(sent);
-                Ok(true)
-            }
-            // the document exists with another live owner: the upsert collides on `_id`
-            Err(e) if server_code(&e) == Some(11000) => Ok(false),
-            Err(e) => Err(e.into()),
+        let acquired = after.is_some_and(|lease| lease.get_str("owner") == Ok(&self.owner));
+        if acquired {
+            self.granted(sent);
+        } else {
+            self.lost();
         }
+        Ok(acquired)
     }
 
     /// Renews the lease; `false` when another worker owns it now.
