@@ -1,0 +1,102 @@
+//! A support desk with every kind of copy, for the sync fault tests: cases copy the name of a
+//! customer (transactional, unset when the customer is deleted), of an agent (async, unset) and
+//! of a team (async, kept), and keep their three newest notes with a count (a subset).
+#![allow(dead_code)]
+
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "customers")]
+pub struct Customer {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[schema(min_length = 1, max_length = 80)]
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "agents")]
+pub struct Agent {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "teams")]
+pub struct Team {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct NotePreview {
+    pub at: DateTime,
+    pub writer: i32,
+}
+
+impl From<&Note> for NotePreview {
+    fn from(note: &Note) -> Self {
+        NotePreview {
+            at: note.at,
+            writer: note.writer,
+        }
+    }
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "cases")]
+pub struct Case {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+    #[extended_ref(to = Customer, fields = "name", sync = "transactional", on_delete = "unset")]
+    pub customer: Option<CaseCustomer>,
+    #[extended_ref(to = Agent, fields = "name", sync = "async", on_delete = "unset")]
+    pub agent: Option<CaseAgent>,
+    #[extended_ref(to = Team, fields = "name", sync = "async")]
+    pub team: Option<CaseTeam>,
+    #[subset(of = Note, max = 3, sort = "-at", count = "note_count")]
+    pub notes: Vec<NotePreview>,
+    pub note_count: i64,
+    #[embed(max = 3)]
+    pub labels: Vec<String>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "notes")]
+#[index(keys(case_id = 1, at = -1))]
+pub struct Note {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub case_id: Ref<Case>,
+    pub at: DateTime,
+    pub writer: i32,
+}
+
+pub fn schema() -> Schema {
+    Schema::new()
+        .model::<Customer>()
+        .model::<Agent>()
+        .model::<Team>()
+        .model::<Case>()
+        .model::<Note>()
+        .build()
+        .expect("the cases schema builds")
+}
+
+pub fn case(customer: &Customer, agent: &Agent, team: &Team, i: usize) -> Case {
+    Case {
+        id: ObjectId::new(),
+        subject: format!("case {i}"),
+        customer: Some(customer.into()),
+        agent: Some(agent.into()),
+        team: Some(team.into()),
+        notes: vec![],
+        note_count: 0,
+        labels: vec![],
+    }
+}
