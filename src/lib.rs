@@ -136,7 +136,7 @@ pub mod __private {
     pub use mongo_schema_core::{
         BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
         EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, OnDelete, Ref, RefKind,
-        ReferenceSpec,
-        Relation, SortKey, Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
+        ReferenceSpec, Relation, SortKey, Subset, SubsetSpec, SyncStrategy, ValidationAction,
+        ValidationLevel,
     };
 }
