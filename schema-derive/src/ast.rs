@@ -1,6 +1,6 @@
 //! The typed model of a derive input. Code generation sees only this, never raw syn.
 
-use syn::{Ident, Type};
+use syn::{Ident, LitStr, Type};
 
 use crate::attr;
 use crate::ctxt::Ctxt;
@@ -86,6 +86,7 @@ impl<'a> Field<'a> {
 }
 
 pub struct Variant {
+    pub ident: Ident,
     pub stored_name: String,
     pub attrs: attr::Variant,
 }
@@ -152,10 +153,12 @@ impl<'a> Container<'a> {
                         continue;
                     }
                     let attrs_v = attr::Variant::from_ast(cx, variant);
-                    let stored_name = attrs_v.rename.clone().unwrap_or_else(|| {
-                        attrs.rename_all.apply_to_variant(&unraw(&variant.ident))
-                    });
+                    let stored_name = attrs_v.rename.as_ref().map_or_else(
+                        || attrs.rename_all.apply_to_variant(&unraw(&variant.ident)),
+                        LitStr::value,
+                    );
                     variants.push(Variant {
+                        ident: variant.ident.clone(),
                         stored_name,
                         attrs: attrs_v,
                     });
@@ -201,13 +204,16 @@ fn fields_from_ast<'a>(
     fields
         .map(|field| {
             let attrs = attr::Field::from_ast(cx, field);
-            let stored_name = attrs.rename.clone().unwrap_or_else(|| {
-                field
-                    .ident
-                    .as_ref()
-                    .map(|i| container.rename_all.apply_to_field(&unraw(i)))
-                    .unwrap_or_default()
-            });
+            let stored_name = attrs.rename.as_ref().map_or_else(
+                || {
+                    field
+                        .ident
+                        .as_ref()
+                        .map(|i| container.rename_all.apply_to_field(&unraw(i)))
+                        .unwrap_or_default()
+                },
+                LitStr::value,
+            );
             Field {
                 ident: field.ident.as_ref(),
                 stored_name,

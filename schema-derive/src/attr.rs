@@ -129,6 +129,18 @@ pub struct Index {
 pub struct IndexKey {
     pub field: KeyField,
     pub kind: KeyKind,
+    /// The tokens of the kind (`1`, `-1`, `"hashed"`), for errors about it.
+    pub kind_tokens: TokenStream,
+}
+
+impl KeyField {
+    /// The tokens of the key's field, for errors about it.
+    pub fn tokens(&self) -> TokenStream {
+        match self {
+            KeyField::Rust(ident) => ident.to_token_stream(),
+            KeyField::Path(lit) => lit.to_token_stream(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -457,8 +469,10 @@ impl Parse for IndexKey {
             KeyField::Rust(input.call(syn::ext::IdentExt::parse_any)?)
         };
         input.parse::<Token![=]>()?;
+        let mut kind_tokens = TokenStream::new();
         let kind = if input.peek(LitStr) {
             let lit: LitStr = input.parse()?;
+            lit.to_tokens(&mut kind_tokens);
             match lit.value().as_str() {
                 "text" | "2dsphere" | "2d" | "hashed" => KeyKind::Special(lit.value()),
                 other => {
@@ -469,8 +483,11 @@ impl Parse for IndexKey {
                 }
             }
         } else {
-            let negative = input.parse::<Option<Token![-]>>()?.is_some();
+            let minus = input.parse::<Option<Token![-]>>()?;
+            let negative = minus.is_some();
             let lit: LitInt = input.parse()?;
+            minus.to_tokens(&mut kind_tokens);
+            lit.to_tokens(&mut kind_tokens);
             let value: i32 = lit.base10_parse()?;
             match (negative, value) {
                 (false, 1) => KeyKind::Direction(1),
@@ -483,7 +500,11 @@ impl Parse for IndexKey {
                 }
             }
         };
-        Ok(IndexKey { field, kind })
+        Ok(IndexKey {
+            field,
+            kind,
+            kind_tokens,
+        })
     }
 }
 
@@ -508,7 +529,8 @@ pub struct Field {
     pub reference: Option<Sp<Reference>>,
     pub extended_ref: Option<Sp<ExtendedRef>>,
     pub subset: Option<Sp<SubsetAttr>>,
-    pub rename: Option<String>,
+    /// `#[serde(rename = "...")]`: the literal, so errors about the stored name point at it.
+    pub rename: Option<LitStr>,
     /// `skip` or `skip_serializing`: never written.
     pub skip_serializing: bool,
     /// `skip_serializing_if`: sometimes absent.
@@ -676,9 +698,12 @@ impl Field {
                     let parsed = match keyword {
                         "pattern" => string(&expr, "pattern = \"^[A-Z]{3}$\"")
                             .map(|lit| ConstraintValue::Str(lit.value())),
-                        "maxLength" | "minLength" => unsigned(&expr, "max_length = 80")
-                            .map(|(_, n)| ConstraintValue::Int(n as i64)),
-                        _ => number(&expr),
+                        "maxLength" | "minLength" => {
+                            let option = meta.path.to_token_stream().to_string();
+                            unsigned(&expr, &format!("{option} = 80"))
+                                .and_then(|(tokens, n)| length(tokens, n, &option, keyword))
+                        }
+                        _ => number(&expr, &meta.path.to_token_stream().to_string()),
                     };
                     let value = match parsed {
                         Ok(value) => value,
@@ -1064,7 +1089,8 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
 // variants
 
 pub struct Variant {
-    pub rename: Option<String>,
+    /// `#[serde(rename = "...")]`: the literal, so errors about the stored name point at it.
+    pub rename: Option<LitStr>,
     pub skip_serializing: bool,
 }
 
@@ -1250,7 +1276,26 @@ fn one_of(meta: &ParseNestedMeta, allowed: &[&str]) -> syn::Result<(TokenStream,
     }
 }
 
-fn number(expr: &Expr) -> syn::Result<ConstraintValue> {
+/// A string length bound: mongod reads `maxLength` / `minLength` as a 64-bit integer, so a bound
+/// past `i64::MAX` would reach it negative.
+fn length(
+    tokens: TokenStream,
+    n: u64,
+    option: &str,
+    keyword: &str,
+) -> syn::Result<ConstraintValue> {
+    i64::try_from(n).map(ConstraintValue::Int).map_err(|_| {
+        syn::Error::new_spanned(
+            tokens,
+            format!(
+                "`{option} = {n}` is above i64::MAX: mongod reads `{keyword}` as a 64-bit integer, \
+                 at most 9223372036854775807; use a smaller bound"
+            ),
+        )
+    })
+}
+
+fn number(expr: &Expr, option: &str) -> syn::Result<ConstraintValue> {
     let (negative, inner) = match expr {
         Expr::Unary(ExprUnary {
             op: syn::UnOp::Neg(_),
@@ -1263,7 +1308,23 @@ fn number(expr: &Expr) -> syn::Result<ConstraintValue> {
     match inner {
         Expr::Lit(ExprLit {
             lit: Lit::Int(lit), ..
-        }) => Ok(ConstraintValue::Int(sign * lit.base10_parse::<i64>()?)),
+        }) => {
+            let magnitude = i128::try_from(lit.base10_parse::<u128>()?).ok();
+            magnitude
+                .and_then(|m| i64::try_from(sign as i128 * m).ok())
+                .map(ConstraintValue::Int)
+                .ok_or_else(|| {
+                    syn::Error::new_spanned(
+                        expr,
+                        format!(
+                            "`{option} = {}` does not fit in a 64-bit integer: BSON stores integers in at most \
+                             64 bits, so mongod's `$jsonSchema` bound lies within -9223372036854775808..=9223372036854775807; \
+                             use a bound in that range, or a float such as `1e19`",
+                            expr.to_token_stream().to_string().replace(' ', "")
+                        ),
+                    )
+                })
+        }
         Expr::Lit(ExprLit {
             lit: Lit::Float(lit),
             ..
@@ -1278,15 +1339,15 @@ fn number(expr: &Expr) -> syn::Result<ConstraintValue> {
 }
 
 /// `rename = "x"` or `rename(serialize = "x", deserialize = "y")`: the name serde writes.
-fn parse_rename(meta: &ParseNestedMeta) -> syn::Result<Option<String>> {
+fn parse_rename(meta: &ParseNestedMeta) -> syn::Result<Option<LitStr>> {
     if meta.input.peek(Token![=]) {
-        return Ok(Some(meta.value()?.parse::<LitStr>()?.value()));
+        return Ok(Some(meta.value()?.parse::<LitStr>()?));
     }
     let mut serialize = None;
     meta.parse_nested_meta(|inner| {
         let lit: LitStr = inner.value()?.parse()?;
         if inner.path == SERIALIZE {
-            serialize = Some(lit.value());
+            serialize = Some(lit);
         }
         Ok(())
     })?;

@@ -10,6 +10,8 @@ use crate::attr::{ExtendedRef, IndexKey, KeyField, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 use crate::expand::Derive;
 
+mod mongod;
+
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
     for field in cont.stored_fields() {
@@ -35,6 +37,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_bucket(cx, cont, derive);
     check_index_keys(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
+    mongod::check(cx, cont);
 }
 
 /// `Document` needs a named-field struct and a collection name; `#[collection]` and `#[index]`

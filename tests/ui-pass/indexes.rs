@@ -1,4 +1,4 @@
-//! Index options (unique, sparse, partial, name), a TTL index, validation settings, and a shard key whose unique index starts with it.
+//! Index options (unique, sparse, partial, name; mongod refuses sparse with partial), a TTL index, validation settings, and a shard key whose unique index starts with it.
 
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "sessions", validation_level = "moderate", validation_action = "warn")]
-#[index(keys(token = 1), unique, sparse, partial = "{\"revoked\": false}", name = "active_token")]
-#[index(keys(created_at = 1), expire_after_secs = 3600)]
+#[index(keys(token = 1), unique, partial = "{\"revoked\": false}", name = "active_token")]
+#[index(keys(created_at = 1), sparse, expire_after_secs = 3600)]
 #[index(keys("device.os" = 1, body = "text"))]
 pub struct Session {
     #[serde(rename = "_id")]
@@ -44,7 +44,7 @@ fn main() {
     let token = &spec.indexes[0];
     assert_eq!(token.keys, doc! { "token": 1 });
     assert_eq!(token.name, "active_token");
-    assert!(token.unique && token.sparse);
+    assert!(token.unique && !token.sparse);
     assert_eq!(token.partial_filter, Some(doc! { "revoked": false }));
     assert_eq!(token.expire_after_secs, None);
 
@@ -52,13 +52,15 @@ fn main() {
     assert_eq!(ttl.keys, doc! { "created_at": 1 });
     assert_eq!(ttl.expire_after_secs, Some(3600));
     assert_eq!(ttl.name, "created_at_1");
+    assert!(ttl.sparse);
 
     assert_eq!(spec.indexes[2].keys, doc! { "device.os": 1, "body": "text" });
 
     let models = Session::indexes();
     let options = models[0].options.as_ref().unwrap();
     assert_eq!(options.unique, Some(true));
-    assert_eq!(options.sparse, Some(true));
+    assert_eq!(options.sparse, None);
+    assert_eq!(models[1].options.as_ref().unwrap().sparse, Some(true));
     assert_eq!(
         models[1].options.as_ref().unwrap().expire_after,
         Some(std::time::Duration::from_secs(3600))
