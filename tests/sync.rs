@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use common::helpdesk::*;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
@@ -41,23 +42,15 @@ async fn names_of_copies(db: &mongodb::Database, path: &str, id: ObjectId) -> Ve
         .collect()
 }
 
-/// Polls until `check` holds, failing after `timeout`.
-async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    loop {
-        if check().await {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "{what}: not reached within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Awaits `future`, failing the test after `timeout` instead of hanging.
+async fn within<T>(
+    timeout: Duration,
+    what: &str,
+    future: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not done within {timeout:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,6 +69,7 @@ async fn transactional_rename_is_never_seen_half_done() {
         tokio::spawn(async move {
             let mut session = db.client().start_session().await.unwrap();
             let mut reads = 0;
+            let mut names = std::collections::BTreeSet::new();
             while !done.load(Ordering::Relaxed) {
                 session
                     .start_transaction()
@@ -105,9 +99,10 @@ async fn transactional_rename_is_never_seen_half_done() {
                         "a reader saw a half-done rename"
                     );
                 }
+                names.insert(source.name);
                 reads += 1;
             }
-            reads
+            (reads, names)
         })
     };
 
@@ -125,9 +120,14 @@ async fn transactional_rename_is_never_seen_half_done() {
         attempts += report.attempts;
     }
     done.store(true, Ordering::Relaxed);
-    let reads = reader.await.unwrap();
-    println!("30 transactional renames of a customer with 40 tickets: {attempts} transaction attempts; {reads} snapshot reads saw no mismatch");
-    assert!(reads > 0);
+    let (reads, names) = within(Duration::from_secs(30), "the reader", reader)
+        .await
+        .unwrap();
+    println!("30 transactional renames of a customer with 40 tickets: {attempts} transaction attempts; {reads} snapshot reads saw {} different names and no mismatch", names.len());
+    assert!(
+        names.len() >= 2,
+        "the reader ran while the renames committed (it saw {names:?})"
+    );
     assert_eq!(
         names_of_copies(&db, "customer", ana.id).await,
         vec!["Ana 29".to_owned(); 40]
@@ -246,10 +246,17 @@ async fn async_copies_converge_and_lag_is_measured() {
         WorkerStats::get(&stats.last_lag_ms),
         WorkerStats::get(&stats.max_lag_ms),
     );
-    assert_eq!(
-        WorkerStats::get(&stats.applied),
-        1000,
+    // delivery is at least once: 1,000 renames are 1,000 applied events or more, never fewer
+    // (every copy is right, checked above); the team change is seen and not applied
+    let applied = WorkerStats::get(&stats.applied);
+    assert!(applied >= 1000, "{applied}");
+    assert!(
+        WorkerStats::get(&stats.events) > applied,
         "the team change touched no copied field"
+    );
+    assert!(
+        WorkerStats::get(&stats.max_lag_ms) > 0,
+        "the lag is measured"
     );
     worker.shutdown().await.expect("clean shutdown");
 
@@ -289,7 +296,11 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         }
     };
 
-    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    let worker = schema
+        .sync_worker(&db)
+        .name("crashy")
+        .lease(Duration::from_secs(1))
+        .spawn();
     worker.ready().await.expect("the sync worker is ready");
     rename("Bo 1").await;
     eventually(Duration::from_secs(20), "first rename", || async {
@@ -308,7 +319,11 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         "nobody applied it"
     );
 
-    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    let worker = schema
+        .sync_worker(&db)
+        .name("crashy")
+        .lease(Duration::from_secs(1))
+        .spawn();
     eventually(
         Duration::from_secs(20),
         "resumed worker converges",
@@ -319,6 +334,11 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         WorkerStats::get(&worker.stats().reconciles),
         0,
         "resumed from the token, no reconcile needed"
+    );
+    assert_eq!(
+        WorkerStats::get(&worker.stats().takeovers),
+        1,
+        "it took the lease the killed worker left to expire"
     );
     worker.shutdown().await.unwrap();
 
@@ -331,7 +351,11 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .await
         .unwrap();
     rename("Bo 4").await;
-    let worker = schema.sync_worker(&db).name("crashy").spawn();
+    let worker = schema
+        .sync_worker(&db)
+        .name("crashy")
+        .lease(Duration::from_secs(1))
+        .spawn();
     worker.ready().await.expect("the sync worker is ready");
     assert_eq!(WorkerStats::get(&worker.stats().reconciles), 1);
     assert_eq!(
@@ -356,7 +380,29 @@ async fn async_copies_converge_across_a_server_restart() {
     std::fs::create_dir_all(&storage).unwrap();
     let mut server =
         mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a dedicated server");
-    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    // count the change streams opened: the driver's own resume and the worker's reopening
+    // both send a new `aggregate` with `$changeStream`
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut options = mongodb::options::ClientOptions::parse(server.uri())
+        .await
+        .unwrap();
+    let counter = opened.clone();
+    options.command_event_handler = Some(mongodb::event::EventHandler::callback(
+        move |event: mongodb::event::command::CommandEvent| {
+            if let mongodb::event::command::CommandEvent::Started(started) = event {
+                let change_stream = started
+                    .command
+                    .get_array("pipeline")
+                    .ok()
+                    .and_then(|p| p.first()?.as_document().cloned())
+                    .is_some_and(|stage| stage.contains_key("$changeStream"));
+                if started.command_name == "aggregate" && change_stream {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        },
+    ));
+    let client = mongodb::Client::with_options(options).unwrap();
     let db = client.database("restart");
     let schema = schema();
     schema.apply(&db).await.unwrap();
@@ -385,6 +431,8 @@ async fn async_copies_converge_across_a_server_restart() {
     })
     .await;
 
+    let streams_before = opened.load(Ordering::SeqCst);
+    assert!(streams_before >= 1);
     let restart = Instant::now();
     server.restart().expect("restart with the same storage");
     println!(
@@ -404,9 +452,14 @@ async fn async_copies_converge_across_a_server_restart() {
     .await;
     // the driver resumes the stream by itself after a network error when it can; otherwise the
     // worker reopens it from its saved token
+    let streams_after = opened.load(Ordering::SeqCst);
     println!(
-        "after the restart the worker converged in {took:?} (stream reopened by the worker {} time(s))",
+        "after the restart the worker converged in {took:?}; change streams opened {streams_before} before, {streams_after} after (reopened by the worker {} time(s), the rest resumed by the driver)",
         WorkerStats::get(&worker.stats().reopened)
+    );
+    assert!(
+        streams_after > streams_before,
+        "the stream was reopened after the restart"
     );
     // and a worker started after a restart resumes from the stored token
     worker.shutdown().await.unwrap();
@@ -574,30 +627,38 @@ async fn frozen_copies_survive_a_rename_under_every_strategy() {
         total: 99.0,
     };
     Order::collection(&db).insert_one(&order).await.unwrap();
-    Ticket::collection(&db)
-        .insert_one(ticket(&ana, None, 0))
-        .await
-        .unwrap();
-    let worker = schema.sync_worker(&db).name("frozen").spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    let t = ticket(&ana, None, 0);
+    Ticket::collection(&db).insert_one(&t).await.unwrap();
+    let ticket_customer = |db: mongodb::Database| async move {
+        Ticket::collection(&db)
+            .find_one(doc! { "_id": t.id })
+            .await
+            .unwrap()
+            .unwrap()
+            .customer
+            .name
+    };
 
-    // transactional path
-    schema
+    // transactional path: the ticket's copy changes in the transaction, the order's does not
+    let report = schema
         .update_source::<Customer>(&db, &ana.id, doc! { "$set": { "name": "Ana T" } })
         .await
         .unwrap();
-    // async path: a plain update the worker sees
+    assert_eq!(report.total_rewritten(), 1, "{report:?}");
+    assert_eq!(ticket_customer(db.clone()).await, "Ana T");
+    // reconcile path: a rename the library did not see leaves the ticket's copy drifted;
+    // reconcile repairs it and never reads the order's
     Customer::collection(&db)
         .update_one(
             doc! { "_id": ana.id },
-            doc! { "$set": { "name": "Ana A", "email": "new@example.org" } },
+            doc! { "$set": { "name": "Ana R", "email": "new@example.org" } },
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    // reconcile path
-    schema.reconcile(&db, false).await.unwrap();
-    worker.shutdown().await.unwrap();
+    let repaired = schema.reconcile(&db, false).await.unwrap();
+    assert_eq!(repaired.repaired(), 1, "{repaired}");
+    assert!(repaired.edges.iter().all(|e| e.copy != "orders.customer"));
+    assert_eq!(ticket_customer(db.clone()).await, "Ana R");
 
     let stored = Order::collection(&db)
         .find_one(doc! { "_id": order.id })
@@ -712,7 +773,9 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
         })
     });
     for writer in writers {
-        writer.await.unwrap();
+        within(Duration::from_secs(120), "a subset writer", writer)
+            .await
+            .unwrap();
     }
     let stored = Thread::collection(&db)
         .find_one(doc! { "_id": thread.id })
@@ -730,6 +793,13 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
         [199, 198, 197],
         "exactly the newest 3, newest first"
     );
+    let newest_one = stored.newest.as_ref().expect("the subset of one is set");
+    assert_eq!(
+        newest_one.at.timestamp_millis() - base,
+        199,
+        "the subset of one holds the newest post"
+    );
+    assert_eq!(newest_one.writer, 7);
 
     let stored = Ticket::collection(&db)
         .find_one(doc! { "_id": t.id })
@@ -786,34 +856,53 @@ async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_st
     let t = ticket(&ana, None, 0);
     Ticket::collection(&db).insert_one(&t).await.unwrap();
 
-    let contenders = (0..8).map(|agent| {
-        let (db, ticket) = (db.clone(), t.to_ref());
-        tokio::spawn(async move {
-            let change = StatusChange {
-                status: Status::Pending,
-                at: DateTime::now(),
-            };
-            let mut update = Ticket::HISTORY.push_update(&[change]).unwrap();
-            update.insert(
-                "$set",
-                doc! { "status": "pending", "updated_at": DateTime::now() },
-            );
-            (
-                agent,
-                ticket
+    // the 8 contenders are released together and each records when its CAS ran, to show
+    // that they overlapped
+    let barrier = Arc::new(tokio::sync::Barrier::new(8));
+    let contenders: Vec<_> = (0..8)
+        .map(|agent| {
+            let (db, ticket, barrier) = (db.clone(), t.to_ref(), barrier.clone());
+            tokio::spawn(async move {
+                let change = StatusChange {
+                    status: Status::Pending,
+                    at: DateTime::now(),
+                };
+                let mut update = Ticket::HISTORY.push_update(&[change]).unwrap();
+                update.insert(
+                    "$set",
+                    doc! { "status": "pending", "updated_at": DateTime::now() },
+                );
+                barrier.wait().await;
+                let started = Instant::now();
+                let won = ticket
                     .compare_and_set(&db, "status", "open", update)
                     .await
-                    .unwrap(),
-            )
+                    .unwrap();
+                (agent, won, started, Instant::now())
+            })
         })
-    });
+        .collect();
     let mut winners = Vec::new();
+    let mut spans = Vec::new();
     for contender in contenders {
-        let (agent, won) = contender.await.unwrap();
+        let (agent, won, started, ended) = within(Duration::from_secs(30), "a CAS", contender)
+            .await
+            .unwrap();
         if won {
             winners.push(agent);
         }
+        spans.push((started, ended));
     }
+    let last_start = spans.iter().map(|s| s.0).max().unwrap();
+    let first_end = spans.iter().map(|s| s.1).min().unwrap();
+    println!(
+        "8 CAS writers: the last started {:?} before the first finished",
+        first_end.saturating_duration_since(last_start)
+    );
+    assert!(
+        last_start < first_end,
+        "all 8 compare-and-sets were in flight at once"
+    );
     assert_eq!(
         winners.len(),
         1,
