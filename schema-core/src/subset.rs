@@ -382,7 +382,11 @@ where
                 let Some(id) = parent.get("_id") else {
                     continue;
                 };
-                self.rebuild_id(db, id.clone()).await?;
+                if let Err(error) = self.rebuild_id(db, id.clone()).await {
+                    progress.failed_at = Some(id.clone());
+                    return Err(error);
+                }
+                progress.failed_at = None;
                 progress.rebuilt += 1;
                 progress.last_done = Some(id.clone());
             }
@@ -401,6 +405,19 @@ pub struct RebuildProgress {
     pub rebuilt: u64,
     /// The `_id` of the last parent rebuilt (parents are walked in `_id` order).
     pub last_done: Option<Bson>,
+    /// The parent whose rebuild failed, if the last call ended on an error: resuming retries it
+    /// (right after a transient error), unless [`RebuildProgress::skip_failed`] is called.
+    pub failed_at: Option<Bson>,
+}
+
+impl RebuildProgress {
+    /// Resumes after the parent that failed instead of retrying it (one that its validator
+    /// rejects, for example).
+    pub fn skip_failed(&mut self) {
+        if let Some(failed) = self.failed_at.take() {
+            self.last_done = Some(failed);
+        }
+    }
 }
 
 /// An embedded array bounded by `#[embed(max = N)]`, as a constant named after the field in
