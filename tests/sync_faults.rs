@@ -1,0 +1,794 @@
+//! The fault test: copies and subsets hold while everything goes wrong at once.
+//!
+//! 8 writers make 2,000 renames across two async sources (agents, teams) and one transactional
+//! source (customers) and add 400 subset children (notes), while the active sync worker is
+//! killed at 20 random points (a fresh one started each time, a standby always present), the
+//! server is restarted 3 times with the same storage, and reconcile and `rebuild_all` run
+//! alongside. At the end: a dry-run reconcile finds no drifted copy but the holders the test
+//! made invalid on purpose, which are exactly the recorded failures; after mending them and
+//! `retry_failures`, none; every subset count equals its children and its previews are the
+//! newest; no saved token moved backwards. Figures are printed; nothing is timed.
+//!
+//! The async copies, the transactional copies and the subsets live in three holder
+//! collections. SecantusDB 0.7.0b3 deadlocks (inside the server, until it restarts) when a
+//! non-transactional multi-document update (a fan-out) waits on one transaction's uncommitted
+//! write while another transaction writes the same collection: its transaction reaper holds the
+//! global transaction lock while waiting for that transaction's mutex. mongod has no such
+//! cycle; on one holder collection this test would measure SecantusDB, not the library.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::eventually;
+use futures_util::{StreamExt, TryStreamExt};
+use model::*;
+use mongo_schema::bson::{doc, Document as BsonDocument, Timestamp};
+use mongo_schema::prelude::*;
+use mongo_schema::{RebuildProgress, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};
+
+const WRITERS: usize = 8;
+const RENAMES: usize = 2_000;
+const NOTES: usize = 400;
+const KILLS: usize = 20;
+const RESTARTS: usize = 3;
+const AGENTS: usize = 20;
+const TEAMS: usize = 10;
+const CUSTOMERS: usize = 10;
+const CASES: usize = 400;
+const CONTRACTS: usize = 200;
+const THREADS: usize = 100;
+/// Cases another client leaves invalid (a subject that is no string).
+const INVALID: usize = 3;
+const LEASE: Duration = Duration::from_millis(1000);
+const WORKER: &str = "faults";
+/// The deadline of any single operation retried across restarts.
+const OP_DEADLINE: Duration = Duration::from_secs(120);
+
+mod model {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "customers")]
+    pub struct Customer {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "agents")]
+    pub struct Agent {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "teams")]
+    pub struct Team {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub name: String,
+    }
+
+    /// The holder of the async copies.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "cases")]
+    pub struct Case {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub subject: String,
+        #[extended_ref(to = Agent, fields = "name", sync = "async", on_delete = "unset")]
+        pub agent: Option<CaseAgent>,
+        #[extended_ref(to = Team, fields = "name", sync = "async")]
+        pub team: Option<CaseTeam>,
+    }
+
+    /// The holder of the transactional copies.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "contracts")]
+    pub struct Contract {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[extended_ref(to = Customer, fields = "name", sync = "transactional", on_delete = "unset")]
+        pub customer: Option<ContractCustomer>,
+    }
+
+    /// The parent of a subset.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "threads")]
+    pub struct Thread {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[subset(of = Note, max = 3, sort = "-at", count = "note_count")]
+        pub notes: Vec<NotePreview>,
+        pub note_count: i64,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "notes")]
+    #[index(keys(thread_id = 1, at = -1))]
+    pub struct Note {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[reference]
+        pub thread_id: Ref<Thread>,
+        pub at: DateTime,
+        pub writer: i32,
+    }
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    pub struct NotePreview {
+        pub at: DateTime,
+        pub writer: i32,
+    }
+
+    impl From<&Note> for NotePreview {
+        fn from(note: &Note) -> Self {
+            NotePreview {
+                at: note.at,
+                writer: note.writer,
+            }
+        }
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Customer>()
+            .model::<Agent>()
+            .model::<Team>()
+            .model::<Case>()
+            .model::<Contract>()
+            .model::<Thread>()
+            .model::<Note>()
+            .build()
+            .expect("the fault schema builds")
+    }
+}
+
+/// xorshift64*, seeded from the clock; the seed is printed so a run can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Retries `op` across restarts and transient errors until it succeeds, failing the test after
+/// [`OP_DEADLINE`]; counts the retries.
+async fn retried<T, F, Fut>(what: &str, retries: &AtomicU64, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let start = Instant::now();
+    loop {
+        match op().await {
+            Ok(value) => return value,
+            Err(error) => {
+                assert!(
+                    start.elapsed() < OP_DEADLINE,
+                    "{what}: still failing after {OP_DEADLINE:?}: {error}"
+                );
+                retries.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// The workers of one name: killed, replaced, always one standby.
+struct Workers {
+    schema: Schema,
+    db: mongodb::Database,
+    handles: Vec<SyncWorkerHandle>,
+    takeovers: u64,
+    reopened: u64,
+    applied: u64,
+    failed: u64,
+    max_lag_ms: u64,
+}
+
+impl Workers {
+    fn spawn(&mut self) {
+        let handle = self
+            .schema
+            .sync_worker(&self.db)
+            .name(WORKER)
+            .lease(LEASE)
+            .spawn();
+        self.handles.push(handle);
+    }
+
+    fn account(&mut self, handle: &SyncWorkerHandle) {
+        let stats = handle.stats();
+        self.takeovers += WorkerStats::get(&stats.takeovers);
+        self.reopened += WorkerStats::get(&stats.reopened);
+        self.applied += WorkerStats::get(&stats.applied);
+        self.failed += WorkerStats::get(&stats.failed);
+        self.max_lag_ms = self.max_lag_ms.max(WorkerStats::get(&stats.max_lag_ms));
+    }
+
+    /// Kills the active worker (waiting for one to be active) and starts a fresh one.
+    async fn kill_active(&mut self) {
+        let start = Instant::now();
+        let active = loop {
+            if let Some(i) = self.handles.iter().position(|h| h.stats().is_active()) {
+                break i;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no worker became active within 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let handle = self.handles.remove(active);
+        self.account(&handle);
+        handle.kill();
+        self.spawn();
+    }
+}
+
+/// Every `token_time` the worker saved, in the order saved, read from a change stream on the
+/// tokens collection (reopened from its own token across restarts).
+async fn watch_tokens(
+    db: mongodb::Database,
+    seen: Arc<Mutex<Vec<Timestamp>>>,
+    done: Arc<AtomicBool>,
+) {
+    let mut resume: Option<mongodb::change_stream::event::ResumeToken> = None;
+    let tokens = db.collection::<BsonDocument>(TOKENS_COLLECTION);
+    while !done.load(Ordering::Relaxed) {
+        let mut watch = tokens
+            .watch()
+            .pipeline(vec![doc! { "$match": { "documentKey._id": WORKER } }]);
+        if let Some(token) = resume.clone() {
+            watch = watch.start_after(token);
+        }
+        let Ok(mut stream) = watch.await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        loop {
+            let next = tokio::time::timeout(Duration::from_millis(500), stream.next()).await;
+            let event = match next {
+                Err(_) if done.load(Ordering::Relaxed) => return,
+                Err(_) => continue,
+                Ok(Some(Ok(event))) => event,
+                Ok(_) => break,
+            };
+            resume = Some(event.id.clone());
+            let time = event
+                .update_description
+                .as_ref()
+                .and_then(|d| d.updated_fields.get_timestamp("token_time").ok())
+                .or_else(|| {
+                    event
+                        .full_document
+                        .as_ref()
+                        .and_then(|d| d.get_timestamp("token_time").ok())
+                });
+            if let Some(time) = time {
+                seen.lock().unwrap().push(time);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    println!("fault test seed {seed}");
+    let mut rng = Rng(seed);
+
+    let storage = std::env::temp_dir().join(format!("mongo-schema-faults-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&storage);
+    std::fs::create_dir_all(&storage).unwrap();
+    let server = mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a server");
+    let uri = format!("{}&serverSelectionTimeoutMS=2000", server.uri());
+    let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+    let db = client.database("faults");
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+
+    // the data: cases spread over agents, teams and customers
+    let agents: Vec<Agent> = (0..AGENTS)
+        .map(|i| Agent {
+            id: ObjectId::new(),
+            name: format!("agent {i}"),
+        })
+        .collect();
+    let teams: Vec<Team> = (0..TEAMS)
+        .map(|i| Team {
+            id: i as i64,
+            name: format!("team {i}"),
+        })
+        .collect();
+    let customers: Vec<Customer> = (0..CUSTOMERS)
+        .map(|i| Customer {
+            id: ObjectId::new(),
+            name: format!("customer {i}"),
+        })
+        .collect();
+    Agent::collection(&db).insert_many(&agents).await.unwrap();
+    Team::collection(&db).insert_many(&teams).await.unwrap();
+    Customer::collection(&db)
+        .insert_many(&customers)
+        .await
+        .unwrap();
+    let cases: Vec<Case> = (0..CASES)
+        .map(|i| Case {
+            id: ObjectId::new(),
+            subject: format!("case {i}"),
+            agent: Some((&agents[i % AGENTS]).into()),
+            team: Some((&teams[i % TEAMS]).into()),
+        })
+        .collect();
+    // cases another client left invalid: the agent's renames cannot be copied into them
+    let invalid: Vec<Case> = (0..INVALID)
+        .map(|i| Case {
+            id: ObjectId::new(),
+            subject: format!("invalid {i}"),
+            agent: Some((&agents[0]).into()),
+            team: None,
+        })
+        .collect();
+    Case::collection(&db).insert_many(&cases).await.unwrap();
+    Case::collection(&db).insert_many(&invalid).await.unwrap();
+    for bad in &invalid {
+        db.collection::<BsonDocument>("cases")
+            .update_one(doc! { "_id": bad.id }, doc! { "$set": { "subject": 42 } })
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    let contracts: Vec<Contract> = (0..CONTRACTS)
+        .map(|i| Contract {
+            id: ObjectId::new(),
+            customer: Some((&customers[i % CUSTOMERS]).into()),
+        })
+        .collect();
+    Contract::collection(&db)
+        .insert_many(&contracts)
+        .await
+        .unwrap();
+    let threads: Vec<Thread> = (0..THREADS)
+        .map(|_| Thread {
+            id: ObjectId::new(),
+            notes: vec![],
+            note_count: 0,
+        })
+        .collect();
+    Thread::collection(&db).insert_many(&threads).await.unwrap();
+    let thread_ids: Vec<ObjectId> = threads.iter().map(|t| t.id).collect();
+
+    let token_times = Arc::new(Mutex::new(Vec::new()));
+    let watching = Arc::new(AtomicBool::new(false));
+    let watcher = tokio::spawn(watch_tokens(
+        client.database("faults"),
+        token_times.clone(),
+        watching.clone(),
+    ));
+
+    let mut workers = Workers {
+        schema: schema.clone(),
+        db: db.clone(),
+        handles: Vec::new(),
+        takeovers: 0,
+        reopened: 0,
+        applied: 0,
+        failed: 0,
+        max_lag_ms: 0,
+    };
+    workers.spawn();
+    workers.handles[0].ready().await.unwrap();
+    workers.spawn();
+    workers.handles[1].ready().await.unwrap();
+
+    // the writers
+    let writes_start = Instant::now();
+    let progress = Arc::new(AtomicU64::new(0));
+    let retries = Arc::new(AtomicU64::new(0));
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer_tasks: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, schema, agents, teams, customers, thread_ids) = (
+                db.clone(),
+                schema.clone(),
+                agents.clone(),
+                teams.clone(),
+                customers.clone(),
+                thread_ids.clone(),
+            );
+            let (progress, retries) = (progress.clone(), retries.clone());
+            let mut rng = Rng(seed.wrapping_add(w as u64 * 0x9e37_79b9) | 1);
+            tokio::spawn(async move {
+                let renames = RENAMES / WRITERS;
+                let notes = NOTES / WRITERS;
+                // a random interleaving of this writer's renames and notes
+                let mut plan: Vec<bool> = (0..renames).map(|_| true).collect();
+                plan.extend((0..notes).map(|_| false));
+                for i in (1..plan.len()).rev() {
+                    plan.swap(i, rng.below(i + 1));
+                }
+                for (n, rename) in plan.into_iter().enumerate() {
+                    if rename {
+                        let name = format!("w{w} n{n}");
+                        match rng.below(3) {
+                            0 => {
+                                let id = agents[rng.below(AGENTS)].id;
+                                retried("an agent rename", &retries, || {
+                                    let (db, name) = (db.clone(), name.clone());
+                                    async move {
+                                        Agent::collection(&db)
+                                            .update_one(
+                                                doc! { "_id": id },
+                                                doc! { "$set": { "name": name } },
+                                            )
+                                            .await
+                                            .map(|_| ())
+                                            .map_err(|e| e.to_string())
+                                    }
+                                })
+                                .await
+                            }
+                            1 => {
+                                let id = teams[rng.below(TEAMS)].id;
+                                retried("a team rename", &retries, || {
+                                    let (db, name) = (db.clone(), name.clone());
+                                    async move {
+                                        Team::collection(&db)
+                                            .update_one(
+                                                doc! { "_id": id },
+                                                doc! { "$set": { "name": name } },
+                                            )
+                                            .await
+                                            .map(|_| ())
+                                            .map_err(|e| e.to_string())
+                                    }
+                                })
+                                .await
+                            }
+                            _ => {
+                                let id = customers[rng.below(CUSTOMERS)].id;
+                                retried("a customer rename", &retries, || {
+                                    let (db, schema, name) =
+                                        (db.clone(), schema.clone(), name.clone());
+                                    async move {
+                                        schema
+                                            .update_source::<Customer>(
+                                                &db,
+                                                &id,
+                                                doc! { "$set": { "name": name } },
+                                            )
+                                            .await
+                                            .map(|_| ())
+                                            .map_err(|e| e.to_string())
+                                    }
+                                })
+                                .await
+                            }
+                        }
+                    } else {
+                        let note = Note {
+                            id: ObjectId::new(),
+                            thread_id: Ref::new(thread_ids[rng.below(THREADS)]),
+                            at: DateTime::from_millis(1_700_000_000_000 + (n * WRITERS + w) as i64),
+                            writer: w as i32,
+                        };
+                        retried("a note", &retries, || {
+                            let (db, note) = (db.clone(), note.clone());
+                            async move {
+                                match Thread::NOTES.add(&db, &note).await {
+                                    Ok(()) => Ok(()),
+                                    // an earlier attempt committed although its reply was lost
+                                    Err(e) if e.code() == Some(11000) => Ok(()),
+                                    Err(e) => Err(e.to_string()),
+                                }
+                            }
+                        })
+                        .await;
+                    }
+                    progress.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+
+    // reconcile and rebuild_all alongside
+    let repairs = {
+        let (db, schema, writing) = (db.clone(), schema.clone(), writing.clone());
+        tokio::spawn(async move {
+            let (mut reconciles, mut repaired, mut errors) = (0u64, 0u64, 0u64);
+            while writing.load(Ordering::Relaxed) {
+                match schema.reconcile(&db, false).await {
+                    Ok(report) => {
+                        reconciles += 1;
+                        repaired += report.repaired();
+                    }
+                    Err(_) => {
+                        errors += 1;
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+            (reconciles, repaired, errors)
+        })
+    };
+    let rebuilds = {
+        let (db, writing) = (db.clone(), writing.clone());
+        tokio::spawn(async move {
+            let (mut passes, mut resumed, mut errors) = (0u64, 0u64, 0u64);
+            while writing.load(Ordering::Relaxed) {
+                // resumed from the last parent done after an interruption
+                let mut progress = RebuildProgress::default();
+                loop {
+                    match Thread::NOTES.resume_rebuild_all(&db, &mut progress).await {
+                        Ok(()) => break,
+                        Err(_) => {
+                            resumed += 1;
+                            errors += 1;
+                            if !writing.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                }
+                passes += 1;
+            }
+            (passes, resumed, errors)
+        })
+    };
+
+    // the chaos: 20 kills of the active worker and 3 restarts, at random points of the writes
+    let total = (RENAMES + NOTES) as u64;
+    let mut points: Vec<(u64, bool)> = (0..KILLS + RESTARTS)
+        .map(|i| (rng.next() % (total * 9 / 10), i >= KILLS))
+        .collect();
+    points.sort();
+    let mut server = Some(server);
+    let chaos_start = Instant::now();
+    let mut restart_times = Vec::new();
+    let mut chaos_at = Vec::new();
+    for (at, restart) in &points {
+        let start = Instant::now();
+        while progress.load(Ordering::Relaxed) < *at {
+            assert!(
+                start.elapsed() < Duration::from_secs(600),
+                "the writers stalled at {} of {total}",
+                progress.load(Ordering::Relaxed)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        chaos_at.push(progress.load(Ordering::Relaxed));
+        if *restart {
+            let mut taken = server.take().unwrap();
+            let took = Instant::now();
+            taken = tokio::task::spawn_blocking(move || {
+                taken.restart().expect("restart with the same storage");
+                taken
+            })
+            .await
+            .unwrap();
+            restart_times.push(took.elapsed());
+            server = Some(taken);
+        } else {
+            workers.kill_active().await;
+        }
+    }
+    let chaos_took = chaos_start.elapsed();
+    for writer in writer_tasks {
+        tokio::time::timeout(Duration::from_secs(600), writer)
+            .await
+            .expect("the writers finish")
+            .unwrap();
+    }
+    let writes_end = Instant::now();
+    let chaos_during_writes = chaos_at.iter().filter(|p| **p < total).count();
+    assert_eq!(
+        chaos_during_writes,
+        KILLS + RESTARTS,
+        "every fault struck while the writers were writing: {chaos_at:?}"
+    );
+    writing.store(false, Ordering::Relaxed);
+    let (reconciles, reconcile_repaired, reconcile_errors) =
+        tokio::time::timeout(Duration::from_secs(120), repairs)
+            .await
+            .expect("the reconcile loop ends")
+            .unwrap();
+    let (rebuild_passes, rebuild_resumed, rebuild_errors) =
+        tokio::time::timeout(Duration::from_secs(300), rebuilds)
+            .await
+            .expect("the rebuild loop ends")
+            .unwrap();
+
+    // the invalid cases' agent is renamed once more at the end, so each of them has a copy to
+    // fail on
+    Agent::collection(&db)
+        .update_one(
+            doc! { "_id": agents[0].id },
+            doc! { "$set": { "name": "agent 0, last" } },
+        )
+        .await
+        .unwrap();
+    // the copies converge: every async copy equals its source, except the invalid cases
+    let invalid_ids: BTreeSet<String> = invalid.iter().map(|c| c.id.to_hex()).collect();
+    let converged = eventually(Duration::from_secs(120), "the copies converge", || async {
+        match schema.reconcile(&db, true).await {
+            Ok(report) => report.drifted() as usize == INVALID,
+            Err(_) => false,
+        }
+    })
+    .await;
+    let failures = eventually(
+        Duration::from_secs(60),
+        "the invalid holders are recorded",
+        || async {
+            let recorded: BTreeSet<String> = schema
+                .sync_failures(&db)
+                .await
+                .unwrap()
+                .iter()
+                .filter(|f| f.copy == "cases.agent")
+                .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
+                .collect();
+            recorded == invalid_ids
+        },
+    )
+    .await;
+    let recorded = schema.sync_failures(&db).await.unwrap();
+    let recorded_holders: BTreeSet<String> = recorded
+        .iter()
+        .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
+        .collect();
+    assert_eq!(
+        recorded_holders, invalid_ids,
+        "the only recorded failures are the invalid holders: {recorded:#?}"
+    );
+    let dry = schema.reconcile(&db, true).await.unwrap();
+    println!("after the chaos, a dry-run reconcile:\n{dry}");
+    let agent_copies = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
+    assert_eq!(agent_copies.drifted as usize, INVALID);
+    assert_eq!(dry.drifted() as usize, INVALID, "no other copy drifted");
+
+    // mend the invalid cases; retry_failures then rewrites them and clears the records
+    for bad in &invalid {
+        db.collection::<BsonDocument>("cases")
+            .update_one(
+                doc! { "_id": bad.id },
+                doc! { "$set": { "subject": "mended" } },
+            )
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    let retry = schema.retry_failures(&db).await.unwrap();
+    println!("{retry}");
+    assert_eq!(retry.still_failing, 0);
+    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
+    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+
+    // every subset: count equals the children, previews are the newest 3
+    let mut children_by_thread: HashMap<ObjectId, Vec<Note>> = HashMap::new();
+    let notes: Vec<Note> = Note::collection(&db)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), NOTES, "every note inserted once");
+    for note in notes {
+        children_by_thread
+            .entry(*note.thread_id.id())
+            .or_default()
+            .push(note);
+    }
+    let stored: Vec<Thread> = Thread::collection(&db)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), THREADS);
+    for thread in &stored {
+        let mut children = children_by_thread.remove(&thread.id).unwrap_or_default();
+        assert_eq!(
+            thread.note_count as usize,
+            children.len(),
+            "thread {}: count equals its children",
+            thread.id
+        );
+        children.sort_by_key(|n| std::cmp::Reverse(n.at));
+        let newest: Vec<DateTime> = children.iter().take(3).map(|n| n.at).collect();
+        assert_eq!(
+            thread.notes.iter().map(|p| p.at).collect::<Vec<_>>(),
+            newest,
+            "thread {}: previews are the newest",
+            thread.id
+        );
+    }
+    // the transactional copies agree with their sources
+    for customer in Customer::collection(&db)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+    {
+        let copies: Vec<Contract> = Contract::collection(&db)
+            .find(doc! { "customer._id": customer.id })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(copies.len(), CONTRACTS / CUSTOMERS);
+        for copy in copies {
+            assert_eq!(copy.customer.unwrap().name, customer.name);
+        }
+    }
+
+    // no token moved backwards
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    watching.store(true, Ordering::Relaxed);
+    let _ = tokio::time::timeout(Duration::from_secs(10), watcher).await;
+    let times = token_times.lock().unwrap().clone();
+    let backwards = times.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(
+        times.len() >= 10,
+        "the token saves were watched: {}",
+        times.len()
+    );
+    assert_eq!(backwards, 0, "a saved token moved backwards: {times:?}");
+
+    for handle in std::mem::take(&mut workers.handles) {
+        workers.account(&handle);
+        tokio::time::timeout(Duration::from_secs(30), handle.shutdown())
+            .await
+            .expect("shutdown returns")
+            .expect("clean shutdown");
+    }
+    println!(
+        "fault test: {RENAMES} renames and {NOTES} notes by {WRITERS} writers in {:?} ({} operation retries); \
+         {chaos_during_writes} chaos events ({KILLS} kills, {RESTARTS} restarts taking {restart_times:?}) over {chaos_took:?}, all while writing (at operations {chaos_at:?} of {total}); \
+         workers: {} takeovers, {} reopenings, {} events applied (at least once), {} holder failures, max lag {} ms; \
+         alongside: {reconciles} reconcile passes repairing {reconcile_repaired} ({reconcile_errors} interrupted), \
+         {rebuild_passes} rebuild_all passes ({rebuild_resumed} resumed after {rebuild_errors} interruptions); \
+         converged {converged:?} after the last write, failures recorded {failures:?} later; {} token saves watched, none backwards",
+        writes_end.duration_since(writes_start),
+        retries.load(Ordering::Relaxed),
+        workers.takeovers,
+        workers.reopened,
+        workers.applied,
+        workers.failed,
+        workers.max_lag_ms,
+        times.len(),
+    );
+    assert!(
+        workers.takeovers >= KILLS as u64,
+        "every kill was followed by a takeover"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&storage);
+}
