@@ -402,6 +402,18 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
     workers.spawn();
     workers.handles[1].ready().await.unwrap();
 
+    // the chaos: 20 kills of the active worker and 3 restarts, at random points of the writes
+    let total = (RENAMES + NOTES) as u64;
+    let mut points: Vec<(u64, bool)> = (0..KILLS + RESTARTS)
+        .map(|i| (rng.next() % (total * 9 / 10), i >= KILLS))
+        .collect();
+    points.sort();
+    // the writers never run more than a few operations past the next fault's point, so every
+    // fault strikes in the middle of the writes (a kill waits for a worker to be active, a
+    // restart takes a second or more: faster writers would finish first)
+    const SLACK: u64 = 40;
+    let gate = Arc::new(AtomicU64::new(points[0].0 + SLACK));
+
     // the writers
     let writes_start = Instant::now();
     let progress = Arc::new(AtomicU64::new(0));
@@ -417,7 +429,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
                 customers.clone(),
                 thread_ids.clone(),
             );
-            let (progress, retries) = (progress.clone(), retries.clone());
+            let (progress, retries, gate) = (progress.clone(), retries.clone(), gate.clone());
             let mut rng = Rng(seed.wrapping_add(w as u64 * 0x9e37_79b9) | 1);
             tokio::spawn(async move {
                 let renames = RENAMES / WRITERS;
@@ -429,6 +441,14 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
                     plan.swap(i, rng.below(i + 1));
                 }
                 for (n, rename) in plan.into_iter().enumerate() {
+                    let waiting = Instant::now();
+                    while progress.load(Ordering::Relaxed) >= gate.load(Ordering::Relaxed) {
+                        assert!(
+                            waiting.elapsed() < Duration::from_secs(120),
+                            "the faults stalled"
+                        );
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
                     if rename {
                         let name = format!("w{w} n{n}");
                         match rng.below(3) {
@@ -558,17 +578,11 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         })
     };
 
-    // the chaos: 20 kills of the active worker and 3 restarts, at random points of the writes
-    let total = (RENAMES + NOTES) as u64;
-    let mut points: Vec<(u64, bool)> = (0..KILLS + RESTARTS)
-        .map(|i| (rng.next() % (total * 9 / 10), i >= KILLS))
-        .collect();
-    points.sort();
     let mut server = Some(server);
     let chaos_start = Instant::now();
     let mut restart_times = Vec::new();
     let mut chaos_at = Vec::new();
-    for (at, restart) in &points {
+    for (i, (at, restart)) in points.iter().enumerate() {
         let start = Instant::now();
         while progress.load(Ordering::Relaxed) < *at {
             assert!(
@@ -593,6 +607,8 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         } else {
             workers.kill_active().await;
         }
+        let next = points.get(i + 1).map_or(u64::MAX, |p| p.0 + SLACK);
+        gate.store(next, Ordering::Relaxed);
     }
     let chaos_took = chaos_start.elapsed();
     for writer in writer_tasks {
