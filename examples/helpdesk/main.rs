@@ -219,7 +219,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     section("5. renaming an agent: an async copy on every ticket assigned to them");
     let worker = schema.sync_worker(&db).name("helpdesk-demo").spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    worker.ready().await?;
     let busiest = busiest_agent(&db, &seeded.agents).await?;
     let holders = Ticket::collection(&db)
         .count_documents(doc! { "assignee._id": busiest.id })
