@@ -233,11 +233,15 @@ async fn many_instances_starting_at_once_all_succeed() {
         let (db, schema) = (db.clone(), schema.clone());
         tokio::spawn(async move { schema.apply(&db).await })
     });
-    let reports: Vec<_> = futures_util::future::join_all(instances)
-        .await
-        .into_iter()
-        .map(|joined| joined.unwrap().expect("every instance starts"))
-        .collect();
+    let reports: Vec<_> = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        futures_util::future::join_all(instances),
+    )
+    .await
+    .expect("8 concurrent applies finish within 120 s")
+    .into_iter()
+    .map(|joined| joined.unwrap().expect("every instance starts"))
+    .collect();
     // MongoDB 7+ (and SecantusDB) accept a `create` that matches the existing collection, so
     // several instances may each report the create; a different one fails with 48 and is
     // re-planned. Either way no instance fails and the result is the schema.

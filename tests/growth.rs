@@ -85,7 +85,10 @@ async fn eight_concurrent_appenders_fill_bounded_buckets_and_the_reader_returns_
         })
     });
     for writer in writers {
-        writer.await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(120), writer)
+            .await
+            .expect("an appender finishes within 120 s")
+            .unwrap();
     }
 
     let buckets: Vec<ReadingBucket> = ReadingBucket::collection(&db)

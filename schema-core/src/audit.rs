@@ -70,6 +70,7 @@ impl AuditReport {
     pub fn is_clean(&self) -> bool {
         self.unknown_collections.is_empty()
             && self.drift.drifted() == 0
+            && self.drift.recorded_failures() == 0
             && self.collections.iter().all(|c| {
                 c.exists
                     && c.oversized.is_empty()
@@ -323,6 +324,22 @@ impl fmt::Display for AuditReport {
                 edge.strategy.map_or("?", |s| s.as_str()),
                 edge.drifted,
                 edge.checked
+            )?;
+        }
+        for edge in self.drift.edges.iter().filter(|e| e.recorded_failures > 0) {
+            writeln!(
+                f,
+                "- holders a sync path could not rewrite: {}: {} recorded in `{}` (`schema.retry_failures` re-applies them)",
+                edge.copy,
+                edge.recorded_failures,
+                crate::FAILURES_COLLECTION
+            )?;
+        }
+        for edge in self.drift.edges.iter().filter(|e| e.missing_sources > 0) {
+            writeln!(
+                f,
+                "- copies of deleted sources: {}: {}",
+                edge.copy, edge.missing_sources
             )?;
         }
         if self.is_clean() {
