@@ -209,9 +209,16 @@ pub fn require_document<T: crate::Document>() {}
     label = "not an integer",
     note = "use `i64` (or `i32`)"
 )]
-pub trait Counter {}
-impl Counter for i32 {}
-impl Counter for i64 {}
+pub trait Counter {
+    /// The counter's BSON integer type.
+    const TYPE: crate::CounterType;
+}
+impl Counter for i32 {
+    const TYPE: crate::CounterType = crate::CounterType::Int32;
+}
+impl Counter for i64 {
+    const TYPE: crate::CounterType = crate::CounterType::Int64;
+}
 
 /// Compile-time check of a count field.
 pub fn require_counter<T: Counter>() {}

@@ -19,6 +19,7 @@ pub struct Bucket<B, E> {
     entries: &'static str,
     max: u64,
     count: &'static str,
+    count_type: crate::CounterType,
     key: &'static str,
     first: &'static str,
     last: &'static str,
@@ -62,11 +63,18 @@ impl<B, E> Bucket<B, E> {
             entries,
             max,
             count,
+            count_type: crate::CounterType::Int64,
             key,
             first,
             last,
             types: PhantomData,
         }
+    }
+
+    /// Used by generated code: the integer type of the count field.
+    pub const fn count_type(mut self, count_type: crate::CounterType) -> Self {
+        self.count_type = count_type;
+        self
     }
 
     /// At most this many entries per bucket.
@@ -94,7 +102,7 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
         let filter = doc! { self.parent: parent, self.count: { "$lt": self.max as i64 } };
         let update = doc! {
             "$push": { self.entries: entry },
-            "$inc": { self.count: 1_i64 },
+            "$inc": { self.count: self.count_type.value(1) },
             "$min": { self.first: key.clone() },
             "$max": { self.last: key },
         };

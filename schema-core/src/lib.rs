@@ -51,7 +51,9 @@ pub use relation::{
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
-pub use subset::{EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf};
+pub use subset::{
+    CounterType, EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf,
+};
 pub use sync::{
     EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, SyncFailure,
     SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_READY_TIMEOUT,

@@ -12,6 +12,29 @@ use serde::Serialize;
 use crate::sync::transaction::{in_transaction, TRANSACTION_DEADLINE};
 use crate::{Document, Error, Ref, Result, SchemaError};
 
+/// The integer type of a count field (`message_count: i64` or `i32`): every `$inc` and every
+/// rebuilt count uses it, so a count never turns into another BSON type that its validator
+/// (`bsonType: "int"` or `"long"`) rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum CounterType {
+    /// `i32`, BSON `int`.
+    Int32,
+    /// `i64`, BSON `long` (the default of a hand-written helper).
+    #[default]
+    Int64,
+}
+
+impl CounterType {
+    /// `n` as a value of this type (saturating at `i32::MAX` for `Int32`).
+    pub fn value(self, n: u64) -> Bson {
+        match self {
+            CounterType::Int32 => Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX)),
+            CounterType::Int64 => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
 fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
     Ok(mongodb::bson::to_bson(value).map_err(mongodb::error::Error::from)?)
 }
@@ -26,6 +49,7 @@ pub struct Subset<P, C, V> {
     sort_field: &'static str,
     sort_direction: i32,
     count: Option<&'static str>,
+    count_type: CounterType,
     types: PhantomData<Types<P, C, V>>,
 }
 
@@ -46,7 +70,7 @@ pub struct ParentUpdate {
     parents: &'static str,
     parent: Bson,
     update: BsonDocument,
-    count: Option<&'static str>,
+    count: Option<(&'static str, CounterType)>,
     guard: Option<Guard>,
 }
 
@@ -119,7 +143,7 @@ where
             parents: P::COLLECTION,
             parent: self.parent_of(&raw)?,
             update,
-            count: self.count,
+            count: self.count.map(|c| (c, self.count_type)),
             guard,
         })
     }
@@ -140,8 +164,15 @@ impl<P, C, V> Subset<P, C, V> {
             sort_field,
             sort_direction,
             count,
+            count_type: CounterType::Int64,
             types: PhantomData,
         }
+    }
+
+    /// Used by generated code: the integer type of the count field.
+    pub const fn count_type(mut self, count_type: CounterType) -> Self {
+        self.count_type = count_type;
+        self
     }
 }
 
@@ -241,7 +272,8 @@ where
             .insert_one(raw)
             .await?;
         let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
-        update_parent(db, P::COLLECTION, parent, condition, update, self.count).await
+        let count = self.count.map(|c| (c, self.count_type));
+        update_parent(db, P::COLLECTION, parent, condition, update, count).await
     }
 
     fn update_for_bson(&self, preview: Bson) -> (Option<BsonDocument>, BsonDocument) {
@@ -272,7 +304,7 @@ where
             );
         }
         if let Some(count) = self.count {
-            update.insert("$inc", doc! { count: 1_i64 });
+            update.insert("$inc", doc! { count: self.count_type.value(1) });
         }
         (condition, update)
     }
@@ -289,7 +321,7 @@ where
 
     async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
         let field = self.parent_field()?;
-        let (path, max, count) = (self.path, self.max, self.count);
+        let (path, max, count, count_type) = (self.path, self.max, self.count, self.count_type);
         let sort = doc! { self.sort_field: self.sort_direction };
         in_transaction(db, TRANSACTION_DEADLINE, |session| {
             let (db, parent, field, sort) =
@@ -319,7 +351,7 @@ where
                         .count_documents(doc! { field.as_str(): parent.clone() })
                         .session(&mut *session)
                         .await?;
-                    set.insert(count, n as i64);
+                    set.insert(count, count_type.value(n));
                 }
                 db.collection::<BsonDocument>(P::COLLECTION)
                     .update_one(doc! { "_id": parent }, doc! { "$set": set })
@@ -589,7 +621,7 @@ async fn update_parent_in(
     };
     let update = match (admitted, u.count) {
         (true, _) => u.update,
-        (false, Some(count)) => doc! { "$inc": { count: 1_i64 } },
+        (false, Some((count, count_type))) => doc! { "$inc": { count: count_type.value(1) } },
         (false, None) => return Ok(()),
     };
     parents
@@ -608,7 +640,7 @@ async fn update_parent(
     parent: Bson,
     condition: Option<BsonDocument>,
     update: BsonDocument,
-    count: Option<&'static str>,
+    count: Option<(&'static str, CounterType)>,
 ) -> Result<()> {
     let parents = db.collection::<BsonDocument>(parents);
     let mut filter = doc! { "_id": parent.clone() };
@@ -616,9 +648,12 @@ async fn update_parent(
         filter.extend(condition);
     }
     let result = parents.update_one(filter, update).await?;
-    if let (0, Some(count)) = (result.matched_count, count) {
+    if let (0, Some((count, count_type))) = (result.matched_count, count) {
         parents
-            .update_one(doc! { "_id": parent }, doc! { "$inc": { count: 1_i64 } })
+            .update_one(
+                doc! { "_id": parent },
+                doc! { "$inc": { count: count_type.value(1) } },
+            )
             .await?;
     }
     Ok(())

@@ -248,6 +248,14 @@ fn count_stored(cont: &Container, count: Option<&Ident>) -> Option<String> {
         .map(|f| f.stored_name.clone())
 }
 
+/// The type of a subset's count field.
+fn count_field<'a>(cont: &'a Container, count: Option<&Ident>) -> Option<&'a syn::Type> {
+    let wanted = unraw(count?);
+    cont.stored_fields()
+        .find(|f| f.ident.is_some_and(|i| unraw(i) == wanted))
+        .map(|f| f.ty)
+}
+
 /// The stored names of a `#[bucket]`'s fields, and its bound and entry type.
 struct BucketFields<'a> {
     parent: String,
@@ -324,9 +332,9 @@ pub fn consts(cont: &Container) -> TokenStream {
         out.extend(quote! {
             #[doc = #doc]
             pub const BUCKET: #private::Bucket<Self, #element> =
-                #private::Bucket::new(#parent, #entries, #max, #count, #key, #first, #last);
+                #private::Bucket::new(#parent, #entries, #max, #count, #key, #first, #last)
+                    .count_type(<#count_ty as #private::Counter>::TYPE);
         });
-        let _ = count_ty;
     }
     for field in cont.stored_fields() {
         let Some(ident) = field.ident else { continue };
@@ -344,13 +352,17 @@ pub fn consts(cont: &Container) -> TokenStream {
                 Some(stored) => quote!(::core::option::Option::Some(#stored)),
                 None => quote!(::core::option::Option::None),
             };
+            let count_type = match count_field(cont, subset.count.as_ref()) {
+                Some(ty) => quote!(.count_type(<#ty as #private::Counter>::TYPE)),
+                None => TokenStream::new(),
+            };
             let doc = format!(
                 "The `#[subset]` `{path}`: add children with their preview kept here (`add`, `add_then_update`), `rebuild` from the children."
             );
             out.extend(quote! {
                 #[doc = #doc]
                 pub const #name: #private::Subset<Self, #child, #preview> =
-                    #private::Subset::new(#path, #max, #sort, #direction, #count);
+                    #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type;
             });
         }
         if let Some(embed) = &field.attrs.embed {
