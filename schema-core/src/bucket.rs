@@ -155,7 +155,8 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     }
 
     /// A page of `parent`'s entries in key order (ties by bucket and position), continuing
-    /// after `after`.
+    /// after `after`. A cursor whose key or bucket is an operator document, a regular expression
+    /// or JavaScript is refused with [`Error::Refused`].
     pub async fn entries<P: Document>(
         &self,
         db: &Database,
@@ -166,6 +167,10 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     where
         P::Id: Serialize,
     {
+        if let Some(after) = after {
+            crate::literal::refuse_operators("the entry cursor's key", &after.key)?;
+            crate::literal::refuse_operators("the entry cursor's bucket", &after.bucket)?;
+        }
         let rows: Vec<BsonDocument> = db
             .collection::<BsonDocument>(B::COLLECTION)
             .aggregate(self.page_pipeline(parent.to_bson(), after, limit))

@@ -17,6 +17,7 @@ mod error;
 mod explain;
 mod index;
 mod json_schema;
+mod literal;
 mod mongosh;
 mod plan;
 mod reference;

@@ -331,9 +331,10 @@ fn in_order_of(related: Vec<Bson>, local: Option<&Bson>) -> Vec<Bson> {
         .collect()
 }
 
-/// A key that is equal for equal BSON values of the same type.
+/// A key under which equal ids meet, numbers compared by value: an `_id` stored as `Int32` by
+/// another driver is the same document as the `i64` a reference holds.
 fn id_key(id: Option<&Bson>) -> String {
-    format!("{id:?}")
+    id.map_or_else(|| "-".to_owned(), crate::sync::id_key)
 }
 
 /// Where a child page continues: the sort key and `_id` of the last child returned.
@@ -425,10 +426,19 @@ impl<F: Document> ChildPage<F> {
     }
 
     /// Reads the page.
+    ///
+    /// A cursor that came back from a client is checked first: a key or id that is a document
+    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript is
+    /// refused with [`crate::Error::Refused`], since it would run as a query instead of matching
+    /// as a value.
     pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
     where
         F: DeserializeOwned,
     {
+        if let Some(after) = &self.after {
+            crate::literal::refuse_operators("the page cursor's key", &after.key)?;
+            crate::literal::refuse_operators("the page cursor's id", &after.id)?;
+        }
         let children = db.collection::<BsonDocument>(self.collection);
         let mut raw: Vec<BsonDocument> = Vec::new();
         if let Some(ties) = self.tie_filter() {

@@ -664,8 +664,13 @@ where
     T::Id: Serialize,
 {
     /// Compare-and-set: applies `update` to the referenced document only if `field` still
-    /// equals `expected` (seed 003's status change). `true` when this call won; `false` when
-    /// another writer changed the field first (reload and decide again).
+    /// equals `expected` (seed 003's status change). `true` when this call won (the document
+    /// matched, even if the update left it as it was); `false` when another writer changed the
+    /// field first (reload and decide again).
+    ///
+    /// Refused with [`Error::Refused`] before anything is sent when `field` is `_id` (the filter
+    /// would name another document) or `expected` is an operator document, a regular expression
+    /// or JavaScript (it would run as a query instead of being compared as a value).
     pub async fn compare_and_set(
         &self,
         db: &Database,
@@ -673,13 +678,18 @@ where
         expected: impl Into<Bson>,
         update: BsonDocument,
     ) -> Result<bool> {
+        if field == "_id" || field.starts_with("_id.") || field.is_empty() || field.starts_with('$')
+        {
+            return Err(Error::Refused(format!(
+                "compare_and_set compares a field of the referenced document, not `{field}`"
+            )));
+        }
+        let expected = expected.into();
+        crate::literal::refuse_operators("the expected value", &expected)?;
         let result = db
             .collection::<BsonDocument>(T::COLLECTION)
-            .update_one(
-                doc! { "_id": self.to_bson(), field: expected.into() },
-                update,
-            )
+            .update_one(doc! { "_id": self.to_bson(), field: expected }, update)
             .await?;
-        Ok(result.modified_count == 1)
+        Ok(result.matched_count == 1)
     }
 }

@@ -145,6 +145,11 @@ pub(crate) async fn reconcile(
     Ok(report)
 }
 
+/// Whether a copied id is looked up by value in `$in` (not a regex, JavaScript or a document).
+fn looked_up(id: &Bson) -> bool {
+    crate::literal::refuse_operators("a copied id", id).is_ok() && !matches!(id, Bson::Document(_))
+}
+
 /// The conditions under which a repair of `copy` may go ahead: every copied field still holds
 /// the value read (`$eq`, so a value that looks like an operator stays a value).
 fn unchanged(edge: &SyncEdge, copy: &BsonDocument) -> BsonDocument {
@@ -193,7 +198,7 @@ async fn reconcile_batch(
         }
     }
     // the sources, keyed by id (numbers compared by value); a regex id would match by pattern
-    // inside `$in`, so such copies are not looked up
+    // inside `$in` and a document id could hold operators, so such copies are not looked up
     let mut ids: Vec<Bson> = Vec::new();
     let mut wanted: HashMap<String, ()> = HashMap::new();
     for (_, copy) in &pairs {
@@ -224,7 +229,7 @@ async fn reconcile_batch(
     let mut repairs: Vec<Repair<'_>> = Vec::new();
     for (holder, copy) in &pairs {
         let Some(id) = copy.get("_id") else { continue };
-        if matches!(id, Bson::RegularExpression(_)) {
+        if !looked_up(id) {
             continue;
         }
         let source = sources.get(&id_key(id));

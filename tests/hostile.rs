@@ -1,0 +1,191 @@
+//! Input that is not what it seems: ids stored by another driver with another number type,
+//! cursors and expected values from a client that hold query operators.
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{Error, PageCursor};
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "shelves")]
+pub struct Shelf {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub name: String,
+    pub state: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "books")]
+#[index(keys(shelf_id = 1, title = 1))]
+pub struct Book {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub shelf_id: Ref<Shelf>,
+    pub title: String,
+}
+
+async fn applied(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
+    Schema::new()
+        .model::<Shelf>()
+        .model::<Book>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    db
+}
+
+#[tokio::test]
+async fn references_find_documents_whose_ids_another_driver_stored_as_int32() {
+    let db = applied("hostile_ids").await;
+    // written by mongosh or another driver before the validator existed: small numbers are
+    // Int32 there
+    db.collection::<BsonDocument>("shelves")
+        .insert_many([
+            doc! { "_id": 1_i32, "name": "one", "state": "open" },
+            doc! { "_id": 2_i64, "name": "two", "state": "open" },
+            doc! { "_id": 3_i32, "name": "three", "state": "open" },
+        ])
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let refs = [3_i64, 1, 4, 2, 1].map(Ref::<Shelf>::new);
+    let resolved = Ref::resolve_all(&db, &refs).await.unwrap();
+    println!("{resolved:?}");
+    assert_eq!(
+        resolved
+            .documents
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["three", "one", "two"],
+        "found whatever their stored number type, in reference order"
+    );
+    assert_eq!(
+        resolved.missing,
+        [Ref::new(4)],
+        "only the absent one is missing"
+    );
+}
+
+#[tokio::test]
+async fn a_page_cursor_holding_an_operator_is_refused() {
+    let db = applied("hostile_cursor").await;
+    let shelf = Shelf {
+        id: 1,
+        name: "one".into(),
+        state: "open".into(),
+    };
+    Shelf::collection(&db).insert_one(&shelf).await.unwrap();
+    Book::collection(&db)
+        .insert_many((0..5).map(|i| Book {
+            id: i,
+            shelf_id: shelf.to_ref(),
+            title: format!("title {i}"),
+        }))
+        .await
+        .unwrap();
+    let first = Book::SHELF_ID
+        .page(&shelf.to_ref())
+        .limit(2)
+        .fetch(&db)
+        .await
+        .unwrap();
+    let honest: PageCursor = first.next.clone().expect("a next page");
+    // the cursor made a round trip through a client, which changed it
+    let json = serde_json::to_value(&honest).unwrap();
+    println!("the cursor as a client sees it: {json}");
+    let mut forged = honest.clone();
+    forged.key = Bson::Document(doc! { "$ne": null });
+    let error = Book::SHELF_ID
+        .page(&shelf.to_ref())
+        .after(forged)
+        .fetch(&db)
+        .await
+        .unwrap_err();
+    println!("{error}");
+    assert!(matches!(error, Error::Refused(_)), "{error}");
+    assert!(error.to_string().contains("$ne"), "{error}");
+    let mut forged = honest.clone();
+    forged.id = Bson::Document(doc! { "$gt": { "$minKey": 1 } });
+    assert!(matches!(
+        Book::SHELF_ID
+            .page(&shelf.to_ref())
+            .after(forged)
+            .fetch(&db)
+            .await,
+        Err(Error::Refused(_))
+    ));
+    // the honest cursor still pages on
+    let second = Book::SHELF_ID
+        .page(&shelf.to_ref())
+        .limit(2)
+        .after(honest)
+        .fetch(&db)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.items.iter().map(|b| b.id).collect::<Vec<_>>(),
+        [2, 3]
+    );
+}
+
+#[tokio::test]
+async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
+    let db = applied("hostile_cas").await;
+    let shelves: Vec<Shelf> = (1..=2)
+        .map(|id| Shelf {
+            id,
+            name: format!("shelf {id}"),
+            state: "open".into(),
+        })
+        .collect();
+    Shelf::collection(&db).insert_many(&shelves).await.unwrap();
+    let one = shelves[0].to_ref();
+    let set = |state: &str| doc! { "$set": { "state": state } };
+
+    // `_id` as the field would replace the filter's `_id`: another document would be updated
+    let error = one
+        .compare_and_set(&db, "_id", 2_i64, set("closed"))
+        .await
+        .unwrap_err();
+    println!("{error}");
+    assert!(matches!(error, Error::Refused(_)));
+    // an operator as the expected value would match whatever the state is
+    let error = one
+        .compare_and_set(&db, "state", doc! { "$exists": true }, set("closed"))
+        .await
+        .unwrap_err();
+    println!("{error}");
+    assert!(matches!(error, Error::Refused(_)));
+    let states: Vec<String> = Shelf::collection(&db)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.state)
+        .collect();
+    assert_eq!(states, ["open", "open"], "nothing was written");
+
+    // a won compare-and-set whose update changes nothing is still a win
+    assert!(one
+        .compare_and_set(&db, "state", "open", set("open"))
+        .await
+        .unwrap());
+    assert!(one
+        .compare_and_set(&db, "state", "open", set("closed"))
+        .await
+        .unwrap());
+    assert!(!one
+        .compare_and_set(&db, "state", "open", set("open"))
+        .await
+        .unwrap());
+}
