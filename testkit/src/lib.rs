@@ -204,6 +204,21 @@ fn unique_db_name(prefix: &str) -> String {
     name
 }
 
+/// Whether `db`'s server is SecantusDB (its `buildInfo` carries `secantusVersion`), for the few
+/// assertions that SecantusDB's planner cannot meet and a mongod must (SPEC §10). Never decided
+/// by the replica set's name.
+///
+/// # Panics
+///
+/// If `buildInfo` fails.
+pub async fn is_secantus(db: &Database) -> bool {
+    let info = db
+        .run_command(mongodb::bson::doc! { "buildInfo": 1 })
+        .await
+        .unwrap_or_else(|e| panic!("mongo-schema-testkit: buildInfo failed: {e}"));
+    info.contains_key("secantusVersion")
+}
+
 /// One command the client started, as seen by driver command monitoring.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartedCommand {
