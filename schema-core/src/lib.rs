@@ -7,19 +7,16 @@
 
 #![deny(missing_docs)]
 
-mod apply;
-mod audit;
 mod bson_schema;
 mod bucket;
 mod copy;
+mod deploy;
 mod document;
 mod error;
 mod explain;
 mod index;
 mod json_schema;
 mod literal;
-mod mongosh;
-mod plan;
 mod reference;
 mod relation;
 mod report;
@@ -29,12 +26,14 @@ mod subset;
 mod sync;
 mod validation;
 
-pub use apply::{AppliedAction, ApplyReport};
-pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use bucket::{Bucket, EntryCursor, EntryPage};
 pub use copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
+};
+pub use deploy::{
+    Action, AppliedAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit, Observed,
+    ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
 };
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
@@ -42,9 +41,6 @@ pub use document::{
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use index::{IndexReason, IndexSpec};
-pub use plan::{
-    Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
-};
 pub use reference::{Identified, Ref};
 pub use relation::{
     ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey, Unordered,

@@ -170,7 +170,7 @@ impl Schema {
         db: &Database,
         oversized_bytes: u64,
     ) -> Result<crate::AuditReport> {
-        crate::audit::audit(self, db, oversized_bytes).await
+        crate::deploy::audit::audit(self, db, oversized_bytes).await
     }
 
     /// The change-stream worker of the `async` copies.
@@ -181,8 +181,8 @@ impl Schema {
     /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads
     /// (`listCollections`, `listIndexes`). Await it, or set options first:
     /// `schema.plan(&db).drop_stale_indexes(true).await`.
-    pub fn plan<'a>(&'a self, db: &'a Database) -> crate::apply::PlanAction<'a> {
-        crate::apply::PlanAction::new(&self.collections, db)
+    pub fn plan<'a>(&'a self, db: &'a Database) -> crate::deploy::apply::PlanAction<'a> {
+        crate::deploy::apply::PlanAction::new(&self.collections, db)
     }
 
     /// Brings `db` to the schema: creates missing collections with their validator, runs
@@ -196,8 +196,8 @@ impl Schema {
     /// Await it, or opt in to dropping the indexes the schema does not declare first:
     /// `schema.apply(&db).drop_stale_indexes(true).await` (never `_id_`, never an index that
     /// conflicts with a schema index: those stay reported).
-    pub fn apply<'a>(&'a self, db: &'a Database) -> crate::apply::ApplyAction<'a> {
-        crate::apply::ApplyAction::new(&self.collections, db)
+    pub fn apply<'a>(&'a self, db: &'a Database) -> crate::deploy::apply::ApplyAction<'a> {
+        crate::deploy::apply::ApplyAction::new(&self.collections, db)
     }
 }
 

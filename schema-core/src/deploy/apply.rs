@@ -6,10 +6,10 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use crate::error::server_code;
-use crate::plan::{
+use super::plan::{
     Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
 };
+use crate::error::server_code;
 use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
 

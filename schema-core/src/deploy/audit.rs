@@ -6,7 +6,7 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use crate::plan::{Action, Plan, PlanOptions, Violations, Warning};
+use super::plan::{Action, Plan, PlanOptions, Violations, Warning};
 use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES, TOKENS_COLLECTION};
 
 /// An array at or above 80% of its bound is reported.
@@ -93,7 +93,7 @@ pub(crate) async fn audit(
     db: &Database,
     oversized_bytes: u64,
 ) -> Result<AuditReport> {
-    let observed = crate::apply::observe(db, schema.collections()).await?;
+    let observed = super::apply::observe(db, schema.collections()).await?;
     let plan = Plan::compute_with(
         schema.collections(),
         &observed,
@@ -186,7 +186,7 @@ pub(crate) async fn audit(
             });
         }
         if let Some(validator) = &server.validator {
-            audit.invalid = crate::apply::violations(db, &spec.name, validator).await?;
+            audit.invalid = super::apply::violations(db, &spec.name, validator).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {
