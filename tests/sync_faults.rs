@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use common::eventually;
 use futures_util::{StreamExt, TryStreamExt};
 use model::*;
-use mongo_schema::bson::{doc, Document as BsonDocument, Timestamp};
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument, Timestamp};
 use mongo_schema::prelude::*;
 use mongo_schema::{RebuildProgress, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};
 
@@ -44,6 +44,8 @@ const THREADS: usize = 100;
 /// Cases another client leaves invalid (a subject that is no string).
 const INVALID: usize = 3;
 const LEASE: Duration = Duration::from_millis(1000);
+/// How long each restart keeps the server down.
+const OUTAGE: Duration = Duration::from_secs(3);
 const WORKER: &str = "faults";
 /// The deadline of any single operation retried across restarts.
 const OP_DEADLINE: Duration = Duration::from_secs(120);
@@ -52,29 +54,8 @@ mod model {
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "customers")]
-    pub struct Customer {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "agents")]
-    pub struct Agent {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "teams")]
-    pub struct Team {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub name: String,
-    }
+    /// The sources: the desk's customers, agents and teams.
+    pub use crate::common::cases::{Agent, Customer, Team};
 
     /// The holder of the async copies.
     #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -452,29 +433,17 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
                     if rename {
                         let name = format!("w{w} n{n}");
                         match rng.below(3) {
-                            0 => {
-                                let id = agents[rng.below(AGENTS)].id;
-                                retried("an agent rename", &retries, || {
-                                    let (db, name) = (db.clone(), name.clone());
+                            // a plain update of an async source: the worker follows
+                            source @ (0 | 1) => {
+                                let (collection, id) = if source == 0 {
+                                    ("agents", Bson::ObjectId(agents[rng.below(AGENTS)].id))
+                                } else {
+                                    ("teams", Bson::Int64(teams[rng.below(TEAMS)].id))
+                                };
+                                retried("an async source rename", &retries, || {
+                                    let (db, id, name) = (db.clone(), id.clone(), name.clone());
                                     async move {
-                                        Agent::collection(&db)
-                                            .update_one(
-                                                doc! { "_id": id },
-                                                doc! { "$set": { "name": name } },
-                                            )
-                                            .await
-                                            .map(|_| ())
-                                            .map_err(|e| e.to_string())
-                                    }
-                                })
-                                .await
-                            }
-                            1 => {
-                                let id = teams[rng.below(TEAMS)].id;
-                                retried("a team rename", &retries, || {
-                                    let (db, name) = (db.clone(), name.clone());
-                                    async move {
-                                        Team::collection(&db)
+                                        db.collection::<BsonDocument>(collection)
                                             .update_one(
                                                 doc! { "_id": id },
                                                 doc! { "$set": { "name": name } },
@@ -596,7 +565,11 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         if *restart {
             let mut taken = server.take().unwrap();
             let took = Instant::now();
+            // down for 3 s (longer than the clients' 2 s server selection), then up again on
+            // the same port and storage
             taken = tokio::task::spawn_blocking(move || {
+                taken.stop();
+                std::thread::sleep(OUTAGE);
                 taken.restart().expect("restart with the same storage");
                 taken
             })
@@ -787,7 +760,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
     }
     println!(
         "fault test: {RENAMES} renames and {NOTES} notes by {WRITERS} writers in {:?} ({} operation retries); \
-         {chaos_during_writes} chaos events ({KILLS} kills, {RESTARTS} restarts taking {restart_times:?}) over {chaos_took:?}, all while writing (at operations {chaos_at:?} of {total}); \
+         {chaos_during_writes} chaos events ({KILLS} kills, {RESTARTS} restarts, each down {OUTAGE:?} and back after {restart_times:?}) over {chaos_took:?}, all while writing (at operations {chaos_at:?} of {total}); \
          workers: {} takeovers, {} reopenings, {} events applied (at least once), {} holder failures, max lag {} ms; \
          alongside: {reconciles} reconcile passes repairing {reconcile_repaired} ({reconcile_errors} interrupted), \
          {rebuild_passes} rebuild_all passes ({rebuild_resumed} resumed after {rebuild_errors} interruptions); \
