@@ -316,6 +316,61 @@ async fn one_invalid_holder_never_blocks_the_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_would_outgrow_16_mib_is_recorded_and_the_others_converge() {
+    let db = applied("res_too_large").await;
+    let schema = schema();
+    let (_, _, billing, cases) = desk(&db, 6).await;
+    // one case is a few hundred bytes short of the 16 MiB limit
+    let big = cases[2].id;
+    let subject = "x".repeat(16 * 1024 * 1024 - 600);
+    db.collection::<BsonDocument>("cases")
+        .update_one(doc! { "_id": big }, doc! { "$set": { "subject": subject } })
+        .await
+        .unwrap();
+    let worker = schema.sync_worker(&db).name("too-large").spawn();
+    worker.ready().await.unwrap();
+    // a long team name no longer fits in it
+    let long_name = "Billing and Collections ".repeat(60);
+    Team::collection(&db)
+        .update_one(
+            doc! { "_id": billing.id },
+            doc! { "$set": { "name": &long_name } },
+        )
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(30),
+        "the other cases converge and the big one is recorded",
+        || async {
+            let names = copied_names(&db, "team", billing.id).await;
+            let failures = schema.sync_failures(&db).await.unwrap();
+            names.iter().filter(|n| **n == long_name).count() == 5 && failures.len() == 1
+        },
+    )
+    .await;
+    let failure = schema.sync_failures(&db).await.unwrap().remove(0);
+    println!("recorded: {failure}");
+    assert_eq!(failure.copy, "cases.team");
+    assert_eq!(failure.holder, Bson::ObjectId(big));
+    assert!(
+        matches!(failure.code, Some(10334 | 17419 | 17420)),
+        "a document-too-large code: {failure}"
+    );
+    // the case is trimmed; the retry now fits
+    db.collection::<BsonDocument>("cases")
+        .update_one(
+            doc! { "_id": big },
+            doc! { "$set": { "subject": "trimmed" } },
+        )
+        .await
+        .unwrap();
+    let retry = schema.retry_failures(&db).await.unwrap();
+    assert_eq!(retry.resolved, 1, "{retry}");
+    assert_eq!(case_of(&db, big).await.team.unwrap().name, long_name);
+    worker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
     let db = applied("res_lease").await;
     let schema = schema();

@@ -170,3 +170,14 @@ pub(crate) fn server_code(error: &mongodb::error::Error) -> Option<i32> {
         _ => None,
     }
 }
+
+/// The server's own message of a driver error, if it carries one (without the driver's wrapping).
+pub(crate) fn server_message(error: &mongodb::error::Error) -> Option<String> {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match error.kind.as_ref() {
+        ErrorKind::Command(e) => Some(e.message.clone()),
+        ErrorKind::Write(WriteFailure::WriteError(e)) => Some(e.message.clone()),
+        ErrorKind::Write(WriteFailure::WriteConcernError(e)) => Some(e.message.clone()),
+        _ => None,
+    }
+}

@@ -96,7 +96,13 @@ impl Failure {
             holder,
             source,
             code: error.code(),
-            message: error.to_string(),
+            message: match error {
+                Error::Driver(e) => {
+                    crate::error::server_message(e).unwrap_or_else(|| error.to_string())
+                }
+                // the typed validation error names each failing path and rule
+                other => other.to_string(),
+            },
         }
     }
 }
