@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::change_stream::event::{ChangeStreamEvent, OperationType, ResumeToken};
+use mongodb::change_stream::event::{
+    ChangeStreamEvent, OperationType, ResumeToken, UpdateDescription,
+};
 use mongodb::change_stream::ChangeStream;
 use mongodb::options::FullDocumentType;
 use mongodb::Database;
@@ -483,19 +485,7 @@ impl SyncWorker {
         for edge in edges {
             let touched = match (&event.operation_type, &event.update_description) {
                 (OperationType::Update, Some(description)) => {
-                    let changed = description
-                        .updated_fields
-                        .keys()
-                        .map(String::as_str)
-                        .chain(description.removed_fields.iter().map(String::as_str))
-                        .chain(
-                            description
-                                .truncated_arrays
-                                .iter()
-                                .flatten()
-                                .map(|t| t.field.as_str()),
-                        );
-                    touches(changed, &edge.copy.fields)
+                    touches(changed_paths(description), &edge.copy.fields)
                 }
                 _ => true, // replace: anything may have changed
             };
@@ -511,6 +501,23 @@ impl SyncWorker {
         }
         Ok(applied)
     }
+}
+
+/// The paths an update changed: set, removed, or arrays truncated (`$pop`, `$pull`, a `$push`
+/// with `$slice`).
+fn changed_paths(description: &UpdateDescription) -> impl Iterator<Item = &str> {
+    description
+        .updated_fields
+        .keys()
+        .map(String::as_str)
+        .chain(description.removed_fields.iter().map(String::as_str))
+        .chain(
+            description
+                .truncated_arrays
+                .iter()
+                .flatten()
+                .map(|t| t.field.as_str()),
+        )
 }
 
 /// Resolves when a stop is requested; never when the handle was dropped (a dropped handle
@@ -574,5 +581,32 @@ impl SyncWorkerHandle {
     /// active worker, from the saved token, once the lease has expired.
     pub fn kill(self) {
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{changed_paths, touches};
+    use mongodb::bson::doc;
+    use mongodb::change_stream::event::UpdateDescription;
+
+    #[test]
+    fn a_truncated_array_touches_a_copied_field() {
+        let fields = vec!["name".to_owned(), "tags".to_owned()];
+        let description: UpdateDescription = mongodb::bson::from_document(doc! {
+            "updatedFields": { "email": "x" },
+            "removedFields": ["nick"],
+            "truncatedArrays": [{ "field": "tags", "newSize": 2 }],
+        })
+        .unwrap();
+        let changed: Vec<&str> = changed_paths(&description).collect();
+        assert_eq!(changed, ["email", "nick", "tags"]);
+        assert!(touches(changed_paths(&description), &fields));
+        let untouched: UpdateDescription = mongodb::bson::from_document(doc! {
+            "updatedFields": { "email": "x" },
+            "removedFields": [],
+        })
+        .unwrap();
+        assert!(!touches(changed_paths(&untouched), &fields));
     }
 }
