@@ -42,6 +42,15 @@ pub enum Error {
     /// The sync worker ended on an error that retrying cannot fix (authentication, change
     /// streams unsupported, a configuration the server refuses), or panicked.
     Worker(String),
+    /// `apply` of an older schema version than the one recorded in the database (see
+    /// [`crate::SchemaBuilder::version`]); nothing was written. Deploy the recorded version or a
+    /// later one, or apply with `allow_downgrade(true)`.
+    Downgrade {
+        /// The version recorded in the database.
+        recorded: u64,
+        /// The version this apply was for.
+        applying: u64,
+    },
 }
 
 impl Error {
@@ -99,6 +108,10 @@ impl fmt::Display for Error {
             }
             Error::Refused(reason) => write!(f, "refused: {reason}"),
             Error::Worker(reason) => write!(f, "sync worker stopped: {reason}"),
+            Error::Downgrade { recorded, applying } => write!(
+                f,
+                "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
+            ),
         }
     }
 }
@@ -110,7 +123,7 @@ impl std::error::Error for Error {
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
             Error::Timeout { last, .. } => last.as_deref().map(|e| e as _),
-            Error::Refused(_) | Error::Worker(_) => None,
+            Error::Refused(_) | Error::Worker(_) | Error::Downgrade { .. } => None,
         }
     }
 }

@@ -82,7 +82,9 @@ impl ErrorClass {
     pub(crate) fn of(error: &Error) -> ErrorClass {
         match error {
             Error::Validation(_) => ErrorClass::PerDocument,
-            Error::Refused(_) | Error::Schema(_) | Error::Worker(_) => ErrorClass::Permanent,
+            Error::Refused(_) | Error::Schema(_) | Error::Worker(_) | Error::Downgrade { .. } => {
+                ErrorClass::Permanent
+            }
             Error::Timeout { .. } => ErrorClass::Transient,
             Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
         }
