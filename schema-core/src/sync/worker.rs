@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::change_stream::event::{
@@ -22,11 +26,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::failures::FailureLog;
-use super::fan_out::FanOut;
+use super::fan_out::{FanOut, FanOutOutcome};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
-use super::touches;
+use super::{id_key, touches};
 use crate::copy::{SyncEdge, SyncStrategy};
 use crate::error::server_code;
 use crate::{Error, Result, SyncGraph};
@@ -40,6 +44,9 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// At most this many changes are applied between two saves of the resume token.
 const TOKEN_BATCH: usize = 100;
+
+/// At most this many fan-outs of one batch run at once.
+pub const FAN_OUT_CONCURRENCY: usize = 8;
 
 /// Back-off between reopenings after transient errors.
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
@@ -64,6 +71,9 @@ pub struct WorkerStats {
     /// were applied. Delivery is at least once: after a takeover or a crash some are applied
     /// again.
     pub applied: AtomicU64,
+    /// Changes whose rewrite was folded into a later change of the same source document in
+    /// the same batch (its looked-up full document is newer).
+    pub coalesced: AtomicU64,
     /// Holder documents rewritten.
     pub copies_rewritten: AtomicU64,
     /// Holder documents whose copy was unset because its source was deleted.
@@ -404,17 +414,15 @@ impl SyncWorker {
             }
             // apply what the server has already sent, then save the token once for the batch:
             // a crash re-applies at most one batch, and the rewrites are idempotent
-            let mut cluster_time = event.cluster_time;
-            self.handle(&event, stats, &log).await?;
-            for _ in 1..TOKEN_BATCH {
+            let mut batch = vec![event];
+            while batch.len() < TOKEN_BATCH {
                 match stream.next_if_any().await? {
-                    Some(event) => {
-                        cluster_time = event.cluster_time.or(cluster_time);
-                        self.handle(&event, stats, &log).await?;
-                    }
+                    Some(event) => batch.push(event),
                     None => break,
                 }
             }
+            let cluster_time = batch.iter().rev().find_map(|e| e.cluster_time);
+            self.apply_batch(&batch, stats, &log).await?;
             if !self
                 .save_token(lease, stream.resume_token(), cluster_time)
                 .await?
@@ -425,20 +433,69 @@ impl SyncWorker {
         }
     }
 
-    /// Counts and applies one change, measuring the lag of applied ones.
-    async fn handle(
+    /// Applies a batch of changes: the rewrites they need are coalesced per copy and source
+    /// document (the full document looked up for a later change makes an earlier one's
+    /// redundant, and a deletion supersedes both), then run concurrently, at most
+    /// [`FAN_OUT_CONCURRENCY`] at a time. Measures the lag of the applied changes.
+    async fn apply_batch(
         &self,
-        event: &ChangeStreamEvent<BsonDocument>,
+        batch: &[ChangeStreamEvent<BsonDocument>],
         stats: &WorkerStats,
         log: &FailureLog,
     ) -> Result<()> {
-        WorkerStats::add(&stats.events, 1);
-        if self.apply(event, stats, log).await? {
-            WorkerStats::add(&stats.applied, 1);
+        WorkerStats::add(&stats.events, batch.len() as u64);
+        let mut jobs: Vec<Job<'_>> = Vec::new();
+        let mut slots: HashMap<(usize, String), usize> = HashMap::new();
+        let mut applied: Vec<&ChangeStreamEvent<BsonDocument>> = Vec::new();
+        for event in batch {
+            let planned = self.plan(event);
+            if planned.is_empty() {
+                continue;
+            }
+            applied.push(event);
+            for job in planned {
+                match slots.entry((job.edge_index, id_key(&job.source))) {
+                    Entry::Occupied(slot) => {
+                        WorkerStats::add(&stats.coalesced, 1);
+                        jobs[*slot.get()] = job;
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(jobs.len());
+                        jobs.push(job);
+                    }
+                }
+            }
+        }
+        let db = &self.db;
+        // boxed, so the futures' type names no closure (which keeps the task `Send`)
+        let runs: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = jobs
+            .into_iter()
+            .map(|job| {
+                Box::pin(async move {
+                    let outcome = job
+                        .fan_out
+                        .run_resilient(db, job.edge, &job.source, log)
+                        .await?;
+                    Ok((job.deletion, outcome))
+                }) as BoxFuture<'_, _>
+            })
+            .collect();
+        let mut outcomes = futures_util::stream::iter(runs).buffer_unordered(FAN_OUT_CONCURRENCY);
+        while let Some(done) = outcomes.next().await {
+            let (deletion, outcome) = done?;
+            let rewritten = if deletion {
+                &stats.copies_unset
+            } else {
+                &stats.copies_rewritten
+            };
+            WorkerStats::add(rewritten, outcome.rewritten);
+            WorkerStats::add(&stats.failed, outcome.failed);
+        }
+        WorkerStats::add(&stats.applied, applied.len() as u64);
+        let now = mongodb::bson::DateTime::now().timestamp_millis();
+        for event in applied {
             if let Some(wall) = event.wall_time {
-                let lag = (mongodb::bson::DateTime::now().timestamp_millis()
-                    - wall.timestamp_millis())
-                .max(0) as u64;
+                let lag = (now - wall.timestamp_millis()).max(0) as u64;
                 stats.last_lag_ms.store(lag, Ordering::Relaxed);
                 stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
             }
@@ -446,61 +503,66 @@ impl SyncWorker {
         Ok(())
     }
 
-    /// Applies one change to the copies it concerns; `false` when no copy had to change.
-    async fn apply(
-        &self,
-        event: &ChangeStreamEvent<BsonDocument>,
-        stats: &WorkerStats,
-        log: &FailureLog,
-    ) -> Result<bool> {
+    /// The rewrites one change needs; none when it touched no copied field (or its source is
+    /// gone since and its deletion follows).
+    fn plan<'e>(&'e self, event: &ChangeStreamEvent<BsonDocument>) -> Vec<Job<'e>> {
         let Some(collection) = event.ns.as_ref().and_then(|ns| ns.coll.as_ref()) else {
-            return Ok(false);
+            return Vec::new();
         };
-        let edges = self
-            .graph
-            .copies_of(collection)
-            .filter(|e| e.copy.strategy == SyncStrategy::Async);
+        let edges = self.graph.edges.iter().enumerate().filter(|(_, e)| {
+            e.copy.source == *collection && e.copy.strategy == SyncStrategy::Async
+        });
         if event.operation_type == OperationType::Delete {
             let Some(id) = event.document_key.as_ref().and_then(|k| k.get("_id")) else {
-                return Ok(false);
+                return Vec::new();
             };
-            let mut applied = false;
-            for edge in edges {
-                if let Some(fan_out) = FanOut::deleted(edge, id) {
-                    let outcome = fan_out.run_resilient(&self.db, edge, id, log).await?;
-                    WorkerStats::add(&stats.copies_unset, outcome.rewritten);
-                    WorkerStats::add(&stats.failed, outcome.failed);
-                    applied = true;
-                }
-            }
-            return Ok(applied);
+            return edges
+                .filter_map(|(edge_index, edge)| {
+                    Some(Job {
+                        edge_index,
+                        edge,
+                        source: id.clone(),
+                        fan_out: FanOut::deleted(edge, id)?,
+                        deletion: true,
+                    })
+                })
+                .collect();
         }
         let Some(source) = &event.full_document else {
-            return Ok(false); // deleted since: its delete event follows
+            return Vec::new();
         };
         let Some(id) = source.get("_id") else {
-            return Ok(false);
+            return Vec::new();
         };
-        let mut applied = false;
-        for edge in edges {
-            let touched = match (&event.operation_type, &event.update_description) {
-                (OperationType::Update, Some(description)) => {
-                    touches(changed_paths(description), &edge.copy.fields)
-                }
-                _ => true, // replace: anything may have changed
-            };
-            if !touched {
-                continue;
-            }
-            if let Some(fan_out) = FanOut::new(edge, source) {
-                let outcome = fan_out.run_resilient(&self.db, edge, id, log).await?;
-                WorkerStats::add(&stats.copies_rewritten, outcome.rewritten);
-                WorkerStats::add(&stats.failed, outcome.failed);
-                applied = true;
-            }
-        }
-        Ok(applied)
+        edges
+            .filter(
+                |(_, edge)| match (&event.operation_type, &event.update_description) {
+                    (OperationType::Update, Some(description)) => {
+                        touches(changed_paths(description), &edge.copy.fields)
+                    }
+                    _ => true, // replace: anything may have changed
+                },
+            )
+            .filter_map(|(edge_index, edge)| {
+                Some(Job {
+                    edge_index,
+                    edge,
+                    source: id.clone(),
+                    fan_out: FanOut::new(edge, source)?,
+                    deletion: false,
+                })
+            })
+            .collect()
     }
+}
+
+/// One rewrite a batch needs: a copy (`edge`) of one source document.
+struct Job<'e> {
+    edge_index: usize,
+    edge: &'e SyncEdge,
+    source: Bson,
+    fan_out: FanOut,
+    deletion: bool,
 }
 
 /// The paths an update changed: set, removed, or arrays truncated (`$pop`, `$pull`, a `$push`
