@@ -139,9 +139,15 @@ impl IndexSpec {
         json_schema::same_ordered(&self.keys, &other.keys)
     }
 
-    /// Whether this index can serve queries on `keys`: `keys` is a prefix of this index's keys.
+    /// Whether this index can serve every query on `keys`: `keys` is a prefix of this index's
+    /// keys, and the index holds every document. A sparse or partial index leaves documents
+    /// out, so the planner uses it only for queries that repeat its filter; it never covers a
+    /// relationship's or a shard key's index (mongod also refuses a sparse or partial index as
+    /// the shard key's).
     pub fn covers(&self, keys: &Document) -> bool {
-        keys.len() <= self.keys.len()
+        !self.sparse
+            && self.partial_filter.is_none()
+            && keys.len() <= self.keys.len()
             && keys
                 .iter()
                 .zip(self.keys.iter())
@@ -251,6 +257,56 @@ impl IndexSpec {
     }
 }
 
+/// The pairs of `indexes` that mongod cannot hold together, one sentence each: the same key
+/// pattern and the same partial filter (or none) make one index for mongod, so a second one
+/// with other options is refused (`IndexOptionsConflict`). This happens when a relationship
+/// needs an index on keys that a declared sparse index already uses.
+pub(crate) fn conflicts(collection: &str, indexes: &[IndexSpec]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, first) in indexes.iter().enumerate() {
+        for second in &indexes[i + 1..] {
+            let same_filter = match (&first.partial_filter, &second.partial_filter) {
+                (Some(a), Some(b)) => json_schema::same_document(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !first.same_keys(second) || !same_filter {
+                continue;
+            }
+            let describe = |index: &IndexSpec| {
+                let mut traits: Vec<String> = Vec::new();
+                if index.sparse {
+                    traits.push("sparse".into());
+                }
+                if index.unique {
+                    traits.push("unique".into());
+                }
+                if let Some(secs) = index.expire_after_secs {
+                    traits.push(format!("ttl {secs}s"));
+                }
+                traits.extend(index.reasons.iter().map(ToString::to_string));
+                format!("`{}` ({})", index.name, traits.join(", "))
+            };
+            let fix = if first.sparse || second.sparse {
+                ": a sparse index leaves documents out, so it cannot serve a relationship or a \
+                 shard key; drop `sparse`, or give the declared index more keys or a \
+                 `partial` filter"
+            } else {
+                ": declare one index with the options both need"
+            };
+            problems.push(format!(
+                "indexes {} and {} of `{collection}` have the same keys {}; mongod keeps one \
+                 index per key pattern and partial filter and refuses the second \
+                 (IndexOptionsConflict){fix}",
+                describe(first),
+                describe(second),
+                first.keys
+            ));
+        }
+    }
+    problems
+}
+
 fn show(value: Option<&Bson>) -> String {
     value.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
@@ -304,6 +360,47 @@ mod tests {
             "name_1_opt_-1"
         );
         assert_eq!(default_name(&doc! { "body": "text" }), "body_text");
+    }
+
+    #[test]
+    fn sparse_and_partial_indexes_cover_nothing() {
+        let keys = doc! { "ticket_id": 1, "at": 1 };
+        assert!(IndexSpec::new(keys.clone()).covers(&doc! { "ticket_id": 1 }));
+        assert!(!IndexSpec::new(keys.clone())
+            .sparse(true)
+            .covers(&doc! { "ticket_id": 1 }));
+        assert!(!IndexSpec::new(keys.clone())
+            .partial_filter(doc! { "ticket_id": { "$exists": true } })
+            .covers(&doc! { "ticket_id": 1 }));
+        assert!(!IndexSpec::new(keys).covers(&doc! { "at": 1 }));
+    }
+
+    #[test]
+    fn a_sparse_index_on_a_relationship_key_is_a_conflict() {
+        let declared = IndexSpec::new(doc! { "ticket_id": 1 })
+            .name("by_ticket")
+            .sparse(true);
+        let needed = IndexSpec::new(doc! { "ticket_id": 1 }).reason(IndexReason::Reference {
+            field: "ticket_id".into(),
+            target: "tickets".into(),
+        });
+        let problems = conflicts("messages", &[declared.clone(), needed.clone()]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("`by_ticket` (sparse, declared)")
+                && problems[0].contains("`ticket_id_1` (reference `ticket_id` -> `tickets`)")
+                && problems[0].contains("IndexOptionsConflict")
+                && problems[0].contains("drop `sparse`"),
+            "{}",
+            problems[0]
+        );
+        // a partial filter makes another index for mongod (5.0+), and other keys do too
+        let partial = IndexSpec::new(doc! { "ticket_id": 1 })
+            .name("open_only")
+            .partial_filter(doc! { "open": true });
+        assert!(conflicts("messages", &[partial, needed.clone()]).is_empty());
+        let other = IndexSpec::new(doc! { "ticket_id": -1 }).sparse(true);
+        assert!(conflicts("messages", &[other, needed]).is_empty());
     }
 
     #[test]

@@ -222,14 +222,19 @@ impl SchemaBuilder {
     }
 
     /// Checks the rules that span models and returns the schema, or every problem found:
-    /// collection names are valid and unique, every index key names a field of the collection's
-    /// schema, and every reference target is part of the schema.
+    /// collection names are valid and unique, every validator passes mongod's `$jsonSchema`
+    /// parser (hand-written ones included; a lenient server may accept what mongod refuses),
+    /// every index key names a field of the collection's schema, no two indexes share a key
+    /// pattern, and every reference target is part of the schema.
     pub fn build(self) -> Result<Schema, SchemaError> {
         let mut problems = Vec::new();
         for (i, spec) in self.collections.iter().enumerate() {
             if let Some(problem) = collection_name_problem(&spec.name) {
                 problems.push(problem);
             }
+            let invalid = json_schema::validator_problems(&spec.validator);
+            problems.extend(invalid.into_iter().map(|p| format!("`{}`: {p}", spec.name)));
+            problems.extend(crate::index::conflicts(&spec.name, &spec.indexes));
             if self.collections[..i].iter().any(|c| c.name == spec.name) {
                 problems.push(format!(
                     "collection `{}` is declared by two models",
@@ -375,6 +380,14 @@ fn collection_name_problem(name: &str) -> Option<String> {
     } else if name.contains('$') || name.contains('\0') {
         Some(format!(
             "collection name `{name}` contains `$` or a NUL byte"
+        ))
+    } else if name.chars().any(char::is_control) {
+        Some(format!(
+            "collection name {name:?} contains a control character: use printable characters"
+        ))
+    } else if name.starts_with('.') {
+        Some(format!(
+            "collection name `{name}` starts with `.`, which mongod refuses"
         ))
     } else if name.starts_with("system.") {
         Some(format!(

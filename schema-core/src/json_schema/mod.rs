@@ -1,6 +1,10 @@
-//! Building and comparing `$jsonSchema` documents.
+//! Building, comparing and checking `$jsonSchema` documents.
+
+mod check;
 
 use mongodb::bson::{doc, Bson, Document};
+
+pub(crate) use check::validator_problems;
 
 /// Lets `null` through as well: `bsonType` becomes a list with `"null"`, an `enum` gains `null`,
 /// and anything else is wrapped in `anyOf`.
