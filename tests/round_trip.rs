@@ -1,11 +1,17 @@
 //! Property test on the real server: every generated value of the derived types, serialized with
 //! its serde attributes, is accepted by its own validator; values over a declared bound are
-//! rejected with code 121 and the typed error names the field and the rule.
+//! rejected with code 121 and the typed error names the field and the rule; and a document that
+//! breaks any one keyword the derive emits (`pattern`, `minimum`/`maximum` and the ranges of
+//! small integers, `minLength`/`maxLength` also on elements, `minItems`/`maxItems` of a
+//! fixed-size array, `uniqueItems`, `maxProperties`, `enum`, `bsonType`, `required`,
+//! `additionalProperties`) is rejected naming that path and rule.
 
 use std::collections::{BTreeSet, HashMap};
 
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
+use mongodb::error::{ErrorKind, WriteFailure};
 use proptest::collection::{btree_set, hash_map, vec};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -25,6 +31,7 @@ pub struct Email(#[schema(max_length = 60, pattern = "^[^@]+@[^@]+$")] String);
 
 #[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[schema(additional_properties = false)]
 pub struct Address {
     #[schema(max_length = 40)]
     pub street_line: String,
@@ -50,6 +57,16 @@ pub struct Attachment {
     pub file_name: String,
     #[schema(minimum = 0)]
     pub size: i64,
+}
+
+/// Small integers: each is stored as a BSON int or long bounded by its Rust range.
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Gauges {
+    pub level: u8,
+    pub offset: i8,
+    pub delta: i16,
+    pub count: u16,
+    pub total: u32,
 }
 
 #[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -87,6 +104,7 @@ pub struct Order {
     pub attachments: Option<Vec<Attachment>>,
     pub shipping: Option<Address>,
     pub tier_at_order: Tier,
+    pub gauges: Gauges,
     #[serde(skip)]
     pub cached_total: f64,
 }
@@ -163,6 +181,23 @@ fn customer(addresses: std::ops::Range<usize>) -> impl Strategy<Value = Customer
         )
 }
 
+fn gauges() -> impl Strategy<Value = Gauges> {
+    (
+        any::<u8>(),
+        any::<i8>(),
+        any::<i16>(),
+        any::<u16>(),
+        any::<u32>(),
+    )
+        .prop_map(|(level, offset, delta, count, total)| Gauges {
+            level,
+            offset,
+            delta,
+            count,
+            total,
+        })
+}
+
 fn order(lines: std::ops::Range<usize>) -> impl Strategy<Value = Order> {
     (
         any::<i64>(),
@@ -175,15 +210,17 @@ fn order(lines: std::ops::Range<usize>) -> impl Strategy<Value = Order> {
         )),
         proptest::option::of(address()),
         tier(),
+        gauges(),
     )
         .prop_map(
-            |(id, customer_name, lines, attachments, shipping, tier_at_order)| Order {
+            |(id, customer_name, lines, attachments, shipping, tier_at_order, gauges)| Order {
                 id,
                 customer_name,
                 lines,
                 attachments,
                 shipping,
                 tier_at_order,
+                gauges,
                 cached_total: 0.0,
             },
         )
@@ -277,4 +314,371 @@ fn values_over_a_bound_are_rejected_with_121_naming_field_and_rule() {
         .block_on(async { customers.count_documents(mongo_schema::bson::doc! {}).await })
         .unwrap();
     assert_eq!(count, 0, "no over-bound value was stored");
+}
+
+/// One way to break one keyword of a valid stored document, and the failure the typed error
+/// must report for it.
+struct Breach {
+    /// The keyword broken, for messages.
+    keyword: &'static str,
+    /// Sets (or removes, with `None`) the value at a dotted path of the serialized document.
+    path_set: (&'static str, Option<Bson>),
+    /// The failure the server reports, as the typed error reads it.
+    failure: (&'static str, &'static str),
+}
+
+fn breach(
+    keyword: &'static str,
+    path: &'static str,
+    value: Option<Bson>,
+    failure: (&'static str, &'static str),
+) -> Breach {
+    Breach {
+        keyword,
+        path_set: (path, value),
+        failure,
+    }
+}
+
+/// Every keyword the derive emits for `Customer`, broken one at a time.
+fn customer_breaches() -> Vec<Breach> {
+    let strings = |items: &[&str]| Some(Bson::from(items.to_vec()));
+    let ints = |items: &[i32]| Some(Bson::from(items.to_vec()));
+    let five_counters = doc! { "a": 1_i64, "b": 2_i64, "c": 3_i64, "d": 4_i64, "e": 5_i64 };
+    let address = doc! { "streetLine": "1 Main St", "city": "Springfield", "country": [1, 2] };
+    vec![
+        breach(
+            "pattern",
+            "email",
+            Some("no-at-sign".into()),
+            ("email", "pattern"),
+        ),
+        breach(
+            "maxLength",
+            "email",
+            Some(format!("{}@x.org", "a".repeat(60)).into()),
+            ("email", "maxLength"),
+        ),
+        breach(
+            "maxLength",
+            "displayName",
+            Some("x".repeat(51).into()),
+            ("displayName", "maxLength"),
+        ),
+        breach(
+            "minLength",
+            "displayName",
+            Some("".into()),
+            ("displayName", "minLength"),
+        ),
+        breach(
+            "uniqueItems",
+            "tags",
+            strings(&["dup", "dup"]),
+            ("tags", "uniqueItems"),
+        ),
+        breach(
+            "element maxLength",
+            "tags",
+            strings(&["thirteen-char"]),
+            ("tags.0", "maxLength"),
+        ),
+        breach(
+            "maxItems",
+            "tags",
+            strings(&["a", "b", "c", "d", "e", "f"]),
+            ("tags", "maxItems"),
+        ),
+        breach(
+            "maxProperties",
+            "counters",
+            Some(five_counters.into()),
+            ("counters", "maxProperties"),
+        ),
+        breach(
+            "map value bsonType",
+            "counters",
+            Some(doc! { "a": "x" }.into()),
+            ("counters.a", "bsonType"),
+        ),
+        breach(
+            "fixed-array minItems",
+            "addresses.0.country",
+            ints(&[1]),
+            ("addresses.0.country", "minItems"),
+        ),
+        breach(
+            "fixed-array maxItems",
+            "addresses.0.country",
+            ints(&[1, 2, 3]),
+            ("addresses.0.country", "maxItems"),
+        ),
+        breach(
+            "u8 element maximum",
+            "addresses.0.country",
+            ints(&[1, 256]),
+            ("addresses.0.country.1", "maximum"),
+        ),
+        breach(
+            "u8 element minimum",
+            "addresses.0.country",
+            ints(&[-1, 2]),
+            ("addresses.0.country.0", "minimum"),
+        ),
+        breach(
+            "nested maxLength",
+            "addresses.0.streetLine",
+            Some("x".repeat(41).into()),
+            ("addresses.0.streetLine", "maxLength"),
+        ),
+        breach(
+            "nested additionalProperties",
+            "addresses.0.extra",
+            Some(true.into()),
+            ("addresses.0.extra", "additionalProperties"),
+        ),
+        breach(
+            "maxItems",
+            "addresses",
+            Some(vec![address.clone(), address.clone(), address.clone(), address].into()),
+            ("addresses", "maxItems"),
+        ),
+        breach("enum", "tier", Some("GOLD".into()), ("tier", "enum")),
+        breach(
+            "bsonType",
+            "createdAt",
+            Some("yesterday".into()),
+            ("createdAt", "bsonType"),
+        ),
+        breach("required", "createdAt", None, ("createdAt", "required")),
+        breach(
+            "additionalProperties",
+            "zzz",
+            Some(1.into()),
+            ("zzz", "additionalProperties"),
+        ),
+    ]
+}
+
+/// Every keyword the derive emits for `Order` (and the small integers' ranges), broken one at a
+/// time.
+fn order_breaches() -> Vec<Breach> {
+    let int = |v: i32| Some(Bson::Int32(v));
+    let long = |v: i64| Some(Bson::Int64(v));
+    let attachment = |size: i64| doc! { "file_name": "a.pdf", "size": size };
+    vec![
+        breach(
+            "pattern",
+            "lines.0.sku",
+            Some("bad".into()),
+            ("lines.0.sku", "pattern"),
+        ),
+        breach(
+            "minimum",
+            "lines.0.unit_price",
+            Some((-0.5).into()),
+            ("lines.0.unit_price", "minimum"),
+        ),
+        breach(
+            "u16 maximum",
+            "lines.0.quantity",
+            int(65_536),
+            ("lines.0.quantity", "maximum"),
+        ),
+        breach(
+            "u16 minimum",
+            "lines.0.quantity",
+            int(-1),
+            ("lines.0.quantity", "minimum"),
+        ),
+        breach(
+            "u8 maximum",
+            "gauges.level",
+            int(256),
+            ("gauges.level", "maximum"),
+        ),
+        breach(
+            "u8 minimum",
+            "gauges.level",
+            int(-1),
+            ("gauges.level", "minimum"),
+        ),
+        breach(
+            "i8 maximum",
+            "gauges.offset",
+            int(128),
+            ("gauges.offset", "maximum"),
+        ),
+        breach(
+            "i8 minimum",
+            "gauges.offset",
+            int(-129),
+            ("gauges.offset", "minimum"),
+        ),
+        breach(
+            "i16 maximum",
+            "gauges.delta",
+            int(32_768),
+            ("gauges.delta", "maximum"),
+        ),
+        breach(
+            "i16 minimum",
+            "gauges.delta",
+            int(-32_769),
+            ("gauges.delta", "minimum"),
+        ),
+        breach(
+            "u16 maximum",
+            "gauges.count",
+            int(65_536),
+            ("gauges.count", "maximum"),
+        ),
+        breach(
+            "u32 maximum",
+            "gauges.total",
+            long(1 << 32),
+            ("gauges.total", "maximum"),
+        ),
+        breach(
+            "u32 minimum",
+            "gauges.total",
+            long(-1),
+            ("gauges.total", "minimum"),
+        ),
+        breach(
+            "u32 bsonType",
+            "gauges.total",
+            int(7),
+            ("gauges.total", "bsonType"),
+        ),
+        breach(
+            "nested minimum",
+            "attachments",
+            Some(vec![attachment(-1)].into()),
+            ("attachments.0.size", "minimum"),
+        ),
+        breach(
+            "maxItems",
+            "attachments",
+            Some(vec![attachment(1), attachment(2), attachment(3)].into()),
+            ("attachments", "maxItems"),
+        ),
+        breach(
+            "enum",
+            "tier_at_order",
+            Some("SMALL".into()),
+            ("tier_at_order", "enum"),
+        ),
+        breach("required", "gauges", None, ("gauges", "required")),
+    ]
+}
+
+/// Sets (or removes, with `None`) the value at a dotted path through documents and arrays.
+fn set_path(value: &mut Bson, path: &[&str], new: Option<Bson>) {
+    let (first, rest) = path.split_first().expect("a non-empty path");
+    match value {
+        Bson::Document(doc) if rest.is_empty() => match new {
+            Some(new) => {
+                doc.insert(*first, new);
+            }
+            None => {
+                doc.remove(*first);
+            }
+        },
+        Bson::Document(doc) => {
+            let next = doc
+                .get_mut(*first)
+                .unwrap_or_else(|| panic!("no `{first}`"));
+            set_path(next, rest, new)
+        }
+        Bson::Array(items) => {
+            let index: usize = first.parse().expect("an array index");
+            match rest {
+                [] => items[index] = new.expect("arrays take values"),
+                _ => set_path(&mut items[index], rest, new),
+            }
+        }
+        other => panic!("`{first}` is inside {other}"),
+    }
+}
+
+async fn expect_rejected(
+    collection: &mongodb::Collection<BsonDocument>,
+    valid: &BsonDocument,
+    breach: &Breach,
+) -> Result<(), TestCaseError> {
+    let (path, value) = &breach.path_set;
+    let mut doc = Bson::Document(valid.clone());
+    set_path(
+        &mut doc,
+        &path.split('.').collect::<Vec<_>>(),
+        value.clone(),
+    );
+    let Bson::Document(doc) = doc else {
+        unreachable!("the root stays a document")
+    };
+    let error = match collection.insert_one(&doc).await {
+        Ok(_) => {
+            return Err(TestCaseError::fail(format!(
+                "{} broken at `{path}` was accepted: {doc}",
+                breach.keyword
+            )))
+        }
+        Err(error) => error,
+    };
+    let code = match error.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(e)) => Some(e.code),
+        _ => None,
+    };
+    prop_assert_eq!(code, Some(121), "{}: {}", breach.keyword, error);
+    let typed = Err::<(), _>(error)
+        .in_collection(collection.name())
+        .unwrap_err();
+    let validation = typed
+        .as_validation()
+        .ok_or_else(|| TestCaseError::fail(format!("not a validation error: {typed}")))?;
+    let (path, rule) = breach.failure;
+    prop_assert!(
+        validation.at(path).any(|f| f.rule == rule),
+        "{} at `{}`: expected `{}` fails `{}`, got {}",
+        breach.keyword,
+        breach.path_set.0,
+        path,
+        rule,
+        validation
+    );
+    prop_assert_eq!(validation.paths(), [path], "{}", validation);
+    Ok(())
+}
+
+#[test]
+fn a_document_breaking_any_emitted_keyword_is_rejected_with_121_naming_path_and_rule() {
+    let live = live("round_trip_keywords");
+    let customers = live.db.collection::<BsonDocument>(Customer::COLLECTION);
+    let orders = live.db.collection::<BsonDocument>(Order::COLLECTION);
+    let (customer_breaches, order_breaches) = (customer_breaches(), order_breaches());
+    let checked = std::cell::Cell::new(0);
+    proptest!(config(), |(c in customer(1..4), o in order(1..11))| {
+        live.runtime.block_on(async {
+            let c = mongo_schema::bson::to_document(&c).unwrap();
+            let o = mongo_schema::bson::to_document(&o).unwrap();
+            for breach in &customer_breaches {
+                expect_rejected(&customers, &c, breach).await?;
+            }
+            for breach in &order_breaches {
+                expect_rejected(&orders, &o, breach).await?;
+            }
+            checked.set(checked.get() + customer_breaches.len() + order_breaches.len());
+            Ok::<(), TestCaseError>(())
+        })?;
+    });
+    println!(
+        "{} broken documents rejected with 121, each naming its path and rule",
+        checked.get()
+    );
+    let stored = live.runtime.block_on(async {
+        customers.count_documents(doc! {}).await.unwrap()
+            + orders.count_documents(doc! {}).await.unwrap()
+    });
+    assert_eq!(stored, 0, "no broken document was stored");
 }
