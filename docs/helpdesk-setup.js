@@ -1,5 +1,10 @@
 // mongo-schema: the setup Schema::apply performs, as mongosh commands.
 // Run against the application's database: mongosh "<uri>/<database>" script.js
+// Schema version 0, fingerprint 9aa60e88ace3bb5d2c369bae37826216.
+
+// like apply, refuse to run over a newer recorded version: nothing is changed
+const recorded = db.getCollection("mongo_schema_meta").findOne({ _id: "schema" });
+if (recorded && Number(recorded.version) > 0) throw new Error("the database records schema version " + recorded.version + ", newer than this script's 0: nothing was changed");
 
 // customers
 if (!db.getCollectionNames().includes("customers")) db.createCollection("customers", EJSON.parse('{"validator":{"$jsonSchema":{"bsonType":"object","required":["_id","name","email"],"properties":{"_id":{"bsonType":"objectId"},"name":{"bsonType":"string","minLength":1,"maxLength":120},"email":{"bsonType":"string","maxLength":254}}}},"validationLevel":"strict","validationAction":"error"}'));
@@ -26,4 +31,8 @@ db.getCollection("tickets").createIndex(EJSON.parse('{"assignee._id":1}'), EJSON
 if (!db.getCollectionNames().includes("messages")) db.createCollection("messages", EJSON.parse('{"validator":{"$jsonSchema":{"bsonType":"object","required":["_id","ticketId","from","authorId","body","attachments","at"],"properties":{"_id":{"bsonType":"objectId"},"ticketId":{"bsonType":"objectId"},"from":{"bsonType":"string","enum":["customer","agent"]},"authorId":{"bsonType":"objectId"},"body":{"bsonType":"string","maxLength":20000},"attachments":{"bsonType":"array","maxItems":20,"items":{"bsonType":"object","required":["fileName","contentType","size","url"],"properties":{"fileName":{"bsonType":"string","minLength":1,"maxLength":255},"contentType":{"bsonType":"string"},"size":{"bsonType":"long","minimum":0},"url":{"bsonType":"string"}}}},"at":{"bsonType":"date"}}}},"validationLevel":"strict","validationAction":"error"}'));
 else db.runCommand(EJSON.parse('{"collMod":"messages","validator":{"$jsonSchema":{"bsonType":"object","required":["_id","ticketId","from","authorId","body","attachments","at"],"properties":{"_id":{"bsonType":"objectId"},"ticketId":{"bsonType":"objectId"},"from":{"bsonType":"string","enum":["customer","agent"]},"authorId":{"bsonType":"objectId"},"body":{"bsonType":"string","maxLength":20000},"attachments":{"bsonType":"array","maxItems":20,"items":{"bsonType":"object","required":["fileName","contentType","size","url"],"properties":{"fileName":{"bsonType":"string","minLength":1,"maxLength":255},"contentType":{"bsonType":"string"},"size":{"bsonType":"long","minimum":0},"url":{"bsonType":"string"}}}},"at":{"bsonType":"date"}}}},"validationLevel":"strict","validationAction":"error"}'));
 db.getCollection("messages").createIndex(EJSON.parse('{"ticketId":1,"at":1,"_id":1}'), EJSON.parse('{"name":"ticketId_1_at_1__id_1"}'));
-sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'));
+// shard_collections(true): on a mongos only, after the index above exists
+if (db.hello().msg === "isdbgrid") sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'));
+
+// record the version, the fingerprint of this setup and the time, as apply does
+db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"9aa60e88ace3bb5d2c369bae37826216","state":"applied","applied_at":"$$NOW"}}')], { upsert: true });

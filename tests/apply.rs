@@ -3,7 +3,7 @@
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{Action, Warning};
+use mongo_schema::{Action, Warning, META_COLLECTION};
 use serde::{Deserialize, Serialize};
 
 #[derive(BsonSchema, Serialize, Deserialize, Clone)]
@@ -40,7 +40,17 @@ pub struct CatalogPart {
     pub name: String,
 }
 
-const WRITES: [&str; 4] = ["create", "collMod", "createIndexes", "dropIndexes"];
+/// Every command name that writes (the record's too).
+const WRITES: [&str; 8] = [
+    "create",
+    "collMod",
+    "createIndexes",
+    "dropIndexes",
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+];
 
 fn schema() -> Schema {
     Schema::new()
@@ -104,20 +114,40 @@ async fn first_apply_creates_everything_and_a_second_writes_nothing() {
     );
     assert_eq!(index_names(&db, "parts").await, ["_id_", "by_name"]);
 
+    assert!(
+        report.recorded,
+        "the first apply records its version: {report}"
+    );
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .expect("a version record");
+    assert_eq!(record.get_str("_id").unwrap(), "schema");
+    assert_eq!(record.get_i64("version").unwrap(), 0, "no version declared");
+    assert_eq!(record.get_str("fingerprint").unwrap(), schema.fingerprint());
+    assert_eq!(record.get_str("state").unwrap(), "applied");
+    assert!(record.get_datetime("applied_at").is_ok());
+    assert!(!record.contains_key("locked_by"), "the lock is released");
+
     log.clear();
     let again = schema.apply(&db).await.unwrap();
     assert!(again.applied.is_empty(), "second apply did: {again}");
-    assert!(again.is_noop());
+    assert!(again.is_noop() && !again.recorded);
     let names = log.names();
     assert!(
         !names.iter().any(|n| WRITES.contains(&n.as_str())),
         "a no-op start-up sent a write command: {names:?}"
     );
-    assert!(
-        names
-            .iter()
-            .all(|n| n == "listCollections" || n == "listIndexes"),
-        "{names:?}"
+    // reads only: the version record, then the collections and their indexes
+    assert_eq!(
+        names,
+        ["find", "listCollections", "listIndexes", "listIndexes"]
+    );
+    assert_eq!(
+        log.commands()[0].command.get_str("find").unwrap(),
+        META_COLLECTION
     );
     println!("second apply sent only: {names:?}");
 
@@ -242,21 +272,19 @@ async fn many_instances_starting_at_once_all_succeed() {
     .into_iter()
     .map(|joined| joined.unwrap().expect("every instance starts"))
     .collect();
-    // MongoDB 7+ (and SecantusDB) accept a `create` that matches the existing collection, so
-    // several instances may each report the create; a different one fails with 48 and is
-    // re-planned. Either way no instance fails and the result is the schema.
+    // writes are serialised by the apply lock: one instance creates both collections, the
+    // others wait, observe again and find nothing to do
     let creates = reports
         .iter()
         .flat_map(|r| &r.applied)
         .filter(|a| matches!(&a.action, Action::CreateCollection { .. }))
         .count();
-    let raced = reports
-        .iter()
-        .flat_map(|r| &r.applied)
-        .filter(|a| a.done_concurrently)
-        .count();
-    println!("8 concurrent applies: {creates} creates sent, {raced} lost to a concurrent instance");
-    assert!(creates >= 2);
+    let writers = reports.iter().filter(|r| !r.applied.is_empty()).count();
+    let waited: Vec<_> = reports.iter().map(|r| r.waited).collect();
+    println!("8 concurrent applies: {creates} creates by {writers} instance(s); waits {waited:?}");
+    assert_eq!(creates, 2, "one create per collection");
+    assert_eq!(writers, 1);
+    assert_eq!(reports.iter().filter(|r| r.recorded).count(), 1);
     let options = collection_options(&db, "products").await;
     assert_eq!(
         options.get_document("validator").unwrap(),

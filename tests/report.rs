@@ -13,6 +13,7 @@ mod products;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
+use mongo_schema::META_COLLECTION;
 use serde::{Deserialize, Serialize};
 
 fn golden(path: &str, actual: &str) {
@@ -238,10 +239,17 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
     let schema = helpdesk::schema();
     let script = schema.mongosh_script();
     let by_script = mongo_schema_testkit::database("mongosh_script").await;
+    let meta = by_script.collection::<BsonDocument>(META_COLLECTION);
     let mut ran = 0;
     let mut shard = 0;
+    let mut recorded = None;
     for line in script.lines() {
-        if line.starts_with("if (!db.getCollectionNames()") {
+        if line.starts_with("const recorded = db.getCollection(\"mongo_schema_meta\").findOne(") {
+            recorded = meta.find_one(doc! { "_id": "schema" }).await.unwrap();
+        } else if line.starts_with("if (recorded && Number(recorded.version) > 0) throw") {
+            // the guard of a fresh database: nothing recorded, nothing refused
+            assert!(recorded.is_none());
+        } else if line.starts_with("if (!db.getCollectionNames()") {
             let name = quoted_name(line, "db.createCollection(");
             let mut command = doc! { "create": name };
             command.extend(ejson_args(line).remove(0));
@@ -250,6 +258,15 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
         } else if line.starts_with("else db.runCommand(") {
             let command = ejson_args(line).remove(0);
             assert!(command.contains_key("collMod") && command.contains_key("validator"));
+        } else if line.starts_with("db.getCollection(\"mongo_schema_meta\").updateOne(") {
+            let mut args = ejson_args(line);
+            assert!(line.ends_with(", { upsert: true });"), "{line}");
+            let (filter, stage) = (args.remove(0), args.remove(0));
+            meta.update_one(filter, vec![stage])
+                .upsert(true)
+                .await
+                .unwrap();
+            ran += 1;
         } else if line.starts_with("db.getCollection(") {
             let name = quoted_name(line, "db.getCollection(");
             let mut args = ejson_args(line);
@@ -260,8 +277,11 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
                 .await
                 .unwrap();
             ran += 1;
-        } else if line.starts_with("sh.shardCollection(") {
-            // a single-node replica set cannot shard; the key is the declared one
+        } else if line.starts_with("if (db.hello().msg === \"isdbgrid\") sh.shardCollection(") {
+            // as apply(..).shard_collections(true) does: only behind a mongos, which a
+            // single-node replica set is not
+            let hello = by_script.run_command(doc! { "hello": 1 }).await.unwrap();
+            assert_ne!(hello.get_str("msg").ok(), Some("isdbgrid"));
             assert_eq!(ejson_args(line).remove(0), doc! { "ticketId": 1, "at": 1 });
             shard += 1;
         } else {
@@ -275,7 +295,11 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
     let by_apply = mongo_schema_testkit::database("mongosh_apply").await;
     schema.apply(&by_apply).await.unwrap();
     let (script_state, apply_state) = (state(&by_script).await, state(&by_apply).await);
-    assert_eq!(script_state.len(), 5);
+    assert_eq!(
+        script_state.len(),
+        6,
+        "five collections and the version record"
+    );
     // equal as relaxed extended JSON: the script writes `maxLength: 80` as mongosh would (an
     // int32) where the derive writes an int64; the server compares them as numbers
     let relaxed = |state: &Vec<(String, BsonDocument, Vec<BsonDocument>)>| {
@@ -303,6 +327,20 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
         "{ran} mongosh commands reproduced apply on {} collections",
         script_state.len()
     );
+    // the same record: version, fingerprint, applied
+    let record = |db: &mongodb::Database| {
+        let meta = db.collection::<BsonDocument>(META_COLLECTION);
+        async move {
+            let mut record = meta.find_one(doc! {}).await.unwrap().unwrap();
+            assert!(record.get_datetime("applied_at").is_ok());
+            record.remove("applied_at");
+            Bson::Document(record).into_relaxed_extjson()
+        }
+    };
+    assert_eq!(record(&by_script).await, record(&by_apply).await);
     // and apply finds nothing to do on the database the script set up
-    assert!(schema.plan(&by_script).await.unwrap().is_empty());
+    let plan = schema.plan(&by_script).await.unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    assert!(plan.version.as_ref().unwrap().is_current(), "{plan}");
+    assert!(schema.apply(&by_script).await.unwrap().is_noop());
 }

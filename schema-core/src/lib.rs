@@ -32,8 +32,10 @@ pub use copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
 };
 pub use deploy::{
-    Action, AppliedAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit, Observed,
-    ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
+    Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
+    Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,
+    ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning, APPLY_DEADLINE,
+    META_COLLECTION,
 };
 pub use document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,

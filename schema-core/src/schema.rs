@@ -28,6 +28,7 @@ pub struct Schema {
     collections: Vec<CollectionSpec>,
     graph: SyncGraph,
     transaction_deadline: Duration,
+    version: Option<u64>,
 }
 
 /// Collects models; [`SchemaBuilder::build`] checks the rules that span them.
@@ -36,6 +37,7 @@ pub struct Schema {
 pub struct SchemaBuilder {
     collections: Vec<CollectionSpec>,
     transaction_deadline: Option<Duration>,
+    version: Option<u64>,
 }
 
 /// Why a set of models does not make a schema. Every problem is listed, not only the first.
@@ -178,26 +180,68 @@ impl Schema {
         SyncWorker::new(db.clone(), self.graph.clone())
     }
 
-    /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads
-    /// (`listCollections`, `listIndexes`). Await it, or set options first:
+    /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads: the
+    /// version record (`find` on [`crate::META_COLLECTION`]), `listCollections`, `listIndexes`,
+    /// a count of the documents a changed validator would reject, and, when a collection
+    /// declares a shard key, `hello` (and on a mongos `config.collections`). The plan shows how
+    /// the schema's version relates to the recorded one ([`crate::VersionStatus`]) and, per
+    /// declared shard key, what there is to shard. Await it, or set options first:
     /// `schema.plan(&db).drop_stale_indexes(true).await`.
-    pub fn plan<'a>(&'a self, db: &'a Database) -> crate::deploy::apply::PlanAction<'a> {
-        crate::deploy::apply::PlanAction::new(&self.collections, db)
+    pub fn plan<'a>(&'a self, db: &'a Database) -> crate::PlanAction<'a> {
+        crate::PlanAction::new(&self.collections, db, self.target())
     }
 
     /// Brings `db` to the schema: creates missing collections with their validator, runs
     /// `collMod` where the validator, level or action differ, and creates missing indexes. It never
     /// drops or rebuilds anything; differences it will not fix are reported as warnings. A
-    /// database that already matches receives no write command at all.
+    /// database that already matches, with this version and fingerprint recorded, receives no
+    /// write command at all (only `find` on the record, `listCollections` and `listIndexes`).
     ///
-    /// Safe when many instances start at once: a `create` lost to a concurrent instance is not
-    /// an error (the collection is re-read and compared), and index creation is idempotent.
+    /// **Versions.** The schema's version ([`SchemaBuilder::version`], 0 when not declared) and
+    /// [`Schema::fingerprint`] are recorded in [`crate::META_COLLECTION`] with the time. An apply
+    /// of an older version than the recorded one writes nothing and returns
+    /// [`crate::Error::Downgrade`] naming both, unless `.allow_downgrade(true)`; the same
+    /// version with another fingerprint applies with a [`crate::Warning::SameVersionChanged`]
+    /// (the development loop); stale indexes are never dropped while a newer version is
+    /// recorded.
     ///
-    /// Await it, or opt in to dropping the indexes the schema does not declare first:
-    /// `schema.apply(&db).drop_stale_indexes(true).await` (never `_id_`, never an index that
-    /// conflicts with a schema index: those stay reported).
-    pub fn apply<'a>(&'a self, db: &'a Database) -> crate::deploy::apply::ApplyAction<'a> {
-        crate::deploy::apply::ApplyAction::new(&self.collections, db)
+    /// **Many instances at once.** Writes happen under a lock in the record (a lease on the
+    /// server's clock, renewed while the apply runs), taken in the same `findAndModify` that
+    /// raises the recorded version; so an older version's apply can neither start after a newer
+    /// one recorded nor write after it (the design is explained on [`crate::META_COLLECTION`]).
+    /// Instances that find the lock taken wait, then observe again and usually find nothing
+    /// left to do. Codes 26, 27, 48, 85 and 86 (the state changed
+    /// under the plan) make it observe and plan again; transient faults (network, not primary,
+    /// shutting down) are retried with back-off until [`crate::ApplyAction::deadline`]
+    /// (60 s by default), after which it returns [`crate::Error::Timeout`] with the last error.
+    /// An apply interrupted half-way leaves the record saying so; the next apply completes it.
+    ///
+    /// Options: `schema.apply(&db).drop_stale_indexes(true)` (never `_id_`, never an index that
+    /// conflicts with a schema index: those stay reported), `.on_violations(..)`,
+    /// `.allow_downgrade(true)`, `.shard_collections(true)` (on a mongos, shard the collections
+    /// that declare a shard key), `.deadline(..)`.
+    pub fn apply<'a>(&'a self, db: &'a Database) -> crate::ApplyAction<'a> {
+        crate::ApplyAction::new(&self.collections, db, self.target())
+    }
+
+    /// The schema version declared with [`SchemaBuilder::version`], if any (an undeclared
+    /// version is recorded as 0).
+    pub fn version(&self) -> Option<u64> {
+        self.version
+    }
+
+    /// A stable fingerprint of the desired state (32 hex digits): validators, validation levels
+    /// and actions, indexes and shard keys of every collection, independent of the order models
+    /// were added in. [`Schema::apply`] records it beside the version.
+    pub fn fingerprint(&self) -> String {
+        crate::deploy::versions::fingerprint(&self.collections)
+    }
+
+    fn target(&self) -> crate::deploy::apply::Target {
+        crate::deploy::apply::Target {
+            version: self.version.unwrap_or(0),
+            fingerprint: self.fingerprint(),
+        }
     }
 }
 
@@ -212,6 +256,16 @@ impl SchemaBuilder {
     /// drivers' convention).
     pub fn transaction_deadline(mut self, deadline: Duration) -> Self {
         self.transaction_deadline = Some(deadline);
+        self
+    }
+
+    /// The version of this schema, recorded by [`Schema::apply`] in [`crate::META_COLLECTION`]
+    /// (optional; 0 when not declared). Raise it with every deployed change of the models: an
+    /// apply of a lower version than the recorded one is refused ([`crate::Error::Downgrade`]),
+    /// so an instance of the previous release that starts during a rolling deploy cannot undo
+    /// the new validators and indexes. At most `i64::MAX` (the record stores an int64).
+    pub fn version(mut self, version: u64) -> Self {
+        self.version = Some(version);
         self
     }
 
@@ -315,6 +369,7 @@ impl SchemaBuilder {
                 collections: self.collections,
                 graph,
                 transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
+                version: self.version,
             })
         } else {
             Err(SchemaError { problems })

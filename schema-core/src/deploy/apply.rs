@@ -1,19 +1,35 @@
-//! The part of `apply` that talks to the server: observe, then execute a [`Plan`].
+//! The part of `plan` and `apply` that talks to the server: observe, then carry out a [`Plan`]
+//! under the apply lock, re-planning after the races a concurrent start-up causes and retrying
+//! transient faults within a deadline.
 
 use std::fmt;
+use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::error::ErrorKind;
 use mongodb::Database;
+use tokio::time::Instant;
 
 use super::plan::{
     Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
 };
+use super::sharding::{self, ShardingStatus};
+use super::versions::{
+    self, ApplyLock, Claim, RecordedVersion, VersionStatus, LEASE, META_COLLECTION,
+};
 use crate::error::server_code;
+use crate::sync::retry::Backoff;
 use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
 
-const NAMESPACE_EXISTS: i32 = 48;
+/// How long [`crate::Schema::apply`] keeps retrying transient faults and waiting for another
+/// instance's apply by default (see [`ApplyAction::deadline`]).
+pub const APPLY_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Re-plans of one locked apply after a race code before it gives up: each one follows a change
+/// made outside this apply, so a few are plenty.
+const MAX_REPLANS: u32 = 8;
 
 /// What [`crate::Schema::apply`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,6 +39,20 @@ pub struct ApplyReport {
     pub applied: Vec<AppliedAction>,
     /// Differences left alone (see [`Warning`]).
     pub warnings: Vec<Warning>,
+    /// How the applied version related to the recorded one when this apply started.
+    pub version: Option<VersionStatus>,
+    /// Whether this apply recorded its version, fingerprint and time in
+    /// [`META_COLLECTION`] (it does when it wrote something or the record differed).
+    pub recorded: bool,
+    /// The sharding of each collection that declares a shard key (only observed with
+    /// `shard_collections(true)`).
+    pub sharding: Vec<ShardingStatus>,
+    /// Times the plan was computed again after a race code (26, 27, 48, 85, 86).
+    pub replanned: u32,
+    /// Transient faults retried (network, not primary, shutting down, ...).
+    pub retried: u32,
+    /// Time spent waiting for another instance's apply to finish.
+    pub waited: Duration,
 }
 
 /// One write of `apply` and how it went.
@@ -31,19 +61,23 @@ pub struct ApplyReport {
 pub struct AppliedAction {
     /// The action.
     pub action: Action,
-    /// `true` when another instance had already done it (a `create` lost to a concurrent start).
+    /// `true` when it had already been done by someone else (a `create` that met an existing
+    /// collection, code 48).
     pub done_concurrently: bool,
 }
 
 impl ApplyReport {
-    /// Whether nothing was written.
+    /// Whether nothing was written: no schema change and no record.
     pub fn is_noop(&self) -> bool {
-        self.applied.iter().all(|a| a.done_concurrently)
+        !self.recorded && self.applied.iter().all(|a| a.done_concurrently)
     }
 }
 
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(version) = &self.version {
+            writeln!(f, "{version}")?;
+        }
         if self.applied.is_empty() {
             writeln!(f, "schema up to date: nothing written")?;
         }
@@ -55,8 +89,14 @@ impl fmt::Display for ApplyReport {
             };
             writeln!(f, "- {}{note}", applied.action)?;
         }
+        for status in &self.sharding {
+            writeln!(f, "~ {status}")?;
+        }
         for warning in &self.warnings {
             writeln!(f, "! {warning}")?;
+        }
+        if self.waited > Duration::ZERO {
+            writeln!(f, "(waited {:?} for another instance's apply)", self.waited)?;
         }
         Ok(())
     }
@@ -83,6 +123,16 @@ pub(crate) async fn observe(db: &Database, specs: &[CollectionSpec]) -> Result<O
     Ok(observed)
 }
 
+/// [`observe`], plus `hello` and, on a mongos, the collections' shard keys when `sharding`.
+async fn observe_all(db: &Database, specs: &[CollectionSpec], sharding: bool) -> Result<Observed> {
+    let mut observed = observe(db, specs).await?;
+    if sharding {
+        observed.topology = Some(sharding::observe_topology(db).await?);
+        sharding::observe_shard_keys(db, &mut observed).await?;
+    }
+    Ok(observed)
+}
+
 async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> {
     let cursor = db
         .run_cursor_command(doc! { "listIndexes": collection })
@@ -90,9 +140,24 @@ async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> 
     Ok(cursor.try_collect().await?)
 }
 
-async fn observe_one(db: &Database, spec: &CollectionSpec) -> Result<Option<ObservedCollection>> {
-    let observed = observe(db, std::slice::from_ref(spec)).await?;
-    Ok(observed.collections.into_iter().next())
+/// The version an apply or plan is for, and the fingerprint of its desired state.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) version: u64,
+    pub(crate) fingerprint: String,
+}
+
+impl Target {
+    /// Versions are stored as BSON int64.
+    fn check(&self) -> Result<i64> {
+        i64::try_from(self.version).map_err(|_| {
+            Error::Refused(format!(
+                "schema version {} does not fit the int64 the record stores (at most {})",
+                self.version,
+                i64::MAX
+            ))
+        })
+    }
 }
 
 /// `schema.plan(&db)`: await it, optionally after setting options.
@@ -101,6 +166,7 @@ pub struct PlanAction<'a> {
     specs: &'a [CollectionSpec],
     db: &'a Database,
     options: PlanOptions,
+    target: Target,
 }
 
 /// `schema.apply(&db)`: await it, optionally after setting options.
@@ -109,20 +175,32 @@ pub struct ApplyAction<'a> {
     specs: &'a [CollectionSpec],
     db: &'a Database,
     options: PlanOptions,
+    target: Target,
+    allow_downgrade: bool,
+    deadline: Duration,
 }
 
 impl<'a> PlanAction<'a> {
-    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database) -> Self {
+    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database, target: Target) -> Self {
         PlanAction {
             specs,
             db,
             options: PlanOptions::default(),
+            target,
         }
     }
 
-    /// Also plan to drop the indexes the schema does not declare (never `_id_`).
+    /// Also plan to drop the indexes the schema does not declare (never `_id_`; none while a
+    /// newer schema version is recorded).
     pub fn drop_stale_indexes(mut self, drop: bool) -> Self {
         self.options.drop_stale_indexes = drop;
+        self
+    }
+
+    /// Also plan to shard, on a mongos, the collections that declare a shard key (as
+    /// `apply(..).shard_collections(true)` would).
+    pub fn shard_collections(mut self, shard: bool) -> Self {
+        self.options.shard_collections = shard;
         self
     }
 }
@@ -172,16 +250,20 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
 }
 
 impl<'a> ApplyAction<'a> {
-    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database) -> Self {
+    pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database, target: Target) -> Self {
         ApplyAction {
             specs,
             db,
             options: PlanOptions::default(),
+            target,
+            allow_downgrade: false,
+            deadline: APPLY_DEADLINE,
         }
     }
 
     /// Also drop the indexes the schema does not declare (never `_id_`, never one that conflicts
-    /// with a schema index).
+    /// with a schema index, and none while a newer schema version is recorded: they may be the
+    /// newer version's).
     pub fn drop_stale_indexes(mut self, drop: bool) -> Self {
         self.options.drop_stale_indexes = drop;
         self
@@ -193,6 +275,32 @@ impl<'a> ApplyAction<'a> {
         self.options.on_violations = decision;
         self
     }
+
+    /// Apply even if the database records a newer schema version (a deliberate rollback); the
+    /// record then says this version. Without it such an apply writes nothing and returns
+    /// [`Error::Downgrade`]. Indexes are never dropped over a newer recorded version.
+    pub fn allow_downgrade(mut self, allow: bool) -> Self {
+        self.allow_downgrade = allow;
+        self
+    }
+
+    /// On a mongos (`hello.msg == "isdbgrid"`), shard each collection that declares a shard key
+    /// and is not sharded yet, after its collection and index exist (`shardCollection`). A
+    /// collection sharded by another key is reported and left alone. On a replica set there is
+    /// nothing to shard: the report says so and nothing is written for it.
+    pub fn shard_collections(mut self, shard: bool) -> Self {
+        self.options.shard_collections = shard;
+        self
+    }
+
+    /// How long to keep retrying transient faults (network errors, a primary stepping down, a
+    /// server shutting down) and waiting for another instance's apply to finish, before
+    /// returning [`Error::Timeout`] with the last error (default [`APPLY_DEADLINE`], 60 s).
+    /// Raise it when index builds on large collections take longer.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
 }
 
 impl<'a> std::future::IntoFuture for PlanAction<'a> {
@@ -202,9 +310,20 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let observed = observe(self.db, self.specs).await?;
+            self.target.check()?;
+            let meta = self.db.collection::<Document>(META_COLLECTION);
+            let recorded = versions::read_record(&meta).await?;
+            let status = VersionStatus::of(
+                self.target.version,
+                &self.target.fingerprint,
+                recorded.as_ref(),
+            );
+            let sharding = self.specs.iter().any(|s| s.shard_key.is_some());
+            let observed = observe_all(self.db, self.specs, sharding).await?;
             let mut plan = Plan::compute_with(self.specs, &observed, self.options);
+            versions::hold_back_drops(&mut plan, &status);
             count_violations(self.db, &mut plan).await?;
+            plan.version = Some(status);
             Ok(plan)
         })
     }
@@ -216,27 +335,173 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let observed = observe(self.db, self.specs).await?;
-            let mut report = ApplyReport::default();
-            for spec in self.specs {
-                let plan =
-                    Plan::for_collection_with(spec, observed.collection(&spec.name), self.options);
-                apply_collection(self.db, spec, plan, self.options, &mut report).await?;
-            }
-            Ok(report)
-        })
+        Box::pin(async move { run_apply(&self).await })
     }
 }
 
-async fn apply_collection(
-    db: &Database,
-    spec: &CollectionSpec,
-    plan: Plan,
-    options: PlanOptions,
-    report: &mut ApplyReport,
-) -> Result<()> {
-    report.warnings.extend(plan.warnings);
+/// Why an attempt of `apply` stopped short.
+enum Stop {
+    /// Another instance holds the apply lock: wait and look again.
+    Busy,
+    /// A fault the server or network will likely recover from: back off and try again.
+    Transient(Error),
+    /// Retrying cannot help.
+    Fail(Error),
+}
+
+/// What to do about a driver error of an `apply` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// The state changed under the plan (a concurrent apply, an operator): observe again.
+    Replan,
+    /// Likely to pass: back off and retry.
+    Transient,
+    /// Retrying cannot help.
+    Permanent,
+}
+
+/// NamespaceNotFound, IndexNotFound, NamespaceExists, IndexOptionsConflict,
+/// IndexKeySpecsConflict: the server's state is not what the plan was computed from.
+const REPLAN_CODES: &[i32] = &[26, 27, 48, 85, 86];
+
+/// Not primary, shutting down, interrupted, network trouble a server reports, stale routing on a
+/// mongos, a write conflict on the record, an index build still running.
+const TRANSIENT_CODES: &[i32] = &[
+    6,     // HostUnreachable
+    7,     // HostNotFound
+    50,    // MaxTimeMSExpired
+    63,    // StaleShardVersion
+    89,    // NetworkTimeout
+    91,    // ShutdownInProgress
+    112,   // WriteConflict
+    133,   // FailedToSatisfyReadPreference
+    150,   // StaleEpoch
+    189,   // PrimarySteppedDown
+    262,   // ExceededTimeLimit
+    9001,  // SocketException
+    10107, // NotWritablePrimary
+    11600, // InterruptedAtShutdown
+    11601, // Interrupted
+    11602, // InterruptedDueToReplStateChange
+    12586, // BackgroundOperationInProgressForDatabase
+    12587, // BackgroundOperationInProgressForNamespace
+    13388, // StaleConfig
+    13435, // NotPrimaryNoSecondaryOk
+    13436, // NotPrimaryOrSecondary
+];
+
+impl Fault {
+    fn of(error: &mongodb::error::Error) -> Fault {
+        if let Some(code) = server_code(error) {
+            if REPLAN_CODES.contains(&code) {
+                return Fault::Replan;
+            }
+            if TRANSIENT_CODES.contains(&code) {
+                return Fault::Transient;
+            }
+        }
+        if ["RetryableWriteError", "TransientTransactionError"]
+            .iter()
+            .any(|label| error.contains_label(label))
+        {
+            return Fault::Transient;
+        }
+        match error.kind.as_ref() {
+            ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::ServerSelection { .. }
+            | ErrorKind::DnsResolve { .. } => Fault::Transient,
+            _ => Fault::Permanent,
+        }
+    }
+
+    fn of_error(error: &Error) -> Fault {
+        match error.as_driver() {
+            Some(driver) if !matches!(error, Error::Timeout { .. }) => Fault::of(driver),
+            _ => Fault::Permanent,
+        }
+    }
+}
+
+/// A reading or recording error met outside the schema's own commands.
+fn stop(error: Error) -> Stop {
+    match Fault::of_error(&error) {
+        Fault::Transient => Stop::Transient(error),
+        _ => Stop::Fail(error),
+    }
+}
+
+/// `apply`: attempts until one completes, a permanent error, or the deadline.
+async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
+    apply.target.check()?;
+    let meta = apply.db.collection::<Document>(META_COLLECTION);
+    let lock = ApplyLock::new(meta.clone(), LEASE);
+    let started = Instant::now();
+    let mut report = ApplyReport::default();
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    // a waiting instance looks again soon (most applies take a few milliseconds), then less often
+    let mut polling = Backoff::new(Duration::from_millis(40), lock.poll_interval());
+    let mut last: Option<Error> = None;
+    loop {
+        let remaining = apply.deadline.saturating_sub(started.elapsed());
+        let outcome = tokio::time::timeout(remaining, attempt(apply, &lock, &mut report)).await;
+        let busy = matches!(outcome, Ok(Err(Stop::Busy)));
+        let wait = match outcome {
+            Ok(Ok(())) => return Ok(report),
+            Ok(Err(Stop::Fail(error))) => {
+                release(&lock).await;
+                return Err(error);
+            }
+            Ok(Err(Stop::Busy)) => {
+                let wait = polling.next_wait();
+                report.waited += wait;
+                wait
+            }
+            Ok(Err(Stop::Transient(error))) => {
+                tracing::debug!(%error, "apply: transient fault, retrying");
+                report.retried += 1;
+                last = Some(error);
+                backoff.next_wait()
+            }
+            Err(_elapsed) => Duration::MAX,
+        };
+        if started.elapsed().saturating_add(wait) >= apply.deadline {
+            release(&lock).await;
+            let operation = if busy {
+                "apply (waiting for another instance's apply to finish)"
+            } else {
+                "apply"
+            };
+            return Err(Error::Timeout {
+                operation: operation.to_owned(),
+                after: apply.deadline,
+                last: last.map(Box::new),
+            });
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Gives the lock back if this apply may hold it, without waiting long for a server that is
+/// gone (the lease expires by itself then).
+async fn release(lock: &ApplyLock) {
+    if lock.claimed() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), lock.release()).await;
+    }
+}
+
+/// The writes a plan still needs once the violations of its validator changes are counted:
+/// a change that existing documents violate is dropped ([`OnViolations::Refuse`]) or made
+/// moderate, with a warning.
+async fn writes_of(
+    apply: &ApplyAction<'_>,
+    status: &VersionStatus,
+) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>)> {
+    let observed = observe_all(apply.db, apply.specs, apply.options.shard_collections).await?;
+    let mut plan = Plan::compute_with(apply.specs, &observed, apply.options);
+    versions::hold_back_drops(&mut plan, status);
+    let mut warnings = plan.warnings;
+    let mut actions = Vec::with_capacity(plan.actions.len());
     for mut action in plan.actions {
         if let Action::UpdateValidator {
             collection,
@@ -246,14 +511,14 @@ async fn apply_collection(
             ..
         } = &mut action
         {
-            let found = violations(db, collection, validator).await?;
+            let found = violations(apply.db, collection, validator).await?;
             if found.count > 0 {
-                report.warnings.push(Warning::ValidatorOverViolations {
+                warnings.push(Warning::ValidatorOverViolations {
                     collection: collection.clone(),
                     violations: found.clone(),
-                    decision: options.on_violations,
+                    decision: apply.options.on_violations,
                 });
-                match options.on_violations {
+                match apply.options.on_violations {
                     OnViolations::Refuse => continue,
                     OnViolations::Moderate => *level = ValidationLevel::Moderate,
                     _ => {}
@@ -261,40 +526,156 @@ async fn apply_collection(
             }
             *slot = Some(found);
         }
-        match run(db, &action).await {
+        actions.push(action);
+    }
+    Ok((actions, warnings, plan.sharding))
+}
+
+/// One attempt: read the record, plan, and, if anything is to be written, take the lock and
+/// write under it.
+async fn attempt(
+    apply: &ApplyAction<'_>,
+    lock: &ApplyLock,
+    report: &mut ApplyReport,
+) -> Result<(), Stop> {
+    let target = &apply.target;
+    let recorded = versions::read_record(lock.meta()).await.map_err(stop)?;
+    let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
+    if let VersionStatus::Downgrade { recorded, applying } = status {
+        if !apply.allow_downgrade {
+            return Err(Stop::Fail(Error::Downgrade { recorded, applying }));
+        }
+    }
+    if report.version.is_none() {
+        report.version = Some(status.clone());
+    }
+    let (writes, warnings, sharding) = writes_of(apply, &status).await.map_err(stop)?;
+    report.warnings = warnings;
+    report.sharding = sharding;
+    if writes.is_empty() && status.is_current() {
+        return Ok(()); // the fast path: reads only
+    }
+    let claimed = match lock
+        .claim(target.version, &target.fingerprint, apply.allow_downgrade)
+        .await
+        .map_err(stop)?
+    {
+        Claim::Held(recorded) => recorded,
+        Claim::Busy => return Err(Stop::Busy),
+        Claim::Newer(recorded) => {
+            return Err(Stop::Fail(Error::Downgrade {
+                recorded,
+                applying: target.version,
+            }))
+        }
+    };
+    tokio::select! {
+        biased;
+        done = locked(apply, lock, report, &status, &claimed) => done,
+        never = lock.keep_alive() => match never {},
+    }
+}
+
+/// The part of an attempt that runs under the lock: observe again (the state may have changed
+/// while this apply waited), write, re-plan after a race code, and record.
+async fn locked(
+    apply: &ApplyAction<'_>,
+    lock: &ApplyLock,
+    report: &mut ApplyReport,
+    status: &VersionStatus,
+    claimed: &RecordedVersion,
+) -> Result<(), Stop> {
+    let mut replans = 0;
+    loop {
+        let (writes, warnings, sharding) = writes_of(apply, status).await.map_err(stop)?;
+        report.warnings = warnings;
+        report.sharding = sharding;
+        match execute(apply, lock, writes, report).await {
+            Ok(()) => break,
+            Err(Executed::Replan(error)) => {
+                replans += 1;
+                report.replanned += 1;
+                if replans > MAX_REPLANS {
+                    return Err(Stop::Fail(error));
+                }
+            }
+            Err(Executed::Stop(stop)) => return Err(stop),
+        }
+    }
+    match status {
+        VersionStatus::Changed {
+            version,
+            recorded_fingerprint,
+            fingerprint,
+        } => report.warnings.push(Warning::SameVersionChanged {
+            version: *version,
+            recorded_fingerprint: recorded_fingerprint.clone(),
+            fingerprint: fingerprint.clone(),
+        }),
+        VersionStatus::Downgrade { recorded, applying } => {
+            report.warnings.push(Warning::Downgraded {
+                recorded: *recorded,
+                applying: *applying,
+            })
+        }
+        _ => {}
+    }
+    let wrote = report.applied.iter().any(|a| !a.done_concurrently);
+    let touched = wrote || !claimed.completed;
+    if !lock.complete(touched).await.map_err(stop)? {
+        return Err(Stop::Transient(lock_lost()));
+    }
+    report.recorded = touched;
+    Ok(())
+}
+
+fn lock_lost() -> Error {
+    Error::Timeout {
+        operation: "holding the apply lock".to_owned(),
+        after: LEASE,
+        last: None,
+    }
+}
+
+enum Executed {
+    Replan(Error),
+    Stop(Stop),
+}
+
+async fn execute(
+    apply: &ApplyAction<'_>,
+    lock: &ApplyLock,
+    writes: Vec<Action>,
+    report: &mut ApplyReport,
+) -> Result<(), Executed> {
+    for action in writes {
+        if !lock.holds() {
+            return Err(Executed::Stop(Stop::Transient(lock_lost())));
+        }
+        match run(apply.db, &action).await {
             Ok(()) => report.applied.push(AppliedAction {
                 action,
                 done_concurrently: false,
             }),
-            Err(error)
-                if matches!(action, Action::CreateCollection { .. })
-                    && server_code(&error) == Some(NAMESPACE_EXISTS) =>
-            {
-                // Another instance created it between our read and our write: compare again
-                // with what it created and carry on from there.
-                report.applied.push(AppliedAction {
-                    action,
-                    done_concurrently: true,
-                });
-                let observed = observe_one(db, spec).await?;
-                let replan = Plan::for_collection_with(spec, observed.as_ref(), options);
-                if replan
-                    .actions
-                    .iter()
-                    .any(|a| matches!(a, Action::CreateCollection { .. }))
-                {
-                    return Err(Error::Apply {
-                        action: format!("create `{}`", spec.name),
-                        source: error,
-                    });
-                }
-                return Box::pin(apply_collection(db, spec, replan, options, report)).await;
-            }
             Err(source) => {
-                return Err(Error::Apply {
+                let fault = Fault::of(&source);
+                let created_concurrently = matches!(action, Action::CreateCollection { .. })
+                    && server_code(&source) == Some(48);
+                let error = Error::Apply {
                     action: action.to_string(),
                     source,
-                })
+                };
+                if created_concurrently {
+                    report.applied.push(AppliedAction {
+                        action,
+                        done_concurrently: true,
+                    });
+                }
+                return Err(match fault {
+                    Fault::Replan => Executed::Replan(error),
+                    Fault::Transient => Executed::Stop(Stop::Transient(error)),
+                    Fault::Permanent => Executed::Stop(Stop::Fail(error)),
+                });
             }
         }
     }
@@ -339,6 +720,53 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
             "dropIndexes": collection,
             "index": name,
         },
+        Action::ShardCollection { collection, key } => {
+            let command = sharding::shard_command(db.name(), collection, key);
+            return db
+                .client()
+                .database("admin")
+                .run_command(command)
+                .await
+                .map(drop);
+        }
     };
     db.run_command(command).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command_error(code: i32) -> mongodb::error::Error {
+        // the driver's own parsing of a server reply, as a failed command gives it
+        let reply = doc! { "ok": 0, "code": code, "errmsg": "x" };
+        let error: mongodb::error::CommandError =
+            mongodb::bson::from_document(reply).expect("a command error");
+        mongodb::error::Error::from(ErrorKind::Command(error))
+    }
+
+    #[test]
+    fn race_codes_re_plan_transient_faults_retry_the_rest_fail() {
+        for code in [26, 27, 48, 85, 86] {
+            assert_eq!(Fault::of(&command_error(code)), Fault::Replan, "{code}");
+        }
+        for code in [91, 189, 10107, 11600, 11602, 13435, 12587] {
+            assert_eq!(Fault::of(&command_error(code)), Fault::Transient, "{code}");
+        }
+        for code in [2, 13, 67, 121, 11000] {
+            assert_eq!(Fault::of(&command_error(code)), Fault::Permanent, "{code}");
+        }
+        let io = mongodb::error::Error::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        ));
+        assert_eq!(Fault::of(&io), Fault::Transient);
+        assert!(matches!(
+            stop(Error::Downgrade {
+                recorded: 2,
+                applying: 1
+            }),
+            Stop::Fail(_)
+        ));
+    }
 }

@@ -19,7 +19,8 @@ const SAMPLES: i64 = 5;
 pub struct AuditReport {
     /// One entry per collection of the schema.
     pub collections: Vec<CollectionAudit>,
-    /// Collections in the database that the schema does not know.
+    /// Collections in the database that the schema does not know (the library's own: sync
+    /// tokens, sync failures and the version record, aside).
     pub unknown_collections: Vec<String>,
     /// Copies that drifted from their source (a reconcile dry run).
     pub drift: ReconcileReport,
@@ -216,6 +217,7 @@ pub(crate) async fn audit(
             !n.starts_with("system.")
                 && n != TOKENS_COLLECTION
                 && n != crate::FAILURES_COLLECTION
+                && n != super::versions::META_COLLECTION
                 && schema.collection(n).is_none()
         })
         .collect();

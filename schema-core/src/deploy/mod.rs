@@ -2,7 +2,10 @@
 //! it is from it.
 //!
 //! - [`plan`]: pure planning, desired state + observed state -> actions;
-//! - [`apply`]: observing the server and carrying out a plan;
+//! - [`apply`]: observing the server and carrying out a plan under the apply lock, re-planning
+//!   after races and retrying transient faults within a deadline;
+//! - [`versions`]: the schema version record, the fingerprint of a desired state, the lock;
+//! - [`sharding`]: `shardCollection` for declared shard keys on a mongos;
 //! - [`mongosh`]: the same setup as a mongosh script, for review;
 //! - [`audit`]: a read-only look at a live database against the schema.
 
@@ -10,9 +13,13 @@ pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod mongosh;
 pub(crate) mod plan;
+pub(crate) mod sharding;
+pub(crate) mod versions;
 
-pub use apply::{AppliedAction, ApplyReport};
+pub use apply::{AppliedAction, ApplyAction, ApplyReport, PlanAction, APPLY_DEADLINE};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use plan::{
     Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
 };
+pub use sharding::{ShardState, ShardingStatus, Topology};
+pub use versions::{RecordedVersion, VersionStatus, META_COLLECTION};

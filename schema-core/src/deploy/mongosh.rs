@@ -1,10 +1,15 @@
 //! The mongosh commands equivalent to `apply`, for review by whoever runs the database.
+//!
+//! Everything a user names (collection, index and field names, validator text) reaches the
+//! script only inside a string literal, never as code, and comments are escaped so that no name
+//! can end a comment (line terminators, `*/`).
 
 use std::fmt::Write as _;
 
 use mongodb::bson::{doc, Bson, Document};
 
-use crate::Schema;
+use super::versions::{META_COLLECTION, META_ID};
+use crate::{CollectionSpec, Schema};
 
 /// Canonical relaxed extended JSON inside `EJSON.parse('...')`: exact for every BSON type,
 /// and valid in mongosh.
@@ -12,57 +17,210 @@ fn ejson(value: Document) -> String {
     let json = Bson::Document(value).into_relaxed_extjson().to_string();
     format!(
         "EJSON.parse('{}')",
-        json.replace('\\', "\\\\").replace('\'', "\\'")
+        escape_line_separators(&json.replace('\\', "\\\\").replace('\'', "\\'"))
     )
 }
 
+/// A JavaScript string literal (JSON's escapes, which JavaScript shares).
 fn string(value: &str) -> String {
-    serde_json::Value::String(value.to_owned()).to_string()
+    escape_line_separators(&serde_json::Value::String(value.to_owned()).to_string())
+}
+
+/// U+2028 and U+2029 end a line in JavaScript source before ES2019 and still end a `//`
+/// comment; JSON leaves them raw. Escaped, they stay the same characters in a string literal.
+fn escape_line_separators(text: &str) -> String {
+    text.replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// Text for a `//` comment: control characters and line separators escaped (so nothing ends
+/// the comment early), and `*/` broken up (so the text cannot close a block comment either,
+/// should the script ever be wrapped in one).
+fn comment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out.replace("*/", "*\\/")
 }
 
 impl Schema {
-    /// The mongosh script equivalent to [`Schema::apply`]: per collection, `createCollection`
-    /// with the validator (or `collMod` when it exists), `createIndex` with its options for
-    /// every index, and `sh.shardCollection` for declared shard keys. Values are written as
-    /// extended JSON (`EJSON.parse`), so every BSON type survives review and copy-paste.
+    /// The mongosh script equivalent to [`Schema::apply`] with `shard_collections(true)`: a
+    /// guard that stops over a newer recorded schema version (as apply refuses a downgrade);
+    /// per collection, `createCollection` with the validator (or `collMod` when it exists),
+    /// `createIndex` with its options for every index, and, on a mongos only,
+    /// `sh.shardCollection` for a declared shard key after its index; last, the version record
+    /// in [`crate::META_COLLECTION`]. Values are written as extended JSON (`EJSON.parse`), so
+    /// every BSON type survives review and copy-paste; names appear only inside string
+    /// literals, and comments escape whatever could end them.
     pub fn mongosh_script(&self) -> String {
-        let mut out = String::from(
-            "// mongo-schema: the setup Schema::apply performs, as mongosh commands.\n// Run against the application's database: mongosh \"<uri>/<database>\" script.js\n",
+        script(
+            self.collections(),
+            self.version().unwrap_or(0),
+            &self.fingerprint(),
+        )
+    }
+}
+
+pub(crate) fn script(collections: &[CollectionSpec], version: u64, fingerprint: &str) -> String {
+    let meta = string(META_COLLECTION);
+    let mut out = String::from(
+        "// mongo-schema: the setup Schema::apply performs, as mongosh commands.\n// Run against the application's database: mongosh \"<uri>/<database>\" script.js\n",
+    );
+    let _ = writeln!(
+        out,
+        "// Schema version {version}, fingerprint {}.",
+        comment(fingerprint)
+    );
+    let _ = writeln!(
+        out,
+        "\n// like apply, refuse to run over a newer recorded version: nothing is changed"
+    );
+    let _ = writeln!(
+        out,
+        "const recorded = db.getCollection({meta}).findOne({{ _id: {} }});",
+        string(META_ID)
+    );
+    let _ = writeln!(
+        out,
+        "if (recorded && Number(recorded.version) > {version}) throw new Error(\"the database records schema version \" + recorded.version + \", newer than this script's {version}: nothing was changed\");"
+    );
+    for spec in collections {
+        let name = string(&spec.name);
+        let _ = writeln!(out, "\n// {}", comment(&spec.name));
+        let options = doc! {
+            "validator": spec.validator.clone(),
+            "validationLevel": spec.validation_level.as_str(),
+            "validationAction": spec.validation_action.as_str(),
+        };
+        let mut coll_mod = doc! { "collMod": &spec.name };
+        coll_mod.extend(options.clone());
+        let _ = writeln!(
+            out,
+            "if (!db.getCollectionNames().includes({name})) db.createCollection({name}, {});",
+            ejson(options)
         );
-        for spec in self.collections() {
-            let name = string(&spec.name);
-            let _ = writeln!(out, "\n// {}", spec.name);
-            let options = doc! {
-                "validator": spec.validator.clone(),
-                "validationLevel": spec.validation_level.as_str(),
-                "validationAction": spec.validation_action.as_str(),
-            };
-            let mut coll_mod = doc! { "collMod": &spec.name };
-            coll_mod.extend(options.clone());
+        let _ = writeln!(out, "else db.runCommand({});", ejson(coll_mod));
+        for index in &spec.indexes {
+            let mut options = index.to_document();
+            options.remove("key");
             let _ = writeln!(
                 out,
-                "if (!db.getCollectionNames().includes({name})) db.createCollection({name}, {});",
+                "db.getCollection({name}).createIndex({}, {});",
+                ejson(index.keys.clone()),
                 ejson(options)
             );
-            let _ = writeln!(out, "else db.runCommand({});", ejson(coll_mod));
-            for index in &spec.indexes {
-                let mut options = index.to_document();
-                options.remove("key");
-                let _ = writeln!(
-                    out,
-                    "db.getCollection({name}).createIndex({}, {});",
-                    ejson(index.keys.clone()),
-                    ejson(options)
-                );
-            }
-            if let Some(key) = &spec.shard_key {
-                let _ = writeln!(
-                    out,
-                    "sh.shardCollection(db.getName() + \".\" + {name}, {});",
-                    ejson(key.clone())
-                );
+        }
+        if let Some(key) = &spec.shard_key {
+            let _ = writeln!(
+                out,
+                "// shard_collections(true): on a mongos only, after the index above exists"
+            );
+            let _ = writeln!(
+                out,
+                "if (db.hello().msg === \"isdbgrid\") sh.shardCollection(db.getName() + \".\" + {name}, {});",
+                ejson(key.clone())
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n// record the version, the fingerprint of this setup and the time, as apply does"
+    );
+    let record = vec![doc! { "$set": {
+        // apply refuses versions above i64::MAX; the script cannot fail, so it saturates
+        "version": i64::try_from(version).unwrap_or(i64::MAX),
+        "fingerprint": fingerprint,
+        "state": "applied",
+        "applied_at": "$$NOW",
+    } }];
+    let _ = writeln!(
+        out,
+        "db.getCollection({meta}).updateOne({}, [{}], {{ upsert: true }});",
+        ejson(doc! { "_id": META_ID }),
+        record.into_iter().map(ejson).collect::<Vec<_>>().join(", ")
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IndexSpec;
+
+    const HOSTILE: &str = "x\n}); db.dropDatabase(); /* \r\u{2028}\u{2029}\u{85}*/ // '\"\\";
+
+    /// The string literals of a line, decoded, and the line with them blanked out.
+    fn literals(line: &str) -> (Vec<String>, String) {
+        let (mut found, mut code) = (Vec::new(), String::new());
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '"' || c == '\'' {
+                let mut literal = String::new();
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            literal.push(d);
+                            literal.push(chars.next().unwrap());
+                        }
+                        _ if d == c => break,
+                        _ => literal.push(d),
+                    }
+                }
+                found.push(literal);
+                code.push_str("\"\"");
+            } else {
+                code.push(c);
             }
         }
-        out
+        (found, code)
+    }
+
+    #[test]
+    fn nothing_a_user_names_escapes_its_string_or_comment() {
+        let spec = CollectionSpec::new(
+            HOSTILE,
+            doc! { "$jsonSchema": { "properties": { HOSTILE: { "description": HOSTILE } } } },
+        )
+        .index(IndexSpec::new(doc! { HOSTILE: 1 }).name(HOSTILE))
+        .shard_key(doc! { HOSTILE: 1 });
+        let script = script(&[spec], 7, "0123abcd");
+        // JavaScript's line terminators besides the script's own `\n`s
+        for terminator in ['\r', '\u{2028}', '\u{2029}'] {
+            assert!(!script.contains(terminator), "{terminator:?} in the script");
+        }
+        let mut comments = 0;
+        for line in script.split('\n') {
+            if let Some(text) = line.strip_prefix("//") {
+                comments += 1;
+                assert!(!text.contains("*/"), "{line}");
+                assert!(!text.chars().any(char::is_control), "{line}");
+                continue;
+            }
+            // outside string literals, only the script's own code
+            let (_, code) = literals(line);
+            assert!(!code.contains("dropDatabase"), "{line}");
+            assert!(!code.contains("/*"), "{line}");
+        }
+        assert!(comments > 5);
+        let commented = format!("// {}", comment(HOSTILE));
+        assert!(script.contains(&commented), "{commented}");
+        assert!(commented.starts_with(
+            "// x\\u{000a}}); db.dropDatabase(); /* \\u{000d}\\u{2028}\\u{2029}\\u{0085}*\\/"
+        ));
+        // the name comes back whole from its string literal
+        let line = script
+            .lines()
+            .find(|l| l.starts_with("if (!db.getCollectionNames()"))
+            .unwrap();
+        let (found, _) = literals(line);
+        let decoded: String = serde_json::from_str(&format!("\"{}\"", found[0])).unwrap();
+        assert_eq!(decoded, HOSTILE);
+        // and the version is a plain number wherever it appears
+        assert!(script.contains("Number(recorded.version) > 7)"));
     }
 }

@@ -6,6 +6,8 @@ use std::fmt;
 
 use mongodb::bson::{Bson, Document};
 
+use super::sharding::{self, ShardingStatus, Topology};
+use super::versions::VersionStatus;
 use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, ValidationLevel};
 
 /// What the server has: the collections of the schema that exist, with their options and indexes.
@@ -14,6 +16,8 @@ use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, Validation
 pub struct Observed {
     /// Existing collections (only those the schema names are read).
     pub collections: Vec<ObservedCollection>,
+    /// What the server is (`hello`), when it was asked: only to plan sharding.
+    pub topology: Option<Topology>,
 }
 
 impl Observed {
@@ -39,6 +43,8 @@ pub struct ObservedCollection {
     pub validation_action: Option<String>,
     /// `listIndexes` entries.
     pub indexes: Vec<Document>,
+    /// The key the collection is sharded by (read from `config.collections` on a mongos).
+    pub shard_key: Option<Document>,
 }
 
 impl ObservedCollection {
@@ -65,6 +71,7 @@ impl ObservedCollection {
             validation_level: text("validationLevel"),
             validation_action: text("validationAction"),
             indexes: Vec::new(),
+            shard_key: None,
         }
     }
 
@@ -128,6 +135,14 @@ pub enum Action {
         /// Its keys, for the report.
         keys: Document,
     },
+    /// `shardCollection` by the declared shard key, on a mongos, after the collection and an
+    /// index that starts with the key exist; only with `shard_collections(true)`.
+    ShardCollection {
+        /// Collection name.
+        collection: String,
+        /// The declared shard key.
+        key: Document,
+    },
 }
 
 impl Action {
@@ -137,7 +152,8 @@ impl Action {
             Action::CreateCollection { collection, .. }
             | Action::UpdateValidator { collection, .. }
             | Action::CreateIndexes { collection, .. }
-            | Action::DropIndex { collection, .. } => collection,
+            | Action::DropIndex { collection, .. }
+            | Action::ShardCollection { collection, .. } => collection,
         }
     }
 }
@@ -166,6 +182,9 @@ impl fmt::Display for Action {
             }
             Action::DropIndex { collection, name, keys } => {
                 write!(f, "drop stale index `{name}` {keys} on `{collection}`")
+            }
+            Action::ShardCollection { collection, key } => {
+                write!(f, "shard `{collection}` by {key}")
             }
         }
     }
@@ -205,6 +224,44 @@ pub enum Warning {
         /// The `type` the server reports.
         kind: String,
     },
+    /// The same schema version was recorded with another desired state: the models changed
+    /// without a new version number (fine while developing; give a deployed change its own
+    /// version). Applied anyway.
+    SameVersionChanged {
+        /// The version.
+        version: u64,
+        /// The recorded fingerprint.
+        recorded_fingerprint: String,
+        /// The fingerprint applied.
+        fingerprint: String,
+    },
+    /// An older version was applied over a newer recorded one, by request
+    /// (`allow_downgrade(true)`); the record now says the older version.
+    Downgraded {
+        /// The version that was recorded.
+        recorded: u64,
+        /// The version applied.
+        applying: u64,
+    },
+    /// Stale indexes were not dropped because the recorded version is newer than the one
+    /// applied: they may be the newer version's.
+    DropsHeldBack {
+        /// The recorded version.
+        recorded: u64,
+        /// The version applied.
+        applying: u64,
+        /// `collection.index` of each index kept.
+        indexes: Vec<String>,
+    },
+    /// On a mongos, a collection is sharded by another key than the declared one; left alone.
+    ShardKeyDiffers {
+        /// Collection name.
+        collection: String,
+        /// The declared key.
+        declared: Document,
+        /// The key it is sharded by.
+        sharded: Document,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -238,6 +295,23 @@ impl fmt::Display for Warning {
             Warning::NotACollection { collection, kind } => write!(
                 f,
                 "`{collection}` is a {kind} on the server, not a collection; left alone"
+            ),
+            Warning::SameVersionChanged { version, recorded_fingerprint, fingerprint } => write!(
+                f,
+                "schema version {version} was recorded with other models (fingerprint {recorded_fingerprint}, now {fingerprint}); applied anyway: give a deployed change a new version number"
+            ),
+            Warning::Downgraded { recorded, applying } => write!(
+                f,
+                "schema version {applying} was applied over the newer recorded version {recorded} by request (`allow_downgrade(true)`); the record now says {applying}"
+            ),
+            Warning::DropsHeldBack { recorded, applying, indexes } => write!(
+                f,
+                "stale indexes kept because the recorded version {recorded} is newer than {applying}: {}",
+                indexes.join(", ")
+            ),
+            Warning::ShardKeyDiffers { collection, declared, sharded } => write!(
+                f,
+                "`{collection}` is sharded by {sharded}, not by the declared {declared}; left alone (resharding is an operator's decision)"
             ),
         }
     }
@@ -289,6 +363,8 @@ pub struct PlanOptions {
     pub drop_stale_indexes: bool,
     /// What to do with a validator change that existing documents violate.
     pub on_violations: OnViolations,
+    /// On a mongos, shard the collections that declare a shard key and are not sharded.
+    pub shard_collections: bool,
 }
 
 /// The actions that would bring the server to the schema, and what will be left alone.
@@ -299,6 +375,12 @@ pub struct Plan {
     pub actions: Vec<Action>,
     /// Differences reported but not acted on.
     pub warnings: Vec<Warning>,
+    /// How the schema's version relates to the one recorded in the database (filled by
+    /// [`crate::Schema::plan`]; `None` in a plan computed without a server).
+    pub version: Option<VersionStatus>,
+    /// The sharding of each collection that declares a shard key (filled when the topology was
+    /// observed: by [`crate::Schema::plan`] whenever a collection declares a key).
+    pub sharding: Vec<ShardingStatus>,
 }
 
 impl Plan {
@@ -326,6 +408,7 @@ impl Plan {
                 options,
             ));
         }
+        sharding::plan_sharding(&mut plan, desired, observed, options.shard_collections);
         plan
     }
 
@@ -424,11 +507,17 @@ impl Plan {
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(version) = &self.version {
+            writeln!(f, "{version}")?;
+        }
         if self.actions.is_empty() {
-            f.write_str("nothing to do: the database matches the schema")?;
+            writeln!(f, "nothing to do: the database matches the schema")?;
         }
         for action in &self.actions {
             writeln!(f, "- {action}")?;
+        }
+        for status in &self.sharding {
+            writeln!(f, "~ {status}")?;
         }
         for warning in &self.warnings {
             writeln!(f, "! {warning}")?;
