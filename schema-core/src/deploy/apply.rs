@@ -47,8 +47,10 @@ pub struct ApplyReport {
     /// The sharding of each collection that declares a shard key (only observed with
     /// `shard_collections(true)`).
     pub sharding: Vec<ShardingStatus>,
-    /// Times the plan was computed again after a race code (26, 27, 48, 85, 86).
-    pub replanned: u32,
+    /// The server codes that made this apply observe and plan again, in order: 26
+    /// NamespaceNotFound, 27 IndexNotFound, 48 NamespaceExists, 85 IndexOptionsConflict, 86
+    /// IndexKeySpecsConflict (the state changed under the plan).
+    pub replanned_after: Vec<i32>,
     /// Transient faults retried (network, not primary, shutting down, ...).
     pub retried: u32,
     /// Time spent waiting for another instance's apply to finish.
@@ -423,11 +425,13 @@ impl Fault {
     }
 }
 
-/// A reading or recording error met outside the schema's own commands.
+/// A reading or recording error met outside the schema's own commands. A race code here (a
+/// collection dropped between `listCollections` and `listIndexes`) means the same as a
+/// transient fault: the next attempt observes again.
 fn stop(error: Error) -> Stop {
     match Fault::of_error(&error) {
-        Fault::Transient => Stop::Transient(error),
-        _ => Stop::Fail(error),
+        Fault::Transient | Fault::Replan => Stop::Transient(error),
+        Fault::Permanent => Stop::Fail(error),
     }
 }
 
@@ -594,7 +598,7 @@ async fn locked(
             Ok(()) => break,
             Err(Executed::Replan(error)) => {
                 replans += 1;
-                report.replanned += 1;
+                report.replanned_after.extend(error.code());
                 if replans > MAX_REPLANS {
                     return Err(Stop::Fail(error));
                 }

@@ -1,0 +1,418 @@
+//! Schema versions against a real server: the record in `mongo_schema_meta`, refused
+//! downgrades that send no write (command monitoring), `allow_downgrade`, the development loop
+//! (same version, other models), the version status of `plan`, and 8 concurrent applies of
+//! versions 1 and 2 that end in version 2.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{Action, Error, VersionStatus, Warning, META_COLLECTION};
+use serde::{Deserialize, Serialize};
+
+/// Version 1 of the orders service.
+mod v1 {
+    use super::*;
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "orders")]
+    #[index(keys(customer = 1))]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub customer: String,
+        #[schema(max_length = 200)]
+        pub note: String,
+    }
+}
+
+/// Version 2: a tighter note and an index on the new `placed_at`.
+mod v2 {
+    use super::*;
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "orders")]
+    #[index(keys(customer = 1))]
+    #[index(keys(placed_at = -1))]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub customer: String,
+        #[schema(max_length = 100)]
+        pub note: String,
+        pub placed_at: DateTime,
+    }
+}
+
+fn v1_schema() -> Schema {
+    Schema::new()
+        .model::<v1::Order>()
+        .version(1)
+        .build()
+        .unwrap()
+}
+
+fn v2_schema() -> Schema {
+    Schema::new()
+        .model::<v2::Order>()
+        .version(2)
+        .build()
+        .unwrap()
+}
+
+/// Every command that writes, the version record's included.
+const WRITES: [&str; 9] = [
+    "create",
+    "collMod",
+    "createIndexes",
+    "dropIndexes",
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "shardCollection",
+];
+
+async fn validator(db: &mongodb::Database) -> BsonDocument {
+    let mut cursor = db
+        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "orders" } })
+        .await
+        .unwrap();
+    let entry = cursor.try_next().await.unwrap().expect("orders exists");
+    entry
+        .get_document("options")
+        .unwrap()
+        .get_document("validator")
+        .unwrap()
+        .clone()
+}
+
+async fn index_names(db: &mongodb::Database) -> Vec<String> {
+    let mut names = db
+        .collection::<BsonDocument>("orders")
+        .list_index_names()
+        .await
+        .unwrap();
+    names.sort();
+    names
+}
+
+async fn record(db: &mongodb::Database) -> BsonDocument {
+    db.collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .expect("a version record")
+}
+
+#[tokio::test]
+async fn an_older_version_writes_nothing_and_names_both_versions() {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(mongo_schema_testkit::database("ver_down").await.name());
+
+    let first = v1_schema().apply(&db).await.unwrap();
+    assert_eq!(
+        first.version,
+        Some(VersionStatus::Unrecorded { applying: 1 })
+    );
+    assert!(first.recorded);
+    assert_eq!(record(&db).await.get_i64("version").unwrap(), 1);
+
+    let upgrade = v2_schema().apply(&db).await.unwrap();
+    println!("v1 -> v2:\n{upgrade}");
+    assert_eq!(
+        upgrade.version,
+        Some(VersionStatus::Upgrade {
+            recorded: 1,
+            applying: 2
+        })
+    );
+    let kinds: Vec<&str> = upgrade
+        .applied
+        .iter()
+        .map(|a| match &a.action {
+            Action::UpdateValidator { .. } => "collMod",
+            Action::CreateIndexes { .. } => "createIndexes",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["collMod", "createIndexes"]);
+    let v2_record = record(&db).await;
+    assert_eq!(v2_record.get_i64("version").unwrap(), 2);
+    assert_eq!(
+        v2_record.get_str("fingerprint").unwrap(),
+        v2_schema().fingerprint()
+    );
+    assert_eq!(v2_record.get_str("state").unwrap(), "applied");
+
+    // an instance of the previous release starts: refused before any write
+    log.clear();
+    let error = v1_schema().apply(&db).await.unwrap_err();
+    println!("v1 after v2: {error}");
+    assert!(
+        matches!(
+            error,
+            Error::Downgrade {
+                recorded: 2,
+                applying: 1
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("schema version 1") && message.contains("newer version 2"),
+        "{message}"
+    );
+    let names = log.names();
+    println!("the refused apply sent: {names:?}");
+    assert!(
+        !names.iter().any(|n| WRITES.contains(&n.as_str())),
+        "a refused downgrade sent a write: {names:?}"
+    );
+    assert_eq!(names, ["find"], "it reads the record and stops");
+    assert_eq!(validator(&db).await, v2::Order::validator());
+    assert_eq!(
+        index_names(&db).await,
+        ["_id_", "customer_1", "placed_at_-1"]
+    );
+    assert_eq!(record(&db).await, v2_record, "the record is untouched");
+
+    // a schema without a declared version is version 0: older than 2 too
+    let unversioned = Schema::new().model::<v1::Order>().build().unwrap();
+    assert!(matches!(
+        unversioned.apply(&db).await,
+        Err(Error::Downgrade {
+            recorded: 2,
+            applying: 0
+        })
+    ));
+
+    // plan shows it, and reads only
+    log.clear();
+    let plan = v1_schema().plan(&db).await.unwrap();
+    println!("plan of v1 over v2:\n{plan}");
+    assert!(plan.version.as_ref().unwrap().is_downgrade());
+    assert!(plan
+        .to_string()
+        .contains("schema version 1 is OLDER than the recorded version 2"));
+    assert!(!log.names().iter().any(|n| WRITES.contains(&n.as_str())));
+}
+
+#[tokio::test]
+async fn an_allowed_downgrade_applies_the_older_validator_and_drops_no_newer_index() {
+    let db = mongo_schema_testkit::database("ver_allow").await;
+    v2_schema().apply(&db).await.unwrap();
+
+    let report = v1_schema()
+        .apply(&db)
+        .allow_downgrade(true)
+        .drop_stale_indexes(true)
+        .await
+        .unwrap();
+    println!("v1 over v2, allowed:\n{report}");
+    assert_eq!(validator(&db).await, v1::Order::validator());
+    assert_eq!(
+        index_names(&db).await,
+        ["_id_", "customer_1", "placed_at_-1"],
+        "the newer version's index stays"
+    );
+    assert!(report.warnings.iter().any(|w| matches!(
+        w,
+        Warning::DropsHeldBack { recorded: 2, applying: 1, indexes } if indexes == &["orders.placed_at_-1"]
+    )));
+    assert!(report.warnings.iter().any(|w| matches!(
+        w,
+        Warning::Downgraded {
+            recorded: 2,
+            applying: 1
+        }
+    )));
+    assert!(!report
+        .applied
+        .iter()
+        .any(|a| matches!(a.action, Action::DropIndex { .. })));
+    let record = record(&db).await;
+    assert_eq!(record.get_i64("version").unwrap(), 1);
+    assert_eq!(
+        record.get_str("fingerprint").unwrap(),
+        v1_schema().fingerprint()
+    );
+    // the record now says 1, so version 2 is an upgrade again
+    let plan = v2_schema().plan(&db).await.unwrap();
+    assert_eq!(
+        plan.version,
+        Some(VersionStatus::Upgrade {
+            recorded: 1,
+            applying: 2
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_same_version_with_other_models_applies_with_a_warning() {
+    let db = mongo_schema_testkit::database("ver_dev").await;
+    v1_schema().apply(&db).await.unwrap();
+    // the development loop: the models changed, the version number did not
+    let edited = Schema::new()
+        .model::<v2::Order>()
+        .version(1)
+        .build()
+        .unwrap();
+    assert_ne!(edited.fingerprint(), v1_schema().fingerprint());
+    let plan = edited.plan(&db).await.unwrap();
+    assert!(
+        matches!(
+            plan.version,
+            Some(VersionStatus::Changed { version: 1, .. })
+        ),
+        "{plan}"
+    );
+    let report = edited.apply(&db).await.unwrap();
+    println!("{report}");
+    assert!(report.warnings.iter().any(|w| matches!(
+        w,
+        Warning::SameVersionChanged { version: 1, fingerprint, .. } if *fingerprint == edited.fingerprint()
+    )));
+    assert_eq!(validator(&db).await, v2::Order::validator());
+    assert_eq!(
+        record(&db).await.get_str("fingerprint").unwrap(),
+        edited.fingerprint()
+    );
+    let again = edited.apply(&db).await.unwrap();
+    assert!(again.is_noop() && again.warnings.is_empty(), "{again}");
+}
+
+#[tokio::test]
+async fn an_interrupted_apply_is_shown_and_completed() {
+    let db = mongo_schema_testkit::database("ver_interrupted").await;
+    v2_schema().apply(&db).await.unwrap();
+    // what an apply that died after claiming version 3 leaves: the record says so, the index
+    // it was about to build is missing
+    let v3 = Schema::new()
+        .model::<v2::Order>()
+        .version(3)
+        .build()
+        .unwrap();
+    db.collection::<BsonDocument>(META_COLLECTION)
+        .update_one(
+            doc! { "_id": "schema" },
+            doc! { "$set": { "version": 3_i64, "fingerprint": v3.fingerprint(), "state": "applying" } },
+        )
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("orders")
+        .drop_index("placed_at_-1")
+        .await
+        .unwrap();
+    let plan = v3.plan(&db).await.unwrap();
+    println!("{plan}");
+    assert_eq!(
+        plan.version,
+        Some(VersionStatus::Interrupted { version: 3 })
+    );
+    assert!(plan.to_string().contains("apply completes it"));
+    // version 2 may not undo what 3 started
+    assert!(matches!(
+        v2_schema().apply(&db).await,
+        Err(Error::Downgrade {
+            recorded: 3,
+            applying: 2
+        })
+    ));
+    let report = v3.apply(&db).await.unwrap();
+    assert!(report.recorded);
+    assert_eq!(
+        index_names(&db).await,
+        ["_id_", "customer_1", "placed_at_-1"]
+    );
+    assert_eq!(record(&db).await.get_str("state").unwrap(), "applied");
+    assert!(v3.plan(&db).await.unwrap().version.unwrap().is_current());
+}
+
+#[tokio::test]
+async fn a_version_beyond_int64_is_refused_before_any_write() {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(mongo_schema_testkit::database("ver_huge").await.name());
+    let schema = Schema::new()
+        .model::<v1::Order>()
+        .version(u64::MAX)
+        .build()
+        .unwrap();
+    let error = schema.apply(&db).await.unwrap_err();
+    assert!(
+        error.to_string().contains("does not fit the int64"),
+        "{error}"
+    );
+    assert!(log.names().is_empty(), "{:?}", log.names());
+}
+
+/// Eight instances, four of each version, released together; repeated on fresh databases, and
+/// on databases where version 1 was already applied (the rolling deploy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_concurrent_applies_of_v1_and_v2_end_in_the_v2_state() {
+    let (v1, v2) = (Arc::new(v1_schema()), Arc::new(v2_schema()));
+    let mut v1_applied = 0;
+    let mut v1_refused = 0;
+    const ROUNDS: usize = 6;
+    for round in 0..ROUNDS {
+        let db = mongo_schema_testkit::database(&format!("ver_race_{round}")).await;
+        if round % 2 == 1 {
+            v1.apply(&db).await.unwrap();
+        }
+        let barrier = Arc::new(tokio::sync::Barrier::new(8));
+        let instances: Vec<_> = (0..8)
+            .map(|i| {
+                let schema = if i % 2 == 0 { v1.clone() } else { v2.clone() };
+                let (db, barrier) = (db.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    (schema.version(), schema.apply(&db).await)
+                })
+            })
+            .collect();
+        let outcomes = tokio::time::timeout(
+            Duration::from_secs(120),
+            futures_util::future::join_all(instances),
+        )
+        .await
+        .expect("8 concurrent applies finish within 120 s");
+        for outcome in outcomes {
+            match outcome.unwrap() {
+                (Some(2), Ok(_)) => {}
+                (Some(2), Err(error)) => panic!("a v2 apply failed: {error}"),
+                (_, Ok(_)) => v1_applied += 1,
+                (
+                    _,
+                    Err(Error::Downgrade {
+                        recorded: 2,
+                        applying: 1,
+                    }),
+                ) => v1_refused += 1,
+                (_, Err(error)) => panic!("a v1 apply failed otherwise: {error}"),
+            }
+        }
+        assert_eq!(
+            validator(&db).await,
+            v2::Order::validator(),
+            "round {round}"
+        );
+        assert_eq!(
+            index_names(&db).await,
+            ["_id_", "customer_1", "placed_at_-1"]
+        );
+        let record = record(&db).await;
+        assert_eq!(record.get_i64("version").unwrap(), 2);
+        assert_eq!(record.get_str("state").unwrap(), "applied");
+        assert!(!record.contains_key("locked_by"), "the lock is released");
+        let plan = v2.plan(&db).await.unwrap();
+        assert!(plan.is_empty() && plan.version.unwrap().is_current());
+    }
+    println!(
+        "{ROUNDS} rounds of 4 v1 + 4 v2 applies: every v2 apply succeeded; v1 applies: {v1_applied} ran before v2 recorded, {v1_refused} refused (Downgrade 2 > 1); every round ends in the v2 state"
+    );
+    assert_eq!(v1_applied + v1_refused, ROUNDS * 4);
+    assert!(v1_refused > 0, "some v1 applies met the recorded v2");
+}
