@@ -438,3 +438,52 @@ async fn a_sparse_or_partial_index_does_not_serve_a_reference() {
         "_id, the partial one and the reference's: {listed:?}"
     );
 }
+
+/// mongod refuses `encrypt` and `encryptMetadata` in a validator that only warns or is
+/// moderate (a warning could log plaintext), and accepts them in a strict one that errors.
+#[tokio::test]
+async fn encryption_keywords_need_a_strict_validator_that_errors() {
+    use mongo_schema::{ValidationAction, ValidationLevel};
+    let validator = doc! { "$jsonSchema": {
+        "bsonType": "object",
+        "properties": { "ssn": { "encrypt": { "bsonType": "string" } } },
+    } };
+    let strict = CollectionSpec::new("patients", validator.clone());
+    Schema::new().collection(strict).build().unwrap();
+    let db = mongo_schema_testkit::database("validation_encrypt").await;
+    let secantus = mongo_schema_testkit::is_secantus(&db).await;
+    for (i, (level, action)) in [
+        (ValidationLevel::Moderate, ValidationAction::Error),
+        (ValidationLevel::Strict, ValidationAction::Warn),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let spec = CollectionSpec::new("patients", validator.clone())
+            .validation_level(level)
+            .validation_action(action);
+        let error = Schema::new().collection(spec).build().unwrap_err();
+        assert_eq!(
+            error.problems,
+            ["`patients`: `$jsonSchema.properties.ssn.encrypt` is refused by mongod unless the validation level is `strict` and the action `error` (a warning could log plaintext)"]
+        );
+        let created = db
+            .run_command(doc! {
+                "create": format!("patients_{i}"),
+                "validator": validator.clone(),
+                "validationLevel": level.as_str(),
+                "validationAction": action.as_str(),
+            })
+            .await;
+        if secantus {
+            // SecantusDB 0.7.0b3 does not know `encrypt` at all ("Unknown $jsonSchema keyword")
+            let outcome = created.map_or_else(|e| format!("refused: {e}"), |_| "accepted".into());
+            println!("SecantusDB, level {level} action {action}: {outcome}");
+        } else {
+            assert!(
+                created.is_err(),
+                "mongod accepted encrypt with level {level} action {action}"
+            );
+        }
+    }
+}

@@ -286,7 +286,9 @@ impl SchemaBuilder {
             if let Some(problem) = collection_name_problem(&spec.name) {
                 problems.push(problem);
             }
-            let invalid = json_schema::validator_problems(&spec.validator);
+            let strict_errors = spec.validation_level == crate::ValidationLevel::Strict
+                && spec.validation_action == crate::ValidationAction::Error;
+            let invalid = json_schema::validator_problems(&spec.validator, strict_errors);
             problems.extend(invalid.into_iter().map(|p| format!("`{}`: {p}", spec.name)));
             problems.extend(crate::index::conflicts(&spec.name, &spec.indexes));
             if self.collections[..i].iter().any(|c| c.name == spec.name) {

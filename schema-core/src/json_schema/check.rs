@@ -4,9 +4,11 @@
 //! `collMod` fail with `FailedToParse` or `TypeMismatch`); lenient servers such as SecantusDB
 //! accept some of them and then behave in their own way. The rules follow mongod's
 //! `src/mongo/db/matcher/schema/json_schema_parser.cpp` (keywords, their shapes, `bsonType`
-//! aliases), `matcher_type_set.cpp` (the `type` aliases), `BSONElement::
-//! parseIntegerElementToNonNegativeLong` (lengths and counts) and `RegexMatchExpression` (the
-//! `pattern` regex); the unit tests name the jstests file each case comes from.
+//! aliases), `matcher_type_set.cpp` (the `type` aliases),
+//! `BSONElement::parseIntegerElementToNonNegativeLong` (lengths and counts),
+//! `RegexMatchExpression` (the `pattern` regex) and `CollectionImpl::parseValidator` (no
+//! encryption keywords unless the validator is strict and errors); the unit tests name the
+//! jstests file each case comes from.
 //!
 //! Unlike mongod, which stops at the first error, the check reports every problem it finds, each
 //! with the dotted path of the offending keyword (`$jsonSchema.properties.tags.maxItems`).
@@ -94,8 +96,13 @@ const MAX_PATTERN_BYTES: usize = 32764;
 /// Every rule of mongod's `$jsonSchema` parser that `validator` breaks, one sentence each
 /// (`` `$jsonSchema.properties.tags.maxItems` is -1; mongod requires a non-negative integer ``).
 /// A validator without `$jsonSchema` (a plain query document) has nothing to check here.
-pub(crate) fn validator_problems(validator: &Document) -> Vec<String> {
-    let mut checker = Checker::default();
+/// `strict_errors` says whether the collection's level is `strict` and its action `error`:
+/// otherwise mongod refuses the encryption keywords, which could log plaintext.
+pub(crate) fn validator_problems(validator: &Document, strict_errors: bool) -> Vec<String> {
+    let mut checker = Checker {
+        problems: Vec::new(),
+        encryption_allowed: strict_errors,
+    };
     match validator.get("$jsonSchema") {
         None => {}
         Some(Bson::Document(schema)) => checker.schema(schema, "$jsonSchema", true),
@@ -107,9 +114,9 @@ pub(crate) fn validator_problems(validator: &Document) -> Vec<String> {
     checker.problems
 }
 
-#[derive(Default)]
 struct Checker {
     problems: Vec<String>,
+    encryption_allowed: bool,
 }
 
 impl Checker {
@@ -498,6 +505,17 @@ impl Checker {
     fn encryption(&mut self, schema: &Document, path: &str) {
         let encrypt = schema.get("encrypt");
         let metadata = schema.get("encryptMetadata");
+        if !self.encryption_allowed {
+            for (keyword, value) in [("encrypt", encrypt), ("encryptMetadata", metadata)] {
+                if value.is_some() {
+                    self.problem(
+                        &join(path, keyword),
+                        "is refused by mongod unless the validation level is `strict` and the action `error` (a warning could log plaintext)"
+                            .to_owned(),
+                    );
+                }
+            }
+        }
         if encrypt.is_some() && metadata.is_some() {
             self.problem(
                 path,
@@ -911,7 +929,7 @@ mod tests {
     use mongodb::bson::{doc, spec::BinarySubtype, Binary, Decimal128};
 
     fn problems(schema: Document) -> Vec<String> {
-        validator_problems(&doc! { "$jsonSchema": schema })
+        validator_problems(&doc! { "$jsonSchema": schema }, true)
     }
 
     #[track_caller]
@@ -936,7 +954,7 @@ mod tests {
     fn json_schema_js() {
         // jstests/core/query/json_schema/json_schema.js
         for value in [Bson::from("foo"), Bson::Array(vec![])] {
-            let problems = validator_problems(&doc! { "$jsonSchema": value });
+            let problems = validator_problems(&doc! { "$jsonSchema": value }, true);
             assert!(problems[0].contains("requires an object"), "{problems:?}");
         }
         refused(doc! { "type": 3 }, "`$jsonSchema.type` is 3");
@@ -1518,6 +1536,21 @@ mod tests {
     }
 
     #[test]
+    fn encryption_keywords_need_a_strict_validator_that_errors() {
+        // CollectionImpl::parseValidator (src/mongo/db/catalog/collection_impl.cpp): moderate
+        // or warn validators may not use `encrypt` or `encryptMetadata`
+        let schema = doc! { "$jsonSchema": {
+            "encryptMetadata": { "algorithm": "AEAD_AES_256_CBC_HMAC_SHA_512-Random" },
+            "properties": { "ssn": { "encrypt": { "bsonType": "string" } } },
+        } };
+        assert!(validator_problems(&schema, true).is_empty());
+        let problems = validator_problems(&schema, false);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[1]
+            .starts_with("`$jsonSchema.properties.ssn.encrypt` is refused by mongod unless"));
+    }
+
+    #[test]
     fn every_problem_is_reported_with_its_path() {
         let problems = problems(doc! {
             "bsonType": "object",
@@ -1542,8 +1575,8 @@ mod tests {
 
     #[test]
     fn validators_without_json_schema_are_left_alone() {
-        assert!(validator_problems(&doc! { "a": { "$exists": true } }).is_empty());
-        assert!(validator_problems(&doc! {}).is_empty());
+        assert!(validator_problems(&doc! { "a": { "$exists": true } }, true).is_empty());
+        assert!(validator_problems(&doc! {}, false).is_empty());
     }
 
     #[test]
