@@ -842,6 +842,8 @@ fn regex_structure_problem(pattern: &str) -> Option<&'static str> {
                         }
                         continue;
                     }
+                    // \cX takes the next character whatever it is
+                    Some('c') => i += 3,
                     Some(_) => i += 2,
                 }
                 continue;
@@ -893,7 +895,7 @@ fn regex_structure_problem(pattern: &str) -> Option<&'static str> {
 }
 
 /// The index of the `]` closing the class that opens at `start`: a `]` right after `[` or `[^`
-/// is a literal, escapes and POSIX classes (`[:alpha:]`) are skipped.
+/// is a literal; escapes, quoted `\Q...\E` runs and POSIX classes (`[:alpha:]`) are skipped.
 fn class_end(chars: &[char], start: usize) -> Option<usize> {
     let mut i = start + 1;
     if chars.get(i) == Some(&'^') {
@@ -904,6 +906,13 @@ fn class_end(chars: &[char], start: usize) -> Option<usize> {
     }
     while i < chars.len() {
         match chars[i] {
+            '\\' if chars.get(i + 1) == Some(&'Q') => {
+                let rest = &chars[i + 2..];
+                match rest.windows(2).position(|w| w == ['\\', 'E']) {
+                    Some(end) => i += 2 + end + 2,
+                    None => return None,
+                }
+            }
             '\\' => i += 2,
             '[' if chars.get(i + 1) == Some(&':') => {
                 let rest = &chars[i + 2..];
@@ -1646,6 +1655,8 @@ mod tests {
             "\\(\\)",
             "\\Q(\\E",
             "\\Q(",
+            "\\c)",
+            "[\\Q]\\E(]",
             "(?:a|b)*",
             "(?i)abc",
             "(?<name>a)\\k<name>",
