@@ -98,7 +98,11 @@ impl fmt::Display for ApplyReport {
             writeln!(f, "! {warning}")?;
         }
         if self.waited > Duration::ZERO {
-            writeln!(f, "(waited {:?} for another instance's apply)", self.waited)?;
+            writeln!(
+                f,
+                "(waited {:?} for the apply lock of another apply)",
+                self.waited
+            )?;
         }
         Ok(())
     }
