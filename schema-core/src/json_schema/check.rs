@@ -95,22 +95,16 @@ const MAX_PATTERN_BYTES: usize = 32764;
 
 /// Every rule of mongod's `$jsonSchema` parser that `validator` breaks, one sentence each
 /// (`` `$jsonSchema.properties.tags.maxItems` is -1; mongod requires a non-negative integer ``).
-/// A validator without `$jsonSchema` (a plain query document) has nothing to check here.
-/// `strict_errors` says whether the collection's level is `strict` and its action `error`:
-/// otherwise mongod refuses the encryption keywords, which could log plaintext.
+/// A `$jsonSchema` beside query operators, or inside `$and`, `$or` and `$nor`, is checked too;
+/// the query operators themselves are not. `strict_errors` says whether the collection's level
+/// is `strict` and its action `error`: otherwise mongod refuses the encryption keywords, which
+/// could log plaintext.
 pub(crate) fn validator_problems(validator: &Document, strict_errors: bool) -> Vec<String> {
     let mut checker = Checker {
         problems: Vec::new(),
         encryption_allowed: strict_errors,
     };
-    match validator.get("$jsonSchema") {
-        None => {}
-        Some(Bson::Document(schema)) => checker.schema(schema, "$jsonSchema", true),
-        Some(other) => checker.problem(
-            "$jsonSchema",
-            format!("is {}; mongod requires an object", show(other)),
-        ),
-    }
+    checker.query(validator, "");
     checker.problems
 }
 
@@ -120,6 +114,28 @@ struct Checker {
 }
 
 impl Checker {
+    /// A query document (the validator, or a clause of `$and`/`$or`/`$nor`) at `prefix`.
+    fn query(&mut self, query: &Document, prefix: &str) {
+        for (key, value) in query {
+            let at = format!("{prefix}{key}");
+            match (key.as_str(), value) {
+                ("$jsonSchema", Bson::Document(schema)) => self.schema(schema, &at, true),
+                ("$jsonSchema", other) => self.problem(
+                    &at,
+                    format!("is {}; mongod requires an object", show(other)),
+                ),
+                ("$and" | "$or" | "$nor", Bson::Array(clauses)) => {
+                    for (i, clause) in clauses.iter().enumerate() {
+                        if let Bson::Document(clause) = clause {
+                            self.query(clause, &format!("{at}.{i}."));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn problem(&mut self, path: &str, text: String) {
         self.problems.push(format!("`{path}` {text}"));
     }
@@ -1583,9 +1599,17 @@ mod tests {
     }
 
     #[test]
-    fn validators_without_json_schema_are_left_alone() {
+    fn query_validators_are_searched_for_json_schema() {
         assert!(validator_problems(&doc! { "a": { "$exists": true } }, true).is_empty());
         assert!(validator_problems(&doc! {}, false).is_empty());
+        let nested = doc! { "$or": [
+            { "a": 1 },
+            { "$and": [{ "$jsonSchema": { "required": [] } }] },
+        ], "$jsonSchema": { "bsonType": "object" } };
+        assert_eq!(
+            validator_problems(&nested, true),
+            ["`$or.1.$and.0.$jsonSchema.required` is an empty array; mongod requires at least one field name (leave `required` out instead)"]
+        );
     }
 
     #[test]
