@@ -69,7 +69,8 @@ pub struct AppliedAction {
 }
 
 impl ApplyReport {
-    /// Whether nothing was written: no schema change and no record.
+    /// Whether nothing was changed: no schema write and no new record. (An instance that waited
+    /// for another's apply and then found nothing to do took and gave back the lock.)
     pub fn is_noop(&self) -> bool {
         !self.recorded && self.applied.iter().all(|a| a.done_concurrently)
     }
@@ -302,7 +303,11 @@ impl<'a> ApplyAction<'a> {
     /// How long to keep retrying transient faults (network errors, a primary stepping down, a
     /// server shutting down) and waiting for another instance's apply to finish, before
     /// returning [`Error::Timeout`] with the last error (default [`APPLY_DEADLINE`], 60 s).
-    /// Raise it when index builds on large collections take longer.
+    /// A command in progress is not cut off (an index build on a large collection takes as long
+    /// as it takes); an attempt that cannot reach a server ends at the client's server selection
+    /// timeout (`serverSelectionTimeoutMS`, 30 s by default), so with the server gone `apply`
+    /// returns within the deadline plus that timeout. Waiting instances may need a deadline
+    /// longer than the longest index build.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -451,27 +456,25 @@ async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
     let mut polling = Backoff::new(Duration::from_millis(40), lock.poll_interval());
     let mut last: Option<Error> = None;
     loop {
-        let remaining = apply.deadline.saturating_sub(started.elapsed());
-        let outcome = tokio::time::timeout(remaining, attempt(apply, &lock, &mut report)).await;
-        let busy = matches!(outcome, Ok(Err(Stop::Busy)));
+        let outcome = attempt(apply, &lock, &mut report).await;
+        let busy = matches!(outcome, Err(Stop::Busy));
         let wait = match outcome {
-            Ok(Ok(())) => return Ok(report),
-            Ok(Err(Stop::Fail(error))) => {
+            Ok(()) => return Ok(report),
+            Err(Stop::Fail(error)) => {
                 release(&lock).await;
                 return Err(error);
             }
-            Ok(Err(Stop::Busy)) => {
+            Err(Stop::Busy) => {
                 let wait = polling.next_wait();
                 report.waited += wait;
                 wait
             }
-            Ok(Err(Stop::Transient(error))) => {
+            Err(Stop::Transient(error)) => {
                 tracing::debug!(%error, "apply: transient fault, retrying");
                 report.retried += 1;
                 last = Some(error);
                 backoff.next_wait()
             }
-            Err(_elapsed) => Duration::MAX,
         };
         if started.elapsed().saturating_add(wait) >= apply.deadline {
             release(&lock).await;
