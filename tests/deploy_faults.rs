@@ -49,46 +49,60 @@ async fn index_names(db: &mongodb::Database) -> Vec<String> {
     names
 }
 
+/// A client whose first command named `command` is held until `release` receives; `held`
+/// says when it starts.
+async fn holding_client(
+    uri: &str,
+    command: &'static str,
+) -> (mongodb::Client, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (held_tx, release_rx) = (Mutex::new(held_tx), Mutex::new(release_rx));
+    let once = AtomicBool::new(false);
+    let mut options = ClientOptions::parse(uri).await.unwrap();
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        if let CommandEvent::Started(started) = event {
+            if started.command_name == command && !once.swap(true, Ordering::SeqCst) {
+                let _ = held_tx.lock().unwrap().send(());
+                let _ = release_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(60));
+            }
+        }
+    }));
+    (
+        mongodb::Client::with_options(options).unwrap(),
+        held_rx,
+        release_tx,
+    )
+}
+
+fn storage_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mongo-schema-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn start_server(storage: &std::path::Path) -> mongo_schema_testkit::TestServer {
+    let storage = storage.to_owned();
+    tokio::task::spawn_blocking(move || mongo_schema_testkit::TestServer::start(Some(&storage)))
+        .await
+        .unwrap()
+        .expect("a server")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_completes_it() {
-    let storage = std::env::temp_dir().join(format!("mongo-schema-deploy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&storage);
-    std::fs::create_dir_all(&storage).unwrap();
-    let server = {
-        let storage = storage.clone();
-        tokio::task::spawn_blocking(move || mongo_schema_testkit::TestServer::start(Some(&storage)))
-            .await
-            .unwrap()
-            .expect("a server")
-    };
+    let storage = storage_dir("deploy-stop");
+    let server = start_server(&storage).await;
     let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
     let schema = Schema::new().model::<Invoice>().version(4).build().unwrap();
     let deadline = Duration::from_secs(8);
 
     // apply's first createIndexes is held until the server is down
-    let (held_client, held, release) = {
-        let (held_tx, held_rx) = mpsc::channel::<()>();
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let (held_tx, release_rx) = (Mutex::new(held_tx), Mutex::new(release_rx));
-        let once = AtomicBool::new(false);
-        let mut options = ClientOptions::parse(&uri).await.unwrap();
-        options.command_event_handler = Some(EventHandler::callback(move |event| {
-            if let CommandEvent::Started(started) = event {
-                if started.command_name == "createIndexes" && !once.swap(true, Ordering::SeqCst) {
-                    let _ = held_tx.lock().unwrap().send(());
-                    let _ = release_rx
-                        .lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(60));
-                }
-            }
-        }));
-        (
-            mongodb::Client::with_options(options).unwrap(),
-            held_rx,
-            release_tx,
-        )
-    };
+    let (held_client, held, release) = holding_client(&uri, "createIndexes").await;
     let held_db = held_client.database("billing");
     let started = Instant::now();
     let apply = {
@@ -223,6 +237,72 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
             .unwrap(),
         &Invoice::validator()
     );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&storage);
+}
+
+/// The server comes back within the deadline: the same apply retries and completes by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_back_within_the_deadline_lets_the_same_apply_complete() {
+    let storage = storage_dir("deploy-back");
+    let server = start_server(&storage).await;
+    let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
+    let schema = Schema::new().model::<Invoice>().version(1).build().unwrap();
+    let deadline = Duration::from_secs(60);
+    let (held_client, held, release) = holding_client(&uri, "createIndexes").await;
+    let held_db = held_client.database("billing");
+    let started = Instant::now();
+    let apply = {
+        let schema = schema.clone();
+        tokio::spawn(async move { schema.apply(&held_db).deadline(deadline).await })
+    };
+    // stop the server while createIndexes is held, let the command fail, then restart
+    let mut server = tokio::task::spawn_blocking(move || {
+        held.recv_timeout(Duration::from_secs(30))
+            .expect("apply sent createIndexes");
+        let mut server = server;
+        server.stop();
+        server
+    })
+    .await
+    .unwrap();
+    release.send(()).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let server = tokio::task::spawn_blocking(move || {
+        server.restart().expect("restart with the same storage");
+        server
+    })
+    .await
+    .unwrap();
+    let report = tokio::time::timeout(deadline + Duration::from_secs(30), apply)
+        .await
+        .expect("apply returns")
+        .unwrap()
+        .expect("apply completes once the server is back");
+    println!(
+        "apply across a restart: {:?}, {} transient fault(s) retried, waited {:?}:\n{report}",
+        started.elapsed(),
+        report.retried,
+        report.waited
+    );
+    assert!(report.retried >= 1, "{report}");
+    assert!(report.recorded);
+    let db = mongodb::Client::with_uri_str(&uri)
+        .await
+        .unwrap()
+        .database("billing");
+    assert_eq!(
+        index_names(&db).await,
+        ["_id_", "customer_1_issued_at_-1", "number_1"]
+    );
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "applied");
+    assert!(!record.contains_key("locked_by"));
     drop(server);
     let _ = std::fs::remove_dir_all(&storage);
 }
