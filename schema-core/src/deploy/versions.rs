@@ -31,6 +31,8 @@ use crate::{CollectionSpec, Result};
 /// - `state` is `"applying"` from the moment a version or fingerprint is claimed until its apply
 ///   completed, then `"applied"`; an apply that was interrupted (server stopped, process killed,
 ///   a command refused) leaves `"applying"`, and the next apply of that version completes it.
+///   `"applied"` means the apply ran to its end: what it reports and leaves alone (a validator
+///   refused over violating documents, a conflicting index) stays visible in `plan`.
 /// - `applied_at` is the server's time (`$$NOW`) when the last apply that changed something
 ///   completed. A start-up that finds nothing to do does not write it (nor anything else).
 ///
