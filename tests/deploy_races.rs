@@ -31,6 +31,29 @@ fn schema() -> Schema {
     Schema::new().model::<Product>().version(1).build().unwrap()
 }
 
+/// The next release: a bound on `name` and an index on the new `price`.
+mod v2 {
+    use super::*;
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "products")]
+    #[index(keys(name = 1))]
+    #[index(keys(sku = 1), unique, name = "sku_unique")]
+    #[index(keys(price = -1))]
+    pub struct Product {
+        #[serde(rename = "_id")]
+        pub id: String,
+        #[schema(max_length = 40)]
+        pub name: String,
+        pub sku: String,
+        pub price: i64,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new().model::<Product>().version(2).build().unwrap()
+    }
+}
+
 /// A database handle whose client holds the first command named `command` until `release`
 /// receives, and says so on `held`.
 async fn holding(
@@ -247,4 +270,63 @@ async fn a_stale_index_dropped_meanwhile_is_not_an_error_27() {
     assert_eq!(report.replanned_after, [27]);
     assert!(report.applied.is_empty(), "{report}");
     assert_eq!(index_names(&db).await, ["_id_", "name_1", "sku_unique"]);
+}
+
+/// The interleaving a lock-free design gets wrong: version 1's `collMod` is in flight when
+/// version 2 starts. Without the lock, version 2 would set its validator and version 1's late
+/// `collMod` would put the old one back. With it, version 2 waits for version 1 to finish, then
+/// applies over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_apply_waits_for_an_older_one_in_flight_and_wins() {
+    let db = mongo_schema_testkit::database("race_v1_v2").await;
+    // the release before version 1: another validator, no indexes
+    db.run_command(doc! { "create": "products", "validator": { "name": { "$type": "string" } } })
+        .await
+        .unwrap();
+    let (held_db, held, release) = holding(db.name(), "collMod").await;
+    let v1 = tokio::spawn(async move { schema().apply(&held_db).await });
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("version 1 sent its collMod");
+    let v2 = {
+        let db = db.clone();
+        tokio::spawn(async move { v2::schema().apply(&db).await })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !v2.is_finished(),
+        "version 2 waits while version 1 holds the lock"
+    );
+    release.send(()).unwrap();
+    let v1 = tokio::time::timeout(Duration::from_secs(60), v1)
+        .await
+        .expect("version 1 returns")
+        .unwrap()
+        .expect("version 1 completes");
+    let v2 = tokio::time::timeout(Duration::from_secs(60), v2)
+        .await
+        .expect("version 2 returns")
+        .unwrap()
+        .expect("version 2 completes");
+    println!(
+        "version 1:\n{v1}\nversion 2 (waited {:?}):\n{v2}",
+        v2.waited
+    );
+    assert!(v2.waited >= Duration::from_millis(900), "{:?}", v2.waited);
+    assert_eq!(
+        options(&db).await.get_document("validator").unwrap(),
+        &v2::Product::validator()
+    );
+    assert_eq!(
+        index_names(&db).await,
+        ["_id_", "name_1", "price_-1", "sku_unique"]
+    );
+    assert!(v2::schema()
+        .plan(&db)
+        .await
+        .unwrap()
+        .version
+        .unwrap()
+        .is_current());
 }
