@@ -68,9 +68,13 @@
 //!   the copy type `<Struct><Field>` holding `_id` and the named fields, their Rust types taken
 //!   from `T` (a renamed or retyped source field is a compile error), `From<&T>` and its
 //!   validator; non-frozen copies get a fan-out index on `<path>._id`. `sync` is required. The
-//!   strategies are carried out by [`Schema::update_source`] (transactional), [`SyncWorker`]
-//!   (async, from [`Schema::sync_worker`]) and [`Schema::reconcile`]; frozen copies are never
-//!   rewritten. [`Schema::sync_graph`] lists them all.
+//!   strategies are carried out by [`Schema::update_source`] and [`Schema::delete_source`]
+//!   (transactional), [`SyncWorker`] (async, from [`Schema::sync_worker`]: at least once, one
+//!   active worker per name by a lease, holders that cannot take a copy recorded in
+//!   [`FAILURES_COLLECTION`] and retried by [`Schema::retry_failures`]) and [`Schema::reconcile`]
+//!   (repairs conditional on the value read); frozen copies are never rewritten.
+//!   `on_delete = "keep" | "unset"` says what a source's deletion does to its copies (`unset`
+//!   only on an `Option` field). [`Schema::sync_graph`] lists them all.
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
@@ -100,6 +104,9 @@
 //!   together.
 //! - With a shard key, a unique index that does not start with it.
 //! - serde features the validator cannot describe.
+//! - Index and schema designs mongod refuses (sparse with partial, unique hashed, TTL out of
+//!   range, partial filters mongod does not support, an index on `_id` alone, two fields stored
+//!   under one name, empty enums, ...), each message naming mongod's rule.
 //!
 //! # Start-up
 //!
@@ -107,10 +114,12 @@
 //! # use mongo_schema::prelude::*;
 //! # #[derive(Document, serde::Serialize)] #[collection(name = "t")] struct Ticket { x: i32 }
 //! # async fn start(db: mongodb::Database) -> mongo_schema::Result<()> {
-//! let schema = Schema::new().model::<Ticket>().build()?;
+//! let schema = Schema::new().model::<Ticket>().version(3).build()?;
 //! println!("{}", schema.plan(&db).await?); // what would change, without writing
-//! let report = schema.apply(&db).await?;   // creates, collMods and indexes only what differs
-//! println!("{report}");
+//! let report = schema.apply(&db).await?;   // creates, collMods and indexes only what differs;
+//! println!("{report}");                    // refused if the database records version 4
+//! let worker = schema.sync_worker(&db).spawn(); // keep the handle; dropping it detaches
+//! worker.ready().await?;
 //! # Ok(()) }
 //! ```
 
