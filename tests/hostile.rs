@@ -189,3 +189,77 @@ async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
         .await
         .unwrap());
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "readings")]
+#[bucket(parent = shelf_id, entries = values, count = count, key = "at", first = first_at, last = last_at)]
+pub struct Readings {
+    #[serde(rename = "_id")]
+    pub id: mongo_schema::bson::oid::ObjectId,
+    #[reference]
+    pub shelf_id: Ref<Shelf>,
+    #[embed(max = 4)]
+    pub values: Vec<Reading>,
+    pub count: i64,
+    pub first_at: i64,
+    pub last_at: i64,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub at: i64,
+}
+
+#[tokio::test]
+async fn an_entry_cursor_holding_an_operator_is_refused() {
+    let db = mongo_schema_testkit::database("hostile_entries").await;
+    Schema::new()
+        .model::<Shelf>()
+        .model::<Readings>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    let shelf = Shelf {
+        id: 9,
+        name: "nine".into(),
+        state: "open".into(),
+    };
+    Shelf::collection(&db).insert_one(&shelf).await.unwrap();
+    for at in 0..10 {
+        Readings::BUCKET
+            .append(&db, &shelf.to_ref(), &Reading { at })
+            .await
+            .unwrap();
+    }
+    let first = Readings::BUCKET
+        .entries(&db, &shelf.to_ref(), None, 3)
+        .await
+        .unwrap();
+    let honest = first.next.clone().expect("a next page");
+    let mut forged = honest.clone();
+    forged.key = Bson::Document(doc! { "$gte": i64::MIN });
+    let error = Readings::BUCKET
+        .entries(&db, &shelf.to_ref(), Some(&forged), 3)
+        .await
+        .unwrap_err();
+    println!("{error}");
+    assert!(matches!(error, Error::Refused(_)), "{error}");
+    let mut forged = honest.clone();
+    forged.bucket = Bson::Document(doc! { "$ne": null });
+    assert!(matches!(
+        Readings::BUCKET
+            .entries(&db, &shelf.to_ref(), Some(&forged), 3)
+            .await,
+        Err(Error::Refused(_))
+    ));
+    let second = Readings::BUCKET
+        .entries(&db, &shelf.to_ref(), Some(&honest), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.items.iter().map(|r| r.at).collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
+}
