@@ -64,59 +64,13 @@ pub trait SubsetOf<C> {
     fn parent_update(&self, child: &C) -> Result<ParentUpdate>;
 }
 
-/// What [`SubsetOf::parent_update`] returns.
+/// What [`SubsetOf::parent_update`] returns: the one update, filtered on the parent's `_id`
+/// alone, that adds a child to one subset of its parent.
 #[derive(Debug, Clone)]
 pub struct ParentUpdate {
     parents: &'static str,
     parent: Bson,
-    update: BsonDocument,
-    count: Option<(&'static str, CounterType)>,
-    guard: Option<Guard>,
-}
-
-/// For a subset of one (`$set`): replace the preview only if it is not newer than this one.
-#[derive(Debug, Clone)]
-struct Guard {
-    path: &'static str,
-    key: &'static str,
-    value: Bson,
-    descending: bool,
-}
-
-impl Guard {
-    /// Whether the parent's current preview (`None`: none) may be replaced.
-    fn admits(&self, current: Option<&Bson>) -> bool {
-        let Some(Bson::Document(preview)) = current else {
-            return true;
-        };
-        let Some(existing) = preview.get(self.key) else {
-            return true;
-        };
-        match compare(existing, &self.value) {
-            Some(order) if self.descending => order != std::cmp::Ordering::Greater,
-            Some(order) => order != std::cmp::Ordering::Less,
-            None => true,
-        }
-    }
-}
-
-/// The order of two BSON values of the kinds a sort key has.
-fn compare(a: &Bson, b: &Bson) -> Option<std::cmp::Ordering> {
-    let number = |v: &Bson| match v {
-        Bson::Int32(n) => Some(f64::from(*n)),
-        Bson::Int64(n) => Some(*n as f64),
-        Bson::Double(n) => Some(*n),
-        _ => None,
-    };
-    match (a, b) {
-        (Bson::DateTime(a), Bson::DateTime(b)) => Some(a.cmp(b)),
-        (Bson::String(a), Bson::String(b)) => Some(a.cmp(b)),
-        (Bson::ObjectId(a), Bson::ObjectId(b)) => Some(a.cmp(b)),
-        (Bson::Timestamp(a), Bson::Timestamp(b)) => {
-            Some((a.time, a.increment).cmp(&(b.time, b.increment)))
-        }
-        _ => number(a)?.partial_cmp(&number(b)?),
-    }
+    update: mongodb::options::UpdateModifications,
 }
 
 impl<P, C, V> SubsetOf<C> for Subset<P, C, V>
@@ -128,23 +82,10 @@ where
     fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
         let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
         let preview = to_bson(&V::from(child))?;
-        let guard = (self.max == 1).then(|| Guard {
-            path: self.path,
-            key: self.sort_field,
-            value: preview
-                .as_document()
-                .and_then(|p| p.get(self.sort_field))
-                .cloned()
-                .unwrap_or(Bson::Null),
-            descending: self.sort_direction < 0,
-        });
-        let (_, update) = self.update_for_bson(preview);
         Ok(ParentUpdate {
             parents: P::COLLECTION,
             parent: self.parent_of(&raw)?,
-            update,
-            count: self.count.map(|c| (c, self.count_type)),
-            guard,
+            update: self.parent_write(preview),
         })
     }
 }
@@ -271,9 +212,49 @@ where
         db.collection::<BsonDocument>(C::COLLECTION)
             .insert_one(raw)
             .await?;
-        let (condition, update) = self.update_for_bson(to_bson(&V::from(child))?);
-        let count = self.count.map(|c| (c, self.count_type));
-        update_parent(db, P::COLLECTION, parent, condition, update, count).await
+        let update = self.parent_write(to_bson(&V::from(child))?);
+        db.collection::<BsonDocument>(P::COLLECTION)
+            .update_one(doc! { "_id": parent }, update)
+            .await?;
+        Ok(())
+    }
+
+    /// The parent's update for `preview`. A subset of many is the classic `$push` (`$each`,
+    /// `$sort`, `$slice`) and `$inc`. A subset of one is a pipeline update whose `$cond` keeps a
+    /// newer preview already there (the preview's sort key compared on the server), so the
+    /// update filters on `_id` alone and needs no read before it: one command.
+    fn parent_write(&self, preview: Bson) -> mongodb::options::UpdateModifications {
+        if self.max != 1 {
+            return self.update_for_bson(preview).1.into();
+        }
+        let path = format!("${}", self.path);
+        let existing = format!("${}.{}", self.path, self.sort_field);
+        let value = preview
+            .as_document()
+            .and_then(|p| p.get(self.sort_field))
+            .cloned()
+            .unwrap_or(Bson::Null);
+        let newer_or_equal = if self.sort_direction < 0 {
+            "$lte"
+        } else {
+            "$gte"
+        };
+        let admits = doc! { "$or": [
+            { "$eq": [{ "$ifNull": [path.as_str(), Bson::Null] }, Bson::Null] },
+            { "$eq": [{ "$ifNull": [existing.as_str(), Bson::Null] }, Bson::Null] },
+            { newer_or_equal: [existing.as_str(), { "$literal": value }] },
+        ] };
+        let mut set = doc! {
+            self.path: { "$cond": [admits, { "$literal": preview }, path.as_str()] },
+        };
+        if let Some(count) = self.count {
+            let zero = self.count_type.value(0);
+            set.insert(
+                count,
+                doc! { "$add": [{ "$ifNull": [format!("${count}"), zero] }, self.count_type.value(1)] },
+            );
+        }
+        vec![doc! { "$set": set }].into()
     }
 
     fn update_for_bson(&self, preview: Bson) -> (Option<BsonDocument>, BsonDocument) {
@@ -598,64 +579,16 @@ fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
     None
 }
 
-/// Inside a transaction: reads the parent's current preview by `_id`, then updates by `_id`
-/// alone, so both are served by the `_id` index whatever the planner (a conflicting concurrent
-/// writer aborts the transaction, which is retried). An older preview than the one there changes
-/// only the count.
+/// Inside a transaction: the parent's one update, by `_id`.
 async fn update_parent_in(
     db: &Database,
     u: ParentUpdate,
     session: &mut ClientSession,
 ) -> Result<()> {
-    let parents = db.collection::<BsonDocument>(u.parents);
-    let admitted = match &u.guard {
-        None => true,
-        Some(guard) => {
-            let current = parents
-                .find_one(doc! { "_id": u.parent.clone() })
-                .projection(doc! { guard.path: 1 })
-                .session(&mut *session)
-                .await?;
-            guard.admits(current.as_ref().and_then(|c| c.get(guard.path)))
-        }
-    };
-    let update = match (admitted, u.count) {
-        (true, _) => u.update,
-        (false, Some((count, count_type))) => doc! { "$inc": { count: count_type.value(1) } },
-        (false, None) => return Ok(()),
-    };
-    parents
-        .update_one(doc! { "_id": u.parent }, update)
+    db.collection::<BsonDocument>(u.parents)
+        .update_one(doc! { "_id": u.parent }, u.update)
         .session(&mut *session)
         .await?;
-    Ok(())
-}
-
-/// Without a transaction: one conditional update (the guard in the filter, so concurrent
-/// writers cannot replace a newer preview with an older one); an older preview than the one there
-/// changes only the count.
-async fn update_parent(
-    db: &Database,
-    parents: &str,
-    parent: Bson,
-    condition: Option<BsonDocument>,
-    update: BsonDocument,
-    count: Option<(&'static str, CounterType)>,
-) -> Result<()> {
-    let parents = db.collection::<BsonDocument>(parents);
-    let mut filter = doc! { "_id": parent.clone() };
-    if let Some(condition) = condition {
-        filter.extend(condition);
-    }
-    let result = parents.update_one(filter, update).await?;
-    if let (0, Some((count, count_type))) = (result.matched_count, count) {
-        parents
-            .update_one(
-                doc! { "_id": parent },
-                doc! { "$inc": { count: count_type.value(1) } },
-            )
-            .await?;
-    }
     Ok(())
 }
 
