@@ -2,7 +2,7 @@
 //! conditional on the copy value it read, so a copy rewritten meanwhile (by a transaction or
 //! the worker) is left alone: a repair never goes back in time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use futures_util::TryStreamExt;
@@ -226,7 +226,10 @@ async fn reconcile_batch(
             .filter_map(|s| Some((id_key(s.get("_id")?), s)))
             .collect()
     };
+    // one conditional update per source and copy value read; linear in the batch: the groups
+    // and the holders in each are found by key
     let mut repairs: Vec<Repair<'_>> = Vec::new();
+    let mut groups: HashMap<(String, String), (usize, HashSet<String>)> = HashMap::new();
     for (holder, copy) in &pairs {
         let Some(id) = copy.get("_id") else { continue };
         if !looked_up(id) {
@@ -245,16 +248,24 @@ async fn reconcile_batch(
         }
         figures.drifted += 1;
         let conditions = unchanged(edge, copy);
-        match repairs.iter_mut().find(|r| {
-            r.source_id == *id && r.conditions == conditions && !r.holders.contains(holder)
-        }) {
-            Some(repair) => repair.holders.push(holder.clone()),
-            None => repairs.push(Repair {
+        let key = (
+            id_key(id),
+            Bson::Document(conditions.clone())
+                .into_relaxed_extjson()
+                .to_string(),
+        );
+        let (group, members) = groups.entry(key).or_insert_with(|| {
+            repairs.push(Repair {
                 source,
                 source_id: id.clone(),
                 conditions,
-                holders: vec![holder.clone()],
-            }),
+                holders: Vec::new(),
+            });
+            (repairs.len() - 1, HashSet::new())
+        });
+        // one update rewrites every element of a holder that matches
+        if members.insert(id_key(holder)) {
+            repairs[*group].holders.push(holder.clone());
         }
     }
     if dry_run {
