@@ -1,0 +1,261 @@
+//! The sync machinery against the bare driver commands it replaces, side by side in one run on
+//! a real server (SecantusDB, or `MONGODB_URI`); ratios are what to read.
+//!
+//! ```text
+//! cargo bench --bench sync                 # 10,000 renames, 40,000 holders
+//! BENCH_QUICK=1 cargo bench --bench sync   # small sizes, seconds (CI keeps it running)
+//! ```
+//!
+//! 1. Worker throughput: 10,000 renames (100 agents x 100, 20 tickets each) written while the
+//!    worker is down, then caught up from its token, against a bare loop of the same 10,000
+//!    `updateMany` commands. Then the same renames with the worker following live: the lag of
+//!    the applied changes, sampled.
+//! 2. Reconcile: a dry run over 40,000 holders against reading those holders and their sources
+//!    with plain finds.
+
+use std::time::{Duration, Instant};
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::WorkerStats;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[collection(name = "agents")]
+pub struct Agent {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[collection(name = "tickets")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+    #[extended_ref(to = Agent, fields = "name", sync = "async")]
+    pub assignee: Option<TicketAssignee>,
+}
+
+struct Sizes {
+    agents: usize,
+    renames_each: usize,
+    tickets_each: usize,
+    reconcile_holders: usize,
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Agent>()
+        .model::<Ticket>()
+        .build()
+        .expect("the bench schema builds")
+}
+
+async fn seed(db: &mongodb::Database, agents: usize, tickets_each: usize) -> Vec<Agent> {
+    db.drop().await.unwrap();
+    schema().apply(db).await.unwrap();
+    let agents: Vec<Agent> = (0..agents)
+        .map(|i| Agent {
+            id: ObjectId::new(),
+            name: format!("agent {i}"),
+        })
+        .collect();
+    Agent::collection(db).insert_many(&agents).await.unwrap();
+    let tickets: Vec<Ticket> = agents
+        .iter()
+        .flat_map(|a| {
+            (0..tickets_each).map(move |i| Ticket {
+                id: ObjectId::new(),
+                subject: format!("ticket {i}"),
+                assignee: Some(a.into()),
+            })
+        })
+        .collect();
+    for chunk in tickets.chunks(10_000) {
+        Ticket::collection(db).insert_many(chunk).await.unwrap();
+    }
+    agents
+}
+
+async fn rename_all(db: &mongodb::Database, agents: &[Agent], rounds: usize) {
+    for round in 0..rounds {
+        for agent in agents {
+            Agent::collection(db)
+                .update_one(
+                    doc! { "_id": agent.id },
+                    doc! { "$set": { "name": format!("{} r{round}", agent.name) } },
+                )
+                .await
+                .unwrap();
+        }
+    }
+}
+
+async fn converged(db: &mongodb::Database, agents: &[Agent], rounds: usize) -> bool {
+    for agent in agents {
+        let wrong = Ticket::collection(db)
+            .count_documents(doc! {
+                "assignee._id": agent.id,
+                "assignee.name": { "$ne": format!("{} r{}", agent.name, rounds - 1) },
+            })
+            .await
+            .unwrap();
+        if wrong > 0 {
+            return false;
+        }
+    }
+    true
+}
+
+fn percentile(samples: &mut [u64], p: f64) -> u64 {
+    if samples.is_empty() {
+        return 0;
+    }
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    let sizes = if quick {
+        Sizes {
+            agents: 10,
+            renames_each: 10,
+            tickets_each: 5,
+            reconcile_holders: 2_000,
+        }
+    } else {
+        Sizes {
+            agents: 100,
+            renames_each: 100,
+            tickets_each: 20,
+            reconcile_holders: 40_000,
+        }
+    };
+    let renames = sizes.agents * sizes.renames_each;
+    let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
+    let db = client.database("mongo_schema_bench_sync");
+    let deadline = Duration::from_secs(600);
+
+    // 1a. catch-up throughput: the renames are written while the worker is down
+    let agents = seed(&db, sizes.agents, sizes.tickets_each).await;
+    let schema = schema();
+    let worker = schema.sync_worker(&db).name("bench").spawn();
+    worker.ready().await?;
+    worker.shutdown().await?; // its token marks where to resume
+    rename_all(&db, &agents, sizes.renames_each).await;
+    let start = Instant::now();
+    let worker = schema.sync_worker(&db).name("bench").spawn();
+    while WorkerStats::get(&worker.stats().events) < renames as u64 {
+        assert!(start.elapsed() < deadline, "the worker did not catch up");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let caught_up = start.elapsed();
+    let coalesced = WorkerStats::get(&worker.stats().coalesced);
+    worker.shutdown().await?;
+    assert!(converged(&db, &agents, sizes.renames_each).await);
+
+    // 1b. the bare loop: the same updateMany commands, one per rename
+    let tickets = db.collection::<BsonDocument>("tickets");
+    let start = Instant::now();
+    for round in 0..sizes.renames_each {
+        for agent in &agents {
+            tickets
+                .update_many(
+                    doc! { "assignee._id": agent.id },
+                    doc! { "$set": { "assignee.name": format!("{} bare {round}", agent.name) } },
+                )
+                .await?;
+        }
+    }
+    let bare = start.elapsed();
+    let ours_rate = renames as f64 / caught_up.as_secs_f64();
+    let bare_rate = renames as f64 / bare.as_secs_f64();
+    println!(
+        "{renames} renames ({} agents x {}, {} tickets each), worker catching up vs a bare updateMany loop:",
+        sizes.agents, sizes.renames_each, sizes.tickets_each
+    );
+    println!(
+        "  worker {:>8.0} renames/s ({caught_up:?}, {coalesced} coalesced)   bare loop {:>8.0} renames/s ({bare:?})   throughput ratio {:.2}",
+        ours_rate,
+        bare_rate,
+        ours_rate / bare_rate
+    );
+
+    // 1c. lag while following live: renames written at full speed, the worker's lag sampled
+    let agents = seed(&db, sizes.agents, sizes.tickets_each).await;
+    let worker = schema.sync_worker(&db).name("bench-live").spawn();
+    worker.ready().await?;
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    let written = {
+        let (db, agents) = (db.clone(), agents.clone());
+        let rounds = sizes.renames_each;
+        tokio::spawn(async move { rename_all(&db, &agents, rounds).await })
+    };
+    let mut last_applied = 0;
+    while !(written.is_finished() && converged(&db, &agents, sizes.renames_each).await) {
+        assert!(start.elapsed() < deadline, "the worker did not converge");
+        let applied = WorkerStats::get(&worker.stats().applied);
+        if applied != last_applied {
+            last_applied = applied;
+            samples.push(WorkerStats::get(&worker.stats().last_lag_ms));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let took = start.elapsed();
+    samples.push(WorkerStats::get(&worker.stats().last_lag_ms));
+    println!(
+        "  following live: {renames} renames converged in {took:?}; lag p50 {} ms, p99 {} ms, max {} ms ({} samples)",
+        percentile(&mut samples, 0.5),
+        percentile(&mut samples, 0.99),
+        WorkerStats::get(&worker.stats().max_lag_ms),
+        samples.len()
+    );
+    worker.shutdown().await?;
+
+    // 2. reconcile: a dry run against plain finds of the same holders and sources
+    let holders_each = sizes.reconcile_holders / 400.max(1);
+    let agents = seed(&db, 400, holders_each.max(1)).await;
+    let holders = 400 * holders_each.max(1);
+    let (mut ours, mut plain) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        for first in [round % 2 == 0, round % 2 != 0] {
+            let start = Instant::now();
+            if first {
+                let report = schema.reconcile(&db, true).await?;
+                assert_eq!(report.drifted(), 0);
+                ours.push(start.elapsed());
+            } else {
+                let read: Vec<BsonDocument> = tickets
+                    .find(doc! {})
+                    .projection(doc! { "assignee": 1 })
+                    .await?
+                    .try_collect()
+                    .await?;
+                let sources: Vec<BsonDocument> = db
+                    .collection::<BsonDocument>("agents")
+                    .find(doc! {})
+                    .await?
+                    .try_collect()
+                    .await?;
+                assert_eq!((read.len(), sources.len()), (holders, agents.len()));
+                plain.push(start.elapsed());
+            }
+        }
+    }
+    ours.sort();
+    plain.sort();
+    println!(
+        "reconcile dry run over {holders} holders vs plain finds of the holders and sources: {:?} vs {:?}, ratio {:.2}",
+        ours[1],
+        plain[1],
+        ours[1].as_secs_f64() / plain[1].as_secs_f64()
+    );
+    db.drop().await?;
+    Ok(())
+}
