@@ -197,13 +197,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rounds = sizes.renames_each;
         tokio::spawn(async move { rename_all(&db, &agents, rounds).await })
     };
+    // sample the lag of each newly applied batch; query for convergence only once the writes
+    // are done (a convergence query per agent would compete with the worker)
     let mut last_applied = 0;
-    while !(written.is_finished() && converged(&db, &agents, sizes.renames_each).await) {
+    loop {
         assert!(start.elapsed() < deadline, "the worker did not converge");
         let applied = WorkerStats::get(&worker.stats().applied);
         if applied != last_applied {
             last_applied = applied;
             samples.push(WorkerStats::get(&worker.stats().last_lag_ms));
+        }
+        if written.is_finished() && applied >= renames as u64 {
+            if converged(&db, &agents, sizes.renames_each).await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -98,7 +98,12 @@ impl fmt::Display for ReconcileReport {
     }
 }
 
-const RECONCILE_BATCH: i64 = 500;
+/// Holders read per keyset batch (`_id` order). On mongod each batch is a walk of the `_id`
+/// index; SecantusDB 0.7 reads the whole remaining range for each, so fewer, larger batches.
+const RECONCILE_BATCH: i64 = 5000;
+
+/// Source ids per `$in`.
+const SOURCE_CHUNK: usize = 1000;
 
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
 /// ones. Frozen copies are never touched, whatever the caller passes.
@@ -213,19 +218,22 @@ async fn reconcile_batch(
     for field in &edge.copy.fields {
         projection.insert(field.clone(), 1);
     }
-    let sources: HashMap<String, BsonDocument> = if ids.is_empty() {
-        HashMap::new()
-    } else {
-        db.collection::<BsonDocument>(&edge.copy.source)
-            .find(doc! { "_id": { "$in": ids } })
-            .projection(projection)
+    // the sources, `$in` at most SOURCE_CHUNK ids at a time
+    let mut sources: HashMap<String, BsonDocument> = HashMap::new();
+    for chunk in ids.chunks(SOURCE_CHUNK) {
+        let found: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(&edge.copy.source)
+            .find(doc! { "_id": { "$in": chunk } })
+            .projection(projection.clone())
             .await?
-            .try_collect::<Vec<_>>()
-            .await?
-            .into_iter()
-            .filter_map(|s| Some((id_key(s.get("_id")?), s)))
-            .collect()
-    };
+            .try_collect()
+            .await?;
+        sources.extend(
+            found
+                .into_iter()
+                .filter_map(|s| Some((id_key(s.get("_id")?), s))),
+        );
+    }
     // one conditional update per source and copy value read; linear in the batch: the groups
     // and the holders in each are found by key
     let mut repairs: Vec<Repair<'_>> = Vec::new();
