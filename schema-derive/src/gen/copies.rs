@@ -105,6 +105,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             sync.variant().to_lowercase()
         );
         let name_str = name.to_string();
+        let expecting = format!("struct {name_str}");
+        let locals: Vec<Ident> = (0..n).map(|i| format_ident!("__field{}", i)).collect();
+        let positions: Vec<usize> = (1..=n).collect();
         out.extend(quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +135,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
 
                 #[automatically_derived]
                 impl ::core::convert::From<&#source> for #name {
+                    #[inline]
                     fn from(source: &#source) -> Self {
                         #name {
                             id: ::core::clone::Clone::clone(<#source as #private::Identified>::id(source)),
@@ -154,16 +158,60 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 #[automatically_derived]
                 impl<'de> #private::serde::Deserialize<'de> for #name {
                     fn deserialize<D: #private::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
-                        let mut doc = <#private::bson::Document as #private::serde::Deserialize>::deserialize(deserializer)?;
-                        ::core::result::Result::Ok(#name {
-                            id: #private::take(&mut doc, "_id")?,
-                            #( #idents: #private::take(&mut doc, #stored)?, )*
-                        })
+                        const __FIELDS: [&str; #count] = ["_id", #(#stored),*];
+                        // generic, so that a copy type whose fields do not resolve reports no more
+                        // errors than the struct itself does
+                        struct __Visitor<__T>(::core::marker::PhantomData<fn() -> __T>);
+                        impl<'de, __T> #private::serde::de::Visitor<'de> for __Visitor<__T> where #name: ::core::convert::Into<__T> {
+                            type Value = __T;
+                            fn expecting(&self, formatter: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+                                formatter.write_str(#expecting)
+                            }
+                            fn visit_map<A: #private::serde::de::MapAccess<'de>>(self, mut __map: A) -> ::core::result::Result<__T, A::Error> {
+                                let mut __id = ::core::option::Option::None;
+                                #( let mut #locals = ::core::option::Option::None; )*
+                                while let ::core::option::Option::Some(__field) = __map.next_key_seed(#private::FieldSeed(&__FIELDS))? {
+                                    match __field {
+                                        ::core::option::Option::Some(0) => {
+                                            if __id.is_some() {
+                                                return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field("_id"));
+                                            }
+                                            __id = ::core::option::Option::Some(__map.next_value()?);
+                                        }
+                                        #(
+                                            ::core::option::Option::Some(#positions) => {
+                                                if #locals.is_some() {
+                                                    return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field(__FIELDS[#positions]));
+                                                }
+                                                #locals = ::core::option::Option::Some(__map.next_value()?);
+                                            }
+                                        )*
+                                        _ => {
+                                            __map.next_value::<#private::serde::de::IgnoredAny>()?;
+                                        }
+                                    }
+                                }
+                                ::core::result::Result::Ok(::core::convert::Into::into(#name {
+                                    id: match __id {
+                                        ::core::option::Option::Some(__value) => __value,
+                                        ::core::option::Option::None => #private::missing_field("_id")?,
+                                    },
+                                    #(
+                                        #idents: match #locals {
+                                            ::core::option::Option::Some(__value) => __value,
+                                            ::core::option::Option::None => #private::missing_field(__FIELDS[#positions])?,
+                                        },
+                                    )*
+                                }))
+                            }
+                        }
+                        deserializer.deserialize_struct(#name_str, &__FIELDS, __Visitor::<Self>(::core::marker::PhantomData))
                     }
                 }
 
                 #[automatically_derived]
                 impl #private::BsonSchema for #name {
+                    #[inline]
                     fn bson_schema() -> #private::bson::Document {
                         #private::copy_schema(<#source as #private::BsonSchema>::bson_schema(), &#name::__STORED)
                     }

@@ -82,6 +82,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         quote! {
             #[automatically_derived]
             impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
+                #[inline]
                 fn id(&self) -> &Self::Id {
                     &self.#member
                 }
@@ -94,6 +95,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
 
+            #[inline]
             fn collection_spec() -> #private::CollectionSpec {
                 #private::CollectionSpec::new(#collection_name, <Self as #private::Document>::validator())
                     .validation_level(#private::ValidationLevel::#level)

@@ -57,6 +57,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
+            #[inline]
             fn bson_schema() -> #private::bson::Document {
                 #type_checks
                 #body

@@ -30,6 +30,7 @@ pub fn references_fn(cont: &Container) -> TokenStream {
     let private = private();
     let calls = reference_specs(cont);
     quote! {
+        #[inline]
         fn references() -> ::std::vec::Vec<#private::ReferenceSpec> {
             #private::CollectionSpec::new("", #private::bson::Document::new())
                 #calls

@@ -1,0 +1,296 @@
+//! The generated serde of copy types and `Ref<T>` against `#[derive(Serialize, Deserialize)]` of
+//! the same stored shape: CPU only, no server. Both sides run in one process, interleaved, so
+//! machine noise hits both alike; the ratios (ours / serde) are what to read.
+//!
+//! ```text
+//! cargo bench --bench serde              # 20,000 calls per round, best of 7 rounds
+//! cargo bench --bench serde -- --quick   # or BENCH_QUICK=1: a smoke run for CI
+//! ```
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use mongo_schema::bson::{self, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "customers")]
+pub struct Customer {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub tier: Option<String>,
+    pub email: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "agents")]
+pub struct Agent {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub team: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "tags")]
+pub struct Tag {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub label: String,
+}
+
+/// The help desk's ticket: two generated copy types (3 and 2 fields with `_id`).
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "tickets")]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+    #[extended_ref(to = Customer, fields = "name, tier", sync = "transactional")]
+    pub customer: TicketCustomer,
+    #[extended_ref(to = Agent, fields = "name", sync = "async")]
+    pub assignee: Option<TicketAssignee>,
+    pub priority: i32,
+}
+
+/// The same stored shape with serde's derives only.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PlainTicket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub subject: String,
+    pub customer: PlainCustomer,
+    pub assignee: Option<PlainAssignee>,
+    pub priority: i32,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PlainCustomer {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub tier: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PlainAssignee {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+}
+
+/// References typed by `Ref<T>`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Referencing {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub customer: Ref<Customer>,
+    pub tags: Vec<Ref<Tag>>,
+}
+
+/// The same references as bare ids.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct BareIds {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub customer: ObjectId,
+    pub tags: Vec<ObjectId>,
+}
+
+/// The generated visitor reads the way serde's derive does: unknown keys ignored, a missing
+/// `Option` is `None`, a missing or repeated field is an error.
+fn check_decoding() {
+    use mongo_schema::bson::{doc, RawDocumentBuf};
+
+    let id = ObjectId::new();
+    let copy: TicketCustomer =
+        bson::from_document(doc! { "_id": id, "name": "Ada", "extra": 1, "tier": "gold" })
+            .expect("an unknown key is ignored");
+    assert_eq!(copy.tier.as_deref(), Some("gold"));
+    let copy: TicketCustomer = bson::from_document(doc! { "_id": id, "name": "Ada" })
+        .expect("a missing `Option` reads as `None`");
+    assert_eq!(copy.tier, None);
+    let error = bson::from_document::<TicketCustomer>(doc! { "_id": id, "tier": "gold" })
+        .expect_err("`name` is required");
+    assert!(
+        error.to_string().contains("missing field `name`"),
+        "{error}"
+    );
+    let error = bson::from_document::<TicketAssignee>(doc! { "name": "Grace" })
+        .expect_err("`_id` is required");
+    assert!(error.to_string().contains("missing field `_id`"), "{error}");
+    let mut repeated = RawDocumentBuf::new();
+    repeated.append("_id", id);
+    repeated.append("name", "Ada");
+    repeated.append("name", "Grace");
+    let error = bson::from_slice::<TicketAssignee>(repeated.as_bytes())
+        .expect_err("a repeated field is refused");
+    assert!(
+        error.to_string().contains("duplicate field `name`"),
+        "{error}"
+    );
+}
+
+struct Settings {
+    iterations: usize,
+    rounds: usize,
+}
+
+/// Runs `ours` and `serde` alternately (which goes first flips each round), `iterations` calls
+/// per round, and prints the best time per call of each and their ratio.
+fn compare(settings: &Settings, what: &str, mut ours: impl FnMut(), mut serde: impl FnMut()) {
+    let mut best = [Duration::MAX; 2];
+    for round in 0..settings.rounds {
+        for turn in 0..2 {
+            let side = (round + turn) % 2;
+            let start = Instant::now();
+            for _ in 0..settings.iterations {
+                if side == 0 {
+                    ours()
+                } else {
+                    serde()
+                }
+            }
+            best[side] = best[side].min(start.elapsed());
+        }
+    }
+    let per_call = |d: Duration| d.as_secs_f64() * 1e9 / settings.iterations as f64;
+    println!(
+        "{what:<44} {:>9.0} ns {:>9.0} ns   ratio {:.2}",
+        per_call(best[0]),
+        per_call(best[1]),
+        best[0].as_secs_f64() / best[1].as_secs_f64()
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick")
+        || std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+    let settings = if quick {
+        Settings {
+            iterations: 500,
+            rounds: 3,
+        }
+    } else {
+        Settings {
+            iterations: 20_000,
+            rounds: 7,
+        }
+    };
+
+    check_decoding();
+
+    let ticket = Ticket {
+        id: ObjectId::new(),
+        subject: "The printer on the third floor prints only blank pages".into(),
+        customer: TicketCustomer {
+            id: ObjectId::new(),
+            name: "Ada Lovelace".into(),
+            tier: Some("gold".into()),
+        },
+        assignee: Some(TicketAssignee {
+            id: ObjectId::new(),
+            name: "Grace Hopper".into(),
+        }),
+        priority: 2,
+    };
+    let plain = PlainTicket {
+        id: ticket.id,
+        subject: ticket.subject.clone(),
+        customer: PlainCustomer {
+            id: ticket.customer.id,
+            name: ticket.customer.name.clone(),
+            tier: ticket.customer.tier.clone(),
+        },
+        assignee: ticket.assignee.as_ref().map(|a| PlainAssignee {
+            id: a.id,
+            name: a.name.clone(),
+        }),
+        priority: ticket.priority,
+    };
+    let bytes = bson::to_vec(&ticket).expect("a ticket encodes");
+    assert_eq!(bytes, bson::to_vec(&plain).expect("a ticket encodes"));
+    let document: BsonDocument = bson::from_slice(&bytes).expect("a ticket decodes");
+    let decoded: Ticket = bson::from_slice(&bytes).expect("a ticket decodes");
+    assert_eq!(decoded, ticket);
+
+    let referencing = Referencing {
+        id: ObjectId::new(),
+        customer: Ref::new(ticket.customer.id),
+        tags: (0..5).map(|_| Ref::new(ObjectId::new())).collect(),
+    };
+    let bare = BareIds {
+        id: referencing.id,
+        customer: *referencing.customer.id(),
+        tags: referencing.tags.iter().map(|t| *t.id()).collect(),
+    };
+    let ref_bytes = bson::to_vec(&referencing).expect("references encode");
+    assert_eq!(ref_bytes, bson::to_vec(&bare).expect("ids encode"));
+
+    println!(
+        "{} calls per round, best of {} rounds; ours, serde derive, ours / serde",
+        settings.iterations, settings.rounds
+    );
+    compare(
+        &settings,
+        "ticket: decode from bytes (bson::from_slice)",
+        || {
+            drop(black_box(
+                bson::from_slice::<Ticket>(black_box(&bytes)).unwrap(),
+            ))
+        },
+        || {
+            drop(black_box(
+                bson::from_slice::<PlainTicket>(black_box(&bytes)).unwrap(),
+            ))
+        },
+    );
+    compare(
+        &settings,
+        "ticket: decode from a Document",
+        || {
+            drop(black_box(
+                bson::from_document::<Ticket>(black_box(document.clone())).unwrap(),
+            ))
+        },
+        || {
+            drop(black_box(
+                bson::from_document::<PlainTicket>(black_box(document.clone())).unwrap(),
+            ))
+        },
+    );
+    compare(
+        &settings,
+        "ticket: encode to bytes (bson::to_vec)",
+        || drop(black_box(bson::to_vec(black_box(&ticket)).unwrap())),
+        || drop(black_box(bson::to_vec(black_box(&plain)).unwrap())),
+    );
+    compare(
+        &settings,
+        "ticket: encode to a Document",
+        || drop(black_box(bson::to_document(black_box(&ticket)).unwrap())),
+        || drop(black_box(bson::to_document(black_box(&plain)).unwrap())),
+    );
+    compare(
+        &settings,
+        "Ref<T> x6: decode from bytes",
+        || {
+            drop(black_box(
+                bson::from_slice::<Referencing>(black_box(&ref_bytes)).unwrap(),
+            ))
+        },
+        || {
+            drop(black_box(
+                bson::from_slice::<BareIds>(black_box(&ref_bytes)).unwrap(),
+            ))
+        },
+    );
+    compare(
+        &settings,
+        "Ref<T> x6: encode to bytes",
+        || drop(black_box(bson::to_vec(black_box(&referencing)).unwrap())),
+        || drop(black_box(bson::to_vec(black_box(&bare)).unwrap())),
+    );
+}
