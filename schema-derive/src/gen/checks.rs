@@ -45,6 +45,9 @@ pub fn constraint_checks(cont: &Container) -> TokenStream {
                 .into_iter()
                 .next()
                 .map_or_else(|| ty.span(), |t| t.span());
+            if known_to_satisfy(ty, constraint.value.kind) {
+                continue; // nothing for rustc to check: keeps the expansion small
+            }
             let check = match constraint.value.kind {
                 ConstraintKind::String => {
                     quote_spanned!(span=> #private::require_string_like::<#ty>();)
@@ -81,6 +84,9 @@ pub fn type_checks(cont: &Container) -> TokenStream {
             quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__COLLECTION_ROOT)
         };
         let inner = innermost(ty, field.attrs.embed.is_some());
+        if scalar_name(inner).is_some() {
+            continue; // a string, number, id or date is never a collection root
+        }
         let generic = matches!(inner, syn::Type::Path(p)
             if p.path.segments.last().is_some_and(|s| !s.arguments.is_empty()));
         let message = format!(
@@ -95,6 +101,45 @@ pub fn type_checks(cont: &Container) -> TokenStream {
         });
     }
     checks
+}
+
+/// Scalar types the derives know by name (std, or bson through the prelude), which no
+/// generated check needs to ask rustc about.
+const STRINGS: &[&str] = &["String", "str"];
+const NUMBERS: &[&str] = &[
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "usize",
+    "f32",
+    "f64",
+    "Decimal128",
+];
+const OTHER_SCALARS: &[&str] = &["bool", "char", "ObjectId", "DateTime"];
+
+/// The name of `ty` when it is one of the known scalars, written bare (`String`, `i64`).
+fn scalar_name(ty: &syn::Type) -> Option<String> {
+    let syn::Type::Path(path) = ty else {
+        return None;
+    };
+    let ident = path.path.get_ident()?.to_string();
+    let known = STRINGS.iter().chain(NUMBERS).chain(OTHER_SCALARS);
+    (path.qself.is_none() && known.into_iter().any(|k| *k == ident)).then_some(ident)
+}
+
+/// Whether `ty` is a bare scalar that takes constraints of `kind` (a `String` with
+/// `max_length`, an `i64` with `minimum`).
+fn known_to_satisfy(ty: &syn::Type, kind: ConstraintKind) -> bool {
+    let wanted = match kind {
+        ConstraintKind::String => STRINGS,
+        ConstraintKind::Number => NUMBERS,
+    };
+    scalar_name(ty).is_some_and(|name| wanted.contains(&name.as_str()))
 }
 
 /// The value type under `Option`, `Box` and `&` (and under one collection when `embedded`).
