@@ -227,9 +227,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     worker.shutdown().await?;
 
     // 2. reconcile: a dry run against plain finds of the same holders and sources
-    let holders_each = sizes.reconcile_holders / 400.max(1);
-    let agents = seed(&db, 400, holders_each.max(1)).await;
-    let holders = 400 * holders_each.max(1);
+    let holders_each = (sizes.reconcile_holders / 400).max(1);
+    let agents = seed(&db, 400, holders_each).await;
+    let holders = 400 * holders_each;
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
     for round in 0..3 {
         for first in [round % 2 == 0, round % 2 != 0] {

@@ -291,7 +291,9 @@ impl Counter for i64 {
 }
 
 /// Compile-time check of a count field.
-pub fn require_counter<T: Counter>() {}
+pub const fn require_counter<T: Counter>() -> crate::CounterType {
+    T::TYPE
+}
 
 #[cfg(test)]
 mod tests {

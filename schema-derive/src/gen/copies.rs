@@ -377,11 +377,13 @@ pub fn consts(cont: &Container) -> TokenStream {
         let doc = format!(
             "The `#[bucket]` of this collection: `append` an entry to a parent's open bucket (at most {max} entries each), read a parent's `entries` in `{key}` order."
         );
+        // spanned like the check in `checks`, so a count that is no integer is one error
+        let count_type = quote_spanned!(count_ty.span()=> #private::require_counter::<#count_ty>());
         out.extend(quote! {
             #[doc = #doc]
             pub const BUCKET: #private::Bucket<Self, #element> =
                 #private::Bucket::new(#parent, #entries, #max, #count, #key, #first, #last)
-                    .count_type(<#count_ty as #private::Counter>::TYPE);
+                    .count_type(#count_type);
         });
     }
     for field in cont.stored_fields() {
@@ -400,9 +402,13 @@ pub fn consts(cont: &Container) -> TokenStream {
                 Some(stored) => quote!(::core::option::Option::Some(#stored)),
                 None => quote!(::core::option::Option::None),
             };
-            let count_type = match count_field(cont, subset.count.as_ref()) {
-                Some(ty) => quote!(.count_type(<#ty as #private::Counter>::TYPE)),
-                None => TokenStream::new(),
+            // spanned like the check in `checks`, so a count that is no integer is one error
+            let count_type = match (count_field(cont, subset.count.as_ref()), &subset.count) {
+                (Some(ty), Some(count)) => {
+                    let call = quote_spanned!(count.span()=> #private::require_counter::<#ty>());
+                    quote!(.count_type(#call))
+                }
+                _ => TokenStream::new(),
             };
             let doc = format!(
                 "The `#[subset]` `{path}`: add children with their preview kept here (`add`, `add_then_update`), `rebuild` from the children."
