@@ -194,3 +194,33 @@ pub(crate) fn server_message(error: &mongodb::error::Error) -> Option<String> {
         _ => None,
     }
 }
+
+/// Server codes that mean "try again later", for the retries of `apply` and of the sync
+/// machinery: not primary, shutting down, interrupted, network trouble a server reports, stale
+/// routing on a mongos, conflicts, a cursor lost across a restart, an index build in progress.
+pub(crate) const TRANSIENT_CODES: &[i32] = &[
+    6,     // HostUnreachable
+    7,     // HostNotFound
+    43,    // CursorNotFound
+    50,    // MaxTimeMSExpired
+    63,    // StaleShardVersion
+    89,    // NetworkTimeout
+    91,    // ShutdownInProgress
+    112,   // WriteConflict
+    133,   // FailedToSatisfyReadPreference
+    150,   // StaleEpoch
+    189,   // PrimarySteppedDown
+    234,   // RetryChangeStream
+    251,   // NoSuchTransaction
+    262,   // ExceededTimeLimit
+    9001,  // SocketException
+    10107, // NotWritablePrimary
+    11600, // InterruptedAtShutdown
+    11601, // Interrupted
+    11602, // InterruptedDueToReplStateChange
+    12586, // BackgroundOperationInProgressForDatabase
+    12587, // BackgroundOperationInProgressForNamespace
+    13388, // StaleConfig
+    13435, // NotPrimaryNoSecondaryOk
+    13436, // NotPrimaryOrSecondary
+];

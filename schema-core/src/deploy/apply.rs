@@ -18,7 +18,7 @@ use super::sharding::{self, ShardingStatus};
 use super::versions::{
     self, ApplyLock, Claim, RecordedVersion, VersionStatus, LEASE, META_COLLECTION,
 };
-use crate::error::server_code;
+use crate::error::{server_code, TRANSIENT_CODES};
 use crate::sync::retry::Backoff;
 use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
@@ -374,32 +374,6 @@ enum Fault {
 /// NamespaceNotFound, IndexNotFound, NamespaceExists, IndexOptionsConflict,
 /// IndexKeySpecsConflict: the server's state is not what the plan was computed from.
 const REPLAN_CODES: &[i32] = &[26, 27, 48, 85, 86];
-
-/// Not primary, shutting down, interrupted, network trouble a server reports, stale routing on a
-/// mongos, a write conflict on the record, an index build still running.
-const TRANSIENT_CODES: &[i32] = &[
-    6,     // HostUnreachable
-    7,     // HostNotFound
-    50,    // MaxTimeMSExpired
-    63,    // StaleShardVersion
-    89,    // NetworkTimeout
-    91,    // ShutdownInProgress
-    112,   // WriteConflict
-    133,   // FailedToSatisfyReadPreference
-    150,   // StaleEpoch
-    189,   // PrimarySteppedDown
-    262,   // ExceededTimeLimit
-    9001,  // SocketException
-    10107, // NotWritablePrimary
-    11600, // InterruptedAtShutdown
-    11601, // Interrupted
-    11602, // InterruptedDueToReplStateChange
-    12586, // BackgroundOperationInProgressForDatabase
-    12587, // BackgroundOperationInProgressForNamespace
-    13388, // StaleConfig
-    13435, // NotPrimaryNoSecondaryOk
-    13436, // NotPrimaryOrSecondary
-];
 
 impl Fault {
     fn of(error: &mongodb::error::Error) -> Fault {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mongodb::error::{ErrorKind, WriteFailure};
 
-use crate::error::server_code;
+use crate::error::{server_code, TRANSIENT_CODES};
 use crate::Error;
 
 /// How an error is handled by the sync machinery.
@@ -22,33 +22,6 @@ pub(crate) enum ErrorClass {
     /// server refuses.
     Permanent,
 }
-
-/// Server codes that mean "try again later": not primary, shutting down, interrupted,
-/// network trouble reported by a server, stale routing, conflicts.
-const TRANSIENT_CODES: &[i32] = &[
-    6,     // HostUnreachable
-    7,     // HostNotFound
-    43,    // CursorNotFound (a cursor lost across a restart)
-    50,    // MaxTimeMSExpired
-    63,    // StaleShardVersion
-    89,    // NetworkTimeout
-    91,    // ShutdownInProgress
-    112,   // WriteConflict
-    133,   // FailedToSatisfyReadPreference
-    150,   // StaleEpoch
-    189,   // PrimarySteppedDown
-    234,   // RetryChangeStream
-    251,   // NoSuchTransaction
-    262,   // ExceededTimeLimit
-    9001,  // SocketException
-    10107, // NotWritablePrimary
-    11600, // InterruptedAtShutdown
-    11601, // Interrupted
-    11602, // InterruptedDueToReplStateChange
-    13388, // StaleConfig
-    13435, // NotPrimaryNoSecondaryOk
-    13436, // NotPrimaryOrSecondary
-];
 
 /// Server codes that retrying cannot fix.
 const PERMANENT_CODES: &[i32] = &[
