@@ -165,7 +165,10 @@ async fn subset_counts_keep_their_declared_integer_type() {
 
 #[tokio::test]
 async fn bucket_counts_keep_their_declared_integer_type() {
-    let db = mongo_schema_testkit::database("counters_bucket").await;
+    // command monitoring: an append is one upsert
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let plain = mongo_schema_testkit::database("counters_bucket").await;
+    let db = client.database(plain.name());
     let schema = Schema::new()
         .model::<Meter>()
         .model::<Ticks32>()
@@ -176,10 +179,12 @@ async fn bucket_counts_keep_their_declared_integer_type() {
     let meter = Meter { id: 7 };
     Meter::collection(&db).insert_one(&meter).await.unwrap();
     for at in 0..12 {
+        log.clear();
         Ticks32::BUCKET
             .append(&db, &meter.to_ref(), &Tick { at })
             .await
             .unwrap_or_else(|e| panic!("append #{at} to the i32 bucket: {e}"));
+        assert_eq!(log.names(), ["update"], "Bucket::append is one command");
         Ticks64::BUCKET
             .append(&db, &meter.to_ref(), &Tick { at })
             .await

@@ -150,6 +150,7 @@ impl<T: Document> Serialize for Ref<T>
 where
     T::Id: Serialize,
 {
+    #[inline]
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.id.serialize(serializer)
     }
@@ -159,6 +160,7 @@ impl<'de, T: Document> Deserialize<'de> for Ref<T>
 where
     T::Id: Deserialize<'de>,
 {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         T::Id::deserialize(deserializer).map(Ref::new)
     }
