@@ -179,15 +179,6 @@ pub fn copy_schema(source: Document, fields: &[&str]) -> Document {
     schema.build()
 }
 
-/// Takes one field of a copy being deserialized (absent reads as `null`).
-pub fn take<T: serde::de::DeserializeOwned, E: serde::de::Error>(
-    doc: &mut Document,
-    key: &str,
-) -> Result<T, E> {
-    let value = doc.remove(key).unwrap_or(Bson::Null);
-    bson::from_bson(value).map_err(|e| E::custom(format!("copied field `{key}`: {e}")))
-}
-
 /// The field identifier of a generated visitor: the position of a stored key in the type's table
 /// of stored names, or `None` for a key the type does not hold (ignored, as serde's derive does).
 #[derive(Clone, Copy)]
