@@ -16,6 +16,7 @@ mod error;
 mod explain;
 mod index;
 mod json_schema;
+mod lease;
 mod literal;
 mod reference;
 mod relation;

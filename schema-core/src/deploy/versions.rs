@@ -4,7 +4,6 @@
 //! The record's layout and the design of the lock are documented on [`META_COLLECTION`].
 
 use std::fmt;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
@@ -14,7 +13,7 @@ use tokio::time::Instant;
 
 use super::plan::{Action, Plan, Warning};
 use crate::error::server_code;
-use crate::sync::retry::random_u64;
+use crate::lease::ServerLease;
 use crate::{CollectionSpec, Result};
 
 /// The collection that records the applied schema version, its fingerprint and the time.
@@ -372,33 +371,20 @@ pub(crate) enum Claim {
     Newer(u64),
 }
 
-/// The apply lock in the record (see the module documentation).
+/// The apply lock in the record (see the module documentation), held through the crate's
+/// [`ServerLease`].
 #[derive(Debug)]
 pub(crate) struct ApplyLock {
     meta: Collection<BsonDocument>,
-    owner: String,
-    lease: Duration,
-    /// Until when this apply may write (`None`: it does not hold the lock).
-    valid_until: Mutex<Option<Instant>>,
+    lease: ServerLease,
 }
 
 impl ApplyLock {
     pub(crate) fn new(meta: Collection<BsonDocument>, lease: Duration) -> Self {
         ApplyLock {
             meta,
-            owner: format!("{}-{:016x}", std::process::id(), random_u64()),
-            lease,
-            valid_until: Mutex::new(None),
+            lease: ServerLease::new(lease),
         }
-    }
-
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.valid_until.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn granted(&self, sent: Instant) {
-        // a tenth of the lease as a margin for in-flight writes and clock rates
-        *self.slot() = Some(sent + self.lease - self.lease / 10);
     }
 
     /// The record's collection.
@@ -408,21 +394,21 @@ impl ApplyLock {
 
     /// Whether this apply took the lock and has not given it back (its lease may have lapsed).
     pub(crate) fn claimed(&self) -> bool {
-        self.slot().is_some()
+        self.lease.claimed()
     }
 
     /// How often an apply waiting for the lock looks again.
     pub(crate) fn poll_interval(&self) -> Duration {
-        (self.lease / 20).max(Duration::from_millis(50))
+        (self.lease.duration() / 20).max(Duration::from_millis(50))
     }
 
     /// Whether this apply may still write as the lock holder.
     pub(crate) fn holds(&self) -> bool {
-        self.slot().is_some_and(|until| Instant::now() < until)
+        self.lease.holds()
     }
 
-    fn expires(&self) -> BsonDocument {
-        doc! { "$add": ["$$NOW", self.lease.as_millis() as i64] }
+    fn owned(&self) -> BsonDocument {
+        doc! { "_id": META_ID, "locked_by": self.lease.owner() }
     }
 
     /// Takes the lock and, in the same write, raises the recorded version to `version` and
@@ -436,16 +422,7 @@ impl ApplyLock {
     ) -> Result<Claim> {
         let sent = Instant::now();
         let version = version as i64;
-        let free = doc! { "$or": [
-            { "$eq": [{ "$ifNull": ["$locked_by", Bson::Null] }, Bson::Null] },
-            { "$eq": ["$locked_by", &self.owner] },
-            // compared as milliseconds, as the sync lease does: SecantusDB 0.7 compares a date
-            // computed from `$$NOW` wrongly; `$toLong` of a date is the same test on mongod
-            { "$lt": [
-                { "$toLong": { "$ifNull": ["$lock_expires", DateTime::from_millis(0)] } },
-                { "$toLong": "$$NOW" },
-            ] },
-        ] };
+        let free = self.lease.free("locked_by", "lock_expires");
         let allowed = if allow_downgrade {
             Bson::Boolean(true)
         } else {
@@ -457,8 +434,8 @@ impl ApplyLock {
             { "$eq": ["$fingerprint", fingerprint] },
         ] };
         let update = vec![doc! { "$set": {
-            "locked_by": { "$cond": [take.clone(), &self.owner, "$locked_by"] },
-            "lock_expires": { "$cond": [take.clone(), self.expires(), "$lock_expires"] },
+            "locked_by": { "$cond": [take.clone(), self.lease.owner(), "$locked_by"] },
+            "lock_expires": { "$cond": [take.clone(), self.lease.expires(), "$lock_expires"] },
             "state": { "$cond": [
                 { "$and": [take.clone(), { "$not": [same] }] },
                 APPLYING,
@@ -482,8 +459,8 @@ impl ApplyLock {
         let Some(after) = after else {
             return Ok(Claim::Busy);
         };
-        if after.get_str("locked_by") == Ok(&self.owner) {
-            self.granted(sent);
+        if after.get_str("locked_by") == Ok(self.lease.owner()) {
+            self.lease.granted(sent);
             let recorded = RecordedVersion::from_document(&after).unwrap_or(RecordedVersion {
                 version: version as u64,
                 fingerprint: fingerprint.to_owned(),
@@ -492,7 +469,7 @@ impl ApplyLock {
             });
             return Ok(Claim::Held(recorded));
         }
-        *self.slot() = None;
+        self.lease.lost();
         match RecordedVersion::from_document(&after) {
             Some(recorded) if !allow_downgrade && recorded.version > version as u64 => {
                 Ok(Claim::Newer(recorded.version))
@@ -503,21 +480,9 @@ impl ApplyLock {
 
     /// Extends the lease; `false` if this apply no longer holds the lock.
     pub(crate) async fn renew(&self) -> Result<bool> {
-        let sent = Instant::now();
-        let result = self
-            .meta
-            .update_one(
-                doc! { "_id": META_ID, "locked_by": &self.owner },
-                vec![doc! { "$set": { "lock_expires": self.expires() } }],
-            )
-            .await?;
-        if result.matched_count == 1 {
-            self.granted(sent);
-            Ok(true)
-        } else {
-            *self.slot() = None;
-            Ok(false)
-        }
+        self.lease
+            .renew(&self.meta, self.owned(), "lock_expires")
+            .await
     }
 
     /// Renews the lease at a third of its length, forever; run it beside the work that needs
@@ -525,7 +490,7 @@ impl ApplyLock {
     /// once the lease may have lapsed.
     pub(crate) async fn keep_alive(&self) -> std::convert::Infallible {
         loop {
-            tokio::time::sleep(self.lease / 3).await;
+            tokio::time::sleep(self.lease.duration() / 3).await;
             if let Ok(false) = self.renew().await {
                 return std::future::pending().await;
             }
@@ -544,24 +509,24 @@ impl ApplyLock {
         let result = self
             .meta
             .update_one(
-                doc! { "_id": META_ID, "locked_by": &self.owner },
+                self.owned(),
                 vec![
                     doc! { "$set": { "state": APPLIED, "applied_at": applied_at } },
                     doc! { "$unset": ["locked_by", "lock_expires"] },
                 ],
             )
             .await?;
-        *self.slot() = None;
+        self.lease.lost();
         Ok(result.matched_count == 1)
     }
 
     /// Releases the lock without recording completion (the record stays `applying` if this
     /// apply claimed a new version or fingerprint).
     pub(crate) async fn release(&self) -> Result<()> {
-        *self.slot() = None;
+        self.lease.lost();
         self.meta
             .update_one(
-                doc! { "_id": META_ID, "locked_by": &self.owner },
+                self.owned(),
                 doc! { "$unset": { "locked_by": "", "lock_expires": "" } },
             )
             .await?;

@@ -1,13 +1,9 @@
-//! One active worker per name: a lease (owner, expiry) in the worker's token document.
-//!
-//! Expiry is the server's clock (`$$NOW`), so workers on machines whose clocks disagree still
-//! agree on it. The holder renews at a third of the lease; it stops applying changes once its own
-//! (monotonic) clock says the lease may have lapsed: it measures from the moment it *sent* the
-//! renewal, which is no later than the moment the server stamped it, so a standby can only take
-//! over after the holder has stopped (a write already in flight may still land; the rewrites are
-//! idempotent and carry the newest source values).
+//! One active worker per name: a lease (`owner`, `expires`) in the worker's token document, held
+//! through the crate's `ServerLease` (server clock, local validity measured from the send time).
+//! The holder renews at a third of the lease and stops applying changes once the lease may have
+//! lapsed, so a standby takes over only after it stopped; a rewrite already in flight may still
+//! land, and rewrites are idempotent and carry the newest source values.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -15,7 +11,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 use tokio::time::Instant;
 
-use super::retry::random_u64;
+use crate::lease::ServerLease;
 use crate::Result;
 
 /// The default lease of a sync worker.
@@ -25,10 +21,7 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 pub(crate) struct Lease {
     tokens: Collection<BsonDocument>,
     name: String,
-    owner: String,
-    duration: Duration,
-    /// Until when this worker may act as the owner (`None`: it does not hold the lease).
-    valid_until: Mutex<Option<Instant>>,
+    lease: ServerLease,
 }
 
 impl Lease {
@@ -36,47 +29,33 @@ impl Lease {
         Lease {
             tokens,
             name: name.to_owned(),
-            owner: format!("{}-{:016x}", std::process::id(), random_u64()),
-            duration,
-            valid_until: Mutex::new(None),
+            lease: ServerLease::new(duration),
         }
     }
 
     /// This worker's owner id.
     pub(crate) fn owner(&self) -> &str {
-        &self.owner
+        self.lease.owner()
     }
 
     /// The filter that matches the token document while this worker owns it.
     pub(crate) fn owned(&self) -> BsonDocument {
-        doc! { "_id": &self.name, "owner": &self.owner }
+        doc! { "_id": &self.name, "owner": self.owner() }
     }
 
     /// How often a standby tries to take over.
     pub(crate) fn poll_interval(&self) -> Duration {
-        (self.duration / 10).max(Duration::from_millis(20))
-    }
-
-    fn expires(&self) -> BsonDocument {
-        doc! { "$add": ["$$NOW", self.duration.as_millis() as i64] }
-    }
-
-    fn granted(&self, sent: Instant) {
-        // a tenth of the lease as a margin for in-flight writes and clock rates
-        let until = sent + self.duration - self.duration / 10;
-        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+        (self.lease.duration() / 10).max(Duration::from_millis(20))
     }
 
     /// Whether this worker may still act as the owner.
     pub(crate) fn holds(&self) -> bool {
-        self.valid_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some_and(|until| Instant::now() < until)
+        self.lease.holds()
     }
 
-    fn until(&self) -> Option<Instant> {
-        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner())
+    /// Forgets the lease locally.
+    pub(crate) fn lost(&self) {
+        self.lease.lost();
     }
 
     /// Takes the lease if nobody holds it, it expired, or this worker already holds it.
@@ -87,19 +66,10 @@ impl Lease {
     /// SecantusDB does not compare dates with `$$NOW` in a query).
     pub(crate) async fn try_acquire(&self) -> Result<bool> {
         let sent = Instant::now();
-        let free = doc! { "$or": [
-            { "$eq": ["$owner", &self.owner] },
-            { "$eq": [{ "$ifNull": ["$owner", Bson::Null] }, Bson::Null] },
-            // compared as milliseconds: SecantusDB 0.7 compares a date computed from `$$NOW`
-            // wrongly; `$toLong` of a date is the same test on mongod
-            { "$lt": [
-                { "$toLong": { "$ifNull": ["$expires", mongodb::bson::DateTime::from_millis(0)] } },
-                { "$toLong": "$$NOW" },
-            ] },
-        ] };
+        let free = self.lease.free("owner", "expires");
         let update = vec![doc! { "$set": {
-            "owner": { "$cond": [free.clone(), &self.owner, "$owner"] },
-            "expires": { "$cond": [free, self.expires(), "$expires"] },
+            "owner": { "$cond": [free.clone(), self.owner(), "$owner"] },
+            "expires": { "$cond": [free, self.lease.expires(), "$expires"] },
         } }];
         let after = match self
             .tokens
@@ -113,45 +83,27 @@ impl Lease {
             Err(e) if crate::error::server_code(&e) == Some(11000) => None,
             Err(e) => return Err(e.into()),
         };
-        let acquired = after.is_some_and(|lease| lease.get_str("owner") == Ok(&self.owner));
+        let acquired = after.is_some_and(|lease| lease.get_str("owner") == Ok(self.owner()));
         if acquired {
-            self.granted(sent);
+            self.lease.granted(sent);
         } else {
-            self.lost();
+            self.lease.lost();
         }
         Ok(acquired)
-    }
-
-    /// Renews the lease; `false` when another worker owns it now.
-    async fn renew(&self) -> Result<bool> {
-        let sent = Instant::now();
-        let update = vec![doc! { "$set": { "expires": self.expires() } }];
-        let result = self.tokens.update_one(self.owned(), update).await?;
-        if result.matched_count == 1 {
-            self.granted(sent);
-            Ok(true)
-        } else {
-            self.lost();
-            Ok(false)
-        }
-    }
-
-    /// Forgets the lease locally.
-    pub(crate) fn lost(&self) {
-        *self.valid_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Renews at a third of the lease until it is lost (another owner, or no renewal got
     /// through before it lapsed). Never returns while the lease is held.
     pub(crate) async fn keep(&self) {
         loop {
-            tokio::time::sleep(self.duration / 3).await;
+            tokio::time::sleep(self.lease.duration() / 3).await;
             loop {
-                let Some(until) = self.until().filter(|u| Instant::now() < *u) else {
+                let Some(until) = self.lease.until().filter(|u| Instant::now() < *u) else {
                     self.lost();
                     return;
                 };
-                match tokio::time::timeout_at(until, self.renew()).await {
+                let renew = self.lease.renew(&self.tokens, self.owned(), "expires");
+                match tokio::time::timeout_at(until, renew).await {
                     Ok(Ok(true)) => break,
                     Ok(Ok(false)) => return,
                     Ok(Err(error)) => {
