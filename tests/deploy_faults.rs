@@ -3,17 +3,12 @@
 //! its deadline; the record says the version's apply did not complete; after the restart the
 //! next apply completes it, and the one after that sends no write.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, VersionStatus, META_COLLECTION};
-use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
-use mongodb::options::ClientOptions;
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize)]
@@ -49,35 +44,6 @@ async fn index_names(db: &mongodb::Database) -> Vec<String> {
     names
 }
 
-/// A client whose first command named `command` is held until `release` receives; `held`
-/// says when it starts.
-async fn holding_client(
-    uri: &str,
-    command: &'static str,
-) -> (mongodb::Client, mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (held_tx, held_rx) = mpsc::channel::<()>();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (held_tx, release_rx) = (Mutex::new(held_tx), Mutex::new(release_rx));
-    let once = AtomicBool::new(false);
-    let mut options = ClientOptions::parse(uri).await.unwrap();
-    options.command_event_handler = Some(EventHandler::callback(move |event| {
-        if let CommandEvent::Started(started) = event {
-            if started.command_name == command && !once.swap(true, Ordering::SeqCst) {
-                let _ = held_tx.lock().unwrap().send(());
-                let _ = release_rx
-                    .lock()
-                    .unwrap()
-                    .recv_timeout(Duration::from_secs(60));
-            }
-        }
-    }));
-    (
-        mongodb::Client::with_options(options).unwrap(),
-        held_rx,
-        release_tx,
-    )
-}
-
 fn storage_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("mongo-schema-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -102,7 +68,10 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
     let deadline = Duration::from_secs(8);
 
     // apply's first createIndexes is held until the server is down
-    let (held_client, held, release) = holding_client(&uri, "createIndexes").await;
+    let (held_client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "createIndexes"
+    })
+    .await;
     let held_db = held_client.database("billing");
     let started = Instant::now();
     let apply = {
@@ -148,17 +117,7 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
     .await
     .unwrap();
     // a client of the restarted server that logs its command names
-    let (client, log) = {
-        let names = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
-        let sink = names.clone();
-        let mut options = ClientOptions::parse(&uri).await.unwrap();
-        options.command_event_handler = Some(EventHandler::callback(move |event| {
-            if let CommandEvent::Started(started) = event {
-                sink.lock().unwrap().push(started.command_name);
-            }
-        }));
-        (mongodb::Client::with_options(options).unwrap(), names)
-    };
+    let (client, log) = mongo_schema_testkit::monitored_client_at(&uri).await;
     let db = client.database("billing");
 
     // what the interrupted apply left: the collection, no index, the record says so
@@ -212,10 +171,10 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
     assert!(!record.contains_key("locked_by"));
 
     // and the one after that is a no-op: reads only
-    log.lock().unwrap().clear();
+    log.clear();
     let again = schema.apply(&db).await.unwrap();
     assert!(again.is_noop(), "{again}");
-    let names = log.lock().unwrap().clone();
+    let names = log.names();
     println!("the apply after that sent: {names:?}");
     assert!(
         !names.iter().any(|n| WRITES.contains(&n.as_str())),
@@ -249,7 +208,10 @@ async fn a_server_back_within_the_deadline_lets_the_same_apply_complete() {
     let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
     let schema = Schema::new().model::<Invoice>().version(1).build().unwrap();
     let deadline = Duration::from_secs(60);
-    let (held_client, held, release) = holding_client(&uri, "createIndexes").await;
+    let (held_client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "createIndexes"
+    })
+    .await;
     let held_db = held_client.database("billing");
     let started = Instant::now();
     let apply = {

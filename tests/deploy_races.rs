@@ -3,16 +3,12 @@
 //! then released. The server answers 48, 26, 85, 86 or 27; apply observes again, plans again
 //! and ends in the schema's state, reporting what it could not do.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, ApplyReport, Warning};
-use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
-use mongodb::options::ClientOptions;
 use mongodb::Database;
 use serde::{Deserialize, Serialize};
 
@@ -63,24 +59,10 @@ async fn holding(
     let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
         .await
         .unwrap();
-    let (held_tx, held_rx) = mpsc::channel::<()>();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (held_tx, release_rx) = (Mutex::new(held_tx), Mutex::new(release_rx));
-    let once = AtomicBool::new(false);
-    let mut options = ClientOptions::parse(&uri).await.unwrap();
-    options.command_event_handler = Some(EventHandler::callback(move |event| {
-        if let CommandEvent::Started(started) = event {
-            if started.command_name == command && !once.swap(true, Ordering::SeqCst) {
-                let _ = held_tx.lock().unwrap().send(());
-                let _ = release_rx
-                    .lock()
-                    .unwrap()
-                    .recv_timeout(Duration::from_secs(60));
-            }
-        }
-    }));
-    let client = mongodb::Client::with_options(options).unwrap();
-    (client.database(db), held_rx, release_tx)
+    let (client, held, release) =
+        mongo_schema_testkit::holding_client(&uri, move |started| started.command_name == command)
+            .await;
+    (client.database(db), held, release)
 }
 
 /// Applies `schema` (with `drop_stale` as asked) through a client that holds its first

@@ -6,7 +6,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cases::*;
@@ -15,9 +15,6 @@ use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Error, WorkerStats, FAILURES_COLLECTION, TOKENS_COLLECTION};
-use mongodb::event::command::CommandEvent;
-use mongodb::event::EventHandler;
-use mongodb::options::ClientOptions;
 
 async fn applied(prefix: &str) -> mongodb::Database {
     let db = mongo_schema_testkit::database(prefix).await;
@@ -544,34 +541,6 @@ async fn deleted_sources_unset_or_keep_their_copies() {
     worker.shutdown().await.unwrap();
 }
 
-/// A client whose first command that matches `pause_on` blocks (in driver command monitoring)
-/// until the test says go on: the test runs something else exactly at that point.
-async fn pausing_client(
-    pause_on: impl Fn(&mongodb::event::command::CommandStartedEvent) -> bool + Send + Sync + 'static,
-) -> (mongodb::Client, mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (paused_tx, paused_rx) = mpsc::channel::<()>();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let resume_rx = Mutex::new(resume_rx);
-    let paused_tx = Mutex::new(paused_tx);
-    let once = AtomicBool::new(false);
-    let mut options = ClientOptions::parse(mongo_schema_testkit::uri())
-        .await
-        .unwrap();
-    options.command_event_handler = Some(EventHandler::callback(move |event| {
-        if let CommandEvent::Started(started) = event {
-            if pause_on(&started) && !once.swap(true, Ordering::SeqCst) {
-                let _ = paused_tx.lock().unwrap().send(());
-                let _ = resume_rx
-                    .lock()
-                    .unwrap()
-                    .recv_timeout(Duration::from_secs(30));
-            }
-        }
-    }));
-    let client = mongodb::Client::with_options(options).unwrap();
-    (client, paused_rx, resume_tx)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_reconcile_repair_never_overwrites_a_newer_copy() {
     let db = applied("res_repair_race").await;
@@ -586,7 +555,10 @@ async fn a_reconcile_repair_never_overwrites_a_newer_copy() {
         .await
         .unwrap();
     // reconcile pauses just before sending its repair (it has read the copy and the source)
-    let (client, paused, resume) = pausing_client(|started| {
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let (client, paused, resume) = mongo_schema_testkit::holding_client(&uri, |started| {
         started.command_name == "update"
             && started
                 .command
@@ -651,29 +623,10 @@ async fn update_source_gives_up_within_its_deadline_when_the_server_stops_and_ag
     let (ana, _, _, _) = desk(&db, 30).await;
 
     // the rename's first command pauses until the server is down
-    let (paused_client, paused, resume) = {
-        let (paused_tx, paused_rx) = mpsc::channel::<()>();
-        let (resume_tx, resume_rx) = mpsc::channel::<()>();
-        let (paused_tx, resume_rx) = (Mutex::new(paused_tx), Mutex::new(resume_rx));
-        let once = AtomicBool::new(false);
-        let mut options = ClientOptions::parse(&uri).await.unwrap();
-        options.command_event_handler = Some(EventHandler::callback(move |event| {
-            if let CommandEvent::Started(started) = event {
-                if started.command_name == "findAndModify" && !once.swap(true, Ordering::SeqCst) {
-                    let _ = paused_tx.lock().unwrap().send(());
-                    let _ = resume_rx
-                        .lock()
-                        .unwrap()
-                        .recv_timeout(Duration::from_secs(60));
-                }
-            }
-        }));
-        (
-            mongodb::Client::with_options(options).unwrap(),
-            paused_rx,
-            resume_tx,
-        )
-    };
+    let (paused_client, paused, resume) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "findAndModify"
+    })
+    .await;
     let paused_db = paused_client.database("deadline");
     let started = Instant::now();
     let rename = {

@@ -48,10 +48,10 @@ mod install;
 mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use mongodb::bson::Document;
-use mongodb::event::command::CommandEvent;
+use mongodb::event::command::{CommandEvent, CommandStartedEvent};
 use mongodb::event::EventHandler;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
@@ -276,7 +276,16 @@ impl CommandLog {
 /// Like [`client`].
 pub async fn monitored_client() -> (Client, CommandLog) {
     let uri = uri_async().await;
-    let mut options = ClientOptions::parse(&uri)
+    monitored_client_at(&uri).await
+}
+
+/// [`monitored_client`] for the server at `uri` (a [`TestServer`] of the test's own).
+///
+/// # Panics
+///
+/// If `uri` is invalid.
+pub async fn monitored_client_at(uri: &str) -> (Client, CommandLog) {
+    let mut options = ClientOptions::parse(uri)
         .await
         .unwrap_or_else(|e| panic!("mongo-schema-testkit: cannot parse the URI {uri}: {e}"));
     let log = CommandLog::default();
@@ -293,6 +302,44 @@ pub async fn monitored_client() -> (Client, CommandLog) {
     let client = Client::with_options(options)
         .unwrap_or_else(|e| panic!("mongo-schema-testkit: cannot create a client for {uri}: {e}"));
     (client, log)
+}
+
+/// A client for `uri` whose first command for which `hold` is true is held (in driver command
+/// monitoring, before it is sent) until the returned sender sends or 60 s pass; the returned
+/// receiver gets a message when the command is held. A test runs something else at exactly that
+/// point: another writer, a server stop.
+///
+/// The hold blocks the thread that started the command: use a multi-threaded runtime with a
+/// thread to spare, and wait on the receiver in `spawn_blocking`.
+///
+/// # Panics
+///
+/// If `uri` is invalid.
+pub async fn holding_client(
+    uri: &str,
+    hold: impl Fn(&CommandStartedEvent) -> bool + Send + Sync + 'static,
+) -> (Client, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (held_tx, release_rx) = (Mutex::new(held_tx), Mutex::new(release_rx));
+    let once = std::sync::atomic::AtomicBool::new(false);
+    let mut options = ClientOptions::parse(uri)
+        .await
+        .unwrap_or_else(|e| panic!("mongo-schema-testkit: cannot parse the URI {uri}: {e}"));
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        if let CommandEvent::Started(started) = event {
+            if hold(&started) && !once.swap(true, Ordering::SeqCst) {
+                let _ = held_tx.lock().unwrap_or_else(|e| e.into_inner()).send(());
+                let _ = release_rx
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recv_timeout(std::time::Duration::from_secs(60));
+            }
+        }
+    }));
+    let client = Client::with_options(options)
+        .unwrap_or_else(|e| panic!("mongo-schema-testkit: cannot create a client for {uri}: {e}"));
+    (client, held_rx, release_tx)
 }
 
 #[cfg(test)]
