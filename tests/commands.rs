@@ -4,6 +4,7 @@
 mod common;
 
 use common::helpdesk::*;
+use futures_util::TryStreamExt;
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
 
@@ -98,4 +99,46 @@ async fn each_helper_sends_the_hand_written_minimum() {
         .unwrap();
     assert_eq!(page.items.len(), 2);
     assert_eq!(sent(&log), ["find"], "Relation::page, first page");
+
+    // every later page, also inside a run of equal keys (`at` is not unique): one find each
+    let tied: Vec<Message> = (0..5)
+        .map(|i| Message {
+            id: ObjectId::new(),
+            ticket_id: tickets[0].to_ref(),
+            body: format!("tied {i}"),
+            at: DateTime::from_millis(1_001),
+        })
+        .collect();
+    Message::collection(&db).insert_many(&tied).await.unwrap();
+    let mut expected: Vec<(i64, ObjectId)> = Message::collection(&db)
+        .find(Message::TICKET_ID.children_filter(&tickets[0].to_ref()))
+        .await
+        .unwrap()
+        .try_collect::<Vec<Message>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.at.timestamp_millis(), m.id))
+        .collect();
+    expected.sort_by(|a, b| b.cmp(a)); // the index order: at descending, then _id descending
+    let mut read = Vec::new();
+    let mut pages = 0;
+    let mut next = None;
+    loop {
+        let mut page = Message::TICKET_ID.page(&tickets[0].to_ref()).limit(2);
+        if let Some(cursor) = next.take() {
+            page = page.after(cursor);
+        }
+        log.clear();
+        let result = page.fetch(&db).await.unwrap();
+        assert_eq!(sent(&log), ["find"], "Relation::page, page {}", pages + 1);
+        pages += 1;
+        read.extend(result.items.iter().map(|m| (m.at.timestamp_millis(), m.id)));
+        match result.next {
+            Some(cursor) => next = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(read, expected, "every child once, in index order");
+    assert_eq!(pages, 5, "9 children in pages of 2, the last one short");
 }

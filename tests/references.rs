@@ -157,6 +157,47 @@ async fn assert_keyset_page(
     summary
 }
 
+/// A page after a cursor on a key that is not unique: one `find` whose filter is a rooted `$or`
+/// of two ranges of the reference index `{ reference, key, _id }`, each with the parent in it.
+/// mongod reads each branch from that index and merges them in index order (checked with
+/// `explain`); SecantusDB 0.7.0b3 plans no filter with a top-level operator on an index (SPEC
+/// §10), so there the shape is checked and the plan printed.
+async fn assert_tie_page(db: &mongodb::Database, command: BsonDocument, returned: usize) {
+    let filter = command.get_document("filter").unwrap();
+    let branches = filter.get_array("$or").expect("a rooted $or");
+    assert_eq!(filter.len(), 1, "nothing beside the $or: {filter}");
+    assert_eq!(branches.len(), 2, "{filter}");
+    for branch in branches {
+        let keys: Vec<&str> = branch
+            .as_document()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            &keys[..2],
+            ["ticket_id", "at"],
+            "parent, then key: {branch}"
+        );
+        assert!(keys[2..].iter().all(|k| *k == "_id"), "{branch}");
+    }
+    if is_secantus(db).await {
+        let summary = explain(db, command).await.unwrap();
+        println!("tied children: {summary}\n  (SecantusDB plans no rooted $or on an index; mongod merges two index ranges)");
+    } else {
+        let summary = assert_keyset_page(db, "tied children", command, returned).await;
+        // both branches walk the reference index (mongod may name it once per branch)
+        assert!(
+            !summary.indexes.is_empty()
+                && summary
+                    .indexes
+                    .iter()
+                    .all(|i| i.starts_with("ticket_id_1_at_1")),
+            "{summary}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
     let db = applied("ref_products").await;
@@ -619,16 +660,7 @@ async fn pages_on_a_key_that_is_not_unique_return_every_tied_child_once() {
                     .page(&ticket.to_ref())
                     .limit(3)
                     .after(next);
-                let ties = page
-                    .tie_filter()
-                    .expect("a non-unique key reads its ties first");
-                assert_keyset_page(
-                    &db,
-                    "tied children",
-                    doc! { "find": "messages", "filter": ties, "sort": page.sort() },
-                    3,
-                )
-                .await;
+                assert_tie_page(&db, page.find_command(), 3).await;
             }
             None => break,
         }

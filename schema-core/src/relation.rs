@@ -380,27 +380,33 @@ impl<F: Document> ChildPage<F> {
         self
     }
 
-    /// The filter: the parent, and keys after the cursor's. Every predicate is on the page's
-    /// index (`{ reference, key }`, or `{ reference, key, _id }` when the key is not unique), so
-    /// any planner serves it from the index alone; the children that share the cursor's key are
-    /// read first with [`ChildPage::tie_filter`].
+    /// The filter: the parent, and keys after the cursor's.
+    ///
+    /// With a unique key, `{ reference: parent, key: { $gt: cursor.key } }`. With a key that is
+    /// not unique the page continues inside the cursor's key first, so the filter is a rooted
+    /// `$or` of the two index ranges, each with the parent in it:
+    /// `{ $or: [{ reference, key: cursor.key, _id: { $gt: cursor.id } }, { reference, key: { $gt:
+    /// cursor.key } }] }`. Every predicate is on the page's index (`{ reference, key }`, or
+    /// `{ reference, key, _id }`), so mongod reads each branch as one index range and merges the
+    /// two in index order (a `SORT_MERGE`): one `find` per page, no in-memory sort, nothing
+    /// examined beyond the page.
     pub fn filter(&self) -> BsonDocument {
-        let mut filter = doc! { self.field: self.parent.clone() };
-        if let Some(after) = &self.after {
-            filter.insert(self.order.field, doc! { self.op(): after.key.clone() });
+        let Some(after) = &self.after else {
+            return doc! { self.field: self.parent.clone() };
+        };
+        let rest = doc! {
+            self.field: self.parent.clone(),
+            self.order.field: { self.op(): after.key.clone() },
+        };
+        if self.order.unique {
+            return rest;
         }
-        filter
-    }
-
-    /// For a key that is not unique, after a cursor: the remaining children with the cursor's
-    /// own key (`_id` after the cursor's).
-    pub fn tie_filter(&self) -> Option<BsonDocument> {
-        let after = self.after.as_ref().filter(|_| !self.order.unique)?;
-        Some(doc! {
+        let ties = doc! {
             self.field: self.parent.clone(),
             self.order.field: after.key.clone(),
             "_id": { self.op(): after.id.clone() },
-        })
+        };
+        doc! { "$or": [ties, rest] }
     }
 
     fn op(&self) -> &'static str {
@@ -425,7 +431,7 @@ impl<F: Document> ChildPage<F> {
         doc! { "find": self.collection, "filter": self.filter(), "sort": self.sort(), "limit": self.limit }
     }
 
-    /// Reads the page.
+    /// Reads the page with one `find` (the [`ChildPage::find_command`]).
     ///
     /// A cursor that came back from a client is checked first: a key or id that is a document
     /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript is
@@ -439,28 +445,14 @@ impl<F: Document> ChildPage<F> {
             crate::literal::refuse_operators("the page cursor's key", &after.key)?;
             crate::literal::refuse_operators("the page cursor's id", &after.id)?;
         }
-        let children = db.collection::<BsonDocument>(self.collection);
-        let mut raw: Vec<BsonDocument> = Vec::new();
-        if let Some(ties) = self.tie_filter() {
-            raw = children
-                .find(ties)
-                .sort(self.sort())
-                .limit(self.limit)
-                .await?
-                .try_collect()
-                .await?;
-        }
-        let rest = self.limit - raw.len() as i64;
-        if rest > 0 {
-            let more: Vec<BsonDocument> = children
-                .find(self.filter())
-                .sort(self.sort())
-                .limit(rest)
-                .await?
-                .try_collect()
-                .await?;
-            raw.extend(more);
-        }
+        let raw: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(self.collection)
+            .find(self.filter())
+            .sort(self.sort())
+            .limit(self.limit)
+            .await?
+            .try_collect()
+            .await?;
         let next = match raw.last() {
             Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
                 key: crate::sync::get_path(last, self.order.field).unwrap_or(Bson::Null),
