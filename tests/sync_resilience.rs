@@ -1,7 +1,8 @@
 //! Sync when things go wrong, one fault at a time, each caused for real: a dropped handle, a
 //! server that cannot be reached, bad credentials, a holder its validator rejects, two workers
 //! of one name, deleted sources, a repair racing a transaction, the server stopped in the middle
-//! of a transaction, rebuilds racing writers, and pushes past a bound.
+//! of a transaction or of reconcile's holder stream, rebuilds racing writers, and pushes past a
+//! bound.
 
 mod common;
 
@@ -819,4 +820,84 @@ async fn a_push_past_the_bound_or_around_it_is_refused() {
     let stored = case_of(&db, id).await;
     assert_eq!(stored.labels, two);
     assert_eq!(stored.subject, "labelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compared() {
+    let storage = std::env::temp_dir().join(format!("mongo-schema-rec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&storage);
+    std::fs::create_dir_all(&storage).unwrap();
+    let server = mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a server");
+    let uri = format!("{}&serverSelectionTimeoutMS=2000", server.uri());
+    let db = mongodb::Client::with_uri_str(&uri)
+        .await
+        .unwrap()
+        .database("resume");
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    // more holders than one batch of the stream (5,000), so a getMore follows the first batch
+    let (ana, _, _, cases) = desk(&db, 6_500).await;
+    // every 50th case holds a stale customer name (the first copy reconcile walks), on both
+    // sides of the batch boundary
+    let stale: Vec<ObjectId> = cases.iter().step_by(50).map(|c| c.id).collect();
+    db.collection::<BsonDocument>("cases")
+        .update_many(
+            doc! { "_id": { "$in": &stale } },
+            doc! { "$set": { "customer.name": "stale" } },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stale.len(), 130);
+
+    // the first getMore of the holder stream is held while the server restarts
+    let (held_client, held, release) =
+        mongo_schema_testkit::holding_client(&uri, |started| started.command_name == "getMore")
+            .await;
+    let held_db = held_client.database("resume");
+    let reconcile = {
+        let schema = schema.clone();
+        tokio::spawn(async move { schema.reconcile(&held_db, false).await })
+    };
+    let server = tokio::task::spawn_blocking(move || {
+        held.recv_timeout(Duration::from_secs(60))
+            .expect("the holder stream asked for its second batch");
+        let mut server = server;
+        server.restart().expect("restart with the same storage");
+        server
+    })
+    .await
+    .unwrap();
+    release.send(()).unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(120), reconcile)
+        .await
+        .expect("reconcile returns")
+        .unwrap()
+        .expect("reconcile resumes after the restart");
+    println!("{report}");
+    let resumed: u64 = report.edges.iter().map(|e| e.resumed).sum();
+    assert_eq!(resumed, 1, "the stream broke once and was opened again");
+    for edge in &report.edges {
+        assert_eq!(
+            edge.checked, 6_500,
+            "{}: every holder compared once",
+            edge.copy
+        );
+    }
+    let customers = &report.edges[0];
+    assert_eq!(customers.copy, "cases.customer");
+    assert_eq!(customers.resumed, 1, "the break was in this copy's stream");
+    assert_eq!(
+        (customers.drifted, customers.repaired),
+        (130, 130),
+        "each stale copy found once and repaired, before and after the break"
+    );
+    assert_eq!(report.drifted(), 130, "no other copy drifted");
+    assert_eq!(
+        copied_names(&db, "customer", ana.id).await,
+        vec!["Ana"; 6_500]
+    );
+    let again = schema.reconcile(&db, true).await.unwrap();
+    assert_eq!(again.drifted(), 0, "{again}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&storage);
 }

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -11,6 +12,7 @@ use mongodb::Database;
 
 use super::failures::{self, FailureLog};
 use super::fan_out::FanOut;
+use super::retry::{Backoff, ErrorClass};
 use super::{drifted, get_path, id_key};
 use crate::copy::{OnDelete, SyncEdge, SyncStrategy};
 use crate::Result;
@@ -48,6 +50,9 @@ pub struct EdgeReconcile {
     /// Recorded sync failures of this copy, after the pass (see
     /// [`crate::Schema::retry_failures`]).
     pub recorded_failures: u64,
+    /// Times the stream of holders broke (a lost cursor, a network error) and was opened again
+    /// after the last holder compared.
+    pub resumed: u64,
 }
 
 impl ReconcileReport {
@@ -92,18 +97,24 @@ impl fmt::Display for ReconcileReport {
                     edge.failed, edge.recorded_failures
                 )?;
             }
+            if edge.resumed > 0 {
+                write!(f, ", holder stream resumed: {}", edge.resumed)?;
+            }
             writeln!(f)?;
         }
         Ok(())
     }
 }
 
-/// Holders read per keyset batch (`_id` order). On mongod each batch is a walk of the `_id`
-/// index; SecantusDB 0.7 reads the whole remaining range for each, so fewer, larger batches.
-const RECONCILE_BATCH: i64 = 5000;
+/// Holders compared per batch (one `$in` per 1,000 of their sources, then the repairs).
+const RECONCILE_BATCH: usize = 5000;
 
 /// Source ids per `$in`.
 const SOURCE_CHUNK: usize = 1000;
+
+/// Consecutive failures of the holder stream, with no batch done in between, before reconcile
+/// gives up and returns the error.
+const STREAM_RESUMES: u32 = 5;
 
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
 /// ones. Frozen copies are never touched, whatever the caller passes.
@@ -123,31 +134,88 @@ pub(crate) async fn reconcile(
             strategy: Some(edge.copy.strategy),
             ..Default::default()
         };
-        let holders = db.collection::<BsonDocument>(&edge.holder);
-        // batches in `_id` order, continuing after the last one: `_id` alone in the filter, so
-        // the `_id` index serves every batch on any planner; holders without a copy are skipped
-        let mut after: Option<Bson> = None;
-        loop {
-            let filter = match &after {
-                Some(last) => doc! { "_id": { "$gt": last.clone() } },
-                None => doc! {},
-            };
-            let batch: Vec<BsonDocument> = holders
-                .find(filter)
-                .projection(doc! { edge.copy.path.as_str(): 1 })
-                .sort(doc! { "_id": 1 })
-                .limit(RECONCILE_BATCH)
-                .await?
-                .try_collect()
-                .await?;
-            let Some(last) = batch.last() else { break };
-            after = last.get("_id").cloned();
-            reconcile_batch(db, edge, &batch, dry_run, log, &mut figures).await?;
-        }
+        reconcile_edge(db, edge, dry_run, log, &mut figures).await?;
         figures.recorded_failures = failures::count(db, &figures.copy).await?;
         report.edges.push(figures);
     }
     Ok(report)
+}
+
+/// The holders of one copy, read as one stream in `_id` order (one `find` and its `getMore`s:
+/// a walk of the `_id` index, and on SecantusDB one sort instead of one per batch) and compared
+/// a batch at a time. The stream is keyed: when it breaks (a cursor lost to a restart or a
+/// failover, a network error) it is opened again after the last `_id` compared, with back-off,
+/// so no holder is compared twice or skipped.
+async fn reconcile_edge(
+    db: &Database,
+    edge: &SyncEdge,
+    dry_run: bool,
+    log: &FailureLog,
+    figures: &mut EdgeReconcile,
+) -> Result<()> {
+    let holders = db.collection::<BsonDocument>(&edge.holder);
+    let mut after: Option<Bson> = None;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut failures_in_a_row = 0;
+    loop {
+        // `_id` alone in the filter and the sort: the `_id` index serves it on any planner
+        let filter = match &after {
+            Some(last) => doc! { "_id": { "$gt": last.clone() } },
+            None => doc! {},
+        };
+        let opened = holders
+            .find(filter)
+            .projection(doc! { edge.copy.path.as_str(): 1 })
+            .sort(doc! { "_id": 1 })
+            .batch_size(RECONCILE_BATCH as u32)
+            .await;
+        let mut batch: Vec<BsonDocument> = Vec::with_capacity(RECONCILE_BATCH);
+        let broke = match opened {
+            Err(error) => Some(crate::Error::from(error)),
+            Ok(mut cursor) => loop {
+                match cursor.try_next().await {
+                    Ok(Some(holder)) => {
+                        batch.push(holder);
+                        if batch.len() == RECONCILE_BATCH {
+                            after = compare(db, edge, &mut batch, dry_run, log, figures).await?;
+                            failures_in_a_row = 0;
+                            backoff.reset();
+                        }
+                    }
+                    Ok(None) => break None,
+                    Err(error) => break Some(crate::Error::from(error)),
+                }
+            },
+        };
+        // what was read before the stream ended or broke is compared either way
+        if !batch.is_empty() {
+            after = compare(db, edge, &mut batch, dry_run, log, figures).await?;
+            failures_in_a_row = 0;
+        }
+        let Some(error) = broke else { return Ok(()) };
+        failures_in_a_row += 1;
+        if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
+            return Err(error);
+        }
+        tracing::warn!(copy = %figures.copy, %error, "reconcile: the holder stream broke, resuming after the last holder compared");
+        figures.resumed += 1;
+        tokio::time::sleep(backoff.next_wait()).await;
+    }
+}
+
+/// Compares (and repairs) `batch`, empties it and returns the last `_id` in it.
+async fn compare(
+    db: &Database,
+    edge: &SyncEdge,
+    batch: &mut Vec<BsonDocument>,
+    dry_run: bool,
+    log: &FailureLog,
+    figures: &mut EdgeReconcile,
+) -> Result<Option<Bson>> {
+    reconcile_batch(db, edge, batch, dry_run, log, figures).await?;
+    let last = batch.last().and_then(|h| h.get("_id")).cloned();
+    batch.clear();
+    Ok(last)
 }
 
 /// Whether a copied id is looked up by value in `$in` (not a regex, JavaScript or a document).
