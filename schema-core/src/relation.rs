@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
 use mongodb::Database;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -445,8 +445,10 @@ impl<F: Document> ChildPage<F> {
             crate::literal::refuse_operators("the page cursor's key", &after.key)?;
             crate::literal::refuse_operators("the page cursor's id", &after.id)?;
         }
-        let raw: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(self.collection)
+        // raw documents: each child is decoded once, straight from its bytes, as a typed
+        // cursor would; only the last one's key and `_id` are read as values
+        let raw: Vec<RawDocumentBuf> = db
+            .collection::<RawDocumentBuf>(self.collection)
             .find(self.filter())
             .sort(self.sort())
             .limit(self.limit)
@@ -455,18 +457,32 @@ impl<F: Document> ChildPage<F> {
             .await?;
         let next = match raw.last() {
             Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
-                key: crate::sync::get_path(last, self.order.field).unwrap_or(Bson::Null),
-                id: last.get("_id").cloned().unwrap_or(Bson::Null),
+                key: raw_path(last, self.order.field).unwrap_or(Bson::Null),
+                id: raw_path(last, "_id").unwrap_or(Bson::Null),
             }),
             _ => None,
         };
         let items = raw
-            .into_iter()
-            .map(mongodb::bson::from_document::<F>)
+            .iter()
+            .map(|child| mongodb::bson::from_slice::<F>(child.as_bytes()))
             .collect::<std::result::Result<Vec<F>, _>>()
             .map_err(mongodb::error::Error::from)?;
         Ok(Page { items, next })
     }
+}
+
+/// The value at a dotted `path` of a raw document, if every step is there.
+fn raw_path(doc: &RawDocumentBuf, path: &str) -> Option<Bson> {
+    let mut current: &RawDocument = doc;
+    let mut steps = path.split('.').peekable();
+    while let Some(step) = steps.next() {
+        let value = current.get(step).ok()??;
+        if steps.peek().is_none() {
+            return Bson::try_from(value.to_raw_bson()).ok();
+        }
+        current = value.as_document()?;
+    }
+    None
 }
 
 /// The documents of a batch of references, fetched with one `$in` query.
@@ -552,5 +568,33 @@ impl<T: Document> Ref<T> {
             }
         }
         Ok(Resolved { documents, missing })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_path_reads_nested_values_and_misses_cleanly() {
+        let doc = RawDocumentBuf::from_document(&doc! {
+            "_id": 7_i64,
+            "meta": { "at": 3_i32, "tags": ["a"] },
+            "flat": "x",
+        })
+        .unwrap();
+        assert_eq!(raw_path(&doc, "_id"), Some(Bson::Int64(7)));
+        assert_eq!(raw_path(&doc, "meta.at"), Some(Bson::Int32(3)));
+        assert_eq!(
+            raw_path(&doc, "meta.tags"),
+            Some(Bson::Array(vec![Bson::String("a".into())]))
+        );
+        assert_eq!(raw_path(&doc, "meta.none"), None);
+        assert_eq!(
+            raw_path(&doc, "flat.deeper"),
+            None,
+            "a string has no fields"
+        );
+        assert_eq!(raw_path(&doc, "missing"), None);
     }
 }

@@ -334,16 +334,21 @@ impl SyncWorker {
         Ok(saved.matched_count == 1)
     }
 
+    /// Opens the change stream of `pipeline`, after `token` when given.
     async fn open(
         &self,
         pipeline: &[BsonDocument],
+        token: Option<ResumeToken>,
     ) -> Result<ChangeStream<ChangeStreamEvent<BsonDocument>>> {
-        Ok(self
+        let watch = self
             .db
             .watch()
             .pipeline(pipeline.to_vec())
-            .full_document(FullDocumentType::UpdateLookup)
-            .await?)
+            .full_document(FullDocumentType::UpdateLookup);
+        Ok(match token {
+            Some(token) => watch.start_after(token).await?,
+            None => watch.await?,
+        })
     }
 
     /// Opens the stream (from the saved token, or fresh with a reconcile) and applies events
@@ -363,29 +368,22 @@ impl SyncWorker {
         } }];
         let saved = self.load_token().await?;
         let opened = match saved {
-            Some(token) => {
-                let attempt = self
-                    .db
-                    .watch()
-                    .pipeline(pipeline.clone())
-                    .full_document(FullDocumentType::UpdateLookup)
-                    .start_after(token)
-                    .await;
-                match attempt {
-                    Err(e) if server_code(&e).is_some_and(|c| UNRESUMABLE.contains(&c)) => {
-                        tracing::warn!(worker = %self.name, error = %e, "saved resume token unusable; full reconcile");
-                        None
-                    }
-                    other => Some(other?),
+            Some(token) => match self.open(&pipeline, Some(token)).await {
+                Err(Error::Driver(e))
+                    if server_code(&e).is_some_and(|c| UNRESUMABLE.contains(&c)) =>
+                {
+                    tracing::warn!(worker = %self.name, error = %e, "saved resume token unusable; full reconcile");
+                    None
                 }
-            }
+                other => Some(other?),
+            },
             None => None,
         };
         let mut stream = match opened {
             Some(stream) => stream,
             None => {
                 // fresh start: open first, then reconcile, so nothing between them is missed
-                let stream = self.open(&pipeline).await?;
+                let stream = self.open(&pipeline, None).await?;
                 let edges = self.edges();
                 let report = reconcile(&self.db, &edges, false, &log).await?;
                 WorkerStats::add(&stats.reconciles, 1);
