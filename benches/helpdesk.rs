@@ -182,8 +182,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
 
     println!(
-        "{:<68} {:>12} {:>12}   {:<11} {}",
-        "", "ours", "baseline", "", "commands per call (ours / baseline)"
+        "{:<68} {:>12} {:>12}   {:<11} commands per call (ours / baseline)",
+        "", "ours", "baseline", ""
     );
 
     // 1. the queue: one query on copies vs three $lookups
