@@ -446,7 +446,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?
         .apply(&buckets)
         .await?;
-    let agent = seeded.agents[0].to_ref();
+    // one agent per side, so both fill buckets of the same sizes in the same order
+    let (agent, other) = (seeded.agents[0].to_ref(), seeded.agents[1].to_ref());
     let event = || Activity {
         at: DateTime::now(),
         ticket: ObjectId::new(),
@@ -466,7 +467,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             buckets
                 .collection::<BsonDocument>("agentActivity")
                 .update_one(
-                    doc! { "agent_id": agent.id(), "count": { "$lt": 200_i64 } },
+                    doc! { "agent_id": other.id(), "count": { "$lt": 200_i64 } },
                     doc! {
                         "$push": { "events": mongo_schema::bson::to_bson(&event).unwrap() },
                         "$inc": { "count": 1_i64 },
