@@ -374,6 +374,98 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
+    let db = applied("sync_coalesce").await;
+    let schema = schema();
+    let ana = customer("Ana");
+    Customer::collection(&db).insert_one(&ana).await.unwrap();
+    let agents: Vec<Agent> = ["Bo", "Cy"]
+        .iter()
+        .map(|name| Agent {
+            id: ObjectId::new(),
+            display_name: (*name).into(),
+            team: "t".into(),
+        })
+        .collect();
+    Agent::collection(&db).insert_many(&agents).await.unwrap();
+    let tickets: Vec<Ticket> = (0..20)
+        .map(|i| ticket(&ana, Some(&agents[i % 2]), i))
+        .collect();
+    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    // 50 renames of each agent, interleaved, while no worker runs
+    let rename_all = |round: &'static str| {
+        let (db, agents) = (db.clone(), agents.clone());
+        async move {
+            for i in 1..=50 {
+                for agent in &agents {
+                    Agent::collection(&db)
+                        .update_one(
+                            doc! { "_id": agent.id },
+                            doc! { "$set": { "displayName": format!("{} {round}{i}", agent.display_name) } },
+                        )
+                        .await
+                        .unwrap();
+                }
+            }
+        }
+    };
+    let converged = |round: &'static str| {
+        let (db, agents) = (db.clone(), agents.clone());
+        async move {
+            for agent in &agents {
+                let want = format!("{} {round}50", agent.display_name);
+                if names_of_copies(&db, "assignee", agent.id).await != vec![want; 10] {
+                    return false;
+                }
+            }
+            true
+        }
+    };
+    let worker = |max_batch: usize| {
+        schema
+            .sync_worker(&db)
+            .name("behind")
+            .max_batch(max_batch)
+            .spawn()
+    };
+    let first = worker(1000);
+    first.ready().await.unwrap();
+    first.shutdown().await.unwrap();
+
+    rename_all("a").await;
+    let behind = worker(1000);
+    eventually(Duration::from_secs(30), "caught up", || converged("a")).await;
+    let stats = behind.stats();
+    eventually(Duration::from_secs(30), "every change applied", || async {
+        WorkerStats::get(&stats.applied) == 100
+    })
+    .await;
+    let coalesced = WorkerStats::get(&stats.coalesced);
+    println!("default batches: 100 changes applied, {coalesced} coalesced");
+    assert!(
+        coalesced >= 50,
+        "most of 50 renames per agent coalesce into one rewrite: {coalesced}"
+    );
+    behind.shutdown().await.unwrap();
+
+    // the control: batches of one change coalesce nothing
+    rename_all("b").await;
+    let one_by_one = worker(1);
+    eventually(Duration::from_secs(30), "caught up one by one", || {
+        converged("b")
+    })
+    .await;
+    // (the full document looked up for the first change already holds the last name)
+    let stats = one_by_one.stats();
+    eventually(Duration::from_secs(30), "every change applied", || async {
+        WorkerStats::get(&stats.applied) == 100
+    })
+    .await;
+    assert_eq!(WorkerStats::get(&stats.coalesced), 0);
+    one_by_one.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_copies_converge_across_a_server_restart() {
     let storage = std::env::temp_dir().join(format!("mongo-schema-restart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&storage);

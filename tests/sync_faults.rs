@@ -190,6 +190,8 @@ impl Workers {
             .sync_worker(&self.db)
             .name(WORKER)
             .lease(LEASE)
+            // small batches: more token saves to watch, and more points a kill can strike
+            .max_batch(100)
             .spawn();
         self.handles.push(handle);
     }

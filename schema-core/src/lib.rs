@@ -56,8 +56,8 @@ pub use subset::{
 };
 pub use sync::{
     EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, SyncFailure,
-    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_READY_TIMEOUT,
-    FAILURES_COLLECTION, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH,
+    DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
 pub use validation::{RuleFailure, ValidationError};
 

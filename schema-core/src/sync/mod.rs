@@ -25,7 +25,8 @@ pub use reconcile::{EdgeReconcile, ReconcileReport};
 pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
-    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_READY_TIMEOUT, TOKENS_COLLECTION,
+    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
+    TOKENS_COLLECTION,
 };
 
 pub(crate) use fan_out::FanOut;

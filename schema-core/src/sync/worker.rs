@@ -42,8 +42,8 @@ pub const TOKENS_COLLECTION: &str = "mongo_schema_sync";
 /// The default of [`SyncWorker::ready_timeout`].
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// At most this many changes are applied between two saves of the resume token.
-const TOKEN_BATCH: usize = 100;
+/// The default of [`SyncWorker::max_batch`].
+pub const DEFAULT_MAX_BATCH: usize = 1000;
 
 /// At most this many fan-outs of one batch run at once.
 pub const FAN_OUT_CONCURRENCY: usize = 8;
@@ -155,6 +155,7 @@ pub struct SyncWorker {
     name: String,
     ready_timeout: Duration,
     lease: Duration,
+    max_batch: usize,
 }
 
 /// A running worker. Dropping it detaches the worker, which keeps running until
@@ -184,6 +185,7 @@ impl SyncWorker {
             name: "default".to_owned(),
             ready_timeout: DEFAULT_READY_TIMEOUT,
             lease: DEFAULT_LEASE,
+            max_batch: DEFAULT_MAX_BATCH,
         }
     }
 
@@ -204,6 +206,16 @@ impl SyncWorker {
     /// a standby takes over within about this time after the active worker dies.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(300));
+        self
+    }
+
+    /// At most this many changes, of those the server has already sent, are applied together
+    /// before the resume token is saved (default 1,000, at least 1). Within a batch the
+    /// rewrites coalesce per copy and source document, so a worker that is behind catches up
+    /// with one rewrite per renamed source instead of one per rename; after a crash at most one
+    /// batch is applied again (rewrites are idempotent). Lower it to save the token more often.
+    pub fn max_batch(mut self, changes: usize) -> Self {
+        self.max_batch = changes.max(1);
         self
     }
 
@@ -413,7 +425,7 @@ impl SyncWorker {
             // apply what the server has already sent, then save the token once for the batch:
             // a crash re-applies at most one batch, and the rewrites are idempotent
             let mut batch = vec![event];
-            while batch.len() < TOKEN_BATCH {
+            while batch.len() < self.max_batch {
                 match stream.next_if_any().await? {
                     Some(event) => batch.push(event),
                     None => break,
