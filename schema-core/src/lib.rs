@@ -7,53 +7,45 @@
 
 #![deny(missing_docs)]
 
-mod bson_schema;
-mod bucket;
-mod copy;
 mod deploy;
-mod document;
 mod error;
 mod explain;
-mod index;
 mod json_schema;
 mod lease;
 mod literal;
-mod reference;
-mod relation;
-mod report;
+mod model;
+mod relations;
 mod schema;
-mod size;
-mod subset;
 mod sync;
 mod validation;
 
-pub use bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
-pub use bucket::{Bucket, EntryCursor, EntryPage};
-pub use copy::{
-    CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
-};
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
     Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,
     ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning, APPLY_DEADLINE,
     META_COLLECTION,
 };
-pub use document::{
-    CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
-};
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
-pub use index::{IndexReason, IndexSpec};
-pub use reference::{Identified, Ref};
-pub use relation::{
+pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
+pub use model::copy::{
+    CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
+};
+pub use model::document::{
+    CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
+};
+pub use model::index::{IndexReason, IndexSpec};
+pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
+pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
+pub use relations::reference::{Identified, Ref};
+pub use relations::subset::{
+    CounterType, EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf,
+};
+pub use relations::{
     ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey, Unordered,
     RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
-pub use size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
-pub use subset::{
-    CounterType, EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf,
-};
 pub use sync::{
     EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, SyncFailure,
     SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH,

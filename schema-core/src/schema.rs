@@ -290,7 +290,7 @@ impl SchemaBuilder {
                 && spec.validation_action == crate::ValidationAction::Error;
             let invalid = json_schema::validator_problems(&spec.validator, strict_errors);
             problems.extend(invalid.into_iter().map(|p| format!("`{}`: {p}", spec.name)));
-            problems.extend(crate::index::conflicts(&spec.name, &spec.indexes));
+            problems.extend(crate::model::index::conflicts(&spec.name, &spec.indexes));
             if self.collections[..i].iter().any(|c| c.name == spec.name) {
                 problems.push(format!(
                     "collection `{}` is declared by two models",

@@ -7,12 +7,15 @@
 //! - [`versions`]: the schema version record, the fingerprint of a desired state, the lock;
 //! - [`sharding`]: `shardCollection` for declared shard keys on a mongos;
 //! - [`mongosh`]: the same setup as a mongosh script, for review;
-//! - [`audit`]: a read-only look at a live database against the schema.
+//! - [`audit`]: a read-only look at a live database against the schema;
+//! - [`report`]: the schema report for review (validators, size bounds, indexes and their
+//!   reasons, the seeds' checklist and warnings, a Mermaid diagram).
 
 pub(crate) mod apply;
 pub(crate) mod audit;
 pub(crate) mod mongosh;
 pub(crate) mod plan;
+pub(crate) mod report;
 pub(crate) mod sharding;
 pub(crate) mod versions;
 

@@ -9,7 +9,7 @@ use mongodb::Database;
 
 use super::fan_out::FanOut;
 use super::retry::ErrorClass;
-use crate::copy::SyncEdge;
+use crate::model::copy::SyncEdge;
 use crate::{Error, Result, SyncGraph};
 
 /// The collection, in the application's database, that records each holder a sync path could

@@ -10,7 +10,7 @@ use mongodb::{ClientSession, Database};
 use super::failures::{Failure, FailureLog};
 use super::get_path;
 use super::retry::ErrorClass;
-use crate::copy::{CopyShape, OnDelete, SyncEdge};
+use crate::model::copy::{CopyShape, OnDelete, SyncEdge};
 use crate::{Error, Result};
 
 /// The `updateMany` that brings the copies of one source document in line with it. It filters

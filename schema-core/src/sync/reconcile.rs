@@ -14,7 +14,7 @@ use super::failures::{self, FailureLog};
 use super::fan_out::FanOut;
 use super::retry::{Backoff, ErrorClass};
 use super::{drifted, get_path, id_key};
-use crate::copy::{OnDelete, SyncEdge, SyncStrategy};
+use crate::model::copy::{OnDelete, SyncEdge, SyncStrategy};
 use crate::Result;
 
 /// What a reconcile pass found and did.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::fan_out::FanOut;
 use super::touches;
 use super::transaction::in_transaction;
-use crate::copy::{SyncEdge, SyncStrategy};
+use crate::model::copy::{SyncEdge, SyncStrategy};
 use crate::{Document, Result};
 
 /// What [`crate::Schema::update_source`] did.

@@ -31,8 +31,8 @@ use super::lease::{Lease, DEFAULT_LEASE};
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
 use super::{id_key, touches};
-use crate::copy::{SyncEdge, SyncStrategy};
 use crate::error::server_code;
+use crate::model::copy::{SyncEdge, SyncStrategy};
 use crate::{Error, Result, SyncGraph};
 
 /// The collection, in the application's database, where workers keep their resume tokens and

@@ -1,0 +1,28 @@
+//! Relationships at run time: typed references ([`reference`]), `$lookup`s in both directions
+//! ([`lookup`]), keyset pages of a parent's children ([`page`]), batches of references resolved
+//! with one query ([`resolve`]), and the two patterns that keep related data next to its parent:
+//! subsets with their counts ([`subset`]) and buckets ([`bucket`]).
+//!
+//! `#[derive(Document)]` emits one [`Relation`] constant per `#[reference]` field, named after
+//! the field in upper case (`Message::TICKET_ID`). Every query built here is served by an index
+//! the schema creates: the target's `_id` for parent lookups and batches, the reference index
+//! (or a declared index starting with the reference) for children.
+
+pub(crate) mod bucket;
+pub(crate) mod lookup;
+pub(crate) mod page;
+pub(crate) mod reference;
+mod relation;
+pub(crate) mod resolve;
+pub(crate) mod subset;
+
+pub use lookup::{Joined, Lookup, RELATED_FIELD};
+pub use page::{ChildPage, Page, PageCursor};
+pub use relation::{Relation, SortKey, Unordered};
+pub use resolve::Resolved;
+
+/// A key under which equal ids meet, numbers compared by value: an `_id` stored as `Int32` by
+/// another driver is the same document as the `i64` a reference holds.
+fn id_key(id: Option<&mongodb::bson::Bson>) -> String {
+    id.map_or_else(|| "-".to_owned(), crate::sync::id_key)
+}

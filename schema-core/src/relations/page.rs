@@ -1,0 +1,206 @@
+//! Keyset pages of a parent's children, in the order of the reference index.
+
+use std::marker::PhantomData;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
+use mongodb::Database;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::relation::SortKey;
+use crate::{Document, Result};
+
+/// Where a child page continues: the sort key and `_id` of the last child returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageCursor {
+    /// The sort key of the last child.
+    pub key: Bson,
+    /// The `_id` of the last child (the tie-break when the sort key is not unique).
+    pub id: Bson,
+}
+
+/// One page of children.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<F> {
+    /// The children, in index order.
+    pub items: Vec<F>,
+    /// The cursor of the next page, `None` after the last page.
+    pub next: Option<PageCursor>,
+}
+
+/// A keyset page of a parent's children (see [`crate::Relation::page`]).
+#[derive(Debug, Clone)]
+pub struct ChildPage<F> {
+    collection: &'static str,
+    field: &'static str,
+    parent: Bson,
+    order: SortKey,
+    after: Option<PageCursor>,
+    limit: i64,
+    item: PhantomData<fn() -> F>,
+}
+
+impl<F: Document> ChildPage<F> {
+    /// The first page of `parent`'s children (see [`crate::Relation::page`]).
+    pub(super) fn new(
+        collection: &'static str,
+        field: &'static str,
+        parent: Bson,
+        order: SortKey,
+    ) -> Self {
+        ChildPage {
+            collection,
+            field,
+            parent,
+            order,
+            after: None,
+            limit: 50,
+            item: PhantomData,
+        }
+    }
+
+    /// Continue after `cursor` (the `next` of the previous page).
+    pub fn after(mut self, cursor: PageCursor) -> Self {
+        self.after = Some(cursor);
+        self
+    }
+
+    /// Page size (default 50).
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// The filter: the parent, and keys after the cursor's.
+    ///
+    /// With a unique key, `{ reference: parent, key: { $gt: cursor.key } }`. With a key that is
+    /// not unique the page continues inside the cursor's key first, so the filter is a rooted
+    /// `$or` of the two index ranges, each with the parent in it:
+    /// `{ $or: [{ reference, key: cursor.key, _id: { $gt: cursor.id } }, { reference, key: { $gt:
+    /// cursor.key } }] }`. Every predicate is on the page's index (`{ reference, key }`, or
+    /// `{ reference, key, _id }`), so mongod reads each branch as one index range and merges the
+    /// two in index order (a `SORT_MERGE`): one `find` per page, no in-memory sort, nothing
+    /// examined beyond the page.
+    pub fn filter(&self) -> BsonDocument {
+        let Some(after) = &self.after else {
+            return doc! { self.field: self.parent.clone() };
+        };
+        let rest = doc! {
+            self.field: self.parent.clone(),
+            self.order.field: { self.op(): after.key.clone() },
+        };
+        if self.order.unique {
+            return rest;
+        }
+        let ties = doc! {
+            self.field: self.parent.clone(),
+            self.order.field: after.key.clone(),
+            "_id": { self.op(): after.id.clone() },
+        };
+        doc! { "$or": [ties, rest] }
+    }
+
+    fn op(&self) -> &'static str {
+        if self.order.direction < 0 {
+            "$lt"
+        } else {
+            "$gt"
+        }
+    }
+
+    /// The sort: the index order after the reference (plus `_id` when the key is not unique).
+    pub fn sort(&self) -> BsonDocument {
+        let mut sort = doc! { self.order.field: self.order.direction };
+        if !self.order.unique {
+            sort.insert("_id", self.order.direction);
+        }
+        sort
+    }
+
+    /// The `find` command of this page (for `explain`).
+    pub fn find_command(&self) -> BsonDocument {
+        doc! { "find": self.collection, "filter": self.filter(), "sort": self.sort(), "limit": self.limit }
+    }
+
+    /// Reads the page with one `find` (the [`ChildPage::find_command`]).
+    ///
+    /// A cursor that came back from a client is checked first: a key or id that is a document
+    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript is
+    /// refused with [`crate::Error::Refused`], since it would run as a query instead of matching
+    /// as a value.
+    pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
+    where
+        F: DeserializeOwned,
+    {
+        if let Some(after) = &self.after {
+            crate::literal::refuse_operators("the page cursor's key", &after.key)?;
+            crate::literal::refuse_operators("the page cursor's id", &after.id)?;
+        }
+        // raw documents: each child is decoded once, straight from its bytes, as a typed
+        // cursor would; only the last one's key and `_id` are read as values
+        let raw: Vec<RawDocumentBuf> = db
+            .collection::<RawDocumentBuf>(self.collection)
+            .find(self.filter())
+            .sort(self.sort())
+            .limit(self.limit)
+            .await?
+            .try_collect()
+            .await?;
+        let next = match raw.last() {
+            Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
+                key: raw_path(last, self.order.field).unwrap_or(Bson::Null),
+                id: raw_path(last, "_id").unwrap_or(Bson::Null),
+            }),
+            _ => None,
+        };
+        let items = raw
+            .iter()
+            .map(|child| mongodb::bson::from_slice::<F>(child.as_bytes()))
+            .collect::<std::result::Result<Vec<F>, _>>()
+            .map_err(mongodb::error::Error::from)?;
+        Ok(Page { items, next })
+    }
+}
+
+/// The value at a dotted `path` of a raw document, if every step is there.
+fn raw_path(doc: &RawDocumentBuf, path: &str) -> Option<Bson> {
+    let mut current: &RawDocument = doc;
+    let mut steps = path.split('.').peekable();
+    while let Some(step) = steps.next() {
+        let value = current.get(step).ok()??;
+        if steps.peek().is_none() {
+            return Bson::try_from(value.to_raw_bson()).ok();
+        }
+        current = value.as_document()?;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_path_reads_nested_values_and_misses_cleanly() {
+        let doc = RawDocumentBuf::from_document(&doc! {
+            "_id": 7_i64,
+            "meta": { "at": 3_i32, "tags": ["a"] },
+            "flat": "x",
+        })
+        .unwrap();
+        assert_eq!(raw_path(&doc, "_id"), Some(Bson::Int64(7)));
+        assert_eq!(raw_path(&doc, "meta.at"), Some(Bson::Int32(3)));
+        assert_eq!(
+            raw_path(&doc, "meta.tags"),
+            Some(Bson::Array(vec![Bson::String("a".into())]))
+        );
+        assert_eq!(raw_path(&doc, "meta.none"), None);
+        assert_eq!(
+            raw_path(&doc, "flat.deeper"),
+            None,
+            "a string has no fields"
+        );
+        assert_eq!(raw_path(&doc, "missing"), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! The typed relation of a `#[reference]` field: its `$lookup`s in both directions and, when a
+//! declared index orders the children, their keyset pages.
+
+use std::marker::PhantomData;
+
+use mongodb::bson::{doc, Document as BsonDocument};
+use serde::Serialize;
+
+use super::lookup::Lookup;
+use super::page::ChildPage;
+use crate::{Document, Ref, RefKind};
+
+/// Marker: the reference has no sort key in a declared index, so it has no child pages.
+#[derive(Debug, Clone, Copy)]
+pub struct Unordered;
+
+/// The order of a parent's children: the key that follows the reference in a declared index.
+#[derive(Debug, Clone, Copy)]
+pub struct SortKey {
+    /// Stored path of the sort key.
+    pub field: &'static str,
+    /// 1 or -1, as in the index.
+    pub direction: i32,
+    /// Whether (reference, sort key) is unique, which makes the key alone a page cursor.
+    pub unique: bool,
+}
+
+/// A `#[reference]` field of `From` pointing at `To` documents.
+#[derive(Debug)]
+pub struct Relation<From, To, Order = Unordered> {
+    field: &'static str,
+    kind: RefKind,
+    order: Order,
+    types: PhantomData<fn() -> (From, To)>,
+}
+
+impl<F, T, O: Clone> Clone for Relation<F, T, O> {
+    fn clone(&self) -> Self {
+        Relation {
+            field: self.field,
+            kind: self.kind,
+            order: self.order.clone(),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<F, T> Relation<F, T, Unordered> {
+    /// A relation on the stored field `field`. Used by generated code.
+    pub const fn new(field: &'static str, kind: RefKind) -> Self {
+        Relation {
+            field,
+            kind,
+            order: Unordered,
+            types: PhantomData,
+        }
+    }
+
+    /// The same relation with children ordered by `order` (from a declared index).
+    pub const fn ordered(self, order: SortKey) -> Relation<F, T, SortKey> {
+        Relation {
+            field: self.field,
+            kind: self.kind,
+            order,
+            types: PhantomData,
+        }
+    }
+}
+
+impl<F: Document, T: Document, O> Relation<F, T, O> {
+    /// The stored path of the reference field.
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// One, optional or many.
+    pub fn kind(&self) -> RefKind {
+        self.kind
+    }
+
+    /// `From` documents with the `To` document(s) they reference: `$lookup` from
+    /// `To::COLLECTION` on `_id`. For an array of references, the related documents come back
+    /// in the order of the array.
+    pub fn lookup(&self) -> Lookup<F, T> {
+        Lookup::new(
+            F::COLLECTION,
+            T::COLLECTION,
+            self.field,
+            "_id",
+            self.kind == RefKind::Many,
+        )
+    }
+
+    /// `To` documents (parents) with the `From` documents that reference them (children):
+    /// `$lookup` from `From::COLLECTION` on the reference field, served by its index.
+    pub fn children(&self) -> Lookup<T, F> {
+        Lookup::new(T::COLLECTION, F::COLLECTION, "_id", self.field, false)
+    }
+
+    /// The filter for the children of `parent`: `{ <field>: <id> }`.
+    pub fn children_filter(&self, parent: &Ref<T>) -> BsonDocument
+    where
+        T::Id: Serialize,
+    {
+        doc! { self.field: parent.to_bson() }
+    }
+}
+
+impl<F: Document, T: Document> Relation<F, T, SortKey> {
+    /// A keyset page of the children of `parent` in index order (`limit` 50 unless changed):
+    /// the next page continues after the cursor of the previous one, with `$gt` (or `$lt`) on
+    /// the sort key, never with `skip`.
+    pub fn page(&self, parent: &Ref<T>) -> ChildPage<F>
+    where
+        T::Id: Serialize,
+    {
+        ChildPage::new(F::COLLECTION, self.field, parent.to_bson(), self.order)
+    }
+
+    /// The sort key of the children.
+    pub fn sort_key(&self) -> SortKey {
+        self.order
+    }
+}
