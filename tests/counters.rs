@@ -190,6 +190,16 @@ async fn bucket_counts_keep_their_declared_integer_type() {
             .await
             .unwrap_or_else(|e| panic!("append #{at} to the i64 bucket: {e}"));
     }
+    // the append's filter (parent, count below the bound) is served by the bucket's
+    // `{ parent, count }` index; shown with a find of the same filter, since SecantusDB explains
+    // every update as a COLLSCAN (SPEC 10)
+    let (filter, _) = Ticks64::BUCKET
+        .append_update(Bson::Int64(meter.id), &Tick { at: 99 })
+        .unwrap();
+    let summary = mongo_schema::explain(&db, doc! { "find": "ticks64", "filter": filter })
+        .await
+        .unwrap();
+    assert_eq!(summary.indexes, ["meter_id_1_count_1"], "{summary}");
     assert_eq!(types_of(&db, "ticks32", "count").await, ["int"; 3]);
     assert_eq!(types_of(&db, "ticks64", "count").await, ["long"; 3]);
     let read = Ticks32::BUCKET
