@@ -5,7 +5,7 @@
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{explain, Action, Error, ExplainSummary};
+use mongo_schema::{explain, Action, Error, ExplainSummary, PageCursor};
 use serde::{Deserialize, Serialize};
 
 // ---- seed 000: products and parts ---------------------------------------------------------
@@ -86,6 +86,32 @@ pub struct Message {
     pub at: DateTime,
 }
 
+// ---- children whose sort key may be missing -----------------------------------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "sensors")]
+pub struct Sensor {
+    #[serde(rename = "_id")]
+    pub id: i64,
+}
+
+/// Readings paged by `at` newest first per sensor, and oldest first per site; some have no `at`
+/// at all and some hold `null`: both sort before every date.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "readings")]
+#[index(keys(sensor_id = 1, at = -1))]
+#[index(keys(site_id = 1, at = 1))]
+pub struct Reading {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub sensor_id: Ref<Sensor>,
+    #[reference]
+    pub site_id: Ref<Sensor>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<DateTime>,
+}
+
 fn schema() -> Schema {
     Schema::new()
         .model::<Part>()
@@ -95,6 +121,8 @@ fn schema() -> Schema {
         .model::<Agent>()
         .model::<Ticket>()
         .model::<Message>()
+        .model::<Sensor>()
+        .model::<Reading>()
         .build()
         .unwrap()
 }
@@ -670,4 +698,92 @@ async fn pages_on_a_key_that_is_not_unique_return_every_tied_child_once() {
         messages.iter().map(|m| m.id).collect::<Vec<_>>(),
         "every child once, in (at, _id) order"
     );
+}
+
+#[tokio::test]
+async fn pages_cross_from_dates_to_missing_and_null_keys_in_both_directions() {
+    let db = applied("ref_null_keys").await;
+    let sensor = Sensor { id: 1 };
+    Sensor::collection(&db).insert_one(&sensor).await.unwrap();
+    // 5 dated readings (two share a date), 3 with no `at`, 2 with `at: null`
+    let readings: Vec<Reading> = (0..10)
+        .map(|i| Reading {
+            id: i,
+            sensor_id: sensor.to_ref(),
+            site_id: sensor.to_ref(),
+            at: (i < 5).then(|| DateTime::from_millis(1_000 + i.min(3) * 10)),
+        })
+        .collect();
+    Reading::collection(&db)
+        .insert_many(&readings)
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("readings")
+        .update_many(
+            doc! { "_id": { "$in": [8_i64, 9_i64] } },
+            doc! { "$set": { "at": Bson::Null } },
+        )
+        .await
+        .unwrap();
+    // index order: (at, _id) with missing and null together below every date
+    let mut ascending: Vec<(Option<i64>, i64)> = readings
+        .iter()
+        .map(|r| (r.at.map(|a| a.timestamp_millis()), r.id))
+        .collect();
+    ascending.sort();
+    let descending: Vec<(Option<i64>, i64)> = ascending.iter().rev().cloned().collect();
+
+    for (what, relation, expected) in [
+        ("newest first", Reading::SENSOR_ID, descending),
+        ("oldest first", Reading::SITE_ID, ascending),
+    ] {
+        for limit in [1, 2, 3, 4] {
+            let mut read = Vec::new();
+            let mut next: Option<PageCursor> = None;
+            for _ in 0..20 {
+                let mut page = relation.page(&sensor.to_ref()).limit(limit);
+                if let Some(cursor) = next.take() {
+                    page = page.after(cursor);
+                }
+                let result = page.fetch(&db).await.unwrap();
+                read.extend(
+                    result
+                        .items
+                        .iter()
+                        .map(|r| (r.at.map(|a| a.timestamp_millis()), r.id)),
+                );
+                match result.next {
+                    Some(cursor) => next = Some(cursor),
+                    None => break,
+                }
+            }
+            assert_eq!(
+                read, expected,
+                "{what}, pages of {limit}: every reading once, in index order"
+            );
+        }
+    }
+
+    // after a date, newest first: the ties, the older dates, and the null-or-missing range,
+    // which `$lt` on a date never matches; each a range of `{ sensor_id, at, _id }`
+    let page = Reading::SENSOR_ID
+        .page(&sensor.to_ref())
+        .limit(2)
+        .after(PageCursor {
+            key: Bson::DateTime(DateTime::from_millis(1_010)),
+            id: Bson::Int64(1),
+        });
+    let filter = page.filter();
+    let ranges = filter.get_array("$or").expect("a rooted $or");
+    assert_eq!(ranges.len(), 3, "{filter}");
+    assert_eq!(
+        ranges[2],
+        Bson::Document(doc! { "sensor_id": 1_i64, "at": Bson::Null }),
+        "{filter}"
+    );
+    let summary = explain(&db, page.find_command()).await.unwrap();
+    println!("readings after a date, newest first: {summary}");
+    if !is_secantus(&db).await {
+        assert_keyset_page(&db, "readings after a date", page.find_command(), 2).await;
+    }
 }

@@ -72,33 +72,85 @@ impl<F: Document> ChildPage<F> {
         self
     }
 
-    /// The filter: the parent, and keys after the cursor's.
+    /// The filter: the parent, and keys after the cursor's, as ranges of the page's index
+    /// (`{ reference, key }`, or `{ reference, key, _id }` when the key is not unique), each
+    /// with the parent in it:
     ///
-    /// With a unique key, `{ reference: parent, key: { $gt: cursor.key } }`. With a key that is
-    /// not unique the page continues inside the cursor's key first, so the filter is a rooted
-    /// `$or` of the two index ranges, each with the parent in it:
-    /// `{ $or: [{ reference, key: cursor.key, _id: { $gt: cursor.id } }, { reference, key: { $gt:
-    /// cursor.key } }] }`. Every predicate is on the page's index (`{ reference, key }`, or
-    /// `{ reference, key, _id }`), so mongod reads each branch as one index range and merges the
-    /// two in index order (a `SORT_MERGE`): one `find` per page, no in-memory sort, nothing
-    /// examined beyond the page.
+    /// - with a key that is not unique, the rest of the cursor's own key first:
+    ///   `{ reference, key: cursor.key, _id: { $gt: cursor.id } }`;
+    /// - the keys after the cursor's: `{ reference, key: { $gt: cursor.key } }` (`$lt` when the
+    ///   index is descending);
+    /// - in descending order, children whose key is `null` or missing come last, and a
+    ///   comparison with a date or a number never matches them (query comparisons are
+    ///   type-bracketed): they are a range of their own, `{ reference, key: null }`, unless the
+    ///   validator requires a non-null key. After a `null` cursor key in ascending order every
+    ///   other value follows: `{ reference, key: { $ne: null } }`.
+    ///
+    /// One range is the filter itself; several are a rooted `$or`, which mongod reads as one
+    /// index range each, merged in index order (a `SORT_MERGE`): one `find` per page, no
+    /// in-memory sort, nothing examined beyond the page.
     pub fn filter(&self) -> BsonDocument {
         let Some(after) = &self.after else {
             return doc! { self.field: self.parent.clone() };
         };
-        let rest = doc! {
-            self.field: self.parent.clone(),
-            self.order.field: { self.op(): after.key.clone() },
+        let range = |condition: Bson| {
+            doc! { self.field: self.parent.clone(), self.order.field: condition }
         };
-        if self.order.unique {
-            return rest;
+        let mut ranges = Vec::new();
+        if !self.order.unique {
+            let mut ties = range(after.key.clone());
+            ties.insert("_id", doc! { self.op(): after.id.clone() });
+            ranges.push(ties);
         }
-        let ties = doc! {
-            self.field: self.parent.clone(),
-            self.order.field: after.key.clone(),
-            "_id": { self.op(): after.id.clone() },
-        };
-        doc! { "$or": [ties, rest] }
+        let null_key = matches!(after.key, Bson::Null | Bson::Undefined);
+        match (self.order.direction < 0, null_key) {
+            (false, false) => ranges.push(range(doc! { "$gt": after.key.clone() }.into())),
+            (false, true) => ranges.push(range(doc! { "$ne": Bson::Null }.into())),
+            (true, false) => {
+                ranges.push(range(doc! { "$lt": after.key.clone() }.into()));
+                if self.key_may_be_null() {
+                    ranges.push(range(Bson::Null));
+                }
+            }
+            (true, true) => {} // nothing sorts after null in descending order
+        }
+        match ranges.len() {
+            // a unique key after its null: no child can follow (an empty `$in` matches none)
+            0 => doc! { self.field: self.parent.clone(), "_id": { "$in": [] } },
+            1 => ranges.remove(0),
+            _ => doc! { "$or": ranges },
+        }
+    }
+
+    /// Whether a child's sort key may be `null` or missing: unless the collection's validator
+    /// requires the key (and each document on its path) and does not allow `null`, it may.
+    fn key_may_be_null(&self) -> bool {
+        let mut schema = F::bson_schema();
+        let mut steps = self.order.field.split('.').peekable();
+        while let Some(step) = steps.next() {
+            let required = schema
+                .get_array("required")
+                .is_ok_and(|r| r.iter().any(|name| name.as_str() == Some(step)));
+            let Some(next) = schema
+                .get_document("properties")
+                .ok()
+                .and_then(|p| p.get_document(step).ok())
+            else {
+                return true;
+            };
+            if !required {
+                return true;
+            }
+            schema = next.clone();
+            if steps.peek().is_none() {
+                return match schema.get("bsonType") {
+                    Some(Bson::String(one)) => one == "null",
+                    Some(Bson::Array(types)) => types.iter().any(|t| t.as_str() == Some("null")),
+                    _ => true,
+                };
+            }
+        }
+        true
     }
 
     fn op(&self) -> &'static str {
