@@ -423,3 +423,106 @@ async fn eight_concurrent_applies_of_v1_and_v2_end_in_the_v2_state() {
     );
     assert_eq!(v1_applied + v1_refused, ROUNDS * 4);
 }
+
+/// Another service's model, sharing the database with the orders service.
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "invoices")]
+#[index(keys(number = 1), unique)]
+pub struct Invoice {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub number: String,
+}
+
+#[tokio::test]
+async fn services_sharing_a_database_keep_a_version_record_each() {
+    let db = mongo_schema_testkit::database("ver_shared").await;
+    let billing = |name: Option<&str>| {
+        let schema = Schema::new().model::<Invoice>().version(5);
+        match name {
+            Some(name) => schema.name(name),
+            None => schema,
+        }
+        .build()
+        .unwrap()
+    };
+    let orders = |name: Option<&str>| {
+        let schema = Schema::new().model::<v1::Order>().version(1);
+        match name {
+            Some(name) => schema.name(name),
+            None => schema,
+        }
+        .build()
+        .unwrap()
+    };
+
+    // the control: two services under the default name share one record, and the lower
+    // version is refused as a downgrade
+    billing(None).apply(&db).await.unwrap();
+    match orders(None).apply(&db).await {
+        Err(Error::Downgrade { recorded, applying }) => assert_eq!((recorded, applying), (5, 1)),
+        other => panic!("expected a refused downgrade, got {other:?}"),
+    }
+    db.drop().await.unwrap();
+
+    // named, each has its own record, lock and version
+    let (billing, orders) = (billing(Some("billing")), orders(Some("orders")));
+    assert_eq!((billing.name(), orders.name()), ("billing", "orders"));
+    billing.apply(&db).await.unwrap();
+    let report = orders.apply(&db).await.unwrap();
+    assert_eq!(
+        report.version,
+        Some(VersionStatus::Unrecorded { applying: 1 })
+    );
+    let records: Vec<BsonDocument> = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let versions: Vec<(&str, i64, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r.get_str("_id").unwrap(),
+                r.get_i64("version").unwrap(),
+                r.get_str("state").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [("billing", 5, "applied"), ("orders", 1, "applied")]
+    );
+    // each sees its own version as current, and a restart of either writes nothing new
+    assert!(billing
+        .plan(&db)
+        .await
+        .unwrap()
+        .version
+        .unwrap()
+        .is_current());
+    assert!(orders
+        .plan(&db)
+        .await
+        .unwrap()
+        .version
+        .unwrap()
+        .is_current());
+    assert!(orders
+        .mongosh_script()
+        .contains(r#"findOne({ _id: "orders" })"#));
+
+    let empty = Schema::new()
+        .model::<Invoice>()
+        .name("")
+        .build()
+        .unwrap_err();
+    assert!(
+        empty.problems.iter().any(|p| p.contains("name is empty")),
+        "{empty:?}"
+    );
+}

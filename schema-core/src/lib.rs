@@ -23,7 +23,7 @@ pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
     Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,
     ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning, APPLY_DEADLINE,
-    META_COLLECTION,
+    DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};

@@ -29,6 +29,7 @@ pub struct Schema {
     graph: SyncGraph,
     transaction_deadline: Duration,
     version: Option<u64>,
+    name: String,
 }
 
 /// Collects models; [`SchemaBuilder::build`] checks the rules that span them.
@@ -38,6 +39,7 @@ pub struct SchemaBuilder {
     collections: Vec<CollectionSpec>,
     transaction_deadline: Option<Duration>,
     version: Option<u64>,
+    name: Option<String>,
 }
 
 /// Why a set of models does not make a schema. Every problem is listed, not only the first.
@@ -237,8 +239,15 @@ impl Schema {
         crate::deploy::versions::fingerprint(&self.collections)
     }
 
+    /// The schema's name: the `_id` of its version record in [`crate::META_COLLECTION`]
+    /// ([`crate::DEFAULT_SCHEMA_NAME`] unless [`SchemaBuilder::name`] set one).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     fn target(&self) -> crate::deploy::apply::Target {
         crate::deploy::apply::Target {
+            name: self.name.clone(),
             version: self.version.unwrap_or(0),
             fingerprint: self.fingerprint(),
         }
@@ -266,6 +275,16 @@ impl SchemaBuilder {
     /// the new validators and indexes. At most `i64::MAX` (the record stores an int64).
     pub fn version(mut self, version: u64) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// The name of this schema, under which [`Schema::apply`] keeps its version record in
+    /// [`crate::META_COLLECTION`] (default [`crate::DEFAULT_SCHEMA_NAME`]). Services that share
+    /// a database, each applying its own models, give their schemas different names: each then
+    /// has its own version, fingerprint and apply lock, and one's version never refuses the
+    /// other's apply. Instances of one service (and its releases) keep one name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -354,6 +373,12 @@ impl SchemaBuilder {
                 }
             }
         }
+        if self.name.as_deref().is_some_and(str::is_empty) {
+            problems.push(
+                "the schema's name is empty: give `SchemaBuilder::name` a name, or leave it out"
+                    .to_owned(),
+            );
+        }
         if problems.is_empty() {
             let graph = SyncGraph {
                 edges: self
@@ -372,6 +397,9 @@ impl SchemaBuilder {
                 graph,
                 transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
                 version: self.version,
+                name: self
+                    .name
+                    .unwrap_or_else(|| crate::DEFAULT_SCHEMA_NAME.to_owned()),
             })
         } else {
             Err(SchemaError { problems })

@@ -150,6 +150,8 @@ async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> 
 /// The version an apply or plan is for, and the fingerprint of its desired state.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
+    /// The `_id` of the schema's version record.
+    pub(crate) name: String,
     pub(crate) version: u64,
     pub(crate) fingerprint: String,
 }
@@ -323,7 +325,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
         Box::pin(async move {
             self.target.check()?;
             let meta = self.db.collection::<Document>(META_COLLECTION);
-            let recorded = versions::read_record(&meta).await?;
+            let recorded = versions::read_record(&meta, &self.target.name).await?;
             let status = VersionStatus::of(
                 self.target.version,
                 &self.target.fingerprint,
@@ -422,7 +424,7 @@ fn stop(error: Error) -> Stop {
 async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
     apply.target.check()?;
     let meta = apply.db.collection::<Document>(META_COLLECTION);
-    let lock = ApplyLock::new(meta.clone(), LEASE);
+    let lock = ApplyLock::new(meta.clone(), &apply.target.name, LEASE);
     let started = Instant::now();
     let mut report = ApplyReport::default();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
@@ -524,7 +526,9 @@ async fn attempt(
     report: &mut ApplyReport,
 ) -> Result<(), Stop> {
     let target = &apply.target;
-    let recorded = versions::read_record(lock.meta()).await.map_err(stop)?;
+    let recorded = versions::read_record(lock.meta(), lock.name())
+        .await
+        .map_err(stop)?;
     let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
     if let VersionStatus::Downgrade { recorded, applying } = status {
         if !apply.allow_downgrade {

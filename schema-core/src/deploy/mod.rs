@@ -25,4 +25,4 @@ pub use plan::{
     Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
 };
 pub use sharding::{ShardState, ShardingStatus, Topology};
-pub use versions::{RecordedVersion, VersionStatus, META_COLLECTION};
+pub use versions::{RecordedVersion, VersionStatus, DEFAULT_SCHEMA_NAME, META_COLLECTION};

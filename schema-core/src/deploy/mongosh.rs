@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use mongodb::bson::{doc, Bson, Document};
 
-use super::versions::{META_COLLECTION, META_ID};
+use super::versions::META_COLLECTION;
 use crate::{CollectionSpec, Schema};
 
 /// Canonical relaxed extended JSON inside `EJSON.parse('...')`: exact for every BSON type,
@@ -60,13 +60,19 @@ impl Schema {
     pub fn mongosh_script(&self) -> String {
         script(
             self.collections(),
+            self.name(),
             self.version().unwrap_or(0),
             &self.fingerprint(),
         )
     }
 }
 
-pub(crate) fn script(collections: &[CollectionSpec], version: u64, fingerprint: &str) -> String {
+pub(crate) fn script(
+    collections: &[CollectionSpec],
+    name: &str,
+    version: u64,
+    fingerprint: &str,
+) -> String {
     let meta = string(META_COLLECTION);
     let mut out = String::from(
         "// mongo-schema: the setup Schema::apply performs, as mongosh commands.\n// Run against the application's database: mongosh \"<uri>/<database>\" script.js\n",
@@ -83,7 +89,7 @@ pub(crate) fn script(collections: &[CollectionSpec], version: u64, fingerprint: 
     let _ = writeln!(
         out,
         "const recorded = db.getCollection({meta}).findOne({{ _id: {} }});",
-        string(META_ID)
+        string(name)
     );
     let _ = writeln!(
         out,
@@ -141,7 +147,7 @@ pub(crate) fn script(collections: &[CollectionSpec], version: u64, fingerprint: 
     let _ = writeln!(
         out,
         "db.getCollection({meta}).updateOne({}, [{}], {{ upsert: true }});",
-        ejson(doc! { "_id": META_ID }),
+        ejson(doc! { "_id": name }),
         record.into_iter().map(ejson).collect::<Vec<_>>().join(", ")
     );
     out
@@ -188,7 +194,7 @@ mod tests {
         )
         .index(IndexSpec::new(doc! { HOSTILE: 1 }).name(HOSTILE))
         .shard_key(doc! { HOSTILE: 1 });
-        let script = script(&[spec], 7, "0123abcd");
+        let script = script(&[spec], "schema", 7, "0123abcd");
         // JavaScript's line terminators besides the script's own `\n`s
         for terminator in ['\r', '\u{2028}', '\u{2029}'] {
             assert!(!script.contains(terminator), "{terminator:?} in the script");

@@ -20,8 +20,10 @@ use crate::{CollectionSpec, Result};
 ///
 /// # The record
 ///
-/// One document, `{ _id: "schema", version, fingerprint, state, applied_at }`, plus
-/// `locked_by` and `lock_expires` while an apply holds the lock:
+/// One document per schema, `{ _id: <name>, version, fingerprint, state, applied_at }` (the
+/// name is [`crate::SchemaBuilder::name`], `"schema"` unless set, so services that share a
+/// database each keep their own version), plus `locked_by` and `lock_expires` while an apply
+/// holds the lock:
 ///
 /// - `version` (int64) is the highest version whose apply has *started*: it is raised when an
 ///   apply takes the lock, before its first write, and never lowered except by
@@ -67,8 +69,8 @@ use crate::{CollectionSpec, Result};
 /// takes no lock and writes nothing: the fast path needs only reads.
 pub const META_COLLECTION: &str = "mongo_schema_meta";
 
-/// `_id` of the record in [`META_COLLECTION`].
-pub(crate) const META_ID: &str = "schema";
+/// `_id` of the record in [`META_COLLECTION`] of a schema that was given no name.
+pub const DEFAULT_SCHEMA_NAME: &str = "schema";
 
 /// The lease of the apply lock.
 pub(crate) const LEASE: Duration = Duration::from_secs(10);
@@ -352,9 +354,10 @@ pub(crate) fn hold_back_drops(plan: &mut Plan, status: &VersionStatus) {
 /// Reads the record, `None` if there is none.
 pub(crate) async fn read_record(
     meta: &Collection<BsonDocument>,
+    name: &str,
 ) -> Result<Option<RecordedVersion>> {
     Ok(meta
-        .find_one(doc! { "_id": META_ID })
+        .find_one(doc! { "_id": name })
         .await?
         .as_ref()
         .and_then(RecordedVersion::from_document))
@@ -376,15 +379,23 @@ pub(crate) enum Claim {
 #[derive(Debug)]
 pub(crate) struct ApplyLock {
     meta: Collection<BsonDocument>,
+    /// The `_id` of the schema's record.
+    name: String,
     lease: ServerLease,
 }
 
 impl ApplyLock {
-    pub(crate) fn new(meta: Collection<BsonDocument>, lease: Duration) -> Self {
+    pub(crate) fn new(meta: Collection<BsonDocument>, name: &str, lease: Duration) -> Self {
         ApplyLock {
             meta,
+            name: name.to_owned(),
             lease: ServerLease::new(lease),
         }
+    }
+
+    /// The `_id` of the schema's record.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// The record's collection.
@@ -408,7 +419,7 @@ impl ApplyLock {
     }
 
     fn owned(&self) -> BsonDocument {
-        doc! { "_id": META_ID, "locked_by": self.lease.owner() }
+        doc! { "_id": &self.name, "locked_by": self.lease.owner() }
     }
 
     /// Takes the lock and, in the same write, raises the recorded version to `version` and
@@ -446,7 +457,7 @@ impl ApplyLock {
         } }];
         let after = match self
             .meta
-            .find_one_and_update(doc! { "_id": META_ID }, update)
+            .find_one_and_update(doc! { "_id": &self.name }, update)
             .upsert(true)
             .return_document(ReturnDocument::After)
             .await
