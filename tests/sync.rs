@@ -466,6 +466,52 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_await_time_is_sent_with_each_get_more_of_the_change_stream() {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let plain = mongo_schema_testkit::database("sync_await").await;
+    let db = client.database(plain.name());
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    // the getMores a worker sends while following, with the `maxTimeMS` each carried
+    let waits = |name: &'static str, wait: Option<Duration>| {
+        let (schema, db, log) = (schema.clone(), db.clone(), log.clone());
+        async move {
+            let mut worker = schema.sync_worker(&db).name(name);
+            if let Some(wait) = wait {
+                worker = worker.max_await_time(wait);
+            }
+            log.clear();
+            let worker = worker.spawn();
+            worker.ready().await.unwrap();
+            let mut sent = Vec::new();
+            eventually(Duration::from_secs(10), "two getMores", || {
+                sent = log
+                    .commands()
+                    .into_iter()
+                    .filter(|c| c.name == "getMore")
+                    .map(|c| match c.command.get("maxTimeMS") {
+                        Some(Bson::Int32(ms)) => Some(i64::from(*ms)),
+                        Some(Bson::Int64(ms)) => Some(*ms),
+                        _ => None,
+                    })
+                    .collect();
+                std::future::ready(sent.len() >= 2)
+            })
+            .await;
+            worker.shutdown().await.unwrap();
+            sent
+        }
+    };
+    let set = waits("await-set", Some(Duration::from_millis(100))).await;
+    assert!(set.iter().all(|ms| *ms == Some(100)), "{set:?}");
+    let unset = waits("await-unset", None).await;
+    assert!(
+        unset.iter().all(Option::is_none),
+        "the server's default: {unset:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_copies_converge_across_a_server_restart() {
     let storage = std::env::temp_dir().join(format!("mongo-schema-restart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&storage);

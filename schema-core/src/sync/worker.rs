@@ -156,6 +156,7 @@ pub struct SyncWorker {
     ready_timeout: Duration,
     lease: Duration,
     max_batch: usize,
+    max_await_time: Option<Duration>,
 }
 
 /// A running worker. Dropping it detaches the worker, which keeps running until
@@ -186,6 +187,7 @@ impl SyncWorker {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             lease: DEFAULT_LEASE,
             max_batch: DEFAULT_MAX_BATCH,
+            max_await_time: None,
         }
     }
 
@@ -216,6 +218,16 @@ impl SyncWorker {
     /// batch is applied again (rewrites are idempotent). Lower it to save the token more often.
     pub fn max_batch(mut self, changes: usize) -> Self {
         self.max_batch = changes.max(1);
+        self
+    }
+
+    /// How long the server may hold a `getMore` of the change stream when no change is waiting
+    /// (`maxAwaitTimeMS`; unset, the server's default: 1 s on mongod). mongod answers as soon as
+    /// a change arrives, so there this only bounds how often an idle worker asks again.
+    /// SecantusDB 0.7 answers only when the time is up, which delays every change by up to that
+    /// time: set it low there (100 ms) when lag matters.
+    pub fn max_await_time(mut self, wait: Duration) -> Self {
+        self.max_await_time = Some(wait);
         self
     }
 
@@ -352,11 +364,14 @@ impl SyncWorker {
         pipeline: &[BsonDocument],
         token: Option<ResumeToken>,
     ) -> Result<ChangeStream<ChangeStreamEvent<BsonDocument>>> {
-        let watch = self
+        let mut watch = self
             .db
             .watch()
             .pipeline(pipeline.to_vec())
             .full_document(FullDocumentType::UpdateLookup);
+        if let Some(wait) = self.max_await_time {
+            watch = watch.max_await_time(wait);
+        }
         Ok(match token {
             Some(token) => watch.start_after(token).await?,
             None => watch.await?,
