@@ -218,7 +218,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     section("5. renaming an agent: an async copy on every ticket assigned to them");
-    let worker = schema.sync_worker(&db).name("helpdesk-demo").spawn();
+    // mongod answers the change stream as soon as a change arrives; SecantusDB only when
+    // `maxAwaitTimeMS` is up (1 s by default), so the demo asks for 100 ms
+    let worker = schema
+        .sync_worker(&db)
+        .name("helpdesk-demo")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
     worker.ready().await?;
     let busiest = busiest_agent(&db, &seeded.agents).await?;
     let holders = Ticket::collection(&db)
