@@ -822,9 +822,15 @@ async fn a_push_past_the_bound_or_around_it_is_refused() {
     assert_eq!(stored.subject, "labelled");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
-async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compared() {
-    let storage = std::env::temp_dir().join(format!("mongo-schema-rec-{}", std::process::id()));
+/// Reconcile (not a dry run) on a server of its own holding 6,500 cases, 130 of them with a
+/// stale customer name on both sides of the first batch of 5,000: the first command `hold`
+/// picks is held while the server restarts. Returns the report after checking that every copy
+/// agrees and a dry run finds nothing left.
+async fn reconcile_across_a_restart(
+    tag: &str,
+    hold: impl Fn(&mongodb::event::command::CommandStartedEvent) -> bool + Send + Sync + 'static,
+) -> mongo_schema::ReconcileReport {
+    let storage = std::env::temp_dir().join(format!("mongo-schema-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&storage);
     std::fs::create_dir_all(&storage).unwrap();
     let server = mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a server");
@@ -835,10 +841,7 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
         .database("resume");
     let schema = schema();
     schema.apply(&db).await.unwrap();
-    // more holders than one batch of the stream (5,000), so a getMore follows the first batch
     let (ana, _, _, cases) = desk(&db, 6_500).await;
-    // every 50th case holds a stale customer name (the first copy reconcile walks), on both
-    // sides of the batch boundary
     let stale: Vec<ObjectId> = cases.iter().step_by(50).map(|c| c.id).collect();
     db.collection::<BsonDocument>("cases")
         .update_many(
@@ -849,10 +852,7 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
         .unwrap();
     assert_eq!(stale.len(), 130);
 
-    // the first getMore of the holder stream is held while the server restarts
-    let (held_client, held, release) =
-        mongo_schema_testkit::holding_client(&uri, |started| started.command_name == "getMore")
-            .await;
+    let (held_client, held, release) = mongo_schema_testkit::holding_client(&uri, hold).await;
     let held_db = held_client.database("resume");
     let reconcile = {
         let schema = schema.clone();
@@ -860,7 +860,7 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
     };
     let server = tokio::task::spawn_blocking(move || {
         held.recv_timeout(Duration::from_secs(60))
-            .expect("the holder stream asked for its second batch");
+            .expect("the command to hold was sent");
         let mut server = server;
         server.restart().expect("restart with the same storage");
         server
@@ -874,8 +874,6 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
         .unwrap()
         .expect("reconcile resumes after the restart");
     println!("{report}");
-    let resumed: u64 = report.edges.iter().map(|e| e.resumed).sum();
-    assert_eq!(resumed, 1, "the stream broke once and was opened again");
     for edge in &report.edges {
         assert_eq!(
             edge.checked, 6_500,
@@ -883,6 +881,24 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
             edge.copy
         );
     }
+    assert_eq!(
+        copied_names(&db, "customer", ana.id).await,
+        vec!["Ana"; 6_500]
+    );
+    let again = schema.reconcile(&db, true).await.unwrap();
+    assert_eq!(again.drifted(), 0, "{again}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&storage);
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compared() {
+    // the stream's first getMore (the second batch) is held while the server restarts
+    let report =
+        reconcile_across_a_restart("rec-stream", |started| started.command_name == "getMore").await;
+    let resumed: u64 = report.edges.iter().map(|e| e.resumed).sum();
+    assert_eq!(resumed, 1, "the stream broke once and was opened again");
     let customers = &report.edges[0];
     assert_eq!(customers.copy, "cases.customer");
     assert_eq!(customers.resumed, 1, "the break was in this copy's stream");
@@ -892,12 +908,29 @@ async fn a_reconcile_cut_by_a_server_restart_resumes_after_the_last_holder_compa
         "each stale copy found once and repaired, before and after the break"
     );
     assert_eq!(report.drifted(), 130, "no other copy drifted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_reconcile_whose_repair_is_cut_by_a_server_restart_compares_that_batch_again() {
+    // the first repair of the first batch is held while the server restarts: that batch is cut
+    // short, and compared again from its start once the stream is opened again
+    let report = reconcile_across_a_restart("rec-repair", |started| {
+        started.command_name == "update"
+            && started
+                .command
+                .get_str("update")
+                .is_ok_and(|c| c == "cases")
+    })
+    .await;
+    let customers = &report.edges[0];
+    assert_eq!(customers.copy, "cases.customer");
     assert_eq!(
-        copied_names(&db, "customer", ana.id).await,
-        vec!["Ana"; 6_500]
+        customers.resumed, 1,
+        "the cut batch was compared again once"
     );
-    let again = schema.reconcile(&db, true).await.unwrap();
-    assert_eq!(again.drifted(), 0, "{again}");
-    drop(server);
-    let _ = std::fs::remove_dir_all(&storage);
+    assert_eq!(
+        (customers.drifted, customers.repaired),
+        (130, 130),
+        "the held repair was lost with the restart: every stale copy was repaired after it"
+    );
 }

@@ -50,8 +50,8 @@ pub struct EdgeReconcile {
     /// Recorded sync failures of this copy, after the pass (see
     /// [`crate::Schema::retry_failures`]).
     pub recorded_failures: u64,
-    /// Times the stream of holders broke (a lost cursor, a network error) and was opened again
-    /// after the last holder compared.
+    /// Times the stream of holders broke (a lost cursor, a network error, a batch's lookups or
+    /// repairs cut short) and was opened again after the last batch compared in full.
     pub resumed: u64,
 }
 
@@ -143,9 +143,12 @@ pub(crate) async fn reconcile(
 
 /// The holders of one copy, read as one stream in `_id` order (one `find` and its `getMore`s:
 /// a walk of the `_id` index, and on SecantusDB one sort instead of one per batch) and compared
-/// a batch at a time. The stream is keyed: when it breaks (a cursor lost to a restart or a
-/// failover, a network error) it is opened again after the last `_id` compared, with back-off,
-/// so no holder is compared twice or skipped.
+/// a batch at a time. The stream is keyed: when it breaks, or a batch's source lookups or
+/// repairs fail, on a transient error (a cursor lost to a restart or a failover, a network
+/// error) it is opened again after the last batch compared in full, with back-off. A batch cut
+/// short is compared again from its start: its repairs are conditional on the values read, so
+/// none is applied twice, and its figures count once (a repair done before the cut stays
+/// counted in `repaired`, and that holder no longer counts as drifted).
 async fn reconcile_edge(
     db: &Database,
     edge: &SyncEdge,
@@ -170,16 +173,21 @@ async fn reconcile_edge(
             .batch_size(RECONCILE_BATCH as u32)
             .await;
         let mut batch: Vec<BsonDocument> = Vec::with_capacity(RECONCILE_BATCH);
-        let broke = match opened {
+        let mut broke = match opened {
             Err(error) => Some(crate::Error::from(error)),
             Ok(mut cursor) => loop {
                 match cursor.try_next().await {
                     Ok(Some(holder)) => {
                         batch.push(holder);
                         if batch.len() == RECONCILE_BATCH {
-                            after = compare(db, edge, &mut batch, dry_run, log, figures).await?;
-                            failures_in_a_row = 0;
-                            backoff.reset();
+                            match compare(db, edge, &mut batch, dry_run, log, figures).await {
+                                Ok(last) => {
+                                    after = last;
+                                    failures_in_a_row = 0;
+                                    backoff.reset();
+                                }
+                                Err(error) => break Some(error),
+                            }
                         }
                     }
                     Ok(None) => break None,
@@ -189,21 +197,28 @@ async fn reconcile_edge(
         };
         // what was read before the stream ended or broke is compared either way
         if !batch.is_empty() {
-            after = compare(db, edge, &mut batch, dry_run, log, figures).await?;
-            failures_in_a_row = 0;
+            match compare(db, edge, &mut batch, dry_run, log, figures).await {
+                Ok(last) => {
+                    after = last;
+                    failures_in_a_row = 0;
+                }
+                Err(error) => broke = broke.or(Some(error)),
+            }
         }
         let Some(error) = broke else { return Ok(()) };
         failures_in_a_row += 1;
         if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
             return Err(error);
         }
-        tracing::warn!(copy = %figures.copy, %error, "reconcile: the holder stream broke, resuming after the last holder compared");
+        tracing::warn!(copy = %figures.copy, %error, "reconcile: the holder stream broke, resuming after the last batch compared");
         figures.resumed += 1;
         tokio::time::sleep(backoff.next_wait()).await;
     }
 }
 
-/// Compares (and repairs) `batch`, empties it and returns the last `_id` in it.
+/// Compares (and repairs) `batch` and returns the last `_id` in it; the batch is emptied
+/// either way. Its figures are added to `figures` when it was compared in full; when it was cut
+/// short only the repairs and failures it already made are (it is compared again).
 async fn compare(
     db: &Database,
     edge: &SyncEdge,
@@ -212,9 +227,16 @@ async fn compare(
     log: &FailureLog,
     figures: &mut EdgeReconcile,
 ) -> Result<Option<Bson>> {
-    reconcile_batch(db, edge, batch, dry_run, log, figures).await?;
+    let mut part = EdgeReconcile::default();
+    let outcome = reconcile_batch(db, edge, batch, dry_run, log, &mut part).await;
     let last = batch.last().and_then(|h| h.get("_id")).cloned();
     batch.clear();
+    figures.repaired += part.repaired;
+    figures.failed += part.failed;
+    outcome?;
+    figures.checked += part.checked;
+    figures.drifted += part.drifted;
+    figures.missing_sources += part.missing_sources;
     Ok(last)
 }
 
