@@ -1,5 +1,6 @@
 //! Input that is not what it seems: ids stored by another driver with another number type,
-//! cursors and expected values from a client that hold query operators.
+//! cursors and expected values from a client that hold query operators, a bucket entry without
+//! the key its bucket is ordered by.
 
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
@@ -261,5 +262,77 @@ async fn an_entry_cursor_holding_an_operator_is_refused() {
     assert_eq!(
         second.items.iter().map(|r| r.at).collect::<Vec<_>>(),
         [3, 4, 5]
+    );
+}
+
+/// A visit whose time may be unknown: its bucket is ordered by it.
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Visit {
+    pub at: Option<i64>,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "visits")]
+#[bucket(parent = shelf_id, entries = visits, count = count, key = "at", first = first_at, last = last_at)]
+pub struct Visits {
+    #[serde(rename = "_id")]
+    pub id: mongo_schema::bson::oid::ObjectId,
+    #[reference]
+    pub shelf_id: Ref<Shelf>,
+    #[embed(max = 4)]
+    pub visits: Vec<Visit>,
+    pub count: i64,
+    pub first_at: Option<i64>,
+    pub last_at: Option<i64>,
+}
+
+#[tokio::test]
+async fn a_bucket_entry_without_its_key_is_refused_before_anything_is_written() {
+    let db = mongo_schema_testkit::database("hostile_bucket_key").await;
+    Schema::new()
+        .model::<Shelf>()
+        .model::<Visits>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    let shelf = Shelf {
+        id: 4,
+        name: "four".into(),
+        state: "open".into(),
+    };
+    Shelf::collection(&db).insert_one(&shelf).await.unwrap();
+    let error = Visits::BUCKET
+        .append(&db, &shelf.to_ref(), &Visit { at: None })
+        .await
+        .unwrap_err();
+    println!("{error}");
+    assert!(
+        matches!(&error, Error::Refused(reason) if reason.contains("`at`")),
+        "{error}"
+    );
+    let buckets = || async {
+        Visits::collection(&db)
+            .count_documents(doc! {})
+            .await
+            .unwrap()
+    };
+    assert_eq!(buckets().await, 0, "nothing was written");
+    // the positive control: with its key the same entry is appended and read back
+    for at in [3, 1, 2] {
+        Visits::BUCKET
+            .append(&db, &shelf.to_ref(), &Visit { at: Some(at) })
+            .await
+            .unwrap();
+    }
+    assert_eq!(buckets().await, 1);
+    let read = Visits::BUCKET
+        .entries(&db, &shelf.to_ref(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        read.items.iter().map(|v| v.at).collect::<Vec<_>>(),
+        [Some(1), Some(2), Some(3)]
     );
 }

@@ -86,18 +86,26 @@ impl<B, E> Bucket<B, E> {
 impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// The upsert that appends `entry` to the parent's open bucket (one with fewer than `max`
     /// entries), or starts a new bucket: `{ parent, count: { $lt: max } }` + `$push` + `$inc`,
-    /// and `$min`/`$max` of the key into `first`/`last`.
+    /// and `$min`/`$max` of the key into `first`/`last`. An entry whose key is missing or
+    /// `null` is refused ([`Error::Refused`]).
     pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
         let entry = mongodb::bson::to_bson(entry).map_err(mongodb::error::Error::from)?;
+        // entries are read in key order, and `first`/`last` bound each bucket's keys: an entry
+        // without its key (or with `null`) would sort before every other and no page cursor
+        // could continue after it, so it is refused before anything is written
         let key = entry
             .as_document()
             .and_then(|e| e.get(self.key))
+            .filter(|key| !matches!(key, Bson::Null | Bson::Undefined))
             .cloned()
             .ok_or_else(|| {
-                Error::Driver(mongodb::error::Error::custom(format!(
-                    "a bucket entry has no `{}`",
-                    self.key
-                )))
+                Error::Refused(format!(
+                    "a bucket entry without `{}` (or with `{}: null`): the entries of `{}` are \
+                     ordered by it",
+                    self.key,
+                    self.key,
+                    B::COLLECTION
+                ))
             })?;
         let filter = doc! { self.parent: parent, self.count: { "$lt": self.max as i64 } };
         let update = doc! {
