@@ -211,23 +211,29 @@ pub struct Reading {
     pub at: i64,
 }
 
-#[tokio::test]
-async fn an_entry_cursor_holding_an_operator_is_refused() {
-    let db = mongo_schema_testkit::database("hostile_entries").await;
+/// A database with the shelves and the bucket collection `B` applied, and one open shelf.
+async fn shelved<B: Document>(prefix: &str, id: i64) -> (mongodb::Database, Shelf) {
+    let db = mongo_schema_testkit::database(prefix).await;
     Schema::new()
         .model::<Shelf>()
-        .model::<Readings>()
+        .model::<B>()
         .build()
         .unwrap()
         .apply(&db)
         .await
         .unwrap();
     let shelf = Shelf {
-        id: 9,
-        name: "nine".into(),
+        id,
+        name: format!("shelf {id}"),
         state: "open".into(),
     };
     Shelf::collection(&db).insert_one(&shelf).await.unwrap();
+    (db, shelf)
+}
+
+#[tokio::test]
+async fn an_entry_cursor_holding_an_operator_is_refused() {
+    let (db, shelf) = shelved::<Readings>("hostile_entries", 9).await;
     for at in 0..10 {
         Readings::BUCKET
             .append(&db, &shelf.to_ref(), &Reading { at })
@@ -288,21 +294,7 @@ pub struct Visits {
 
 #[tokio::test]
 async fn a_bucket_entry_without_its_key_is_refused_before_anything_is_written() {
-    let db = mongo_schema_testkit::database("hostile_bucket_key").await;
-    Schema::new()
-        .model::<Shelf>()
-        .model::<Visits>()
-        .build()
-        .unwrap()
-        .apply(&db)
-        .await
-        .unwrap();
-    let shelf = Shelf {
-        id: 4,
-        name: "four".into(),
-        state: "open".into(),
-    };
-    Shelf::collection(&db).insert_one(&shelf).await.unwrap();
+    let (db, shelf) = shelved::<Visits>("hostile_bucket_key", 4).await;
     let error = Visits::BUCKET
         .append(&db, &shelf.to_ref(), &Visit { at: None })
         .await
