@@ -173,38 +173,30 @@ async fn reconcile_edge(
             .batch_size(RECONCILE_BATCH as u32)
             .await;
         let mut batch: Vec<BsonDocument> = Vec::with_capacity(RECONCILE_BATCH);
-        let mut broke = match opened {
+        let broke = match opened {
             Err(error) => Some(crate::Error::from(error)),
             Ok(mut cursor) => loop {
-                match cursor.try_next().await {
-                    Ok(Some(holder)) => {
-                        batch.push(holder);
-                        if batch.len() == RECONCILE_BATCH {
-                            match compare(db, edge, &mut batch, dry_run, log, figures).await {
-                                Ok(last) => {
-                                    after = last;
-                                    failures_in_a_row = 0;
-                                    backoff.reset();
-                                }
-                                Err(error) => break Some(error),
-                            }
+                // a full batch, the end of the stream, or a break: what was read is compared
+                // either way (which empties `batch`), then the stream goes on, ends, or is
+                // opened again
+                let read = fill(&mut cursor, &mut batch).await;
+                if !batch.is_empty() {
+                    match compare(db, edge, &mut batch, dry_run, log, figures).await {
+                        Ok(last) => {
+                            after = last;
+                            failures_in_a_row = 0;
+                            backoff.reset();
                         }
+                        Err(error) => break Some(error),
                     }
-                    Ok(None) => break None,
-                    Err(error) => break Some(crate::Error::from(error)),
+                }
+                match read {
+                    Ok(true) => {}
+                    Ok(false) => break None,
+                    Err(error) => break Some(error),
                 }
             },
         };
-        // what was read before the stream ended or broke is compared either way
-        if !batch.is_empty() {
-            match compare(db, edge, &mut batch, dry_run, log, figures).await {
-                Ok(last) => {
-                    after = last;
-                    failures_in_a_row = 0;
-                }
-                Err(error) => broke = broke.or(Some(error)),
-            }
-        }
         let Some(error) = broke else { return Ok(()) };
         failures_in_a_row += 1;
         if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
@@ -214,6 +206,21 @@ async fn reconcile_edge(
         figures.resumed += 1;
         tokio::time::sleep(backoff.next_wait()).await;
     }
+}
+
+/// Reads holders into `batch` until it holds [`RECONCILE_BATCH`]: `true` when it is full,
+/// `false` at the end of the stream; on an error `batch` keeps what was read before it.
+async fn fill(
+    cursor: &mut mongodb::Cursor<BsonDocument>,
+    batch: &mut Vec<BsonDocument>,
+) -> Result<bool> {
+    while batch.len() < RECONCILE_BATCH {
+        match cursor.try_next().await? {
+            Some(holder) => batch.push(holder),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Compares (and repairs) `batch` and returns the last `_id` in it; the batch is emptied
