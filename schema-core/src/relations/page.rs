@@ -125,32 +125,25 @@ impl<F: Document> ChildPage<F> {
     /// Whether a child's sort key may be `null` or missing: unless the collection's validator
     /// requires the key (and each document on its path) and does not allow `null`, it may.
     fn key_may_be_null(&self) -> bool {
-        let mut schema = F::bson_schema();
-        let mut steps = self.order.field.split('.').peekable();
-        while let Some(step) = steps.next() {
+        let root = F::bson_schema();
+        let mut schema = &root;
+        for step in self.order.field.split('.') {
             let required = schema
                 .get_array("required")
                 .is_ok_and(|r| r.iter().any(|name| name.as_str() == Some(step)));
-            let Some(next) = schema
+            let next = schema
                 .get_document("properties")
-                .ok()
-                .and_then(|p| p.get_document(step).ok())
-            else {
-                return true;
-            };
-            if !required {
-                return true;
-            }
-            schema = next.clone();
-            if steps.peek().is_none() {
-                return match schema.get("bsonType") {
-                    Some(Bson::String(one)) => one == "null",
-                    Some(Bson::Array(types)) => types.iter().any(|t| t.as_str() == Some("null")),
-                    _ => true,
-                };
+                .and_then(|p| p.get_document(step));
+            match next {
+                Ok(next) if required => schema = next,
+                _ => return true,
             }
         }
-        true
+        match schema.get("bsonType") {
+            Some(Bson::String(one)) => one == "null",
+            Some(Bson::Array(types)) => types.iter().any(|t| t.as_str() == Some("null")),
+            _ => true,
+        }
     }
 
     fn op(&self) -> &'static str {
