@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{Action, Error, VersionStatus, Warning, META_COLLECTION};
+use mongo_schema::{Action, Error, SchemaBuilder, VersionStatus, Warning, META_COLLECTION};
 use serde::{Deserialize, Serialize};
 
 /// Version 1 of the orders service.
@@ -437,8 +437,7 @@ pub struct Invoice {
 #[tokio::test]
 async fn services_sharing_a_database_keep_a_version_record_each() {
     let db = mongo_schema_testkit::database("ver_shared").await;
-    let billing = |name: Option<&str>| {
-        let schema = Schema::new().model::<Invoice>().version(5);
+    let named = |schema: SchemaBuilder, name: Option<&str>| {
         match name {
             Some(name) => schema.name(name),
             None => schema,
@@ -446,15 +445,8 @@ async fn services_sharing_a_database_keep_a_version_record_each() {
         .build()
         .unwrap()
     };
-    let orders = |name: Option<&str>| {
-        let schema = Schema::new().model::<v1::Order>().version(1);
-        match name {
-            Some(name) => schema.name(name),
-            None => schema,
-        }
-        .build()
-        .unwrap()
-    };
+    let billing = |name| named(Schema::new().model::<Invoice>().version(5), name);
+    let orders = |name| named(Schema::new().model::<v1::Order>().version(1), name);
 
     // the control: two services under the default name share one record, and the lower
     // version is refused as a downgrade
@@ -497,21 +489,17 @@ async fn services_sharing_a_database_keep_a_version_record_each() {
         versions,
         [("billing", 5, "applied"), ("orders", 1, "applied")]
     );
-    // each sees its own version as current, and a restart of either writes nothing new
-    assert!(billing
-        .plan(&db)
-        .await
-        .unwrap()
-        .version
-        .unwrap()
-        .is_current());
-    assert!(orders
-        .plan(&db)
-        .await
-        .unwrap()
-        .version
-        .unwrap()
-        .is_current());
+    // each sees its own version as current, and a restart of either writes nothing
+    for schema in [&billing, &orders] {
+        let plan = schema.plan(&db).await.unwrap();
+        assert!(plan.version.unwrap().is_current(), "{}", schema.name());
+        let restart = schema.apply(&db).await.unwrap();
+        assert!(
+            restart.applied.is_empty() && !restart.recorded,
+            "{}: {restart:?}",
+            schema.name()
+        );
+    }
     assert!(orders
         .mongosh_script()
         .contains(r#"findOne({ _id: "orders" })"#));
