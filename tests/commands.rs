@@ -125,6 +125,7 @@ async fn each_helper_sends_the_hand_written_minimum() {
     let mut pages = 0;
     let mut next = None;
     loop {
+        assert!(pages < 10, "paging does not end: {read:?}");
         let mut page = Message::TICKET_ID.page(&tickets[0].to_ref()).limit(2);
         if let Some(cursor) = next.take() {
             page = page.after(cursor);
