@@ -535,8 +535,9 @@ pub struct Field {
     pub skip_serializing: bool,
     /// `skip_serializing_if`: sometimes absent.
     pub skip_serializing_if: bool,
-    /// `serialize_with` / `with`: written by custom code.
-    pub custom_serialize: Option<TokenStream>,
+    /// `serialize_with` / `with`: written by custom code (the option's tokens and the helper's
+    /// path as written in the string).
+    pub custom_serialize: Option<(TokenStream, String)>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -815,8 +816,14 @@ impl Field {
                             "the fields of the flattened value would be stored at this level, and the validator cannot list them; embed it as a named field instead",
                         );
                     } else if meta.path == WITH || meta.path == SERIALIZE_WITH {
-                        custom_serialize = Some(meta.path.to_token_stream());
-                        skip_value(&meta)?;
+                        let expr = value(&meta)?;
+                        let helper = match &expr {
+                            Expr::Lit(ExprLit {
+                                lit: Lit::Str(lit), ..
+                            }) => lit.value(),
+                            _ => String::new(),
+                        };
+                        custom_serialize = Some((meta.path.to_token_stream(), helper));
                     } else if meta.path == GETTER {
                         unsupported_serde(cx, &meta.path, "remote derives are not supported");
                         skip_value(&meta)?;

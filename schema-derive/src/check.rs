@@ -362,7 +362,10 @@ fn check_bounded(cx: &Ctxt, field: &Field) {
 
 /// Rule 6: custom serialization hides the stored shape from the derive.
 fn check_custom_serialization(cx: &Ctxt, field: &Field) {
-    if let Some(tokens) = &field.attrs.custom_serialize {
+    if let Some((tokens, helper)) = &field.attrs.custom_serialize {
+        if crate::serde_helpers::recognise(helper, field.ty).is_some() {
+            return;
+        }
         cx.error_spanned_by(
             tokens,
             format!(

@@ -88,11 +88,21 @@ pub fn field_schema(field: &Field) -> TokenStream {
                 .and_then(|s| s.value.max)
                 .filter(|m| *m > 1)
         });
-    let base = match bound {
+    let helper = field
+        .attrs
+        .custom_serialize
+        .as_ref()
+        .and_then(|(_, helper)| crate::serde_helpers::recognise(helper, ty));
+    let base = match (helper, bound) {
+        (Some(stored), _) => {
+            quote_spanned!(ty.span()=> <#stored as #private::BsonSchema>::bson_schema())
+        }
+        (None, bound) => match bound {
         Some(max) => {
             quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::bounded_schema(#max))
         }
         None => quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::bson_schema()),
+        },
     };
     if field.attrs.constraints.is_empty() {
         return base;
