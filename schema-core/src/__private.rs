@@ -8,55 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use mongodb::bson::{doc, Bson, Document};
 
+pub use crate::json_schema::compose::{
+    enum_schema, object, tuple, ObjectSchema, Tagging, VariantSchema,
+};
 pub use crate::json_schema::constrain;
-
-/// Builds the `$jsonSchema` of a struct.
-#[derive(Default)]
-pub struct ObjectSchema {
-    properties: Document,
-    required: Vec<Bson>,
-    additional_properties: Option<bool>,
-}
-
-/// Starts the schema of a struct.
-pub fn object() -> ObjectSchema {
-    ObjectSchema::default()
-}
-
-impl ObjectSchema {
-    /// Adds a stored field.
-    pub fn property(mut self, name: &str, schema: Document, required: bool) -> Self {
-        self.properties.insert(name, schema);
-        if required {
-            self.required.push(Bson::from(name));
-        }
-        self
-    }
-
-    /// `additionalProperties: false`; a root without an `_id` field still admits the
-    /// server-generated `_id`.
-    pub fn deny_additional(mut self, collection_root: bool) -> Self {
-        if collection_root && !self.properties.contains_key("_id") {
-            self.properties
-                .insert("_id", doc! { "bsonType": "objectId" });
-        }
-        self.additional_properties = Some(false);
-        self
-    }
-
-    /// The finished schema.
-    pub fn build(self) -> Document {
-        let mut schema = doc! { "bsonType": "object" };
-        if !self.required.is_empty() {
-            schema.insert("required", self.required);
-        }
-        schema.insert("properties", self.properties);
-        if let Some(allowed) = self.additional_properties {
-            schema.insert("additionalProperties", allowed);
-        }
-        schema
-    }
-}
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {

@@ -3,6 +3,7 @@
 use syn::{Ident, LitStr, Type};
 
 use crate::attr;
+use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 
 pub struct Container<'a> {
@@ -15,10 +16,36 @@ pub struct Container<'a> {
 pub enum Data<'a> {
     /// A struct with named fields, stored as a document.
     Struct(Vec<Field<'a>>),
+    /// A tuple struct of two or more fields, stored as an array of fixed length.
+    Tuple(Vec<Field<'a>>),
     /// A newtype or `#[serde(transparent)]` struct, stored as its one field.
     Transparent(Box<Field<'a>>),
-    /// A unit-only enum, stored as the variant names.
-    Enum(Vec<Variant>),
+    /// An enum, stored in one of serde's four representations ([`Repr`]).
+    Enum(Vec<Variant<'a>>),
+    /// `#[schema(stored_as = T)]` or `#[serde(into = "T")]`: stored as `T`; the body is not read.
+    StoredAs,
+}
+
+/// How serde stores an enum.
+#[derive(Clone, PartialEq)]
+pub enum Repr {
+    /// `{ "Variant": content }`, a unit variant as the string `"Variant"` (serde's default).
+    External,
+    /// `#[serde(tag = "t")]`: `{ t: "Variant", ...fields }`.
+    Internal(String),
+    /// `#[serde(tag = "t", content = "c")]`: `{ t: "Variant", c: content }`.
+    Adjacent(String, String),
+    /// `#[serde(untagged)]`: the content alone.
+    Untagged,
+}
+
+/// The shape of an enum variant.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Style {
+    Unit,
+    Newtype,
+    Tuple,
+    Struct,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -85,10 +112,20 @@ impl<'a> Field<'a> {
     }
 }
 
-pub struct Variant {
-    pub ident: Ident,
+pub struct Variant<'a> {
+    pub ident: &'a Ident,
     pub stored_name: String,
     pub attrs: attr::Variant,
+    pub style: Style,
+    pub fields: Vec<Field<'a>>,
+    pub original: &'a syn::Variant,
+}
+
+impl Variant<'_> {
+    /// Whether serde ever writes this variant.
+    pub fn is_stored(&self) -> bool {
+        !self.attrs.skip_serializing
+    }
 }
 
 pub fn unraw(ident: &Ident) -> String {
@@ -100,77 +137,12 @@ impl<'a> Container<'a> {
     /// faithfully.
     pub fn from_ast(cx: &Ctxt, item: &'a syn::DeriveInput) -> Option<Container<'a>> {
         let attrs = attr::Container::from_ast(cx, item);
-        let data = match &item.data {
-            syn::Data::Struct(data) => match &data.fields {
-                syn::Fields::Named(named) => {
-                    let fields = fields_from_ast(cx, &attrs, named.named.iter());
-                    if attrs.transparent.is_some() {
-                        let mut stored = fields.into_iter().filter(Field::is_stored);
-                        match (stored.next(), stored.next()) {
-                            (Some(field), None) => Data::Transparent(Box::new(field)),
-                            _ => {
-                                cx.error_spanned_by(
-                                    item.ident.clone(),
-                                    "`#[serde(transparent)]` needs exactly one stored field",
-                                );
-                                return None;
-                            }
-                        }
-                    } else {
-                        Data::Struct(fields)
-                    }
-                }
-                syn::Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
-                    let mut fields = fields_from_ast(cx, &attrs, unnamed.unnamed.iter());
-                    Data::Transparent(Box::new(fields.remove(0)))
-                }
-                syn::Fields::Unnamed(unnamed) => {
-                    cx.error_spanned_by(
-                        unnamed,
-                        "a tuple struct is stored as an array of mixed types, which mongo-schema does not describe; use named fields",
-                    );
-                    return None;
-                }
-                syn::Fields::Unit => {
-                    cx.error_spanned_by(
-                        item.ident.clone(),
-                        "a unit struct is stored as `null` and carries no data; use a struct with named fields or a unit-only enum",
-                    );
-                    return None;
-                }
-            },
-            syn::Data::Enum(data) => {
-                let mut variants = Vec::new();
-                for variant in &data.variants {
-                    if !matches!(variant.fields, syn::Fields::Unit) {
-                        cx.error_spanned_by(
-                            &variant.fields,
-                            format!(
-                                "variant `{}` carries data; only unit-only enums (stored as their names) are supported",
-                                variant.ident
-                            ),
-                        );
-                        continue;
-                    }
-                    let attrs_v = attr::Variant::from_ast(cx, variant);
-                    let stored_name = attrs_v.rename.as_ref().map_or_else(
-                        || attrs.rename_all.apply_to_variant(&unraw(&variant.ident)),
-                        LitStr::value,
-                    );
-                    variants.push(Variant {
-                        ident: variant.ident.clone(),
-                        stored_name,
-                        attrs: attrs_v,
-                    });
-                }
-                Data::Enum(variants)
-            }
-            syn::Data::Union(data) => {
-                cx.error_spanned_by(
-                    data.union_token,
-                    "unions cannot be stored in MongoDB documents",
-                );
-                return None;
+        let data = if attrs.stored_as.is_some() {
+            Data::StoredAs
+        } else {
+            match data_from_ast(cx, &attrs, item) {
+                Some(data) => data,
+                None => return None,
             }
         };
         Some(Container {
@@ -181,14 +153,48 @@ impl<'a> Container<'a> {
         })
     }
 
-    /// The stored fields of a struct.
+    /// The stored fields of a struct; of an enum, those of its stored variants, once per stored
+    /// name (the first variant that stores it).
     pub fn stored_fields(&self) -> impl Iterator<Item = &Field<'a>> {
-        let fields: &[Field<'a>] = match &self.data {
-            Data::Struct(fields) => fields,
-            Data::Transparent(field) => std::slice::from_ref(&**field),
-            Data::Enum(_) => &[],
+        let mut seen: Vec<&str> = Vec::new();
+        self.all_stored_fields().filter(move |f| {
+            if !matches!(self.data, Data::Enum(_)) {
+                return true;
+            }
+            if seen.contains(&f.stored_name.as_str()) {
+                return false;
+            }
+            seen.push(&f.stored_name);
+            true
+        })
+    }
+
+    /// Every stored field, of every stored variant of an enum (for the checks of each field).
+    pub fn all_stored_fields(&self) -> impl Iterator<Item = &Field<'a>> {
+        let fields: Vec<&Field<'a>> = match &self.data {
+            Data::Struct(fields) | Data::Tuple(fields) => fields.iter().collect(),
+            Data::Transparent(field) => vec![&**field],
+            Data::Enum(variants) => variants
+                .iter()
+                .filter(|v| v.is_stored())
+                .flat_map(|v| &v.fields)
+                .collect(),
+            Data::StoredAs => Vec::new(),
         };
-        fields.iter().filter(|f| f.is_stored())
+        fields.into_iter().filter(|f| f.is_stored())
+    }
+
+    /// How an enum is stored, from its serde attributes (errors reported by the checks).
+    pub fn repr(&self) -> Repr {
+        let attrs = &self.attrs;
+        match (&attrs.tag, &attrs.content, &attrs.untagged) {
+            (_, _, Some(_)) => Repr::Untagged,
+            (Some(tag), Some(content), None) => {
+                Repr::Adjacent(tag.value.clone(), content.value.clone())
+            }
+            (Some(tag), None, None) => Repr::Internal(tag.value.clone()),
+            (None, _, None) => Repr::External,
+        }
     }
 
     pub fn is_generic(&self) -> bool {
@@ -196,9 +202,100 @@ impl<'a> Container<'a> {
     }
 }
 
+fn data_from_ast<'a>(
+    cx: &Ctxt,
+    attrs: &attr::Container,
+    item: &'a syn::DeriveInput,
+) -> Option<Data<'a>> {
+    let stored_as = "or say what is stored with `#[schema(stored_as = T)]`";
+    let data = match &item.data {
+        syn::Data::Struct(data) => match &data.fields {
+            syn::Fields::Named(named) => {
+                let fields = fields_from_ast(cx, attrs.rename_all, named.named.iter());
+                if attrs.transparent.is_some() {
+                    let mut stored = fields.into_iter().filter(Field::is_stored);
+                    match (stored.next(), stored.next()) {
+                        (Some(field), None) => Data::Transparent(Box::new(field)),
+                        _ => {
+                            cx.error_spanned_by(
+                                item.ident.clone(),
+                                "`#[serde(transparent)]` needs exactly one stored field",
+                            );
+                            return None;
+                        }
+                    }
+                } else {
+                    Data::Struct(fields)
+                }
+            }
+            syn::Fields::Unnamed(unnamed) if unnamed.unnamed.len() == 1 => {
+                let mut fields = fields_from_ast(cx, RenameRule::None, unnamed.unnamed.iter());
+                Data::Transparent(Box::new(fields.remove(0)))
+            }
+            syn::Fields::Unnamed(unnamed) => Data::Tuple(fields_from_ast(
+                cx,
+                RenameRule::None,
+                unnamed.unnamed.iter(),
+            )),
+            syn::Fields::Unit => {
+                cx.error_spanned_by(
+                    item.ident.clone(),
+                    format!("a unit struct is stored as `null` and carries no data; use a struct with named fields or a unit-only enum, {stored_as}"),
+                );
+                return None;
+            }
+        },
+        syn::Data::Enum(data) => {
+            let variants = data
+                .variants
+                .iter()
+                .map(|variant| {
+                    let attrs_v = attr::Variant::from_ast(cx, variant);
+                    let stored_name = attrs_v.rename.as_ref().map_or_else(
+                        || attrs.rename_all.apply_to_variant(&unraw(&variant.ident)),
+                        LitStr::value,
+                    );
+                    let rule = attrs_v.rename_all.unwrap_or(attrs.rename_all_fields);
+                    let (style, fields) = match &variant.fields {
+                        syn::Fields::Unit => (Style::Unit, Vec::new()),
+                        syn::Fields::Named(named) => {
+                            (Style::Struct, fields_from_ast(cx, rule, named.named.iter()))
+                        }
+                        syn::Fields::Unnamed(unnamed) => (
+                            if unnamed.unnamed.len() == 1 {
+                                Style::Newtype
+                            } else {
+                                Style::Tuple
+                            },
+                            fields_from_ast(cx, RenameRule::None, unnamed.unnamed.iter()),
+                        ),
+                    };
+                    Variant {
+                        ident: &variant.ident,
+                        stored_name,
+                        attrs: attrs_v,
+                        style,
+                        fields,
+                        original: variant,
+                    }
+                })
+                .collect();
+            Data::Enum(variants)
+        }
+        syn::Data::Union(data) => {
+            cx.error_spanned_by(
+                data.union_token,
+                "unions cannot be stored in MongoDB documents",
+            );
+            return None;
+        }
+    };
+    Some(data)
+}
+
 fn fields_from_ast<'a>(
     cx: &Ctxt,
-    container: &attr::Container,
+    rename_all: RenameRule,
     fields: impl Iterator<Item = &'a syn::Field>,
 ) -> Vec<Field<'a>> {
     fields
@@ -209,7 +306,7 @@ fn fields_from_ast<'a>(
                     field
                         .ident
                         .as_ref()
-                        .map(|i| container.rename_all.apply_to_field(&unraw(i)))
+                        .map(|i| rename_all.apply_to_field(&unraw(i)))
                         .unwrap_or_default()
                 },
                 LitStr::value,

@@ -93,7 +93,17 @@ pub struct Container {
     /// `#[schema(additional_properties = false)]` on the container.
     pub additional_properties: Option<Sp<bool>>,
     pub rename_all: RenameRule,
+    /// `rename_all_fields`: the rule for the fields of struct variants.
+    pub rename_all_fields: RenameRule,
     pub transparent: Option<TokenStream>,
+    /// `#[serde(tag = "...")]`: internally (or, with `content`, adjacently) tagged.
+    pub tag: Option<Sp<String>>,
+    /// `#[serde(content = "...")]`.
+    pub content: Option<Sp<String>>,
+    /// `#[serde(untagged)]`.
+    pub untagged: Option<TokenStream>,
+    /// `#[schema(stored_as = T)]`, or serde's `into = "T"`: the value is stored as `T` is.
+    pub stored_as: Option<Sp<syn::Type>>,
 }
 
 /// `#[bucket(parent = f, entries = f, count = f, key = "k", first = f, last = f)]`: Rust field
@@ -164,7 +174,13 @@ impl Container {
         let mut indexes = Vec::new();
         let mut additional = Slot::new(cx, "schema", ADDITIONAL_PROPERTIES);
         let mut rename_all = Slot::new(cx, "serde", RENAME_ALL);
+        let mut rename_all_fields = Slot::new(cx, "serde", RENAME_ALL_FIELDS);
         let mut transparent = Slot::new(cx, "serde", TRANSPARENT);
+        let mut tag = Slot::new(cx, "serde", TAG);
+        let mut content = Slot::new(cx, "serde", CONTENT);
+        let mut untagged = Slot::new(cx, "serde", UNTAGGED);
+        let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
+        let mut into: Option<Sp<syn::Type>> = None;
 
         for attr in &item.attrs {
             let path = attr.path();
@@ -196,8 +212,11 @@ impl Container {
                     if meta.path == ADDITIONAL_PROPERTIES {
                         let parsed = boolean(&value(&meta)?, "additional_properties = false");
                         additional.set_or_poison(&meta.path, parsed);
+                    } else if meta.path == STORED_AS {
+                        let parsed = parse_type(&value(&meta)?, "stored_as = String");
+                        stored_as.set_or_poison(&meta.path, parsed);
                     } else {
-                        unknown(cx, &meta, "schema", &["additional_properties"])?;
+                        unknown(cx, &meta, "schema", &["additional_properties", "stored_as"])?;
                     }
                     Ok(())
                 });
@@ -215,13 +234,30 @@ impl Container {
                         if let Some(rule) = parse_rename_all(cx, &meta)? {
                             rename_all.set(&meta.path, rule);
                         }
+                    } else if meta.path == RENAME_ALL_FIELDS {
+                        if let Some(rule) = parse_rename_all(cx, &meta)? {
+                            rename_all_fields.set(&meta.path, rule);
+                        }
                     } else if meta.path == TRANSPARENT {
                         transparent.set(&meta.path, ());
-                    } else if meta.path == TAG
-                        || meta.path == CONTENT
-                        || meta.path == UNTAGGED
-                        || meta.path == INTO
-                        || meta.path == REMOTE
+                    } else if meta.path == TAG || meta.path == CONTENT {
+                        let lit = string(&value(&meta)?, "tag = \"type\"")?;
+                        let slot = if meta.path == TAG {
+                            &mut tag
+                        } else {
+                            &mut content
+                        };
+                        slot.set(&lit, lit.value());
+                    } else if meta.path == UNTAGGED {
+                        untagged.set(&meta.path, ());
+                    } else if meta.path == INTO {
+                        let lit = string(&value(&meta)?, "into = \"String\"")?;
+                        let ty = lit.parse::<syn::Type>()?;
+                        into = Some(Sp {
+                            value: ty,
+                            tokens: lit.to_token_stream(),
+                        });
+                    } else if meta.path == REMOTE
                         || meta.path == FIELD_IDENTIFIER
                         || meta.path == VARIANT_IDENTIFIER
                     {
@@ -243,16 +279,30 @@ impl Container {
             indexes,
             additional_properties: additional.get(),
             rename_all: rename_all.get().map_or(RenameRule::None, |r| r.value),
+            rename_all_fields: rename_all_fields
+                .get()
+                .map_or(RenameRule::None, |r| r.value),
             transparent: transparent.get().map(|t| t.tokens),
+            tag: tag.get(),
+            content: content.get(),
+            untagged: untagged.get().map(|u| u.tokens),
+            stored_as: stored_as
+                .get()
+                .and_then(|s| {
+                    Some(Sp {
+                        value: s.value?,
+                        tokens: s.tokens,
+                    })
+                })
+                .or(into),
         }
     }
 }
 
 fn container_reason(path: &syn::Path) -> &'static str {
-    if path == TAG || path == CONTENT || path == UNTAGGED {
-        "it changes how the value is stored into a shape the validator cannot describe; mongo-schema supports structs with named fields and unit-only enums stored as their names"
-    } else if path == INTO {
-        "the value is stored as another type's serialization, which the validator cannot see"
+    if path == REMOTE {
+        "a remote derive serializes another crate's type, whose stored shape this derive cannot see; \
+         derive `BsonSchema` on a local type with `#[schema(stored_as = T)]` naming what is stored"
     } else {
         "the validator cannot describe the stored shape faithfully"
     }
@@ -538,6 +588,10 @@ pub struct Field {
     /// `serialize_with` / `with`: written by custom code (the option's tokens and the helper's
     /// path as written in the string).
     pub custom_serialize: Option<(TokenStream, String)>,
+    /// `#[serde(flatten)]`: the value's fields are stored at this level.
+    pub flatten: Option<TokenStream>,
+    /// `#[schema(stored_as = T)]`: the value is stored as `T` would be.
+    pub stored_as: Option<Sp<syn::Type>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -636,6 +690,8 @@ impl Field {
         let mut skip_serializing = false;
         let mut skip_serializing_if = false;
         let mut custom_serialize = None;
+        let mut flatten = None;
+        let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
         let mut seen_constraints: Vec<&'static str> = Vec::new();
 
         for attr in &field.attrs {
@@ -677,6 +733,11 @@ impl Field {
                 });
             } else if path == SCHEMA {
                 parse_all(cx, attr, |meta| {
+                    if meta.path == STORED_AS {
+                        let parsed = parse_type(&value(&meta)?, "stored_as = String");
+                        stored_as.set_or_poison(&meta.path, parsed);
+                        return Ok(());
+                    }
                     let (keyword, kind) = if meta.path == MAX_LENGTH {
                         ("maxLength", ConstraintKind::String)
                     } else if meta.path == MIN_LENGTH {
@@ -692,7 +753,14 @@ impl Field {
                             cx,
                             &meta,
                             "schema",
-                            &["max_length", "min_length", "pattern", "minimum", "maximum"],
+                            &[
+                                "max_length",
+                                "min_length",
+                                "pattern",
+                                "minimum",
+                                "maximum",
+                                "stored_as",
+                            ],
                         );
                     };
                     let expr = value(&meta)?;
@@ -810,11 +878,7 @@ impl Field {
                         skip_serializing_if = true;
                         skip_value(&meta)?;
                     } else if meta.path == FLATTEN {
-                        unsupported_serde(
-                            cx,
-                            &meta.path,
-                            "the fields of the flattened value would be stored at this level, and the validator cannot list them; embed it as a named field instead",
-                        );
+                        flatten = Some(meta.path.to_token_stream());
                     } else if meta.path == WITH || meta.path == SERIALIZE_WITH {
                         let expr = value(&meta)?;
                         let helper = match &expr {
@@ -848,6 +912,13 @@ impl Field {
             skip_serializing,
             skip_serializing_if,
             custom_serialize,
+            flatten,
+            stored_as: stored_as.get().and_then(|s| {
+                Some(Sp {
+                    value: s.value?,
+                    tokens: s.tokens,
+                })
+            }),
         }
     }
 }
@@ -1099,12 +1170,21 @@ pub struct Variant {
     /// `#[serde(rename = "...")]`: the literal, so errors about the stored name point at it.
     pub rename: Option<LitStr>,
     pub skip_serializing: bool,
+    /// `#[serde(rename_all = "...")]` on the variant: the rule for its fields.
+    pub rename_all: Option<RenameRule>,
+    /// `#[serde(untagged)]` on one variant of a tagged enum: stored as its content alone.
+    pub untagged: Option<TokenStream>,
+    /// `#[index(...)]` on a kind of a whole-document enum: a partial index on its tag.
+    pub indexes: Vec<Sp<Index>>,
 }
 
 impl Variant {
     pub fn from_ast(cx: &Ctxt, variant: &syn::Variant) -> Self {
         let mut rename = Slot::new(cx, "serde", RENAME);
+        let mut rename_all = Slot::new(cx, "serde", RENAME_ALL);
+        let mut untagged = Slot::new(cx, "serde", UNTAGGED);
         let mut skip_serializing = false;
+        let mut indexes = Vec::new();
         for attr in &variant.attrs {
             let path = attr.path();
             if path == SERDE {
@@ -1113,22 +1193,33 @@ impl Variant {
                         if let Some(name) = parse_rename(&meta)? {
                             rename.set(&meta.path, name);
                         }
+                    } else if meta.path == RENAME_ALL {
+                        if let Some(rule) = parse_rename_all(cx, &meta)? {
+                            rename_all.set(&meta.path, rule);
+                        }
                     } else if meta.path == SKIP || meta.path == SKIP_SERIALIZING {
                         skip_serializing = true;
-                    } else if meta.path == WITH
-                        || meta.path == SERIALIZE_WITH
-                        || meta.path == UNTAGGED
-                    {
+                    } else if meta.path == UNTAGGED {
+                        untagged.set(&meta.path, ());
+                    } else if meta.path == WITH || meta.path == SERIALIZE_WITH {
                         unsupported_serde(
                             cx,
                             &meta.path,
-                            "the variant would not be stored as its name",
+                            "the variant is written by custom code, whose stored shape the validator cannot see; \
+                             move the custom code to a field and annotate it with `#[schema(stored_as = T)]`",
                         );
                         skip_value(&meta)?;
                     } else {
+                        // alias, other, bound, borrow, deserialize_with, skip_deserializing:
+                        // they change only how values are read
                         skip_value(&meta)?;
                     }
                     Ok(())
+                });
+            } else if path == INDEX {
+                indexes.push(Sp {
+                    value: parse_index(cx, attr),
+                    tokens: attr.to_token_stream(),
                 });
             } else if path == EMBED
                 || path == SCHEMA
@@ -1136,12 +1227,11 @@ impl Variant {
                 || path == EXTENDED_REF
                 || path == SUBSET
                 || path == COLLECTION
-                || path == INDEX
             {
                 cx.error_spanned_by(
                     attr,
                     format!(
-                        "`#[{}]` does not apply to an enum variant",
+                        "`#[{}]` does not apply to an enum variant; put it on a field of the variant",
                         path.to_token_stream()
                     ),
                 );
@@ -1150,6 +1240,9 @@ impl Variant {
         Variant {
             rename: rename.get().map(|r| r.value),
             skip_serializing,
+            rename_all: rename_all.get().map(|r| r.value),
+            untagged: untagged.get().map(|u| u.tokens),
+            indexes,
         }
     }
 }

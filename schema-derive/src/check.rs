@@ -5,7 +5,7 @@
 use quote::ToTokens;
 use syn::{Ident, Type};
 
-use crate::ast::{Container, Data, Field, RefKind};
+use crate::ast::{Container, Data, Field, RefKind, Repr, Style, Variant};
 use crate::attr::{ExtendedRef, IndexKey, KeyField, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 use crate::expand::Derive;
@@ -14,25 +14,16 @@ mod mongod;
 
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
-    for field in cont.stored_fields() {
+    for field in cont.all_stored_fields() {
         check_copies(cx, cont, field, derive);
         check_reference(cx, field);
         check_bounded(cx, field);
         check_custom_serialization(cx, field);
     }
     if let Data::Enum(variants) = &cont.data {
-        if variants.iter().all(|v| v.attrs.skip_serializing) && !variants.is_empty() {
-            cx.error_spanned_by(
-                cont.ident,
-                "every variant is skipped: nothing can be stored",
-            );
-        }
-        if let Some(additional) = &cont.attrs.additional_properties {
-            cx.error_spanned_by(
-                &additional.tokens,
-                "`additional_properties` applies to structs",
-            );
-        }
+        check_enum(cx, cont, variants, derive);
+    } else {
+        check_enum_attributes_on_enums(cx, cont);
     }
     check_bucket(cx, cont, derive);
     check_index_keys(cx, cont);
@@ -40,15 +31,230 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     mongod::check(cx, cont);
 }
 
-/// `Document` needs a named-field struct and a collection name; `#[collection]` and `#[index]`
-/// need `Document`.
+/// `tag`, `content` and `untagged` describe enums.
+fn check_enum_attributes_on_enums(cx: &Ctxt, cont: &Container) {
+    let attrs = &cont.attrs;
+    let tokens = attrs
+        .tag
+        .as_ref()
+        .map(|t| &t.tokens)
+        .or(attrs.content.as_ref().map(|c| &c.tokens))
+        .or(attrs.untagged.as_ref());
+    if let (Some(tokens), false) = (tokens, matches!(cont.data, Data::StoredAs)) {
+        cx.error_spanned_by(
+            tokens,
+            "`tag`, `content` and `untagged` are described on enums; on a struct, add the field to the struct instead",
+        );
+    }
+}
+
+/// An enum: its serde representation is one serde can write and the validator can describe.
+fn check_enum(cx: &Ctxt, cont: &Container, variants: &[Variant], derive: Derive) {
+    let attrs = &cont.attrs;
+    if variants.iter().all(|v| !v.is_stored()) && !variants.is_empty() {
+        cx.error_spanned_by(
+            cont.ident,
+            "every variant is skipped: nothing can be stored",
+        );
+    }
+    if let (Some(content), None) = (&attrs.content, &attrs.tag) {
+        cx.error_spanned_by(
+            &content.tokens,
+            "`content` names where an adjacently tagged enum stores a variant's data, and goes with `tag`: `#[serde(tag = \"type\", content = \"data\")]`",
+        );
+    }
+    if let (Some(untagged), Some(_)) = (&attrs.untagged, &attrs.tag) {
+        cx.error_spanned_by(
+            untagged,
+            "an enum is either `untagged` or tagged with `tag`: remove one",
+        );
+    }
+    let data = variants
+        .iter()
+        .any(|v| v.style != Style::Unit || v.attrs.untagged.is_some());
+    if let (Some(additional), false) = (&attrs.additional_properties, data) {
+        cx.error_spanned_by(
+            &additional.tokens,
+            "`additional_properties` closes the documents of a struct or of an enum's data variants, and this enum stores only names",
+        );
+    }
+    let repr = cont.repr();
+    for variant in variants.iter().filter(|v| v.is_stored()) {
+        if let Repr::Internal(tag) = &repr {
+            if variant.style == Style::Tuple && variant.attrs.untagged.is_none() {
+                cx.error_spanned_by(
+                    &variant.original.fields,
+                    format!(
+                        "variant `{}` is a tuple variant of an internally tagged enum (`tag = \"{tag}\"`), which serde cannot write (it fails at run time); \
+                         make it a struct variant, or store the data beside the tag with `#[serde(tag = \"{tag}\", content = \"...\")]`",
+                        variant.ident
+                    ),
+                );
+            }
+            if let Some(field) = variant
+                .fields
+                .iter()
+                .find(|f| f.is_stored() && f.stored_name == *tag && variant.style == Style::Struct)
+            {
+                cx.error_spanned_by(
+                    field.ident.map_or_else(|| field.ty.to_token_stream(), |i| i.to_token_stream()),
+                    format!(
+                        "field `{}` of variant `{}` is stored as \"{tag}\", the name of the enum's tag: a document cannot hold both; rename the field or the tag",
+                        field.display_name(),
+                        variant.ident
+                    ),
+                );
+            }
+        }
+        for field in &variant.fields {
+            if variant.style != Style::Struct {
+                continue;
+            }
+            if let Some(relation) = field
+                .attrs
+                .extended_ref
+                .as_ref()
+                .map(|e| &e.tokens)
+                .or(field.attrs.subset.as_ref().map(|s| &s.tokens))
+            {
+                cx.error_spanned_by(
+                    relation,
+                    format!(
+                        "`{}` on a field of an enum variant is not supported: copies and subsets are kept in sync on a struct document; \
+                         move the field to a `#[derive(Document)]` struct, or store a `#[reference]`",
+                        relation.clone().into_iter().nth(1).map(|t| t.to_string()).unwrap_or_default()
+                    ),
+                );
+            }
+        }
+        if !variant.attrs.indexes.is_empty() {
+            let kind_of_document = derive == Derive::Document && matches!(repr, Repr::Internal(_));
+            if !kind_of_document {
+                for index in &variant.attrs.indexes {
+                    cx.error_spanned_by(
+                        &index.tokens,
+                        "`#[index]` on a variant indexes one kind of a whole-document enum (a partial index on its tag): \
+                         it needs `#[derive(Document)]` on an internally tagged enum (`#[serde(tag = \"...\")]`)",
+                    );
+                }
+            }
+        }
+    }
+    if derive == Derive::Document {
+        check_kind_ids(cx, variants);
+        for variant in variants {
+            for index in &variant.attrs.indexes {
+                if let Some(keys) = &index.value.keys {
+                    for key in &keys.value {
+                        check_kind_key(cx, variant, key);
+                    }
+                }
+                if let Some(sparse) = index.value.sparse.as_ref().filter(|s| s.value) {
+                    cx.error_spanned_by(
+                        &sparse.tokens,
+                        "an index of one kind is a partial index on the tag, and mongod refuses an index that is both sparse and partial: remove `sparse`",
+                    );
+                }
+            }
+        }
+        let kinds = matches!(repr, Repr::Internal(_) | Repr::Untagged)
+            && variants
+                .iter()
+                .filter(|v| v.is_stored())
+                .all(|v| v.style == Style::Struct);
+        if !kinds {
+            cx.error_spanned_by(
+                cont.ident,
+                "`#[derive(Document)]` on an enum stores one kind of document per variant: it needs an internally tagged \
+                 (`#[serde(tag = \"kind\")]`) or untagged enum whose variants all have named fields",
+            );
+        }
+    }
+}
+
+/// The kinds of a whole-document enum share one `_id` type, or none holds `_id` (the server
+/// assigns an ObjectId).
+fn check_kind_ids(cx: &Ctxt, variants: &[Variant]) {
+    let stored: Vec<&Variant> = variants.iter().filter(|v| v.is_stored()).collect();
+    let ids: Vec<(&Variant, Option<&Field>)> = stored
+        .iter()
+        .map(|v| {
+            let id = v
+                .fields
+                .iter()
+                .find(|f| f.is_stored() && f.stored_name == "_id");
+            (*v, id)
+        })
+        .collect();
+    let Some((first, Some(first_id))) = ids.iter().find(|(_, id)| id.is_some()) else {
+        return; // no kind holds `_id`
+    };
+    let first_ty = type_name(first_id.ty);
+    for (variant, id) in &ids {
+        match id {
+            None => cx.error_spanned_by(
+                variant.ident,
+                format!(
+                    "kind `{}` holds no `_id` while kind `{}` holds one of type `{first_ty}`: the server would give this kind an ObjectId, \
+                     so one collection would mix `_id` types; add `#[serde(rename = \"_id\")] id: {first_ty}` to every kind, or remove it from all",
+                    variant.ident, first.ident
+                ),
+            ),
+            Some(id) if type_name(id.ty) != first_ty => cx.error_spanned_by(
+                id.ty,
+                format!(
+                    "the `_id` of kind `{}` is a `{}`, and that of kind `{}` a `{first_ty}`: the kinds of one collection share one `_id` type",
+                    variant.ident,
+                    type_name(id.ty),
+                    first.ident
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
+/// A key of a kind's index names a field of that kind.
+fn check_kind_key(cx: &Ctxt, variant: &Variant, key: &IndexKey) {
+    let found = match &key.field {
+        KeyField::Rust(ident) => {
+            let wanted = crate::ast::unraw(ident);
+            variant
+                .fields
+                .iter()
+                .any(|f| f.is_stored() && f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
+        }
+        KeyField::Path(lit) => {
+            let path = lit.value();
+            let first = path.split('.').next().unwrap_or_default().to_owned();
+            first == "_id"
+                || variant
+                    .fields
+                    .iter()
+                    .any(|f| f.is_stored() && f.stored_name == first)
+        }
+    };
+    if !found {
+        cx.error_spanned_by(
+            key.field.tokens(),
+            format!(
+                "kind `{}` has no stored field `{}`: the index of a kind names that kind's fields",
+                variant.ident,
+                key.field.tokens().to_string().trim_matches('"')
+            ),
+        );
+    }
+}
+
+/// `Document` needs a named-field struct (or an enum of kinds) and a collection name;
+/// `#[collection]` and `#[index]` need `Document`.
 fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
     match derive {
         Derive::Document => {
-            if !matches!(cont.data, Data::Struct(_)) {
+            if !matches!(cont.data, Data::Struct(_) | Data::Enum(_)) {
                 cx.error_spanned_by(
                     cont.ident,
-                    "`#[derive(Document)]` needs a struct with named fields: a collection stores documents",
+                    "`#[derive(Document)]` needs a struct with named fields (or an enum of kinds): a collection stores documents",
                 );
             }
             match &cont.attrs.collection {
@@ -172,6 +378,11 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
             format!("field `{name}` has more than one of `#[embed]`, `#[reference]`, `#[extended_ref]`, `#[subset]`: keep one"),
         );
         return;
+    }
+    if matches!(cont.data, Data::Enum(_))
+        && (attrs.extended_ref.is_some() || attrs.subset.is_some())
+    {
+        return; // reported by `check_enum`
     }
     if let Some(extended) = &attrs.extended_ref {
         if derive != Derive::Document {
@@ -338,6 +549,9 @@ fn check_bounded(cx: &Ctxt, field: &Field) {
     if field.attrs.relation.is_some() || field.attrs.reference.is_some() {
         return; // reported by the attribute parser or `check_reference`
     }
+    if field.attrs.stored_as.is_some() {
+        return; // the stored type says what is stored, and is checked by rustc
+    }
     match (&field.attrs.embed, collection_kind(field.ty)) {
         (Some(embed), _) if embed.value.max.is_none() => cx.error_spanned_by(
             &embed.tokens,
@@ -360,8 +574,12 @@ fn check_bounded(cx: &Ctxt, field: &Field) {
     }
 }
 
-/// Rule 6: custom serialization hides the stored shape from the derive.
+/// Rule 6: custom serialization hides the stored shape from the derive, unless the field says
+/// what is stored (`#[schema(stored_as = T)]`) or the helper is one the derive knows.
 fn check_custom_serialization(cx: &Ctxt, field: &Field) {
+    if field.attrs.stored_as.is_some() {
+        return;
+    }
     if let Some((tokens, helper)) = &field.attrs.custom_serialize {
         if crate::serde_helpers::recognise(helper, field.ty).is_some() {
             return;
@@ -369,9 +587,9 @@ fn check_custom_serialization(cx: &Ctxt, field: &Field) {
         cx.error_spanned_by(
             tokens,
             format!(
-                "`#[serde({})]` on field `{}` writes the value with custom code, so the validator cannot know its stored shape; \
-                 store a type that derives `BsonSchema` (or implements it by hand) instead",
-                tokens,
+                "`#[serde({tokens})]` on field `{}` writes the value with custom code, so the validator cannot know its stored shape; \
+                 say what the code stores with `#[schema(stored_as = T)]` (e.g. `#[schema(stored_as = String)]` for a value written \
+                 as a string), where `T` is a type whose serialization has the same shape",
                 field.display_name()
             ),
         );
@@ -466,6 +684,7 @@ pub fn resolve_key(cx: &Ctxt, cont: &Container, key: &IndexKey) -> String {
             let wanted = crate::ast::unraw(ident);
             let all: Vec<&Field> = match &cont.data {
                 Data::Struct(fields) => fields.iter().collect(),
+                Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
                 _ => Vec::new(),
             };
             match all

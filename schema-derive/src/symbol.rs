@@ -51,10 +51,12 @@ symbols! {
     MINIMUM = "minimum",
     MAXIMUM = "maximum",
     PATTERN = "pattern",
+    STORED_AS = "stored_as",
     // serde
     SERDE = "serde",
     RENAME = "rename",
     RENAME_ALL = "rename_all",
+    RENAME_ALL_FIELDS = "rename_all_fields",
     SERIALIZE = "serialize",
     SKIP = "skip",
     SKIP_SERIALIZING = "skip_serializing",

@@ -148,7 +148,12 @@ impl Checker {
                 continue;
             }
             let at = join(path, key);
-            if UNSUPPORTED.contains(&key.as_str()) {
+            if key == super::compose::PROBLEM {
+                let text = schema.get_str(key).unwrap_or_default();
+                self.problems.push(format!(
+                    "`{path}` cannot describe what serde stores: {text}"
+                ));
+            } else if UNSUPPORTED.contains(&key.as_str()) {
                 self.problem(
                     &at,
                     "is a JSON Schema keyword that mongod does not support".to_owned(),

@@ -1,6 +1,7 @@
 //! Building, comparing and checking `$jsonSchema` documents.
 
 mod check;
+pub(crate) mod compose;
 
 use mongodb::bson::{doc, Bson, Document};
 

@@ -117,6 +117,22 @@ impl IndexSpec {
         self
     }
 
+    /// Makes it an index of one kind of a whole-document enum: a partial index on the kind's tag
+    /// (`{ <tag>: "<kind>" }`, an equality mongod accepts in a partial filter), before any filter
+    /// of its own. An undeclared name gets the kind as a suffix, so that two kinds may index the
+    /// same keys.
+    pub fn kind(mut self, tag: &str, kind: &str) -> Self {
+        let mut filter = mongodb::bson::doc! { tag: kind };
+        if let Some(own) = self.partial_filter.take() {
+            filter.extend(own);
+        }
+        self.partial_filter = Some(filter);
+        if !self.name_declared {
+            self.name = format!("{}_{kind}", self.name);
+        }
+        self
+    }
+
     /// Makes it a TTL index.
     pub fn expire_after_secs(mut self, secs: u64) -> Self {
         self.expire_after_secs = Some(secs);

@@ -40,11 +40,25 @@ fn name_tokens(field: &Field) -> proc_macro2::TokenStream {
 }
 
 /// Field names: no `.` (a path), no leading `$` (an operator), no NUL (BSON keys end with one).
+/// The groups of fields stored in one document: a struct's, or each variant's.
+fn field_groups<'c, 'a>(cont: &'c Container<'a>) -> Vec<&'c [Field<'a>]> {
+    match &cont.data {
+        Data::Struct(fields) => vec![fields],
+        Data::Enum(variants) => variants
+            .iter()
+            .filter(|v| v.style == crate::ast::Style::Struct)
+            .map(|v| &v.fields[..])
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn check_stored_field_names(cx: &Ctxt, cont: &Container) {
-    let Data::Struct(fields) = &cont.data else {
-        return;
-    };
-    for field in fields.iter().filter(|f| f.is_stored()) {
+    for field in field_groups(cont)
+        .into_iter()
+        .flatten()
+        .filter(|f| f.is_stored())
+    {
         let stored = &field.stored_name;
         let problem = if stored.contains('\0') {
             "contains a NUL character: BSON field names are NUL-terminated, so mongod cannot store it"
@@ -86,10 +100,16 @@ fn suggested_name(stored: &str) -> String {
 /// Two fields stored under one name: the validator's `required` would list it twice, which
 /// mongod's `$jsonSchema` parser refuses (and the document would hold the key twice).
 fn check_duplicate_stored_names(cx: &Ctxt, cont: &Container) {
-    let Data::Struct(fields) = &cont.data else {
-        return;
-    };
-    let stored: Vec<&Field> = fields.iter().filter(|f| f.is_stored()).collect();
+    for fields in field_groups(cont) {
+        check_duplicates_in(cx, fields);
+    }
+}
+
+fn check_duplicates_in(cx: &Ctxt, fields: &[Field]) {
+    let stored: Vec<&Field> = fields
+        .iter()
+        .filter(|f| f.is_stored() && f.attrs.flatten.is_none())
+        .collect();
     for (i, field) in stored.iter().enumerate() {
         let Some(first) = stored[..i]
             .iter()

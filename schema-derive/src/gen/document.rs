@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::ast::Container;
+use crate::ast::{Container, Data, Repr, Variant};
 use crate::attr::{IndexKey, KeyKind};
 use crate::check::resolve_key;
 use crate::ctxt::Ctxt;
@@ -31,7 +31,27 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         Some("warn") => quote!(Warn),
         _ => quote!(Error),
     };
-    let indexes = cont.attrs.indexes.iter().map(|index| {
+    let kinds = match (&cont.data, cont.repr()) {
+        (Data::Enum(variants), Repr::Internal(tag)) => variants
+            .iter()
+            .flat_map(|v| {
+                let kind = &v.stored_name;
+                let tag = tag.clone();
+                v.attrs
+                    .indexes
+                    .iter()
+                    .map(move |index| (index, Some((tag.clone(), kind.clone()))))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let all_indexes = cont
+        .attrs
+        .indexes
+        .iter()
+        .map(|index| (index, None))
+        .chain(kinds);
+    let indexes = all_indexes.map(|(index, kind)| {
         let index = &index.value;
         let keys = keys_document(cont, &index.keys.as_ref().expect("checked").value);
         let name = index.name.as_ref().map(|n| {
@@ -56,8 +76,9 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             let secs = t.value;
             quote!(.expire_after_secs(#secs))
         });
+        let kind = kind.map(|(tag, kind)| quote!(.kind(#tag, #kind)));
         quote! {
-            .index(#private::IndexSpec::new(#keys) #name #unique #sparse #partial #ttl)
+            .index(#private::IndexSpec::new(#keys) #name #unique #sparse #partial #kind #ttl)
         }
     });
     let shard_key = collection.shard_key.as_ref().map(|keys| {
@@ -69,7 +90,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
-    let has_fields = crate::gen::copies::has_field_impls(cont);
     let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
     let id_type = match id_field {
         Some(field) => {
@@ -78,13 +98,22 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         }
         None => quote!(#private::bson::oid::ObjectId),
     };
-    let identified = id_field.and_then(|field| field.ident).map(|member| {
+    let (has_fields, id_body) = match &cont.data {
+        Data::Enum(variants) => (TokenStream::new(), kind_ids(variants)),
+        _ => (
+            crate::gen::copies::has_field_impls(cont),
+            id_field
+                .and_then(|field| field.ident)
+                .map(|member| quote!(&self.#member)),
+        ),
+    };
+    let identified = id_body.map(|body| {
         quote! {
             #[automatically_derived]
             impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
                 #[inline]
                 fn id(&self) -> &Self::Id {
-                    &self.#member
+                    #body
                 }
             }
         }
@@ -113,6 +142,26 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         #relation_consts
         #has_fields
     }
+}
+
+/// The body of `Identified::id` of a whole-document enum whose every kind holds `_id` (checked
+/// to be of one type): a match on the kinds.
+fn kind_ids(variants: &[Variant]) -> Option<TokenStream> {
+    let mut arms = Vec::new();
+    for variant in variants {
+        let ident = variant.ident;
+        if !variant.is_stored() {
+            arms.push(quote!(Self::#ident { .. } => ::core::unreachable!("a skipped variant is never stored"),));
+            continue;
+        }
+        let member = variant
+            .fields
+            .iter()
+            .find(|f| f.is_stored() && f.stored_name == "_id")?
+            .ident?;
+        arms.push(quote!(Self::#ident { #member: id, .. } => id,));
+    }
+    Some(quote!(match self { #(#arms)* }))
 }
 
 /// An ordered key document, with Rust field names translated to stored names.

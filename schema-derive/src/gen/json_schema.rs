@@ -1,10 +1,10 @@
 //! `impl BsonSchema`: the `$jsonSchema` of a struct, newtype or unit-only enum.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, Data, Field};
+use crate::ast::{Container, Data, Field, Repr, Style, Variant};
 use crate::attr::{ConstraintKind, ConstraintValue};
 use crate::expand::Derive;
 use crate::gen::private;
@@ -17,37 +17,22 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let mut type_checks = crate::gen::checks::constraint_checks(cont);
     type_checks.extend(crate::gen::relations::id_type_checks(cont));
     type_checks.extend(crate::gen::copies::checks(cont));
+    let root = derive == Derive::Document;
+    let closed = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.additional_properties.as_ref())
+        .or(cont.attrs.additional_properties.as_ref())
+        .is_some_and(|allowed| !allowed.value);
     let body = match &cont.data {
-        Data::Struct(_) => {
-            let properties = cont.stored_fields().map(|field| {
-                let name = &field.stored_name;
-                let schema = field_schema(field);
-                let required = !field.attrs.skip_serializing_if;
-                quote!(.property(#name, #schema, #required))
-            });
-            let collection_root = derive == Derive::Document;
-            let deny = cont
-                .attrs
-                .collection
-                .as_ref()
-                .and_then(|c| c.value.additional_properties.as_ref())
-                .or(cont.attrs.additional_properties.as_ref())
-                .filter(|allowed| !allowed.value)
-                .map(|_| quote!(.deny_additional(#collection_root)));
-            quote! {
-                #private::object()
-                    #(#properties)*
-                    #deny
-                    .build()
-            }
-        }
+        Data::Struct(fields) => object_schema(fields, closed, root),
+        Data::Tuple(fields) => tuple_schema(fields),
         Data::Transparent(field) => field_schema(field),
-        Data::Enum(variants) => {
-            let names = variants
-                .iter()
-                .filter(|v| !v.attrs.skip_serializing)
-                .map(|v| &v.stored_name);
-            quote!(#private::string_enum(&[#(#names),*]))
+        Data::Enum(variants) => enum_schema(cont, variants, closed, root),
+        Data::StoredAs => {
+            let ty = &cont.attrs.stored_as.as_ref().expect("stored_as").value;
+            quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::bson_schema())
         }
     };
     // a generic value holding a collection root embeds it too (rule 3)
@@ -64,6 +49,86 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
             }
             const __COLLECTION_ROOT: bool = #root;
         }
+    }
+}
+
+/// `object().property(...)...build()` over the stored fields, flattened ones merged.
+fn object_schema(fields: &[Field], closed: bool, root: bool) -> TokenStream {
+    let private = private();
+    let parts = fields.iter().filter(|f| f.is_stored()).map(|field| {
+        let schema = field_schema(field);
+        if field.attrs.flatten.is_some() {
+            return quote!(.flatten(#schema));
+        }
+        let name = &field.stored_name;
+        let required = !field.attrs.skip_serializing_if;
+        quote!(.property(#name, #schema, #required))
+    });
+    let finish = match (closed, root) {
+        (true, _) => quote!(.deny_additional(#root)),
+        (false, true) => quote!(.root()),
+        (false, false) => TokenStream::new(),
+    };
+    quote! {
+        #private::object()
+            #(#parts)*
+            #finish
+            .build()
+    }
+}
+
+/// A tuple struct or tuple variant: an array of its stored fields, in order.
+fn tuple_schema(fields: &[Field]) -> TokenStream {
+    let private = private();
+    let items = fields.iter().filter(|f| f.is_stored()).map(field_schema);
+    quote!(#private::tuple(::std::vec![#(#items),*]))
+}
+
+/// An enum in its serde representation; a unit-only enum stored as its names is `{ enum }`.
+fn enum_schema(cont: &Container, variants: &[Variant], closed: bool, root: bool) -> TokenStream {
+    let private = private();
+    let repr = cont.repr();
+    let stored: Vec<&Variant> = variants.iter().filter(|v| v.is_stored()).collect();
+    let names_only = repr == Repr::External
+        && stored
+            .iter()
+            .all(|v| v.style == Style::Unit && v.attrs.untagged.is_none());
+    if names_only {
+        let names = stored.iter().map(|v| &v.stored_name);
+        return quote!(#private::string_enum(&[#(#names),*]));
+    }
+    let tagging = match &repr {
+        Repr::External => quote!(#private::Tagging::External),
+        Repr::Internal(tag) => quote!(#private::Tagging::Internal(#tag)),
+        Repr::Adjacent(tag, content) => quote!(#private::Tagging::Adjacent(#tag, #content)),
+        Repr::Untagged => quote!(#private::Tagging::Untagged),
+    };
+    let branches = stored.iter().map(|variant| {
+        let name = &variant.stored_name;
+        let untagged = variant.attrs.untagged.is_some();
+        let content = match variant.style {
+            Style::Unit => quote!(::core::option::Option::None),
+            Style::Newtype => {
+                let schema = field_schema(&variant.fields[0]);
+                quote!(::core::option::Option::Some(#schema))
+            }
+            Style::Tuple => {
+                let schema = tuple_schema(&variant.fields);
+                quote!(::core::option::Option::Some(#schema))
+            }
+            Style::Struct => {
+                // internally tagged: the enum closes the object once the tag is in it
+                let close = closed && !matches!(repr, Repr::Internal(_)) || closed && untagged;
+                let schema = object_schema(&variant.fields, close, false);
+                quote!(::core::option::Option::Some(#schema))
+            }
+        };
+        quote! {
+            #private::VariantSchema { name: #name, content: #content, untagged: #untagged }
+        }
+    });
+    quote! {
+        #private::enum_schema(#tagging, ::std::vec![#(#branches),*], #closed, #root)
     }
 }
 
@@ -88,20 +153,23 @@ pub fn field_schema(field: &Field) -> TokenStream {
                 .and_then(|s| s.value.max)
                 .filter(|m| *m > 1)
         });
-    let helper = field
-        .attrs
-        .custom_serialize
-        .as_ref()
-        .and_then(|(_, helper)| crate::serde_helpers::recognise(helper, ty));
+    let helper = match &field.attrs.stored_as {
+        Some(stored) => Some(stored.value.to_token_stream()),
+        None => field
+            .attrs
+            .custom_serialize
+            .as_ref()
+            .and_then(|(_, helper)| crate::serde_helpers::recognise(helper, ty)),
+    };
     let base = match (helper, bound) {
         (Some(stored), _) => {
             quote_spanned!(ty.span()=> <#stored as #private::BsonSchema>::bson_schema())
         }
         (None, bound) => match bound {
-        Some(max) => {
-            quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::bounded_schema(#max))
-        }
-        None => quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::bson_schema()),
+            Some(max) => {
+                quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::bounded_schema(#max))
+            }
+            None => quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::bson_schema()),
         },
     };
     if field.attrs.constraints.is_empty() {
