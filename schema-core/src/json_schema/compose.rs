@@ -238,7 +238,10 @@ impl ObjectSchema {
 
     fn alternative_schema(&self, alternative: &Alternative) -> Document {
         let mut properties = alternative.properties.clone();
-        if self.root && self.closed && !properties.contains_key("_id") {
+        // a root without `_id` gets the server's ObjectId, which neither `false` nor the values
+        // of a flattened map describe
+        let admits_others = !self.closed && alternative.rest.is_none();
+        if self.root && !admits_others && !properties.contains_key("_id") {
             properties.insert("_id", doc! { "bsonType": "objectId" });
         }
         let mut schema = doc! { "bsonType": "object" };
@@ -246,12 +249,11 @@ impl ObjectSchema {
             schema.insert("required", alternative.required.clone());
         }
         let count = properties.len() as u64;
-        let server_id = u64::from(self.root && !properties.contains_key("_id"));
         schema.insert("properties", properties);
         match &alternative.rest {
             Some((values, max)) => {
                 schema.insert("additionalProperties", values.clone());
-                schema.insert("maxProperties", (count + server_id + max) as i64);
+                schema.insert("maxProperties", (count + max) as i64);
             }
             None if self.closed => {
                 schema.insert("additionalProperties", false);
