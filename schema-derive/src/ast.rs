@@ -118,7 +118,6 @@ pub struct Variant<'a> {
     pub attrs: attr::Variant,
     pub style: Style,
     pub fields: Vec<Field<'a>>,
-    pub original: &'a syn::Variant,
 }
 
 impl Variant<'_> {
@@ -276,7 +275,6 @@ fn data_from_ast<'a>(
                         attrs: attrs_v,
                         style,
                         fields,
-                        original: variant,
                     }
                 })
                 .collect();

@@ -57,18 +57,9 @@ fn check_enum(cx: &Ctxt, cont: &Container, variants: &[Variant], derive: Derive)
             "every variant is skipped: nothing can be stored",
         );
     }
-    if let (Some(content), None) = (&attrs.content, &attrs.tag) {
-        cx.error_spanned_by(
-            &content.tokens,
-            "`content` names where an adjacently tagged enum stores a variant's data, and goes with `tag`: `#[serde(tag = \"type\", content = \"data\")]`",
-        );
-    }
-    if let (Some(untagged), Some(_)) = (&attrs.untagged, &attrs.tag) {
-        cx.error_spanned_by(
-            untagged,
-            "an enum is either `untagged` or tagged with `tag`: remove one",
-        );
-    }
+    // `content` without `tag`, `untagged` with `tag`, a tuple variant of an internally tagged
+    // enum and a field stored under the tag's name are reported by serde's own derive (and, for
+    // a hand-written `Serialize`, found by `Schema::build`): not reported twice here
     let data = variants
         .iter()
         .any(|v| v.style != Style::Unit || v.attrs.untagged.is_some());
@@ -80,49 +71,21 @@ fn check_enum(cx: &Ctxt, cont: &Container, variants: &[Variant], derive: Derive)
     }
     let repr = cont.repr();
     for variant in variants.iter().filter(|v| v.is_stored()) {
-        if let Repr::Internal(tag) = &repr {
-            if variant.style == Style::Tuple && variant.attrs.untagged.is_none() {
-                cx.error_spanned_by(
-                    &variant.original.fields,
-                    format!(
-                        "variant `{}` is a tuple variant of an internally tagged enum (`tag = \"{tag}\"`), which serde cannot write (it fails at run time); \
-                         make it a struct variant, or store the data beside the tag with `#[serde(tag = \"{tag}\", content = \"...\")]`",
-                        variant.ident
-                    ),
-                );
-            }
-            if let Some(field) = variant
-                .fields
-                .iter()
-                .find(|f| f.is_stored() && f.stored_name == *tag && variant.style == Style::Struct)
-            {
-                cx.error_spanned_by(
-                    field.ident.map_or_else(|| field.ty.to_token_stream(), |i| i.to_token_stream()),
-                    format!(
-                        "field `{}` of variant `{}` is stored as \"{tag}\", the name of the enum's tag: a document cannot hold both; rename the field or the tag",
-                        field.display_name(),
-                        variant.ident
-                    ),
-                );
-            }
-        }
         for field in &variant.fields {
             if variant.style != Style::Struct {
                 continue;
             }
-            if let Some(relation) = field
-                .attrs
-                .extended_ref
-                .as_ref()
-                .map(|e| &e.tokens)
-                .or(field.attrs.subset.as_ref().map(|s| &s.tokens))
-            {
+            let relation = match (&field.attrs.extended_ref, &field.attrs.subset) {
+                (Some(extended), _) => Some((&extended.tokens, "#[extended_ref]")),
+                (None, Some(subset)) => Some((&subset.tokens, "#[subset]")),
+                (None, None) => None,
+            };
+            if let Some((tokens, name)) = relation {
                 cx.error_spanned_by(
-                    relation,
+                    tokens,
                     format!(
-                        "`{}` on a field of an enum variant is not supported: copies and subsets are kept in sync on a struct document; \
-                         move the field to a `#[derive(Document)]` struct, or store a `#[reference]`",
-                        relation.clone().into_iter().nth(1).map(|t| t.to_string()).unwrap_or_default()
+                        "`{name}` on a field of an enum variant is not supported: copies and subsets are kept in sync on a struct document; \
+                         move the field to a `#[derive(Document)]` struct, or store a `#[reference]`"
                     ),
                 );
             }
@@ -203,7 +166,7 @@ fn check_kind_ids(cx: &Ctxt, variants: &[Variant]) {
             Some(id) if type_name(id.ty) != first_ty => cx.error_spanned_by(
                 id.ty,
                 format!(
-                    "the `_id` of kind `{}` is a `{}`, and that of kind `{}` a `{first_ty}`: the kinds of one collection share one `_id` type",
+                    "the `_id` of kind `{}` is of type `{}`, and that of kind `{}` of type `{first_ty}`: the kinds of one collection share one `_id` type",
                     variant.ident,
                     type_name(id.ty),
                     first.ident

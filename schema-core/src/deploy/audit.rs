@@ -237,14 +237,22 @@ fn size(value: Option<&Bson>) -> u64 {
 
 /// Top-level arrays of a validator with their `maxItems`.
 fn bounded_arrays(validator: &BsonDocument) -> Vec<(String, u64)> {
-    let Ok(properties) = validator
-        .get_document("$jsonSchema")
-        .and_then(|s| s.get_document("properties"))
-    else {
+    let Ok(schema) = validator.get_document("$jsonSchema") else {
         return Vec::new();
     };
-    properties
-        .iter()
+    // every kind's arrays, once each
+    let mut seen: Vec<String> = Vec::new();
+    crate::json_schema::kinds(schema)
+        .into_iter()
+        .filter_map(|(_, kind)| kind.get_document("properties").ok())
+        .flat_map(|properties| properties.iter())
+        .filter(|(name, _)| {
+            let new = !seen.contains(name);
+            if new {
+                seen.push((*name).clone());
+            }
+            new
+        })
         .filter_map(|(name, property)| {
             let property = property.as_document()?;
             let is_array = match property.get("bsonType") {

@@ -382,28 +382,52 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         .get_document("$jsonSchema")
         .cloned()
         .unwrap_or_default();
-    let required = json.get_array("required").map(|r| r.len()).unwrap_or(0);
-    let strict = if json.get_bool("additionalProperties") == Ok(false) {
-        ", no other fields allowed"
-    } else {
-        ""
-    };
-    let _ = writeln!(
-        out,
-        "Validator: `$jsonSchema`, level {}, action {}; {} required fields{strict}.\n",
-        spec.validation_level, spec.validation_action, required
-    );
-    let _ = writeln!(out, "| field | stored as | bound |\n|---|---|---|");
-    if let Ok(properties) = json.get_document("properties") {
-        for (name, property) in properties {
-            if let Some(property) = property.as_document() {
-                let _ = writeln!(
-                    out,
-                    "| `{name}` | {} | {} |",
-                    type_summary(property),
-                    bound_summary(property)
-                );
+    let kinds = crate::json_schema::kinds(&json);
+    if kinds.len() > 1 {
+        let _ = writeln!(
+            out,
+            "Validator: `$jsonSchema`, level {}, action {}; one of {} kinds of document.\n",
+            spec.validation_level,
+            spec.validation_action,
+            kinds.len()
+        );
+    }
+    for (i, (tag, kind)) in kinds.iter().enumerate() {
+        let required = kind.get_array("required").map(|r| r.len()).unwrap_or(0);
+        let strict = if kind.get_bool("additionalProperties") == Ok(false) {
+            ", no other fields allowed"
+        } else {
+            ""
+        };
+        if kinds.len() > 1 {
+            let label = tag.clone().unwrap_or_else(|| format!("shape {}", i + 1));
+            let _ = writeln!(
+                out,
+                "Kind `{label}`: {required} required fields{strict}; at most {}.\n",
+                SizeBound::of(kind)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "Validator: `$jsonSchema`, level {}, action {}; {} required fields{strict}.\n",
+                spec.validation_level, spec.validation_action, required
+            );
+        }
+        let _ = writeln!(out, "| field | stored as | bound |\n|---|---|---|");
+        if let Ok(properties) = kind.get_document("properties") {
+            for (name, property) in properties {
+                if let Some(property) = property.as_document() {
+                    let _ = writeln!(
+                        out,
+                        "| `{name}` | {} | {} |",
+                        type_summary(property),
+                        bound_summary(property)
+                    );
+                }
             }
+        }
+        if kinds.len() > 1 {
+            out.push('\n');
         }
     }
     let bound = SizeBound::of(&json);
@@ -525,7 +549,10 @@ fn type_summary(schema: &Document) -> String {
             probe.insert("bsonType", base);
             format!("{} or null", type_summary(&probe))
         }
-        _ => match schema.get_array("anyOf") {
+        _ => match schema
+            .get_array("anyOf")
+            .or_else(|_| schema.get_array("oneOf"))
+        {
             Ok(_) => "one of several shapes".into(),
             Err(_) => "any".into(),
         },

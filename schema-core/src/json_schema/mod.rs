@@ -130,6 +130,39 @@ fn number(value: &Bson) -> Option<f64> {
     }
 }
 
+/// The shapes a document schema allows: one per `oneOf`/`anyOf` branch of a whole-document enum
+/// or a flattened enum (each labelled by its tag, `kind = "login"`, when a property of the
+/// branch is a single-value `enum`), or the schema itself.
+pub(crate) fn kinds(schema: &Document) -> Vec<(Option<String>, &Document)> {
+    let branches = schema
+        .get_array("oneOf")
+        .or_else(|_| schema.get_array("anyOf"))
+        .ok()
+        .filter(|_| !schema.contains_key("properties"));
+    let Some(branches) = branches else {
+        return vec![(None, schema)];
+    };
+    let objects: Vec<&Document> = branches.iter().filter_map(Bson::as_document).collect();
+    if !objects.iter().all(|b| b.contains_key("properties")) {
+        return vec![(None, schema)];
+    }
+    objects
+        .into_iter()
+        .map(|branch| {
+            let tag = branch.get_document("properties").ok().and_then(|p| {
+                p.iter().find_map(|(name, property)| {
+                    let values = property.as_document()?.get_array("enum").ok()?;
+                    match values.as_slice() {
+                        [Bson::String(kind)] => Some(format!("{name} = \"{kind}\"")),
+                        _ => None,
+                    }
+                })
+            });
+            (tag, branch)
+        })
+        .collect()
+}
+
 /// Whether a dotted path (`customer._id`, `parts.name`) names a property of the schema,
 /// looking through arrays into their items and through `anyOf` branches.
 pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
@@ -155,13 +188,16 @@ pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
     true
 }
 
-/// Looks through `anyOf` branches and array `items`, which are transparent to a dotted path.
+/// Looks through `anyOf`/`oneOf` branches and array `items`, which are transparent to a dotted
+/// path.
 fn expand(schemas: Vec<Document>) -> Vec<Document> {
     let mut out = Vec::new();
     let mut stack = schemas;
     while let Some(schema) = stack.pop() {
-        if let Ok(branches) = schema.get_array("anyOf") {
-            stack.extend(branches.iter().filter_map(|b| b.as_document().cloned()));
+        for keyword in ["anyOf", "oneOf"] {
+            if let Ok(branches) = schema.get_array(keyword) {
+                stack.extend(branches.iter().filter_map(|b| b.as_document().cloned()));
+            }
         }
         if let Ok(items) = schema.get_document("items") {
             stack.push(items.clone());

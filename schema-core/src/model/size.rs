@@ -92,7 +92,11 @@ fn value_bytes(schema: &Document, path: &str, unbounded: &mut Vec<String>) -> u6
     if let Ok(values) = schema.get_array("enum") {
         return values.iter().map(literal_bytes).max().unwrap_or(0);
     }
-    if let Ok(branches) = schema.get_array("anyOf") {
+    if let Ok(branches) = schema
+        .get_array("anyOf")
+        .or_else(|_| schema.get_array("oneOf"))
+    {
+        // the largest shape: a whole-document enum's largest kind
         return branches
             .iter()
             .filter_map(Bson::as_document)

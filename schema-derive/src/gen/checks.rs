@@ -34,7 +34,12 @@ pub fn constraint_checks(cont: &Container) -> TokenStream {
         .collect();
     let mut checks = TokenStream::new();
     for field in cont.stored_fields() {
-        let ty = field.ty;
+        // constraints apply to what is stored
+        let ty = field
+            .attrs
+            .stored_as
+            .as_ref()
+            .map_or(field.ty, |s| &s.value);
         if mentions_any(ty, &params) {
             continue; // a where-bound of the impl instead (see `json_schema::with_bounds`)
         }

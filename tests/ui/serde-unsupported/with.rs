@@ -23,4 +23,7 @@ pub struct Session {
     pub expires_at: i64,
 }
 
-fn main() {}
+fn main() {
+    // the generated items are there: uses compile
+    let _ = Session::validator();
+}

@@ -2,6 +2,10 @@ use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(BsonSchema, Serialize, Deserialize)]
-pub struct Dimensions(f64, f64);
+#[serde(tag = "status")]
+pub enum Order {
+    Open { lines: Vec<String> },
+    Closed,
+}
 
 fn main() {}
