@@ -51,6 +51,18 @@ impl Schema {
         let mut out = String::from("flowchart LR\n");
         for spec in self.collections() {
             let mut label = spec.name.clone();
+            let json = spec
+                .validator
+                .get_document("$jsonSchema")
+                .cloned()
+                .unwrap_or_default();
+            let kinds: Vec<String> = crate::json_schema::kinds(&json)
+                .into_iter()
+                .filter_map(|(tag, _)| tag)
+                .collect();
+            if kinds.len() > 1 {
+                let _ = write!(label, "<br/>kinds: {}", kinds.join(" | ").replace('"', "'"));
+            }
             for embed in &spec.embeds {
                 let cap = if embed.cap { ", cap" } else { "" };
                 let _ = write!(
@@ -107,10 +119,19 @@ impl Schema {
 }
 
 fn plural(n: usize, what: &str) -> String {
-    match (n, what.split_once(' ')) {
-        (1, _) => format!("1 {what}"),
-        (_, Some((head, tail))) => format!("{n} {head}s {tail}"),
-        (_, None) => format!("{n} {what}s"),
+    let (head, tail) = what.split_once(' ').unwrap_or((what, ""));
+    if n == 1 {
+        return format!("1 {what}");
+    }
+    // "copy" -> "copies", "relationship" -> "relationships"
+    let head = match head.strip_suffix('y') {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{head}s"),
+    };
+    if tail.is_empty() {
+        format!("{n} {head}")
+    } else {
+        format!("{n} {head} {tail}")
     }
 }
 
@@ -403,7 +424,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
             let label = tag.clone().unwrap_or_else(|| format!("shape {}", i + 1));
             let _ = writeln!(
                 out,
-                "Kind `{label}`: {required} required fields{strict}; at most {}.\n",
+                "Kind `{label}`: {required} required fields{strict}; size {}.\n",
                 SizeBound::of(kind)
             );
         } else {
