@@ -119,7 +119,9 @@ fn enum_schema(cont: &Container, variants: &[Variant], closed: bool, root: bool)
             Style::Struct => {
                 // internally tagged: the enum closes the object once the tag is in it
                 let close = closed && !matches!(repr, Repr::Internal(_)) || closed && untagged;
-                let schema = object_schema(&variant.fields, close, false);
+                // stored as its content alone: of a whole-document enum, the document itself
+                let alone = repr == Repr::Untagged || untagged;
+                let schema = object_schema(&variant.fields, close, root && alone);
                 quote!(::core::option::Option::Some(#schema))
             }
         };
