@@ -174,7 +174,51 @@ fn collect(node: &Document, path: &str, out: &mut Vec<RuleFailure>) {
                 out.push(leaf(node, &missing, operator));
             }
         }
+        "oneOf" | "anyOf" if node.contains_key("schemasNotSatisfied") => {
+            out.push(leaf(node, path, operator));
+            out.extend(closest_branch(&children("schemasNotSatisfied"), path));
+        }
         _ => recurse_or_leaf(node, path, operator, out),
+    }
+}
+
+/// The failures of the branch a value of a `oneOf`/`anyOf` (an enum's variants, a document's
+/// kinds) was most likely meant for: among the branches whose tag matched and whose type
+/// matched, the one with the fewest failures, when there is exactly one such. A value whose tag
+/// names no branch gets none (the `oneOf` failure says it all).
+fn closest_branch(branches: &[Document], path: &str) -> Vec<RuleFailure> {
+    let depth = |p: &str| {
+        if p.is_empty() {
+            0
+        } else {
+            p.split('.').count()
+        }
+    };
+    let mut candidates: Vec<Vec<RuleFailure>> = Vec::new();
+    for branch in branches {
+        let mut failures = Vec::new();
+        for detail in nested(branch) {
+            collect(&detail, path, &mut failures);
+        }
+        let another_kind = failures.iter().any(|f| {
+            let single_value = matches!(
+                f.specified.as_ref().and_then(|s| s.as_document()).and_then(|s| s.get_array("enum").ok()),
+                Some(values) if values.len() == 1
+            );
+            (f.path == path && f.rule == "bsonType")
+                || (f.rule == "enum" && single_value && depth(&f.path) == depth(path) + 1)
+        });
+        if !another_kind && !failures.is_empty() {
+            candidates.push(failures);
+        }
+    }
+    let Some(fewest) = candidates.iter().map(Vec::len).min() else {
+        return Vec::new();
+    };
+    let mut closest = candidates.into_iter().filter(|c| c.len() == fewest);
+    match (closest.next(), closest.next()) {
+        (Some(only), None) => only,
+        _ => Vec::new(),
     }
 }
 
@@ -252,6 +296,43 @@ impl std::error::Error for ValidationError {}
 mod tests {
     use super::*;
     use mongodb::bson::doc;
+
+    #[test]
+    fn a_one_of_names_the_failures_of_the_kind_the_value_was_meant_for() {
+        let tag = |kind: &str, considered: &str| {
+            doc! { "operatorName": "properties", "propertiesNotSatisfied": [
+                { "propertyName": "status", "details": [
+                    { "operatorName": "enum", "specifiedAs": { "enum": [kind] }, "reason": "value was not found in enum", "consideredValue": considered }
+                ] }
+            ] }
+        };
+        // as SecantusDB 0.7.0b3 reports a `oneOf` (mongod's shape: `schemasNotSatisfied`)
+        let info = |considered: &str| {
+            doc! { "details": { "operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [
+                { "operatorName": "properties", "propertiesNotSatisfied": [
+                    { "propertyName": "email", "details": [
+                        { "operatorName": "oneOf", "schemasNotSatisfied": [
+                            { "index": 0, "details": [tag("verified", considered)] },
+                            { "index": 1, "details": [
+                                { "operatorName": "properties", "propertiesNotSatisfied": [
+                                    { "propertyName": "level", "details": [
+                                        { "operatorName": "minimum", "specifiedAs": { "minimum": 1 }, "consideredValue": 0 }
+                                    ] }
+                                ] }
+                            ] },
+                        ] }
+                    ] }
+                ] }
+            ] } }
+        };
+        let error = ValidationError::from_err_info(&info("by_admin"));
+        let got: Vec<(&str, &str)> = error
+            .failures
+            .iter()
+            .map(|f| (f.path.as_str(), f.rule.as_str()))
+            .collect();
+        assert_eq!(got, [("email", "oneOf"), ("email.level", "minimum")]);
+    }
 
     // shapes as the server reports them (captured from SecantusDB 0.7.0b3 and MongoDB 8)
     #[test]
