@@ -590,6 +590,173 @@ impl Reminder {
 }
 
 // ---------------------------------------------------------------------------------------------
+// (13) a whole-document enum whose kinds flatten a common part, and (14) a catalog item with a
+// flattened `Option` struct, a tagged newtype variant wrapping a struct that flattens another,
+// a bounded array of pairs, a boxed optional struct, a kebab-case enum skipping an empty array
+// and an untagged enum of struct shapes
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ActivityBase {
+    pub actor: String,
+    pub at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "shape_activities", additional_properties = false)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Activity {
+    Commented {
+        #[serde(rename = "_id")]
+        id: ObjectId,
+        #[serde(flatten)]
+        base: ActivityBase,
+        #[schema(max_length = 500)]
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to: Option<ObjectId>,
+    },
+    Liked {
+        #[serde(rename = "_id")]
+        id: ObjectId,
+        #[serde(flatten)]
+        base: ActivityBase,
+    },
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Meta {
+    pub source: String,
+    pub imported_at: DateTime,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Dimensions {
+    pub width: f64,
+    pub height: f64,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Boxed {
+    pub label: String,
+    #[serde(flatten)]
+    pub size: Dimensions,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Packaging {
+    Loose,
+    InABox(Boxed),
+    OnPallet {
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[embed(max = 3)]
+        stacked_with: Vec<String>,
+    },
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum Price {
+    Fixed { amount: i64 },
+    Range { min: i64, max: i64 },
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Attr(String, i64);
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Address {
+    pub city: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "shape_catalog")]
+pub struct CatalogItem {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub packaging: Packaging,
+    pub price: Price,
+    // a plain tuple `(String, i64)` has no `BsonSchema` (only tuple structs do)
+    #[embed(max = 3)]
+    pub attributes: Vec<Attr>,
+    pub warehouse: Option<Box<Address>>,
+    #[serde(flatten)]
+    pub meta: Option<Meta>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// (15) a transparent newtype of ObjectId as `_id`, a UUID, an optional `with =` helper and an
+// enum with a hand-written `Serialize` stored as a number
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(transparent)]
+pub struct ShipmentId(ObjectId);
+
+/// An optional `DateTime` stored as whole seconds (`None`: the field is skipped).
+mod opt_seconds {
+    use mongo_schema::bson::DateTime;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(at: &Option<DateTime>, s: S) -> Result<S::Ok, S::Error> {
+        match at {
+            Some(at) => s.serialize_i64(at.timestamp_millis() / 1000),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime>, D::Error> {
+        Ok(Option::<i64>::deserialize(d)?.map(|s| DateTime::from_millis(s * 1000)))
+    }
+}
+
+/// What `opt_seconds` stores (see the BUG note on `Shipment::delivered_at`).
+type OptionalSeconds = Option<i64>;
+
+/// Stored as its numeric code.
+#[derive(BsonSchema, Clone, Copy, Debug, PartialEq)]
+#[schema(stored_as = i32)]
+pub enum Level {
+    Low = 1,
+    Medium = 2,
+    High = 3,
+}
+
+impl Serialize for Level {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i32(*self as i32)
+    }
+}
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match i32::deserialize(d)? {
+            1 => Ok(Level::Low),
+            2 => Ok(Level::Medium),
+            3 => Ok(Level::High),
+            n => Err(serde::de::Error::custom(format!("no level {n}"))),
+        }
+    }
+}
+
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "shape_shipments", additional_properties = false)]
+pub struct Shipment {
+    #[serde(rename = "_id")]
+    pub id: ShipmentId,
+    pub tracking: mongo_schema::bson::Uuid,
+    #[serde(default, with = "opt_seconds", skip_serializing_if = "Option::is_none")]
+    // BUG: `#[schema(stored_as = Option<i64>)]` does not compile ("comparison operators cannot
+    // be chained"): the option's value is parsed as an expression before it is read as a type,
+    // so no generic type can be named. A type alias stands in for it.
+    #[schema(stored_as = OptionalSeconds)]
+    pub delivered_at: Option<DateTime>,
+    // neither `#[schema(stored_as = i32, minimum = 1, maximum = 3)]` on `Level` nor
+    // `#[schema(minimum = 1, maximum = 3)]` here is accepted: a type stored as a number cannot be
+    // given a range, so any int passes (a code serde cannot read among them)
+    pub level: Level,
+}
+
+// ---------------------------------------------------------------------------------------------
 // strategies
 
 fn text(max: usize) -> impl Strategy<Value = String> {
@@ -818,6 +985,78 @@ fn source() -> impl Strategy<Value = Source> {
     ]
 }
 
+fn activity() -> impl Strategy<Value = Activity> {
+    let base = || ("[a-z]{1,8}", date()).prop_map(|(actor, at)| ActivityBase { actor, at });
+    prop_oneof![
+        (base(), text(500), any::<bool>()).prop_map(|(base, text, reply)| {
+            Activity::Commented {
+                id: ObjectId::new(),
+                base,
+                text,
+                reply_to: reply.then(ObjectId::new),
+            }
+        }),
+        base().prop_map(|base| Activity::Liked {
+            id: ObjectId::new(),
+            base
+        }),
+    ]
+}
+
+fn catalog_item() -> impl Strategy<Value = CatalogItem> {
+    let packaging = prop_oneof![
+        Just(Packaging::Loose),
+        (text(10), 0.0f64..1e3, 0.0f64..1e3).prop_map(|(label, width, height)| {
+            Packaging::InABox(Boxed {
+                label,
+                size: Dimensions { width, height },
+            })
+        }),
+        vec("[a-z]{1,5}", 0..=3).prop_map(|stacked_with| Packaging::OnPallet { stacked_with }),
+    ];
+    let price = prop_oneof![
+        any::<i64>().prop_map(|amount| Price::Fixed { amount }),
+        (any::<i64>(), any::<i64>()).prop_map(|(min, max)| Price::Range { min, max }),
+    ];
+    (
+        packaging,
+        price,
+        vec(
+            ("[a-z]{1,6}", any::<i64>()).prop_map(|(k, v)| Attr(k, v)),
+            0..=3,
+        ),
+        proptest::option::of(text(10).prop_map(|city| Box::new(Address { city }))),
+        proptest::option::of((text(10), date()).prop_map(|(source, imported_at)| Meta {
+            source,
+            imported_at,
+        })),
+    )
+        .prop_map(
+            |(packaging, price, attributes, warehouse, meta)| CatalogItem {
+                id: ObjectId::new(),
+                packaging,
+                price,
+                attributes,
+                warehouse,
+                meta,
+            },
+        )
+}
+
+fn shipment() -> impl Strategy<Value = Shipment> {
+    (
+        any::<[u8; 16]>(),
+        proptest::option::of((0i64..4_000_000_000).prop_map(|s| DateTime::from_millis(s * 1000))),
+        prop_oneof![Just(Level::Low), Just(Level::Medium), Just(Level::High)],
+    )
+        .prop_map(|(bytes, delivered_at, level)| Shipment {
+            id: ShipmentId(ObjectId::new()),
+            tracking: mongo_schema::bson::Uuid::from_bytes(bytes),
+            delivered_at,
+            level,
+        })
+}
+
 fn reminder() -> impl Strategy<Value = Reminder> {
     prop_oneof![
         (any::<bool>(), any::<i64>(), date()).prop_map(|(with_id, user_id, at)| {
@@ -1018,6 +1257,9 @@ fn live(prefix: &str) -> Live {
             .model::<Ticket>()
             .model::<TenantSettings>()
             .model::<Reminder>()
+            .model::<Activity>()
+            .model::<CatalogItem>()
+            .model::<Shipment>()
             .build()
             .unwrap();
         schema.apply(&db).await.unwrap();
@@ -1081,11 +1323,14 @@ type AllModels = (
         TenantSettings,
     ),
     Reminder,
+    (Activity, CatalogItem, Shipment),
 );
 
 /// Every value of every model, written and read back.
 async fn round_trip_all(db: &mongodb::Database, values: AllModels) -> Result<(), TestCaseError> {
-    let ((user, audit, notification, contact, job, member, profile), rest, reminder) = values;
+    let ((user, audit, notification, contact, job, member, profile), rest, reminder, probes) =
+        values;
+    let (activity, catalog_item, shipment) = probes;
     let (preferences, invoice, page_view, comment, payment, ticket, settings) = rest;
     macro_rules! check {
         ($value:expr) => {{
@@ -1130,6 +1375,9 @@ async fn round_trip_all(db: &mongodb::Database, values: AllModels) -> Result<(),
     check!(payment);
     check!(ticket);
     check!(settings);
+    check!(activity);
+    check!(catalog_item);
+    check!(shipment);
     // a kind whose `_id` is `None`: the server assigns it, read back as `Some(id)`
     {
         let typed = Reminder::collection(db);
@@ -1174,13 +1422,14 @@ fn generated_values_of_every_model_are_accepted_and_read_back_equal() {
             tenant_settings(),
         ),
         reminder(),
+        (activity(), catalog_item(), shipment()),
     );
     proptest!(config(), |(values in models)| {
         live.runtime.block_on(round_trip_all(&live.db, values))?;
         accepted.set(accepted.get() + 1);
     });
     println!(
-        "{} generated values of each of the 15 models accepted and read back equal",
+        "{} generated values of each of the 18 models accepted and read back equal",
         accepted.get()
     );
     assert!(accepted.get() > 0);
@@ -1483,6 +1732,80 @@ fn every_variant_written_by_hand_is_accepted_and_read_back_equal() {
             plan: Role::Guest,
             extra: [("x_a".to_owned(), "1".to_owned())].into_iter().collect(),
         }]);
+        let base = ActivityBase {
+            actor: "ada".into(),
+            at,
+        };
+        check_all!([
+            Activity::Commented {
+                id: ObjectId::new(),
+                base: base.clone(),
+                text: "nice".into(),
+                reply_to: Some(ObjectId::new()),
+            },
+            Activity::Commented {
+                id: ObjectId::new(),
+                base: base.clone(),
+                text: "nice".into(),
+                reply_to: None,
+            },
+            Activity::Liked {
+                id: ObjectId::new(),
+                base,
+            },
+        ]);
+        let item = |packaging, price, meta| CatalogItem {
+            id: ObjectId::new(),
+            packaging,
+            price,
+            attributes: vec![Attr("weight".into(), 3), Attr("colour".into(), -1)],
+            warehouse: Some(Box::new(Address {
+                city: "Lyon".into(),
+            })),
+            meta,
+        };
+        let meta = Some(Meta {
+            source: "erp".into(),
+            imported_at: at,
+        });
+        check_all!([
+            item(Packaging::Loose, Price::Fixed { amount: 5 }, None),
+            item(
+                Packaging::InABox(Boxed {
+                    label: "A4".into(),
+                    size: Dimensions {
+                        width: 21.0,
+                        height: 29.7,
+                    },
+                }),
+                Price::Range { min: 1, max: 9 },
+                meta.clone(),
+            ),
+            item(
+                Packaging::OnPallet {
+                    stacked_with: vec![],
+                },
+                Price::Fixed { amount: -5 },
+                meta.clone(),
+            ),
+            item(
+                Packaging::OnPallet {
+                    stacked_with: vec!["a".into(), "b".into()],
+                },
+                Price::Fixed { amount: 0 },
+                None,
+            ),
+        ]);
+        check_all!(
+            [None, Some(DateTime::from_millis(7_000))].map(|delivered_at| {
+                Shipment {
+                    id: ShipmentId(ObjectId::new()),
+                    tracking: mongo_schema::bson::Uuid::new(),
+                    delivered_at,
+                    level: Level::Medium,
+                }
+            })
+        );
         check_all!([
             Reminder::OnceAt {
                 id: Some(ObjectId::new()),
@@ -2186,6 +2509,16 @@ fn models() -> Vec<Model> {
                         edit(&v, &[("_id", s("c1"))]),
                         ("_id", "bsonType"),
                     ),
+                    // BUG: `{ _id: null, .. }` is accepted: the validator describes the skipped
+                    // `Option<ObjectId>` as `bsonType: ["objectId", "null"]`, though serde never
+                    // writes a null `_id` (None is skipped and the server assigns an ObjectId);
+                    // a stored null `_id` reads back as `None` and blocks every other null `_id`.
+                    // Left out until fixed:
+                    // broken(
+                    //     "a null id",
+                    //     edit(&v, &[("_id", Some(Bson::Null))]),
+                    //     ("_id", "bsonType"),
+                    // ),
                     broken(
                         "a missing field",
                         edit(&v, &[("body", None)]),
@@ -2430,6 +2763,154 @@ fn models() -> Vec<Model> {
                         "a variant spelled in Rust instead of camelCase",
                         edit(&v, &[("kind", s("Daily"))]),
                         ("", "oneOf"),
+                    ),
+                ]
+            },
+        },
+        Model {
+            collection: Activity::COLLECTION,
+            valid: || {
+                to_doc(&Activity::Commented {
+                    id: ObjectId::new(),
+                    base: ActivityBase {
+                        actor: "ada".into(),
+                        at: DateTime::from_millis(0),
+                    },
+                    text: "hi".into(),
+                    reply_to: None,
+                })
+            },
+            broken: |v| {
+                vec![
+                    broken(
+                        "a flattened common field missing in a kind",
+                        edit(&v, &[("actor", None)]),
+                        ("actor", "required"),
+                    ),
+                    broken(
+                        "a flattened common field of the wrong type",
+                        edit(&v, &[("at", s("now"))]),
+                        ("at", "bsonType"),
+                    ),
+                    broken(
+                        "a field of another kind (closed)",
+                        edit(&v, &[("kind", s("liked"))]),
+                        ("text", "additionalProperties"),
+                    ),
+                    broken(
+                        "an optional field of the wrong type",
+                        edit(&v, &[("reply_to", s("x"))]),
+                        ("reply_to", "bsonType"),
+                    ),
+                ]
+            },
+        },
+        Model {
+            collection: CatalogItem::COLLECTION,
+            valid: || {
+                to_doc(&CatalogItem {
+                    id: ObjectId::new(),
+                    packaging: Packaging::InABox(Boxed {
+                        label: "A4".into(),
+                        size: Dimensions {
+                            width: 1.0,
+                            height: 2.0,
+                        },
+                    }),
+                    price: Price::Range { min: 1, max: 2 },
+                    attributes: vec![Attr("w".into(), 1)],
+                    warehouse: Some(Box::new(Address {
+                        city: "Lyon".into(),
+                    })),
+                    meta: Some(Meta {
+                        source: "erp".into(),
+                        imported_at: DateTime::from_millis(0),
+                    }),
+                })
+            },
+            broken: |v| {
+                vec![
+                    broken(
+                        "a kebab-case tag spelled in Rust",
+                        edit(&v, &[("packaging.type", s("InABox"))]),
+                        ("packaging", "oneOf"),
+                    ),
+                    broken(
+                        "a field the wrapped struct flattens, missing",
+                        edit(&v, &[("packaging.height", None)]),
+                        ("packaging.height", "required"),
+                    ),
+                    broken(
+                        "an over-bound array skipped when empty",
+                        edit(
+                            &v,
+                            &[(
+                                "packaging",
+                                Some(
+                                    doc! { "type": "on-pallet", "stacked_with": ["a", "b", "c", "d"] }
+                                        .into(),
+                                ),
+                            )],
+                        ),
+                        ("packaging.stacked_with", "maxItems"),
+                    ),
+                    broken(
+                        "an untagged struct of neither shape",
+                        edit(&v, &[("price", Some(doc! { "min": 1_i64 }.into()))]),
+                        ("price", "anyOf"),
+                    ),
+                    broken(
+                        "a pair of the wrong shape",
+                        edit(&v, &[("attributes.0", Some(Bson::from(vec!["w"])))]),
+                        ("attributes.0", "minItems"),
+                    ),
+                    broken(
+                        "a boxed struct's field of the wrong type",
+                        edit(&v, &[("warehouse.city", Some(Bson::Int32(1)))]),
+                        ("warehouse.city", "bsonType"),
+                    ),
+                    broken(
+                        "half of a flattened Option struct",
+                        edit(&v, &[("imported_at", s("yesterday"))]),
+                        ("imported_at", "bsonType"),
+                    ),
+                ]
+            },
+        },
+        Model {
+            collection: Shipment::COLLECTION,
+            valid: || {
+                to_doc(&Shipment {
+                    id: ShipmentId(ObjectId::new()),
+                    tracking: mongo_schema::bson::Uuid::new(),
+                    delivered_at: Some(DateTime::from_millis(5_000)),
+                    level: Level::High,
+                })
+            },
+            broken: |v| {
+                vec![
+                    broken(
+                        "a string for the ObjectId newtype id",
+                        edit(&v, &[("_id", s("s1"))]),
+                        ("_id", "bsonType"),
+                    ),
+                    broken(
+                        "a string for the UUID",
+                        edit(&v, &[("tracking", s("0000"))]),
+                        ("tracking", "bsonType"),
+                    ),
+                    broken(
+                        "an optional with = helper's value as a date",
+                        edit(
+                            &v,
+                            &[("delivered_at", Some(Bson::DateTime(DateTime::now())))],
+                        ),
+                        ("delivered_at", "bsonType"),
+                    ),
+                    broken(
+                        "a hand-written enum written by name",
+                        edit(&v, &[("level", s("High"))]),
+                        ("level", "bsonType"),
                     ),
                 ]
             },
