@@ -4,8 +4,8 @@
 #   benches/compile-time.sh [MODELS] [RUNS]      (defaults: 200 models, 3 runs)
 #
 # Generates MODELS collection roots twice into a scratch workspace: `ours` as users write them
-# (`#[derive(Document, Serialize, Deserialize)]` with indexes, constraints, references and
-# `#[extended_ref]` copies), `plain` with serde's derives alone on the same structs (the copy
+# (`#[derive(Document, Serialize, Deserialize)]` with indexes, constraints, references,
+# `#[extended_ref]` copies, an internally tagged enum with data and a flattened struct), `plain` with serde's derives alone on the same structs (the copy
 # types written out by hand). Both crates have the same dependencies. Each run touches the model
 # file of each crate and rebuilds it (`cargo build`, dev profile), alternating which goes first;
 # prints the median of each and the ratio ours / plain.
@@ -75,6 +75,9 @@ generate() {
         [[ $flavour == ours ]] && echo '    #[embed(max = 20)]'
         echo '    pub tags: Vec<String>,'
         echo '    pub created_at: DateTime,'
+        echo "    pub state: Model${i}State,"
+        echo '    #[serde(flatten)]'
+        echo "    pub meta: Model${i}Meta,"
         if ((i > 0)); then
             [[ $flavour == ours ]] && echo '    #[reference]'
             echo "    pub parent_id: Ref<Model$prev>,"
@@ -82,6 +85,32 @@ generate() {
                 echo "    #[extended_ref(to = Model$prev, fields = \"name, count\", sync = \"async\")]"
             echo "    pub parent: Option<Model${i}Parent>,"
         fi
+        echo '}'
+        # an internally tagged enum with data and a flattened struct in every model
+        echo
+        if [[ $flavour == ours ]]; then
+            echo '#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        else
+            echo '#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        fi
+        echo '#[serde(tag = "state", rename_all = "snake_case")]'
+        echo "pub enum Model${i}State {"
+        echo '    Open,'
+        echo '    Pending { until: DateTime },'
+        echo '    Closed {'
+        [[ $flavour == ours ]] && echo '        #[schema(max_length = 200)]'
+        echo '        reason: String,'
+        echo '    },'
+        echo '}'
+        echo
+        if [[ $flavour == ours ]]; then
+            echo '#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        else
+            echo '#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        fi
+        echo "pub struct Model${i}Meta {"
+        echo '    pub revision: i32,'
+        echo '    pub editor: String,'
         echo '}'
         if ((i > 0)) && [[ $flavour == plain ]]; then
             echo
