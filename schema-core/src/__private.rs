@@ -11,7 +11,7 @@ use mongodb::bson::{doc, Bson, Document};
 pub use crate::json_schema::compose::{
     enum_schema, object, tuple, ObjectSchema, Tagging, VariantSchema,
 };
-pub use crate::json_schema::constrain;
+pub use crate::json_schema::{constrain, not_null};
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {

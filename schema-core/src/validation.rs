@@ -194,7 +194,8 @@ fn closest_branch(branches: &[Document], path: &str) -> Vec<RuleFailure> {
             p.split('.').count()
         }
     };
-    let mut candidates: Vec<Vec<RuleFailure>> = Vec::new();
+    // (failures, whether they are only a nested union none of whose branches matched)
+    let mut candidates: Vec<(Vec<RuleFailure>, bool)> = Vec::new();
     for branch in branches {
         let mut failures = Vec::new();
         for detail in nested(branch) {
@@ -208,10 +209,19 @@ fn closest_branch(branches: &[Document], path: &str) -> Vec<RuleFailure> {
             (f.path == path && f.rule == "bsonType")
                 || (f.rule == "enum" && single_value && depth(&f.path) == depth(path) + 1)
         });
+        // a variant wrapping another tagged enum none of whose tags matched: weaker than a
+        // branch whose own tag matched
+        let unmatched_union = failures
+            .iter()
+            .all(|f| f.path == path && (f.rule == "oneOf" || f.rule == "anyOf"));
         if !another_kind && !failures.is_empty() {
-            candidates.push(failures);
+            candidates.push((failures, unmatched_union));
         }
     }
+    if candidates.iter().any(|(_, weak)| !weak) {
+        candidates.retain(|(_, weak)| !weak);
+    }
+    let candidates: Vec<Vec<RuleFailure>> = candidates.into_iter().map(|(f, _)| f).collect();
     let Some(fewest) = candidates.iter().map(Vec::len).min() else {
         return Vec::new();
     };

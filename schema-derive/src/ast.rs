@@ -139,10 +139,7 @@ impl<'a> Container<'a> {
         let data = if attrs.stored_as.is_some() {
             Data::StoredAs
         } else {
-            match data_from_ast(cx, &attrs, item) {
-                Some(data) => data,
-                None => return None,
-            }
+            data_from_ast(cx, &attrs, item)?
         };
         Some(Container {
             ident: &item.ident,

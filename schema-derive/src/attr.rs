@@ -213,7 +213,7 @@ impl Container {
                         let parsed = boolean(&value(&meta)?, "additional_properties = false");
                         additional.set_or_poison(&meta.path, parsed);
                     } else if meta.path == STORED_AS {
-                        let parsed = parse_type(&value(&meta)?, "stored_as = String");
+                        let parsed = stored_type(&meta);
                         stored_as.set_or_poison(&meta.path, parsed);
                     } else {
                         unknown(cx, &meta, "schema", &["additional_properties", "stored_as"])?;
@@ -734,7 +734,7 @@ impl Field {
             } else if path == SCHEMA {
                 parse_all(cx, attr, |meta| {
                     if meta.path == STORED_AS {
-                        let parsed = parse_type(&value(&meta)?, "stored_as = String");
+                        let parsed = stored_type(&meta);
                         stored_as.set_or_poison(&meta.path, parsed);
                         return Ok(());
                     }
@@ -935,6 +935,18 @@ fn parse_type(expr: &Expr, example: &str) -> syn::Result<(TokenStream, Option<sy
                 ),
             )
         })
+}
+
+/// `stored_as = T`, read as a type (an expression parser would take `Option<i64>` for two
+/// comparisons).
+fn stored_type(meta: &ParseNestedMeta) -> syn::Result<(TokenStream, Option<syn::Type>)> {
+    let ty: syn::Type = meta.value()?.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "`stored_as` expects the type whose serialization has the stored shape, e.g. `stored_as = String`",
+        )
+    })?;
+    Ok((ty.to_token_stream(), Some(ty)))
 }
 
 fn positive(expr: &Expr, example: &str) -> syn::Result<(TokenStream, u64)> {

@@ -15,6 +15,9 @@ mod mongod;
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
     for field in cont.all_stored_fields() {
+        if derive == Derive::Document {
+            check_optional_id(cx, field);
+        }
         check_copies(cx, cont, field, derive);
         check_reference(cx, field);
         check_bounded(cx, field);
@@ -534,6 +537,23 @@ fn check_bounded(cx: &Ctxt, field: &Field) {
             ),
         ),
         (None, None) => {}
+    }
+}
+
+/// An `Option` `_id` that serde writes as `null` for `None`: a second such document is a
+/// duplicate key.
+fn check_optional_id(cx: &Ctxt, field: &Field) {
+    let optional = crate::ast::generic_arg(field.ty, &["Option"]).is_some();
+    if field.stored_name == "_id" && optional && !field.attrs.skip_serializing_if {
+        cx.error_spanned_by(
+            field.ty,
+            format!(
+                "field `{}` is the `_id` and an `Option`: serde writes `_id: null` for `None`, so a second such document \
+                 is a duplicate key; let the server assign it with \
+                 `#[serde(skip_serializing_if = \"Option::is_none\")]`, or make the id required",
+                field.display_name()
+            ),
+        );
     }
 }
 

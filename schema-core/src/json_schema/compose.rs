@@ -87,7 +87,7 @@ pub fn object() -> ObjectSchema {
 
 /// The parts of a schema that a flattened value adds to its parent, or why it adds none.
 fn flattened_parts(schema: &Document) -> Result<(Vec<Alternative>, bool), String> {
-    if let Some(text) = schema.get_str(PROBLEM).ok() {
+    if let Ok(text) = schema.get_str(PROBLEM) {
         return Err(text.to_owned());
     }
     for (keyword, overlapping) in [("oneOf", false), ("anyOf", true)] {

@@ -36,6 +36,40 @@ pub(crate) fn nullable(mut schema: Document) -> Document {
     }
 }
 
+/// The schema without its `null`: what `nullable` added is taken away (an `Option` that serde
+/// skips when `None` is never stored as `null`).
+pub fn not_null(mut schema: Document) -> Document {
+    if let Some(Bson::Array(types)) = schema.get("bsonType") {
+        let kept: Vec<Bson> = types
+            .iter()
+            .filter(|t| t.as_str() != Some("null"))
+            .cloned()
+            .collect();
+        match kept.as_slice() {
+            [one] => schema.insert("bsonType", one.clone()),
+            _ => schema.insert("bsonType", kept),
+        };
+        if let Some(Bson::Array(values)) = schema.get_mut("enum") {
+            values.retain(|v| *v != Bson::Null);
+        }
+        return schema;
+    }
+    if schema.len() == 1 {
+        if let Ok(branches) = schema.get_array("anyOf") {
+            let null = doc! { "bsonType": "null" };
+            let kept: Vec<&Document> = branches
+                .iter()
+                .filter_map(Bson::as_document)
+                .filter(|b| **b != null)
+                .collect();
+            if let [only] = kept.as_slice() {
+                return (*only).clone();
+            }
+        }
+    }
+    schema
+}
+
 /// `{ bsonType: "array", minItems?, maxItems, items }`.
 pub(crate) fn array(items: Document, min: Option<u64>, max: u64) -> Document {
     let mut schema = doc! { "bsonType": "array" };
@@ -210,6 +244,21 @@ fn expand(schemas: Vec<Document>) -> Vec<Document> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_null_takes_back_what_nullable_added() {
+        for schema in [
+            doc! { "bsonType": "objectId" },
+            doc! { "bsonType": "string", "enum": ["a"] },
+            doc! { "oneOf": [{ "bsonType": "int" }, { "bsonType": "string" }] },
+        ] {
+            assert_eq!(not_null(nullable(schema.clone())), schema);
+        }
+        assert_eq!(
+            not_null(doc! { "bsonType": ["int", "string", "null"] }),
+            doc! { "bsonType": ["int", "string"] }
+        );
+    }
 
     #[test]
     fn nullable_forms() {

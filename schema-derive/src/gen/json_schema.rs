@@ -62,6 +62,10 @@ fn object_schema(fields: &[Field], closed: bool, root: bool) -> TokenStream {
         }
         let name = &field.stored_name;
         let required = !field.attrs.skip_serializing_if;
+        if name == "_id" && !required {
+            // an `Option` id skipped when `None`: the server assigns one, never `null`
+            return quote!(.property(#name, #private::not_null(#schema), false));
+        }
         quote!(.property(#name, #schema, #required))
     });
     let finish = match (closed, root) {
@@ -118,7 +122,7 @@ fn enum_schema(cont: &Container, variants: &[Variant], closed: bool, root: bool)
             }
             Style::Struct => {
                 // internally tagged: the enum closes the object once the tag is in it
-                let close = closed && !matches!(repr, Repr::Internal(_)) || closed && untagged;
+                let close = closed && (untagged || !matches!(repr, Repr::Internal(_)));
                 // stored as its content alone: of a whole-document enum, the document itself
                 let alone = repr == Repr::Untagged || untagged;
                 let schema = object_schema(&variant.fields, close, root && alone);
