@@ -53,6 +53,8 @@
 //!   array or map must carry a bound; `Vec<T>` does not even implement [`BsonSchema`] on its own.
 //! - `#[schema(max_length = N, min_length = N, pattern = "...", minimum = X, maximum = X)]`:
 //!   scalar constraints; on an array or map they constrain its elements.
+//! - `#[schema(stored_as = T)]`: the field (or, on a type, every value of it) is stored as `T`
+//!   would be; the validator describes `T`, and the constraints apply to `T`.
 //! - `#[reference]` on a [`Ref<T>`], `Option<Ref<T>>` or `Vec<Ref<T>>` (the array needs
 //!   `#[reference(max = N)]`), or `#[reference(to = T)]` on a plain id of `T`'s id type. The
 //!   validator describes it with `T`'s id type; a single reference gets an index on its field
@@ -90,11 +92,28 @@
 //! Two `#[index]` attributes naming the same field trip clippy's `duplicated_attributes` lint,
 //! which does not know what `#[index]` means (rust-lang/rust-clippy#13238): allow it on the struct.
 //!
-//! serde attributes are followed: `rename`, `rename_all`, `skip`, `skip_serializing`,
-//! `skip_serializing_if` (the field is then not `required`), `default`, `alias`,
-//! `transparent`, variant renames. Those that change the stored shape in a way a validator cannot
-//! describe (`flatten`, `tag`, `untagged`, `with`, `serialize_with`, `into`, ...) are compile
-//! errors, never a wrong validator.
+//! serde attributes are followed: `rename`, `rename_all`, `rename_all_fields`, `skip`,
+//! `skip_serializing`, `skip_serializing_if` (the field is then not `required`), `default`,
+//! `alias`, `other`, `transparent`, variant renames, and these, which change the stored shape:
+//! - enums with data in serde's four representations: externally tagged (the default),
+//!   `tag = "t"`, `tag = "t", content = "c"`, `untagged` (also on one variant): `oneOf` of one
+//!   branch per variant where the tag tells them apart, `anyOf` where nothing does; unit, newtype,
+//!   tuple and struct variants, each with its own `required`, `properties` and bounds (an
+//!   unbounded `Vec` in a variant is the same compile error as in a struct);
+//! - `#[serde(flatten)]` of a type deriving `BsonSchema` (a struct's fields, or one branch per
+//!   variant of an enum) or of a bounded map (`#[serde(flatten)] #[embed(max = N)]`);
+//! - tuple structs of two or more fields: arrays of fixed length;
+//! - `#[serde(into = "T")]`: stored as `T`;
+//! - `#[serde(with)]` / `serialize_with`: the bson crate's helpers and `serde_bytes` are known;
+//!   other custom code needs `#[schema(stored_as = T)]` on the field, naming a type whose
+//!   serialization has the stored shape (a hand-written `Serialize` takes it on the type).
+//!
+//! `#[derive(Document)]` also takes an internally tagged or untagged enum of struct variants:
+//! one collection, several kinds of document, each kind holding `_id` of one type or none.
+//! `#[index(...)]` on a variant is an index of that kind: a partial index on its tag
+//! (`{ kind: "login" }`), named after the kind unless named. A struct without `_id`, or with
+//! `#[serde(skip_serializing_if = "Option::is_none")] id: Option<ObjectId>`, lets the server
+//! assign the ObjectId.
 //!
 //! # What the derives refuse
 //!
@@ -103,7 +122,9 @@
 //! - Unknown, duplicated or malformed attribute options; all of a type's mistakes are reported
 //!   together.
 //! - With a shard key, a unique index that does not start with it.
-//! - serde features the validator cannot describe.
+//! - custom serde code the derive cannot see through, without `#[schema(stored_as = T)]`;
+//!   an `Option` `_id` that serde would write as `null`; `#[extended_ref]` and `#[subset]` in an
+//!   enum's variants.
 //! - Index and schema designs mongod refuses (sparse with partial, unique hashed, TTL out of
 //!   range, partial filters mongod does not support, an index on `_id` alone, two fields stored
 //!   under one name, empty enums, ...), each message naming mongod's rule.
