@@ -339,3 +339,30 @@ fn two_flattened_parts_storing_one_name_are_a_build_error() {
     // the control: the same schema without the clash builds
     Schema::new().model::<LogLine>().build().unwrap();
 }
+
+#[test]
+fn the_report_diagram_and_script_show_each_kind() {
+    let schema = Schema::new().model::<Notification>().build().unwrap();
+    let report = schema.report();
+    for kind in ["mention", "digest", "broadcast"] {
+        assert!(
+            report.contains(&format!("Kind `type = \"{kind}\"`")),
+            "{kind} in the report:\n{report}"
+        );
+    }
+    assert!(report.contains("one of 3 kinds of document"), "{report}");
+    let mermaid = schema.mermaid();
+    assert!(
+        mermaid.contains("kinds: type = 'mention' | type = 'digest' | type = 'broadcast'"),
+        "{mermaid}"
+    );
+    let script = schema.mongosh_script();
+    assert!(
+        script.contains("// 3 kinds of document (oneOf in the validator): type = \"mention\""),
+        "{script}"
+    );
+    // the control: a plain struct shows no kinds
+    let plain = Schema::new().model::<LogLine>().build().unwrap();
+    assert!(!plain.report().contains("Kind `"));
+    assert!(!plain.mongosh_script().contains("kinds of document"));
+}

@@ -98,6 +98,23 @@ pub(crate) fn script(
     for spec in collections {
         let name = string(&spec.name);
         let _ = writeln!(out, "\n// {}", comment(&spec.name));
+        let json = spec
+            .validator
+            .get_document("$jsonSchema")
+            .cloned()
+            .unwrap_or_default();
+        let kinds: Vec<String> = crate::json_schema::kinds(&json)
+            .into_iter()
+            .filter_map(|(tag, _)| tag)
+            .collect();
+        if kinds.len() > 1 {
+            let _ = writeln!(
+                out,
+                "// {} kinds of document (oneOf in the validator): {}",
+                kinds.len(),
+                comment(&kinds.join(", "))
+            );
+        }
         let options = doc! {
             "validator": spec.validator.clone(),
             "validationLevel": spec.validation_level.as_str(),
