@@ -91,15 +91,23 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
     let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
-    let id_type = match id_field {
-        Some(field) => {
+    // `Option<T>` skipped when `None` (checked): the stored id is a `T`, assigned by the server
+    // when absent, so a document has no id to lend before it is written (no `Identified`)
+    let optional_id = id_field.and_then(|f| crate::ast::generic_arg(f.ty, &["Option"]));
+    let id_type = match (optional_id, id_field) {
+        (Some(inner), _) => quote!(#inner),
+        (None, Some(field)) => {
             let ty = field.ty;
             quote!(#ty)
         }
-        None => quote!(#private::bson::oid::ObjectId),
+        (None, None) => quote!(#private::bson::oid::ObjectId),
     };
+    let id_field = id_field.filter(|_| optional_id.is_none());
     let (has_fields, id_body) = match &cont.data {
-        Data::Enum(variants) => (TokenStream::new(), kind_ids(variants)),
+        Data::Enum(variants) => (
+            TokenStream::new(),
+            kind_ids(variants).filter(|_| optional_id.is_none()),
+        ),
         _ => (
             crate::gen::copies::has_field_impls(cont),
             id_field
