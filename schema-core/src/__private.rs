@@ -453,7 +453,10 @@ pub const fn require_counter<T: Counter>() -> crate::CounterType {
 mod tests {
     use serde::de::DeserializeSeed;
 
-    use super::{missing_field, FieldSeed};
+    use super::{
+        list_message, list_message_len, message_text, missing_field, position, stored_name,
+        FieldSeed,
+    };
 
     const FIELDS: &[&str] = &["_id", "name"];
 
@@ -471,6 +474,31 @@ mod tests {
         let index = |i| serde::de::Visitor::visit_u64::<serde_json::Error>(FieldSeed(FIELDS), i);
         assert_eq!(index(1).unwrap(), Some(1));
         assert_eq!(index(2).unwrap(), None);
+    }
+
+    #[test]
+    fn the_message_of_a_missing_copied_field_lists_the_stored_fields() {
+        const NAMES: &[&str] = &["title", "author"];
+        const PREFIX: &str = "no `titel`; stored: ";
+        const LEN: usize = list_message_len(PREFIX, NAMES, ".");
+        const MESSAGE: [u8; LEN] = list_message(PREFIX, NAMES, ".");
+        assert_eq!(
+            message_text(&MESSAGE),
+            "no `titel`; stored: `title`, `author`."
+        );
+        const NONE: [u8; list_message_len("", &[], "")] = list_message("", &[], "");
+        assert_eq!(message_text(&NONE), "none");
+    }
+
+    #[test]
+    fn a_copied_field_is_found_by_its_rust_name_and_gives_its_stored_name() {
+        const NAMES: &[&str] = &["title", "author"];
+        const STORED: &[&str] = &["title", "by"];
+        assert_eq!(position(NAMES, "author"), Some(1));
+        assert_eq!(position(NAMES, "autho"), None);
+        assert_eq!(position(NAMES, "authors"), None);
+        assert_eq!(stored_name(NAMES, STORED, "author"), "by");
+        assert_eq!(stored_name(NAMES, STORED, "by"), "");
     }
 
     #[test]

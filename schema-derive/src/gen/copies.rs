@@ -49,15 +49,20 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
             let key = field_key(&name);
             let ty = field.ty;
             let stored = &field.stored_name;
+            // spanned at the field's type, like the struct's own report of an ill-formed type,
+            // which rustc then reports once
+            let field_fn = quote_spanned! {ty.span()=>
+                #[inline]
+                fn field(&self) -> &#ty {
+                    &self.#member
+                }
+            };
             Some(quote! {
                 #[automatically_derived]
                 impl #impl_generics #private::HasField<#key> for #ident #ty_generics #where_clause {
                     type Type = #ty;
                     const STORED: &'static str = #stored;
-                    #[inline]
-                    fn field(&self) -> &Self::Type {
-                        &self.#member
-                    }
+                    #field_fn
                 }
             })
         })
@@ -88,7 +93,8 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             continue;
         };
         let extended = &extended.value;
-        let (Some(source), Some(sync)) = (&extended.to, extended.sync) else {
+        // without `sync` (an error), still emitted so that uses of the copy type compile
+        let Some(source) = &extended.to else {
             continue;
         };
         let name = copy_type_name(cont, field);
@@ -169,7 +175,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             type_name(source),
             cont.ident,
             field.stored_name,
-            sync.variant().to_lowercase()
+            extended
+                .sync
+                .map_or_else(String::new, |s| s.variant().to_lowercase())
         );
         let name_str = name.to_string();
         let expecting = format!("struct {name_str}");
@@ -461,11 +469,13 @@ pub fn consts(cont: &Container) -> TokenStream {
         let path = &field.stored_name;
         if let Some(subset) = &field.attrs.subset {
             let subset = &subset.value;
-            let (Some(child), Some(max), Some((sort, direction))) =
-                (&subset.of, subset.max, &subset.sort)
-            else {
+            // a missing `max` or `sort` is an error of the attribute: the constant is still
+            // emitted (with placeholders) next to it, so that its uses compile
+            let Some(child) = &subset.of else {
                 continue;
             };
+            let max = subset.max.unwrap_or(1);
+            let (sort, direction) = subset.sort.clone().unwrap_or_else(|| (String::new(), -1));
             let preview = copy_shape(field.ty).1;
             let count = match count_stored(cont, subset.count.as_ref()) {
                 Some(stored) => quote!(::core::option::Option::Some(#stored)),
@@ -489,7 +499,9 @@ pub fn consts(cont: &Container) -> TokenStream {
             });
         }
         if let Some(embed) = &field.attrs.embed {
-            let (Some(max), (RefKind::Many, element)) = (embed.value.max, copy_shape(field.ty))
+            // without `max` (an error), emitted with a placeholder bound next to the error
+            let (max, (RefKind::Many, element)) =
+                (embed.value.max.unwrap_or(1), copy_shape(field.ty))
             else {
                 continue;
             };

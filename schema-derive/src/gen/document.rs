@@ -70,25 +70,8 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
     let has_fields = crate::gen::copies::has_field_impls(cont);
-    let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
-    let id_type = match id_field {
-        Some(field) => {
-            let ty = field.ty;
-            quote!(#ty)
-        }
-        None => quote!(#private::bson::oid::ObjectId),
-    };
-    let identified = id_field.and_then(|field| field.ident).map(|member| {
-        quote! {
-            #[automatically_derived]
-            impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
-                #[inline]
-                fn id(&self) -> &Self::Id {
-                    &self.#member
-                }
-            }
-        }
-    });
+    let id_type = id_type(cont);
+    let identified = identified_impl(cont);
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
@@ -108,6 +91,73 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             }
 
             #references_fn
+        }
+        #identified
+        #relation_consts
+        #has_fields
+    }
+}
+
+/// The type of `_id`: the field stored as `_id`, or `ObjectId`.
+fn id_type(cont: &Container) -> TokenStream {
+    match cont.stored_fields().find(|f| f.stored_name == "_id") {
+        Some(field) => {
+            let ty = field.ty;
+            quote!(#ty)
+        }
+        None => {
+            let private = private();
+            quote!(#private::bson::oid::ObjectId)
+        }
+    }
+}
+
+/// `impl Identified` (`id`, `to_ref`) when a field is stored as `_id`.
+fn identified_impl(cont: &Container) -> Option<TokenStream> {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let member = cont
+        .stored_fields()
+        .find(|f| f.stored_name == "_id")?
+        .ident?;
+    Some(quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
+            #[inline]
+            fn id(&self) -> &Self::Id {
+                &self.#member
+            }
+        }
+    })
+}
+
+/// What the derive emits next to its errors for a collection root it could model: every item
+/// uses elsewhere name (the `Document` impl with its collection name and id type, `Identified`,
+/// the relation, subset and array constants, the `HasField` impls a copy type of another struct
+/// reads), with bodies that are never run, so that one mistake in the attributes is one error
+/// and not one more per use of a generated item.
+pub fn fallback_document_items(cont: &Container) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let collection_name = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.name.as_ref())
+        .map_or_else(String::new, |n| n.value.clone());
+    let id_type = id_type(cont);
+    let identified = identified_impl(cont);
+    let relation_consts = crate::gen::relations::relation_consts(cont);
+    let has_fields = crate::gen::copies::has_field_impls(cont);
+    quote! {
+        impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
+            const COLLECTION: &'static str = #collection_name;
+            type Id = #id_type;
+            fn collection_spec() -> #private::CollectionSpec {
+                ::core::unimplemented!("mongo-schema: the derive reported errors")
+            }
         }
         #identified
         #relation_consts
