@@ -113,8 +113,11 @@ pub fn copy_types(cont: &Container) -> TokenStream {
         // types, about which rustc reports nothing more, so one mistake is one error.
         let checked_source =
             quote_spanned!(source_span=> <#source as #private::CopySource<{ #name::__SOURCE }>>);
-        let key_consts: Vec<Ident> = (0..extended.fields.len())
-            .map(|i| format_ident!("__FIELD{}", i))
+        // named after the field: rustc's error says "evaluation of `LoanBook::__FIELD_titel`"
+        let key_consts: Vec<Ident> = extended
+            .fields
+            .iter()
+            .map(|f| format_ident!("__FIELD_{}", f))
             .collect();
         let field_checks = extended
             .fields
@@ -195,19 +198,23 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 )*
             }
 
+            // outside the anonymous const, so that rustc names a failed check `LoanBook::__...`
+            #[doc(hidden)]
+            #[allow(non_upper_case_globals, clippy::all)]
+            impl #name {
+                #[doc(hidden)]
+                pub const __DOCUMENT: u64 = #document_check;
+                #[doc(hidden)]
+                pub const __SOURCE: u64 = #source_check;
+                #( #field_checks )*
+                /// Stored names of the copied fields, as in the source.
+                #[doc(hidden)]
+                pub const __STORED: [&'static str; #n] = [#(#stored_names),*];
+            }
+
             #[doc(hidden)]
             #[allow(clippy::all)]
             const _: () = {
-                impl #name {
-                    #[doc(hidden)]
-                    pub const __DOCUMENT: u64 = #document_check;
-                    #[doc(hidden)]
-                    pub const __SOURCE: u64 = #source_check;
-                    #( #field_checks )*
-                    /// Stored names of the copied fields, as in the source.
-                    #[doc(hidden)]
-                    pub const __STORED: [&'static str; #n] = [#(#stored_names),*];
-                }
 
                 #[automatically_derived]
                 impl ::core::convert::From<&#source> for #name {
