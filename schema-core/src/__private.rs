@@ -110,6 +110,169 @@ pub trait HasField<const KEY: u64> {
     type Type;
     /// The field's stored name.
     const STORED: &'static str;
+    /// The field of `self`.
+    fn field(&self) -> &Self::Type;
+}
+
+/// The stored named fields of a collection root (all but `_id`): their Rust names and, in the
+/// same order, their stored names. Implemented by `#[derive(Document)]`, read by the copy types
+/// of other derives to check `#[extended_ref(fields = ...)]` while evaluating a constant.
+pub trait Fields {
+    /// Rust names.
+    const NAMES: &'static [&'static str];
+    /// Stored names.
+    const STORED: &'static [&'static str];
+}
+
+/// Compile-time check that `T` is a collection root, the first of a copy type's checks: the
+/// copy type's constant `__DOCUMENT` calls it, and every other item of the copy type goes
+/// through that constant, so a source that is no collection root is one error (the constant's
+/// evaluation fails, and the types that name it are error types rustc reports nothing more
+/// about).
+pub const fn copy_from_document<T: crate::Document + ?Sized>() -> u64 {
+    0
+}
+
+/// The second check of a copy type's source, in its constant `__SOURCE`: a collection root
+/// (`C` is the first check's constant) with an `_id` field.
+pub const fn copy_source<T: CopySource<C> + ?Sized, const C: u64>() -> u64 {
+    C
+}
+
+/// The source of an extended-reference copy, reached through the copy type's checked constant
+/// (`<S as CopySource<{ Copy::__SOURCE }>>`): a collection root with an `_id` field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `_id` field",
+    label = "an extended reference copies the `_id` of `{Self}`",
+    note = "give `{Self}` its id as a field: `#[serde(rename = \"_id\")] pub id: ObjectId`"
+)]
+pub trait CopySource<const CHECKED: u64> {
+    /// The source's `_id` type.
+    type Id;
+    /// Rust names of the source's stored named fields ([`Fields::NAMES`]).
+    const NAMES: &'static [&'static str];
+    /// Their stored names ([`Fields::STORED`]).
+    const STORED: &'static [&'static str];
+    /// The source's collection.
+    const COLLECTION: &'static str;
+    /// The source's `_id`.
+    fn source_id(&self) -> &Self::Id;
+    /// The source's `$jsonSchema`.
+    fn source_schema() -> Document;
+}
+
+impl<T: crate::Identified + Fields> CopySource<0> for T {
+    type Id = T::Id;
+    const NAMES: &'static [&'static str] = <T as Fields>::NAMES;
+    const STORED: &'static [&'static str] = <T as Fields>::STORED;
+    const COLLECTION: &'static str = <T as crate::Document>::COLLECTION;
+    #[inline]
+    fn source_id(&self) -> &T::Id {
+        crate::Identified::id(self)
+    }
+    #[inline]
+    fn source_schema() -> Document {
+        <T as crate::BsonSchema>::bson_schema()
+    }
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The position of `name` in `names`.
+pub const fn position(names: &[&str], name: &str) -> Option<usize> {
+    let mut i = 0;
+    while i < names.len() {
+        if same(names[i], name) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The stored name of the field `name` (`""` when there is none: a copy type whose field does
+/// not resolve fails on its own constant first).
+pub const fn stored_name(
+    names: &[&str],
+    stored: &'static [&'static str],
+    name: &str,
+) -> &'static str {
+    match position(names, name) {
+        Some(i) if i < stored.len() => stored[i],
+        _ => "",
+    }
+}
+
+/// The length of [`list_message`]`(prefix, names, suffix)`.
+pub const fn list_message_len(prefix: &str, names: &[&str], suffix: &str) -> usize {
+    let mut len = prefix.len() + suffix.len();
+    let mut i = 0;
+    while i < names.len() {
+        len += names[i].len() + 2; // the backticks
+        if i > 0 {
+            len += 2; // ", "
+        }
+        i += 1;
+    }
+    if names.is_empty() {
+        len += NONE.len();
+    }
+    len
+}
+
+const NONE: &str = "none";
+
+/// `prefix`, then `names` quoted and separated by commas (or `none`), then `suffix`, as the bytes
+/// of a message built while evaluating a constant (`N` from [`list_message_len`]).
+pub const fn list_message<const N: usize>(prefix: &str, names: &[&str], suffix: &str) -> [u8; N] {
+    const fn put<const N: usize>(out: &mut [u8; N], mut at: usize, text: &str) -> usize {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() && at < N {
+            out[at] = bytes[i];
+            at += 1;
+            i += 1;
+        }
+        at
+    }
+    let mut out = [0u8; N];
+    let mut at = put(&mut out, 0, prefix);
+    let mut i = 0;
+    while i < names.len() {
+        if i > 0 {
+            at = put(&mut out, at, ", ");
+        }
+        at = put(&mut out, at, "`");
+        at = put(&mut out, at, names[i]);
+        at = put(&mut out, at, "`");
+        i += 1;
+    }
+    if names.is_empty() {
+        at = put(&mut out, at, NONE);
+    }
+    put(&mut out, at, suffix);
+    out
+}
+
+/// The text of a message built by [`list_message`].
+pub const fn message_text(bytes: &[u8]) -> &str {
+    match core::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(_) => "(message not UTF-8)",
+    }
 }
 
 /// The `$jsonSchema` of an extended-reference copy: `_id` and the copied fields, each described
@@ -245,7 +408,10 @@ pub const fn require_counter<T: Counter>() -> crate::CounterType {
 mod tests {
     use serde::de::DeserializeSeed;
 
-    use super::{missing_field, FieldSeed};
+    use super::{
+        list_message, list_message_len, message_text, missing_field, position, stored_name,
+        FieldSeed,
+    };
 
     const FIELDS: &[&str] = &["_id", "name"];
 
@@ -263,6 +429,31 @@ mod tests {
         let index = |i| serde::de::Visitor::visit_u64::<serde_json::Error>(FieldSeed(FIELDS), i);
         assert_eq!(index(1).unwrap(), Some(1));
         assert_eq!(index(2).unwrap(), None);
+    }
+
+    #[test]
+    fn the_message_of_a_missing_copied_field_lists_the_stored_fields() {
+        const NAMES: &[&str] = &["title", "author"];
+        const PREFIX: &str = "no `titel`; stored: ";
+        const LEN: usize = list_message_len(PREFIX, NAMES, ".");
+        const MESSAGE: [u8; LEN] = list_message(PREFIX, NAMES, ".");
+        assert_eq!(
+            message_text(&MESSAGE),
+            "no `titel`; stored: `title`, `author`."
+        );
+        const NONE: [u8; list_message_len("", &[], "")] = list_message("", &[], "");
+        assert_eq!(message_text(&NONE), "none");
+    }
+
+    #[test]
+    fn a_copied_field_is_found_by_its_rust_name_and_gives_its_stored_name() {
+        const NAMES: &[&str] = &["title", "author"];
+        const STORED: &[&str] = &["title", "by"];
+        assert_eq!(position(NAMES, "author"), Some(1));
+        assert_eq!(position(NAMES, "autho"), None);
+        assert_eq!(position(NAMES, "authors"), None);
+        assert_eq!(stored_name(NAMES, STORED, "author"), "by");
+        assert_eq!(stored_name(NAMES, STORED, "by"), "");
     }
 
     #[test]

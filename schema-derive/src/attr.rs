@@ -1048,12 +1048,17 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
             let parsed = positive(&value(&meta)?, "max = 20");
             max.set_or_poison(&meta.path, parsed);
         } else {
-            unknown(
+            match unknown_near(
                 cx,
                 &meta,
                 "extended_ref",
                 &["to", "fields", "sync", "as", "max", "on_delete"],
-            )?;
+            )? {
+                Some("to") => to.poison(&meta.path),
+                Some("fields") => fields.poison(&meta.path),
+                Some("sync") => sync.poison(&meta.path),
+                _ => {}
+            }
         }
         Ok(())
     });
@@ -1145,7 +1150,11 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
             });
             count.set_or_poison(&meta.path, parsed);
         } else {
-            unknown(cx, &meta, "subset", &["of", "max", "sort", "count"])?;
+            match unknown_near(cx, &meta, "subset", &["of", "max", "sort", "count"])? {
+                Some("of") => of.poison(&meta.path),
+                Some("sort") => sort.poison(&meta.path),
+                _ => {}
+            }
         }
         Ok(())
     });
@@ -1270,15 +1279,30 @@ fn parse_all(cx: &Ctxt, attr: &syn::Attribute, f: impl FnMut(ParseNestedMeta) ->
 }
 
 fn unknown(cx: &Ctxt, meta: &ParseNestedMeta, attr: &str, expected: &[&str]) -> syn::Result<()> {
+    unknown_near(cx, meta, attr, expected).map(drop)
+}
+
+/// [`unknown`], returning the expected option the name is a misspelling of (`sortt` for
+/// `sort`), which the caller marks as given: one mistake, one error, not a second one for the
+/// option it then misses.
+fn unknown_near<'e>(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    attr: &str,
+    expected: &[&'e str],
+) -> syn::Result<Option<&'e str>> {
     let name = meta.path.to_token_stream().to_string().replace(' ', "");
+    let near = crate::near::near_miss(&name, expected);
+    let hint = near.map_or_else(String::new, |n| format!("; did you mean `{n}`?"));
     cx.error_spanned_by(
         &meta.path,
         format!(
-            "unknown `{attr}` option `{name}`, expected one of: {}",
+            "unknown `{attr}` option `{name}`, expected one of: {}{hint}",
             expected.join(", ")
         ),
     );
-    skip_value(meta)
+    skip_value(meta)?;
+    Ok(near)
 }
 
 fn unsupported_serde(cx: &Ctxt, path: &syn::Path, why: &str) {

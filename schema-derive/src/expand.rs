@@ -22,7 +22,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
     }
     if let Err(errors) = cx.check() {
         let mut tokens = errors.into_compile_error();
-        tokens.extend(fallback(input, derive));
+        tokens.extend(fallback(input, cont.as_ref(), derive));
         return Ok(tokens);
     }
     let cont = cont.expect("no model without errors");
@@ -48,24 +48,41 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
     })
 }
 
-/// Impls with the right names but no behaviour, emitted next to the errors.
-fn fallback(input: &syn::DeriveInput, derive: Derive) -> TokenStream {
+/// Impls with the right names but no behaviour, emitted next to the errors: with a model, every
+/// item the derive generates that code elsewhere names (consts, copy types, `Identified`, ...),
+/// so that one mistake is one error, as thiserror's fallback impls do.
+fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let private = gen::private();
-    let document = match derive {
-        Derive::Document => quote! {
-            impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
-                const COLLECTION: &'static str = "";
-                type Id = #private::bson::oid::ObjectId;
-                fn collection_spec() -> #private::CollectionSpec {
-                    ::core::unimplemented!("mongo-schema: the derive reported errors")
+    let collection_root = matches!(cont.map(|c| &c.data), Some(crate::ast::Data::Struct(_)));
+    let (document, copy_types) = match derive {
+        Derive::Document if collection_root => {
+            let cont = cont.expect("a struct was modelled");
+            (
+                gen::document::fallback_document_items(cont),
+                gen::copies::copy_types(cont),
+            )
+        }
+        Derive::Document => (
+            quote! {
+                impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
+                    const COLLECTION: &'static str = "";
+                    type Id = #private::bson::oid::ObjectId;
+                    fn collection_spec() -> #private::CollectionSpec {
+                        ::core::unimplemented!("mongo-schema: the derive reported errors")
+                    }
                 }
-            }
-        },
-        Derive::BsonSchema => TokenStream::new(),
+            },
+            TokenStream::new(),
+        ),
+        Derive::BsonSchema => (TokenStream::new(), TokenStream::new()),
     };
     quote! {
+        #copy_types
+
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all)]
         const _: () = {
             impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
                 fn bson_schema() -> #private::bson::Document {

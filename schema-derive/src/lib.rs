@@ -15,6 +15,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod gen;
+mod near;
 mod serde_helpers;
 mod symbol;
 

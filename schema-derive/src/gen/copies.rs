@@ -35,26 +35,51 @@ fn shape_tokens(kind: RefKind) -> TokenStream {
     }
 }
 
-/// `impl HasField<KEY> for T` for every stored named field of a collection root.
+/// `impl HasField<KEY> for T` for every stored named field of a collection root, and
+/// `impl Fields for T` listing them (but `_id`), which a copy type checks its fields against.
 pub fn has_field_impls(cont: &Container) -> TokenStream {
     let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
-    cont.stored_fields()
+    let mut out: TokenStream = cont
+        .stored_fields()
         .filter_map(|field| {
-            let name = unraw(field.ident?);
+            let member = field.ident?;
+            let name = unraw(member);
             let key = field_key(&name);
             let ty = field.ty;
             let stored = &field.stored_name;
+            // spanned at the field's type, like the struct's own report of an ill-formed type,
+            // which rustc then reports once
+            let field_fn = quote_spanned! {ty.span()=>
+                #[inline]
+                fn field(&self) -> &#ty {
+                    &self.#member
+                }
+            };
             Some(quote! {
                 #[automatically_derived]
                 impl #impl_generics #private::HasField<#key> for #ident #ty_generics #where_clause {
                     type Type = #ty;
                     const STORED: &'static str = #stored;
+                    #field_fn
                 }
             })
         })
-        .collect()
+        .collect();
+    let (names, stored): (Vec<String>, Vec<&String>) = cont
+        .stored_fields()
+        .filter(|field| field.stored_name != "_id")
+        .filter_map(|field| Some((unraw(field.ident?), &field.stored_name)))
+        .unzip();
+    out.extend(quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
+            const NAMES: &'static [&'static str] = &[#(#names),*];
+            const STORED: &'static [&'static str] = &[#(#stored),*];
+        }
+    });
+    out
 }
 
 /// The copy types of the `#[extended_ref]` fields: emitted next to the struct (not inside the
@@ -68,7 +93,8 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             continue;
         };
         let extended = &extended.value;
-        let (Some(source), Some(sync)) = (&extended.to, extended.sync) else {
+        // without `sync` (an error), still emitted so that uses of the copy type compile
+        let Some(source) = &extended.to else {
             continue;
         };
         let name = copy_type_name(cont, field);
@@ -76,18 +102,68 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             .fields_lit
             .as_ref()
             .map_or_else(Span::call_site, |l| l.span());
+        let source_span = source.span();
         let idents: Vec<Ident> = extended
             .fields
             .iter()
             .map(|f| Ident::new(f, span))
             .collect();
-        let keys: Vec<u64> = extended.fields.iter().map(|f| field_key(f)).collect();
-        let field_types = keys
+        // Every item below reaches the source through the constants checked here, each of which
+        // fails to evaluate when its check fails: the types naming a failed constant are error
+        // types, about which rustc reports nothing more, so one mistake is one error.
+        let checked_source =
+            quote_spanned!(source_span=> <#source as #private::CopySource<{ #name::__SOURCE }>>);
+        // named after the field: rustc's error says "evaluation of `LoanBook::__FIELD_titel`"
+        let key_consts: Vec<Ident> = extended
+            .fields
             .iter()
-            .map(|key| quote_spanned!(span=> <#source as #private::HasField<#key>>::Type));
-        let stored_names = keys
+            .map(|f| format_ident!("__FIELD_{}", f))
+            .collect();
+        let field_checks = extended
+            .fields
             .iter()
-            .map(|key| quote_spanned!(span=> <#source as #private::HasField<#key>>::STORED));
+            .zip(&key_consts)
+            .map(|(f, key_const)| {
+                let key = field_key(f);
+                let prefix = format!(
+                    "`{}` has no stored field `{f}` to copy into `{name}` \
+                 (`#[extended_ref(fields = ...)]` of `{}.{}`); the stored fields of `{}` are: ",
+                    type_name(source),
+                    cont.ident,
+                    field.display_name(),
+                    type_name(source),
+                );
+                quote_spanned! {span=>
+                    #[doc(hidden)]
+                    pub const #key_const: u64 = {
+                        const NAMES: &[&str] = #checked_source::NAMES;
+                        const PREFIX: &str = #prefix;
+                        const LEN: usize = #private::list_message_len(PREFIX, NAMES, "");
+                        const MESSAGE: [u8; LEN] = #private::list_message(PREFIX, NAMES, "");
+                        if #private::position(NAMES, #f).is_none() {
+                            ::core::panic!("{}", #private::message_text(&MESSAGE));
+                        }
+                        #key
+                    };
+                }
+            });
+        let field_types: Vec<TokenStream> = key_consts
+            .iter()
+            .map(|key_const| {
+                quote_spanned!(span=> <#source as #private::HasField<{ #name::#key_const }>>::Type)
+            })
+            .collect();
+        let field_values = key_consts.iter().map(|key_const| {
+            quote_spanned!(span=> <#source as #private::HasField<{ #name::#key_const }>>::field(source))
+        });
+        let stored_names = extended.fields.iter().map(
+            |f| quote!(#private::stored_name(#checked_source::NAMES, #checked_source::STORED, #f)),
+        );
+        let document_check =
+            quote_spanned!(source_span=> #private::copy_from_document::<#source>());
+        let source_check = quote_spanned!(source_span=>
+            #private::copy_source::<#source, { #name::__DOCUMENT }>()
+        );
         let n = extended.fields.len();
         let stored: Vec<TokenStream> = (0..n).map(|i| quote!(#name::__STORED[#i])).collect();
         let count = n + 1;
@@ -102,7 +178,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             type_name(source),
             cont.ident,
             field.stored_name,
-            sync.variant().to_lowercase()
+            extended
+                .sync
+                .map_or_else(String::new, |s| s.variant().to_lowercase())
         );
         let name_str = name.to_string();
         let expecting = format!("struct {name_str}");
@@ -113,33 +191,38 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             #[derive(Debug, Clone, PartialEq)]
             #vis struct #name {
                 /// The `_id` of the source document.
-                pub id: <#source as #private::Document>::Id,
+                pub id: #checked_source::Id,
                 #(
                     #[allow(missing_docs)]
                     pub #idents: #field_types,
                 )*
             }
 
+            // outside the anonymous const, so that rustc names a failed check `LoanBook::__...`
+            #[doc(hidden)]
+            #[allow(non_upper_case_globals, clippy::all)]
+            impl #name {
+                #[doc(hidden)]
+                pub const __DOCUMENT: u64 = #document_check;
+                #[doc(hidden)]
+                pub const __SOURCE: u64 = #source_check;
+                #( #field_checks )*
+                /// Stored names of the copied fields, as in the source.
+                #[doc(hidden)]
+                pub const __STORED: [&'static str; #n] = [#(#stored_names),*];
+            }
+
             #[doc(hidden)]
             #[allow(clippy::all)]
             const _: () = {
-                const _: fn() = #private::require_document::<#source>;
-                // names a missing field in the error (E0609 lists the fields that exist)
-                const _: fn(&#source) = |source| { #( let _ = &source.#idents; )* };
-
-                impl #name {
-                    /// Stored names of the copied fields, as in the source.
-                    #[doc(hidden)]
-                    pub const __STORED: [&'static str; #n] = [#(#stored_names),*];
-                }
 
                 #[automatically_derived]
                 impl ::core::convert::From<&#source> for #name {
                     #[inline]
                     fn from(source: &#source) -> Self {
                         #name {
-                            id: ::core::clone::Clone::clone(<#source as #private::Identified>::id(source)),
-                            #( #idents: ::core::clone::Clone::clone(&source.#idents), )*
+                            id: ::core::clone::Clone::clone(#checked_source::source_id(source)),
+                            #( #idents: ::core::clone::Clone::clone(#field_values), )*
                         }
                     }
                 }
@@ -168,22 +251,23 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                                 formatter.write_str(#expecting)
                             }
                             fn visit_map<A: #private::serde::de::MapAccess<'de>>(self, mut __map: A) -> ::core::result::Result<__T, A::Error> {
-                                let mut __id = ::core::option::Option::None;
-                                #( let mut #locals = ::core::option::Option::None; )*
+                                // typed, so that a field whose type is an error needs no fallback
+                                let mut __id: ::core::option::Option<#checked_source::Id> = ::core::option::Option::None;
+                                #( let mut #locals: ::core::option::Option<#field_types> = ::core::option::Option::None; )*
                                 while let ::core::option::Option::Some(__field) = __map.next_key_seed(#private::FieldSeed(&__FIELDS))? {
                                     match __field {
                                         ::core::option::Option::Some(0) => {
                                             if __id.is_some() {
                                                 return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field("_id"));
                                             }
-                                            __id = ::core::option::Option::Some(__map.next_value()?);
+                                            __id = ::core::option::Option::Some(__map.next_value::<#checked_source::Id>()?);
                                         }
                                         #(
                                             ::core::option::Option::Some(#positions) => {
                                                 if #locals.is_some() {
                                                     return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field(__FIELDS[#positions]));
                                                 }
-                                                #locals = ::core::option::Option::Some(__map.next_value()?);
+                                                #locals = ::core::option::Option::Some(__map.next_value::<#field_types>()?);
                                             }
                                         )*
                                         _ => {
@@ -194,12 +278,12 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                                 ::core::result::Result::Ok(::core::convert::Into::into(#name {
                                     id: match __id {
                                         ::core::option::Option::Some(__value) => __value,
-                                        ::core::option::Option::None => #private::missing_field("_id")?,
+                                        ::core::option::Option::None => #private::missing_field::<#checked_source::Id, _>("_id")?,
                                     },
                                     #(
                                         #idents: match #locals {
                                             ::core::option::Option::Some(__value) => __value,
-                                            ::core::option::Option::None => #private::missing_field(__FIELDS[#positions])?,
+                                            ::core::option::Option::None => #private::missing_field::<#field_types, _>(__FIELDS[#positions])?,
                                         },
                                     )*
                                 }))
@@ -213,7 +297,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 impl #private::BsonSchema for #name {
                     #[inline]
                     fn bson_schema() -> #private::bson::Document {
-                        #private::copy_schema(<#source as #private::BsonSchema>::bson_schema(), &#name::__STORED)
+                        #private::copy_schema(#checked_source::source_schema(), &#name::__STORED)
                     }
                 }
             };
@@ -253,7 +337,7 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
             out.extend(quote! {
                 .copy(#private::CopySpec::new(
                     #path,
-                    <#source as #private::Document>::COLLECTION,
+                    <#source as #private::CopySource<{ #copy_type::__SOURCE }>>::COLLECTION,
                     #source_name,
                     &#copy_type::__STORED,
                     #private::SyncStrategy::#sync,
@@ -392,11 +476,13 @@ pub fn consts(cont: &Container) -> TokenStream {
         let path = &field.stored_name;
         if let Some(subset) = &field.attrs.subset {
             let subset = &subset.value;
-            let (Some(child), Some(max), Some((sort, direction))) =
-                (&subset.of, subset.max, &subset.sort)
-            else {
+            // a missing `max` or `sort` is an error of the attribute: the constant is still
+            // emitted (with placeholders) next to it, so that its uses compile
+            let Some(child) = &subset.of else {
                 continue;
             };
+            let max = subset.max.unwrap_or(1);
+            let (sort, direction) = subset.sort.clone().unwrap_or_else(|| (String::new(), -1));
             let preview = copy_shape(field.ty).1;
             let count = match count_stored(cont, subset.count.as_ref()) {
                 Some(stored) => quote!(::core::option::Option::Some(#stored)),
@@ -420,7 +506,9 @@ pub fn consts(cont: &Container) -> TokenStream {
             });
         }
         if let Some(embed) = &field.attrs.embed {
-            let (Some(max), (RefKind::Many, element)) = (embed.value.max, copy_shape(field.ty))
+            // without `max` (an error), emitted with a placeholder bound next to the error
+            let (max, (RefKind::Many, element)) =
+                (embed.value.max.unwrap_or(1), copy_shape(field.ty))
             else {
                 continue;
             };

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::ast::{Container, Data, Repr, Variant};
+use crate::ast::{Container, Data, Field, Repr, Variant};
 use crate::attr::{IndexKey, KeyKind};
 use crate::check::resolve_key;
 use crate::ctxt::Ctxt;
@@ -90,42 +90,9 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
-    let id_field = cont.stored_fields().find(|f| f.stored_name == "_id");
-    // `Option<T>` skipped when `None` (checked): the stored id is a `T`, assigned by the server
-    // when absent, so a document has no id to lend before it is written (no `Identified`)
-    let optional_id = id_field.and_then(|f| crate::ast::generic_arg(f.ty, &["Option"]));
-    let id_type = match (optional_id, id_field) {
-        (Some(inner), _) => quote!(#inner),
-        (None, Some(field)) => {
-            let ty = field.ty;
-            quote!(#ty)
-        }
-        (None, None) => quote!(#private::bson::oid::ObjectId),
-    };
-    let id_field = id_field.filter(|_| optional_id.is_none());
-    let (has_fields, id_body) = match &cont.data {
-        Data::Enum(variants) => (
-            TokenStream::new(),
-            kind_ids(variants).filter(|_| optional_id.is_none()),
-        ),
-        _ => (
-            crate::gen::copies::has_field_impls(cont),
-            id_field
-                .and_then(|field| field.ident)
-                .map(|member| quote!(&self.#member)),
-        ),
-    };
-    let identified = id_body.map(|body| {
-        quote! {
-            #[automatically_derived]
-            impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
-                #[inline]
-                fn id(&self) -> &Self::Id {
-                    #body
-                }
-            }
-        }
-    });
+    let has_fields = has_field_impls(cont);
+    let id_type = id_type(cont);
+    let identified = identified_impl(cont);
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
@@ -152,6 +119,67 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     }
 }
 
+/// The field stored as `_id`, and the `T` of an `Option<T>` one (skipped when `None`, checked:
+/// the stored id is a `T`, assigned by the server when absent).
+fn id_field<'c, 'a>(cont: &'c Container<'a>) -> (Option<&'c Field<'a>>, Option<&'a syn::Type>) {
+    let field = cont.stored_fields().find(|f| f.stored_name == "_id");
+    let optional = field.and_then(|f| crate::ast::generic_arg(f.ty, &["Option"]));
+    (field, optional)
+}
+
+/// The type of `_id`: the field stored as `_id` (the `T` of an `Option<T>`), or `ObjectId`.
+fn id_type(cont: &Container) -> TokenStream {
+    match id_field(cont) {
+        (_, Some(inner)) => quote!(#inner),
+        (Some(field), None) => {
+            let ty = field.ty;
+            quote!(#ty)
+        }
+        (None, None) => {
+            let private = private();
+            quote!(#private::bson::oid::ObjectId)
+        }
+    }
+}
+
+/// `impl Identified` (`id`, `to_ref`) when every document holds its `_id` (a struct's field, or
+/// every kind's); none for an `Option` id, which a document has no id to lend for before it is
+/// written.
+fn identified_impl(cont: &Container) -> Option<TokenStream> {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let (field, optional) = id_field(cont);
+    if optional.is_some() {
+        return None;
+    }
+    let body = match &cont.data {
+        Data::Enum(variants) => kind_ids(variants)?,
+        _ => {
+            let member = field?.ident?;
+            quote!(&self.#member)
+        }
+    };
+    Some(quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Identified for #ident #ty_generics #where_clause {
+            #[inline]
+            fn id(&self) -> &Self::Id {
+                #body
+            }
+        }
+    })
+}
+
+/// The `HasField` impls another struct's copy types read; none for a whole-document enum, whose
+/// fields belong to its kinds.
+fn has_field_impls(cont: &Container) -> TokenStream {
+    match cont.data {
+        Data::Enum(_) => TokenStream::new(),
+        _ => crate::gen::copies::has_field_impls(cont),
+    }
+}
+
 /// The body of `Identified::id` of a whole-document enum whose every kind holds `_id` (checked
 /// to be of one type): a match on the kinds.
 fn kind_ids(variants: &[Variant]) -> Option<TokenStream> {
@@ -170,6 +198,39 @@ fn kind_ids(variants: &[Variant]) -> Option<TokenStream> {
         arms.push(quote!(Self::#ident { #member: id, .. } => id,));
     }
     Some(quote!(match self { #(#arms)* }))
+}
+
+/// What the derive emits next to its errors for a collection root it could model: every item
+/// uses elsewhere name (the `Document` impl with its collection name and id type, `Identified`,
+/// the relation, subset and array constants, the `HasField` impls a copy type of another struct
+/// reads), with bodies that are never run, so that one mistake in the attributes is one error
+/// and not one more per use of a generated item.
+pub fn fallback_document_items(cont: &Container) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let collection_name = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.name.as_ref())
+        .map_or_else(String::new, |n| n.value.clone());
+    let id_type = id_type(cont);
+    let identified = identified_impl(cont);
+    let relation_consts = crate::gen::relations::relation_consts(cont);
+    let has_fields = has_field_impls(cont);
+    quote! {
+        impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
+            const COLLECTION: &'static str = #collection_name;
+            type Id = #id_type;
+            fn collection_spec() -> #private::CollectionSpec {
+                ::core::unimplemented!("mongo-schema: the derive reported errors")
+            }
+        }
+        #identified
+        #relation_consts
+        #has_fields
+    }
 }
 
 /// An ordered key document, with Rust field names translated to stored names.
