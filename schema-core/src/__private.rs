@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use mongodb::bson::{doc, Bson, Document};
 
 pub use crate::json_schema::constrain;
+pub use crate::model::stored;
 
 /// Builds the `$jsonSchema` of a struct.
 #[derive(Default)]
