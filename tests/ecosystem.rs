@@ -153,6 +153,24 @@ pub struct BsonHelpers {
     pub bytes_maybe: Option<[u8; 8]>,
 }
 
+/// serde_with's `#[serde_as]` rewrites each `as` into `with = ":: serde_with :: As :: < ... >"`
+/// before the derive reads it; bson 2's `DateTime` and `Uuid` are the converters.
+#[serde_with::serde_as]
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "serdeAs", additional_properties = false)]
+pub struct SerdeAs {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[serde_as(as = "bson::DateTime")]
+    pub chrono: chrono::DateTime<Utc>,
+    #[serde_as(as = "Option<bson::DateTime>")]
+    pub maybe: Option<chrono::DateTime<Utc>>,
+    #[serde_as(as = "mongodb::bson::DateTime")]
+    pub time: time::OffsetDateTime,
+    #[serde_as(as = "bson::Uuid")]
+    pub uuid: uuid::Uuid,
+}
+
 /// The reverse of `serialize_object_id_as_hex_string`, which bson 2 does not export.
 fn object_id_from_hex<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectId, D::Error> {
     let hex = String::deserialize(d)?;
@@ -423,6 +441,22 @@ fn bson_helpers() -> impl Strategy<Value = BsonHelpers> {
         )
 }
 
+fn serde_as_values() -> impl Strategy<Value = SerdeAs> {
+    (
+        DATE_MILLIS,
+        proptest::option::of(DATE_MILLIS),
+        DATE_MILLIS,
+        any::<u128>(),
+    )
+        .prop_map(|(chrono, maybe, time, uuid)| SerdeAs {
+            id: ObjectId::new(),
+            chrono: Utc.timestamp_millis_opt(chrono).unwrap(),
+            maybe: maybe.map(|ms| Utc.timestamp_millis_opt(ms).unwrap()),
+            time: DateTime::from_millis(time).to_time_0_3(),
+            uuid: uuid::Uuid::from_u128(uuid),
+        })
+}
+
 // ---------------------------------------------------------------------------------------------
 // the server
 
@@ -441,6 +475,7 @@ fn live(prefix: &str) -> Live {
             .model::<IdsAndAmounts>()
             .model::<StdValues>()
             .model::<BsonHelpers>()
+            .model::<SerdeAs>()
             .build()
             .unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(60), schema.apply(&db))
@@ -491,6 +526,7 @@ fn generated_values_are_accepted_and_read_back_equal() {
         i in ids_and_amounts(),
         s in std_values(),
         h in bson_helpers(),
+        a in serde_as_values(),
     )| {
         live.runtime.block_on(async {
             round_trip(&live.db, &c).await?;
@@ -498,15 +534,16 @@ fn generated_values_are_accepted_and_read_back_equal() {
             round_trip(&live.db, &i).await?;
             round_trip(&live.db, &s).await?;
             round_trip(&live.db, &h).await?;
+            round_trip(&live.db, &a).await?;
             Ok::<(), TestCaseError>(())
         })?;
-        accepted.set(accepted.get() + 5);
+        accepted.set(accepted.get() + 6);
     });
     println!(
         "{} generated documents accepted and read back equal",
         accepted.get()
     );
-    assert_eq!(accepted.get(), 5 * config().cases);
+    assert_eq!(accepted.get(), 6 * config().cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -665,6 +702,16 @@ fn helper_breaches() -> Vec<Breach> {
     ]
 }
 
+fn serde_as_breaches() -> Vec<Breach> {
+    vec![
+        // what the types write without `serde_as`
+        ("chrono", "2023-11-14T22:13:20Z".into()),
+        ("maybe", "2023-11-14T22:13:20Z".into()),
+        ("time", vec![2023, 318].into()),
+        ("uuid", uuid::Uuid::nil().to_string().into()),
+    ]
+}
+
 /// A new `_id` of the same type as `id` (an `ObjectId`, or a uuid's binary).
 fn fresh_id(id: &Bson) -> Bson {
     match id {
@@ -741,6 +788,7 @@ fn documents_broken_per_type_are_refused_with_121_naming_the_field() {
         i in ids_and_amounts(),
         s in std_values(),
         h in bson_helpers(),
+        a in serde_as_values(),
     )| {
         let n = live.runtime.block_on(async {
             let db = &live.db;
@@ -749,7 +797,8 @@ fn documents_broken_per_type_are_refused_with_121_naming_the_field() {
                     + expect_refused(db, TimeValues::COLLECTION, stored(&t), &time_breaches()).await?
                     + expect_refused(db, IdsAndAmounts::COLLECTION, stored(&i), &ids_breaches()).await?
                     + expect_refused(db, StdValues::COLLECTION, stored(&s), &std_breaches()).await?
-                    + expect_refused(db, BsonHelpers::COLLECTION, stored(&h), &helper_breaches()).await?,
+                    + expect_refused(db, BsonHelpers::COLLECTION, stored(&h), &helper_breaches()).await?
+                    + expect_refused(db, SerdeAs::COLLECTION, stored(&a), &serde_as_breaches()).await?,
             )
         })?;
         refused.set(refused.get() + n);
@@ -896,6 +945,15 @@ fn known_helpers_emit_what_they_write() {
         property(&helpers, "rfc3339_out"),
         property(&helpers, "rfc3339_fn")
     );
+    let serde_as = SerdeAs::validator();
+    for (field, schema) in [
+        ("chrono", doc! { "bsonType": "date" }),
+        ("maybe", doc! { "bsonType": ["date", "null"] }),
+        ("time", doc! { "bsonType": "date" }),
+        ("uuid", doc! { "bsonType": "binData" }),
+    ] {
+        assert_eq!(property(&serde_as, field), schema, "{field}");
+    }
 }
 
 // `#[serde(with = "serde_bytes")]` on `Vec<u8>`, `Box<[u8]>` or `serde_bytes::ByteBuf` is

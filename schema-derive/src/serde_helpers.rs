@@ -1,6 +1,7 @@
 //! The serde helpers whose stored shape is known without an annotation: the bson crate's
 //! `serde_helpers` modules and functions (bson 2.x), its converter types (bson 3.x, used with
-//! `with` or through serde_with's `#[serde_as]`), and `serde_bytes`.
+//! `with` or through serde_with's `#[serde_as]`), bson 2's `DateTime` and `Uuid` as serde_with
+//! converters, and `serde_bytes`.
 //!
 //! A helper is recognised by the last segment(s) of its path, whatever the prefix
 //! (`bson::serde_helpers::u32_as_f64`, `mongodb::bson::serde_helpers::u32_as_f64`, or a `use`d
@@ -209,9 +210,22 @@ fn converter_shape(converter: &Type, field: &Type) -> Option<TokenStream> {
         [] => return None,
     };
     let field = last_name(field);
-    bson_3(module, name, field.as_deref())
+    bson_2_serde_with(module, name)
+        .or_else(|| bson_3(module, name, field.as_deref()))
         .or_else(|| bson_2(name))
         .map(Stored::tokens)
+}
+
+/// bson 2's own types as serde_with converters (its `serde_with-3` feature):
+/// `#[serde_as(as = "bson::DateTime")]` on a chrono or time date stores a BSON date,
+/// `#[serde_as(as = "bson::Uuid")]` on a `uuid::Uuid` binary of subtype 4. Only these types
+/// implement `SerializeAs`, so a bare `DateTime` or `Uuid` is bson's.
+fn bson_2_serde_with(module: Option<&str>, name: &str) -> Option<Stored> {
+    match (module, name) {
+        (None | Some("bson"), "DateTime") => Some(Stored::Date),
+        (None | Some("bson" | "uuid"), "Uuid") => Some(Stored::Binary),
+        _ => None,
+    }
 }
 
 /// The type whose `BsonSchema` describes what `#[serde(with = "<path>")]` (or `serialize_with`)
@@ -487,6 +501,31 @@ mod tests {
             serde_as("Option<datetime::FromChrono04DateTime>"),
             ":: serde_with :: As :: < Option < datetime :: FromChrono04DateTime > >"
         );
+        // bson 2's types as converters (its `serde_with-3` feature)
+        for (converter, field, expected) in [
+            (
+                "bson::DateTime",
+                "chrono::DateTime<Utc>",
+                private("bson::DateTime"),
+            ),
+            (
+                "mongodb::bson::DateTime",
+                "time::OffsetDateTime",
+                private("bson::DateTime"),
+            ),
+            ("DateTime", "DateTime<Utc>", private("bson::DateTime")),
+            ("bson::Uuid", "uuid::Uuid", private("bson::Binary")),
+            ("bson::uuid::Uuid", "Uuid", private("bson::Binary")),
+        ] {
+            assert_eq!(shape(&serde_as(converter), field), expected, "{converter}");
+        }
+        assert_eq!(
+            shape(&serde_as("Option<bson::DateTime>"), "Option<DateTime<Utc>>"),
+            optional("bson::DateTime")
+        );
+        // not a converter outside `serde_as`, nor from another crate
+        assert_eq!(shape("bson::DateTime", "DateTime"), None);
+        assert_eq!(shape(&serde_as("chrono::DateTime"), "DateTime"), None);
         // a bare `AsF64` (imported) is told apart by the field's type
         assert_eq!(
             shape(&serde_as("AsF64"), "u64"),
