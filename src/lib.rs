@@ -141,8 +141,9 @@
 //! `uuid_as_*` modules, and the functions `serialize_u32_as_i32`, `serialize_u64_as_i64`,
 //! `serialize_object_id_as_hex_string`, ...), bson 3's converters (`datetime::FromChrono04DateTime`,
 //! `object_id::AsHexString`, `u32::AsF64`, ..., with `with` or `#[serde_as(as = "...")]`, also
-//! inside `Option<...>`) and `serde_bytes` (binary). They are recognised by the last segments of
-//! the path, whatever its prefix.
+//! inside `Option<...>`), bson 2's `DateTime` and `Uuid` as `#[serde_as]` converters, chrono's
+//! `serde::ts_seconds` ... `ts_nanoseconds` (and `_option`) and `serde_bytes` (binary). They are
+//! recognised by the last segments of the path, whatever its prefix.
 //!
 //! ```
 //! use mongo_schema::bson::doc;

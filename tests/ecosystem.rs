@@ -41,6 +41,12 @@ pub struct ChronoValues {
     pub local: NaiveDateTime,
     pub time: NaiveTime,
     pub maybe: Option<chrono::DateTime<Utc>>,
+    #[serde(with = "chrono::serde::ts_seconds")]
+    pub seconds: chrono::DateTime<Utc>,
+    #[serde(with = "chrono::serde::ts_milliseconds_option")]
+    pub millis: Option<chrono::DateTime<Utc>>,
+    #[serde(with = "chrono::naive::serde::ts_nanoseconds")]
+    pub nanos: NaiveDateTime,
 }
 
 #[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -214,6 +220,10 @@ fn chrono_time() -> impl Strategy<Value = NaiveTime> {
 }
 
 fn chrono_values() -> impl Strategy<Value = ChronoValues> {
+    let (min, max) = (
+        chrono::DateTime::<Utc>::MIN_UTC.timestamp(),
+        chrono::DateTime::<Utc>::MAX_UTC.timestamp(),
+    );
     (
         chrono_utc(),
         // an offset in whole minutes (chrono writes no seconds of an offset), years that stay
@@ -225,19 +235,33 @@ fn chrono_values() -> impl Strategy<Value = ChronoValues> {
         chrono_utc(),
         chrono_time(),
         proptest::option::of(chrono_utc()),
+        (
+            // what the `ts_*` helpers keep: whole seconds, milliseconds, nanoseconds in an i64
+            min..=max,
+            proptest::option::of(
+                chrono::DateTime::<Utc>::MIN_UTC.timestamp_millis()
+                    ..=chrono::DateTime::<Utc>::MAX_UTC.timestamp_millis(),
+            ),
+            any::<i64>(),
+        ),
     )
-        .prop_map(|(utc, (secs, minutes), other, time, maybe)| ChronoValues {
-            id: ObjectId::new(),
-            utc,
-            fixed: FixedOffset::east_opt(minutes * 60)
-                .unwrap()
-                .timestamp_opt(secs, 0)
-                .unwrap(),
-            date: other.date_naive(),
-            local: other.naive_utc().date().and_time(time),
-            time,
-            maybe,
-        })
+        .prop_map(
+            |(utc, (secs, minutes), other, time, maybe, (seconds, millis, nanos))| ChronoValues {
+                id: ObjectId::new(),
+                utc,
+                fixed: FixedOffset::east_opt(minutes * 60)
+                    .unwrap()
+                    .timestamp_opt(secs, 0)
+                    .unwrap(),
+                date: other.date_naive(),
+                local: other.naive_utc().date().and_time(time),
+                time,
+                maybe,
+                seconds: Utc.timestamp_opt(seconds, 0).unwrap(),
+                millis: millis.map(|ms| Utc.timestamp_millis_opt(ms).unwrap()),
+                nanos: chrono::DateTime::from_timestamp_nanos(nanos).naive_utc(),
+            },
+        )
 }
 
 fn time_values() -> impl Strategy<Value = TimeValues> {
@@ -572,6 +596,11 @@ fn chrono_breaches() -> Vec<Breach> {
         ("time", "1:02:03".into()),
         ("time", "01:02:03.1234".into()),
         ("maybe", 0_i64.into()),
+        // the `ts_*` helpers write an i64
+        ("seconds", 0.into()),
+        ("seconds", "2023-11-14T22:13:20Z".into()),
+        ("millis", Bson::DateTime(DateTime::now())),
+        ("nanos", 1.5.into()),
     ]
 }
 
@@ -870,6 +899,11 @@ fn ecosystem_types_emit_the_stored_shape() {
     assert_eq!(
         property(&chrono, "maybe").get("bsonType"),
         Some(&Bson::from(vec!["string", "null"]))
+    );
+    assert_eq!(property(&chrono, "seconds"), doc! { "bsonType": "long" });
+    assert_eq!(
+        property(&chrono, "millis"),
+        doc! { "bsonType": ["long", "null"] }
     );
     let time = TimeValues::validator();
     assert_eq!(

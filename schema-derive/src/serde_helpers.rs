@@ -1,7 +1,7 @@
 //! The serde helpers whose stored shape is known without an annotation: the bson crate's
 //! `serde_helpers` modules and functions (bson 2.x), its converter types (bson 3.x, used with
 //! `with` or through serde_with's `#[serde_as]`), bson 2's `DateTime` and `Uuid` as serde_with
-//! converters, and `serde_bytes`.
+//! converters, chrono's `ts_*` timestamps, and `serde_bytes`.
 //!
 //! A helper is recognised by the last segment(s) of its path, whatever the prefix
 //! (`bson::serde_helpers::u32_as_f64`, `mongodb::bson::serde_helpers::u32_as_f64`, or a `use`d
@@ -41,6 +41,10 @@ enum Stored {
     Timestamp,
     /// Binary data (any subtype).
     Binary,
+    /// A `long` (chrono's `ts_*` timestamps).
+    I64,
+    /// A `long` or `null` (chrono's `ts_*_option` timestamps).
+    OptionalI64,
 }
 
 impl Stored {
@@ -59,6 +63,8 @@ impl Stored {
             Stored::U64 => quote!(u64),
             Stored::Timestamp => quote!(#private::bson::Timestamp),
             Stored::Binary => quote!(#private::bson::Binary),
+            Stored::I64 => quote!(i64),
+            Stored::OptionalI64 => quote!(::core::option::Option<i64>),
         }
     }
 }
@@ -92,6 +98,24 @@ fn bson_2(name: &str) -> Option<Stored> {
         | "uuid_as_python_legacy_binary" => Stored::Binary,
         _ => return None,
     })
+}
+
+/// chrono's `serde::ts_*` modules (also `naive::serde::ts_*`): the timestamp as an `i64`.
+fn chrono(name: &str) -> Option<Stored> {
+    let (unit, option) = match name.strip_suffix("_option") {
+        Some(unit) => (unit, true),
+        None => (name, false),
+    };
+    match unit {
+        "ts_seconds" | "ts_milliseconds" | "ts_microseconds" | "ts_nanoseconds" => {
+            Some(if option {
+                Stored::OptionalI64
+            } else {
+                Stored::I64
+            })
+        }
+        _ => None,
+    }
 }
 
 /// bson 3.x: the converter types of `bson::serde_helpers::<module>`, named by `module::Type`;
@@ -253,6 +277,7 @@ pub fn recognise(path: &str, ty: &syn::Type) -> Option<TokenStream> {
     let field = last_name(ty);
     bson_2(name)
         .or_else(|| bson_3(module, name, field.as_deref()))
+        .or_else(|| chrono(name))
         .map(Stored::tokens)
 }
 
@@ -535,11 +560,29 @@ mod tests {
     }
 
     #[test]
+    fn chrono_timestamps_are_longs() {
+        for prefix in ["", "chrono::serde::", "::chrono::naive::serde::"] {
+            for unit in ["seconds", "milliseconds", "microseconds", "nanoseconds"] {
+                let module = format!("{prefix}ts_{unit}");
+                assert_eq!(shape(&module, "DateTime<Utc>"), Some("i64".into()));
+                assert_eq!(
+                    shape(&format!("{module}::serialize"), "NaiveDateTime"),
+                    Some("i64".into())
+                );
+                assert_eq!(
+                    shape(&format!("{module}_option"), "Option<DateTime<Utc>>"),
+                    Some("::core::option::Option<i64>".into())
+                );
+            }
+        }
+    }
+
+    #[test]
     fn unknown_helpers_stay_unknown() {
         for (path, ty) in [
             ("my_helpers::as_string", "u32"),
             ("serialize", "u32"),
-            ("chrono::serde::ts_seconds", "DateTime<Utc>"),
+            ("chrono::serde::ts_hours", "DateTime<Utc>"),
             ("", "u32"),
             ("not a path", "u32"),
             ("u32_as_f64_but_mine", "u32"),
