@@ -113,7 +113,7 @@
 //! Cargo features, named as the bson crate names its own: `chrono-0_4`, `time-0_3`, `uuid-1`
 //! (each also enables bson's feature of that name, hence its serde helpers) and
 //! `rust_decimal-1`. They implement [`BsonSchema`] for that crate's types; the `NonZero*`
-//! integers and the IP and socket addresses of std need no feature.
+//! integers, the IP and socket addresses, `Duration` and `SystemTime` of std need no feature.
 //!
 //! A schema describes what the driver stores. Typed writes (`insert_one`, ...) serialize with
 //! `bson::to_raw_document_buf`, whose serializer is *not human readable*, while
@@ -132,6 +132,7 @@
 //! | `Ipv4Addr`, `Ipv6Addr` | arrays of 4 / 16 octets (`to_document`: a string) | `array` of `int` 0..=255 |
 //! | `IpAddr`, `SocketAddr` | `{ V4: ... }` or `{ V6: ... }` | `object` with one of the two |
 //! | `SocketAddrV4`, `SocketAddrV6` | `[[octets], port]` (no flow info nor scope id) | `array` with a schema per position |
+//! | `std::time::Duration`, `SystemTime` | `{ secs, nanos }`, `{ secs_since_epoch, nanos_since_epoch }` (not a BSON date) | `object` of two `long`s |
 //!
 //! `#[serde(with = "...")]` and `serialize_with` are compile errors unless the derive knows the
 //! helper's stored shape: bson 2's `serde_helpers` (`chrono_datetime_as_bson_datetime`,

@@ -91,6 +91,8 @@ pub struct StdValues {
     pub socket: SocketAddr,
     pub socket_v4: SocketAddrV4,
     pub socket_v6: SocketAddrV6,
+    pub timeout: std::time::Duration,
+    pub seen: std::time::SystemTime,
 }
 
 /// Every bson 2.x helper, under the prefixes a model may use, and serde_bytes.
@@ -358,11 +360,16 @@ fn std_values() -> impl Strategy<Value = StdValues> {
             // serde's compact form keeps neither flow info nor scope id
             (v6(), any::<u16>()).prop_map(|(ip, p)| SocketAddrV6::new(ip, p, 0, 0)),
         ),
+        (
+            (0..=i64::MAX as u64, 0u32..1_000_000_000),
+            (0..=i64::MAX as u64 / 4, 0u32..1_000_000_000),
+        ),
     )
         .prop_map(
             |(
                 (u8, u16, u32, u64, usize, i8, i16, i32, i64),
                 (ip, v4, v6, socket, socket_v4, socket_v6),
+                ((secs, nanos), (seen_secs, seen_nanos)),
             )| {
                 StdValues {
                     id: ObjectId::new(),
@@ -381,6 +388,8 @@ fn std_values() -> impl Strategy<Value = StdValues> {
                     socket,
                     socket_v4,
                     socket_v6,
+                    timeout: std::time::Duration::new(secs, nanos),
+                    seen: std::time::UNIX_EPOCH + std::time::Duration::new(seen_secs, seen_nanos),
                 }
             },
         )
@@ -684,6 +693,14 @@ fn std_breaches() -> Vec<Breach> {
             vec![ints(&[10, 0, 0, 1]), 65_536.into()].into(),
         ),
         ("socket_v6", vec![ints(&[0; 16])].into()),
+        ("timeout", Bson::Int64(5)),
+        ("timeout", doc! { "secs": 1_i64 }.into()),
+        ("timeout", doc! { "secs": -1_i64, "nanos": 0_i64 }.into()),
+        (
+            "timeout",
+            doc! { "secs": 1_i64, "nanos": 1_000_000_000_i64 }.into(),
+        ),
+        ("seen", Bson::DateTime(DateTime::now())),
     ]
 }
 

@@ -1,5 +1,5 @@
 //! [`BsonSchema`] for types of std and of the crates a document commonly holds: the `NonZero*`
-//! integers and IP addresses of std, and behind features `chrono-0_4`, `time-0_3`, `uuid-1` and
+//! integers, IP and socket addresses, `Duration` and `SystemTime` of std, and behind features `chrono-0_4`, `time-0_3`, `uuid-1` and
 //! `rust_decimal-1` the types of those crates.
 //!
 //! Each schema describes what the driver stores. `Collection::insert_one` (and every typed
@@ -143,6 +143,35 @@ impl BsonSchema for SocketAddrV6 {
 impl BsonSchema for SocketAddr {
     fn bson_schema() -> Document {
         v4_or_v6(SocketAddrV4::bson_schema(), SocketAddrV6::bson_schema())
+    }
+}
+
+/// serde's struct of two unsigned fields: seconds (a `u64`: a `long`, larger values fail to
+/// serialize) and nanoseconds (a `u32`: a `long` too).
+fn seconds_and_nanos(secs: &str, nanos: &str) -> Document {
+    doc! {
+        "bsonType": "object",
+        "required": [secs, nanos],
+        "properties": {
+            secs: int_range("long", 0, i64::MAX),
+            nanos: int_range("long", 0, 999_999_999),
+        },
+        "additionalProperties": false,
+    }
+}
+
+/// Stored as `{ secs: <long>, nanos: <long> }` (serde's struct for it), whatever the serializer.
+impl BsonSchema for std::time::Duration {
+    fn bson_schema() -> Document {
+        seconds_and_nanos("secs", "nanos")
+    }
+}
+
+/// Stored as `{ secs_since_epoch: <long>, nanos_since_epoch: <long> }` (serde's struct for it),
+/// not as a BSON date; a time before the epoch fails to serialize.
+impl BsonSchema for std::time::SystemTime {
+    fn bson_schema() -> Document {
+        seconds_and_nanos("secs_since_epoch", "nanos_since_epoch")
     }
 }
 
@@ -417,6 +446,14 @@ pub(crate) mod tests {
                     _ => false,
                 }
             }
+            "required" => match value {
+                Bson::Document(doc) => arg
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|name| doc.contains_key(name.as_str().unwrap())),
+                _ => true,
+            },
             "not" => !matches(arg.as_document().unwrap(), value),
             "enum" => arg
                 .as_array()
@@ -496,6 +533,32 @@ pub(crate) mod tests {
         refused::<Ipv4Addr>(Bson::from(vec![10, 0, 0, 256]));
         refused::<IpAddr>(mongodb::bson::bson!({ "V5": [1, 2, 3, 4] }));
         refused::<SocketAddrV4>(Bson::from(vec![Bson::from(vec![1, 2, 3, 4])]));
+    }
+
+    #[test]
+    fn durations_and_system_times_are_documents_of_seconds_and_nanoseconds() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+        let max = Duration::new(i64::MAX as u64, 999_999_999);
+        assert_eq!(
+            check(max),
+            Bson::Document(mongodb::bson::doc! { "secs": i64::MAX, "nanos": 999_999_999_i64 })
+        );
+        check(Duration::ZERO);
+        check(UNIX_EPOCH + Duration::new(1_700_000_000, 5));
+        check(SystemTime::now());
+        refused::<Duration>(Bson::Document(mongodb::bson::doc! { "secs": 1_i64 }));
+        refused::<Duration>(Bson::Document(
+            mongodb::bson::doc! { "secs": 1_i64, "nanos": 1_000_000_000_i64 },
+        ));
+        refused::<SystemTime>(Bson::DateTime(mongodb::bson::DateTime::now()));
+        // out of range: nothing reaches the server
+        let too_long = Duration::new(u64::MAX, 0);
+        #[derive(Serialize)]
+        struct Field {
+            v: Duration,
+        }
+        assert!(mongodb::bson::to_raw_document_buf(&Field { v: too_long }).is_err());
     }
 
     #[cfg(feature = "chrono-0_4")]
