@@ -1,6 +1,6 @@
 //! [`BsonSchema`] for types of std and of the crates a document commonly holds: the `NonZero*`
-//! integers, IP and socket addresses, `Duration` and `SystemTime` of std, and behind features `chrono-0_4`, `time-0_3`, `uuid-1` and
-//! `rust_decimal-1` the types of those crates.
+//! integers, IP and socket addresses, `Duration` and `SystemTime` of std, and behind features
+//! `chrono-0_4`, `time-0_3`, `uuid-1` and `rust_decimal-1` the types of those crates.
 //!
 //! Each schema describes what the driver stores. `Collection::insert_one` (and every typed
 //! write) serializes with `bson::to_raw_document_buf`, whose serializer is **not human
