@@ -129,6 +129,69 @@
 //!   range, partial filters mongod does not support, an index on `_id` alone, two fields stored
 //!   under one name, empty enums, ...), each message naming mongod's rule.
 //!
+//! # Ecosystem types and serde helpers
+//!
+//! Cargo features, named as the bson crate names its own: `chrono-0_4`, `time-0_3`, `uuid-1`
+//! (each also enables bson's feature of that name, hence its serde helpers) and
+//! `rust_decimal-1`. They implement [`BsonSchema`] for that crate's types; the `NonZero*`
+//! integers, the IP and socket addresses, `Duration` and `SystemTime` of std need no feature.
+//!
+//! A schema describes what the driver stores. Typed writes (`insert_one`, ...) serialize with
+//! `bson::to_raw_document_buf`, whose serializer is *not human readable*, while
+//! `bson::to_document` is: types that ask (`uuid::Uuid`, std's addresses) are stored differently
+//! by the two, and the validators follow the driver's path.
+//!
+//! | Rust type | stored by the driver | schema |
+//! |---|---|---|
+//! | `chrono::DateTime<Utc>` | string `2023-11-14T22:13:20.123Z` (not a BSON date) | `string`, `pattern`, `maxLength` |
+//! | `chrono::DateTime<FixedOffset>`, `NaiveDate`, `NaiveDateTime`, `NaiveTime` | ISO 8601 strings | `string`, `pattern`, `maxLength` |
+//! | `time::OffsetDateTime`, `PrimitiveDateTime`, `Date`, `Time`, `UtcOffset` | arrays `[year, ordinal, hour, minute, second, nanosecond, offset h, m, s]` and prefixes | `array` with a schema per position |
+//! | `uuid::Uuid` | 16 bytes of binary, subtype 0 (`to_document`: a string) | `binData` |
+//! | `rust_decimal::Decimal` | string `-12.345` (a double with rust_decimal's `serde-float`) | `string`, `pattern` |
+//! | `NonZeroU8`, `NonZeroU16` / `NonZeroU32`, `NonZeroU64`, `NonZeroUsize` | `int` / `long` | `minimum: 1`, `maximum` |
+//! | `NonZeroI8` ... `NonZeroI64` | `int` / `long` | range and `not: { enum: [0] }` |
+//! | `Ipv4Addr`, `Ipv6Addr` | arrays of 4 / 16 octets (`to_document`: a string) | `array` of `int` 0..=255 |
+//! | `IpAddr`, `SocketAddr` | `{ V4: ... }` or `{ V6: ... }` | `object` with one of the two |
+//! | `SocketAddrV4`, `SocketAddrV6` | `[[octets], port]` (no flow info nor scope id) | `array` with a schema per position |
+//! | `std::time::Duration`, `SystemTime` | `{ secs, nanos }`, `{ secs_since_epoch, nanos_since_epoch }` (not a BSON date) | `object` of two `long`s |
+//!
+//! `#[serde(with = "...")]` and `serialize_with` are compile errors unless the derive knows the
+//! helper's stored shape: bson 2's `serde_helpers` (`chrono_datetime_as_bson_datetime`,
+//! `..._optional`, `time_0_3_offsetdatetime_as_bson_datetime`, `rfc3339_string_as_bson_datetime`,
+//! `i64_as_bson_datetime`, `bson_datetime_as_rfc3339_string`, `hex_string_as_object_id`,
+//! `u32_as_f64`, `u64_as_f64`, `u32_as_timestamp`, `timestamp_as_u32`, the `uuid_1_as_*` and
+//! `uuid_as_*` modules, and the functions `serialize_u32_as_i32`, `serialize_u64_as_i64`,
+//! `serialize_object_id_as_hex_string`, ...), bson 3's converters (`datetime::FromChrono04DateTime`,
+//! `object_id::AsHexString`, `u32::AsF64`, ..., with `with` or `#[serde_as(as = "...")]`, also
+//! inside `Option<...>`), bson 2's `DateTime` and `Uuid` as `#[serde_as]` converters, chrono's
+//! `serde::ts_seconds` ... `ts_nanoseconds` (and `_option`) and `serde_bytes` (binary). They are
+//! recognised by the last segments of the path, whatever its prefix.
+//!
+//! ```
+//! use mongo_schema::bson::doc;
+//! use mongo_schema::prelude::*;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Document, Serialize, Deserialize)]
+//! #[collection(name = "events")]
+//! pub struct Event {
+//!     #[serde(with = "mongo_schema::bson::serde_helpers::hex_string_as_object_id")]
+//!     pub _id: String,
+//!     #[serde(serialize_with = "mongo_schema::bson::serde_helpers::serialize_u32_as_i32")]
+//!     pub attempts: u32,
+//!     pub retries: std::num::NonZeroU8,
+//! }
+//!
+//! let schema = Event::bson_schema();
+//! let properties = schema.get_document("properties").unwrap();
+//! assert_eq!(properties.get_document("_id").unwrap(), &doc! { "bsonType": "objectId" });
+//! assert_eq!(
+//!     properties.get_document("attempts").unwrap(),
+//!     &doc! { "bsonType": "int", "minimum": 0_i64, "maximum": 2_147_483_647_i64 }
+//! );
+//! assert_eq!(properties.get_document("retries").unwrap().get_i64("minimum"), Ok(1));
+//! ```
+//!
 //! # Start-up
 //!
 //! ```no_run

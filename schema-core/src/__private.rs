@@ -12,6 +12,7 @@ pub use crate::json_schema::compose::{
     enum_schema, object, tuple, ObjectSchema, Tagging, VariantSchema,
 };
 pub use crate::json_schema::{constrain, not_null};
+pub use crate::model::stored;
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {

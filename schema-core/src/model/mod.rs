@@ -1,10 +1,13 @@
 //! The schema model: what the derives describe and `apply` brings about. A collection root's
 //! [`document::CollectionSpec`] (validator, indexes, references, copies), the `$jsonSchema` of
 //! every type ([`bson_schema`]), index descriptions ([`index`]), copied fields and the sync graph
-//! ([`copy`]), and the worst-case size a schema allows ([`size`]).
+//! ([`copy`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
+//! ([`ecosystem`]) and the stored shapes of known serde helpers ([`stored`]).
 
 pub(crate) mod bson_schema;
 pub(crate) mod copy;
 pub(crate) mod document;
+pub(crate) mod ecosystem;
 pub(crate) mod index;
 pub(crate) mod size;
+pub mod stored;

@@ -148,8 +148,23 @@ fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<Stri
             }
         },
         "array" => {
+            // a tuple (`items: [...]`, e.g. time's dates) has a schema per position
+            let tuple: Vec<u64> = match schema.get_array("items") {
+                Ok(positions) => positions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, position)| match position.as_document() {
+                        Some(position) => {
+                            value_bytes(position, &child(path, &i.to_string()), unbounded)
+                        }
+                        None => 0,
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
             let item = match schema.get_document("items") {
                 Ok(items) => value_bytes(items, &child(path, "$"), unbounded),
+                Err(_) if !tuple.is_empty() => 0,
                 Err(_) => {
                     unbounded.push(format!("`{}` has no item schema", shown(path)));
                     0
@@ -158,9 +173,18 @@ fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<Stri
             match number(schema, "maxItems") {
                 // an array is a document keyed "0", "1", ...
                 Some(n) => {
+                    if !tuple.is_empty() && n > tuple.len() as u64 {
+                        unbounded.push(format!(
+                            "`{}` may hold items past its tuple, which have no schema",
+                            shown(path)
+                        ));
+                    }
                     4 + 1
                         + (0..n)
-                            .map(|i| 1 + decimal_digits(i) + 1 + item)
+                            .map(|i| {
+                                let item = tuple.get(i as usize).copied().unwrap_or(item);
+                                1 + decimal_digits(i) + 1 + item
+                            })
                             .sum::<u64>()
                 }
                 None => {
@@ -229,6 +253,27 @@ fn literal_bytes(value: &Bson) -> u64 {
 mod tests {
     use super::*;
     use mongodb::bson::doc;
+
+    #[test]
+    fn a_tuple_counts_each_position_with_its_own_schema() {
+        // time's `Time`: [hour, minute, second: int, nanosecond: long]
+        let schema = doc! { "bsonType": "object", "properties": {
+            "t": { "bsonType": "array", "minItems": 4, "maxItems": 4, "items": [
+                { "bsonType": "int" }, { "bsonType": "int" }, { "bsonType": "int" },
+                { "bsonType": "long" },
+            ] },
+        } };
+        let bound = SizeBound::of(&schema);
+        assert!(bound.is_known(), "{bound}");
+        let worst = doc! { "t": [1, 2, 3, 4_i64] };
+        let encoded = mongodb::bson::to_vec(&worst).unwrap().len() as u64;
+        assert_eq!(bound.bytes, encoded);
+        // room for items past the tuple: not known
+        let schema = doc! { "bsonType": "array", "maxItems": 3, "items": [{ "bsonType": "int" }] };
+        let bound = SizeBound::of(&doc! { "bsonType": "object", "properties": { "t": schema } });
+        assert!(!bound.is_known());
+        assert!(bound.unbounded[0].contains("past its tuple"), "{bound}");
+    }
 
     #[test]
     fn bounded_documents_match_the_bson_encoding() {
