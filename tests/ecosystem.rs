@@ -156,9 +156,11 @@ pub struct BsonHelpers {
     pub uuid_python: uuid::Uuid,
     #[serde(with = "serde_bytes")]
     pub bytes_fixed: [u8; 16],
-    // `ByteBuf`, `Vec<u8>`: see the note at the end of this file
     #[serde(with = "serde_bytes")]
     pub bytes_maybe: Option<[u8; 8]>,
+    /// binary, not an array: no bound needed
+    #[serde(with = "serde_bytes")]
+    pub bytes_vec: Vec<u8>,
 }
 
 /// serde_with's `#[serde_as]` rewrites each `as` into `with = ":: serde_with :: As :: < ... >"`
@@ -429,13 +431,14 @@ fn bson_helpers() -> impl Strategy<Value = BsonHelpers> {
             any::<[u128; 4]>(),
             any::<[u8; 16]>(),
             proptest::option::of(any::<[u8; 8]>()),
+            proptest::collection::vec(any::<u8>(), 0..64),
         ),
     )
         .prop_map(
             |(
                 (chrono, maybe, time, rfc_in, rfc_out, rfc_fn, hex_in, hex_fn, millis),
                 (u32_double, u64_double, u32_int, u64_int, u32_long, u64_long, ts_in, ts_out),
-                (uuids, bytes_fixed, bytes_maybe),
+                (uuids, bytes_fixed, bytes_maybe, bytes_vec),
             )| {
                 let chrono_of = |ms: i64| Utc.timestamp_millis_opt(ms).unwrap();
                 BsonHelpers {
@@ -469,6 +472,7 @@ fn bson_helpers() -> impl Strategy<Value = BsonHelpers> {
                     uuid_python: uuid::Uuid::from_u128(uuids[3]),
                     bytes_fixed,
                     bytes_maybe,
+                    bytes_vec,
                 }
             },
         )
@@ -745,6 +749,7 @@ fn helper_breaches() -> Vec<Breach> {
         ("bytes_fixed", Bson::from(vec![0; 16])),
         ("bytes_maybe", "bytes".into()),
         ("bytes_maybe", Bson::from(Vec::<i32>::new())),
+        ("bytes_vec", Bson::from(vec![1, 2, 3])),
     ]
 }
 
@@ -993,6 +998,7 @@ fn known_helpers_emit_what_they_write() {
         ("uuid_python", doc! { "bsonType": "binData" }),
         ("bytes_fixed", doc! { "bsonType": "binData" }),
         ("bytes_maybe", doc! { "bsonType": ["binData", "null"] }),
+        ("bytes_vec", doc! { "bsonType": "binData" }),
     ];
     for (field, schema) in expected {
         assert_eq!(property(&helpers, field), schema, "{field}");
@@ -1015,9 +1021,3 @@ fn known_helpers_emit_what_they_write() {
         assert_eq!(property(&serde_as, field), schema, "{field}");
     }
 }
-
-// `#[serde(with = "serde_bytes")]` on `Vec<u8>`, `Box<[u8]>` or `serde_bytes::ByteBuf` is
-// recognised by the derive's helper table, but two checks of the derive still look at the field's
-// own type: the unbounded-array rule refuses `Vec<u8>` / `Box<[u8]>`, and the collection-root
-// check asks for `<ByteBuf as BsonSchema>`. Until both skip recognised helpers, only byte arrays
-// (`[u8; N]`, `Option<[u8; N]>`) are tested here.

@@ -106,6 +106,17 @@ impl<'a> Field<'a> {
         })
     }
 
+    /// The type whose `BsonSchema` describes what is stored when it is not the field's own:
+    /// `#[schema(stored_as = T)]`, or what a serde helper the derive knows writes.
+    pub fn stored_type(&self) -> Option<Type> {
+        if let Some(stored) = &self.attrs.stored_as {
+            return Some(stored.value.clone());
+        }
+        let (_, helper) = self.attrs.custom_serialize.as_ref()?;
+        let tokens = crate::serde_helpers::recognise(helper, self.ty)?;
+        syn::parse2(tokens).ok()
+    }
+
     /// The Rust name for messages.
     pub fn display_name(&self) -> String {
         self.ident.map(unraw).unwrap_or_else(|| "0".to_owned())

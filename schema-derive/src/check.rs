@@ -515,8 +515,8 @@ fn check_bounded(cx: &Ctxt, field: &Field) {
     if field.attrs.relation.is_some() || field.attrs.reference.is_some() {
         return; // reported by the attribute parser or `check_reference`
     }
-    if field.attrs.stored_as.is_some() {
-        return; // the stored type says what is stored, and is checked by rustc
+    if field.stored_type().is_some() {
+        return; // the stored type says what is stored (`stored_as`, `serde_bytes`, ...)
     }
     match (&field.attrs.embed, collection_kind(field.ty)) {
         (Some(embed), _) if embed.value.max.is_none() => cx.error_spanned_by(

@@ -35,11 +35,8 @@ pub fn constraint_checks(cont: &Container) -> TokenStream {
     let mut checks = TokenStream::new();
     for field in cont.stored_fields() {
         // constraints apply to what is stored
-        let ty = field
-            .attrs
-            .stored_as
-            .as_ref()
-            .map_or(field.ty, |s| &s.value);
+        let stored = field.stored_type();
+        let ty = stored.as_ref().unwrap_or(field.ty);
         if mentions_any(ty, &params) {
             continue; // a where-bound of the impl instead (see `json_schema::with_bounds`)
         }
@@ -79,8 +76,11 @@ pub fn type_checks(cont: &Container) -> TokenStream {
         if field.attrs.reference.is_some()
             || field.attrs.extended_ref.is_some()
             || field.attrs.subset.is_some()
+            || field.stored_type().is_some()
         {
-            continue; // ids, generated copies or previews: no collection root embedded
+            // ids, generated copies, previews, or a stored type of their own: no collection
+            // root embedded
+            continue;
         }
         let ty = field.ty;
         let is_root = if field.attrs.embed.is_some() {
