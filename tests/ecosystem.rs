@@ -1021,3 +1021,75 @@ fn known_helpers_emit_what_they_write() {
         assert_eq!(property(&serde_as, field), schema, "{field}");
     }
 }
+
+/// A collection keyed by a `uuid::Uuid`, with a child referencing it.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "uuid_accounts")]
+pub struct UuidAccount {
+    #[serde(rename = "_id")]
+    pub id: uuid::Uuid,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "uuid_sessions")]
+pub struct UuidSession {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub account: Ref<UuidAccount>,
+}
+
+/// The library's own filters write an id as `insert_one` does (binary for a `uuid::Uuid`, where
+/// `bson::to_bson` writes a string): a reference finds its document, and a relation its children.
+#[test]
+fn library_filters_write_ids_as_the_driver_stores_them() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let db = mongo_schema_testkit::database("uuid_refs").await;
+        Schema::new()
+            .model::<UuidAccount>()
+            .model::<UuidSession>()
+            .build()
+            .unwrap()
+            .apply(&db)
+            .await
+            .unwrap();
+        let account = UuidAccount {
+            id: uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0),
+            name: "ada".into(),
+        };
+        UuidAccount::collection(&db)
+            .insert_one(&account)
+            .await
+            .unwrap();
+        let session = UuidSession {
+            id: ObjectId::new(),
+            account: account.to_ref(),
+        };
+        UuidSession::collection(&db)
+            .insert_one(&session)
+            .await
+            .unwrap();
+        assert!(
+            matches!(account.to_ref().to_bson(), Bson::Binary(_)),
+            "stored as binary: {}",
+            account.to_ref().to_bson()
+        );
+        let found = UuidAccount::collection(&db)
+            .find_one(account.to_ref().filter())
+            .await
+            .unwrap();
+        assert_eq!(found, Some(account.clone()));
+        let resolved = Ref::resolve_all(&db, &[session.account.clone()])
+            .await
+            .unwrap();
+        assert_eq!(resolved.documents, vec![account.clone()]);
+        assert!(resolved.missing.is_empty());
+        let children = UuidSession::collection(&db)
+            .count_documents(UuidSession::ACCOUNT.children_filter(&account.to_ref()))
+            .await
+            .unwrap();
+        assert_eq!(children, 1);
+    });
+}

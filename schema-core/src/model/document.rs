@@ -333,3 +333,32 @@ impl CollectionSpec {
         self
     }
 }
+
+/// A value as the driver stores it: serialized to raw BSON as `insert_one` does, which serde
+/// sees as not human readable (`bson::to_bson` and `to_document` are, and write a `uuid::Uuid`
+/// or an `Ipv4Addr` differently). Every value the library writes or compares with stored data
+/// goes through here.
+pub(crate) fn stored_bson<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<mongodb::bson::Bson, mongodb::bson::ser::Error> {
+    #[derive(serde::Serialize)]
+    struct Wrapped<'a, T: ?Sized> {
+        v: &'a T,
+    }
+    let raw = mongodb::bson::to_raw_document_buf(&Wrapped { v: value })?;
+    let document = mongodb::bson::Document::try_from(raw.as_ref())
+        .map_err(|e| <mongodb::bson::ser::Error as serde::ser::Error>::custom(e))?;
+    Ok(document
+        .get("v")
+        .cloned()
+        .unwrap_or(mongodb::bson::Bson::Null))
+}
+
+/// A document as the driver stores it (see [`stored_bson`]).
+pub(crate) fn stored_document<T: serde::Serialize>(
+    value: &T,
+) -> Result<mongodb::bson::Document, mongodb::bson::ser::Error> {
+    let raw = mongodb::bson::to_raw_document_buf(value)?;
+    mongodb::bson::Document::try_from(raw.as_ref())
+        .map_err(|e| <mongodb::bson::ser::Error as serde::ser::Error>::custom(e))
+}

@@ -89,7 +89,8 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// and `$min`/`$max` of the key into `first`/`last`. An entry whose key is missing or
     /// `null` is refused ([`Error::Refused`]).
     pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
-        let entry = mongodb::bson::to_bson(entry).map_err(mongodb::error::Error::from)?;
+        let entry =
+            crate::model::document::stored_bson(entry).map_err(mongodb::error::Error::from)?;
         // entries are read in key order, and `first`/`last` bound each bucket's keys: an entry
         // without its key (or with `null`) would sort before every other and no page cursor
         // could continue after it, so it is refused before anything is written

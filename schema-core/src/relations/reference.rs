@@ -61,7 +61,7 @@ impl<T: Document> Ref<T> {
     where
         T::Id: Serialize,
     {
-        mongodb::bson::to_bson(&self.id).expect("an `_id` type serializes to BSON")
+        crate::model::document::stored_bson(&self.id).expect("an `_id` type serializes to BSON")
     }
 
     /// The filter that finds the referenced document: `{ _id: <id> }`.

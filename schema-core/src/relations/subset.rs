@@ -36,7 +36,7 @@ impl CounterType {
 }
 
 fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
-    Ok(mongodb::bson::to_bson(value).map_err(mongodb::error::Error::from)?)
+    Ok(crate::model::document::stored_bson(value).map_err(mongodb::error::Error::from)?)
 }
 
 /// `#[subset(of = C, max = N, sort = "-at", count = "message_count")]` on a field of `P` holding
@@ -80,7 +80,8 @@ where
     V: for<'c> From<&'c C> + Serialize,
 {
     fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
-        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let raw =
+            crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let preview = to_bson(&V::from(child))?;
         Ok(ParentUpdate {
             parents: P::COLLECTION,
@@ -181,7 +182,8 @@ where
         child: &C,
         others: &[&(dyn SubsetOf<C> + Sync)],
     ) -> Result<()> {
-        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let raw =
+            crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let mut updates = vec![self.parent_update(child)?];
         for other in others {
             updates.push(other.parent_update(child)?);
@@ -207,7 +209,8 @@ where
     /// window in which the parent is behind; [`Subset::rebuild`] repairs a parent whose second
     /// write was lost.
     pub async fn add_then_update(&self, db: &Database, child: &C) -> Result<()> {
-        let raw = mongodb::bson::to_document(child).map_err(mongodb::error::Error::from)?;
+        let raw =
+            crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let parent = self.parent_of(&raw)?;
         db.collection::<BsonDocument>(C::COLLECTION)
             .insert_one(raw)

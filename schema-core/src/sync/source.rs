@@ -95,7 +95,7 @@ pub(crate) async fn update_source<T: Document>(
 where
     T::Id: Serialize,
 {
-    let id = mongodb::bson::to_bson(id).map_err(mongodb::error::Error::from)?;
+    let id = crate::model::document::stored_bson(id).map_err(mongodb::error::Error::from)?;
     // the copies this update can change: known from the update document itself, so the
     // transaction is one findAndModify, one updateMany per copy it touches, and the commit
     let written = written_paths(&update);
@@ -155,7 +155,7 @@ pub(crate) async fn delete_source<T: Document>(
 where
     T::Id: Serialize,
 {
-    let id = mongodb::bson::to_bson(id).map_err(mongodb::error::Error::from)?;
+    let id = crate::model::document::stored_bson(id).map_err(mongodb::error::Error::from)?;
     let edges = transactional_edges(graph, T::COLLECTION);
     let (mut report, attempts) = in_transaction(db, deadline, |session| {
         let (db, id, edges) = (db.clone(), id.clone(), edges.clone());
