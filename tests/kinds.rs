@@ -188,6 +188,32 @@ async fn every_kind_is_accepted_read_back_and_indexed_on_its_own() {
     // a second apply has nothing to do
     let again = schema().apply(&db).await.unwrap();
     assert!(again.applied.is_empty(), "{again}");
+
+    // the audit counts each kind: 2 mentions, 1 digest, 1 broadcast
+    let audit = schema().audit(&db).await.unwrap();
+    let notifications = audit
+        .collections
+        .iter()
+        .find(|c| c.collection == "notifications")
+        .unwrap();
+    assert_eq!(
+        notifications.kinds,
+        [
+            ("type = \"mention\"".to_owned(), 2),
+            ("type = \"digest\"".to_owned(), 1),
+            ("type = \"broadcast\"".to_owned(), 1),
+        ]
+    );
+    assert!(
+        audit.to_string().contains("kinds: type = \"mention\": 2"),
+        "{audit}"
+    );
+    let lines = audit
+        .collections
+        .iter()
+        .find(|c| c.collection == "log_lines")
+        .unwrap();
+    assert!(lines.kinds.is_empty(), "one kind: no per-kind counts");
 }
 
 #[tokio::test]

@@ -36,6 +36,9 @@ pub struct CollectionAudit {
     pub exists: bool,
     /// Number of documents.
     pub documents: u64,
+    /// Of a whole-document enum (several kinds of document, each named by a tag), the number of
+    /// documents of each kind: `kind = "login"` and its count; empty for one kind.
+    pub kinds: Vec<(String, u64)>,
     /// The largest documents: `_id` and `$bsonSize`.
     pub largest: Vec<(Bson, u64)>,
     /// Documents larger than the audit's threshold.
@@ -153,6 +156,15 @@ pub(crate) async fn audit(
                 )
             })
             .collect();
+        if let Ok(schema) = spec.validator.get_document("$jsonSchema") {
+            for kind in crate::json_schema::kinds(schema) {
+                let (Some((tag, value)), Some(label)) = (&kind.tag, kind.label()) else {
+                    continue;
+                };
+                let count = coll.count_documents(doc! { tag: value }).await?;
+                audit.kinds.push((label, count));
+            }
+        }
         for (path, max) in bounded_arrays(&spec.validator) {
             let threshold = ((max as f64) * PRESSURE).ceil() as i64;
             let length = doc! { "$size": { "$ifNull": [format!("${path}"), []] } };
@@ -244,7 +256,7 @@ fn bounded_arrays(validator: &BsonDocument) -> Vec<(String, u64)> {
     let mut seen: Vec<String> = Vec::new();
     crate::json_schema::kinds(schema)
         .into_iter()
-        .filter_map(|(_, kind)| kind.get_document("properties").ok())
+        .filter_map(|kind| kind.schema.get_document("properties").ok())
         .flat_map(|properties| properties.iter())
         .filter(|(name, _)| {
             let new = !seen.contains(name);
@@ -279,6 +291,14 @@ impl fmt::Display for AuditReport {
                 continue;
             }
             writeln!(f, "- `{}`: {} documents", c.collection, c.documents)?;
+            if !c.kinds.is_empty() {
+                let kinds: Vec<String> = c
+                    .kinds
+                    .iter()
+                    .map(|(kind, n)| format!("{kind}: {n}"))
+                    .collect();
+                writeln!(f, "  - kinds: {}", kinds.join(", "))?;
+            }
             if let Some((id, bytes)) = c.largest.first() {
                 writeln!(
                     f,

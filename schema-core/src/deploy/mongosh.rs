@@ -104,8 +104,8 @@ pub(crate) fn script(
             .cloned()
             .unwrap_or_default();
         let kinds: Vec<String> = crate::json_schema::kinds(&json)
-            .into_iter()
-            .filter_map(|(tag, _)| tag)
+            .iter()
+            .filter_map(crate::json_schema::Kind::label)
             .collect();
         if kinds.len() > 1 {
             let _ = writeln!(

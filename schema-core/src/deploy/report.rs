@@ -57,8 +57,8 @@ impl Schema {
                 .cloned()
                 .unwrap_or_default();
             let kinds: Vec<String> = crate::json_schema::kinds(&json)
-                .into_iter()
-                .filter_map(|(tag, _)| tag)
+                .iter()
+                .filter_map(crate::json_schema::Kind::label)
                 .collect();
             if kinds.len() > 1 {
                 let _ = write!(label, "<br/>kinds: {}", kinds.join(" | ").replace('"', "'"));
@@ -413,7 +413,8 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
             kinds.len()
         );
     }
-    for (i, (tag, kind)) in kinds.iter().enumerate() {
+    for (i, kind_of) in kinds.iter().enumerate() {
+        let kind = kind_of.schema;
         let required = kind.get_array("required").map(|r| r.len()).unwrap_or(0);
         let strict = if kind.get_bool("additionalProperties") == Ok(false) {
             ", no other fields allowed"
@@ -421,7 +422,9 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
             ""
         };
         if kinds.len() > 1 {
-            let label = tag.clone().unwrap_or_else(|| format!("shape {}", i + 1));
+            let label = kind_of
+                .label()
+                .unwrap_or_else(|| format!("shape {}", i + 1));
             let _ = writeln!(
                 out,
                 "Kind `{label}`: {required} required fields{strict}; size {}.\n",

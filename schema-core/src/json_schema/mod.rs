@@ -164,21 +164,39 @@ fn number(value: &Bson) -> Option<f64> {
     }
 }
 
+/// One shape a document schema allows (see [`kinds`]).
+pub(crate) struct Kind<'a> {
+    /// The tag that names it: a property whose schema is a one-value `enum` (`kind`, `"login"`).
+    pub tag: Option<(String, String)>,
+    /// Its schema.
+    pub schema: &'a Document,
+}
+
+impl Kind<'_> {
+    /// `kind = "login"`, for reports.
+    pub fn label(&self) -> Option<String> {
+        self.tag
+            .as_ref()
+            .map(|(name, value)| format!("{name} = \"{value}\""))
+    }
+}
+
 /// The shapes a document schema allows: one per `oneOf`/`anyOf` branch of a whole-document enum
-/// or a flattened enum (each labelled by its tag, `kind = "login"`, when a property of the
-/// branch is a single-value `enum`), or the schema itself.
-pub(crate) fn kinds(schema: &Document) -> Vec<(Option<String>, &Document)> {
+/// or a flattened enum (each with its tag, when a property of the branch is a single-value
+/// `enum`), or the schema itself.
+pub(crate) fn kinds(schema: &Document) -> Vec<Kind<'_>> {
     let branches = schema
         .get_array("oneOf")
         .or_else(|_| schema.get_array("anyOf"))
         .ok()
         .filter(|_| !schema.contains_key("properties"));
+    let whole = || vec![Kind { tag: None, schema }];
     let Some(branches) = branches else {
-        return vec![(None, schema)];
+        return whole();
     };
     let objects: Vec<&Document> = branches.iter().filter_map(Bson::as_document).collect();
     if !objects.iter().all(|b| b.contains_key("properties")) {
-        return vec![(None, schema)];
+        return whole();
     }
     objects
         .into_iter()
@@ -187,12 +205,15 @@ pub(crate) fn kinds(schema: &Document) -> Vec<(Option<String>, &Document)> {
                 p.iter().find_map(|(name, property)| {
                     let values = property.as_document()?.get_array("enum").ok()?;
                     match values.as_slice() {
-                        [Bson::String(kind)] => Some(format!("{name} = \"{kind}\"")),
+                        [Bson::String(kind)] => Some((name.clone(), kind.clone())),
                         _ => None,
                     }
                 })
             });
-            (tag, branch)
+            Kind {
+                tag,
+                schema: branch,
+            }
         })
         .collect()
 }
