@@ -9,7 +9,11 @@ use crate::{SchemaError, ValidationError};
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong at run time.
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the same sentence as `Display` (as `anyhow` does), so that
+/// `fn main() -> Result<(), mongo_schema::Error>` and `unwrap()` print what went wrong rather
+/// than a struct; `{:#?}` shows the structure.
+#[derive(Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// A write was rejected by the collection's validator (code 121).
@@ -84,6 +88,41 @@ impl Error {
         match self {
             Error::Validation(_) => Some(121),
             _ => self.as_driver().and_then(server_code),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            return fmt::Display::fmt(self, f);
+        }
+        match self {
+            Error::Validation(e) => f.debug_tuple("Validation").field(e).finish(),
+            Error::Schema(e) => f.debug_tuple("Schema").field(&e.problems).finish(),
+            Error::Apply { action, source } => f
+                .debug_struct("Apply")
+                .field("action", action)
+                .field("source", source)
+                .finish(),
+            Error::Driver(e) => f.debug_tuple("Driver").field(e).finish(),
+            Error::Timeout {
+                operation,
+                after,
+                last,
+            } => f
+                .debug_struct("Timeout")
+                .field("operation", operation)
+                .field("after", after)
+                .field("last", last)
+                .finish(),
+            Error::Refused(reason) => f.debug_tuple("Refused").field(reason).finish(),
+            Error::Worker(reason) => f.debug_tuple("Worker").field(reason).finish(),
+            Error::Downgrade { recorded, applying } => f
+                .debug_struct("Downgrade")
+                .field("recorded", recorded)
+                .field("applying", applying)
+                .finish(),
         }
     }
 }
@@ -224,3 +263,45 @@ pub(crate) const TRANSIENT_CODES: &[i32] = &[
     13435, // NotPrimaryNoSecondaryOk
     13436, // NotPrimaryOrSecondary
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_the_sentence_and_the_alternate_form_the_structure() {
+        let schema = Error::Schema(SchemaError {
+            problems: vec![
+                "`loans.member_id` references `Member`, which is not part of the schema".into(),
+            ],
+        });
+        let debug = format!("{schema:?}");
+        assert_eq!(debug, schema.to_string());
+        assert!(
+            debug.starts_with("invalid schema: `loans.member_id`"),
+            "{debug}"
+        );
+        assert!(format!("{schema:#?}").starts_with("Schema("));
+        let refused = Error::Refused("a push of 3 items over `tags`' max of 2".into());
+        assert_eq!(format!("{refused:?}"), refused.to_string());
+        let downgrade = Error::Downgrade {
+            recorded: 5,
+            applying: 4,
+        };
+        assert_eq!(format!("{downgrade:?}"), downgrade.to_string());
+        assert!(format!("{downgrade:#?}").contains("recorded: 5"));
+    }
+
+    #[test]
+    fn a_schema_error_lists_one_problem_per_line() {
+        let error = SchemaError {
+            problems: vec!["first".into(), "second".into()],
+        };
+        assert_eq!(
+            format!("{error:?}"),
+            "invalid schema:\n  - first\n  - second"
+        );
+        assert_eq!(error.to_string(), "invalid schema: first; second");
+        assert!(format!("{error:#?}").starts_with("SchemaError {"));
+    }
+}

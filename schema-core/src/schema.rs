@@ -43,10 +43,29 @@ pub struct SchemaBuilder {
 }
 
 /// Why a set of models does not make a schema. Every problem is listed, not only the first.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// `Debug` shows the same text as `Display`, one problem per line, so that `build()?` in a
+/// `main` returning `Result` prints sentences; `{:#?}` shows the structure.
+#[derive(Clone, PartialEq)]
 pub struct SchemaError {
     /// One sentence per problem.
     pub problems: Vec<String>,
+}
+
+impl fmt::Debug for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return f
+                .debug_struct("SchemaError")
+                .field("problems", &self.problems)
+                .finish();
+        }
+        write!(f, "invalid schema:")?;
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for SchemaError {
