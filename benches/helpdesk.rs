@@ -269,6 +269,73 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .await;
 
+    // 2a'. the same, with a write of the service's own in the transaction (the ticket's
+    // `updatedAt`): Schema::transaction vs the hand-written driver transaction
+    let schema = model::schema();
+    compare(
+        "add a message + the service's own write (Schema::transaction)",
+        20,
+        &log,
+        || async {
+            let message = Message {
+                id: ObjectId::new(),
+                ticket_id: ticket.to_ref(),
+                from: Author::Agent,
+                author_id: author,
+                body: "Thanks, fixed.".into(),
+                attachments: vec![],
+                at: DateTime::now(),
+            };
+            schema
+                .transaction(&db)
+                .add(&Ticket::LAST_MESSAGE, &message)
+                .update_one::<Ticket>(
+                    doc! { "_id": ticket.id },
+                    doc! { "$set": { "updatedAt": message.at } },
+                )
+                .run()
+                .await
+                .unwrap();
+        },
+        || async {
+            let message = Message {
+                id: ObjectId::new(),
+                ticket_id: ticket.to_ref(),
+                from: Author::Agent,
+                author_id: author,
+                body: "Thanks, fixed.".into(),
+                attachments: vec![],
+                at: DateTime::now(),
+            };
+            let mut session = client.start_session().await.unwrap();
+            session.start_transaction().await.unwrap();
+            Message::collection(&db)
+                .insert_one(&message)
+                .session(&mut session)
+                .await
+                .unwrap();
+            let preview = mongo_schema::bson::to_bson(&MessagePreview::from(&message)).unwrap();
+            db.collection::<BsonDocument>("tickets")
+                .update_one(
+                    doc! { "_id": ticket.id },
+                    doc! { "$set": { "lastMessage": preview }, "$inc": { "messageCount": 1_i64 } },
+                )
+                .session(&mut session)
+                .await
+                .unwrap();
+            db.collection::<BsonDocument>("tickets")
+                .update_one(
+                    doc! { "_id": ticket.id },
+                    doc! { "$set": { "updatedAt": message.at } },
+                )
+                .session(&mut session)
+                .await
+                .unwrap();
+            session.commit_transaction().await.unwrap();
+        },
+    )
+    .await;
+
     // 2b. a batch of 50 references
     let refs: Vec<Ref<Customer>> = seeded
         .customers

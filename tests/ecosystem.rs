@@ -1081,9 +1081,7 @@ fn library_filters_write_ids_as_the_driver_stores_them() {
             .await
             .unwrap();
         assert_eq!(found, Some(account.clone()));
-        let resolved = Ref::resolve_all(&db, &[session.account.clone()])
-            .await
-            .unwrap();
+        let resolved = Ref::resolve_all(&db, &[session.account]).await.unwrap();
         assert_eq!(resolved.documents, vec![account.clone()]);
         assert!(resolved.missing.is_empty());
         let children = UuidSession::collection(&db)

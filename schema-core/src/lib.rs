@@ -47,9 +47,10 @@ pub use relations::{
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{
-    EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, SyncFailure,
-    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH,
-    DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
+    SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerStats,
+    DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION,
+    TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
 pub use validation::{RuleFailure, ValidationError};
 

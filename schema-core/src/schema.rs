@@ -99,6 +99,11 @@ impl Schema {
         &self.graph
     }
 
+    /// The total time a transaction's attempts and commit retries may take.
+    pub(crate) fn transaction_deadline_value(&self) -> Duration {
+        self.transaction_deadline
+    }
+
     /// Applies `update` (an operator document such as `{ "$set": { "name": .. } }`) to the `T`
     /// document `id` and, in the same multi-document transaction, rewrites every
     /// `transactional` copy it touches; so readers never see the source and its transactional

@@ -73,6 +73,13 @@ pub struct ParentUpdate {
     update: mongodb::options::UpdateModifications,
 }
 
+impl ParentUpdate {
+    /// The parent's collection.
+    pub fn collection(&self) -> &'static str {
+        self.parents
+    }
+}
+
 impl<P, C, V> SubsetOf<C> for Subset<P, C, V>
 where
     P: Document,
@@ -583,16 +590,35 @@ fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
 }
 
 /// Inside a transaction: the parent's one update, by `_id`.
-async fn update_parent_in(
+pub(crate) async fn update_parent_in(
     db: &Database,
     u: ParentUpdate,
     session: &mut ClientSession,
-) -> Result<()> {
-    db.collection::<BsonDocument>(u.parents)
+) -> Result<mongodb::results::UpdateResult> {
+    Ok(db
+        .collection::<BsonDocument>(u.parents)
         .update_one(doc! { "_id": u.parent }, u.update)
         .session(&mut *session)
-        .await?;
-    Ok(())
+        .await?)
+}
+
+/// The filter of a compare-and-set on `field` of the document `target` references, refused
+/// before anything is sent when it would not compare a value of that document.
+pub(crate) fn compare_and_set_filter<T: Document>(
+    target: &Ref<T>,
+    field: &str,
+    expected: Bson,
+) -> Result<BsonDocument>
+where
+    T::Id: Serialize,
+{
+    if field == "_id" || field.starts_with("_id.") || field.is_empty() || field.starts_with('$') {
+        return Err(Error::Refused(format!(
+            "compare_and_set compares a field of the referenced document, not `{field}`"
+        )));
+    }
+    crate::literal::refuse_operators("the expected value", &expected)?;
+    Ok(doc! { "_id": target.to_bson(), field: expected })
 }
 
 impl<T: Document> Ref<T>
@@ -614,17 +640,10 @@ where
         expected: impl Into<Bson>,
         update: BsonDocument,
     ) -> Result<bool> {
-        if field == "_id" || field.starts_with("_id.") || field.is_empty() || field.starts_with('$')
-        {
-            return Err(Error::Refused(format!(
-                "compare_and_set compares a field of the referenced document, not `{field}`"
-            )));
-        }
-        let expected = expected.into();
-        crate::literal::refuse_operators("the expected value", &expected)?;
+        let filter = compare_and_set_filter(self, field, expected.into())?;
         let result = db
             .collection::<BsonDocument>(T::COLLECTION)
-            .update_one(doc! { "_id": self.to_bson(), field: expected }, update)
+            .update_one(filter, update)
             .await?;
         Ok(result.matched_count == 1)
     }

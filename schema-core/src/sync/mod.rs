@@ -10,6 +10,7 @@
 
 use mongodb::bson::{Bson, Document as BsonDocument};
 
+pub(crate) mod compose;
 pub(crate) mod failures;
 pub(crate) mod fan_out;
 pub(crate) mod lease;
@@ -19,6 +20,7 @@ pub(crate) mod source;
 pub(crate) mod transaction;
 pub(crate) mod worker;
 
+pub use compose::{StepOutcome, Transaction, TransactionReport};
 pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION};
 pub use lease::DEFAULT_LEASE;
 pub use reconcile::{EdgeReconcile, ReconcileReport};

@@ -85,6 +85,24 @@ fn written_paths(update: &BsonDocument) -> Option<Vec<String>> {
     Some(paths)
 }
 
+/// The transactional copies of `source` that `update` can change: known from the update
+/// document itself (a replacement may change any), so the transaction is one findAndModify, one
+/// updateMany per copy it touches, and the commit.
+pub(crate) fn touched_edges(
+    graph: &crate::SyncGraph,
+    source: &str,
+    update: &BsonDocument,
+) -> Vec<SyncEdge> {
+    let written = written_paths(update);
+    transactional_edges(graph, source)
+        .into_iter()
+        .filter(|edge| match &written {
+            Some(paths) => touches(paths.iter().map(String::as_str), &edge.copy.fields),
+            None => true,
+        })
+        .collect()
+}
+
 pub(crate) async fn update_source<T: Document>(
     db: &Database,
     graph: &crate::SyncGraph,
@@ -96,16 +114,7 @@ where
     T::Id: Serialize,
 {
     let id = crate::model::document::stored_bson(id).map_err(mongodb::error::Error::from)?;
-    // the copies this update can change: known from the update document itself, so the
-    // transaction is one findAndModify, one updateMany per copy it touches, and the commit
-    let written = written_paths(&update);
-    let edges: Vec<SyncEdge> = transactional_edges(graph, T::COLLECTION)
-        .into_iter()
-        .filter(|edge| match &written {
-            Some(paths) => touches(paths.iter().map(String::as_str), &edge.copy.fields),
-            None => true,
-        })
-        .collect();
+    let edges = touched_edges(graph, T::COLLECTION, &update);
     let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
         .iter()
         .filter(|e| !edges.contains(e))

@@ -1,0 +1,473 @@
+//! [`Transaction`]: the library's transactional helpers and the service's own writes in one
+//! multi-document transaction (a loan added to its member's subset, and the book's
+//! `copies_available` decremented, or neither).
+
+use std::time::Duration;
+
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::options::{ReturnDocument, UpdateModifications};
+use mongodb::{ClientSession, Database};
+use serde::Serialize;
+
+use super::fan_out::FanOut;
+use super::transaction::in_transaction;
+use crate::model::copy::SyncEdge;
+use crate::model::document::{stored_bson, stored_document};
+use crate::relations::subset::{update_parent_in, ParentUpdate};
+use crate::{Bucket, Document, Error, Ref, Result, ResultExt, Schema, SubsetOf};
+
+/// One write of a [`Transaction`], prepared (serialized, checked) before anything is sent, so
+/// that every attempt sends the same commands.
+#[derive(Debug, Clone)]
+enum Step {
+    Insert {
+        collection: &'static str,
+        document: BsonDocument,
+    },
+    Update {
+        collection: &'static str,
+        filter: BsonDocument,
+        update: UpdateModifications,
+        many: bool,
+        upsert: bool,
+    },
+    Delete {
+        collection: &'static str,
+        filter: BsonDocument,
+        many: bool,
+    },
+    Parent(ParentUpdate),
+    Source {
+        collection: &'static str,
+        id: Bson,
+        update: BsonDocument,
+        edges: Vec<SyncEdge>,
+    },
+}
+
+/// A prepared step and whether it must match a document.
+#[derive(Debug, Clone)]
+struct Planned {
+    label: String,
+    step: Step,
+    must_match: bool,
+}
+
+/// What one write of a [`Transaction`] did, in the order the writes were added.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StepOutcome {
+    /// What the write was (`insert into loans`, `update_one books`, ...).
+    pub label: String,
+    /// Documents matched (an insert: 1).
+    pub matched: u64,
+    /// Documents modified, inserted, upserted or deleted.
+    pub changed: u64,
+}
+
+/// What [`Transaction::run`] did: every write committed together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransactionReport {
+    /// One entry per write, in order (a subset's add is two: the child and the parent).
+    pub steps: Vec<StepOutcome>,
+    /// Transaction attempts (more than 1 after transient conflicts).
+    pub attempts: u32,
+}
+
+/// Writes that commit together: the library's transactional helpers (subset adds,
+/// `update_source`, bucket appends, compare-and-set) and the service's own writes on typed
+/// collections, in one transaction under the schema's
+/// [`transaction_deadline`](crate::SchemaBuilder::transaction_deadline), retried as a whole on
+/// transient errors. Built with [`Schema::transaction`]; nothing is sent before
+/// [`run`](Transaction::run), and a value that cannot be written (it does not serialize, a
+/// bucket entry without its key, an operator where a value belongs) is refused there before
+/// anything is sent.
+///
+/// ```no_run
+/// # use mongo_schema::prelude::*;
+/// # use mongo_schema::bson::doc;
+/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "members")]
+/// # struct Member { #[serde(rename = "_id")] id: ObjectId,
+/// #   #[subset(of = Loan, max = 5, sort = "-at", count = "loans")] active_loans: Vec<LoanPreview>, loans: i64 }
+/// # #[derive(BsonSchema, serde::Serialize, serde::Deserialize)] struct LoanPreview { at: DateTime }
+/// # impl From<&Loan> for LoanPreview { fn from(l: &Loan) -> Self { LoanPreview { at: l.at } } }
+/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "loans")]
+/// # #[index(keys(member_id = 1, at = -1))]
+/// # struct Loan { #[serde(rename = "_id")] id: ObjectId, #[reference] member_id: Ref<Member>, book: ObjectId, at: DateTime }
+/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "books")]
+/// # struct Book { #[serde(rename = "_id")] id: ObjectId, copies_available: i32 }
+/// # async fn lend(schema: &Schema, db: &mongodb::Database, loan: &Loan) -> mongo_schema::Result<()> {
+/// schema
+///     .transaction(db)
+///     .add(&Member::ACTIVE_LOANS, loan) // the loan, its preview and the member's count
+///     .update_one::<Book>(
+///         doc! { "_id": loan.book, "copies_available": { "$gt": 0 } },
+///         doc! { "$inc": { "copies_available": -1 } },
+///     )
+///     .must_match() // no copy left: nothing is written, Error::Refused
+///     .run()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "nothing is written until `run().await`"]
+pub struct Transaction<'a> {
+    schema: &'a Schema,
+    db: &'a Database,
+    steps: Vec<Planned>,
+    /// The first value that could not be prepared: returned by `run`, before anything is sent.
+    refused: Option<Error>,
+}
+
+impl Schema {
+    /// Starts a [`Transaction`]: the library's helpers and the service's own writes, committed
+    /// together.
+    pub fn transaction<'a>(&'a self, db: &'a Database) -> Transaction<'a> {
+        Transaction {
+            schema: self,
+            db,
+            steps: Vec::new(),
+            refused: None,
+        }
+    }
+}
+
+fn driver(error: impl Into<mongodb::error::Error>) -> Error {
+    Error::Driver(error.into())
+}
+
+impl<'a> Transaction<'a> {
+    fn push(mut self, label: String, step: Result<Step>) -> Self {
+        match step {
+            Ok(step) => self.steps.push(Planned {
+                label,
+                step,
+                must_match: false,
+            }),
+            Err(error) => {
+                self.refused.get_or_insert(error);
+            }
+        }
+        self
+    }
+
+    /// Inserts `child` and adds it to `subset` of its parent (preview and count), as
+    /// [`Subset::add`](crate::Subset::add) does alone. For another subset of the same child,
+    /// follow with [`also`](Transaction::also).
+    pub fn add<C, S>(self, subset: &S, child: &C) -> Self
+    where
+        C: Document + Serialize,
+        S: SubsetOf<C>,
+    {
+        let document = stored_document(child).map_err(driver);
+        let this = self.push(
+            format!("insert into {}", C::COLLECTION),
+            document.map(|document| Step::Insert {
+                collection: C::COLLECTION,
+                document,
+            }),
+        );
+        this.also(subset, child)
+    }
+
+    /// Adds `child`, inserted by an earlier [`add`](Transaction::add), to one more subset of
+    /// its parent.
+    pub fn also<C, S>(self, subset: &S, child: &C) -> Self
+    where
+        C: Document,
+        S: SubsetOf<C>,
+    {
+        let update = subset.parent_update(child);
+        let label = update
+            .as_ref()
+            .map(|u| format!("subset update of {}", u.collection()))
+            .unwrap_or_default();
+        self.push(label, update.map(Step::Parent))
+    }
+
+    /// Inserts `value` into `T`'s collection.
+    pub fn insert_one<T: Document + Serialize>(self, value: &T) -> Self {
+        let document = stored_document(value).map_err(driver);
+        self.push(
+            format!("insert into {}", T::COLLECTION),
+            document.map(|document| Step::Insert {
+                collection: T::COLLECTION,
+                document,
+            }),
+        )
+    }
+
+    /// Updates the first document of `T`'s collection that `filter` matches. With
+    /// [`must_match`](Transaction::must_match), a filter that matches nothing aborts the whole
+    /// transaction.
+    pub fn update_one<T: Document>(
+        self,
+        filter: BsonDocument,
+        update: impl Into<UpdateModifications>,
+    ) -> Self {
+        self.update::<T>(filter, update.into(), false)
+    }
+
+    /// Updates every document of `T`'s collection that `filter` matches.
+    pub fn update_many<T: Document>(
+        self,
+        filter: BsonDocument,
+        update: impl Into<UpdateModifications>,
+    ) -> Self {
+        self.update::<T>(filter, update.into(), true)
+    }
+
+    fn update<T: Document>(
+        self,
+        filter: BsonDocument,
+        update: UpdateModifications,
+        many: bool,
+    ) -> Self {
+        let kind = if many { "update_many" } else { "update_one" };
+        self.push(
+            format!("{kind} {}", T::COLLECTION),
+            Ok(Step::Update {
+                collection: T::COLLECTION,
+                filter,
+                update,
+                many,
+                upsert: false,
+            }),
+        )
+    }
+
+    /// Deletes the first document of `T`'s collection that `filter` matches.
+    pub fn delete_one<T: Document>(self, filter: BsonDocument) -> Self {
+        self.push(
+            format!("delete_one {}", T::COLLECTION),
+            Ok(Step::Delete {
+                collection: T::COLLECTION,
+                filter,
+                many: false,
+            }),
+        )
+    }
+
+    /// Deletes every document of `T`'s collection that `filter` matches.
+    pub fn delete_many<T: Document>(self, filter: BsonDocument) -> Self {
+        self.push(
+            format!("delete_many {}", T::COLLECTION),
+            Ok(Step::Delete {
+                collection: T::COLLECTION,
+                filter,
+                many: true,
+            }),
+        )
+    }
+
+    /// Updates the source `T` with `id` and rewrites its `transactional` copies, as
+    /// [`Schema::update_source`] does alone.
+    pub fn update_source<T: Document>(self, id: &T::Id, update: BsonDocument) -> Self
+    where
+        T::Id: Serialize,
+    {
+        let edges = super::source::touched_edges(self.schema.sync_graph(), T::COLLECTION, &update);
+        let id = stored_bson(id).map_err(driver);
+        self.push(
+            format!("update_source {}", T::COLLECTION),
+            id.map(|id| Step::Source {
+                collection: T::COLLECTION,
+                id,
+                update,
+                edges,
+            }),
+        )
+    }
+
+    /// Appends `entry` to `parent`'s newest bucket that has room (or a new one), as
+    /// [`Bucket::append`] does alone.
+    pub fn append<B, E, P>(self, bucket: &Bucket<B, E>, parent: &Ref<P>, entry: &E) -> Self
+    where
+        B: Document,
+        E: Serialize + serde::de::DeserializeOwned,
+        P: Document,
+        P::Id: Serialize,
+    {
+        let step = bucket
+            .append_update(parent.to_bson(), entry)
+            .map(|(filter, update)| Step::Update {
+                collection: B::COLLECTION,
+                filter,
+                update: update.into(),
+                many: false,
+                upsert: true,
+            });
+        self.push(format!("append to {}", B::COLLECTION), step)
+    }
+
+    /// Applies `update` to the document `target` references only if its `field` still equals
+    /// `expected` ([`Ref::compare_and_set`]); if another writer changed it first, the whole
+    /// transaction is aborted and [`Error::Refused`] returned (reload and decide again).
+    pub fn compare_and_set<T: Document>(
+        self,
+        target: &Ref<T>,
+        field: &str,
+        expected: impl Into<Bson>,
+        update: BsonDocument,
+    ) -> Self
+    where
+        T::Id: Serialize,
+    {
+        let filter =
+            crate::relations::subset::compare_and_set_filter(target, field, expected.into());
+        self.push(
+            format!("compare_and_set {}.{field}", T::COLLECTION),
+            filter.map(|filter| Step::Update {
+                collection: T::COLLECTION,
+                filter,
+                update: update.into(),
+                many: false,
+                upsert: false,
+            }),
+        )
+        .must_match()
+    }
+
+    /// The write added last must match a document (an update's or delete's filter, a
+    /// compare-and-set's expected value): when it matches none, the transaction is aborted,
+    /// nothing is written, and [`Error::Refused`] names the write.
+    pub fn must_match(mut self) -> Self {
+        if let Some(last) = self.steps.last_mut() {
+            last.must_match = true;
+        }
+        self
+    }
+
+    /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
+    /// a whole on transient errors (write conflicts, a primary that went away) within the
+    /// schema's transaction deadline; past it, [`Error::Timeout`].
+    pub async fn run(self) -> Result<TransactionReport> {
+        if let Some(refused) = self.refused {
+            return Err(refused);
+        }
+        let deadline: Duration = self.schema.transaction_deadline_value();
+        let steps = self.steps;
+        let db = self.db;
+        let (outcomes, attempts) = in_transaction(db, deadline, |session| {
+            let (db, steps) = (db.clone(), steps.clone());
+            Box::pin(async move {
+                let mut outcomes = Vec::with_capacity(steps.len());
+                for planned in steps {
+                    let outcome = run_step(&db, &planned, &mut *session).await?;
+                    if planned.must_match && outcome.matched == 0 {
+                        return Err(Error::Refused(format!(
+                            "`{}` matched no document: the transaction was aborted and nothing was written",
+                            planned.label
+                        )));
+                    }
+                    outcomes.push(outcome);
+                }
+                Ok(outcomes)
+            })
+        })
+        .await?;
+        Ok(TransactionReport {
+            steps: outcomes,
+            attempts,
+        })
+    }
+}
+
+async fn run_step(
+    db: &Database,
+    planned: &Planned,
+    session: &mut ClientSession,
+) -> Result<StepOutcome> {
+    let label = planned.label.clone();
+    let collection = |name: &str| db.collection::<BsonDocument>(name);
+    let (matched, changed) = match &planned.step {
+        Step::Insert {
+            collection: name,
+            document,
+        } => {
+            collection(name)
+                .insert_one(document)
+                .session(&mut *session)
+                .await
+                .in_collection(name)?;
+            (1, 1)
+        }
+        Step::Update {
+            collection: name,
+            filter,
+            update,
+            many,
+            upsert,
+        } => {
+            let result = if *many {
+                collection(name)
+                    .update_many(filter.clone(), update.clone())
+                    .session(&mut *session)
+                    .await
+                    .in_collection(name)?
+            } else {
+                collection(name)
+                    .update_one(filter.clone(), update.clone())
+                    .upsert(*upsert)
+                    .session(&mut *session)
+                    .await
+                    .in_collection(name)?
+            };
+            let upserted = u64::from(result.upserted_id.is_some());
+            (
+                result.matched_count + upserted,
+                result.modified_count + upserted,
+            )
+        }
+        Step::Delete {
+            collection: name,
+            filter,
+            many,
+        } => {
+            let result = if *many {
+                collection(name)
+                    .delete_many(filter.clone())
+                    .session(&mut *session)
+                    .await?
+            } else {
+                collection(name)
+                    .delete_one(filter.clone())
+                    .session(&mut *session)
+                    .await?
+            };
+            (result.deleted_count, result.deleted_count)
+        }
+        Step::Parent(update) => {
+            let result = update_parent_in(db, update.clone(), session).await?;
+            (result.matched_count, result.modified_count)
+        }
+        Step::Source {
+            collection: name,
+            id,
+            update,
+            edges,
+        } => {
+            let source = collection(name)
+                .find_one_and_update(doc! { "_id": id.clone() }, update.clone())
+                .return_document(ReturnDocument::After)
+                .session(&mut *session)
+                .await
+                .in_collection(name)?;
+            let mut rewritten = 0;
+            if let Some(source) = &source {
+                for edge in edges {
+                    if let Some(fan_out) = FanOut::new(edge, source) {
+                        rewritten += fan_out.run(db, &edge.holder, Some(&mut *session)).await?;
+                    }
+                }
+            }
+            let found = u64::from(source.is_some());
+            (found, found + rewritten)
+        }
+    };
+    Ok(StepOutcome {
+        label,
+        matched,
+        changed,
+    })
+}

@@ -1,0 +1,350 @@
+//! `Schema::transaction`: the library's helpers and the service's own writes in one transaction
+//! (the library-lending trial: a loan added to its member's subset and the book's
+//! `copies_available` decremented, or neither), with the commands a hand-written transaction
+//! sends, and nothing written when any part fails.
+
+use mongo_schema::bson::{doc, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::Error;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    #[subset(of = Loan, max = 3, sort = "-loaned_at", count = "active_count")]
+    pub active_loans: Vec<LoanPreview>,
+    pub active_count: i64,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LoanPreview {
+    pub title: String,
+    pub loaned_at: DateTime,
+}
+
+impl From<&Loan> for LoanPreview {
+    fn from(loan: &Loan) -> Self {
+        LoanPreview {
+            title: loan.book.title.clone(),
+            loaned_at: loan.loaned_at,
+        }
+    }
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "books")]
+pub struct Book {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub title: String,
+    #[schema(minimum = 0)]
+    pub copies_available: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, loaned_at = -1))]
+pub struct Loan {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub member_id: Ref<Member>,
+    #[extended_ref(to = Book, fields = "title", sync = "transactional")]
+    pub book: LoanBook,
+    pub loaned_at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "desk_log")]
+pub struct DeskLog {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub line: String,
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Member>()
+        .model::<Book>()
+        .model::<Loan>()
+        .model::<DeskLog>()
+        .build()
+        .unwrap()
+}
+
+struct Library {
+    db: mongodb::Database,
+    log: mongo_schema_testkit::CommandLog,
+    member: Member,
+    book: Book,
+}
+
+async fn library(prefix: &str, copies: i32) -> Library {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let plain = mongo_schema_testkit::database(prefix).await;
+    let db = client.database(plain.name());
+    schema().apply(&db).await.unwrap();
+    let member = Member {
+        id: ObjectId::new(),
+        name: "ada".into(),
+        active_loans: vec![],
+        active_count: 0,
+    };
+    Member::collection(&db).insert_one(&member).await.unwrap();
+    let book = Book {
+        id: ObjectId::new(),
+        title: "Dune".into(),
+        copies_available: copies,
+    };
+    Book::collection(&db).insert_one(&book).await.unwrap();
+    Library {
+        db,
+        log,
+        member,
+        book,
+    }
+}
+
+fn loan(library: &Library, at: i64) -> Loan {
+    Loan {
+        id: ObjectId::new(),
+        member_id: library.member.to_ref(),
+        book: LoanBook::from(&library.book),
+        loaned_at: DateTime::from_millis(at),
+    }
+}
+
+/// Lends `loan`: the loan, its preview and count, and one copy fewer, together.
+async fn lend(
+    library: &Library,
+    loan: &Loan,
+) -> mongo_schema::Result<mongo_schema::TransactionReport> {
+    schema()
+        .transaction(&library.db)
+        .add(&Member::ACTIVE_LOANS, loan)
+        .update_one::<Book>(
+            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
+            doc! { "$inc": { "copies_available": -1 } },
+        )
+        .must_match()
+        .run()
+        .await
+}
+
+async fn state(library: &Library) -> (Member, Book, u64) {
+    let member = Member::collection(&library.db)
+        .find_one(doc! { "_id": library.member.id })
+        .await
+        .unwrap()
+        .unwrap();
+    let book = Book::collection(&library.db)
+        .find_one(doc! { "_id": library.book.id })
+        .await
+        .unwrap()
+        .unwrap();
+    let loans = Loan::collection(&library.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    (member, book, loans)
+}
+
+#[tokio::test]
+async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_written_commands() {
+    let library = library("tx_lend", 1).await;
+    let first = loan(&library, 1_000);
+    library.log.clear();
+    let report = lend(&library, &first).await.unwrap();
+    // what a hand-written transaction sends: the loan, the member's subset, the book, commit
+    let commands = library.log.commands();
+    let names: Vec<&str> = commands
+        .iter()
+        .map(|c| c.name.as_str())
+        .filter(|n| *n != "endSessions")
+        .collect();
+    assert_eq!(names, ["insert", "update", "update", "commitTransaction"]);
+    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
+        (
+            c.command.get("lsid").cloned(),
+            c.command.get("txnNumber").cloned(),
+        )
+    };
+    let first_command = transaction(&commands[0]);
+    assert!(first_command.1.is_some(), "sent in a transaction");
+    assert!(
+        commands[..4]
+            .iter()
+            .all(|c| transaction(c) == first_command),
+        "one session, one transaction number"
+    );
+    assert_eq!(report.steps.len(), 3, "{report:?}");
+    assert_eq!(report.steps[2].label, "update_one books");
+    assert_eq!((report.steps[2].matched, report.steps[2].changed), (1, 1));
+
+    let (member, book, loans) = state(&library).await;
+    assert_eq!(member.active_count, 1);
+    assert_eq!(member.active_loans[0].title, "Dune");
+    assert_eq!(book.copies_available, 0);
+    assert_eq!(loans, 1);
+
+    // the control: no copy left, so the filter matches nothing, and the loan, its preview and
+    // the count are not written either
+    let second = loan(&library, 2_000);
+    let error = lend(&library, &second).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Refused(m) if m.contains("update_one books") && m.contains("nothing was written")),
+        "{error}"
+    );
+    let (member, book, loans) = state(&library).await;
+    assert_eq!(member.active_count, 1, "the count was not incremented");
+    assert_eq!(
+        member.active_loans.len(),
+        1,
+        "no preview of the refused loan"
+    );
+    assert_eq!(book.copies_available, 0);
+    assert_eq!(loans, 1, "the refused loan was not inserted");
+}
+
+#[tokio::test]
+async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
+    let library = library("tx_invalid", 0).await;
+    let refused = loan(&library, 1_000);
+    // without the filter on copies, the decrement breaks the book's `minimum: 0`
+    let error = schema()
+        .transaction(&library.db)
+        .add(&Member::ACTIVE_LOANS, &refused)
+        .update_one::<Book>(
+            doc! { "_id": library.book.id },
+            doc! { "$inc": { "copies_available": -1 } },
+        )
+        .run()
+        .await
+        .unwrap_err();
+    let validation = error
+        .as_validation()
+        .unwrap_or_else(|| panic!("a validation error: {error}"));
+    assert!(
+        validation
+            .failures
+            .iter()
+            .any(|f| f.path == "copies_available" && f.rule == "minimum"),
+        "{validation}"
+    );
+    assert_eq!(validation.collection.as_deref(), Some("books"));
+    let (member, book, loans) = state(&library).await;
+    assert_eq!(
+        (member.active_count, loans, book.copies_available),
+        (0, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn update_source_compare_and_set_and_inserts_compose() {
+    let library = library("tx_compose", 2).await;
+    lend(&library, &loan(&library, 1_000)).await.unwrap();
+    let entry = DeskLog {
+        id: ObjectId::new(),
+        line: "Dune renamed".into(),
+    };
+    let report = schema()
+        .transaction(&library.db)
+        .update_source::<Book>(
+            &library.book.id,
+            doc! { "$set": { "title": "Dune (1965)" } },
+        )
+        .insert_one(&entry)
+        .run()
+        .await
+        .unwrap();
+    // the source and its one transactional copy; the log line
+    assert_eq!((report.steps[0].matched, report.steps[0].changed), (1, 2));
+    assert_eq!(report.steps[1].label, "insert into desk_log");
+    let stored = Loan::collection(&library.db)
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.book.title, "Dune (1965)", "the copy was rewritten");
+    assert_eq!(
+        DeskLog::collection(&library.db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1
+    );
+
+    // a compare-and-set that lost aborts everything before it: the rename and the log line
+    let lost = schema()
+        .transaction(&library.db)
+        .update_source::<Book>(&library.book.id, doc! { "$set": { "title": "Dune!" } })
+        .insert_one(&DeskLog {
+            id: ObjectId::new(),
+            line: "not written".into(),
+        })
+        .compare_and_set(
+            &library.book.to_ref(),
+            "copies_available",
+            5,
+            doc! { "$set": { "copies_available": 4 } },
+        )
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&lost, Error::Refused(m) if m.contains("compare_and_set books.copies_available")),
+        "{lost}"
+    );
+    let stored = Loan::collection(&library.db)
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.book.title, "Dune (1965)");
+    let book = Book::collection(&library.db)
+        .find_one(doc! { "_id": library.book.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (book.title.as_str(), book.copies_available),
+        ("Dune (1965)", 1)
+    );
+    assert_eq!(
+        library
+            .db
+            .collection::<BsonDocument>("desk_log")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1,
+        "the second log line was not written"
+    );
+
+    // a value that looks like an operator is refused before anything is sent
+    library.log.clear();
+    let hostile = schema()
+        .transaction(&library.db)
+        .insert_one(&DeskLog {
+            id: ObjectId::new(),
+            line: "sent?".into(),
+        })
+        .compare_and_set(
+            &library.book.to_ref(),
+            "copies_available",
+            doc! { "$gt": 0 },
+            doc! { "$set": { "copies_available": 0 } },
+        )
+        .run()
+        .await
+        .unwrap_err();
+    assert!(matches!(hostile, Error::Refused(_)), "{hostile}");
+    assert!(
+        library.log.names().is_empty(),
+        "nothing sent: {:?}",
+        library.log.names()
+    );
+}
