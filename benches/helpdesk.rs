@@ -147,6 +147,43 @@ struct PlainCustomerCopy {
     name: String,
 }
 
+/// An agent's reply to `ticket`.
+fn reply(ticket: &Ticket, author: ObjectId) -> Message {
+    Message {
+        id: ObjectId::new(),
+        ticket_id: ticket.to_ref(),
+        from: Author::Agent,
+        author_id: author,
+        body: "Thanks, fixed.".into(),
+        attachments: vec![],
+        at: DateTime::now(),
+    }
+}
+
+/// The baseline's writes of a reply in `session`: the message, then the ticket's preview and
+/// count, as a service would write them with the driver alone.
+async fn insert_with_preview_by_hand(
+    db: &mongodb::Database,
+    session: &mut mongodb::ClientSession,
+    ticket: &Ticket,
+    message: &Message,
+) {
+    Message::collection(db)
+        .insert_one(message)
+        .session(&mut *session)
+        .await
+        .unwrap();
+    let preview = mongo_schema::bson::to_bson(&MessagePreview::from(message)).unwrap();
+    db.collection::<BsonDocument>("tickets")
+        .update_one(
+            doc! { "_id": ticket.id },
+            doc! { "$set": { "lastMessage": preview }, "$inc": { "messageCount": 1_i64 } },
+        )
+        .session(&mut *session)
+        .await
+        .unwrap();
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, log) =
@@ -227,43 +264,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         20,
         &log,
         || async {
-            let message = Message {
-                id: ObjectId::new(),
-                ticket_id: ticket.to_ref(),
-                from: Author::Agent,
-                author_id: author,
-                body: "Thanks, fixed.".into(),
-                attachments: vec![],
-                at: DateTime::now(),
-            };
+            let message = reply(&ticket, author);
             Ticket::LAST_MESSAGE.add(&db, &message).await.unwrap();
         },
         || async {
-            let message = Message {
-                id: ObjectId::new(),
-                ticket_id: ticket.to_ref(),
-                from: Author::Agent,
-                author_id: author,
-                body: "Thanks, fixed.".into(),
-                attachments: vec![],
-                at: DateTime::now(),
-            };
+            let message = reply(&ticket, author);
             let mut session = client.start_session().await.unwrap();
             session.start_transaction().await.unwrap();
-            Message::collection(&db)
-                .insert_one(&message)
-                .session(&mut session)
-                .await
-                .unwrap();
-            let preview = mongo_schema::bson::to_bson(&MessagePreview::from(&message)).unwrap();
-            db.collection::<BsonDocument>("tickets")
-                .update_one(
-                    doc! { "_id": ticket.id },
-                    doc! { "$set": { "lastMessage": preview }, "$inc": { "messageCount": 1_i64 } },
-                )
-                .session(&mut session)
-                .await
-                .unwrap();
+            insert_with_preview_by_hand(&db, &mut session, &ticket, &message).await;
             session.commit_transaction().await.unwrap();
         },
     )
@@ -277,15 +285,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         20,
         &log,
         || async {
-            let message = Message {
-                id: ObjectId::new(),
-                ticket_id: ticket.to_ref(),
-                from: Author::Agent,
-                author_id: author,
-                body: "Thanks, fixed.".into(),
-                attachments: vec![],
-                at: DateTime::now(),
-            };
+            let message = reply(&ticket, author);
             schema
                 .transaction(&db)
                 .add(&Ticket::LAST_MESSAGE, &message)
@@ -298,31 +298,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap();
         },
         || async {
-            let message = Message {
-                id: ObjectId::new(),
-                ticket_id: ticket.to_ref(),
-                from: Author::Agent,
-                author_id: author,
-                body: "Thanks, fixed.".into(),
-                attachments: vec![],
-                at: DateTime::now(),
-            };
+            let message = reply(&ticket, author);
             let mut session = client.start_session().await.unwrap();
             session.start_transaction().await.unwrap();
-            Message::collection(&db)
-                .insert_one(&message)
-                .session(&mut session)
-                .await
-                .unwrap();
-            let preview = mongo_schema::bson::to_bson(&MessagePreview::from(&message)).unwrap();
-            db.collection::<BsonDocument>("tickets")
-                .update_one(
-                    doc! { "_id": ticket.id },
-                    doc! { "$set": { "lastMessage": preview }, "$inc": { "messageCount": 1_i64 } },
-                )
-                .session(&mut session)
-                .await
-                .unwrap();
+            insert_with_preview_by_hand(&db, &mut session, &ticket, &message).await;
             db.collection::<BsonDocument>("tickets")
                 .update_one(
                     doc! { "_id": ticket.id },

@@ -5,6 +5,10 @@
 //! (wrong BSON type, out of range, a malformed string against the pattern, the other path's
 //! shape) inserted raw are refused with code 121, naming the field.
 
+mod common;
+
+use common::live::Live;
+
 use std::fmt::Debug;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::num::{
@@ -497,16 +501,10 @@ fn serde_as_values() -> impl Strategy<Value = SerdeAs> {
 // ---------------------------------------------------------------------------------------------
 // the server
 
-struct Live {
-    runtime: tokio::runtime::Runtime,
-    db: mongodb::Database,
-}
-
 fn live(prefix: &str) -> Live {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let db = runtime.block_on(async {
-        let db = mongo_schema_testkit::database(prefix).await;
-        let schema = Schema::new()
+    Live::new(
+        prefix,
+        Schema::new()
             .model::<ChronoValues>()
             .model::<TimeValues>()
             .model::<IdsAndAmounts>()
@@ -514,22 +512,12 @@ fn live(prefix: &str) -> Live {
             .model::<BsonHelpers>()
             .model::<SerdeAs>()
             .build()
-            .unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(60), schema.apply(&db))
-            .await
-            .expect("apply within a minute")
-            .unwrap();
-        db
-    });
-    Live { runtime, db }
+            .unwrap(),
+    )
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 40,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    common::live::config(40)
 }
 
 /// Writes `value` through the typed collection and reads it back.

@@ -4,6 +4,10 @@
 //! of another kind where the enum is closed, a wrong type or bound inside a variant, an unknown
 //! variant) are refused with code 121, the typed error naming the path and the rule.
 
+mod common;
+
+use common::live::Live;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::ValidationError;
@@ -218,33 +222,20 @@ fn settings() -> impl Strategy<Value = Settings> {
         .prop_map(|(owner, values)| Settings { owner, values })
 }
 
-struct Live {
-    runtime: tokio::runtime::Runtime,
-    db: mongodb::Database,
-}
-
 fn live(prefix: &str) -> Live {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let db = runtime.block_on(async {
-        let db = mongo_schema_testkit::database(prefix).await;
-        let schema = Schema::new()
+    Live::new(
+        prefix,
+        Schema::new()
             .model::<Holder>()
             .model::<Account>()
             .model::<Settings>()
             .build()
-            .unwrap();
-        schema.apply(&db).await.unwrap();
-        db
-    });
-    Live { runtime, db }
+            .unwrap(),
+    )
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 64,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    common::live::config(64)
 }
 
 #[test]

@@ -6,6 +6,10 @@
 //! fixed-size array, `uniqueItems`, `maxProperties`, `enum`, `bsonType`, `required`,
 //! `additionalProperties`) is rejected naming that path and rule.
 
+mod common;
+
+use common::live::Live;
+
 use std::collections::{BTreeSet, HashMap};
 
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
@@ -226,32 +230,19 @@ fn order(lines: std::ops::Range<usize>) -> impl Strategy<Value = Order> {
         )
 }
 
-struct Live {
-    runtime: tokio::runtime::Runtime,
-    db: mongodb::Database,
-}
-
 fn live(prefix: &str) -> Live {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let db = runtime.block_on(async {
-        let db = mongo_schema_testkit::database(prefix).await;
-        let schema = Schema::new()
+    Live::new(
+        prefix,
+        Schema::new()
             .model::<Customer>()
             .model::<Order>()
             .build()
-            .unwrap();
-        schema.apply(&db).await.unwrap();
-        db
-    });
-    Live { runtime, db }
+            .unwrap(),
+    )
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 96,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    common::live::config(96)
 }
 
 #[test]

@@ -12,6 +12,10 @@
 //! type, an over-bound collection, a field of another kind where closed) are refused, the typed
 //! error naming the path and the rule, next to a valid control document that is accepted.
 
+mod common;
+
+use common::live::Live;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 
@@ -1226,16 +1230,10 @@ fn tenant_settings() -> impl Strategy<Value = TenantSettings> {
 // ---------------------------------------------------------------------------------------------
 // the server
 
-struct Live {
-    runtime: tokio::runtime::Runtime,
-    db: mongodb::Database,
-}
-
 fn live(prefix: &str) -> Live {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let db = runtime.block_on(async {
-        let db = mongo_schema_testkit::database(prefix).await;
-        let schema = Schema::new()
+    Live::new(
+        prefix,
+        Schema::new()
             .model::<User>()
             .model::<AuditEvent>()
             .model::<Notification>()
@@ -1255,19 +1253,12 @@ fn live(prefix: &str) -> Live {
             .model::<CatalogItem>()
             .model::<Shipment>()
             .build()
-            .unwrap();
-        schema.apply(&db).await.unwrap();
-        db
-    });
-    Live { runtime, db }
+            .unwrap(),
+    )
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 40,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    common::live::config(40)
 }
 
 /// Whether a driver error is a duplicate key (two generated values can share an id).

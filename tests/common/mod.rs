@@ -1,5 +1,6 @@
 pub mod cases;
 pub mod helpdesk;
+pub mod live;
 
 use std::time::{Duration, Instant};
 

@@ -98,16 +98,8 @@ pub(crate) fn script(
     for spec in collections {
         let name = string(&spec.name);
         let _ = writeln!(out, "\n// {}", comment(&spec.name));
-        let json = spec
-            .validator
-            .get_document("$jsonSchema")
-            .cloned()
-            .unwrap_or_default();
-        let kinds: Vec<String> = crate::json_schema::kinds(&json)
-            .iter()
-            .filter_map(crate::json_schema::Kind::label)
-            .collect();
-        if kinds.len() > 1 {
+        let kinds = crate::json_schema::kind_labels(&spec.validator);
+        if !kinds.is_empty() {
             let _ = writeln!(
                 out,
                 "// {} kinds of document (oneOf in the validator): {}",

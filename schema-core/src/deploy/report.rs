@@ -51,16 +51,8 @@ impl Schema {
         let mut out = String::from("flowchart LR\n");
         for spec in self.collections() {
             let mut label = spec.name.clone();
-            let json = spec
-                .validator
-                .get_document("$jsonSchema")
-                .cloned()
-                .unwrap_or_default();
-            let kinds: Vec<String> = crate::json_schema::kinds(&json)
-                .iter()
-                .filter_map(crate::json_schema::Kind::label)
-                .collect();
-            if kinds.len() > 1 {
+            let kinds = crate::json_schema::kind_labels(&spec.validator);
+            if !kinds.is_empty() {
                 let _ = write!(label, "<br/>kinds: {}", kinds.join(" | ").replace('"', "'"));
             }
             for embed in &spec.embeds {

@@ -218,6 +218,20 @@ pub(crate) fn kinds(schema: &Document) -> Vec<Kind<'_>> {
         .collect()
 }
 
+/// The labels of the kinds of document a validator (`{ $jsonSchema: ... }`) allows
+/// (`kind = "login"`), when there are several.
+pub(crate) fn kind_labels(validator: &Document) -> Vec<String> {
+    let Ok(schema) = validator.get_document("$jsonSchema") else {
+        return Vec::new();
+    };
+    let labels: Vec<String> = kinds(schema).iter().filter_map(Kind::label).collect();
+    if labels.len() > 1 {
+        labels
+    } else {
+        Vec::new()
+    }
+}
+
 /// Whether a dotted path (`customer._id`, `parts.name`) names a property of the schema,
 /// looking through arrays into their items and through `anyOf` branches.
 pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
