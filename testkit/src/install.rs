@@ -1,5 +1,10 @@
-//! Installing SecantusDB into the project-local venv `<workspace root>/.secantus/venv`.
+//! Installing SecantusDB into a per-user cache, shared by every project on the machine:
+//! `$MONGO_SCHEMA_SECANTUS_DIR`, else `$XDG_CACHE_HOME/mongo-schema/secantus-<version>`, else
+//! `~/.cache/mongo-schema/secantus-<version>` (`%LOCALAPPDATA%\mongo-schema\secantus-<version>` on
+//! Windows). Never under the library's own sources: with a path or git dependency those are the
+//! library's checkout, with a crates.io dependency cargo's registry sources.
 
+use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,26 +30,75 @@ const MARKER: &str = "mongo-schema-testkit-installed";
 const CONFIG: &str = "mongo-schema-testkit-secantusd.toml";
 
 /// Environment variable that moves the SecantusDB directory (venv, install lock, server logs)
-/// away from its default `<workspace root>/.secantus`.
+/// away from its default per-user cache `~/.cache/mongo-schema/secantus-<version>` (see
+/// [`secantus_dir`]). A relative path is taken from the process's working directory.
 pub const SECANTUS_DIR_ENV: &str = "MONGO_SCHEMA_SECANTUS_DIR";
 
-/// `<workspace root>/.secantus` (or `$MONGO_SCHEMA_SECANTUS_DIR`): the venv, the install lock and
-/// the server logs (gitignored).
-pub(crate) fn secantus_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os(SECANTUS_DIR_ENV).filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+/// The directory holding the venv, the install lock and the server logs, shared by every project
+/// and process of the user:
+///
+/// 1. `$MONGO_SCHEMA_SECANTUS_DIR`, if set and non-empty;
+/// 2. on Windows `%LOCALAPPDATA%\mongo-schema\secantus-<version>`;
+/// 3. `$XDG_CACHE_HOME/mongo-schema/secantus-<version>`, if `XDG_CACHE_HOME` is an absolute path
+///    (the XDG base directory spec ignores relative ones);
+/// 4. `~/.cache/mongo-schema/secantus-<version>` (`$HOME`, else the user database's home).
+///
+/// # Errors
+///
+/// When none of these is known (no home directory), saying to set `MONGO_SCHEMA_SECANTUS_DIR`.
+pub fn secantus_dir() -> Result<PathBuf, String> {
+    let dir = resolve_secantus_dir(
+        cfg!(windows),
+        |name| std::env::var_os(name),
+        std::env::home_dir,
+    )?;
+    if dir.is_relative() {
+        if let Ok(cwd) = std::env::current_dir() {
+            return Ok(cwd.join(dir));
+        }
     }
-    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    root.join(".secantus")
+    Ok(dir)
 }
 
-pub(crate) fn venv_dir() -> PathBuf {
-    secantus_dir().join("venv")
+/// [`secantus_dir`] with the environment and the home directory passed in (unit-testable without
+/// touching the process environment).
+fn resolve_secantus_dir(
+    windows: bool,
+    var: impl Fn(&str) -> Option<OsString>,
+    home_dir: impl FnOnce() -> Option<PathBuf>,
+) -> Result<PathBuf, String> {
+    let set = |name: &str| var(name).filter(|v| !v.is_empty());
+    if let Some(dir) = set(SECANTUS_DIR_ENV) {
+        return Ok(PathBuf::from(dir));
+    }
+    let leaf = format!("secantus-{SECANTUS_VERSION}");
+    let absolute = |name: &str| set(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let cache = if windows {
+        absolute("LOCALAPPDATA")
+    } else {
+        absolute("XDG_CACHE_HOME").or_else(|| {
+            absolute("HOME")
+                .or_else(home_dir)
+                .filter(|h| h.is_absolute())
+                .map(|home| home.join(".cache"))
+        })
+    };
+    match cache {
+        Some(cache) => Ok(cache.join("mongo-schema").join(leaf)),
+        None => Err(format!(
+            "cannot find a per-user cache directory for the SecantusDB test server ({}); set \
+             {SECANTUS_DIR_ENV} to the directory it should be installed in",
+            if windows {
+                "LOCALAPPDATA is not set"
+            } else {
+                "neither XDG_CACHE_HOME nor a home directory is known"
+            }
+        )),
+    }
 }
 
-pub(crate) fn logs_dir() -> PathBuf {
-    secantus_dir().join("logs")
+pub(crate) fn logs_dir() -> Result<PathBuf, String> {
+    Ok(secantus_dir()?.join("logs"))
 }
 
 fn venv_bin(venv: &Path, name: &str) -> PathBuf {
@@ -81,28 +135,29 @@ fn is_complete(inst: &Installation, venv: &Path) -> bool {
         && fs::read_to_string(venv.join(MARKER)).is_ok_and(|m| m.trim() == SECANTUS_REQUIREMENT)
 }
 
-/// Makes sure SecantusDB [`SECANTUS_VERSION`] is installed in `<workspace root>/.secantus/venv`
-/// (`$MONGO_SCHEMA_SECANTUS_DIR/venv` if that variable is set) and returns the path of its
-/// `secantusd-py` launcher.
+/// Makes sure SecantusDB [`SECANTUS_VERSION`] is installed in `<dir>/venv`, where `<dir>` is the
+/// per-user cache [`secantus_dir`] (`~/.cache/mongo-schema/secantus-0.7.0b3`, or
+/// `$MONGO_SCHEMA_SECANTUS_DIR`), and returns the path of its `secantusd-py` launcher. One install
+/// serves every project of the user.
 ///
 /// When the venv is missing it runs `python3 -m venv <venv>` (the interpreter can be overridden
 /// with the `MONGO_SCHEMA_PYTHON` environment variable) and
 /// `<venv>/bin/python -m pip install SecantusDB==0.7.0b3`, printing progress to stderr; pip's
-/// output goes to `.secantus/logs/install.log`. Processes that call this at the same time (test
-/// binaries run in parallel) are serialised by an exclusive lock on `.secantus/install.lock`;
-/// only the first one installs, the others wait and re-check.
+/// output goes to `<dir>/logs/install.log`. Processes that call this at the same time (test
+/// binaries run in parallel, or the tests of two projects) are serialised by an exclusive file
+/// lock on `<dir>/install.lock`; only the first one installs, the others wait and re-check.
 ///
 /// # Errors
 ///
-/// A human-readable reason (python not found, venv creation or pip failed, with the tail of
-/// pip's output).
+/// A human-readable reason (no cache directory, python not found, venv creation or pip failed,
+/// with the tail of pip's output).
 pub fn ensure_secantus_installed() -> Result<PathBuf, String> {
     Ok(ensure_installation()?.secantusd)
 }
 
 pub(crate) fn ensure_installation() -> Result<Installation, String> {
-    let dir = secantus_dir();
-    let venv = venv_dir();
+    let dir = secantus_dir()?;
+    let venv = dir.join("venv");
     let inst = installation(&venv);
     if is_complete(&inst, &venv) {
         return Ok(inst);
@@ -143,7 +198,7 @@ pub(crate) fn ensure_installation() -> Result<Installation, String> {
 /// Runs under the install lock.
 fn install(venv: &Path, inst: &Installation) -> Result<(), String> {
     let started = Instant::now();
-    let logs = logs_dir();
+    let logs = logs_dir()?;
     fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
     let log_path = logs.join("install.log");
     let mut log = File::create(&log_path)
@@ -231,5 +286,119 @@ fn run_logged(cmd: &mut Command, log: &mut File, log_path: &Path) -> Result<(), 
             log_path.display(),
             crate::server::tail(log_path, 0, 20)
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    fn no_home() -> Option<PathBuf> {
+        None
+    }
+
+    /// The testkit's own sources (and so the library's checkout, or cargo's registry sources).
+    fn own_sources() -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        dir.parent().unwrap_or(dir).to_path_buf()
+    }
+
+    #[test]
+    fn default_is_the_xdg_cache_never_the_library_sources() {
+        let cache = std::env::temp_dir().join("mongo-schema-xdg-test");
+        let vars = [
+            ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+            ("HOME", "/home/someone"),
+        ];
+        let dir = resolve_secantus_dir(false, env(&vars), no_home).unwrap();
+        assert_eq!(
+            dir,
+            cache
+                .join("mongo-schema")
+                .join(format!("secantus-{SECANTUS_VERSION}"))
+        );
+        assert!(dir.starts_with(&cache), "{}", dir.display());
+        assert!(!dir.starts_with(own_sources()), "{}", dir.display());
+    }
+
+    #[test]
+    fn without_xdg_it_is_home_dot_cache() {
+        let expected = PathBuf::from("/home/someone/.cache/mongo-schema/secantus-0.7.0b3");
+        for xdg in [None, Some(""), Some("relative/cache")] {
+            let mut vars = vec![("HOME", "/home/someone")];
+            vars.extend(xdg.map(|x| ("XDG_CACHE_HOME", x)));
+            assert_eq!(
+                resolve_secantus_dir(false, env(&vars), no_home).unwrap(),
+                expected,
+                "XDG_CACHE_HOME={xdg:?}"
+            );
+        }
+        // HOME unset: the user database's home.
+        let from_passwd = || Some(PathBuf::from("/home/someone"));
+        assert_eq!(
+            resolve_secantus_dir(false, env(&[]), from_passwd).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn the_variable_wins() {
+        let vars = [
+            (SECANTUS_DIR_ENV, "/opt/secantus"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/someone"),
+        ];
+        assert_eq!(
+            resolve_secantus_dir(false, env(&vars), no_home).unwrap(),
+            PathBuf::from("/opt/secantus")
+        );
+        // Empty means unset.
+        let vars = [(SECANTUS_DIR_ENV, ""), ("XDG_CACHE_HOME", "/xdg")];
+        assert_eq!(
+            resolve_secantus_dir(false, env(&vars), no_home).unwrap(),
+            PathBuf::from("/xdg/mongo-schema/secantus-0.7.0b3")
+        );
+    }
+
+    #[test]
+    fn windows_uses_local_app_data() {
+        // An absolute Windows path is only absolute on Windows; test the rule with a Unix one.
+        let vars = [
+            ("LOCALAPPDATA", "/c/Users/someone/AppData/Local"),
+            ("XDG_CACHE_HOME", "/xdg"),
+        ];
+        assert_eq!(
+            resolve_secantus_dir(true, env(&vars), no_home).unwrap(),
+            PathBuf::from("/c/Users/someone/AppData/Local/mongo-schema/secantus-0.7.0b3")
+        );
+    }
+
+    #[test]
+    fn no_home_is_an_error_naming_the_variable() {
+        let err = resolve_secantus_dir(false, env(&[("HOME", "")]), no_home).unwrap_err();
+        assert!(err.contains("set MONGO_SCHEMA_SECANTUS_DIR"), "{err}");
+        let err = resolve_secantus_dir(true, env(&[]), no_home).unwrap_err();
+        assert!(err.contains("LOCALAPPDATA"), "{err}");
+        assert!(err.contains("MONGO_SCHEMA_SECANTUS_DIR"), "{err}");
+    }
+
+    #[test]
+    fn the_process_default_is_outside_the_library_sources() {
+        // Whatever this machine's environment says; the variable, if set, is taken as it is.
+        let dir = secantus_dir().unwrap();
+        if let Some(set) = std::env::var_os(SECANTUS_DIR_ENV).filter(|d| !d.is_empty()) {
+            assert!(dir.ends_with(&set), "{}", dir.display());
+            return;
+        }
+        assert!(!dir.starts_with(own_sources()), "{}", dir.display());
+        assert!(dir.ends_with(format!("mongo-schema/secantus-{SECANTUS_VERSION}")));
     }
 }

@@ -3,10 +3,12 @@
 //! * If the environment variable `MONGODB_URI` is set and non-empty, that server is used (a
 //!   user's URI always wins). It should be a MongoDB 7+ replica set (transactions, change streams).
 //! * Otherwise an embedded [SecantusDB](https://pypi.org/project/SecantusDB/) server is started,
-//!   once per process, lazily. SecantusDB 0.7.0b3 is installed by the first test run into the
-//!   project-local venv `<workspace root>/.secantus/venv` (gitignored), which needs `python3`
-//!   (override with `MONGO_SCHEMA_PYTHON`; move the directory with `MONGO_SCHEMA_SECANTUS_DIR`);
-//!   see [`ensure_secantus_installed`]. The server is a
+//!   once per process, lazily. SecantusDB 0.7.0b3 is installed by the first test run on the
+//!   machine into a per-user cache shared by all projects,
+//!   `~/.cache/mongo-schema/secantus-0.7.0b3/venv` (`$XDG_CACHE_HOME/mongo-schema/...` if set;
+//!   never under the library's own sources), which needs `python3` (override with
+//!   `MONGO_SCHEMA_PYTHON`; move the directory with `MONGO_SCHEMA_SECANTUS_DIR`); see
+//!   [`secantus_dir`] and [`ensure_secantus_installed`]. The server is a
 //!   single-node replica set (`secantus`), in memory, on a free port of 127.0.0.1; it stops when
 //!   the test process exits, however it exits.
 //! * If neither is possible, the functions here panic with a message saying how to get a server:
@@ -57,7 +59,8 @@ use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
 pub use install::{
-    ensure_secantus_installed, PYTHON_ENV, SECANTUS_DIR_ENV, SECANTUS_REQUIREMENT, SECANTUS_VERSION,
+    ensure_secantus_installed, secantus_dir, PYTHON_ENV, SECANTUS_DIR_ENV, SECANTUS_REQUIREMENT,
+    SECANTUS_VERSION,
 };
 pub use server::TestServer;
 
@@ -123,8 +126,8 @@ fn start_shared() -> Result<Shared, String> {
             Err(format!(
                 "mongo-schema-testkit: no MongoDB server: could not install/start SecantusDB \
                  ({reason}). Either install python3 (the tests install SecantusDB \
-                 {SECANTUS_VERSION} into .secantus/venv themselves) or set \
-                 {URI_ENV}=mongodb://host:port to a MongoDB 7+ replica set\n{details}"
+                 {SECANTUS_VERSION} into a per-user cache themselves, see {SECANTUS_DIR_ENV}) \
+                 or set {URI_ENV}=mongodb://host:port to a MongoDB 7+ replica set\n{details}"
             ))
         }
     }

@@ -122,7 +122,8 @@ impl Running {
 /// The server never outlives the test process: it runs under a small watchdog process that
 /// stops it when the test process exits, even without running destructors. Dropping the
 /// `TestServer` stops it too (like [`stop`](TestServer::stop)). Its stdout/stderr go to a log file
-/// under `<workspace root>/.secantus/logs/` ([`log_path`](TestServer::log_path)).
+/// under `<secantus dir>/logs/` ([`secantus_dir`](crate::secantus_dir),
+/// `~/.cache/mongo-schema/secantus-<version>/logs/` by default; [`log_path`](TestServer::log_path)).
 ///
 /// Errors of [`start`](TestServer::start) and [`restart`](TestServer::restart) are
 /// [`std::io::Error`]s whose message says why (install failure, the server exited, timeout) and
@@ -452,9 +453,9 @@ fn free_port() -> io::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// `.secantus/logs/secantusd-<pid>-<what>.log`; removes logs older than a few days.
+/// `<secantus dir>/logs/secantusd-<pid>-<what>.log`; removes logs older than a few days.
 pub(crate) fn new_log_path(what: &str) -> io::Result<PathBuf> {
-    let dir = logs_dir();
+    let dir = logs_dir().map_err(io::Error::other)?;
     fs::create_dir_all(&dir)?;
     prune_old_logs(&dir);
     Ok(dir.join(format!("secantusd-{}-{what}.log", std::process::id())))

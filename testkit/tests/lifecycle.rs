@@ -152,8 +152,9 @@ fn no_python_panics_with_instructions() {
     );
     assert!(
         stderr.contains(
-            "Either install python3 (the tests install SecantusDB 0.7.0b3 into .secantus/venv \
-             themselves) or set MONGODB_URI=mongodb://host:port to a MongoDB 7+ replica set"
+            "Either install python3 (the tests install SecantusDB 0.7.0b3 into a per-user cache \
+             themselves, see MONGO_SCHEMA_SECANTUS_DIR) or set MONGODB_URI=mongodb://host:port to \
+             a MongoDB 7+ replica set"
         ),
         "{stderr}"
     );

@@ -1,6 +1,7 @@
 //! `cargo run -p mongo-schema-testkit --bin test-server [-- --port N] [--storage DIR]`
 //!
-//! Starts an embedded SecantusDB server (installing it into `.secantus/venv` first if needed),
+//! Starts an embedded SecantusDB server (installing it into the per-user cache
+//! `~/.cache/mongo-schema/secantus-<version>` first if needed, see `MONGO_SCHEMA_SECANTUS_DIR`),
 //! prints `MONGODB_URI=...` on stdout and runs until Ctrl-C, SIGTERM or SIGHUP, or until its
 //! stdin is closed (when stdin is a terminal or a pipe; with stdin from `/dev/null` or a file,
 //! as for a background job of a script, only a signal stops it). Then it stops the server.
