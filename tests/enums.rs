@@ -106,6 +106,9 @@ pub struct Holder {
     #[embed(max = 4)]
     pub history: Vec<Signal>,
     pub span: Span,
+    /// plain tuples: arrays of fixed length
+    #[embed(max = 3)]
+    pub pairs: Vec<(String, i64)>,
     #[serde(flatten)]
     pub audit: Audit,
 }
@@ -190,9 +193,10 @@ fn holder() -> impl Strategy<Value = Holder> {
         vec(signal(), 0..=4),
         (any::<i32>(), text(6)),
         (text(10), any::<i32>()),
+        vec((text(4), any::<i64>()), 0..=3),
     )
         .prop_map(
-            |(shape, email, signal, loose, previous, history, span, audit)| Holder {
+            |(shape, email, signal, loose, previous, history, span, audit, pairs)| Holder {
                 id: ObjectId::new(),
                 shape,
                 email,
@@ -201,6 +205,7 @@ fn holder() -> impl Strategy<Value = Holder> {
                 previous,
                 history,
                 span: Span(span.0, span.1),
+                pairs,
                 audit: Audit {
                     created_by: audit.0,
                     revision: audit.1,
@@ -291,6 +296,7 @@ fn valid_holder() -> BsonDocument {
         previous: None,
         history: vec![Signal::Ping, Signal::Count(2)],
         span: Span(1, "a".into()),
+        pairs: vec![("a".into(), 1)],
         audit: Audit {
             created_by: "ada".into(),
             revision: 1,
@@ -450,6 +456,16 @@ fn documents_broken_per_branch_are_refused_naming_path_and_rule() {
                     Bson::Int32(2),
                 ]),
                 ("span", "maxItems"),
+            ),
+            // a plain tuple in a list
+            (
+                "tuple of the wrong type",
+                "pairs",
+                Bson::Array(vec![Bson::Array(vec![
+                    Bson::String("a".into()),
+                    Bson::String("1".into()),
+                ])]),
+                ("pairs.0", "bsonType"),
             ),
             // flattened struct
             (

@@ -154,6 +154,24 @@ impl<T: BsonSchema, const N: usize> BsonSchema for [T; N] {
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
 }
 
+/// A tuple is stored as an array of its elements, in order: `items` per position,
+/// `minItems` = `maxItems` = its length, `additionalItems: false`.
+macro_rules! tuple {
+    ($($name:ident),+) => {
+        impl<$($name: BsonSchema),+> BsonSchema for ($($name,)+) {
+            fn bson_schema() -> Document {
+                crate::json_schema::compose::tuple(vec![$($name::bson_schema()),+])
+            }
+            const __COLLECTION_ROOT: bool = false $(|| $name::__COLLECTION_ROOT)+;
+        }
+    };
+}
+tuple!(A, B);
+tuple!(A, B, C);
+tuple!(A, B, C, D);
+tuple!(A, B, C, D, E);
+tuple!(A, B, C, D, E, F);
+
 macro_rules! unbounded {
     ($($ty:ident < $($p:ident),+ >),*) => {$(
         impl<$($p),+> BsonSchema for $ty<$($p),+> where $ty<$($p),+>: Unbounded {
@@ -272,6 +290,23 @@ mod tests {
             HashMap::<String, bool>::bounded_schema(4),
             doc! { "bsonType": "object", "maxProperties": 4_i64, "additionalProperties": { "bsonType": "bool" } }
         );
+    }
+
+    #[test]
+    fn tuples_are_arrays_of_fixed_length() {
+        assert_eq!(
+            <(String, i64)>::bson_schema(),
+            doc! {
+                "bsonType": "array",
+                "minItems": 2_i64,
+                "maxItems": 2_i64,
+                "items": [{ "bsonType": "string" }, { "bsonType": "long" }],
+                "additionalItems": false,
+            }
+        );
+        // as the driver writes one
+        let stored = crate::model::document::stored_bson(&("a".to_owned(), 3_i64)).unwrap();
+        assert_eq!(stored, Bson::Array(vec![Bson::from("a"), Bson::Int64(3)]));
     }
 
     #[test]
