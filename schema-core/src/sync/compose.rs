@@ -85,24 +85,18 @@ pub struct TransactionReport {
 /// anything is sent.
 ///
 /// ```no_run
-/// # use mongo_schema::prelude::*;
-/// # use mongo_schema::bson::doc;
-/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "members")]
-/// # struct Member { #[serde(rename = "_id")] id: ObjectId,
-/// #   #[subset(of = Loan, max = 5, sort = "-at", count = "loans")] active_loans: Vec<LoanPreview>, loans: i64 }
-/// # #[derive(BsonSchema, serde::Serialize, serde::Deserialize)] struct LoanPreview { at: DateTime }
-/// # impl From<&Loan> for LoanPreview { fn from(l: &Loan) -> Self { LoanPreview { at: l.at } } }
-/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "loans")]
-/// # #[index(keys(member_id = 1, at = -1))]
-/// # struct Loan { #[serde(rename = "_id")] id: ObjectId, #[reference] member_id: Ref<Member>, book: ObjectId, at: DateTime }
-/// # #[derive(Document, serde::Serialize, serde::Deserialize)] #[collection(name = "books")]
-/// # struct Book { #[serde(rename = "_id")] id: ObjectId, copies_available: i32 }
-/// # async fn lend(schema: &Schema, db: &mongodb::Database, loan: &Loan) -> mongo_schema::Result<()> {
+/// # use mongo_schema_core::{Document, Schema, SubsetOf};
+/// # use mongodb::bson::{doc, oid::ObjectId};
+/// # async fn lend<Loan, Book, S>(
+/// #     schema: &Schema, db: &mongodb::Database, active_loans: &S, loan: &Loan, book: ObjectId,
+/// # ) -> mongo_schema_core::Result<()>
+/// # where Loan: Document + serde::Serialize, Book: Document, S: SubsetOf<Loan> {
+/// // `active_loans` is `&Member::ACTIVE_LOANS`, a `#[subset(of = Loan, ...)]` of `Member`
 /// schema
 ///     .transaction(db)
-///     .add(&Member::ACTIVE_LOANS, loan) // the loan, its preview and the member's count
+///     .add(active_loans, loan) // the loan, its preview and the member's count
 ///     .update_one::<Book>(
-///         doc! { "_id": loan.book, "copies_available": { "$gt": 0 } },
+///         doc! { "_id": book, "copies_available": { "$gt": 0 } },
 ///         doc! { "$inc": { "copies_available": -1 } },
 ///     )
 ///     .must_match() // no copy left: nothing is written, Error::Refused
