@@ -376,7 +376,7 @@ pub(crate) fn stored_bson<T: serde::Serialize + ?Sized>(
     }
     let raw = mongodb::bson::to_raw_document_buf(&Wrapped { v: value })?;
     let document = mongodb::bson::Document::try_from(raw.as_ref())
-        .map_err(|e| <mongodb::bson::ser::Error as serde::ser::Error>::custom(e))?;
+        .map_err(<mongodb::bson::ser::Error as serde::ser::Error>::custom)?;
     Ok(document
         .get("v")
         .cloned()
@@ -389,7 +389,7 @@ pub(crate) fn stored_document<T: serde::Serialize>(
 ) -> Result<mongodb::bson::Document, mongodb::bson::ser::Error> {
     let raw = mongodb::bson::to_raw_document_buf(value)?;
     mongodb::bson::Document::try_from(raw.as_ref())
-        .map_err(|e| <mongodb::bson::ser::Error as serde::ser::Error>::custom(e))
+        .map_err(<mongodb::bson::ser::Error as serde::ser::Error>::custom)
 }
 
 #[cfg(test)]
