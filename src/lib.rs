@@ -62,8 +62,14 @@
 //!   of the schema. Each reference also gets a typed [`Relation`] constant named after the field
 //!   in upper case (`Message::TICKET_ID`): `$lookup` from child to parent and from parent to
 //!   children, and, when a declared index orders the children (`#[index(keys(ticket_id = 1,
-//!   at = 1))]`), keyset pages of a parent's children in index order. [`Ref::resolve_all`] fetches
-//!   a batch of references with one `$in` query.
+//!   at = 1))]`), keyset pages of a parent's children in index order ([`Relation::page`]; without
+//!   such an index, calling it is a compile error that says which index to declare). The pages
+//!   break ties on `_id`, so that declared index gets `_id` as its last key (same direction as
+//!   the key before it, declared name kept): one index, `{ ticket_id: 1, at: 1, _id: 1 }`, serves
+//!   the declared order and the pages. A declared index that is a prefix of another (same
+//!   directions, no option of its own) is redundant, and `plan` and the report say so; so does
+//!   `plan` of a server index the schema does not declare that is a prefix of another.
+//!   [`Ref::resolve_all`] fetches a batch of references with one `$in` query.
 //!
 //! - `#[extended_ref(to = T, fields = "a, b", sync = "frozen|transactional|async|reconcile")]`
 //!   (`as = Name` renames the copy type, `max = N` for an array of copies): the derive generates

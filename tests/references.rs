@@ -5,7 +5,7 @@
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{explain, Action, Error, ExplainSummary, PageCursor};
+use mongo_schema::{explain, Action, Error, ExplainSummary, IndexReason, PageCursor, Warning};
 use serde::{Deserialize, Serialize};
 
 // ---- seed 000: products and parts ---------------------------------------------------------
@@ -112,8 +112,32 @@ pub struct Reading {
     pub at: Option<DateTime>,
 }
 
+// ---- issue 20: the library-lending shape of the rustdoc's paging example ------------------
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+}
+
+/// A member's loans, newest first: the declared index is the page's, extended with `_id`.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, loaned_at = -1))]
+pub struct Loan {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub member_id: Ref<Member>,
+    pub loaned_at: DateTime,
+}
+
 fn schema() -> Schema {
     Schema::new()
+        .model::<Member>()
+        .model::<Loan>()
         .model::<Part>()
         .model::<ProductReferenced>()
         .model::<User>()
@@ -786,4 +810,177 @@ async fn pages_cross_from_dates_to_missing_and_null_keys_in_both_directions() {
     if !is_secantus(&db).await {
         assert_keyset_page(&db, "readings after a date", page.find_command(), 2).await;
     }
+}
+
+/// Issue 20: the declared `{ member_id: 1, loaned_at: -1 }` and the `{ member_id, loaned_at,
+/// _id }` the pages need are one index, which serves every page in index order (no SORT on
+/// mongod); a deployment that has the old declared index as well is told it is redundant.
+#[tokio::test]
+async fn one_index_serves_a_declared_order_and_the_pages_of_the_children() {
+    let spec = Loan::collection_spec();
+    let names: Vec<&str> = spec.indexes.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["member_id_1_loaned_at_-1__id_-1"], "{spec:?}");
+    assert_eq!(
+        spec.indexes[0].keys,
+        doc! { "member_id": 1, "loaned_at": -1, "_id": -1 }
+    );
+    assert_eq!(
+        spec.indexes[0].reasons,
+        [
+            IndexReason::Declared,
+            IndexReason::Reference {
+                field: "member_id".into(),
+                target: "members".into()
+            }
+        ]
+    );
+    assert_eq!(Loan::indexes().len(), 1);
+
+    let db = applied("ref_loans").await;
+    let loan_indexes = || {
+        let db = db.clone();
+        async move {
+            let mut names = db
+                .collection::<BsonDocument>("loans")
+                .list_index_names()
+                .await
+                .unwrap();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        loan_indexes().await,
+        ["_id_", "member_id_1_loaned_at_-1__id_-1"]
+    );
+
+    let member = Member {
+        id: ObjectId::new(),
+        name: "Ada".into(),
+    };
+    let other = Member {
+        id: ObjectId::new(),
+        name: "Grace".into(),
+    };
+    Member::collection(&db)
+        .insert_many([&member, &other])
+        .await
+        .unwrap();
+    // 9 loans of Ada (three share an instant), 2 of Grace
+    let base = DateTime::now().timestamp_millis();
+    let mut loans: Vec<Loan> = (0..9)
+        .map(|i| Loan {
+            id: ObjectId::new(),
+            member_id: member.to_ref(),
+            loaned_at: DateTime::from_millis(base - i.min(6) * 1000),
+        })
+        .collect();
+    let others: Vec<Loan> = (0..2)
+        .map(|i| Loan {
+            id: ObjectId::new(),
+            member_id: other.to_ref(),
+            loaned_at: DateTime::from_millis(base - i),
+        })
+        .collect();
+    Loan::collection(&db)
+        .insert_many(loans.iter().chain(&others))
+        .await
+        .unwrap();
+    loans.sort_by_key(|l| std::cmp::Reverse((l.loaned_at, l.id)));
+
+    let mut read = Vec::new();
+    let mut page = Loan::MEMBER_ID.page(&member.to_ref()).limit(2);
+    let summary = assert_keyset_page(
+        &db,
+        "a member's first page of loans",
+        page.find_command(),
+        2,
+    )
+    .await;
+    assert_eq!(
+        summary.indexes,
+        ["member_id_1_loaned_at_-1__id_-1"],
+        "{summary}"
+    );
+    loop {
+        let result = page.fetch(&db).await.unwrap();
+        read.extend(result.items.into_iter().map(|l| l.id));
+        match result.next {
+            Some(next) => {
+                page = Loan::MEMBER_ID.page(&member.to_ref()).limit(2).after(next);
+                let summary = explain(&db, page.find_command()).await.unwrap();
+                println!("a member's next page of loans: {summary}");
+                if !is_secantus(&db).await {
+                    // mongod: each range of the rooted `$or` walks the one index, no SORT
+                    let summary =
+                        assert_keyset_page(&db, "a member's next page", page.find_command(), 2)
+                            .await;
+                    assert!(
+                        !summary.indexes.is_empty()
+                            && summary
+                                .indexes
+                                .iter()
+                                .all(|i| i == "member_id_1_loaned_at_-1__id_-1"),
+                        "{summary}"
+                    );
+                }
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        read,
+        loans.iter().map(|l| l.id).collect::<Vec<_>>(),
+        "every loan of the member once, newest first"
+    );
+
+    // a deployment made before: the declared index was created as declared, beside the page's
+    db.collection::<BsonDocument>("loans")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "member_id": 1, "loaned_at": -1 })
+                .build(),
+        )
+        .await
+        .unwrap();
+    let schema = schema();
+    let plan = schema.plan(&db).await.unwrap();
+    println!("{plan}");
+    assert!(plan.is_empty(), "{plan}");
+    assert!(
+        plan.warnings.iter().any(|w| matches!(
+            w,
+            Warning::PrefixIndex { collection, name, served_by, .. }
+                if collection == "loans"
+                    && name == "member_id_1_loaned_at_-1"
+                    && served_by == "member_id_1_loaned_at_-1__id_-1"
+        )),
+        "{plan}"
+    );
+    assert!(
+        !plan
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::PrefixIndex { collection, .. } if collection != "loans")),
+        "no other collection has a prefix index: {plan}"
+    );
+    let plan = schema.plan(&db).drop_stale_indexes(true).await.unwrap();
+    assert!(
+        matches!(&plan.actions[..], [Action::DropIndex { name, .. }] if name == "member_id_1_loaned_at_-1"),
+        "{plan}"
+    );
+    schema.apply(&db).drop_stale_indexes(true).await.unwrap();
+    assert_eq!(
+        loan_indexes().await,
+        ["_id_", "member_id_1_loaned_at_-1__id_-1"]
+    );
+    let plan = schema.plan(&db).await.unwrap();
+    assert!(
+        plan.is_empty()
+            && !plan
+                .warnings
+                .iter()
+                .any(|w| matches!(w, Warning::PrefixIndex { .. })),
+        "{plan}"
+    );
 }

@@ -167,6 +167,102 @@ fn the_report_gives_the_seeds_warnings() {
     }
 }
 
+// ---- redundant indexes (issue 20) -----------------------------------------------------------
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "titles")]
+pub struct Title {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub title: String,
+}
+
+/// `{ genre: 1 }` is a prefix of `{ genre: 1, title: 1 }`: redundant. The controls are not: a
+/// unique `{ isbn: 1 }` (its uniqueness is its own), `{ author: 1, year: 1 }` beside `{ author:
+/// 1, year: -1, title: 1 }` (its order is neither that index's nor its reverse), `{ year: 1 }`
+/// (not a first key); and the declared order of the entries of a title is the page's index
+/// itself, extended with `_id`.
+// two indexes on the same fields trip clippy's `duplicated_attributes` (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "shelfEntries")]
+#[index(keys(genre = 1))]
+#[index(keys(genre = 1, title = 1), name = "by_genre")]
+#[index(keys(isbn = 1), unique)]
+#[index(keys(isbn = 1, title = 1))]
+#[index(keys(author = 1, year = 1))]
+#[index(keys(author = 1, year = -1, title = 1))]
+#[index(keys(year = 1))]
+#[index(keys(book_id = 1, year = -1))]
+pub struct ShelfEntry {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub book_id: Ref<Title>,
+    pub genre: String,
+    pub title: String,
+    pub isbn: String,
+    pub author: String,
+    pub year: i32,
+}
+
+#[tokio::test]
+async fn the_report_and_plan_name_a_redundant_declared_index_and_nothing_else() {
+    let schema = Schema::new()
+        .model::<Title>()
+        .model::<ShelfEntry>()
+        .build()
+        .unwrap();
+    let names: Vec<String> = ShelfEntry::collection_spec()
+        .indexes
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
+    assert!(
+        names.contains(&"book_id_1_year_-1__id_-1".to_owned())
+            && !names.contains(&"book_id_1_year_-1".to_owned()),
+        "the declared order is the page's index: {names:?}"
+    );
+    let report = schema.report();
+    let warnings = report
+        .split("## Warnings")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    println!("{warnings}");
+    let lines: Vec<&str> = warnings.lines().filter(|l| l.starts_with("- ")).collect();
+    assert_eq!(
+        lines,
+        ["- declared index `genre_1` { \"genre\": 1 } on `shelfEntries` is redundant: it is a prefix of `by_genre`, which serves every query it serves; remove its `#[index]`"],
+        "{warnings}"
+    );
+
+    let db = mongo_schema_testkit::database("report_redundant").await;
+    let plan = schema.plan(&db).await.unwrap();
+    println!("{plan}");
+    let redundant: Vec<(&str, &str)> = plan
+        .warnings
+        .iter()
+        .filter_map(|w| match w {
+            mongo_schema::Warning::RedundantIndex {
+                name, served_by, ..
+            } => Some((name.as_str(), served_by.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(redundant, [("genre_1", "by_genre")], "{plan}");
+    schema.apply(&db).await.unwrap();
+    let plan = schema.plan(&db).await.unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    assert_eq!(
+        plan.warnings.len(),
+        1,
+        "still declared, still reported: {plan}"
+    );
+}
+
 // ---- the mongosh script, run through the driver ----------------------------------------------
 
 /// The argument of each `EJSON.parse('...')` on a line, unescaped and parsed.

@@ -42,8 +42,8 @@ pub use relations::subset::{
     CounterType, EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf,
 };
 pub use relations::{
-    ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey, Unordered,
-    RELATED_FIELD,
+    ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,
+    Unordered, RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{

@@ -67,18 +67,23 @@ fn main() {
         &doc! { "bsonType": "array", "maxItems": 20_i64, "items": { "bsonType": "string" } }
     );
 
-    // customerId gets an index; assigneeId pages by the declared `by_assignee` order, with an
-    // `_id` tie-break index next to it; partIds (resolved through parts._id) needs none
+    // customerId gets an index; assigneeId pages by the declared `by_assignee` order, which is
+    // also the pages' index: it gets the `_id` tie-break and keeps its name (one index, not two);
+    // partIds (resolved through parts._id) needs none
     let spec = Ticket::collection_spec();
     let keys: Vec<_> = spec.indexes.iter().map(|i| i.keys.clone()).collect();
     assert_eq!(
         keys,
         [
-            doc! { "assigneeId": 1, "updatedAt": -1 },
-            doc! { "customerId": 1 },
             doc! { "assigneeId": 1, "updatedAt": -1, "_id": -1 },
+            doc! { "customerId": 1 },
         ]
     );
+    assert_eq!(spec.indexes[0].name, "by_assignee");
+    assert!(matches!(
+        &spec.indexes[0].reasons[..],
+        [IndexReason::Declared, IndexReason::Reference { target, .. }] if target == "agents"
+    ));
     assert!(matches!(&spec.indexes[1].reasons[..], [IndexReason::Reference { target, .. }] if target == "customers"));
     assert_eq!(spec.references.len(), 3);
     assert_eq!(Ticket::references(), spec.references, "generated without building the validator");

@@ -8,6 +8,7 @@ use mongodb::bson::{Bson, Document};
 
 use super::sharding::{self, ShardingStatus, Topology};
 use super::versions::VersionStatus;
+use crate::model::index;
 use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, ValidationLevel};
 
 /// What the server has: the collections of the schema that exist, with their options and indexes.
@@ -253,6 +254,33 @@ pub enum Warning {
         /// `collection.index` of each index kept.
         indexes: Vec<String>,
     },
+    /// A declared index is a prefix (same keys first, same directions) of another index of the
+    /// collection, which serves every query it serves: it costs writes and memory for nothing.
+    /// Not reported for an index with an option (unique, sparse, partial, TTL).
+    RedundantIndex {
+        /// Collection name.
+        collection: String,
+        /// The redundant declared index.
+        name: String,
+        /// Its keys.
+        keys: Document,
+        /// The index that serves its queries.
+        served_by: String,
+    },
+    /// The server has an index the schema does not declare whose keys are a prefix of another
+    /// index's (one of the schema, or another of the server's), e.g. the index a declared
+    /// index was before the schema extended it for a relationship. Dropped with
+    /// `drop_stale_indexes(true)`; reported only without it.
+    PrefixIndex {
+        /// Collection name.
+        collection: String,
+        /// The server's index.
+        name: String,
+        /// Its keys.
+        keys: Document,
+        /// The longer index that serves its queries.
+        served_by: String,
+    },
     /// On a mongos, a collection is sharded by another key than the declared one; left alone.
     ShardKeyDiffers {
         /// Collection name.
@@ -308,6 +336,14 @@ impl fmt::Display for Warning {
                 f,
                 "stale indexes kept because the recorded version {recorded} is newer than {applying}: {}",
                 indexes.join(", ")
+            ),
+            Warning::RedundantIndex { collection, name, keys, served_by } => write!(
+                f,
+                "declared index `{name}` {keys} on `{collection}` is redundant: it is a prefix of `{served_by}`, which serves every query it serves; remove its `#[index]`"
+            ),
+            Warning::PrefixIndex { collection, name, keys, served_by } => write!(
+                f,
+                "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with `drop_stale_indexes(true)`"
             ),
             Warning::ShardKeyDiffers { collection, declared, sharded } => write!(
                 f,
@@ -424,6 +460,14 @@ impl Plan {
         options: PlanOptions,
     ) -> Plan {
         let mut plan = Plan::default();
+        for (index, served_by) in index::redundant(&spec.indexes) {
+            plan.warnings.push(Warning::RedundantIndex {
+                collection: spec.name.clone(),
+                name: index.name.clone(),
+                keys: index.keys.clone(),
+                served_by: served_by.name.clone(),
+            });
+        }
         let Some(observed) = observed else {
             plan.actions.push(Action::CreateCollection {
                 collection: spec.name.clone(),
@@ -480,6 +524,17 @@ impl Plan {
                 indexes: missing,
             });
         }
+        if !options.drop_stale_indexes {
+            plan.warnings
+                .extend(prefix_indexes(spec, observed).map(|(existing, served_by)| {
+                    Warning::PrefixIndex {
+                        collection: spec.name.clone(),
+                        name: existing.get_str("name").unwrap_or_default().to_owned(),
+                        keys: existing.get_document("key").cloned().unwrap_or_default(),
+                        served_by,
+                    }
+                }));
+        }
         if options.drop_stale_indexes {
             for existing in &observed.indexes {
                 let name = existing.get_str("name").unwrap_or_default();
@@ -524,6 +579,48 @@ impl fmt::Display for Plan {
         }
         Ok(())
     }
+}
+
+/// The server's indexes that the schema does not declare (by name or keys) and that are a
+/// prefix of a longer index, with that index's name: one of the schema that holds every
+/// document, or another of the server's that does.
+fn prefix_indexes<'a>(
+    spec: &'a CollectionSpec,
+    observed: &'a ObservedCollection,
+) -> impl Iterator<Item = (&'a Document, String)> + 'a {
+    let keys_of = |index: &Document| index.get_document("key").cloned().unwrap_or_default();
+    observed.indexes.iter().filter_map(move |existing| {
+        let name = existing.get_str("name").unwrap_or_default();
+        let keys = keys_of(existing);
+        let declared = spec
+            .indexes
+            .iter()
+            .any(|wanted| wanted.name == name || json_schema::same_ordered(&wanted.keys, &keys));
+        if name == "_id_" || declared {
+            return None;
+        }
+        let wanted = spec
+            .indexes
+            .iter()
+            .filter(|wanted| !wanted.sparse && wanted.partial_filter.is_none())
+            .find(|wanted| index::server_index_is_prefix(existing, &wanted.keys))
+            .map(|wanted| wanted.name.clone());
+        let holds_every_document = |other: &Document| {
+            !other.get_bool("sparse").unwrap_or(false)
+                && !other.contains_key("partialFilterExpression")
+        };
+        let server = || {
+            observed
+                .indexes
+                .iter()
+                .filter(|other| holds_every_document(other))
+                .find(|other| index::server_index_is_prefix(existing, &keys_of(other)))
+                .map(|other| other.get_str("name").unwrap_or_default().to_owned())
+        };
+        wanted
+            .or_else(server)
+            .map(|served_by| (existing, served_by))
+    })
 }
 
 fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Vec<String> {
@@ -587,10 +684,17 @@ fn find_index(wanted: &IndexSpec, existing: &[Document]) -> IndexState {
         return IndexState::Conflict {
             existing: index.clone(),
             differences: vec![format!(
-                "the server's index `{}` has keys {}, the schema's has {}",
+                "the server's index `{}` has keys {}, the schema's has {}{}",
                 wanted.name,
                 index.get("key").cloned().unwrap_or(Bson::Null),
-                wanted.keys
+                wanted.keys,
+                if index::server_index_is_prefix(index, &wanted.keys) {
+                    " (the server's keys are a prefix of the schema's: the declared index was \
+                     extended so that one index also serves a relationship; drop the server's \
+                     and apply again to create the longer one under this name)"
+                } else {
+                    ""
+                }
             )],
         };
     }
@@ -741,5 +845,162 @@ mod drop_tests {
             .collect();
         assert_eq!(dropped, ["b_1"]);
         assert_eq!(plan.warnings.len(), 1, "the conflict stays reported");
+    }
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+    use crate::{RefKind, ReferenceSpec};
+    use mongodb::bson::doc;
+
+    /// The library-lending shape: the declared index was extended with the page's `_id`.
+    fn loans() -> CollectionSpec {
+        CollectionSpec::new("loans", doc! {})
+            .index(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }))
+            .reference(
+                ReferenceSpec::new("member_id", "members", "Member", RefKind::One).order(
+                    "loaned_at",
+                    -1,
+                    false,
+                ),
+            )
+    }
+
+    fn observed(indexes: &[Document]) -> ObservedCollection {
+        let mut observed = ObservedCollection::new("loans");
+        observed.validator = Some(doc! {});
+        observed.indexes = indexes.to_vec();
+        observed
+    }
+
+    fn id_index() -> Document {
+        doc! { "key": { "_id": 1 }, "name": "_id_" }
+    }
+
+    fn page_index() -> Document {
+        doc! { "key": { "member_id": 1, "loaned_at": -1, "_id": -1 }, "name": "member_id_1_loaned_at_-1__id_-1" }
+    }
+
+    fn old_index() -> Document {
+        doc! { "key": { "member_id": 1, "loaned_at": -1 }, "name": "member_id_1_loaned_at_-1" }
+    }
+
+    #[test]
+    fn an_existing_prefix_of_the_schemas_index_is_reported_or_dropped_on_request() {
+        let spec = loans();
+        // the deployment made by the earlier release: both indexes
+        let observed = observed(&[id_index(), old_index(), page_index()]);
+        let plan = Plan::for_collection(&spec, Some(&observed));
+        assert!(plan.is_empty(), "{plan}");
+        match &plan.warnings[..] {
+            [Warning::PrefixIndex {
+                name, served_by, ..
+            }] => {
+                assert_eq!(name, "member_id_1_loaned_at_-1");
+                assert_eq!(served_by, "member_id_1_loaned_at_-1__id_-1");
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = plan.to_string();
+        assert!(text.contains("drop_stale_indexes(true)"), "{text}");
+        let options = PlanOptions {
+            drop_stale_indexes: true,
+            ..PlanOptions::default()
+        };
+        let plan = Plan::for_collection_with(&spec, Some(&observed), options);
+        assert!(plan.warnings.is_empty(), "{plan}");
+        assert!(
+            matches!(&plan.actions[..], [Action::DropIndex { name, .. }] if name == "member_id_1_loaned_at_-1"),
+            "{plan}"
+        );
+        // before the longer one exists, the shorter one is still a prefix of the schema's
+        let plan = Plan::for_collection(&spec, Some(&self::observed(&[id_index(), old_index()])));
+        assert!(
+            matches!(&plan.actions[..], [Action::CreateIndexes { .. }]),
+            "{plan}"
+        );
+        assert!(
+            matches!(&plan.warnings[..], [Warning::PrefixIndex { .. }]),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn other_server_indexes_are_not_prefixes() {
+        let spec = loans();
+        for other in [
+            // another direction, another field, an option of its own
+            doc! { "key": { "member_id": 1, "loaned_at": 1 }, "name": "asc" },
+            doc! { "key": { "loaned_at": -1 }, "name": "loaned_at_-1" },
+            doc! { "key": { "member_id": 1 }, "name": "u", "unique": true },
+            doc! { "key": { "member_id": 1 }, "name": "p", "partialFilterExpression": { "x": 1 } },
+        ] {
+            let plan = Plan::for_collection(
+                &spec,
+                Some(&observed(&[id_index(), page_index(), other.clone()])),
+            );
+            assert!(plan.warnings.is_empty(), "{other}: {plan}");
+        }
+        // a prefix of another server index that is not in the schema either
+        let plan = Plan::for_collection(
+            &spec,
+            Some(&observed(&[
+                id_index(),
+                page_index(),
+                doc! { "key": { "title": 1 }, "name": "title_1" },
+                doc! { "key": { "title": 1, "year": 1 }, "name": "title_1_year_1" },
+            ])),
+        );
+        assert!(
+            matches!(&plan.warnings[..], [Warning::PrefixIndex { name, served_by, .. }] if name == "title_1" && served_by == "title_1_year_1"),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn a_redundant_declared_index_is_a_warning_of_every_plan() {
+        let spec = CollectionSpec::new("loans", doc! {})
+            .index(IndexSpec::new(doc! { "member_id": 1 }))
+            .index(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }));
+        let plan = Plan::for_collection(&spec, None);
+        match &plan.warnings[..] {
+            [Warning::RedundantIndex {
+                name, served_by, ..
+            }] => {
+                assert_eq!(
+                    (name.as_str(), served_by.as_str()),
+                    ("member_id_1", "member_id_1_loaned_at_-1")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(plan.to_string().contains("remove its `#[index]`"), "{plan}");
+        // control: no warning without the prefix
+        let spec = CollectionSpec::new("loans", doc! {})
+            .index(IndexSpec::new(doc! { "member_id": 1 }).unique(true))
+            .index(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }));
+        assert!(Plan::for_collection(&spec, None).warnings.is_empty());
+    }
+
+    #[test]
+    fn a_declared_name_on_the_shorter_keys_says_why_it_differs() {
+        let spec = CollectionSpec::new("loans", doc! {})
+            .index(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }).name("by_member"))
+            .reference(
+                ReferenceSpec::new("member_id", "members", "Member", RefKind::One).order(
+                    "loaned_at",
+                    -1,
+                    false,
+                ),
+            );
+        let observed = observed(&[
+            id_index(),
+            doc! { "key": { "member_id": 1, "loaned_at": -1 }, "name": "by_member" },
+        ]);
+        let plan = Plan::for_collection(&spec, Some(&observed));
+        assert!(plan.is_empty(), "{plan}");
+        let text = plan.to_string();
+        assert!(text.contains("a prefix of the schema's"), "{text}");
     }
 }

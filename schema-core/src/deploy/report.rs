@@ -356,6 +356,13 @@ fn warnings(schema: &Schema) -> Vec<String> {
                 break;
             }
         }
+        // a declared index that another one serves entirely
+        for (index, served_by) in crate::model::index::redundant(&spec.indexes) {
+            out.push(format!(
+                "declared index `{}` {} on `{}` is redundant: it is a prefix of `{}`, which serves every query it serves; remove its `#[index]`",
+                index.name, index.keys, spec.name, served_by.name
+            ));
+        }
         // $lookup into a sharded collection
         for reference in &spec.references {
             if sharded.contains(&reference.target.as_str()) {

@@ -297,27 +297,56 @@ impl CollectionSpec {
     }
 
     /// Adds an index that a relationship needs, unless an existing index covers it (starts with
-    /// the same keys), in which case that index gains the reason. An index that exists only for
-    /// other relationships and that the new one covers is replaced by the new one (which serves
-    /// both), so derived indexes never duplicate each other. Declared indexes are never changed.
+    /// the same keys and holds every document), in which case that index gains the reason.
+    ///
+    /// Otherwise one index serves both when an existing index is a prefix of the new one (same
+    /// keys first, same directions), since the longer index serves every query the shorter one
+    /// does:
+    ///
+    /// - the longest plain declared index (no unique, sparse, partial or TTL option) that is a
+    ///   prefix of the new one is extended to the new keys and gains the reason, keeping its
+    ///   options and its declared name (an undeclared name follows the keys): a declared
+    ///   `{ member_id: 1, loaned_at: -1 }` becomes `{ member_id: 1, loaned_at: -1, _id: -1 }`,
+    ///   the index of the members' keyset pages, rather than a second index beside it;
+    /// - an index that exists only for other relationships, without a declared name, is
+    ///   replaced by the new one, which gains its reasons.
+    ///
+    /// A declared index with an option is never changed; a shorter declared index left beside
+    /// a longer one is reported as redundant by `plan` and the report.
     pub fn require_index(mut self, index: IndexSpec) -> Self {
         if let Some(existing) = self.indexes.iter_mut().find(|i| i.covers(&index.keys)) {
             existing.merge_reasons(&index);
             return self;
         }
-        let derived_only = |i: &IndexSpec| !i.reasons.contains(&IndexReason::Declared);
-        match self
+        let declared = |i: &IndexSpec| i.reasons.contains(&IndexReason::Declared);
+        let mut index = index;
+        // the derived indexes the new one serves are taken out; their reasons move to it
+        let mut position = None;
+        let mut i = 0;
+        while i < self.indexes.len() {
+            let old = &self.indexes[i];
+            if !declared(old) && !old.has_declared_name() && index.covers(&old.keys) {
+                let old = self.indexes.remove(i);
+                index.merge_reasons(&old);
+                position.get_or_insert(i);
+            } else {
+                i += 1;
+            }
+        }
+        let extended = self
             .indexes
-            .iter()
-            .position(|i| derived_only(i) && !i.has_declared_name() && index.covers(&i.keys))
-        {
-            Some(position) => {
-                let replaced = self.indexes.remove(position);
-                let mut index = index;
-                index.merge_reasons(&replaced);
+            .iter_mut()
+            .filter(|i| declared(i) && i.is_plain() && index.covers(&i.keys))
+            .max_by_key(|i| i.keys.len());
+        match extended {
+            Some(target) => {
+                target.extend_to(index.keys.clone());
+                target.merge_reasons(&index);
+            }
+            None => {
+                let position = position.unwrap_or(self.indexes.len());
                 self.indexes.insert(position, index);
             }
-            None => self.indexes.push(index),
         }
         self
     }
@@ -361,4 +390,106 @@ pub(crate) fn stored_document<T: serde::Serialize>(
     let raw = mongodb::bson::to_raw_document_buf(value)?;
     mongodb::bson::Document::try_from(raw.as_ref())
         .map_err(<mongodb::bson::ser::Error as serde::ser::Error>::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loans(declared: IndexSpec) -> CollectionSpec {
+        CollectionSpec::new("loans", doc! {})
+            .index(declared)
+            .reference(
+                ReferenceSpec::new("member_id", "members", "Member", RefKind::One).order(
+                    "loaned_at",
+                    -1,
+                    false,
+                ),
+            )
+    }
+
+    fn names(spec: &CollectionSpec) -> Vec<&str> {
+        spec.indexes.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_declared_prefix_of_the_page_index_is_extended_into_one_index() {
+        let spec = loans(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }));
+        assert_eq!(names(&spec), ["member_id_1_loaned_at_-1__id_-1"]);
+        let index = &spec.indexes[0];
+        assert_eq!(
+            index.keys,
+            doc! { "member_id": 1, "loaned_at": -1, "_id": -1 }
+        );
+        assert_eq!(
+            index.reasons,
+            [
+                IndexReason::Declared,
+                IndexReason::Reference {
+                    field: "member_id".into(),
+                    target: "members".into()
+                }
+            ]
+        );
+        // a declared name is kept
+        let spec =
+            loans(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }).name("by_member"));
+        assert_eq!(names(&spec), ["by_member"]);
+        assert_eq!(spec.indexes[0].keys.len(), 3);
+        // a shorter declared index is extended too: it is a prefix of the page's
+        let spec = loans(IndexSpec::new(doc! { "member_id": 1 }));
+        assert_eq!(names(&spec), ["member_id_1_loaned_at_-1__id_-1"]);
+    }
+
+    #[test]
+    fn a_declared_index_with_an_option_or_other_directions_is_left_alone() {
+        for declared in [
+            IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }).sparse(true),
+            IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 })
+                .partial_filter(doc! { "returned": false }),
+            IndexSpec::new(doc! { "member_id": 1 }).unique(true),
+            IndexSpec::new(doc! { "member_id": 1, "loaned_at": 1 }),
+        ] {
+            let spec = loans(declared.clone());
+            assert_eq!(spec.indexes.len(), 2, "{declared}: {:?}", names(&spec));
+            assert_eq!(spec.indexes[0], declared, "unchanged");
+            assert_eq!(spec.indexes[1].name, "member_id_1_loaned_at_-1__id_-1");
+        }
+    }
+
+    #[test]
+    fn the_longest_declared_prefix_is_extended_and_the_shorter_is_redundant() {
+        let spec = CollectionSpec::new("loans", doc! {})
+            .index(IndexSpec::new(doc! { "member_id": 1 }))
+            .index(IndexSpec::new(doc! { "member_id": 1, "loaned_at": -1 }).name("by_member"))
+            .reference(
+                ReferenceSpec::new("member_id", "members", "Member", RefKind::One).order(
+                    "loaned_at",
+                    -1,
+                    false,
+                ),
+            );
+        // the longer declared index becomes the page's; the shorter one serves nothing more
+        assert_eq!(names(&spec), ["member_id_1", "by_member"]);
+        assert_eq!(spec.indexes[1].keys.len(), 3);
+        let redundant = crate::model::index::redundant(&spec.indexes);
+        assert_eq!(redundant.len(), 1);
+        assert_eq!(
+            (redundant[0].0.name.as_str(), redundant[0].1.name.as_str()),
+            ("member_id_1", "by_member")
+        );
+    }
+
+    #[test]
+    fn derived_indexes_still_merge_into_the_longer_one() {
+        // the shard key's index is replaced by the page's, which starts with it
+        let spec = CollectionSpec::new("messages", doc! {})
+            .shard_key(doc! { "ticket_id": 1, "at": 1 })
+            .reference(
+                ReferenceSpec::new("ticket_id", "tickets", "Ticket", RefKind::One)
+                    .order("at", 1, false),
+            );
+        assert_eq!(names(&spec), ["ticket_id_1_at_1__id_1"]);
+        assert_eq!(spec.indexes[0].reasons.len(), 2);
+    }
 }

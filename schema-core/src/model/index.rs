@@ -170,6 +170,34 @@ impl IndexSpec {
                 .all(|((ka, va), (kb, vb))| ka == kb && json_schema::same(va, vb))
     }
 
+    /// Whether the index holds every document and has no option that changes what it means
+    /// (unique, sparse, partial, TTL): such an index only serves queries, so a longer index
+    /// that starts with its keys serves every query it serves.
+    pub fn is_plain(&self) -> bool {
+        !self.unique
+            && !self.sparse
+            && self.partial_filter.is_none()
+            && self.expire_after_secs.is_none()
+    }
+
+    /// Whether this index is redundant next to `other`: it is plain (see [`IndexSpec::is_plain`])
+    /// and its keys are a strict prefix of `other`'s, with the same directions, and `other`
+    /// holds every document. `other` then serves every query this one serves.
+    pub fn is_prefix_of(&self, other: &IndexSpec) -> bool {
+        self.is_plain() && self.keys.len() < other.keys.len() && other.covers(&self.keys)
+    }
+
+    /// Gives a plain index the longer `keys` it is a prefix of (see [`CollectionSpec::require_index`]):
+    /// a declared name is kept, a default name follows the keys.
+    ///
+    /// [`CollectionSpec::require_index`]: crate::CollectionSpec::require_index
+    pub(crate) fn extend_to(&mut self, keys: Document) {
+        if !self.name_declared {
+            self.name = default_name(&keys);
+        }
+        self.keys = keys;
+    }
+
     pub(crate) fn merge_reasons(&mut self, other: &IndexSpec) {
         for reason in &other.reasons {
             if !self.reasons.contains(reason) {
@@ -323,6 +351,43 @@ pub(crate) fn conflicts(collection: &str, indexes: &[IndexSpec]) -> Vec<String> 
     problems
 }
 
+/// The declared indexes of `indexes` that another index of the collection makes redundant,
+/// each with the first index that serves every query it serves: a plain declared index (no
+/// unique, sparse, partial or TTL option) whose keys are a strict prefix, same directions, of
+/// another index that holds every document. (mongod also walks an index backwards, so a prefix
+/// whose directions are all reversed is redundant too; it is not reported, to keep to the
+/// plain case.)
+pub(crate) fn redundant(indexes: &[IndexSpec]) -> Vec<(&IndexSpec, &IndexSpec)> {
+    indexes
+        .iter()
+        .filter(|index| index.reasons.contains(&IndexReason::Declared))
+        .filter_map(|index| {
+            indexes
+                .iter()
+                .filter(|other| index.is_prefix_of(other))
+                .max_by_key(|other| other.keys.len())
+                .map(|other| (index, other))
+        })
+        .collect()
+}
+
+/// Whether a server index (a `listIndexes` entry) has keys that are a strict prefix, same
+/// directions, of `longer`'s and no option that changes what it means (unique, sparse, partial
+/// filter, TTL, collation, hidden): an index that only serves queries, which `longer` serves.
+pub(crate) fn server_index_is_prefix(existing: &Document, longer: &Document) -> bool {
+    let flag = |key: &str| existing.get_bool(key).unwrap_or(false);
+    let options = flag("unique")
+        || flag("sparse")
+        || flag("hidden")
+        || existing.contains_key("partialFilterExpression")
+        || existing.contains_key("expireAfterSeconds")
+        || existing.contains_key("collation");
+    let Ok(keys) = existing.get_document("key") else {
+        return false;
+    };
+    !options && keys.len() < longer.len() && IndexSpec::new(longer.clone()).covers(keys)
+}
+
 fn show(value: Option<&Bson>) -> String {
     value.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
@@ -417,6 +482,64 @@ mod tests {
         assert!(conflicts("messages", &[partial, needed.clone()]).is_empty());
         let other = IndexSpec::new(doc! { "ticket_id": -1 }).sparse(true);
         assert!(conflicts("messages", &[other, needed]).is_empty());
+    }
+
+    #[test]
+    fn a_plain_declared_prefix_of_another_index_is_redundant() {
+        let names = |indexes: &[IndexSpec]| -> Vec<(String, String)> {
+            redundant(indexes)
+                .into_iter()
+                .map(|(a, b)| (a.name.clone(), b.name.clone()))
+                .collect()
+        };
+        let short = IndexSpec::new(doc! { "a": 1 });
+        let long = IndexSpec::new(doc! { "a": 1, "b": -1 }).name("by_a_b");
+        assert_eq!(
+            names(&[short.clone(), long.clone()]),
+            [("a_1".to_owned(), "by_a_b".to_owned())]
+        );
+        // a unique longer index serves the queries too
+        assert_eq!(names(&[short.clone(), long.clone().unique(true)]).len(), 1);
+        // controls: an option makes the shorter one mean something of its own; other directions,
+        // other keys, a longer index that leaves documents out, a derived shorter one
+        assert!(names(&[short.clone().unique(true), long.clone()]).is_empty());
+        assert!(names(&[short.clone().expire_after_secs(60), long.clone()]).is_empty());
+        assert!(names(&[short.clone().sparse(true), long.clone()]).is_empty());
+        assert!(names(&[
+            IndexSpec::new(doc! { "a": 1, "b": 1 }),
+            IndexSpec::new(doc! { "a": 1, "b": -1, "c": 1 })
+        ])
+        .is_empty());
+        assert!(names(&[IndexSpec::new(doc! { "b": -1 }), long.clone()]).is_empty());
+        assert!(names(&[short.clone(), long.clone().sparse(true)]).is_empty());
+        assert!(names(&[short.clone(), long.clone().partial_filter(doc! { "x": 1 })]).is_empty());
+        assert!(names(&[short.reason(IndexReason::ShardKey), long]).is_empty());
+    }
+
+    #[test]
+    fn a_server_index_is_a_prefix_only_without_options() {
+        let longer = doc! { "a": 1, "b": -1, "_id": -1 };
+        assert!(server_index_is_prefix(
+            &doc! { "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1" },
+            &longer
+        ));
+        assert!(server_index_is_prefix(
+            &doc! { "key": { "a": 1_i64 }, "name": "a_1" },
+            &longer
+        ));
+        for not_prefix in [
+            doc! { "key": { "a": 1, "b": 1 }, "name": "x" },
+            doc! { "key": { "a": 1, "b": -1, "_id": -1 }, "name": "x" },
+            doc! { "key": { "a": 1 }, "name": "x", "unique": true },
+            doc! { "key": { "a": 1 }, "name": "x", "partialFilterExpression": { "b": 1 } },
+            doc! { "key": { "a": 1 }, "name": "x", "collation": { "locale": "fr" } },
+            doc! { "key": { "a": 1 }, "name": "x", "expireAfterSeconds": 60 },
+        ] {
+            assert!(
+                !server_index_is_prefix(&not_prefix, &longer),
+                "{not_prefix}"
+            );
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub(crate) mod subset;
 
 pub use lookup::{Joined, Lookup, RELATED_FIELD};
 pub use page::{ChildPage, Page, PageCursor};
-pub use relation::{Relation, SortKey, Unordered};
+pub use relation::{ChildOrder, Relation, SortKey, Unordered};
 pub use resolve::Resolved;
 
 /// A key under which equal ids meet, numbers compared by value: an `_id` stored as `Int32` by

@@ -25,6 +25,26 @@ pub struct SortKey {
     pub unique: bool,
 }
 
+/// The order of a relation's children, which its keyset pages need: implemented by
+/// [`SortKey`] alone, so [`Relation::page`] on a relation without one ([`Unordered`]) is a
+/// compile error that names the index to declare.
+#[diagnostic::on_unimplemented(
+    message = "`{Child}` has no order of its children of `{Parent}`: declare an index on the reference and a sort key for keyset pages",
+    label = "`page` needs a declared index of `{Child}` that starts with the reference field, then the sort key",
+    note = "declare it on `{Child}`, e.g. `#[index(keys(member_id = 1, loaned_at = -1))]` for the pages of a member's loans, newest first (the reference field, then the key the pages follow); the relation's constant then has a `SortKey`",
+    note = "the library adds `_id` to that index (same direction) as the pages' tie-break, so one index serves the pages"
+)]
+pub trait ChildOrder<Child, Parent> {
+    /// The sort key of the children.
+    fn sort_key(&self) -> SortKey;
+}
+
+impl<Child, Parent> ChildOrder<Child, Parent> for SortKey {
+    fn sort_key(&self) -> SortKey {
+        *self
+    }
+}
+
 /// A `#[reference]` field of `From` pointing at `To` documents.
 #[derive(Debug)]
 pub struct Relation<From, To, Order = Unordered> {
@@ -106,19 +126,34 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
     }
 }
 
-impl<F: Document, T: Document> Relation<F, T, SortKey> {
+impl<F: Document, T: Document, O> Relation<F, T, O> {
     /// A keyset page of the children of `parent` in index order (`limit` 50 unless changed):
     /// the next page continues after the cursor of the previous one, with `$gt` (or `$lt`) on
     /// the sort key, never with `skip`.
+    ///
+    /// Only for a relation with a [`SortKey`]: a declared index of the child that starts with
+    /// the reference field and then the sort key (e.g.
+    /// `#[index(keys(member_id = 1, loaned_at = -1))]`); without one, calling it is a compile
+    /// error that says so ([`ChildOrder`]).
     pub fn page(&self, parent: &Ref<T>) -> ChildPage<F>
     where
         T::Id: Serialize,
+        O: ChildOrder<F, T>,
     {
-        ChildPage::new(F::COLLECTION, self.field, parent.to_bson(), self.order)
+        ChildPage::new(
+            F::COLLECTION,
+            self.field,
+            parent.to_bson(),
+            self.order.sort_key(),
+        )
     }
 
-    /// The sort key of the children.
-    pub fn sort_key(&self) -> SortKey {
-        self.order
+    /// The sort key of the children (only for a relation with a [`SortKey`], see
+    /// [`Relation::page`]).
+    pub fn sort_key(&self) -> SortKey
+    where
+        O: ChildOrder<F, T>,
+    {
+        self.order.sort_key()
     }
 }
