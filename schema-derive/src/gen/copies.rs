@@ -137,10 +137,21 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     #[doc(hidden)]
                     pub const #key_const: u64 = {
                         const NAMES: &[&str] = #checked_source::NAMES;
+                        const MISSING: bool = #private::position(NAMES, #f).is_none();
+                        // the message is built only for a field that is missing: the constants
+                        // a const refers to are evaluated whether its branch runs or not
                         const PREFIX: &str = #prefix;
-                        const LEN: usize = #private::list_message_len(PREFIX, NAMES, "");
-                        const MESSAGE: [u8; LEN] = #private::list_message(PREFIX, NAMES, "");
-                        if #private::position(NAMES, #f).is_none() {
+                        const LEN: usize = if MISSING {
+                            #private::list_message_len(PREFIX, NAMES, "")
+                        } else {
+                            0
+                        };
+                        const MESSAGE: [u8; LEN] = if MISSING {
+                            #private::list_message(PREFIX, NAMES, "")
+                        } else {
+                            [0; LEN]
+                        };
+                        if MISSING {
                             ::core::panic!("{}", #private::message_text(&MESSAGE));
                         }
                         #key
