@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::live::Live;
+use common::live::{set_path, Live};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
@@ -1847,35 +1847,6 @@ fn the_index_declared_on_one_kind_is_partial_on_its_tag() {
 
 // ---------------------------------------------------------------------------------------------
 // broken documents
-
-/// Sets (or removes, with `None`) the value at a dotted path through documents and arrays.
-fn set_path(value: &mut Bson, path: &[&str], new: Option<Bson>) {
-    let (first, rest) = path.split_first().expect("a non-empty path");
-    match value {
-        Bson::Document(doc) if rest.is_empty() => match new {
-            Some(new) => {
-                doc.insert(*first, new);
-            }
-            None => {
-                doc.remove(*first);
-            }
-        },
-        Bson::Document(doc) => {
-            let next = doc
-                .get_mut(*first)
-                .unwrap_or_else(|| panic!("no `{first}`"));
-            set_path(next, rest, new)
-        }
-        Bson::Array(items) => {
-            let index: usize = first.parse().expect("an array index");
-            match rest {
-                [] => items[index] = new.expect("arrays take values"),
-                _ => set_path(&mut items[index], rest, new),
-            }
-        }
-        other => panic!("`{first}` is inside {other}"),
-    }
-}
 
 /// `valid` with the value at each dotted path set (or removed, with `None`).
 fn edit(valid: &BsonDocument, edits: &[(&str, Option<Bson>)]) -> BsonDocument {
