@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::options::{ReturnDocument, UpdateModifications};
+use mongodb::bson::{Bson, Document as BsonDocument};
+use mongodb::options::UpdateModifications;
 use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
-use super::fan_out::FanOut;
 use super::transaction::in_transaction;
 use crate::model::copy::SyncEdge;
 use crate::model::document::{stored_bson, stored_document};
@@ -441,21 +440,17 @@ async fn run_step(
             update,
             edges,
         } => {
-            let source = collection(name)
-                .find_one_and_update(doc! { "_id": id.clone() }, update.clone())
-                .return_document(ReturnDocument::After)
-                .session(&mut *session)
-                .await
-                .in_collection(name)?;
-            let mut rewritten = 0;
-            if let Some(source) = &source {
-                for edge in edges {
-                    if let Some(fan_out) = FanOut::new(edge, source) {
-                        rewritten += fan_out.run(db, &edge.holder, Some(&mut *session)).await?;
-                    }
-                }
-            }
+            let (source, rewritten) = super::source::update_source_in(
+                db,
+                name,
+                id.clone(),
+                update.clone(),
+                edges,
+                session,
+            )
+            .await?;
             let found = u64::from(source.is_some());
+            let rewritten: u64 = rewritten.iter().map(|(_, n)| n).sum();
             (found, found + rewritten)
         }
     };

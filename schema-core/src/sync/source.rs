@@ -12,7 +12,7 @@ use super::fan_out::FanOut;
 use super::touches;
 use super::transaction::in_transaction;
 use crate::model::copy::{SyncEdge, SyncStrategy};
-use crate::{Document, Result};
+use crate::{Document, Result, ResultExt};
 
 /// What [`crate::Schema::update_source`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -123,21 +123,8 @@ where
     let (mut report, attempts) = in_transaction(db, deadline, |session| {
         let (db, id, update, edges) = (db.clone(), id.clone(), update.clone(), edges.clone());
         Box::pin(async move {
-            let source = db
-                .collection::<BsonDocument>(T::COLLECTION)
-                .find_one_and_update(doc! { "_id": id }, update)
-                .return_document(ReturnDocument::After)
-                .session(&mut *session)
-                .await?;
-            let mut copies_rewritten = Vec::new();
-            if let Some(source) = &source {
-                for edge in &edges {
-                    if let Some(fan_out) = FanOut::new(edge, source) {
-                        let n = fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
-                        copies_rewritten.push((edge.label(), n));
-                    }
-                }
-            }
+            let (source, copies_rewritten) =
+                update_source_in(&db, T::COLLECTION, id, update, &edges, session).await?;
             Ok(SourceUpdate {
                 source,
                 copies_rewritten,
@@ -153,6 +140,36 @@ where
     }
     report.attempts = attempts;
     Ok(report)
+}
+
+/// The writes of `update_source` in `session`: the source's update (returning it as updated),
+/// then one fan-out per transactional copy in `edges`. Returns the source (`None`: no document
+/// had that id) and the holders rewritten per copy. Shared with [`crate::Transaction`].
+pub(crate) async fn update_source_in(
+    db: &Database,
+    collection: &str,
+    id: Bson,
+    update: BsonDocument,
+    edges: &[SyncEdge],
+    session: &mut mongodb::ClientSession,
+) -> Result<(Option<BsonDocument>, Vec<(String, u64)>)> {
+    let source = db
+        .collection::<BsonDocument>(collection)
+        .find_one_and_update(doc! { "_id": id }, update)
+        .return_document(ReturnDocument::After)
+        .session(&mut *session)
+        .await
+        .in_collection(collection)?;
+    let mut copies_rewritten = Vec::new();
+    if let Some(source) = &source {
+        for edge in edges {
+            if let Some(fan_out) = FanOut::new(edge, source) {
+                let n = fan_out.run(db, &edge.holder, Some(&mut *session)).await?;
+                copies_rewritten.push((edge.label(), n));
+            }
+        }
+    }
+    Ok((source, copies_rewritten))
 }
 
 pub(crate) async fn delete_source<T: Document>(
