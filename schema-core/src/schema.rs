@@ -157,18 +157,45 @@ impl Schema {
     /// [`crate::FAILURES_COLLECTION`] and the others go on; the report counts them per copy.
     pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
-        crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile")).await
+        crate::sync::reconcile::reconcile(
+            db,
+            &edges,
+            dry_run,
+            &FailureLog::new("reconcile"),
+            crate::sync::fan_out::Writer::Direct,
+        )
+        .await
     }
 
     /// The holders a sync path could not rewrite, as recorded in
-    /// [`crate::FAILURES_COLLECTION`].
+    /// [`crate::FAILURES_COLLECTION`], all in memory: for many records use
+    /// [`Schema::sync_failure_stream`].
     pub async fn sync_failures(&self, db: &Database) -> Result<Vec<SyncFailure>> {
         crate::sync::failures::list(db).await
     }
 
+    /// The recorded sync failures, by copy, holder and source, read from the server 1,000 at a
+    /// time: the memory held is one batch, however many there are.
+    ///
+    /// ```no_run
+    /// # async fn f(schema: &mongo_schema_core::Schema, db: &mongodb::Database) -> mongo_schema_core::Result<()> {
+    /// use futures_util::TryStreamExt;
+    /// let mut failures = schema.sync_failure_stream(db);
+    /// while let Some(failure) = failures.try_next().await? {
+    ///     eprintln!("{failure}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn sync_failure_stream(
+        &self,
+        db: &Database,
+    ) -> futures_util::stream::BoxStream<'static, Result<SyncFailure>> {
+        crate::sync::failures::stream(db)
+    }
+
     /// Re-applies each recorded sync failure to its holder (the source's current values, or
     /// `on_delete` if the source is gone) and removes the records that now succeed; those that
-    /// fail again stay, with their error updated.
+    /// fail again stay, with their error updated. The records are read 1,000 at a time.
     pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
         crate::sync::failures::retry(db, &self.graph).await
     }

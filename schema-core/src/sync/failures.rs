@@ -1,11 +1,19 @@
-//! Holders a fan-out could not rewrite: recorded, one document per holder and copy, in
+//! Holders a fan-out could not rewrite: recorded, one document per copy, holder and source, in
 //! [`FAILURES_COLLECTION`], so one bad holder never blocks the others and none goes unnoticed.
+//! A later successful rewrite of that holder for that copy and source (by the worker, reconcile
+//! or `retry_failures`) removes its record in the same pass; listing and retrying read the
+//! records a batch at a time; records not met again for [`FAILURE_RECORD_TTL`] expire.
 
+use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use futures_util::TryStreamExt;
+use futures_util::stream::{BoxStream, StreamExt, TryStreamExt};
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
-use mongodb::Database;
+use mongodb::options::IndexOptions;
+use mongodb::{ClientSession, Database, IndexModel};
 
 use super::fan_out::FanOut;
 use super::retry::ErrorClass;
@@ -13,9 +21,20 @@ use crate::model::copy::SyncEdge;
 use crate::{Error, Result, SyncGraph};
 
 /// The collection, in the application's database, that records each holder a sync path could
-/// not rewrite: `{ _id: { copy, holder }, worker, copy: "holder.path", holder, source, code,
-/// message, at, attempts }`. [`crate::Schema::retry_failures`] re-applies them.
+/// not rewrite: `{ _id: { copy, holder, source }, worker, copy: "holder.path", holder, source,
+/// code, message, at, attempts }`, one record per copy, holder and source (a holder with an
+/// array of copies has one per failing source). [`crate::Schema::retry_failures`] re-applies
+/// them; a later successful rewrite removes them.
 pub const FAILURES_COLLECTION: &str = "mongo_schema_sync_failures";
+
+/// How long a failure record lives after it was last met: a TTL index on `at` removes it then,
+/// which keeps the collection bounded whatever happens to the holders. A holder that still
+/// cannot take its copy is met again (and its record renewed) by the next change of its source,
+/// by reconcile, which finds it drifted, or by `retry_failures`.
+pub const FAILURE_RECORD_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Records read per batch by [`stream`] and [`retry`].
+const FAILURE_BATCH: u32 = 1000;
 
 /// One recorded failure, as [`crate::Schema::sync_failures`] lists them.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +109,22 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
+    /// A failure of the copy `edge` in the holder `holder`, for the source `source`.
     pub(crate) fn new(edge: &SyncEdge, holder: Bson, source: Bson, error: &Error) -> Failure {
+        Failure::of_target(edge.label(), holder, source, error)
+    }
+
+    /// A failure of any target a sync path rewrites (a copy `holder.path`, a subset
+    /// `parent.path`): the document `holder` of that target could not take what `source`
+    /// needs written.
+    pub(crate) fn of_target(
+        target: impl Into<String>,
+        holder: Bson,
+        source: Bson,
+        error: &Error,
+    ) -> Failure {
         Failure {
-            copy: edge.label(),
+            copy: target.into(),
             holder,
             source,
             code: error.code(),
@@ -107,26 +139,95 @@ impl Failure {
     }
 }
 
-/// Records failures on behalf of one worker (or `reconcile`).
+/// The `_id` of the record of `target`'s `holder` for `source`.
+pub(crate) fn record_id(target: &str, holder: &Bson, source: &Bson) -> BsonDocument {
+    doc! { "copy": target, "holder": holder.clone(), "source": source.clone() }
+}
+
+/// Databases whose failure collection has its indexes (created by the first record of this
+/// process in each).
+static INDEXED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// Creates the indexes of [`FAILURES_COLLECTION`] once per process and database: the TTL on
+/// `at` and `{ copy, source }`, which the clearing after a successful fan-out filters on.
+async fn ensure_indexes(db: &Database) -> Result<()> {
+    let key = db.name().to_owned();
+    if INDEXED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .contains(&key)
+    {
+        return Ok(());
+    }
+    let ttl = IndexModel::builder()
+        .keys(doc! { "at": 1 })
+        .options(
+            IndexOptions::builder()
+                .name("at_ttl".to_owned())
+                .expire_after(FAILURE_RECORD_TTL)
+                .build(),
+        )
+        .build();
+    let by_source = IndexModel::builder()
+        .keys(doc! { "copy": 1, "source": 1 })
+        .build();
+    db.collection::<BsonDocument>(FAILURES_COLLECTION)
+        .create_indexes([ttl, by_source])
+        .await?;
+    INDEXED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(key);
+    Ok(())
+}
+
+/// Records failures on behalf of one worker (or `reconcile`, `retry_failures`), and removes
+/// them once the holder was rewritten.
 #[derive(Debug, Clone)]
 pub(crate) struct FailureLog {
     worker: String,
+    /// Whether records may exist: when not, a successful rewrite skips the clearing (one
+    /// round trip saved per fan-out). Refreshed by [`FailureLog::refresh`], set by a record.
+    may_exist: Arc<AtomicBool>,
 }
 
 impl FailureLog {
     pub(crate) fn new(worker: &str) -> FailureLog {
         FailureLog {
             worker: worker.to_owned(),
+            may_exist: Arc::new(AtomicBool::new(true)),
         }
     }
 
-    /// Upserts the record of `failure` (one per holder and copy; `attempts` counts).
+    /// Looks whether any record exists (one `find` of at most one `_id`); a pass calls it
+    /// before its writes.
+    pub(crate) async fn refresh(&self, db: &Database) -> Result<()> {
+        let any = db
+            .collection::<BsonDocument>(FAILURES_COLLECTION)
+            .find_one(doc! {})
+            .projection(doc! { "_id": 1 })
+            .await?
+            .is_some();
+        self.may_exist.store(any, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether records may exist (see [`FailureLog::refresh`]).
+    pub(crate) fn may_exist(&self) -> bool {
+        self.may_exist.load(Ordering::Acquire)
+    }
+
+    /// Upserts the record of `failure` (one per copy, holder and source; `attempts` counts).
     pub(crate) async fn record(&self, db: &Database, failure: Failure) -> Result<()> {
+        self.may_exist.store(true, Ordering::Release);
+        ensure_indexes(db).await?;
         let mut set = doc! {
             "worker": &self.worker,
             "copy": &failure.copy,
             "holder": failure.holder.clone(),
-            "source": failure.source,
+            "source": failure.source.clone(),
             "message": failure.message,
             "at": DateTime::now(),
         };
@@ -136,25 +237,75 @@ impl FailureLog {
         };
         db.collection::<BsonDocument>(FAILURES_COLLECTION)
             .update_one(
-                doc! { "_id": { "copy": &failure.copy, "holder": failure.holder } },
+                doc! { "_id": record_id(&failure.copy, &failure.holder, &failure.source) },
                 doc! { "$set": set, "$inc": { "attempts": 1_i64 } },
             )
             .upsert(true)
             .await?;
         Ok(())
     }
+
+    /// Removes the records of `target` for `source` whose holder is one of `holders` (every
+    /// holder when `None`): those holders were just rewritten for that source. Inside
+    /// `session`'s transaction when given, so the rewrite and the removal commit together.
+    pub(crate) async fn clear(
+        &self,
+        db: &Database,
+        target: &str,
+        source: &Bson,
+        holders: Option<&[Bson]>,
+        session: Option<&mut ClientSession>,
+    ) -> Result<()> {
+        if !self.may_exist() {
+            return Ok(());
+        }
+        let mut filter = doc! { "copy": target, "source": source.clone() };
+        if let Some(holders) = holders {
+            filter.insert("holder", doc! { "$in": holders });
+        }
+        let records = db.collection::<BsonDocument>(FAILURES_COLLECTION);
+        let delete = records.delete_many(filter);
+        match session {
+            Some(session) => delete.session(session).await?,
+            None => delete.await?,
+        };
+        Ok(())
+    }
+
+    /// Removes the records with these `_id`s.
+    pub(crate) async fn clear_ids(&self, db: &Database, ids: Vec<Bson>) -> Result<()> {
+        if ids.is_empty() || !self.may_exist() {
+            return Ok(());
+        }
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .delete_many(doc! { "_id": { "$in": ids } })
+            .await?;
+        Ok(())
+    }
 }
 
-/// Every recorded failure, by copy then holder.
+/// Every recorded failure, by copy, holder and source, read [`FAILURE_BATCH`] at a time: the
+/// memory held is one batch, whatever the number of records.
+pub(crate) fn stream(db: &Database) -> BoxStream<'static, Result<SyncFailure>> {
+    let records = db.collection::<BsonDocument>(FAILURES_COLLECTION);
+    let opened = async move {
+        let cursor = records
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .batch_size(FAILURE_BATCH)
+            .await?;
+        Ok::<_, Error>(
+            cursor
+                .map_ok(|record| SyncFailure::from_document(&record))
+                .map_err(Error::from),
+        )
+    };
+    futures_util::stream::once(opened).try_flatten().boxed()
+}
+
+/// Every recorded failure, by copy, holder and source.
 pub(crate) async fn list(db: &Database) -> Result<Vec<SyncFailure>> {
-    let records: Vec<BsonDocument> = db
-        .collection::<BsonDocument>(FAILURES_COLLECTION)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await?
-        .try_collect()
-        .await?;
-    Ok(records.iter().map(SyncFailure::from_document).collect())
+    stream(db).try_collect().await
 }
 
 /// The number of recorded failures of the copy `label` (`holder.path`).
@@ -191,52 +342,84 @@ impl fmt::Display for RetryReport {
 }
 
 /// Re-applies each recorded failure to its holder alone and removes the records that now
-/// succeed.
+/// succeed. The records are read a page of [`FAILURE_BATCH`] at a time, each page after the
+/// last `_id` of the one before (all record `_id`s are documents, one type bracket), so memory
+/// stays bounded and no cursor idles while the retries run.
 pub(crate) async fn retry(db: &Database, graph: &SyncGraph) -> Result<RetryReport> {
     let log = FailureLog::new("retry_failures");
     let records = db.collection::<BsonDocument>(FAILURES_COLLECTION);
     let mut report = RetryReport::default();
-    for record in list(db).await? {
-        report.retried += 1;
-        let Some(edge) = graph.edges.iter().find(|e| e.label() == record.copy) else {
-            report.unknown_copies += 1;
-            continue;
+    let mut after: Option<Bson> = None;
+    loop {
+        let filter = match &after {
+            Some(last) => doc! { "_id": { "$gt": last.clone() } },
+            None => doc! {},
         };
-        let source = db
-            .collection::<BsonDocument>(&edge.copy.source)
-            .find_one(doc! { "_id": record.source.clone() })
+        let page: Vec<BsonDocument> = records
+            .find(filter)
+            .sort(doc! { "_id": 1 })
+            .limit(i64::from(FAILURE_BATCH))
+            .batch_size(FAILURE_BATCH)
+            .await?
+            .try_collect()
             .await?;
-        let fan_out = match &source {
-            Some(source) => FanOut::new(edge, source),
-            None => FanOut::deleted(edge, &record.source),
+        let Some(last) = page.last().and_then(|r| r.get("_id")).cloned() else {
+            return Ok(report);
         };
-        let outcome = match fan_out {
-            // the source is gone and its copies are kept: nothing to apply
-            None => Ok(()),
-            Some(mut one) => {
-                one.filter.insert("_id", record.holder.clone());
-                one.run(db, &edge.holder, None).await.map(|_| ())
-            }
-        };
-        match outcome {
-            Ok(()) => {
-                records
-                    .delete_one(
-                        doc! { "_id": { "copy": &record.copy, "holder": record.holder.clone() } },
-                    )
-                    .await?;
-                report.resolved += 1;
-            }
-            Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
-                log.record(
-                    db,
-                    Failure::new(edge, record.holder.clone(), record.source.clone(), &error),
-                )
-                .await?;
-                report.still_failing += 1;
-            }
-            Err(error) => return Err(error),
+        after = Some(last);
+        for record in &page {
+            retry_one(db, graph, &log, record, &mut report).await?;
         }
     }
-    Ok(report)
+}
+
+async fn retry_one(
+    db: &Database,
+    graph: &SyncGraph,
+    log: &FailureLog,
+    raw: &BsonDocument,
+    report: &mut RetryReport,
+) -> Result<()> {
+    let record = SyncFailure::from_document(raw);
+    report.retried += 1;
+    let Some(edge) = graph.edges.iter().find(|e| e.label() == record.copy) else {
+        report.unknown_copies += 1;
+        return Ok(());
+    };
+    let source = db
+        .collection::<BsonDocument>(&edge.copy.source)
+        .find_one(doc! { "_id": record.source.clone() })
+        .await?;
+    let fan_out = match &source {
+        Some(source) => FanOut::new(edge, source),
+        None => FanOut::deleted(edge, &record.source),
+    };
+    let outcome = match fan_out {
+        // the source is gone and its copies are kept: nothing to apply
+        None => Ok(()),
+        Some(mut one) => {
+            one.filter.insert("_id", record.holder.clone());
+            one.run(db, &edge.holder, None).await.map(|_| ())
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            // the record as stored (records of older versions have another `_id`)
+            let id = raw.get("_id").cloned().unwrap_or(Bson::Null);
+            db.collection::<BsonDocument>(FAILURES_COLLECTION)
+                .delete_one(doc! { "_id": id })
+                .await?;
+            report.resolved += 1;
+        }
+        Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
+            log.record(
+                db,
+                Failure::new(edge, record.holder.clone(), record.source.clone(), &error),
+            )
+            .await?;
+            report.still_failing += 1;
+        }
+        Err(error) => return Err(error),
+    }
+    Ok(())
 }

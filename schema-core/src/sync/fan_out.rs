@@ -8,10 +8,11 @@ use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
 
 use super::failures::{Failure, FailureLog};
+use super::fence::{Fence, Fenced};
 use super::get_path;
 use super::retry::ErrorClass;
 use crate::model::copy::{CopyShape, OnDelete, SyncEdge};
-use crate::{Error, Result};
+use crate::Result;
 
 /// The `updateMany` that brings the copies of one source document in line with it. It filters
 /// on the copied id alone, which the fan-out index serves (a negation such as `$ne` in the
@@ -22,6 +23,8 @@ pub(crate) struct FanOut {
     pub filter: BsonDocument,
     pub update: BsonDocument,
     pub array_filters: Option<Vec<BsonDocument>>,
+    /// The holder documents it is restricted to (see [`FanOut::only`]).
+    pub holders: Option<Vec<Bson>>,
 }
 
 /// What a fan-out did.
@@ -31,6 +34,23 @@ pub(crate) struct FanOutOutcome {
     pub rewritten: u64,
     /// Holder documents that could not take the update (recorded).
     pub failed: u64,
+    /// The writer's lease was taken over: what was not written yet was not (see
+    /// [`Writer::Fenced`]).
+    pub fenced_off: bool,
+}
+
+/// How a fan-out's writes are sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Writer<'f> {
+    /// As they are.
+    Direct,
+    /// Each in a transaction on `lane` that commits only while the writer holds its lease.
+    Fenced {
+        /// The writer's fence.
+        fence: &'f Fence,
+        /// The lane of this fan-out.
+        lane: usize,
+    },
 }
 
 impl FanOut {
@@ -69,6 +89,7 @@ impl FanOut {
             filter: doc! { copy.id_path(): id.clone() },
             update,
             array_filters: many.then(|| vec![doc! { "copy._id": id }]),
+            holders: None,
         })
     }
 
@@ -88,12 +109,14 @@ impl FanOut {
             filter: doc! { edge.copy.id_path(): id.clone() },
             update,
             array_filters: None,
+            holders: None,
         })
     }
 
     /// The same update restricted to the holder documents `holders`.
     pub(crate) fn only(mut self, holders: Vec<Bson>) -> FanOut {
-        self.filter.insert("_id", doc! { "$in": holders });
+        self.filter.insert("_id", doc! { "$in": holders.clone() });
+        self.holders = Some(holders);
         self
     }
 
@@ -149,24 +172,76 @@ impl FanOut {
         Ok(result.modified_count)
     }
 
-    /// Runs the `updateMany`; when it fails for one document (a holder its validator rejects, one
-    /// that would exceed 16 MiB, ...), rewrites the matching holders one by one, records each that
-    /// fails in `log` and goes on, so every other holder converges. Errors that are not a single
-    /// document's (network, shutdown, ...) are returned.
+    /// Runs the `updateMany` and removes the failure records of the holders it rewrote for this
+    /// source (in the same transaction when fenced); `None`: fenced off.
+    async fn run_and_clear(
+        &self,
+        db: &Database,
+        edge: &SyncEdge,
+        source: &Bson,
+        log: &FailureLog,
+        writer: Writer<'_>,
+    ) -> Result<Option<u64>> {
+        let label = edge.label();
+        match writer {
+            Writer::Direct => {
+                let rewritten = self.run(db, &edge.holder, None).await?;
+                log.clear(db, &label, source, self.holders.as_deref(), None)
+                    .await?;
+                Ok(Some(rewritten))
+            }
+            Writer::Fenced { fence, lane } => {
+                let written = fence
+                    .write(db.client(), lane, |session| {
+                        let (this, db, holder, label, source, log) = (
+                            self.clone(),
+                            db.clone(),
+                            edge.holder.clone(),
+                            label.clone(),
+                            source.clone(),
+                            log.clone(),
+                        );
+                        Box::pin(async move {
+                            let rewritten = this.run(&db, &holder, Some(&mut *session)).await?;
+                            log.clear(&db, &label, &source, this.holders.as_deref(), Some(session))
+                                .await?;
+                            Ok(rewritten)
+                        })
+                    })
+                    .await?;
+                Ok(match written {
+                    Fenced::Committed(rewritten) => Some(rewritten),
+                    Fenced::FencedOff => None,
+                })
+            }
+        }
+    }
+
+    /// Runs the `updateMany` through `writer`; when it fails for one document (a holder its
+    /// validator rejects, one that would exceed 16 MiB, ...), rewrites the matching holders one
+    /// by one, records each that fails in `log` and goes on, so every other holder converges.
+    /// Each successful rewrite removes the failure records of its holders for this copy and
+    /// source. Errors that are not a single document's (network, shutdown, ...) are returned.
     pub(crate) async fn run_resilient(
         &self,
         db: &Database,
         edge: &SyncEdge,
         source: &Bson,
         log: &FailureLog,
+        writer: Writer<'_>,
     ) -> Result<FanOutOutcome> {
-        let error = match self.run(db, &edge.holder, None).await {
-            Ok(rewritten) => {
+        let fenced_off = FanOutOutcome {
+            fenced_off: true,
+            ..FanOutOutcome::default()
+        };
+        let error = match self.run_and_clear(db, edge, source, log, writer).await {
+            Ok(Some(rewritten)) => {
                 return Ok(FanOutOutcome {
                     rewritten,
-                    failed: 0,
+                    ..FanOutOutcome::default()
                 })
             }
+            Ok(None) => return Ok(fenced_off),
             Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => error,
             Err(error) => return Err(error),
         };
@@ -187,14 +262,15 @@ impl FanOut {
             // left alone
             let mut one = self.clone();
             one.filter.insert("_id", holder.clone());
-            let collection = db.collection::<BsonDocument>(&edge.holder);
-            let result = collection
-                .update_one(one.filter.clone(), one.update.clone())
-                .with_options(one.options())
-                .await
-                .map_err(Error::from);
-            match result {
-                Ok(result) => outcome.rewritten += result.modified_count,
+            one.holders = Some(vec![holder.clone()]);
+            match one.run_and_clear(db, edge, source, log, writer).await {
+                Ok(Some(rewritten)) => outcome.rewritten += rewritten,
+                Ok(None) => {
+                    return Ok(FanOutOutcome {
+                        fenced_off: true,
+                        ..outcome
+                    })
+                }
                 Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
                     tracing::error!(copy = %edge.label(), holder = %holder, source = %source, %error, "a holder cannot take its copy; recorded in the sync failures");
                     log.record(db, Failure::new(edge, holder, source.clone(), &error))

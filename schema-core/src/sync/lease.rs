@@ -1,18 +1,20 @@
-//! One active worker per name: a lease (`owner`, `expires`) in the worker's token document, held
-//! through the crate's `ServerLease` (server clock, local validity measured from the send time).
-//! The holder renews at a third of the lease and stops applying changes once the lease may have
-//! lapsed, so a standby takes over only after it stopped; a rewrite already in flight may still
-//! land, and rewrites are idempotent and carry the newest source values.
+//! One active worker per name: a lease (`owner`, `expires`, `epoch`) in the worker's token
+//! document, held through the crate's `ServerLease` (server clock, local validity measured on a
+//! clock that counts suspended time, from the send time). The holder renews at a third of the
+//! lease and stops applying changes once the lease may have lapsed, so a standby takes over only
+//! after it stopped. Each takeover raises the epoch and claims the lease's [fence](super::fence)
+//! lanes before its first write, so a write of a holder that was paused past its lease (already
+//! sent, or sent after it resumed) cannot land after the new holder's.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
+use super::fence::Fence;
+use crate::lease::{LeaseInstant, ServerLease};
+use crate::Result;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::ReturnDocument;
 use mongodb::Collection;
-use tokio::time::Instant;
-
-use crate::lease::ServerLease;
-use crate::Result;
 
 /// The default lease of a sync worker.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
@@ -22,14 +24,26 @@ pub(crate) struct Lease {
     tokens: Collection<BsonDocument>,
     name: String,
     lease: ServerLease,
+    /// Fence lanes a takeover claims.
+    lanes: usize,
+    /// The fence of the current tenure (`None` while this worker does not hold the lease).
+    fence: Mutex<Option<Fence>>,
 }
 
 impl Lease {
-    pub(crate) fn new(tokens: Collection<BsonDocument>, name: &str, duration: Duration) -> Self {
+    /// The lease of the worker `name`, whose fenced writes use `lanes` lanes.
+    pub(crate) fn new(
+        tokens: Collection<BsonDocument>,
+        name: &str,
+        duration: Duration,
+        lanes: usize,
+    ) -> Self {
         Lease {
             tokens,
             name: name.to_owned(),
             lease: ServerLease::new(duration),
+            lanes,
+            fence: Mutex::new(None),
         }
     }
 
@@ -38,9 +52,22 @@ impl Lease {
         self.lease.owner()
     }
 
-    /// The filter that matches the token document while this worker owns it.
+    /// The filter that matches the token document while this worker owns it, in this tenure.
     pub(crate) fn owned(&self) -> BsonDocument {
-        doc! { "_id": &self.name, "owner": self.owner() }
+        let mut owned = doc! { "_id": &self.name, "owner": self.owner() };
+        if let Some(fence) = self.fence() {
+            owned.insert("epoch", fence.epoch());
+        }
+        owned
+    }
+
+    /// The fence of the current tenure: writes through it land only while it lasts.
+    pub(crate) fn fence(&self) -> Option<Fence> {
+        self.fence.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_fence(&self, fence: Option<Fence>) {
+        *self.fence.lock().unwrap_or_else(|e| e.into_inner()) = fence;
     }
 
     /// How often a standby tries to take over.
@@ -58,18 +85,30 @@ impl Lease {
         self.lease.lost();
     }
 
-    /// Takes the lease if nobody holds it, it expired, or this worker already holds it.
-    /// `false`: another live worker holds it.
+    /// How much longer this worker may act as the owner (`None`: it may not).
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        self.lease.remaining()
+    }
+
+    /// Takes the lease if nobody holds it, it expired, or this worker already holds it, raising
+    /// its epoch, then claims the fence lanes for that epoch. `false`: another live worker holds
+    /// it (or took it over while the lanes were being claimed).
     ///
     /// One `findAndModify` with a pipeline update that decides on the server, against its own
     /// clock, whether the lease is free (an `$expr` filter would do the same on mongod, but
     /// SecantusDB does not compare dates with `$$NOW` in a query).
     pub(crate) async fn try_acquire(&self) -> Result<bool> {
-        let sent = Instant::now();
+        self.set_fence(None);
+        let sent = LeaseInstant::now();
         let free = self.lease.free("owner", "expires");
         let update = vec![doc! { "$set": {
             "owner": { "$cond": [free.clone(), self.owner(), "$owner"] },
-            "expires": { "$cond": [free, self.lease.expires(), "$expires"] },
+            "expires": { "$cond": [free.clone(), self.lease.expires(), "$expires"] },
+            "epoch": { "$cond": [
+                free,
+                { "$add": [{ "$ifNull": ["$epoch", 0_i64] }, 1_i64] },
+                "$epoch",
+            ] },
         } }];
         let after = match self
             .tokens
@@ -83,13 +122,26 @@ impl Lease {
             Err(e) if crate::error::server_code(&e) == Some(11000) => None,
             Err(e) => return Err(e.into()),
         };
-        let acquired = after.is_some_and(|lease| lease.get_str("owner") == Ok(self.owner()));
-        if acquired {
-            self.lease.granted(sent);
-        } else {
+        let epoch = after
+            .filter(|lease| lease.get_str("owner") == Ok(self.owner()))
+            .and_then(|lease| match lease.get("epoch") {
+                Some(Bson::Int64(n)) => Some(*n),
+                Some(Bson::Int32(n)) => Some(i64::from(*n)),
+                Some(Bson::Double(n)) => Some(*n as i64),
+                _ => None,
+            });
+        let Some(epoch) = epoch else {
             self.lease.lost();
+            return Ok(false);
+        };
+        self.lease.granted(sent);
+        let fence = Fence::new(self.tokens.clone(), &self.name, self.owner(), epoch);
+        if !fence.claim(self.lanes).await? {
+            self.lease.lost();
+            return Ok(false);
         }
-        Ok(acquired)
+        self.set_fence(Some(fence));
+        Ok(true)
     }
 
     /// Renews at a third of the lease until it is lost (another owner, or no renewal got
@@ -98,12 +150,12 @@ impl Lease {
         loop {
             tokio::time::sleep(self.lease.duration() / 3).await;
             loop {
-                let Some(until) = self.lease.until().filter(|u| Instant::now() < *u) else {
+                let Some(remaining) = self.remaining() else {
                     self.lost();
                     return;
                 };
                 let renew = self.lease.renew(&self.tokens, self.owned(), "expires");
-                match tokio::time::timeout_at(until, renew).await {
+                match tokio::time::timeout(remaining, renew).await {
                     Ok(Ok(true)) => break,
                     Ok(Ok(false)) => return,
                     Ok(Err(error)) => {
@@ -122,8 +174,10 @@ impl Lease {
     /// Gives the lease up so a standby takes over at once.
     pub(crate) async fn release(&self) {
         self.lost();
+        let owned = self.owned();
+        self.set_fence(None);
         let release = self.tokens.update_one(
-            self.owned(),
+            owned,
             doc! { "$set": { "owner": Bson::Null, "expires": mongodb::bson::DateTime::from_millis(0) } },
         );
         if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), release).await {

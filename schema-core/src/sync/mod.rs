@@ -5,7 +5,9 @@
 //!   name);
 //! - [`fan_out`]: the `updateMany` every strategy sends, falling back to one holder at a time
 //!   when a holder cannot take it, and [`failures`], where such holders are recorded;
-//! - [`reconcile`]: compare and repair, conditional on the value read;
+//! - [`fence`]: the worker's writes commit only while it holds its lease;
+//! - [`reconcile`]: compare and repair, conditional on the value read, over a [`walk`] of the
+//!   holders in `_id` order that survives breaks and mixed `_id` types;
 //! - [`transaction`]: bounded retries of a transaction; [`retry`]: error classes and back-off.
 
 use mongodb::bson::{Bson, Document as BsonDocument};
@@ -13,15 +15,17 @@ use mongodb::bson::{Bson, Document as BsonDocument};
 pub(crate) mod compose;
 pub(crate) mod failures;
 pub(crate) mod fan_out;
+pub(crate) mod fence;
 pub(crate) mod lease;
 pub(crate) mod reconcile;
 pub(crate) mod retry;
 pub(crate) mod source;
 pub(crate) mod transaction;
+pub(crate) mod walk;
 pub(crate) mod worker;
 
 pub use compose::{StepOutcome, Transaction, TransactionReport};
-pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION};
+pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION, FAILURE_RECORD_TTL};
 pub use lease::DEFAULT_LEASE;
 pub use reconcile::{EdgeReconcile, ReconcileReport};
 pub use source::{SourceDelete, SourceUpdate};

@@ -4,15 +4,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
 use super::failures::{self, FailureLog};
-use super::fan_out::FanOut;
-use super::retry::{Backoff, ErrorClass};
+use super::fan_out::{FanOut, Writer};
+use super::walk::{walk_by_id, Visit};
 use super::{drifted, get_path, id_key};
 use crate::model::copy::{OnDelete, SyncEdge, SyncStrategy};
 use crate::Result;
@@ -112,17 +111,15 @@ const RECONCILE_BATCH: usize = 5000;
 /// Source ids per `$in`.
 const SOURCE_CHUNK: usize = 1000;
 
-/// Consecutive failures of the holder stream, with no batch done in between, before reconcile
-/// gives up and returns the error.
-const STREAM_RESUMES: u32 = 5;
-
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
-/// ones. Frozen copies are never touched, whatever the caller passes.
+/// ones through `writer` (fenced when the worker reconciles). Frozen copies are never touched,
+/// whatever the caller passes.
 pub(crate) async fn reconcile(
     db: &Database,
     edges: &[&SyncEdge],
     dry_run: bool,
     log: &FailureLog,
+    writer: Writer<'_>,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
     for edge in edges
@@ -134,117 +131,68 @@ pub(crate) async fn reconcile(
             strategy: Some(edge.copy.strategy),
             ..Default::default()
         };
-        reconcile_edge(db, edge, dry_run, log, &mut figures).await?;
+        if !dry_run {
+            log.refresh(db).await?;
+        }
+        let mut visitor = Compare {
+            db,
+            edge,
+            dry_run,
+            log,
+            writer,
+            figures: &mut figures,
+        };
+        let holders = db.collection::<BsonDocument>(&edge.holder);
+        let projection = doc! { edge.copy.path.as_str(): 1 };
+        let resumed = walk_by_id(&holders, Some(projection), RECONCILE_BATCH, &mut visitor).await?;
+        figures.resumed = resumed;
         figures.recorded_failures = failures::count(db, &figures.copy).await?;
         report.edges.push(figures);
     }
     Ok(report)
 }
 
-/// The holders of one copy, read as one stream in `_id` order (one `find` and its `getMore`s:
-/// a walk of the `_id` index, and on SecantusDB one sort instead of one per batch) and compared
-/// a batch at a time. The stream is keyed: when it breaks, or a batch's source lookups or
-/// repairs fail, on a transient error (a cursor lost to a restart or a failover, a network
-/// error) it is opened again after the last batch compared in full, with back-off. A batch cut
-/// short is compared again from its start: its repairs are conditional on the values read, so
-/// none is applied twice, and its figures count once (a repair done before the cut stays
-/// counted in `repaired`, and that holder no longer counts as drifted).
-async fn reconcile_edge(
-    db: &Database,
-    edge: &SyncEdge,
+/// The holders of one copy, read as one stream in `_id` order (a [`walk_by_id`]: one `find`
+/// and its `getMore`s, a walk of the `_id` index, and on SecantusDB one sort instead of one per
+/// batch) and compared a batch at a time. When the stream breaks, or a batch's source lookups
+/// or repairs fail, on a transient error, it is opened again after the last batch compared in
+/// full, whatever the `_id` types of the holders. A batch cut short is compared again from its
+/// start: its repairs are conditional on the values read, so none is applied twice, and its
+/// figures count once (a repair done before the cut stays counted in `repaired`, and that
+/// holder no longer counts as drifted).
+struct Compare<'a, 'w> {
+    db: &'a Database,
+    edge: &'a SyncEdge,
     dry_run: bool,
-    log: &FailureLog,
-    figures: &mut EdgeReconcile,
-) -> Result<()> {
-    let holders = db.collection::<BsonDocument>(&edge.holder);
-    let mut after: Option<Bson> = None;
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
-    let mut failures_in_a_row = 0;
-    loop {
-        // `_id` alone in the filter and the sort: the `_id` index serves it on any planner
-        let filter = match &after {
-            Some(last) => doc! { "_id": { "$gt": last.clone() } },
-            None => doc! {},
-        };
-        let opened = holders
-            .find(filter)
-            .projection(doc! { edge.copy.path.as_str(): 1 })
-            .sort(doc! { "_id": 1 })
-            .batch_size(RECONCILE_BATCH as u32)
-            .await;
-        let mut batch: Vec<BsonDocument> = Vec::with_capacity(RECONCILE_BATCH);
-        let broke = match opened {
-            Err(error) => Some(crate::Error::from(error)),
-            Ok(mut cursor) => loop {
-                // a full batch, the end of the stream, or a break: what was read is compared
-                // either way (which empties `batch`), then the stream goes on, ends, or is
-                // opened again
-                let read = fill(&mut cursor, &mut batch).await;
-                if !batch.is_empty() {
-                    match compare(db, edge, &mut batch, dry_run, log, figures).await {
-                        Ok(last) => {
-                            after = last;
-                            failures_in_a_row = 0;
-                            backoff.reset();
-                        }
-                        Err(error) => break Some(error),
-                    }
-                }
-                match read {
-                    Ok(true) => {}
-                    Ok(false) => break None,
-                    Err(error) => break Some(error),
-                }
-            },
-        };
-        let Some(error) = broke else { return Ok(()) };
-        failures_in_a_row += 1;
-        if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
-            return Err(error);
-        }
-        tracing::warn!(copy = %figures.copy, %error, "reconcile: the holder stream broke, resuming after the last batch compared");
-        figures.resumed += 1;
-        tokio::time::sleep(backoff.next_wait()).await;
-    }
+    log: &'a FailureLog,
+    writer: Writer<'w>,
+    figures: &'a mut EdgeReconcile,
 }
 
-/// Reads holders into `batch` until it holds [`RECONCILE_BATCH`]: `true` when it is full,
-/// `false` at the end of the stream; on an error `batch` keeps what was read before it.
-async fn fill(
-    cursor: &mut mongodb::Cursor<BsonDocument>,
-    batch: &mut Vec<BsonDocument>,
-) -> Result<bool> {
-    while batch.len() < RECONCILE_BATCH {
-        match cursor.try_next().await? {
-            Some(holder) => batch.push(holder),
-            None => return Ok(false),
-        }
+impl Visit for Compare<'_, '_> {
+    /// Compares (and repairs) `batch`. Its figures are added when it was compared in full;
+    /// when it was cut short only the repairs and failures it already made are (it is compared
+    /// again).
+    async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
+        let mut part = EdgeReconcile::default();
+        let outcome = reconcile_batch(
+            self.db,
+            self.edge,
+            batch,
+            self.dry_run,
+            self.log,
+            self.writer,
+            &mut part,
+        )
+        .await;
+        self.figures.repaired += part.repaired;
+        self.figures.failed += part.failed;
+        outcome?;
+        self.figures.checked += part.checked;
+        self.figures.drifted += part.drifted;
+        self.figures.missing_sources += part.missing_sources;
+        Ok(())
     }
-    Ok(true)
-}
-
-/// Compares (and repairs) `batch` and returns the last `_id` in it; the batch is emptied
-/// either way. Its figures are added to `figures` when it was compared in full; when it was cut
-/// short only the repairs and failures it already made are (it is compared again).
-async fn compare(
-    db: &Database,
-    edge: &SyncEdge,
-    batch: &mut Vec<BsonDocument>,
-    dry_run: bool,
-    log: &FailureLog,
-    figures: &mut EdgeReconcile,
-) -> Result<Option<Bson>> {
-    let mut part = EdgeReconcile::default();
-    let outcome = reconcile_batch(db, edge, batch, dry_run, log, &mut part).await;
-    let last = batch.last().and_then(|h| h.get("_id")).cloned();
-    batch.clear();
-    figures.repaired += part.repaired;
-    figures.failed += part.failed;
-    outcome?;
-    figures.checked += part.checked;
-    figures.drifted += part.drifted;
-    figures.missing_sources += part.missing_sources;
-    Ok(last)
 }
 
 /// Whether a copied id is looked up by value in `$in` (not a regex, JavaScript or a document).
@@ -281,6 +229,7 @@ async fn reconcile_batch(
     batch: &[BsonDocument],
     dry_run: bool,
     log: &FailureLog,
+    writer: Writer<'_>,
     figures: &mut EdgeReconcile,
 ) -> Result<()> {
     // every (holder, copy) pair of the batch
@@ -335,6 +284,8 @@ async fn reconcile_batch(
     // and the holders in each are found by key
     let mut repairs: Vec<Repair<'_>> = Vec::new();
     let mut groups: HashMap<(String, String), (usize, HashSet<String>)> = HashMap::new();
+    // the (holder, source) pairs found in sync: their failure records no longer hold
+    let mut in_sync: HashSet<(String, String)> = HashSet::new();
     for (holder, copy) in &pairs {
         let Some(id) = copy.get("_id") else { continue };
         if !looked_up(id) {
@@ -342,7 +293,10 @@ async fn reconcile_batch(
         }
         let source = sources.get(&id_key(id));
         match source {
-            Some(source) if !drifted(&edge.copy.fields, copy, source) => continue,
+            Some(source) if !drifted(&edge.copy.fields, copy, source) => {
+                in_sync.insert((id_key(holder), id_key(id)));
+                continue;
+            }
             Some(_) => {}
             None => {
                 figures.missing_sources += 1;
@@ -376,22 +330,96 @@ async fn reconcile_batch(
     if dry_run {
         return Ok(());
     }
+    clear_in_sync(db, edge, log, &ids, &in_sync).await?;
+    let recreated = recreated_sources(db, edge, &repairs).await?;
     for repair in repairs {
         let fan_out = match repair.source {
             Some(source) => FanOut::new(edge, source)
                 .map(|f| f.when(&edge.copy.path, edge.copy.shape, repair.conditions)),
+            // a source recreated since it was looked up keeps its copies
+            None if recreated.contains(&id_key(&repair.source_id)) => None,
             // a deleted source: the copy is unset while it still points at it
             None => FanOut::deleted(edge, &repair.source_id),
         };
         let Some(fan_out) = fan_out else { continue };
         let outcome = fan_out
             .only(repair.holders)
-            .run_resilient(db, edge, &repair.source_id, log)
+            .run_resilient(db, edge, &repair.source_id, log, writer)
             .await?;
+        if outcome.fenced_off {
+            return Err(super::fence::fenced_off());
+        }
         figures.repaired += outcome.rewritten;
         figures.failed += outcome.failed;
     }
     Ok(())
+}
+
+/// The sources of the deletion repairs in `repairs` that exist again: looked up once more just
+/// before the repairs, so a source recreated with the same `_id` since the batch's lookup keeps
+/// its copies. (What remains is the time between this lookup and the repair's update, one
+/// round trip: mongod has no write conflict on a document that does not exist.)
+async fn recreated_sources(
+    db: &Database,
+    edge: &SyncEdge,
+    repairs: &[Repair<'_>],
+) -> Result<HashSet<String>> {
+    let deleted: Vec<Bson> = repairs
+        .iter()
+        .filter(|r| r.source.is_none())
+        .map(|r| r.source_id.clone())
+        .collect();
+    let mut recreated = HashSet::new();
+    for chunk in deleted.chunks(SOURCE_CHUNK) {
+        let found: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(&edge.copy.source)
+            .find(doc! { "_id": { "$in": chunk } })
+            .projection(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        recreated.extend(found.iter().filter_map(|s| Some(id_key(s.get("_id")?))));
+    }
+    Ok(recreated)
+}
+
+/// Removes the failure records of the (holder, source) pairs of this batch whose copy agrees
+/// with its source (someone mended the holder, or rewrote it since): one `find` of this copy's
+/// records for the batch's sources, when any record may exist.
+async fn clear_in_sync(
+    db: &Database,
+    edge: &SyncEdge,
+    log: &FailureLog,
+    sources: &[Bson],
+    in_sync: &HashSet<(String, String)>,
+) -> Result<()> {
+    if in_sync.is_empty() || !log.may_exist() {
+        return Ok(());
+    }
+    let label = edge.label();
+    let mut stale = Vec::new();
+    for chunk in sources.chunks(SOURCE_CHUNK) {
+        let records: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(failures::FAILURES_COLLECTION)
+            .find(doc! { "copy": &label, "source": { "$in": chunk } })
+            .projection(doc! { "holder": 1, "source": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        for record in records {
+            let (Some(id), Some(holder), Some(source)) = (
+                record.get("_id"),
+                record.get("holder"),
+                record.get("source"),
+            ) else {
+                continue;
+            };
+            if in_sync.contains(&(id_key(holder), id_key(source))) {
+                stale.push(id.clone());
+            }
+        }
+    }
+    log.clear_ids(db, stale).await
 }
 
 #[cfg(test)]

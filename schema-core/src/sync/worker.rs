@@ -26,7 +26,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::failures::FailureLog;
-use super::fan_out::{FanOut, FanOutOutcome};
+use super::fan_out::{FanOut, FanOutOutcome, Writer};
+use super::fence::Fence;
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
@@ -45,7 +46,7 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default of [`SyncWorker::max_batch`].
 pub const DEFAULT_MAX_BATCH: usize = 1000;
 
-/// At most this many fan-outs of one batch run at once.
+/// At most this many fan-outs of one batch run at once, each on its own fence lane.
 pub const FAN_OUT_CONCURRENCY: usize = 8;
 
 /// Back-off between reopenings after transient errors.
@@ -259,7 +260,7 @@ impl SyncWorker {
             return Ok(());
         }
         let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
-        let lease = Lease::new(tokens, &self.name, self.lease);
+        let lease = Lease::new(tokens, &self.name, self.lease, FAN_OUT_CONCURRENCY);
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CAP);
         let outcome = loop {
             // stand by until this worker holds the lease
@@ -389,6 +390,9 @@ impl SyncWorker {
         backoff: &mut Backoff,
     ) -> Result<Stopped> {
         let log = FailureLog::new(&self.name);
+        let Some(fence) = lease.fence() else {
+            return Ok(Stopped::LeaseLost);
+        };
         let pipeline = vec![doc! { "$match": {
             "operationType": { "$in": ["update", "replace", "delete"] },
             "ns.coll": { "$in": sources },
@@ -412,7 +416,17 @@ impl SyncWorker {
                 // fresh start: open first, then reconcile, so nothing between them is missed
                 let stream = self.open(&pipeline, None).await?;
                 let edges = self.edges();
-                let report = reconcile(&self.db, &edges, false, &log).await?;
+                let writer = Writer::Fenced {
+                    fence: &fence,
+                    lane: 0,
+                };
+                let report = match reconcile(&self.db, &edges, false, &log, writer).await {
+                    Err(error) if super::fence::is_fenced_off(&error) || !lease.holds() => {
+                        lease.lost();
+                        return Ok(Stopped::LeaseLost);
+                    }
+                    other => other?,
+                };
                 WorkerStats::add(&stats.reconciles, 1);
                 WorkerStats::add(&stats.copies_rewritten, report.repaired());
                 if !self.save_token(lease, stream.resume_token(), None).await? {
@@ -447,7 +461,11 @@ impl SyncWorker {
                 }
             }
             let cluster_time = batch.iter().rev().find_map(|e| e.cluster_time);
-            self.apply_batch(&batch, stats, &log).await?;
+            if !self.apply_batch(&batch, stats, &log, &fence).await? {
+                tracing::warn!(worker = %self.name, "a fenced write was refused: the lease was taken over");
+                lease.lost();
+                return Ok(Stopped::LeaseLost);
+            }
             if !self
                 .save_token(lease, stream.resume_token(), cluster_time)
                 .await?
@@ -461,13 +479,16 @@ impl SyncWorker {
     /// Applies a batch of changes: the rewrites they need are coalesced per copy and source
     /// document (the full document looked up for a later change makes an earlier one's
     /// redundant, and a deletion supersedes both), then run concurrently, at most
-    /// [`FAN_OUT_CONCURRENCY`] at a time. Measures the lag of the applied changes.
+    /// [`FAN_OUT_CONCURRENCY`] at a time, each fenced on a lane of its own (see
+    /// [`super::fence`]). Measures the lag of the applied changes. `false`: a write was fenced
+    /// off (the lease was taken over); the batch is the new holder's to apply.
     async fn apply_batch(
         &self,
         batch: &[ChangeStreamEvent<BsonDocument>],
         stats: &WorkerStats,
         log: &FailureLog,
-    ) -> Result<()> {
+        fence: &Fence,
+    ) -> Result<bool> {
         WorkerStats::add(&stats.events, batch.len() as u64);
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
@@ -491,23 +512,37 @@ impl SyncWorker {
                 }
             }
         }
+        if !jobs.is_empty() {
+            log.refresh(&self.db).await?;
+        }
         let db = &self.db;
+        // the free lanes: at most FAN_OUT_CONCURRENCY jobs run at once, so one is always free
+        let lanes = &Mutex::new((0..FAN_OUT_CONCURRENCY).collect::<Vec<usize>>());
         // boxed, so the futures' type names no closure (which keeps the task `Send`)
         let runs: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = jobs
             .into_iter()
             .map(|job| {
                 Box::pin(async move {
+                    let lane = lanes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .pop()
+                        .unwrap_or(0);
+                    let writer = Writer::Fenced { fence, lane };
                     let outcome = job
                         .fan_out
-                        .run_resilient(db, job.edge, &job.source, log)
-                        .await?;
-                    Ok((job.deletion, outcome))
+                        .run_resilient(db, job.edge, &job.source, log, writer)
+                        .await;
+                    lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
+                    Ok((job.deletion, outcome?))
                 }) as BoxFuture<'_, _>
             })
             .collect();
         let mut outcomes = futures_util::stream::iter(runs).buffer_unordered(FAN_OUT_CONCURRENCY);
+        let mut fenced_off = false;
         while let Some(done) = outcomes.next().await {
             let (deletion, outcome) = done?;
+            fenced_off |= outcome.fenced_off;
             let rewritten = if deletion {
                 &stats.copies_unset
             } else {
@@ -515,6 +550,9 @@ impl SyncWorker {
             };
             WorkerStats::add(rewritten, outcome.rewritten);
             WorkerStats::add(&stats.failed, outcome.failed);
+        }
+        if fenced_off {
+            return Ok(false);
         }
         WorkerStats::add(&stats.applied, applied.len() as u64);
         let now = mongodb::bson::DateTime::now().timestamp_millis();
@@ -525,7 +563,7 @@ impl SyncWorker {
                 stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The rewrites one change needs; none when it touched no copied field (or its source is

@@ -1,0 +1,205 @@
+//! Fenced writes: the sync worker's copy writes commit only while it still holds its lease, so
+//! no write of a worker that was paused (a VM pause, a stalled runtime, SIGSTOP) and lost its
+//! lease lands after the writes of the worker that took over.
+//!
+//! Each write runs in a transaction that, as its last statement, increments a counter in a
+//! *lane* document `{ _id: { lease, lane }, owner, epoch }` filtered on this holder's owner id
+//! and epoch. A takeover raises the lease's epoch and rewrites every lane document to the new
+//! owner and epoch before the new holder writes anything. Whatever the interleaving, the two
+//! cannot both succeed:
+//! - the lane was claimed before the transaction began: its filter matches nothing, and the
+//!   transaction is aborted;
+//! - the lane was claimed after the transaction's snapshot: its write to the lane conflicts
+//!   (`WriteConflict`), the transaction is aborted, and its next attempt matches nothing;
+//! - the transaction wrote the lane first: the takeover's write to that lane waits until the
+//!   transaction ends, so its writes land before the new holder's first.
+//!
+//! The lane document is written last, so a holder paused in the middle of its writes does not
+//! hold the lane (and the takeover) up; transactions on different lanes never conflict on the
+//! fence, and renewals of the lease write another document, so neither do they.
+//!
+//! A fence is one kind of target's business only through the body it runs: copies of extended
+//! references today, other targets (subset parents) with the same lanes.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use mongodb::bson::{doc, Document as BsonDocument};
+use mongodb::{Client, ClientSession, Collection};
+
+use super::retry::Backoff;
+use crate::{Error, Result};
+
+/// Attempts of one fenced write before a transient error (a write conflict with another
+/// writer of the same holder) is returned.
+const FENCED_ATTEMPTS: u32 = 8;
+
+/// Commit retries of one attempt whose outcome is unknown (the rewrites are idempotent: a
+/// commit sent twice writes the same values).
+const COMMIT_RETRIES: u32 = 3;
+
+const TRANSIENT: &str = "TransientTransactionError";
+const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
+
+const FENCED_OFF: &str = "a fenced write was refused: the sync worker's lease was taken over";
+
+/// The error a fenced pass returns when its writes were fenced off (the caller stands by).
+pub(crate) fn fenced_off() -> Error {
+    Error::Worker(FENCED_OFF.to_owned())
+}
+
+/// Whether `error` is [`fenced_off`]'s.
+pub(crate) fn is_fenced_off(error: &Error) -> bool {
+    matches!(error, Error::Worker(message) if message == FENCED_OFF)
+}
+
+/// The fence of one holder of a lease: its owner id and epoch, and the lease's lane documents.
+#[derive(Debug, Clone)]
+pub(crate) struct Fence {
+    lanes: Collection<BsonDocument>,
+    lease: String,
+    owner: String,
+    epoch: i64,
+}
+
+/// What a fenced write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fenced<R> {
+    /// It committed while its lease was held.
+    Committed(R),
+    /// The lease was taken over: nothing was written.
+    FencedOff,
+}
+
+impl Fence {
+    /// The fence of `owner` at `epoch` of the lease `lease`, whose lane documents live in
+    /// `lanes`.
+    pub(crate) fn new(
+        lanes: Collection<BsonDocument>,
+        lease: &str,
+        owner: &str,
+        epoch: i64,
+    ) -> Fence {
+        Fence {
+            lanes,
+            lease: lease.to_owned(),
+            owner: owner.to_owned(),
+            epoch,
+        }
+    }
+
+    /// The epoch this fence writes under.
+    pub(crate) fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    fn lane_id(&self, lane: usize) -> BsonDocument {
+        doc! { "lease": &self.lease, "lane": lane as i64 }
+    }
+
+    /// Takes lanes `0..lanes` for this owner and epoch (a takeover does this before its first
+    /// write). A lane held by a newer epoch is left alone; `false` then: this holder was taken
+    /// over already.
+    pub(crate) async fn claim(&self, lanes: usize) -> Result<bool> {
+        for lane in 0..lanes {
+            let id = self.lane_id(lane);
+            // a pipeline update: the epoch only goes up
+            let newer = doc! { "$gt": [{ "$ifNull": ["$epoch", i64::MIN] }, self.epoch] };
+            let update = vec![doc! { "$set": {
+                "owner": { "$cond": [newer.clone(), "$owner", &self.owner] },
+                "epoch": { "$cond": [newer, "$epoch", self.epoch] },
+            } }];
+            let after = self
+                .lanes
+                .find_one_and_update(doc! { "_id": id }, update)
+                .upsert(true)
+                .return_document(mongodb::options::ReturnDocument::After)
+                .await;
+            let after = match after {
+                Ok(after) => after,
+                // two takeovers upserted the lane at once: the other one inserted it; look again
+                Err(e) if crate::error::server_code(&e) == Some(11000) => {
+                    self.lanes
+                        .find_one(doc! { "_id": self.lane_id(lane) })
+                        .await?
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mine = after.is_some_and(|lane| {
+                lane.get_str("owner") == Ok(self.owner.as_str())
+                    && lane.get_i64("epoch") == Ok(self.epoch)
+            });
+            if !mine {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs `body` in a transaction on `lane` that commits only while this holder's epoch still
+    /// owns the lane; [`Fenced::FencedOff`] (nothing written) once it does not. A transient
+    /// error (a write conflict) runs the whole body again, with back-off, up to
+    /// [`FENCED_ATTEMPTS`] times; any other error of the body aborts and is returned (a
+    /// document-level error is the caller's to handle one holder at a time).
+    pub(crate) async fn write<R>(
+        &self,
+        client: &Client,
+        lane: usize,
+        mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
+    ) -> Result<Fenced<R>> {
+        let mut session = client.start_session().await?;
+        let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(500));
+        let filter = doc! { "_id": self.lane_id(lane), "owner": &self.owner, "epoch": self.epoch };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            session.start_transaction().await?;
+            let outcome = match body(&mut session).await {
+                Ok(result) => {
+                    // the fence, last: see the module documentation
+                    let fenced = self
+                        .lanes
+                        .update_one(filter.clone(), doc! { "$inc": { "writes": 1_i64 } })
+                        .session(&mut session)
+                        .await;
+                    match fenced {
+                        Ok(fenced) if fenced.matched_count == 1 => {
+                            commit(&mut session).await.map(|()| result)
+                        }
+                        Ok(_) => {
+                            let _ = session.abort_transaction().await;
+                            return Ok(Fenced::FencedOff);
+                        }
+                        Err(e) => Err(Error::from(e)),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            let error = match outcome {
+                Ok(result) => return Ok(Fenced::Committed(result)),
+                Err(error) => error,
+            };
+            let _ = session.abort_transaction().await;
+            if !error.contains_label(TRANSIENT) || attempt >= FENCED_ATTEMPTS {
+                return Err(error);
+            }
+            tokio::time::sleep(backoff.next_wait()).await;
+        }
+    }
+}
+
+/// Commits, sending the commit again (a few times) when its outcome is unknown.
+async fn commit(session: &mut ClientSession) -> Result<()> {
+    let mut backoff = Backoff::new(Duration::from_millis(10), Duration::from_millis(500));
+    let mut retries = 0;
+    loop {
+        match session.commit_transaction().await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.contains_label(UNKNOWN_COMMIT) && retries < COMMIT_RETRIES => {
+                retries += 1;
+                tokio::time::sleep(backoff.next_wait()).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Walks over a collection in `_id` order that resume after a break, whatever the BSON types of
+//! the `_id`s.
+//!
+//! A query `{ _id: { $gt: last } }` matches only `_id`s of `last`'s type bracket (mongod
+//! compares values of different types only when sorting), so a walk resumed that way skips
+//! every document whose `_id` is of a type sorted after it: documents written by other drivers
+//! or tools can mix ObjectIds, strings and numbers in one collection. [`after_id`] matches
+//! everything after `last` in the server's sort order: the rest of `last`'s bracket, then every
+//! later bracket whole, each a range of the `_id` index.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::spec::BinarySubtype;
+use mongodb::bson::{
+    doc, oid::ObjectId, Binary, Bson, DateTime, Document as BsonDocument, Timestamp,
+};
+use mongodb::Collection;
+
+use super::retry::{Backoff, ErrorClass};
+use crate::{Error, Result};
+
+/// Consecutive breaks of a walk, with no batch visited in between, before it gives up and
+/// returns the error.
+pub(crate) const WALK_RESUMES: u32 = 5;
+
+/// The type brackets of the server's sort order that an `_id` can be in (an `_id` is never an
+/// array, a regular expression or undefined), in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Bracket {
+    MinKey,
+    Null,
+    Number,
+    String,
+    Object,
+    Binary,
+    ObjectId,
+    Boolean,
+    Date,
+    Timestamp,
+    MaxKey,
+}
+
+const BRACKETS: [Bracket; 11] = [
+    Bracket::MinKey,
+    Bracket::Null,
+    Bracket::Number,
+    Bracket::String,
+    Bracket::Object,
+    Bracket::Binary,
+    Bracket::ObjectId,
+    Bracket::Boolean,
+    Bracket::Date,
+    Bracket::Timestamp,
+    Bracket::MaxKey,
+];
+
+impl Bracket {
+    /// The bracket of `value`; `None` for types that sort elsewhere (JavaScript, DBPointer,
+    /// ...) or cannot be an `_id`.
+    fn of(value: &Bson) -> Option<Bracket> {
+        Some(match value {
+            Bson::MinKey => Bracket::MinKey,
+            Bson::Null | Bson::Undefined => Bracket::Null,
+            Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+                Bracket::Number
+            }
+            Bson::String(_) | Bson::Symbol(_) => Bracket::String,
+            Bson::Document(_) => Bracket::Object,
+            Bson::Binary(_) => Bracket::Binary,
+            Bson::ObjectId(_) => Bracket::ObjectId,
+            Bson::Boolean(_) => Bracket::Boolean,
+            Bson::DateTime(_) => Bracket::Date,
+            Bson::Timestamp(_) => Bracket::Timestamp,
+            Bson::MaxKey => Bracket::MaxKey,
+            _ => return None,
+        })
+    }
+
+    /// Filters on `_id` that together match every value of this bracket, each a range of the
+    /// `_id` index.
+    fn whole(self) -> Vec<BsonDocument> {
+        let from = |low: Bson| vec![doc! { "_id": { "$gte": low } }];
+        match self {
+            Bracket::MinKey => vec![doc! { "_id": Bson::MinKey }],
+            Bracket::Null => vec![doc! { "_id": Bson::Null }],
+            // NaN sorts below every other number, and no range holds it
+            Bracket::Number => vec![
+                doc! { "_id": f64::NAN },
+                doc! { "_id": { "$gte": f64::NEG_INFINITY } },
+            ],
+            Bracket::String => from(Bson::String(String::new())),
+            Bracket::Object => from(Bson::Document(BsonDocument::new())),
+            Bracket::Binary => from(Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: Vec::new(),
+            })),
+            Bracket::ObjectId => from(Bson::ObjectId(ObjectId::from_bytes([0; 12]))),
+            Bracket::Boolean => from(Bson::Boolean(false)),
+            Bracket::Date => from(Bson::DateTime(DateTime::MIN)),
+            Bracket::Timestamp => from(Bson::Timestamp(Timestamp {
+                time: 0,
+                increment: 0,
+            })),
+            Bracket::MaxKey => vec![doc! { "_id": Bson::MaxKey }],
+        }
+    }
+}
+
+/// The filter that matches every document whose `_id` sorts after `last` in the server's
+/// order, whatever its type: `{ $or: [{ _id: { $gt: last } }, <every later type bracket>] }`.
+/// With a sort on `{ _id: 1 }` mongod serves it from the `_id` index (one range per branch,
+/// merged in order).
+pub(crate) fn after_id(last: &Bson) -> BsonDocument {
+    let Some(bracket) = Bracket::of(last) else {
+        // a type the sort order places elsewhere: the rest of its own bracket only
+        return doc! { "_id": { "$gt": last.clone() } };
+    };
+    let mut branches = vec![doc! { "_id": { "$gt": last.clone() } }];
+    if matches!(last, Bson::Double(f) if f.is_nan()) {
+        // nothing is greater than NaN to the query language, every other number sorts after it
+        branches.push(doc! { "_id": { "$gte": f64::NEG_INFINITY } });
+    }
+    branches.extend(
+        BRACKETS
+            .iter()
+            .filter(|b| **b > bracket)
+            .flat_map(|b| b.whole()),
+    );
+    doc! { "$or": branches }
+}
+
+/// The filter of a walk that has visited everything up to `after` (`None`: nothing yet).
+pub(crate) fn rest_after(after: Option<&Bson>) -> BsonDocument {
+    after.map(after_id).unwrap_or_default()
+}
+
+/// What a walk does with each batch.
+pub(crate) trait Visit {
+    /// Visits one batch of documents, in `_id` order. An error ends the walk's stream: on a
+    /// transient error the stream is opened again after the last batch visited in full, and
+    /// this batch is visited again (so a visit should be idempotent); on any other the walk
+    /// returns it.
+    fn visit(&mut self, batch: &[BsonDocument]) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Walks `collection` in `_id` order, `projection` of each document, `batch` at a time: one
+/// `find` sorted on `_id` (a walk of the `_id` index) and its `getMore`s. When the stream
+/// breaks or a visit fails on a transient error (a cursor lost to a restart or a failover, a
+/// network error), it is opened again after the last batch visited in full with
+/// [`after_id`], with back-off, so every document is visited whatever its `_id` type, in the
+/// server's order; after [`WALK_RESUMES`] breaks in a row, or any other error, the error is
+/// returned. Returns the number of times the stream was opened again.
+pub(crate) async fn walk_by_id<V: Visit + Send>(
+    collection: &Collection<BsonDocument>,
+    projection: Option<BsonDocument>,
+    batch: usize,
+    visitor: &mut V,
+) -> Result<u64> {
+    let batch = batch.max(1);
+    let mut after: Option<Bson> = None;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut breaks_in_a_row = 0;
+    let mut resumed = 0;
+    loop {
+        // `_id` alone in the filter and the sort: the `_id` index serves it on any planner
+        let mut find = collection
+            .find(rest_after(after.as_ref()))
+            .sort(doc! { "_id": 1 })
+            .batch_size(batch as u32);
+        if let Some(projection) = &projection {
+            find = find.projection(projection.clone());
+        }
+        let mut docs: Vec<BsonDocument> = Vec::with_capacity(batch);
+        let broke = match find.await {
+            Err(error) => Some(Error::from(error)),
+            Ok(mut cursor) => loop {
+                // a full batch, the end of the stream, or a break: what was read is visited
+                // either way, then the stream goes on, ends, or is opened again
+                let read = fill(&mut cursor, &mut docs, batch).await;
+                if !docs.is_empty() {
+                    let visited = visitor.visit(&docs).await;
+                    let last = docs.last().and_then(|d| d.get("_id")).cloned();
+                    docs.clear();
+                    match visited {
+                        Ok(()) => {
+                            after = last;
+                            breaks_in_a_row = 0;
+                            backoff.reset();
+                        }
+                        Err(error) => break Some(error),
+                    }
+                }
+                match read {
+                    Ok(true) => {}
+                    Ok(false) => break None,
+                    Err(error) => break Some(error),
+                }
+            },
+        };
+        let Some(error) = broke else {
+            return Ok(resumed);
+        };
+        breaks_in_a_row += 1;
+        if ErrorClass::of(&error) != ErrorClass::Transient || breaks_in_a_row > WALK_RESUMES {
+            return Err(error);
+        }
+        tracing::warn!(collection = %collection.name(), %error, "the walk's stream broke; resuming after the last batch visited");
+        resumed += 1;
+        tokio::time::sleep(backoff.next_wait()).await;
+    }
+}
+
+/// Reads documents into `docs` until it holds `batch`: `true` when it is full, `false` at the
+/// end of the stream; on an error `docs` keeps what was read before it.
+async fn fill(
+    cursor: &mut mongodb::Cursor<BsonDocument>,
+    docs: &mut Vec<BsonDocument>,
+    batch: usize,
+) -> Result<bool> {
+    while docs.len() < batch {
+        match cursor.try_next().await? {
+            Some(document) => docs.push(document),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_an_id_come_the_rest_of_its_bracket_and_every_later_bracket() {
+        let after = after_id(&Bson::Int32(7));
+        let branches = after.get_array("$or").unwrap();
+        assert_eq!(branches[0], Bson::Document(doc! { "_id": { "$gt": 7 } }));
+        // strings, objects, binaries, ObjectIds, booleans, dates, timestamps, MaxKey
+        assert_eq!(branches.len(), 1 + 8);
+        assert!(!branches.contains(&Bson::Document(doc! { "_id": Bson::Null })));
+        let after = after_id(&Bson::String("m".into()));
+        let branches = after.get_array("$or").unwrap();
+        assert!(branches.contains(&Bson::Document(
+            doc! { "_id": { "$gte": ObjectId::from_bytes([0; 12]) } }
+        )));
+        assert!(!branches.contains(&Bson::Document(
+            doc! { "_id": { "$gte": f64::NEG_INFINITY } }
+        )));
+        assert_eq!(
+            after_id(&Bson::MaxKey),
+            doc! { "$or": [{ "_id": { "$gt": Bson::MaxKey } }] }
+        );
+        assert_eq!(rest_after(None), doc! {});
+    }
+}
