@@ -6,16 +6,13 @@
 //! every document whose `_id` is of a type sorted after it: documents written by other drivers
 //! or tools can mix ObjectIds, strings and numbers in one collection. [`after_id`] matches
 //! everything after `last` in the server's sort order: the rest of `last`'s bracket, then every
-//! later bracket whole, each a range of the `_id` index.
+//! later bracket whole (a `$type`), each a range of the `_id` index.
 
 use std::future::Future;
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
-use mongodb::bson::spec::BinarySubtype;
-use mongodb::bson::{
-    doc, oid::ObjectId, Binary, Bson, DateTime, Document as BsonDocument, Timestamp,
-};
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Collection;
 
 use super::retry::{Backoff, ErrorClass};
@@ -78,33 +75,24 @@ impl Bracket {
         })
     }
 
-    /// Filters on `_id` that together match every value of this bracket, each a range of the
-    /// `_id` index.
-    fn whole(self) -> Vec<BsonDocument> {
-        let from = |low: Bson| vec![doc! { "_id": { "$gte": low } }];
-        match self {
-            Bracket::MinKey => vec![doc! { "_id": Bson::MinKey }],
-            Bracket::Null => vec![doc! { "_id": Bson::Null }],
-            // NaN sorts below every other number, and no range holds it
-            Bracket::Number => vec![
-                doc! { "_id": f64::NAN },
-                doc! { "_id": { "$gte": f64::NEG_INFINITY } },
-            ],
-            Bracket::String => from(Bson::String(String::new())),
-            Bracket::Object => from(Bson::Document(BsonDocument::new())),
-            Bracket::Binary => from(Bson::Binary(Binary {
-                subtype: BinarySubtype::Generic,
-                bytes: Vec::new(),
-            })),
-            Bracket::ObjectId => from(Bson::ObjectId(ObjectId::from_bytes([0; 12]))),
-            Bracket::Boolean => from(Bson::Boolean(false)),
-            Bracket::Date => from(Bson::DateTime(DateTime::MIN)),
-            Bracket::Timestamp => from(Bson::Timestamp(Timestamp {
-                time: 0,
-                increment: 0,
-            })),
-            Bracket::MaxKey => vec![doc! { "_id": Bson::MaxKey }],
-        }
+    /// The filter on `_id` that matches every value of this bracket: a `$type`, which mongod
+    /// turns into one range of the index (the type's smallest to its largest value, NaN
+    /// included for numbers), without a literal at the edge of the type's range.
+    fn whole(self) -> BsonDocument {
+        let types: Bson = match self {
+            Bracket::MinKey => "minKey".into(),
+            Bracket::Null => "null".into(),
+            Bracket::Number => "number".into(),
+            Bracket::String => vec!["string", "symbol"].into(),
+            Bracket::Object => "object".into(),
+            Bracket::Binary => "binData".into(),
+            Bracket::ObjectId => "objectId".into(),
+            Bracket::Boolean => "bool".into(),
+            Bracket::Date => "date".into(),
+            Bracket::Timestamp => "timestamp".into(),
+            Bracket::MaxKey => "maxKey".into(),
+        };
+        doc! { "_id": { "$type": types } }
     }
 }
 
@@ -122,12 +110,7 @@ pub(crate) fn after_id(last: &Bson) -> BsonDocument {
         // nothing is greater than NaN to the query language, every other number sorts after it
         branches.push(doc! { "_id": { "$gte": f64::NEG_INFINITY } });
     }
-    branches.extend(
-        BRACKETS
-            .iter()
-            .filter(|b| **b > bracket)
-            .flat_map(|b| b.whole()),
-    );
+    branches.extend(BRACKETS.iter().filter(|b| **b > bracket).map(|b| b.whole()));
     doc! { "$or": branches }
 }
 
@@ -243,10 +226,10 @@ mod tests {
         let after = after_id(&Bson::String("m".into()));
         let branches = after.get_array("$or").unwrap();
         assert!(branches.contains(&Bson::Document(
-            doc! { "_id": { "$gte": ObjectId::from_bytes([0; 12]) } }
+            doc! { "_id": { "$type": "objectId" } }
         )));
         assert!(!branches.contains(&Bson::Document(
-            doc! { "_id": { "$gte": f64::NEG_INFINITY } }
+            doc! { "_id": { "$type": "number" } }
         )));
         assert_eq!(
             after_id(&Bson::MaxKey),
