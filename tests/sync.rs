@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::eventually;
+use common::{eventually, within};
+
+/// How long a worker may take to stop.
+const SHUTDOWN: Duration = Duration::from_secs(30);
 use common::helpdesk::*;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
@@ -40,17 +43,6 @@ async fn names_of_copies(db: &mongodb::Database, path: &str, id: ObjectId) -> Ve
                 .to_owned()
         })
         .collect()
-}
-
-/// Awaits `future`, failing the test after `timeout` instead of hanging.
-async fn within<T>(
-    timeout: Duration,
-    what: &str,
-    future: impl std::future::Future<Output = T>,
-) -> T {
-    tokio::time::timeout(timeout, future)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: not done within {timeout:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,7 +250,9 @@ async fn async_copies_converge_and_lag_is_measured() {
         WorkerStats::get(&stats.max_lag_ms) > 0,
         "the lag is measured"
     );
-    worker.shutdown().await.expect("clean shutdown");
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .expect("clean shutdown");
 
     // the token is stored in the library's collection
     let token = db
@@ -340,7 +334,9 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         1,
         "it took the lease the killed worker left to expire"
     );
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
 
     // a token the server can no longer resume from: full reconcile, then follow from now
     db.collection::<BsonDocument>(TOKENS_COLLECTION)
@@ -370,7 +366,9 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         || async { names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 5"; 30] },
     )
     .await;
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,7 +428,9 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     };
     let first = worker(1000);
     first.ready().await.unwrap();
-    first.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", first.shutdown())
+        .await
+        .unwrap();
 
     rename_all("a").await;
     let behind = worker(1000);
@@ -446,7 +446,9 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
         coalesced >= 50,
         "most of 50 renames per agent coalesce into one rewrite: {coalesced}"
     );
-    behind.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", behind.shutdown())
+        .await
+        .unwrap();
 
     // the control: batches of one change coalesce nothing
     rename_all("b").await;
@@ -462,7 +464,9 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     })
     .await;
     assert_eq!(WorkerStats::get(&stats.coalesced), 0);
-    one_by_one.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", one_by_one.shutdown())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -498,7 +502,9 @@ async fn max_await_time_is_sent_with_each_get_more_of_the_change_stream() {
                 std::future::ready(sent.len() >= 2)
             })
             .await;
-            worker.shutdown().await.unwrap();
+            within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+                .await
+                .unwrap();
             sent
         }
     };
@@ -600,7 +606,9 @@ async fn async_copies_converge_across_a_server_restart() {
         "the stream was reopened after the restart"
     );
     // and a worker started after a restart resumes from the stored token
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
     Agent::collection(&db)
         .update_one(
             doc! { "_id": bo.id },
@@ -621,7 +629,9 @@ async fn async_copies_converge_across_a_server_restart() {
         0,
         "resumed from the stored token"
     );
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
     drop(client);
     server.stop();
     let _ = std::fs::remove_dir_all(&storage);

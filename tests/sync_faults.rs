@@ -2,12 +2,21 @@
 //!
 //! 8 writers make 2,000 renames across two async sources (agents, teams) and one transactional
 //! source (customers) and add 400 subset children (notes), while the active sync worker is
-//! killed at 20 random points (a fresh one started each time, a standby always present), the
-//! server is restarted 3 times with the same storage, and reconcile and `rebuild_all` run
-//! alongside. At the end: a dry-run reconcile finds no drifted copy but the holders the test
-//! made invalid on purpose, which are exactly the recorded failures; after mending them and
-//! `retry_failures`, none; every subset count equals its children and its previews are the
-//! newest; no saved token moved backwards. Figures are printed; nothing is timed.
+//! killed at 20 random points (a fresh one started each time, a standby always present) and the
+//! server is restarted 3 times with the same storage. Two runs:
+//! - **nothing behind the worker**: no reconcile, no `rebuild_all`, no `retry_failures`, during
+//!   the chaos or after. The test reads every source and every copy itself: no copy is stale but
+//!   those of the holders it made invalid on purpose, which are exactly the recorded failures;
+//!   once it mends them and renames their source again, the worker rewrites them and their
+//!   records go, with no stale copy left. The worker reconciled once, at its first start (no
+//!   token yet), before the chaos.
+//! - **repairs alongside**: reconcile and `rebuild_all` run during the chaos; at the end a
+//!   dry-run reconcile finds no drifted copy but the invalid holders, and `retry_failures`
+//!   clears them once mended.
+//!
+//! Both: every subset count equals its children and its previews are the newest; no saved token
+//! moved backwards; every kill was followed by a takeover. The figures quoted in the README are
+//! asserted; timings are printed, never asserted.
 //!
 //! The async copies, the transactional copies and the subsets live in three holder
 //! collections. SecantusDB 0.7.0b3 deadlocks (inside the server, until it restarts) when a
@@ -149,7 +158,7 @@ impl Rng {
 }
 
 /// Retries `op` across restarts and transient errors until it succeeds, failing the test after
-/// [`OP_DEADLINE`]; counts the retries.
+/// [`OP_DEADLINE`] (an attempt that hangs included); counts the retries.
 async fn retried<T, F, Fut>(what: &str, retries: &AtomicU64, mut op: F) -> T
 where
     F: FnMut() -> Fut,
@@ -157,7 +166,11 @@ where
 {
     let start = Instant::now();
     loop {
-        match op().await {
+        let left = OP_DEADLINE.saturating_sub(start.elapsed());
+        let attempt = tokio::time::timeout(left, op())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: an attempt still running after {OP_DEADLINE:?}"));
+        match attempt {
             Ok(value) => return value,
             Err(error) => {
                 assert!(
@@ -180,6 +193,7 @@ struct Workers {
     reopened: u64,
     applied: u64,
     failed: u64,
+    reconciles: u64,
     max_lag_ms: u64,
 }
 
@@ -202,6 +216,7 @@ impl Workers {
         self.reopened += WorkerStats::get(&stats.reopened);
         self.applied += WorkerStats::get(&stats.applied);
         self.failed += WorkerStats::get(&stats.failed);
+        self.reconciles += WorkerStats::get(&stats.reconciles);
         self.max_lag_ms = self.max_lag_ms.max(WorkerStats::get(&stats.max_lag_ms));
     }
 
@@ -271,8 +286,68 @@ async fn watch_tokens(
     }
 }
 
+/// The copies that differ from their source, by the test's own reads of every source and every
+/// holder (raw documents: an invalid holder does not decode): `"<holder id> <path>"`.
+async fn stale_copies(db: &mongodb::Database) -> Result<BTreeSet<String>, String> {
+    async fn names(
+        db: &mongodb::Database,
+        collection: &str,
+    ) -> Result<HashMap<String, Bson>, String> {
+        let sources: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(collection)
+            .find(doc! {})
+            .await
+            .map_err(|e| e.to_string())?
+            .try_collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(sources
+            .into_iter()
+            .filter_map(|s| Some((s.get("_id")?.to_string(), s.get("name")?.clone())))
+            .collect())
+    }
+    let mut stale = BTreeSet::new();
+    for (holders, path, source) in [
+        ("cases", "agent", "agents"),
+        ("cases", "team", "teams"),
+        ("contracts", "customer", "customers"),
+    ] {
+        let sources = names(db, source).await?;
+        let copies: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(holders)
+            .find(doc! {})
+            .await
+            .map_err(|e| e.to_string())?
+            .try_collect()
+            .await
+            .map_err(|e| e.to_string())?;
+        for holder in copies {
+            let Some(Bson::Document(copy)) = holder.get(path) else {
+                continue;
+            };
+            let source_name = copy.get("_id").and_then(|id| sources.get(&id.to_string()));
+            if source_name != copy.get("name") {
+                stale.insert(format!("{} {path}", holder.get("_id").unwrap()));
+            }
+        }
+    }
+    Ok(stale)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copies_and_subsets_hold_under_kills_and_restarts_with_nothing_behind_the_worker() {
+    chaos(false).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
+    chaos(true).await;
+}
+
+/// One run of the fault test; `repairs_alongside`: reconcile and `rebuild_all` run during the
+/// chaos and judge the end (otherwise nothing repairs behind the worker and the test's own
+/// reads judge).
+async fn chaos(repairs_alongside: bool) {
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -378,6 +453,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         reopened: 0,
         applied: 0,
         failed: 0,
+        reconciles: 0,
         max_lag_ms: 0,
     };
     workers.spawn();
@@ -503,8 +579,8 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         })
         .collect();
 
-    // reconcile and rebuild_all alongside
-    let repairs = {
+    // reconcile and rebuild_all alongside (in one of the runs)
+    let repairs = repairs_alongside.then(|| {
         let (db, schema, writing) = (db.clone(), schema.clone(), writing.clone());
         tokio::spawn(async move {
             let (mut reconciles, mut repaired, mut errors) = (0u64, 0u64, 0u64);
@@ -522,8 +598,8 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
             }
             (reconciles, repaired, errors)
         })
-    };
-    let rebuilds = {
+    });
+    let rebuilds = repairs_alongside.then(|| {
         let (db, writing) = (db.clone(), writing.clone());
         tokio::spawn(async move {
             let (mut passes, mut resumed, mut errors) = (0u64, 0u64, 0u64);
@@ -547,7 +623,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
             }
             (passes, resumed, errors)
         })
-    };
+    });
 
     let mut server = Some(server);
     let chaos_start = Instant::now();
@@ -600,16 +676,25 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         "every fault struck while the writers were writing: {chaos_at:?}"
     );
     writing.store(false, Ordering::Relaxed);
-    let (reconciles, reconcile_repaired, reconcile_errors) =
-        tokio::time::timeout(Duration::from_secs(120), repairs)
+    let (reconciles, reconcile_repaired, reconcile_errors) = match repairs {
+        Some(repairs) => tokio::time::timeout(Duration::from_secs(120), repairs)
             .await
             .expect("the reconcile loop ends")
-            .unwrap();
-    let (rebuild_passes, rebuild_resumed, rebuild_errors) =
-        tokio::time::timeout(Duration::from_secs(300), rebuilds)
+            .unwrap(),
+        None => (0, 0, 0),
+    };
+    let (rebuild_passes, rebuild_resumed, rebuild_errors) = match rebuilds {
+        Some(rebuilds) => tokio::time::timeout(Duration::from_secs(300), rebuilds)
             .await
             .expect("the rebuild loop ends")
-            .unwrap();
+            .unwrap(),
+        None => (0, 0, 0),
+    };
+    assert_eq!(
+        restart_times.len(),
+        RESTARTS,
+        "the server was restarted {RESTARTS} times"
+    );
 
     // the invalid cases' agent is renamed once more at the end, so each of them has a copy to
     // fail on
@@ -620,62 +705,12 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         )
         .await
         .unwrap();
-    // the copies converge: every async copy equals its source, except the invalid cases
     let invalid_ids: BTreeSet<String> = invalid.iter().map(|c| c.id.to_hex()).collect();
-    let converged = eventually(Duration::from_secs(120), "the copies converge", || async {
-        match schema.reconcile(&db, true).await {
-            Ok(report) => report.drifted() as usize == INVALID,
-            Err(_) => false,
-        }
-    })
-    .await;
-    let failures = eventually(
-        Duration::from_secs(60),
-        "the invalid holders are recorded",
-        || async {
-            let recorded: BTreeSet<String> = schema
-                .sync_failures(&db)
-                .await
-                .unwrap()
-                .iter()
-                .filter(|f| f.copy == "cases.agent")
-                .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
-                .collect();
-            recorded == invalid_ids
-        },
-    )
-    .await;
-    let recorded = schema.sync_failures(&db).await.unwrap();
-    let recorded_holders: BTreeSet<String> = recorded
-        .iter()
-        .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
-        .collect();
-    assert_eq!(
-        recorded_holders, invalid_ids,
-        "the only recorded failures are the invalid holders: {recorded:#?}"
-    );
-    let dry = schema.reconcile(&db, true).await.unwrap();
-    println!("after the chaos, a dry-run reconcile:\n{dry}");
-    let agent_copies = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
-    assert_eq!(agent_copies.drifted as usize, INVALID);
-    assert_eq!(dry.drifted() as usize, INVALID, "no other copy drifted");
-
-    // mend the invalid cases; retry_failures then rewrites them and clears the records
-    for bad in &invalid {
-        db.collection::<BsonDocument>("cases")
-            .update_one(
-                doc! { "_id": bad.id },
-                doc! { "$set": { "subject": "mended" } },
-            )
-            .bypass_document_validation(true)
-            .await
-            .unwrap();
-    }
-    let retry = schema.retry_failures(&db).await.unwrap();
-    println!("{retry}");
-    assert_eq!(retry.still_failing, 0);
-    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
-    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    let (converged, failures) = if repairs_alongside {
+        judged_by_reconcile(&schema, &db, &invalid, &invalid_ids).await
+    } else {
+        judged_by_own_reads(&schema, &db, &agents, &invalid, &invalid_ids).await
+    };
 
     // every subset: count equals the children, previews are the newest 3
     let mut children_by_thread: HashMap<ObjectId, Vec<Note>> = HashMap::new();
@@ -763,7 +798,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
     println!(
         "fault test: {RENAMES} renames and {NOTES} notes by {WRITERS} writers in {:?} ({} operation retries); \
          {chaos_during_writes} chaos events ({KILLS} kills, {RESTARTS} restarts, each down {OUTAGE:?} and back after {restart_times:?}) over {chaos_took:?}, all while writing (at operations {chaos_at:?} of {total}); \
-         workers: {} takeovers, {} reopenings, {} events applied (at least once), {} holder failures, max lag {} ms; \
+         workers: {} takeovers, {} reopenings, {} reconciles, {} events applied (at least once), {} holder failures, max lag {} ms; \
          alongside: {reconciles} reconcile passes repairing {reconcile_repaired} ({reconcile_errors} interrupted), \
          {rebuild_passes} rebuild_all passes ({rebuild_resumed} resumed after {rebuild_errors} interruptions); \
          converged {converged:?} after the last write, failures recorded {failures:?} later; {} token saves watched, none backwards",
@@ -771,6 +806,7 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         retries.load(Ordering::Relaxed),
         workers.takeovers,
         workers.reopened,
+        workers.reconciles,
         workers.applied,
         workers.failed,
         workers.max_lag_ms,
@@ -780,6 +816,174 @@ async fn copies_and_subsets_hold_under_kills_restarts_and_concurrent_repairs() {
         workers.takeovers >= KILLS as u64,
         "every kill was followed by a takeover"
     );
+    if !repairs_alongside {
+        assert_eq!(
+            workers.reconciles, 1,
+            "the worker reconciled only at its first start, before the chaos"
+        );
+    }
     drop(server);
     let _ = std::fs::remove_dir_all(&storage);
+}
+
+/// The end of the run with repairs alongside, judged by a dry-run reconcile; the invalid holders
+/// are mended and `retry_failures` clears them. Returns how long the copies took to converge
+/// and the failures to be recorded.
+async fn judged_by_reconcile(
+    schema: &Schema,
+    db: &mongodb::Database,
+    invalid: &[Case],
+    invalid_ids: &BTreeSet<String>,
+) -> (Duration, Duration) {
+    // the copies converge: every async copy equals its source, except the invalid cases
+    let converged = eventually(Duration::from_secs(120), "the copies converge", || async {
+        match schema.reconcile(db, true).await {
+            Ok(report) => report.drifted() as usize == INVALID,
+            Err(_) => false,
+        }
+    })
+    .await;
+    let failures = eventually(
+        Duration::from_secs(60),
+        "the invalid holders are recorded",
+        || async {
+            let recorded: BTreeSet<String> = schema
+                .sync_failures(db)
+                .await
+                .unwrap()
+                .iter()
+                .filter(|f| f.copy == "cases.agent")
+                .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
+                .collect();
+            recorded == *invalid_ids
+        },
+    )
+    .await;
+    let recorded = schema.sync_failures(db).await.unwrap();
+    let recorded_holders: BTreeSet<String> = recorded
+        .iter()
+        .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
+        .collect();
+    assert_eq!(
+        recorded_holders, *invalid_ids,
+        "the only recorded failures are the invalid holders: {recorded:#?}"
+    );
+    let dry = schema.reconcile(db, true).await.unwrap();
+    println!("after the chaos, a dry-run reconcile:\n{dry}");
+    let agent_copies = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
+    assert_eq!(agent_copies.drifted as usize, INVALID);
+    assert_eq!(dry.drifted() as usize, INVALID, "no other copy drifted");
+
+    // mend the invalid cases; retry_failures then rewrites them and clears the records
+    for bad in invalid {
+        db.collection::<BsonDocument>("cases")
+            .update_one(
+                doc! { "_id": bad.id },
+                doc! { "$set": { "subject": "mended" } },
+            )
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    let retry = schema.retry_failures(db).await.unwrap();
+    println!("{retry}");
+    assert_eq!(retry.still_failing, 0);
+    assert!(schema.sync_failures(db).await.unwrap().is_empty());
+    assert_eq!(schema.reconcile(db, true).await.unwrap().drifted(), 0);
+    (converged, failures)
+}
+
+/// The end of the run with nothing behind the worker, judged by the test's own reads of every
+/// source and copy: the only stale copies are the invalid holders', which are exactly the
+/// recorded failures; mended and their source renamed once more, the worker rewrites them and
+/// removes their records (no `retry_failures`), leaving no stale copy. Returns how long the
+/// copies took to converge and the failures to be recorded.
+async fn judged_by_own_reads(
+    schema: &Schema,
+    db: &mongodb::Database,
+    agents: &[Agent],
+    invalid: &[Case],
+    invalid_ids: &BTreeSet<String>,
+) -> (Duration, Duration) {
+    // the invalid cases' agent is renamed once more at the end, so each of them has a copy to
+    // fail on
+    Agent::collection(db)
+        .update_one(
+            doc! { "_id": agents[0].id },
+            doc! { "$set": { "name": "agent 0, last" } },
+        )
+        .await
+        .unwrap();
+    let expected: BTreeSet<String> = invalid
+        .iter()
+        .map(|c| format!("{} agent", Bson::ObjectId(c.id)))
+        .collect();
+    let converged = eventually(
+        Duration::from_secs(120),
+        "every copy but the invalid holders' equals its source (the test's own reads)",
+        || async { stale_copies(db).await.is_ok_and(|stale| stale == expected) },
+    )
+    .await;
+    let stale = stale_copies(db).await.unwrap();
+    assert_eq!(
+        stale.len(),
+        INVALID,
+        "0 stale copies but the {INVALID} invalid holders: {stale:?}"
+    );
+    let failures = eventually(
+        Duration::from_secs(60),
+        "the invalid holders are recorded",
+        || async {
+            schema.sync_failures(db).await.is_ok_and(|recorded| {
+                recorded.len() == INVALID
+                    && recorded
+                        .iter()
+                        .filter_map(|f| f.holder.as_object_id().map(|o| o.to_hex()))
+                        .collect::<BTreeSet<_>>()
+                        == *invalid_ids
+            })
+        },
+    )
+    .await;
+    let recorded = schema.sync_failures(db).await.unwrap();
+    assert_eq!(
+        recorded.len(),
+        INVALID,
+        "one record per invalid holder: {recorded:#?}"
+    );
+    for failure in &recorded {
+        assert_eq!(failure.copy, "cases.agent");
+        assert_eq!(failure.source, Bson::ObjectId(agents[0].id));
+        assert_eq!(failure.code, Some(121), "{failure}");
+    }
+
+    // mend the invalid cases and rename their agent once more: the worker rewrites them and
+    // their records go in the same pass, without retry_failures
+    for bad in invalid {
+        db.collection::<BsonDocument>("cases")
+            .update_one(
+                doc! { "_id": bad.id },
+                doc! { "$set": { "subject": "mended" } },
+            )
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    Agent::collection(db)
+        .update_one(
+            doc! { "_id": agents[0].id },
+            doc! { "$set": { "name": "agent 0, mended" } },
+        )
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "no stale copy and no record left, without retry_failures",
+        || async {
+            stale_copies(db).await.is_ok_and(|stale| stale.is_empty())
+                && schema.sync_failures(db).await.is_ok_and(|r| r.is_empty())
+        },
+    )
+    .await;
+    (converged, failures)
 }

@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cases::*;
-use common::eventually;
+use common::{eventually, within};
+
+/// How long a worker may take to stop.
+const SHUTDOWN: Duration = Duration::from_secs(30);
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -310,7 +313,9 @@ async fn one_invalid_holder_never_blocks_the_others() {
     assert_eq!(case_of(&db, bad).await.agent.unwrap().name, "Bo 2");
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
     assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -365,7 +370,9 @@ async fn a_holder_that_would_outgrow_16_mib_is_recorded_and_the_others_converge(
     let retry = schema.retry_failures(&db).await.unwrap();
     assert_eq!(retry.resolved, 1, "{retry}");
     assert_eq!(case_of(&db, big).await.team.unwrap().name, long_name);
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -450,7 +457,9 @@ async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
         "the token never moves backwards: {before:?} -> {after:?}"
     );
     assert_eq!(WorkerStats::get(&second.stats().takeovers), 1);
-    second.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", second.shutdown())
+        .await
+        .unwrap();
     let released = tokens
         .find_one(doc! { "_id": "pair" })
         .await
@@ -539,7 +548,9 @@ async fn deleted_sources_unset_or_keep_their_copies() {
         .await
         .unwrap();
     assert!(nothing.source.is_none() && nothing.total_unset() == 0);
-    worker.shutdown().await.unwrap();
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]

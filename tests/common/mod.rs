@@ -4,7 +4,9 @@ pub mod live;
 
 use std::time::{Duration, Instant};
 
-/// Polls until `check` holds, failing the test after `timeout` with `what`.
+/// Polls until `check` holds, failing the test after `timeout` with `what`. A check that hangs
+/// (a read from a server that stopped answering) fails the test at the same deadline: each
+/// check is cut at the time left.
 #[allow(dead_code)]
 pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Duration
 where
@@ -13,8 +15,11 @@ where
 {
     let start = Instant::now();
     loop {
-        if check().await {
-            return start.elapsed();
+        let left = timeout.saturating_sub(start.elapsed());
+        match tokio::time::timeout(left, check()).await {
+            Ok(true) => return start.elapsed(),
+            Ok(false) => {}
+            Err(_) => panic!("{what}: a check still running at the deadline of {timeout:?}"),
         }
         assert!(
             start.elapsed() < timeout,
@@ -22,4 +27,16 @@ where
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Awaits `future`, failing the test with `what` if it is not done within `timeout`.
+#[allow(dead_code)]
+pub async fn within<T>(
+    timeout: Duration,
+    what: &str,
+    future: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not done within {timeout:?}"))
 }

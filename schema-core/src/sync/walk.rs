@@ -225,12 +225,8 @@ mod tests {
         assert!(!branches.contains(&Bson::Document(doc! { "_id": Bson::Null })));
         let after = after_id(&Bson::String("m".into()));
         let branches = after.get_array("$or").unwrap();
-        assert!(branches.contains(&Bson::Document(
-            doc! { "_id": { "$type": "objectId" } }
-        )));
-        assert!(!branches.contains(&Bson::Document(
-            doc! { "_id": { "$type": "number" } }
-        )));
+        assert!(branches.contains(&Bson::Document(doc! { "_id": { "$type": "objectId" } })));
+        assert!(!branches.contains(&Bson::Document(doc! { "_id": { "$type": "number" } })));
         assert_eq!(
             after_id(&Bson::MaxKey),
             doc! { "$or": [{ "_id": { "$gt": Bson::MaxKey } }] }

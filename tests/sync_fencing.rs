@@ -1,0 +1,290 @@
+//! Processes paused, not killed: a worker held in the middle of its fan-out for several leases
+//! while a standby takes over, and a reconcile held between its lookup of a deleted source and
+//! its repair while the source is recreated. Each pause is a command held in command
+//! monitoring, which stops the paused task where a VM pause or SIGSTOP would.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::cases::*;
+use common::{eventually, within};
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{WorkerStats, TOKENS_COLLECTION};
+
+const LEASE: Duration = Duration::from_millis(600);
+const WORKER: &str = "fenced";
+
+/// The names in the copies at `path` of every case.
+async fn copied_names(db: &mongodb::Database, path: &str) -> Vec<Option<String>> {
+    db.collection::<BsonDocument>("cases")
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c.get_document(path)
+                .ok()
+                .and_then(|copy| copy.get_str("name").ok())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
+    Agent::collection(db)
+        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+/// A desk: one customer, agent and team, and `n` cases of theirs.
+async fn desk(db: &mongodb::Database, n: usize) -> (Agent, Vec<Case>) {
+    let customer = Customer {
+        id: ObjectId::new(),
+        name: "Ana".into(),
+    };
+    let agent = Agent {
+        id: ObjectId::new(),
+        name: "Bo".into(),
+    };
+    let team = Team {
+        id: 1,
+        name: "Billing".into(),
+    };
+    Customer::collection(db)
+        .insert_one(&customer)
+        .await
+        .unwrap();
+    Agent::collection(db).insert_one(&agent).await.unwrap();
+    Team::collection(db).insert_one(&team).await.unwrap();
+    let cases: Vec<Case> = (0..n).map(|i| case(&customer, &agent, &team, i)).collect();
+    Case::collection(db).insert_many(&cases).await.unwrap();
+    (agent, cases)
+}
+
+/// Whether `started` is the fan-out of the agent's name into the cases.
+fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
+    started.command_name == "update"
+        && started.command.get_str("update") == Ok("cases")
+        && started
+            .command
+            .get_array("updates")
+            .ok()
+            .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
+            .is_some_and(|q| q.contains_key("agent._id"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
+    let db = mongo_schema_testkit::database("fence_pause").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let (agent, _) = desk(&db, 3).await;
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+
+    // the first worker's first fan-out of an agent rename is held (its whole task with it: the
+    // renewals of its lease stop too, as in a VM pause)
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, agent_fan_out).await;
+    let paused = schema
+        .sync_worker(&client.database(db.name()))
+        .name(WORKER)
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    paused.ready().await.unwrap();
+    assert!(paused.stats().is_active());
+    let standby = schema
+        .sync_worker(&db)
+        .name(WORKER)
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    standby.ready().await.unwrap();
+    assert!(standby.stats().is_standby());
+
+    // the paused worker looks up "Older" and is held sending it
+    rename_agent(&db, agent.id, "Older").await;
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the first worker reached its fan-out");
+
+    // the standby takes over and applies a newer rename
+    eventually(
+        Duration::from_secs(20),
+        "the standby takes over",
+        || async { standby.stats().is_active() },
+    )
+    .await;
+    rename_agent(&db, agent.id, "Newer").await;
+    eventually(
+        Duration::from_secs(20),
+        "the new holder writes the newer name",
+        || async { copied_names(&db, "agent").await == vec![Some("Newer".to_owned()); 3] },
+    )
+    .await;
+    // several leases pass with the first worker still paused
+    tokio::time::sleep(LEASE * 4).await;
+
+    // it resumes: its held write goes out, inside a transaction whose fence no longer holds
+    let fenced_writes = |db: mongodb::Database| async move {
+        db.collection::<BsonDocument>(TOKENS_COLLECTION)
+            .find(doc! { "_id.lease": WORKER })
+            .await
+            .unwrap()
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
+    };
+    let lanes_before = fenced_writes(db.clone()).await;
+    release.send(()).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the paused worker finds it lost the lease and stands by",
+        || async { !paused.stats().is_active() && paused.stats().is_standby() },
+    )
+    .await;
+    // a few renewals of the new holder later, the copies still hold the newer name
+    tokio::time::sleep(LEASE * 2).await;
+    assert_eq!(
+        copied_names(&db, "agent").await,
+        vec![Some("Newer".to_owned()); 3],
+        "the paused worker's older name never landed"
+    );
+    assert!(standby.stats().is_active(), "the new holder kept the lease");
+    // every lane belongs to the new holder's epoch, which is newer than the paused one's
+    let lanes = fenced_writes(db.clone()).await;
+    assert_eq!(lanes.len(), 8, "one lane per concurrent fan-out: {lanes:?}");
+    let epochs: Vec<i64> = lanes.iter().map(|l| l.get_i64("epoch").unwrap()).collect();
+    assert!(epochs.windows(2).all(|w| w[0] == w[1]), "{lanes:?}");
+    assert_eq!(
+        lanes, lanes_before,
+        "nothing was committed through a lane meanwhile"
+    );
+    let lease = db
+        .collection::<BsonDocument>(TOKENS_COLLECTION)
+        .find_one(doc! { "_id": WORKER })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.get_i64("epoch").unwrap(), epochs[0]);
+    assert!(epochs[0] >= 2, "the takeover raised the epoch: {lease}");
+    assert!(WorkerStats::get(&standby.stats().takeovers) >= 1);
+
+    // the worker that was paused is a good standby: it takes over when the holder stops
+    within(Duration::from_secs(30), "shutdown", standby.shutdown())
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the worker that was paused takes over again",
+        || async { paused.stats().is_ready() },
+    )
+    .await;
+    rename_agent(&db, agent.id, "Newest").await;
+    eventually(
+        Duration::from_secs(20),
+        "it applies the next rename",
+        || async { copied_names(&db, "agent").await == vec![Some("Newest".to_owned()); 3] },
+    )
+    .await;
+    within(Duration::from_secs(30), "shutdown", paused.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
+    let db = mongo_schema_testkit::database("fence_recreated").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let (agent, _) = desk(&db, 3).await;
+    // the agent is deleted behind the library's back: its copies (on_delete = "unset") drift
+    Agent::collection(&db)
+        .delete_one(doc! { "_id": agent.id })
+        .await
+        .unwrap();
+    let dry = schema.reconcile(&db, true).await.unwrap();
+    let agents = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
+    assert_eq!((agents.missing_sources, agents.drifted), (3, 3), "{dry}");
+
+    // reconcile is held after its lookup of the agents found none: at its second `find` of the
+    // agents, just before the repair
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let agent_finds = AtomicUsize::new(0);
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, move |started| {
+        started.command_name == "find"
+            && started.command.get_str("find") == Ok("agents")
+            && agent_finds.fetch_add(1, Ordering::SeqCst) == 1
+    })
+    .await;
+    let held_db = client.database(db.name());
+    let repair = {
+        let schema = schema.clone();
+        tokio::spawn(async move { schema.reconcile(&held_db, false).await })
+    };
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("reconcile looked the deleted agent up again before its repair");
+    // meanwhile the agent is recreated with the same `_id`
+    Agent::collection(&db)
+        .insert_one(&Agent {
+            id: agent.id,
+            name: "Bo".into(),
+        })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = within(Duration::from_secs(60), "reconcile", repair)
+        .await
+        .unwrap()
+        .unwrap();
+    println!("{report}");
+    let agents = report
+        .edges
+        .iter()
+        .find(|e| e.copy == "cases.agent")
+        .unwrap();
+    assert_eq!(agents.missing_sources, 3, "it saw the source missing");
+    assert_eq!(
+        agents.repaired, 0,
+        "and left the copies of the recreated source alone"
+    );
+    assert_eq!(
+        copied_names(&db, "agent").await,
+        vec![Some("Bo".to_owned()); 3],
+        "the copies of the recreated agent were not unset"
+    );
+    // the positive control: with the source still gone, the same reconcile unsets them
+    Agent::collection(&db)
+        .delete_one(doc! { "_id": agent.id })
+        .await
+        .unwrap();
+    let report = schema.reconcile(&db, false).await.unwrap();
+    let agents = report
+        .edges
+        .iter()
+        .find(|e| e.copy == "cases.agent")
+        .unwrap();
+    assert_eq!(agents.repaired, 3, "{report}");
+    assert_eq!(copied_names(&db, "agent").await, vec![None; 3]);
+    let unset = db
+        .collection::<BsonDocument>("cases")
+        .count_documents(doc! { "agent": Bson::Null })
+        .await
+        .unwrap();
+    assert_eq!(unset, 3);
+}
