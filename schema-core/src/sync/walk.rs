@@ -233,4 +233,127 @@ mod tests {
         );
         assert_eq!(rest_after(None), doc! {});
     }
+
+    /// 500 documents whose `_id`s are Int32, Int64, Double, String, ObjectId, Date and Binary,
+    /// walked 50 at a time; the fourth `getMore` is held while another client kills the cursor,
+    /// so the stream breaks for real after 200 documents (all numbers) and is opened again after
+    /// the last one visited. Every document is visited once, in the server's order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_walk_broken_midway_visits_mixed_ids_once_in_the_servers_order() {
+        use mongodb::bson::spec::BinarySubtype;
+        use mongodb::bson::{oid::ObjectId, Binary, DateTime};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+
+        let db = mongo_schema_testkit::database("walk_mixed").await;
+        let parents = db.collection::<BsonDocument>("parents");
+        let ids: Vec<Bson> = (0..500_i64)
+            .map(|i| match i % 7 {
+                0 => Bson::Int32(i as i32),
+                1 => Bson::Int64(10_000 + i),
+                2 => Bson::Double(i as f64 + 0.5),
+                3 => Bson::String(format!("s{i:04}")),
+                4 => Bson::ObjectId(ObjectId::new()),
+                5 => Bson::DateTime(DateTime::from_millis(1_000 * i)),
+                _ => Bson::Binary(Binary {
+                    subtype: BinarySubtype::Generic,
+                    bytes: i.to_be_bytes().to_vec(),
+                }),
+            })
+            .collect();
+        let docs: Vec<BsonDocument> = ids.iter().map(|id| doc! { "_id": id.clone() }).collect();
+        parents.insert_many(docs).await.unwrap();
+        let in_order: Vec<Bson> = parents
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .unwrap()
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| d.get("_id").unwrap().clone())
+            .collect();
+        assert_eq!(in_order.len(), 500);
+
+        // the walk, on a client whose fourth getMore is held; its cursor is killed meanwhile
+        let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+            .await
+            .unwrap();
+        let get_mores = AtomicUsize::new(0);
+        let cursor = Arc::new(Mutex::new(None::<i64>));
+        let held_cursor = cursor.clone();
+        let (client, held, release) = mongo_schema_testkit::holding_client(&uri, move |started| {
+            if started.command_name != "getMore" || get_mores.fetch_add(1, Ordering::SeqCst) != 3 {
+                return false;
+            }
+            *held_cursor.lock().unwrap() = started.command.get_i64("getMore").ok();
+            true
+        })
+        .await;
+        struct Collect(Vec<Bson>);
+        impl Visit for Collect {
+            async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
+                self.0
+                    .extend(batch.iter().map(|d| d.get("_id").unwrap().clone()));
+                Ok(())
+            }
+        }
+        let walked = {
+            let parents = client
+                .database(db.name())
+                .collection::<BsonDocument>("parents");
+            tokio::spawn(async move {
+                let mut visited = Collect(Vec::new());
+                let resumed = walk_by_id(&parents, None, 50, &mut visited).await;
+                (resumed, visited.0)
+            })
+        };
+        tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("the fourth getMore was sent");
+        let id = cursor.lock().unwrap().expect("its cursor id");
+        db.run_command(doc! { "killCursors": "parents", "cursors": [id] })
+            .await
+            .unwrap();
+        release.send(()).unwrap();
+        let (resumed, visited) = tokio::time::timeout(std::time::Duration::from_secs(60), walked)
+            .await
+            .expect("the walk ends")
+            .unwrap();
+        assert_eq!(
+            resumed.unwrap(),
+            1,
+            "the stream broke once and was opened again"
+        );
+        assert_eq!(visited.len(), 500, "every document once");
+        assert_eq!(visited, in_order, "in the server's order");
+
+        // paged the way `rebuild_all` reads its parents: each page after the last `_id` of the
+        // page before
+        let mut paged: Vec<Bson> = Vec::new();
+        loop {
+            let page: Vec<BsonDocument> = parents
+                .find(rest_after(paged.last()))
+                .sort(doc! { "_id": 1 })
+                .limit(64)
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            if page.is_empty() {
+                break;
+            }
+            paged.extend(page.into_iter().map(|d| d.get("_id").unwrap().clone()));
+        }
+        assert_eq!(paged, in_order);
+        // the positive control: resumed by `$gt` alone, the walk stops at the numbers
+        let after_the_numbers: u64 = parents
+            .count_documents(doc! { "_id": { "$gt": in_order[199].clone() } })
+            .await
+            .unwrap();
+        assert!(after_the_numbers < 300, "{after_the_numbers}");
+    }
 }
