@@ -356,7 +356,16 @@ async fn chaos(repairs_alongside: bool) {
     println!("fault test seed {seed}");
     let mut rng = Rng(seed);
 
-    let storage = std::env::temp_dir().join(format!("mongo-schema-faults-{}", std::process::id()));
+    // a storage of each run's own: the two runs go in parallel
+    let storage = std::env::temp_dir().join(format!(
+        "mongo-schema-faults-{}-{}",
+        if repairs_alongside {
+            "repairs"
+        } else {
+            "alone"
+        },
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&storage);
     std::fs::create_dir_all(&storage).unwrap();
     let server = mongo_schema_testkit::TestServer::start(Some(&storage)).expect("a server");
