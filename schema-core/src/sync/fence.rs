@@ -203,3 +203,129 @@ async fn commit(session: &mut ClientSession) -> Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use mongodb::bson::{doc, Document as BsonDocument};
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    /// Two holders of one lease: the first is in the middle of a fenced write when the second
+    /// takes over (claims the lanes at a newer epoch). The first one's transaction cannot
+    /// commit, on any attempt, and the second one's write is the last.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_begun_before_a_takeover_never_commits_after_it() {
+        let db = mongo_schema_testkit::database("fence_unit").await;
+        let lanes = db.collection::<BsonDocument>("lanes");
+        let copies = db.collection::<BsonDocument>("copies");
+        copies
+            .insert_one(doc! { "_id": 1, "name": "original" })
+            .await
+            .unwrap();
+        let old = Fence::new(lanes.clone(), "w", "old-owner", 1);
+        let new = Fence::new(lanes.clone(), "w", "new-owner", 2);
+        assert!(old.claim(2).await.unwrap());
+
+        // the old holder writes "older" in its transaction, then waits for the takeover
+        let taken_over = Arc::new(Notify::new());
+        let writing = Arc::new(Notify::new());
+        let first_attempt = Arc::new(AtomicBool::new(true));
+        let late = {
+            let (old, client, copies) = (old.clone(), db.client().clone(), copies.clone());
+            let (taken_over, writing, first_attempt) =
+                (taken_over.clone(), writing.clone(), first_attempt.clone());
+            tokio::spawn(async move {
+                old.write(&client, 1, |session| {
+                    let (copies, taken_over, writing, first_attempt) = (
+                        copies.clone(),
+                        taken_over.clone(),
+                        writing.clone(),
+                        first_attempt.clone(),
+                    );
+                    Box::pin(async move {
+                        copies
+                            .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "older" } })
+                            .session(&mut *session)
+                            .await?;
+                        if first_attempt.swap(false, Ordering::SeqCst) {
+                            writing.notify_one();
+                            taken_over.notified().await;
+                        }
+                        Ok(())
+                    })
+                })
+                .await
+            })
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), writing.notified())
+            .await
+            .expect("the old holder is writing");
+        // the takeover: every lane to the new epoch, while the old write is open
+        assert!(new.claim(2).await.unwrap());
+        taken_over.notify_one();
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(30), late)
+            .await
+            .expect("the late write ends")
+            .unwrap()
+            .unwrap();
+        assert_eq!(outcome, Fenced::FencedOff);
+        assert_eq!(
+            copies.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
+            doc! { "_id": 1, "name": "original" },
+            "nothing of the late write landed"
+        );
+
+        // the new holder writes; an old holder cannot claim the lanes back
+        let written = new
+            .write(db.client(), 1, |session| {
+                let copies = copies.clone();
+                Box::pin(async move {
+                    copies
+                        .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "newer" } })
+                        .session(&mut *session)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(written, Fenced::Committed(()));
+        assert!(
+            !old.claim(2).await.unwrap(),
+            "an older epoch never takes a lane back"
+        );
+        let late_again = old
+            .write(db.client(), 0, |session| {
+                let copies = copies.clone();
+                Box::pin(async move {
+                    copies
+                        .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "older" } })
+                        .session(&mut *session)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(late_again, Fenced::FencedOff);
+        assert_eq!(
+            copies.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
+            doc! { "_id": 1, "name": "newer" }
+        );
+        let lane = lanes
+            .find_one(doc! { "_id": { "lease": "w", "lane": 1_i64 } })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lane.get_i64("epoch"), Ok(2));
+        assert_eq!(
+            lane.get_i64("writes"),
+            Ok(1),
+            "one committed fenced write: {lane}"
+        );
+    }
+}
