@@ -162,7 +162,7 @@ impl Schema {
             &edges,
             dry_run,
             &FailureLog::new("reconcile"),
-            crate::sync::fan_out::Writer::Direct,
+            crate::sync::fan_out::Writer::Transaction,
         )
         .await
     }

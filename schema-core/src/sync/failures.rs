@@ -417,6 +417,13 @@ async fn retry_one(
                 Failure::new(edge, record.holder.clone(), record.source.clone(), &error),
             )
             .await?;
+            // a record of an older version (keyed without its source) gives way to the new one
+            let id = Bson::Document(record_id(&record.copy, &record.holder, &record.source));
+            if let Some(stored) = raw.get("_id").filter(|stored| **stored != id) {
+                db.collection::<BsonDocument>(FAILURES_COLLECTION)
+                    .delete_one(doc! { "_id": stored.clone() })
+                    .await?;
+            }
             report.still_failing += 1;
         }
         Err(error) => return Err(error),

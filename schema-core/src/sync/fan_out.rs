@@ -8,7 +8,7 @@ use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
 
 use super::failures::{Failure, FailureLog};
-use super::fence::{Fence, Fenced};
+use super::fence::{transact, Fence, Fenced};
 use super::get_path;
 use super::retry::ErrorClass;
 use crate::model::copy::{CopyShape, OnDelete, SyncEdge};
@@ -42,8 +42,8 @@ pub(crate) struct FanOutOutcome {
 /// How a fan-out's writes are sent.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Writer<'f> {
-    /// As they are.
-    Direct,
+    /// Each in a transaction of its own, with the removal of the failure records it clears.
+    Transaction,
     /// Each in a transaction on `lane` that commits only while the writer holds its lease.
     Fenced {
         /// The writer's fence.
@@ -173,7 +173,7 @@ impl FanOut {
     }
 
     /// Runs the `updateMany` and removes the failure records of the holders it rewrote for this
-    /// source (in the same transaction when fenced); `None`: fenced off.
+    /// source, in one transaction (fenced when `writer` is); `None`: fenced off.
     async fn run_and_clear(
         &self,
         db: &Database,
@@ -183,38 +183,31 @@ impl FanOut {
         writer: Writer<'_>,
     ) -> Result<Option<u64>> {
         let label = edge.label();
-        match writer {
-            Writer::Direct => {
-                let rewritten = self.run(db, &edge.holder, None).await?;
-                log.clear(db, &label, source, self.holders.as_deref(), None)
+        let fence = match writer {
+            Writer::Fenced { fence, lane } => Some((fence, lane)),
+            Writer::Transaction => None,
+        };
+        let written = transact(db.client(), fence, |session| {
+            let (this, db, holder, label, source, log) = (
+                self.clone(),
+                db.clone(),
+                edge.holder.clone(),
+                label.clone(),
+                source.clone(),
+                log.clone(),
+            );
+            Box::pin(async move {
+                let rewritten = this.run(&db, &holder, Some(&mut *session)).await?;
+                log.clear(&db, &label, &source, this.holders.as_deref(), Some(session))
                     .await?;
-                Ok(Some(rewritten))
-            }
-            Writer::Fenced { fence, lane } => {
-                let written = fence
-                    .write(db.client(), lane, |session| {
-                        let (this, db, holder, label, source, log) = (
-                            self.clone(),
-                            db.clone(),
-                            edge.holder.clone(),
-                            label.clone(),
-                            source.clone(),
-                            log.clone(),
-                        );
-                        Box::pin(async move {
-                            let rewritten = this.run(&db, &holder, Some(&mut *session)).await?;
-                            log.clear(&db, &label, &source, this.holders.as_deref(), Some(session))
-                                .await?;
-                            Ok(rewritten)
-                        })
-                    })
-                    .await?;
-                Ok(match written {
-                    Fenced::Committed(rewritten) => Some(rewritten),
-                    Fenced::FencedOff => None,
-                })
-            }
-        }
+                Ok(rewritten)
+            })
+        })
+        .await?;
+        Ok(match written {
+            Fenced::Committed(rewritten) => Some(rewritten),
+            Fenced::FencedOff => None,
+        })
     }
 
     /// Runs the `updateMany` through `writer`; when it fails for one document (a holder its

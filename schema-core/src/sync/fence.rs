@@ -135,31 +135,38 @@ impl Fence {
         }
         Ok(true)
     }
+}
 
-    /// Runs `body` in a transaction on `lane` that commits only while this holder's epoch still
-    /// owns the lane; [`Fenced::FencedOff`] (nothing written) once it does not. A transient
-    /// error (a write conflict) runs the whole body again, with back-off, up to
-    /// [`FENCED_ATTEMPTS`] times; any other error of the body aborts and is returned (a
-    /// document-level error is the caller's to handle one holder at a time).
-    pub(crate) async fn write<R>(
-        &self,
-        client: &Client,
-        lane: usize,
-        mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
-    ) -> Result<Fenced<R>> {
-        let mut session = client.start_session().await?;
-        let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(500));
-        let filter = doc! { "_id": self.lane_id(lane), "owner": &self.owner, "epoch": self.epoch };
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            session.start_transaction().await?;
-            let outcome = match body(&mut session).await {
-                Ok(result) => {
+/// Runs `body` in a transaction. With a fence, on its lane: the transaction commits only while
+/// that holder's epoch still owns the lane, and [`Fenced::FencedOff`] (nothing written) once it
+/// does not. Without one it commits (or fails). A transient error (a write conflict) runs the
+/// whole body again, with back-off, up to [`FENCED_ATTEMPTS`] times; any other error of the body
+/// aborts and is returned (a document-level error is the caller's to handle one holder at a
+/// time).
+pub(crate) async fn transact<R>(
+    client: &Client,
+    fence: Option<(&Fence, usize)>,
+    mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
+) -> Result<Fenced<R>> {
+    let mut session = client.start_session().await?;
+    let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(500));
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        session.start_transaction().await?;
+        let outcome = match body(&mut session).await {
+            Ok(result) => match fence {
+                None => commit(&mut session).await.map(|()| result),
+                Some((fence, lane)) => {
                     // the fence, last: see the module documentation
-                    let fenced = self
+                    let filter = doc! {
+                        "_id": fence.lane_id(lane),
+                        "owner": &fence.owner,
+                        "epoch": fence.epoch,
+                    };
+                    let fenced = fence
                         .lanes
-                        .update_one(filter.clone(), doc! { "$inc": { "writes": 1_i64 } })
+                        .update_one(filter, doc! { "$inc": { "writes": 1_i64 } })
                         .session(&mut session)
                         .await;
                     match fenced {
@@ -173,18 +180,18 @@ impl Fence {
                         Err(e) => Err(Error::from(e)),
                     }
                 }
-                Err(error) => Err(error),
-            };
-            let error = match outcome {
-                Ok(result) => return Ok(Fenced::Committed(result)),
-                Err(error) => error,
-            };
-            let _ = session.abort_transaction().await;
-            if !error.contains_label(TRANSIENT) || attempt >= FENCED_ATTEMPTS {
-                return Err(error);
-            }
-            tokio::time::sleep(backoff.next_wait()).await;
+            },
+            Err(error) => Err(error),
+        };
+        let error = match outcome {
+            Ok(result) => return Ok(Fenced::Committed(result)),
+            Err(error) => error,
+        };
+        let _ = session.abort_transaction().await;
+        if !error.contains_label(TRANSIENT) || attempt >= FENCED_ATTEMPTS {
+            return Err(error);
         }
+        tokio::time::sleep(backoff.next_wait()).await;
     }
 }
 
@@ -239,7 +246,7 @@ mod tests {
             let (taken_over, writing, first_attempt) =
                 (taken_over.clone(), writing.clone(), first_attempt.clone());
             tokio::spawn(async move {
-                old.write(&client, 1, |session| {
+                transact(&client, Some((&old, 1)), |session| {
                     let (copies, taken_over, writing, first_attempt) = (
                         copies.clone(),
                         taken_over.clone(),
@@ -280,37 +287,35 @@ mod tests {
         );
 
         // the new holder writes; an old holder cannot claim the lanes back
-        let written = new
-            .write(db.client(), 1, |session| {
-                let copies = copies.clone();
-                Box::pin(async move {
-                    copies
-                        .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "newer" } })
-                        .session(&mut *session)
-                        .await?;
-                    Ok(())
-                })
+        let written = transact(db.client(), Some((&new, 1)), |session| {
+            let copies = copies.clone();
+            Box::pin(async move {
+                copies
+                    .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "newer" } })
+                    .session(&mut *session)
+                    .await?;
+                Ok(())
             })
-            .await
-            .unwrap();
+        })
+        .await
+        .unwrap();
         assert_eq!(written, Fenced::Committed(()));
         assert!(
             !old.claim(2).await.unwrap(),
             "an older epoch never takes a lane back"
         );
-        let late_again = old
-            .write(db.client(), 0, |session| {
-                let copies = copies.clone();
-                Box::pin(async move {
-                    copies
-                        .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "older" } })
-                        .session(&mut *session)
-                        .await?;
-                    Ok(())
-                })
+        let late_again = transact(db.client(), Some((&old, 0)), |session| {
+            let copies = copies.clone();
+            Box::pin(async move {
+                copies
+                    .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "older" } })
+                    .session(&mut *session)
+                    .await?;
+                Ok(())
             })
-            .await
-            .unwrap();
+        })
+        .await
+        .unwrap();
         assert_eq!(late_again, Fenced::FencedOff);
         assert_eq!(
             copies.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
