@@ -23,7 +23,9 @@
 //! non-transactional multi-document update (a fan-out) waits on one transaction's uncommitted
 //! write while another transaction writes the same collection: its transaction reaper holds the
 //! global transaction lock while waiting for that transaction's mutex. mongod has no such
-//! cycle; on one holder collection this test would measure SecantusDB, not the library.
+//! cycle; on one holder collection this test would measure SecantusDB, not the library. (The
+//! worker's fan-outs and reconcile's repairs are transactions themselves, fenced for the
+//! worker, so among the library's writes only those of `retry_failures` could still meet it.)
 
 mod common;
 
