@@ -680,6 +680,11 @@ async fn chaos(repairs_alongside: bool) {
             .unwrap();
     }
     let writes_end = Instant::now();
+    assert_eq!(
+        progress.load(Ordering::Relaxed),
+        total,
+        "every rename and note was written"
+    );
     let chaos_during_writes = chaos_at.iter().filter(|p| **p < total).count();
     assert_eq!(
         chaos_during_writes,
