@@ -596,7 +596,10 @@ async fn a_reconcile_repair_never_overwrites_a_newer_copy() {
         .unwrap();
     assert_eq!(renamed.total_rewritten(), 3);
     resume.send(()).unwrap();
-    let report = repair.await.unwrap().unwrap();
+    let report = within(Duration::from_secs(60), "reconcile", repair)
+        .await
+        .unwrap()
+        .unwrap();
     println!("{report}");
     let customer_copy = report
         .edges
@@ -739,11 +742,15 @@ async fn rebuilds_racing_writers_lose_no_increment() {
         })
     };
     for writer in writers {
-        writer.await.unwrap();
+        within(Duration::from_secs(120), "a writer", writer)
+            .await
+            .unwrap();
     }
     let during = passes.load(Ordering::Relaxed);
     writing.store(false, Ordering::Relaxed);
-    rebuilder.await.unwrap();
+    within(Duration::from_secs(120), "the rebuilds", rebuilder)
+        .await
+        .unwrap();
     println!("{during} rebuild_all passes ran while 8 writers added 200 notes");
     assert!(during >= 2, "the rebuilds overlapped the writers");
     let mut total = 0;
