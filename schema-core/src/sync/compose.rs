@@ -307,7 +307,7 @@ impl<'a> Transaction<'a> {
         T::Id: Serialize,
     {
         let filter =
-            crate::relations::subset::compare_and_set_filter(target, field, expected.into());
+            crate::relations::compare::compare_and_set_filter(target, field, expected.into());
         self.push(
             format!("compare_and_set {}.{field}", T::COLLECTION),
             filter.map(|filter| Step::Update {
