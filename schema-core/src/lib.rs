@@ -39,7 +39,9 @@ pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
-pub use relations::subset::{CounterType, ParentUpdate, RebuildProgress, Subset, SubsetOf};
+pub use relations::subset::{
+    CounterType, ParentUpdate, PreviewFn, RebuildProgress, RuleOf, Subset, SubsetOf,
+};
 pub use relations::{
     ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,
     Unordered, RELATED_FIELD,

@@ -131,7 +131,7 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
 
 /// The first path that `update` writes at or inside `path` (`$rename` targets included); a
 /// replacement document (no operators) writes everything.
-fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
+pub(crate) fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
     let inside = |written: &str| {
         written == path
             || written.starts_with(&format!("{path}."))

@@ -430,10 +430,7 @@ async fn run_step(
             };
             (result.deleted_count, result.deleted_count)
         }
-        Step::Parent(update) => {
-            let result = update_parent_in(db, update.clone(), session).await?;
-            (result.matched_count, result.modified_count)
-        }
+        Step::Parent(update) => update_parent_in(db, update.clone(), session).await?,
         Step::Source {
             collection: name,
             id,
