@@ -464,7 +464,7 @@ fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
                 )),
                 Some(child) => {
                     let back = child.references.iter().filter(|r| r.target == spec.name).count();
-                    if back != 1 {
+                    if subset.parent_field.is_empty() && back != 1 {
                         problems.push(format!(
                             "`{}.{}` needs `{}` to hold exactly one `#[reference]` to `{}` (found {back})",
                             spec.name, subset.path, subset.child, spec.name

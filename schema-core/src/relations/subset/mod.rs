@@ -421,6 +421,27 @@ where
         Ok(rules)
     }
 
+    /// The subset as the schema describes it (used by generated code: `collection_spec`).
+    pub fn spec(&self, child_type: &'static str) -> crate::SubsetSpec {
+        let mut spec = crate::SubsetSpec::new(
+            self.path,
+            C::COLLECTION,
+            child_type,
+            self.max,
+            self.sort_field,
+            self.sort_direction,
+            self.count,
+        );
+        spec.count_type = self.count_type;
+        spec.parent_field = self.parent.to_owned();
+        spec.filter = self
+            .filter
+            .and_then(|json| parse_filter(P::COLLECTION, self.path, json).ok());
+        spec.strategy = self.strategy;
+        spec.preview = Some(crate::model::copy::PreviewBuilder(preview_of::<C, V>));
+        spec
+    }
+
     /// The subset as data (shared with reconcile and the sync worker).
     pub(crate) fn rule(&self) -> Result<SubsetRule> {
         let filter = match self.filter {
