@@ -443,3 +443,141 @@ async fn an_extended_reference_to_the_parent_is_the_subsets_reference() {
         Bson::from("transactional")
     );
 }
+
+#[tokio::test]
+async fn reconcile_and_audit_find_and_repair_corrupted_previews_and_counts() {
+    let db = setup("subsets_reconcile").await;
+    lend(&db).await;
+    for id in 3..=40 {
+        Member::collection(&db)
+            .insert_one(member(id))
+            .await
+            .unwrap();
+        Member::RECENT
+            .add_with(
+                &db,
+                &loan(100 + id, id, 5, "active"),
+                &[&Member::LAST_ACTIVE],
+            )
+            .await
+            .unwrap();
+    }
+    let schema = schema();
+    let clean = schema.reconcile(&db, true).await.unwrap();
+    let subsets: Vec<_> = clean
+        .subsets
+        .iter()
+        .map(|s| (s.subset.as_str(), s.checked, s.drifted))
+        .collect();
+    assert_eq!(
+        subsets,
+        [
+            ("members.recent", 40, 0),
+            ("members.last_active", 40, 0),
+            ("readers.recent", 0, 0)
+        ]
+    );
+    // corrupt: a wrong count (i64), a wrong count (i32), a stale preview title, a missing
+    // subset of one, a subset showing a deleted child, one preview too many dropped
+    let members = db.collection::<mongo_schema::bson::Document>("members");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 99_i64 } })
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 3 }, doc! { "$set": { "active_count": 7 } })
+        .await
+        .unwrap();
+    members
+        .update_one(
+            doc! { "_id": 4 },
+            doc! { "$set": { "recent.0.title": "stale" } },
+        )
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 5 }, doc! { "$set": { "last_active": null } })
+        .await
+        .unwrap();
+    // a child deleted behind the helpers' back
+    Loan::collection(&db)
+        .delete_one(doc! { "_id": 106 })
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 7 }, doc! { "$pop": { "recent": 1 } })
+        .await
+        .unwrap();
+
+    let audit = schema.audit(&db).await.unwrap();
+    let text = audit.to_string();
+    assert!(
+        text.contains("members.recent (transactional): 4 of 40 parents"),
+        "{text}"
+    );
+    assert!(
+        text.contains("members.last_active (transactional): 3 of 40 parents"),
+        "{text}"
+    );
+    let dry = schema.reconcile(&db, true).await.unwrap();
+    assert_eq!(dry.drifted(), 7);
+    assert_eq!(dry.repaired(), 0);
+    let fixed = schema.reconcile(&db, false).await.unwrap();
+    assert_eq!(fixed.repaired(), 7, "{fixed}");
+    for id in [1, 3, 4, 5, 6, 7] {
+        assert_current(&db, id, "reconcile").await;
+    }
+    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    let text = schema.audit(&db).await.unwrap().to_string();
+    assert!(!text.contains("subsets that disagree"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
+    let db = setup("subsets_reconcile_race").await;
+    lend(&db).await;
+    let members = db.collection::<mongo_schema::bson::Document>("members");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 99_i64 } })
+        .await
+        .unwrap();
+    // reconcile through a client that holds its first write to `members` (the repair) until
+    // another writer has set the count
+    let (client, held, release) =
+        mongo_schema_testkit::holding_client(&mongo_schema_testkit::uri(), |c| {
+            c.command_name == "update" && c.command.get_str("update") == Ok("members")
+        })
+        .await;
+    let reconciling = tokio::spawn({
+        let db = client.database(db.name());
+        async move { schema().reconcile(&db, false).await }
+    });
+    tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the repair is held within 30 s");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 42_i64 } })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), reconciling)
+        .await
+        .expect("reconcile within a minute")
+        .unwrap()
+        .unwrap();
+    let recent = report
+        .subsets
+        .iter()
+        .find(|s| s.subset == "members.recent")
+        .unwrap();
+    assert_eq!(
+        (recent.drifted, recent.repaired, recent.changed_meanwhile),
+        (1, 0, 1),
+        "{report}"
+    );
+    // the other writer's value stays; the next pass repairs it
+    assert_eq!(stored(&db, 1).await.loan_count, 42);
+    schema().reconcile(&db, false).await.unwrap();
+    assert_current(&db, 1, "the next pass").await;
+}

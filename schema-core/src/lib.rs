@@ -41,6 +41,7 @@ pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
 pub use relations::subset::{
     CounterType, ParentUpdate, PreviewFn, RebuildProgress, RuleOf, Subset, SubsetOf,
+    SubsetReconcile,
 };
 pub use relations::{
     ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,

@@ -155,9 +155,20 @@ impl Schema {
     /// newer one. Copies of a deleted source count as missing sources; those declared
     /// `on_delete = "unset"` are unset. A holder that cannot take its repair is recorded in
     /// [`crate::FAILURES_COLLECTION`] and the others go on; the report counts them per copy.
+    ///
+    /// Subsets too: each parent's previews and count are compared with its (matching)
+    /// children, the newest `max` in sort order and their number, and rewritten when they
+    /// differ, on condition that the parent still holds what was read (one indexed query of the
+    /// children per parent; [`ReconcileReport::subsets`]).
     pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
-        crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile")).await
+        let mut report =
+            crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile"))
+                .await?;
+        let rules = crate::relations::subset::reconcile::rules(&self.collections);
+        report.subsets =
+            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run).await?;
+        Ok(report)
     }
 
     /// The holders a sync path could not rewrite, as recorded in

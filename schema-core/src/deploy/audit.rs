@@ -22,7 +22,8 @@ pub struct AuditReport {
     /// Collections in the database that the schema does not know (the library's own: sync
     /// tokens, sync failures and the version record, aside).
     pub unknown_collections: Vec<String>,
-    /// Copies that drifted from their source (a reconcile dry run).
+    /// Copies that drifted from their source, and subsets that disagree with their children (a
+    /// reconcile dry run).
     pub drift: ReconcileReport,
 }
 
@@ -354,6 +355,16 @@ impl fmt::Display for AuditReport {
                 edge.strategy.map_or("?", |s| s.as_str()),
                 edge.drifted,
                 edge.checked
+            )?;
+        }
+        for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
+            writeln!(
+                f,
+                "- subsets that disagree with their children: {} ({}): {} of {} parents (`schema.reconcile` rewrites them)",
+                subset.subset,
+                subset.strategy.map_or("?", |s| s.as_str()),
+                subset.drifted,
+                subset.checked
             )?;
         }
         for edge in self.drift.edges.iter().filter(|e| e.recorded_failures > 0) {

@@ -15,10 +15,12 @@ use crate::relations::embedded;
 use crate::sync::transaction::{in_transaction, TRANSACTION_DEADLINE};
 use crate::{Document, Error, Ref, Result, SchemaError, SyncStrategy};
 
+pub(crate) mod reconcile;
 mod rule;
 
+pub use reconcile::SubsetReconcile;
 pub use rule::PreviewFn;
-pub(crate) use rule::{SubsetRule, SubsetState, Verdict};
+pub(crate) use rule::SubsetRule;
 
 /// The integer type of a count field (`message_count: i64` or `i32`): every `$inc` and every
 /// rebuilt count uses it, so a count never turns into another BSON type that its validator
@@ -460,6 +462,7 @@ where
             parent_field: self.parent_field()?.into(),
             filter,
             preview: preview_of::<C, V>,
+            strategy: self.strategy,
         })
     }
 

@@ -38,6 +38,8 @@ pub(crate) struct SubsetRule {
     /// Only children matching these equalities are previewed and counted.
     pub filter: Option<BsonDocument>,
     pub preview: PreviewFn,
+    /// Who keeps it current besides the helpers (for reports and the worker).
+    pub strategy: crate::SyncStrategy,
 }
 
 impl std::fmt::Debug for SubsetRule {
@@ -355,6 +357,7 @@ mod tests {
             parent_field: "member._id".into(),
             filter,
             preview: |child| Ok(Bson::Document(child.clone())),
+            strategy: crate::SyncStrategy::Transactional,
         }
     }
 
