@@ -212,9 +212,13 @@ impl Schema {
         crate::deploy::audit::audit(self, db, oversized_bytes).await
     }
 
-    /// The change-stream worker of the `async` copies.
+    /// The change-stream worker of the `async` copies and subsets.
     pub fn sync_worker(&self, db: &Database) -> SyncWorker {
-        SyncWorker::new(db.clone(), self.graph.clone())
+        let subsets = crate::relations::subset::reconcile::rules(&self.collections)
+            .into_iter()
+            .filter(|rule| rule.strategy == crate::SyncStrategy::Async)
+            .collect();
+        SyncWorker::new(db.clone(), self.graph.clone()).follow_subsets(subsets)
     }
 
     /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads: the
@@ -415,9 +419,22 @@ impl SchemaBuilder {
             );
         }
         if problems.is_empty() {
+            // the sync worker reads a deleted child's parent from its pre-image
+            let followed: Vec<String> = self
+                .collections
+                .iter()
+                .flat_map(|c| &c.subsets)
+                .filter(|s| s.strategy == crate::SyncStrategy::Async)
+                .map(|s| s.child.clone())
+                .collect();
+            let mut collections = self.collections;
+            for spec in &mut collections {
+                if followed.contains(&spec.name) {
+                    spec.change_stream_pre_images = true;
+                }
+            }
             let graph = SyncGraph {
-                edges: self
-                    .collections
+                edges: collections
                     .iter()
                     .flat_map(|c| {
                         c.copies.iter().map(|copy| SyncEdge {
@@ -428,7 +445,7 @@ impl SchemaBuilder {
                     .collect(),
             };
             Ok(Schema {
-                collections: self.collections,
+                collections,
                 graph,
                 transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
                 version: self.version,

@@ -709,6 +709,10 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
             "dropIndexes": collection,
             "index": name,
         },
+        Action::EnablePreImages { collection } => doc! {
+            "collMod": collection,
+            "changeStreamPreAndPostImages": { "enabled": true },
+        },
         Action::ShardCollection { collection, key } => {
             let command = sharding::shard_command(db.name(), collection, key);
             return db

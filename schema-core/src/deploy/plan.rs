@@ -46,6 +46,8 @@ pub struct ObservedCollection {
     pub indexes: Vec<Document>,
     /// The key the collection is sharded by (read from `config.collections` on a mongos).
     pub shard_key: Option<Document>,
+    /// `options.changeStreamPreAndPostImages.enabled`.
+    pub pre_images: bool,
 }
 
 impl ObservedCollection {
@@ -73,6 +75,10 @@ impl ObservedCollection {
             validation_action: text("validationAction"),
             indexes: Vec::new(),
             shard_key: None,
+            pre_images: options
+                .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok())
+                .and_then(|p| p.get_bool("enabled").ok())
+                .unwrap_or(false),
         }
     }
 
@@ -144,6 +150,13 @@ pub enum Action {
         /// The declared shard key.
         key: Document,
     },
+    /// `collMod` with `changeStreamPreAndPostImages: { enabled: true }`: the sync worker of a
+    /// `#[subset(sync = "async")]` reads a deleted (or moved) child's parent from its pre-image.
+    /// Never disabled by `apply`.
+    EnablePreImages {
+        /// Collection name.
+        collection: String,
+    },
 }
 
 impl Action {
@@ -154,7 +167,8 @@ impl Action {
             | Action::UpdateValidator { collection, .. }
             | Action::CreateIndexes { collection, .. }
             | Action::DropIndex { collection, .. }
-            | Action::ShardCollection { collection, .. } => collection,
+            | Action::ShardCollection { collection, .. }
+            | Action::EnablePreImages { collection } => collection,
         }
     }
 }
@@ -187,6 +201,10 @@ impl fmt::Display for Action {
             Action::ShardCollection { collection, key } => {
                 write!(f, "shard `{collection}` by {key}")
             }
+            Action::EnablePreImages { collection } => write!(
+                f,
+                "collMod `{collection}`: changeStreamPreAndPostImages enabled (the sync worker of an async subset reads a deleted child's parent from it)"
+            ),
         }
     }
 }
@@ -481,6 +499,11 @@ impl Plan {
                     indexes: spec.indexes.clone(),
                 });
             }
+            if spec.change_stream_pre_images {
+                plan.actions.push(Action::EnablePreImages {
+                    collection: spec.name.clone(),
+                });
+            }
             return plan;
         };
         if observed.kind != "collection" {
@@ -500,6 +523,11 @@ impl Plan {
                 action: spec.validation_action,
                 changes,
                 violations: None,
+            });
+        }
+        if spec.change_stream_pre_images && !observed.pre_images {
+            plan.actions.push(Action::EnablePreImages {
+                collection: spec.name.clone(),
             });
         }
         let mut missing = Vec::new();

@@ -193,12 +193,7 @@ impl SubsetRule {
         before: Option<&BsonDocument>,
         after: Option<&BsonDocument>,
     ) -> Result<()> {
-        let counted = |child: Option<&BsonDocument>| {
-            child
-                .filter(|c| self.matches(c))
-                .and_then(|c| self.parent_of(c))
-        };
-        let (was, is) = (counted(before), counted(after));
+        let (was, is) = (self.counted_in(before), self.counted_in(after));
         let mut parents: Vec<(Bson, i64)> = Vec::new();
         match (was, is) {
             (None, None) => return Ok(()),
@@ -222,6 +217,13 @@ impl SubsetRule {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The parent that shows and counts `child`, if any.
+    fn counted_in(&self, child: Option<&BsonDocument>) -> Option<Bson> {
+        child
+            .filter(|c| self.matches(c))
+            .and_then(|c| self.parent_of(c))
     }
 
     /// Whether `parent` (a stored parent document) shows `expected`.
@@ -262,13 +264,12 @@ impl SubsetRule {
             return Ok(Verdict::Repaired);
         }
         let mut filter = doc! { "_id": id.clone() };
-        let mut observe = |path: &str| match crate::sync::get_path(parent, path) {
-            Some(value) => filter.insert(path, doc! { "$eq": value }),
-            None => filter.insert(path, doc! { "$exists": false }),
-        };
-        observe(&self.path);
-        if let Some(count) = &self.count {
-            observe(count);
+        for path in std::iter::once(&self.path).chain(&self.count) {
+            let observed = match crate::sync::get_path(parent, path) {
+                Some(value) => doc! { "$eq": value },
+                None => doc! { "$exists": false },
+            };
+            filter.insert(path.as_ref(), observed);
         }
         let result = db
             .collection::<BsonDocument>(&self.parents)
