@@ -581,3 +581,112 @@ async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
     schema().reconcile(&db, false).await.unwrap();
     assert_current(&db, 1, "the next pass").await;
 }
+
+/// The README's "Subsets that stay current" example, as written there.
+#[rustfmt::skip]
+mod readme {
+    use mongo_schema::bson::doc;
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")] pub id: i64,
+    #[subset(of = Loan, max = 3, sort = "-at", count = "loan_count")]
+    pub recent: Vec<LoanPreview>,                  // the three newest loans
+    pub loan_count: i64,
+    #[subset(of = Loan, max = 1, sort = "-at", count = "active_count",
+             filter = r#"{ "status": "active" }"#, sync = "async")]
+    pub last_active: Option<LoanPreview>,         // the newest active loan
+    pub active_count: i32,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, at = -1))]            // the refill's one indexed query
+pub struct Loan {
+    #[serde(rename = "_id")] pub id: i64,
+    #[reference] pub member_id: Ref<Member>,      // what the subsets follow
+    pub title: String, pub at: i64, pub status: String,
+}
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, PartialEq)]
+    pub struct LoanPreview {
+        pub title: String,
+        pub at: i64,
+    }
+
+    impl From<&Loan> for LoanPreview {
+        fn from(loan: &Loan) -> Self {
+            LoanPreview { title: loan.title.clone(), at: loan.at }
+        }
+    }
+
+    pub async fn run(db: &mongodb::Database) -> mongo_schema::Result<()> {
+        let schema = Schema::new().model::<Member>().model::<Loan>().build()?;
+        schema.apply(db).await?;
+        Member::collection(db)
+            .insert_one(Member { id: 1, recent: vec![], loan_count: 0, last_active: None, active_count: 0 })
+            .await?;
+        let loan = Loan { id: 1, member_id: Ref::new(1), title: "Dune".into(), at: 10, status: "active".into() };
+Member::RECENT.add_with(&db, &loan, &[&Member::LAST_ACTIVE]).await?;
+        let added = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((added.loan_count, added.active_count, added.recent.len()), (1, 1, 1));
+Member::RECENT.update_with(&db, &loan.to_ref(), doc! { "$set": { "status": "returned" } },
+                           &[&Member::LAST_ACTIVE]).await?;
+        let returned = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((returned.loan_count, returned.active_count, returned.last_active), (1, 0, None));
+Member::RECENT.delete_with(&db, &loan.to_ref(), &[&Member::LAST_ACTIVE]).await?;
+        let deleted = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((deleted.loan_count, deleted.recent.len()), (0, 0));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_readme_example_runs() {
+    let db = mongo_schema_testkit::database("subsets_readme").await;
+    readme::run(&db).await.unwrap();
+}
+
+/// Every ```rust block of the README's subset section is in this file, line for line
+/// (indentation aside).
+#[test]
+fn the_readme_blocks_are_in_this_file() {
+    let readme = include_str!("../README.md");
+    let trimmed = |text: &str| -> String {
+        text.lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect()
+    };
+    let this_file = trimmed(include_str!("subsets.rs"));
+    let section = "## Subsets that stay current";
+    let start = readme
+        .find(&format!("\n{section}\n"))
+        .expect("the README section");
+    let body = &readme[start + section.len() + 2..];
+    let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+    let mut checked = 0;
+    for block in body.split("```rust\n").skip(1) {
+        let block = &block[..block.find("```").expect("an unclosed code block")];
+        // each type of the example is a run of lines of this file; each call's lines are here
+        for part in block.split("\n\n") {
+            if part.contains("pub struct") {
+                assert!(
+                    this_file.contains(&trimmed(part)),
+                    "not in tests/subsets.rs:\n{part}"
+                );
+            } else {
+                for line in part.lines() {
+                    assert!(
+                        this_file.contains(&trimmed(line)),
+                        "not in tests/subsets.rs: {line}"
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} parts found");
+}

@@ -129,9 +129,12 @@ pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static
 pub fn subset_preview<C, V>(child: &Document) -> crate::Result<Bson>
 where
     C: serde::de::DeserializeOwned,
-    V: for<'c> From<&'c C> + serde::Serialize,
+    V: PreviewOf<C> + serde::Serialize,
 {
-    crate::relations::subset::preview_of::<C, V>(child)
+    let child: C =
+        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+    Ok(crate::model::document::stored_bson(&V::preview_of(&child))
+        .map_err(mongodb::error::Error::from)?)
 }
 
 /// A stored field of a collection root, keyed by a hash of its Rust name; implemented by
@@ -408,8 +411,16 @@ impl<'de, E: serde::de::Error> serde::Deserializer<'de> for MissingField<E> {
     message = "`{Self}` is the preview of a `#[subset]` of `{C}` and needs `impl From<&{C}> for {Self}`",
     label = "no `From<&{C}>`"
 )]
-pub trait PreviewOf<C> {}
-impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {}
+pub trait PreviewOf<C> {
+    /// `Self::from(child)`.
+    fn preview_of(child: &C) -> Self;
+}
+impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {
+    #[inline]
+    fn preview_of(child: &C) -> Self {
+        V::from(child)
+    }
+}
 
 /// Compile-time check of a subset's preview type.
 pub fn require_preview<V: PreviewOf<C>, C>() {}

@@ -102,7 +102,11 @@ impl Schema {
                     node(&spec.name),
                     subset.path,
                     subset.max,
-                    if subset.filter.is_some() { " matching" } else { "" },
+                    if subset.filter.is_some() {
+                        " matching"
+                    } else {
+                        ""
+                    },
                     subset.strategy,
                     node(&subset.child)
                 );
@@ -281,10 +285,9 @@ fn relationships(schema: &Schema) -> Vec<Relationship> {
                 .count
                 .as_ref()
                 .map_or(String::new(), |c| format!(" and the count `{c}`"));
-            let filter = subset
-                .filter
-                .as_ref()
-                .map_or(String::new(), |f| format!(" of the children matching `{f}`"));
+            let filter = subset.filter.as_ref().map_or(String::new(), |f| {
+                format!(" of the children matching `{f}`")
+            });
             let atomicity = match subset.strategy {
                 SyncStrategy::Async => "`add`, `update`, `delete`: child and parent in one transaction; any other write of a child: the sync worker refreshes the parent (async)",
                 SyncStrategy::Reconcile => "`add`, `update`, `delete`: child and parent in one transaction; any other write of a child: repaired by `reconcile`",

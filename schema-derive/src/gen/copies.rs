@@ -499,8 +499,16 @@ pub fn consts(cont: &Container) -> TokenStream {
             let doc = format!(
                 "The `#[subset]` `{path}`: add, update and delete children with their previews and count kept here (`add`, `update`, `delete`), `rebuild` from the children."
             );
-            // spanned at `of = C`: a child without a reference to this type is one error there
-            let parent = quote_spanned!(child.span()=> .parent(#private::child_parent_field::<#child, Self>()));
+            // spanned at `of = C`: a child without a reference to this type (or with two) is one
+            // error there; the preview built `From<&C>` likewise at the preview type
+            let parent = respan(
+                quote!(.parent(#private::child_parent_field::<#child, Self>())),
+                child.span(),
+            );
+            let preview_fn = respan(
+                quote!(.preview(#private::subset_preview::<#child, #preview>)),
+                preview.span(),
+            );
             let filter = subset.filter.as_ref().map(|f| {
                 let json = &f.json;
                 quote!(.filter(#json))
@@ -512,7 +520,7 @@ pub fn consts(cont: &Container) -> TokenStream {
             out.extend(quote! {
                 #[doc = #doc]
                 pub const #name: #private::Subset<Self, #child, #preview> =
-                    #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type #parent #filter #strategy;
+                    #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type #parent #preview_fn #filter #strategy;
             });
         }
         if let Some(embed) = &field.attrs.embed {
@@ -580,18 +588,32 @@ pub fn checks(cont: &Container) -> TokenStream {
                         })
                         .collect::<TokenStream>()
                 });
-            Some(
-                quote! {
-                    #private::require_document::<#child>();
-                    #count
-                    #filter
-                }
-                .into_iter()
-                .chain(quote_spanned! {preview.span()=>
-                    #private::require_preview::<#preview, #child>();
-                })
-                .collect::<TokenStream>(),
-            )
+            // (the preview's `From<&C>` is checked where the subset's constant names it)
+            let _ = preview;
+            Some(quote! {
+                #private::require_document::<#child>();
+                #count
+                #filter
+            })
         }))
+        .collect()
+}
+
+/// `tokens` with every token spanned at `span`, so that an error of rustc about the whole
+/// expression (a bound, a constant's evaluation) points at the user's token.
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
         .collect()
 }

@@ -66,6 +66,8 @@ pub struct Subset<P, C, V> {
     filter: Option<&'static str>,
     strategy: SyncStrategy,
     deadline: Duration,
+    /// `V::from(&C)` on a stored child (for the schema's spec: reconcile and the worker).
+    preview: Option<PreviewFn>,
     types: PhantomData<Types<P, C, V>>,
 }
 
@@ -160,8 +162,16 @@ impl<P, C, V> Subset<P, C, V> {
             filter: None,
             strategy: SyncStrategy::Transactional,
             deadline: TRANSACTION_DEADLINE,
+            preview: None,
             types: PhantomData,
         }
+    }
+
+    /// Used by generated code: builds a preview from a stored child, for reconcile and the
+    /// sync worker (which work on BSON).
+    pub const fn preview(mut self, preview: PreviewFn) -> Self {
+        self.preview = Some(preview);
+        self
     }
 
     /// Used by generated code: the child's stored path holding the parent's `_id` (its
@@ -203,6 +213,29 @@ impl<P, C, V> Subset<P, C, V> {
     pub const fn count_type(mut self, count_type: CounterType) -> Self {
         self.count_type = count_type;
         self
+    }
+}
+
+impl<P: Document, C: Document, V> Subset<P, C, V> {
+    /// The subset as the schema describes it (used by generated code: `collection_spec`).
+    pub fn spec(&self, child_type: &'static str) -> crate::SubsetSpec {
+        let mut spec = crate::SubsetSpec::new(
+            self.path,
+            C::COLLECTION,
+            child_type,
+            self.max,
+            self.sort_field,
+            self.sort_direction,
+            self.count,
+        );
+        spec.count_type = self.count_type;
+        spec.parent_field = self.parent.to_owned();
+        spec.filter = self
+            .filter
+            .and_then(|json| parse_filter(P::COLLECTION, self.path, json).ok());
+        spec.strategy = self.strategy;
+        spec.preview = self.preview.map(crate::model::copy::PreviewBuilder);
+        spec
     }
 }
 
@@ -421,27 +454,6 @@ where
             rules.push(other.rule()?.0);
         }
         Ok(rules)
-    }
-
-    /// The subset as the schema describes it (used by generated code: `collection_spec`).
-    pub fn spec(&self, child_type: &'static str) -> crate::SubsetSpec {
-        let mut spec = crate::SubsetSpec::new(
-            self.path,
-            C::COLLECTION,
-            child_type,
-            self.max,
-            self.sort_field,
-            self.sort_direction,
-            self.count,
-        );
-        spec.count_type = self.count_type;
-        spec.parent_field = self.parent.to_owned();
-        spec.filter = self
-            .filter
-            .and_then(|json| parse_filter(P::COLLECTION, self.path, json).ok());
-        spec.strategy = self.strategy;
-        spec.preview = Some(crate::model::copy::PreviewBuilder(preview_of::<C, V>));
-        spec
     }
 
     /// The subset as data (shared with reconcile and the sync worker).
