@@ -623,22 +623,22 @@ pub struct Loan {
         }
     }
 
-    pub async fn run(db: &mongodb::Database) -> mongo_schema::Result<()> {
+    pub async fn run(db: mongodb::Database) -> mongo_schema::Result<()> {
         let schema = Schema::new().model::<Member>().model::<Loan>().build()?;
-        schema.apply(db).await?;
-        Member::collection(db)
+        schema.apply(&db).await?;
+        Member::collection(&db)
             .insert_one(Member { id: 1, recent: vec![], loan_count: 0, last_active: None, active_count: 0 })
             .await?;
         let loan = Loan { id: 1, member_id: Ref::new(1), title: "Dune".into(), at: 10, status: "active".into() };
 Member::RECENT.add_with(&db, &loan, &[&Member::LAST_ACTIVE]).await?;
-        let added = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        let added = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
         assert_eq!((added.loan_count, added.active_count, added.recent.len()), (1, 1, 1));
 Member::RECENT.update_with(&db, &loan.to_ref(), doc! { "$set": { "status": "returned" } },
                            &[&Member::LAST_ACTIVE]).await?;
-        let returned = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        let returned = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
         assert_eq!((returned.loan_count, returned.active_count, returned.last_active), (1, 0, None));
 Member::RECENT.delete_with(&db, &loan.to_ref(), &[&Member::LAST_ACTIVE]).await?;
-        let deleted = Member::collection(db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        let deleted = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
         assert_eq!((deleted.loan_count, deleted.recent.len()), (0, 0));
         Ok(())
     }
@@ -647,7 +647,7 @@ Member::RECENT.delete_with(&db, &loan.to_ref(), &[&Member::LAST_ACTIVE]).await?;
 #[tokio::test]
 async fn the_readme_example_runs() {
     let db = mongo_schema_testkit::database("subsets_readme").await;
-    readme::run(&db).await.unwrap();
+    readme::run(db).await.unwrap();
 }
 
 /// Every ```rust block of the README's subset section is in this file, line for line
