@@ -55,6 +55,17 @@ pub enum Error {
         /// The version this apply was for.
         applying: u64,
     },
+    /// A migration step failed (see [`crate::SchemaBuilder::migration`]): its record in
+    /// [`crate::migrate::MIGRATIONS_COLLECTION`] says `failed` with the error, and the next
+    /// `apply` runs it again from its checkpoint.
+    Migration {
+        /// The step's version.
+        version: u64,
+        /// The step's name.
+        name: String,
+        /// What went wrong.
+        source: Box<Error>,
+    },
 }
 
 impl Error {
@@ -123,6 +134,16 @@ impl fmt::Debug for Error {
                 .field("recorded", recorded)
                 .field("applying", applying)
                 .finish(),
+            Error::Migration {
+                version,
+                name,
+                source,
+            } => f
+                .debug_struct("Migration")
+                .field("version", version)
+                .field("name", name)
+                .field("source", source)
+                .finish(),
         }
     }
 }
@@ -151,6 +172,14 @@ impl fmt::Display for Error {
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
             ),
+            Error::Migration {
+                version,
+                name,
+                source,
+            } => write!(
+                f,
+                "migration step `{name}` of version {version} failed: {source} (recorded `failed`; the next apply runs it again from its checkpoint)"
+            ),
         }
     }
 }
@@ -162,6 +191,7 @@ impl std::error::Error for Error {
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
             Error::Timeout { last, .. } => last.as_deref().map(|e| e as _),
+            Error::Migration { source, .. } => Some(source.as_ref()),
             Error::Refused(_) | Error::Worker(_) | Error::Downgrade { .. } => None,
         }
     }

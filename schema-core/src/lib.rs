@@ -19,6 +19,7 @@ mod schema;
 mod sync;
 mod validation;
 
+pub use deploy::migrate;
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
     Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,

@@ -26,6 +26,7 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Schema {
     collections: Vec<CollectionSpec>,
+    migrations: Vec<crate::migrate::Migration>,
     graph: SyncGraph,
     transaction_deadline: Duration,
     version: Option<u64>,
@@ -37,6 +38,7 @@ pub struct Schema {
 #[must_use = "call `.build()` to get a `Schema`"]
 pub struct SchemaBuilder {
     collections: Vec<CollectionSpec>,
+    migrations: Vec<crate::migrate::Migration>,
     transaction_deadline: Option<Duration>,
     version: Option<u64>,
     name: Option<String>,
@@ -265,6 +267,11 @@ impl Schema {
         crate::ApplyAction::new(&self.collections, db, self.target())
     }
 
+    /// The data steps declared with [`SchemaBuilder::migration`], in declaration order.
+    pub fn migrations(&self) -> &[crate::migrate::Migration] {
+        &self.migrations
+    }
+
     /// The schema version declared with [`SchemaBuilder::version`], if any (an undeclared
     /// version is recorded as 0).
     pub fn version(&self) -> Option<u64> {
@@ -314,6 +321,40 @@ impl SchemaBuilder {
     /// the new validators and indexes. At most `i64::MAX` (the record stores an int64).
     pub fn version(mut self, version: u64) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Declares a data step of schema version `version` (at most the schema's own version),
+    /// named `name` (unique within the version): [`Schema::apply`] runs the pending steps once
+    /// each, in version order and then in the order declared, under its lock, and records them
+    /// in [`crate::migrate::MIGRATIONS_COLLECTION`]. A version that tightens a validator and has
+    /// steps is applied in the order that keeps a live service up: the new validator at level
+    /// `moderate`, the steps, then `strict` once no document violates it; its new unique
+    /// indexes are built after the steps. Steps are built with [`crate::migrate`]:
+    ///
+    /// ```no_run
+    /// # use mongo_schema_core::{migrate, Document, Schema};
+    /// # fn f<Customer: Document + Send + Sync + 'static>() -> Result<Schema, mongo_schema_core::SchemaError> {
+    /// Schema::new()
+    ///     .model::<Customer>()
+    ///     .version(2)
+    ///     .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
+    ///     .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
+    ///     .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], migrate::Keep::Oldest))
+    ///     .build()
+    /// # }
+    /// ```
+    pub fn migration(
+        mut self,
+        version: u64,
+        name: &str,
+        step: impl Into<crate::migrate::Step>,
+    ) -> Self {
+        self.migrations.push(crate::migrate::Migration {
+            version,
+            name: name.to_owned(),
+            step: step.into(),
+        });
         self
     }
 
@@ -398,6 +439,18 @@ impl SchemaBuilder {
             }
         }
         problems.extend(copy_problems(&self.collections));
+        problems.extend(crate::migrate::problems(
+            &self.migrations,
+            &self.collections,
+        ));
+        if let Some(newest) = self.migrations.iter().map(|m| m.version).max() {
+            if self.version.is_none_or(|v| v < newest) {
+                problems.push(format!(
+                    "a migration belongs to version {newest}, but the schema is version {}: declare `.version({newest})` (or later)",
+                    self.version.unwrap_or(0)
+                ));
+            }
+        }
         // the worst case of a whole document is known only here, where nested types' bounds
         // have been composed into one validator (a derive sees a single struct)
         for spec in &self.collections {
@@ -446,6 +499,7 @@ impl SchemaBuilder {
             };
             Ok(Schema {
                 collections,
+                migrations: self.migrations,
                 graph,
                 transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
                 version: self.version,

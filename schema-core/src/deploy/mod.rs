@@ -13,6 +13,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub mod migrate;
 pub(crate) mod mongosh;
 pub(crate) mod plan;
 pub(crate) mod report;

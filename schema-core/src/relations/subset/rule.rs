@@ -111,8 +111,20 @@ impl SubsetRule {
     pub async fn state(
         &self,
         db: &Database,
+        session: Option<&mut ClientSession>,
+        parent: &Bson,
+    ) -> Result<SubsetState> {
+        self.read(db, session, parent, true).await
+    }
+
+    /// [`SubsetRule::state`], counting the children only when `count` (a helper that moves
+    /// the count with `$inc` needs the previews alone: one query).
+    async fn read(
+        &self,
+        db: &Database,
         mut session: Option<&mut ClientSession>,
         parent: &Bson,
+        count: bool,
     ) -> Result<SubsetState> {
         let children = db.collection::<BsonDocument>(&self.children);
         let filter = self.children_filter(parent);
@@ -142,6 +154,7 @@ impl SubsetRule {
         };
         let count = match &self.count {
             None => None,
+            Some(_) if !count => None,
             // fewer than `max`: the query above saw them all
             Some(_) if (newest.len() as u64) < self.max => {
                 Some(self.count_type.value(newest.len() as u64))
@@ -207,7 +220,7 @@ impl SubsetRule {
         }
         let parent_collection = db.collection::<BsonDocument>(&self.parents);
         for (parent, delta) in parents {
-            let state = self.state(db, Some(&mut *session), &parent).await?;
+            let state = self.read(db, Some(&mut *session), &parent, false).await?;
             parent_collection
                 .update_one(
                     doc! { "_id": parent },
