@@ -22,9 +22,9 @@ mod validation;
 pub use deploy::migrate;
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
-    Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,
-    ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning, APPLY_DEADLINE,
-    DEFAULT_SCHEMA_NAME, META_COLLECTION,
+    Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction, PlanOptions,
+    RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning,
+    APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};

@@ -232,6 +232,7 @@ impl Schema {
     /// `schema.plan(&db).drop_stale_indexes(true).await`.
     pub fn plan<'a>(&'a self, db: &'a Database) -> crate::PlanAction<'a> {
         crate::PlanAction::new(&self.collections, db, self.target())
+            .with_migrations(&self.migrations)
     }
 
     /// Brings `db` to the schema: creates missing collections with their validator, runs
@@ -265,6 +266,7 @@ impl Schema {
     /// that declare a shard key), `.deadline(..)`.
     pub fn apply<'a>(&'a self, db: &'a Database) -> crate::ApplyAction<'a> {
         crate::ApplyAction::new(&self.collections, db, self.target())
+            .with_migrations(&self.migrations)
     }
 
     /// The data steps declared with [`SchemaBuilder::migration`], in declaration order.

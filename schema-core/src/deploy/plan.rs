@@ -435,12 +435,16 @@ pub struct Plan {
     /// The sharding of each collection that declares a shard key (filled when the topology was
     /// observed: by [`crate::Schema::plan`] whenever a collection declares a key).
     pub sharding: Vec<ShardingStatus>,
+    /// The migration steps `apply` would run, in order, with the documents each would touch
+    /// (filled by [`crate::Schema::plan`]).
+    pub migrations: Vec<crate::migrate::PendingStep>,
 }
 
 impl Plan {
-    /// Whether the server already matches the schema (warnings aside).
+    /// Whether the server already matches the schema and no migration step is pending
+    /// (warnings aside).
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.actions.is_empty() && self.migrations.is_empty()
     }
 
     /// Plans every collection of `desired` against `observed`.
@@ -593,11 +597,27 @@ impl fmt::Display for Plan {
         if let Some(version) = &self.version {
             writeln!(f, "{version}")?;
         }
-        if self.actions.is_empty() {
-            writeln!(f, "nothing to do: the database matches the schema")?;
+        let differs = self.warnings.iter().any(|w| {
+            matches!(
+                w,
+                Warning::IndexConflict { .. } | Warning::NotACollection { .. }
+            )
+        });
+        if self.actions.is_empty() && self.migrations.is_empty() {
+            if differs {
+                writeln!(
+                    f,
+                    "nothing apply would write, but the database differs from the schema where apply changes nothing by itself (below)"
+                )?;
+            } else {
+                writeln!(f, "nothing to do: the database matches the schema")?;
+            }
         }
         for action in &self.actions {
             writeln!(f, "- {action}")?;
+        }
+        for step in &self.migrations {
+            writeln!(f, "- {step}")?;
         }
         for status in &self.sharding {
             writeln!(f, "~ {status}")?;
