@@ -497,6 +497,7 @@ pub struct FillCopies<T> {
 impl<T> FillCopies<T> {
     /// The holders whose copy is missing get it from their reference `reference` (a stored
     /// field holding the source's id).
+    #[allow(clippy::wrong_self_convention)] // reads as "fill copies from the reference"
     pub fn from_reference(mut self, reference: &str) -> Self {
         self.reference = Some(reference.to_owned());
         self
