@@ -564,3 +564,63 @@ fn steps_are_checked_against_the_models_at_build() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn plan_foresees_duplicates_new_required_fields_and_collections_it_does_not_know() {
+    let db = mongo_schema_testkit::database("migrations_foresee").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    db.collection::<BsonDocument>("legacy_exports")
+        .insert_one(doc! { "at": 1 })
+        .await
+        .unwrap();
+    // v2's models without its steps
+    let bare = mongo_schema::Schema::new()
+        .model::<v2::Customer>()
+        .model::<v2::Order>()
+        .version(2)
+        .build()
+        .unwrap();
+    let plan = bare.plan(&db).await.unwrap();
+    let text = plan.to_string();
+    assert!(
+        text.contains("the unique index `email_1` of `customers` would meet 5 key value(s) held by more than one document"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "`customers.tier` is required from this version and unknown to the recorded one"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("collection `legacy_exports` is not in the schema: left alone"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("changelog") && !text.contains("mongo_schema_migrations"),
+        "{text}"
+    );
+    // with the steps, the backfill is noted; plan with a decision on violations shows it
+    let plan = v2::schema()
+        .plan(&db)
+        .on_violations(mongo_schema::OnViolations::Moderate)
+        .await
+        .unwrap();
+    let text = plan.to_string();
+    assert!(
+        text.contains("(the `set_default` step fills the existing ones only)"),
+        "{text}"
+    );
+    assert!(text.contains("validationLevel"), "{text}");
+    // without the dedupe step, the index build fails: the error shows the server's message
+    let failed = bare.apply(&db).await.unwrap_err();
+    let message = failed.to_string();
+    assert!(matches!(failed, Error::Apply { .. }), "{message}");
+    assert!(
+        message.contains("E11000") || message.contains("duplicate key"),
+        "{message}"
+    );
+    assert!(!message.contains("RawDocumentBuf"), "{message}");
+    assert!(message.len() < 600, "{message}");
+}

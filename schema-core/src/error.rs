@@ -153,8 +153,10 @@ impl fmt::Display for Error {
         match self {
             Error::Validation(e) => e.fmt(f),
             Error::Schema(e) => e.fmt(f),
-            Error::Apply { action, source } => write!(f, "apply failed to {action}: {source}"),
-            Error::Driver(e) => e.fmt(f),
+            Error::Apply { action, source } => {
+                write!(f, "apply failed to {action}: {}", driver_sentence(source))
+            }
+            Error::Driver(e) => f.write_str(&driver_sentence(e)),
             Error::Timeout {
                 operation,
                 after,
@@ -180,6 +182,40 @@ impl fmt::Display for Error {
                 f,
                 "migration step `{name}` of version {version} failed: {source} (recorded `failed`; the next apply runs it again from its checkpoint)"
             ),
+        }
+    }
+}
+
+/// The driver's error as a sentence: the server's code, name and message for a command or
+/// write error, without the raw reply the driver's own `Display` appends as hex.
+pub(crate) fn driver_sentence(error: &mongodb::error::Error) -> String {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let labels = error.labels();
+    let labels = if labels.is_empty() {
+        String::new()
+    } else {
+        let mut labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        labels.sort_unstable();
+        format!(" [{}]", labels.join(", "))
+    };
+    match error.kind.as_ref() {
+        ErrorKind::Command(e) => format!(
+            "server error {} ({}): {}{labels}",
+            e.code, e.code_name, e.message
+        ),
+        ErrorKind::Write(WriteFailure::WriteError(e)) => {
+            format!("write error {}: {}{labels}", e.code, e.message)
+        }
+        ErrorKind::Write(WriteFailure::WriteConcernError(e)) => format!(
+            "write concern error {} ({}): {}{labels}",
+            e.code, e.code_name, e.message
+        ),
+        _ => {
+            let text = error.to_string();
+            match text.find(", server response:") {
+                Some(cut) => text[..cut].to_owned(),
+                None => text,
+            }
         }
     }
 }

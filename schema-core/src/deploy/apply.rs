@@ -86,8 +86,18 @@ impl ApplyReport {
 
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(version) = &self.version {
-            writeln!(f, "{version}")?;
+        match &self.version {
+            // the status says what apply would do; here it did it
+            Some(VersionStatus::Downgrade { recorded, applying }) if self.recorded => writeln!(
+                f,
+                "schema version {applying} applied over the newer recorded version {recorded} (allow_downgrade): the record now says {applying}"
+            )?,
+            Some(VersionStatus::Downgrade { recorded, applying }) => writeln!(
+                f,
+                "schema version {applying} is older than the recorded version {recorded}: nothing written"
+            )?,
+            Some(version) => writeln!(f, "{version}")?,
+            None => {}
         }
         if self.applied.is_empty() && self.migrations.is_empty() {
             writeln!(f, "schema up to date: nothing written")?;
@@ -303,6 +313,113 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
     Ok(())
 }
 
+/// What `plan` foresees beyond the writes: the duplicates each new unique index of an existing
+/// collection would meet, and the fields a new validator requires that the recorded one does
+/// not know.
+async fn foresee(
+    db: &Database,
+    plan: &mut Plan,
+    observed: &super::plan::Observed,
+    migrations: &[Migration],
+) -> Result<()> {
+    let mut warnings = Vec::new();
+    for action in &plan.actions {
+        match action {
+            Action::CreateIndexes {
+                collection,
+                indexes,
+            } if observed.collection(collection).is_some() => {
+                for index in indexes.iter().filter(|i| i.unique) {
+                    let mut group = Document::new();
+                    let mut present = Document::new();
+                    for (key, _) in &index.keys {
+                        group.insert(key.replace('.', "_"), format!("${key}"));
+                        if index.sparse {
+                            present.insert(key.clone(), doc! { "$exists": true });
+                        }
+                    }
+                    let mut pipeline = Vec::new();
+                    if let Some(partial) = &index.partial_filter {
+                        pipeline.push(doc! { "$match": partial.clone() });
+                    }
+                    if !present.is_empty() {
+                        pipeline.push(doc! { "$match": present });
+                    }
+                    pipeline.push(doc! { "$group": { "_id": group, "count": { "$sum": 1 } } });
+                    pipeline.push(doc! { "$match": { "count": { "$gt": 1 } } });
+                    let groups: Vec<Document> = db
+                        .collection::<Document>(collection)
+                        .aggregate(pipeline)
+                        .await?
+                        .try_collect()
+                        .await?;
+                    if !groups.is_empty() {
+                        warnings.push(Warning::UniqueOverDuplicates {
+                            collection: collection.clone(),
+                            index: index.name.clone(),
+                            groups: groups.len() as u64,
+                            examples: groups
+                                .iter()
+                                .take(3)
+                                .map(|g| {
+                                    let mut example =
+                                        g.get_document("_id").cloned().unwrap_or_default();
+                                    example.insert(
+                                        "count",
+                                        g.get("count").cloned().unwrap_or(Bson::Null),
+                                    );
+                                    example
+                                })
+                                .collect(),
+                        });
+                    }
+                }
+            }
+            Action::UpdateValidator {
+                collection,
+                current: Some(current),
+                validator,
+                ..
+            } => {
+                let required = |v: &Document| -> Vec<String> {
+                    v.get_document("$jsonSchema")
+                        .ok()
+                        .and_then(|s| s.get_array("required").ok())
+                        .map(|r| {
+                            r.iter()
+                                .filter_map(|f| f.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                let known = current
+                    .get_document("$jsonSchema")
+                    .ok()
+                    .and_then(|s| s.get_document("properties").ok());
+                let before = required(current);
+                for field in required(validator) {
+                    if before.contains(&field) || known.is_some_and(|p| p.contains_key(&field)) {
+                        continue;
+                    }
+                    let backfilled = migrations.iter().any(|m| {
+                        m.step
+                            .describe()
+                            .starts_with(&format!("set_default `{collection}.{field}`"))
+                    });
+                    warnings.push(Warning::NewRequiredField {
+                        collection: collection.clone(),
+                        field,
+                        backfilled,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    plan.warnings.extend(warnings);
+    Ok(())
+}
+
 impl<'a> ApplyAction<'a> {
     pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database, target: Target) -> Self {
         ApplyAction {
@@ -396,6 +513,35 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
             let mut plan = Plan::compute_with(self.specs, &observed, self.options);
             versions::hold_back_drops(&mut plan, &status);
             count_violations(self.db, &mut plan).await?;
+            if self.options.on_violations != OnViolations::Refuse {
+                // what apply with this decision does over violations
+                for action in &mut plan.actions {
+                    if let Action::UpdateValidator {
+                        collection,
+                        level,
+                        violations: Some(found),
+                        ..
+                    } = action
+                    {
+                        if found.count == 0 {
+                            continue;
+                        }
+                        if self.options.on_violations == OnViolations::Moderate {
+                            *level = ValidationLevel::Moderate;
+                        }
+                        plan.warnings.push(Warning::ValidatorOverViolations {
+                            collection: collection.clone(),
+                            violations: found.clone(),
+                            decision: self.options.on_violations,
+                        });
+                    }
+                }
+            }
+            foresee(self.db, &mut plan, &observed, self.migrations).await?;
+            let known = |name: &str| self.specs.iter().any(|s| s.name == name);
+            for collection in super::audit::unknown_collections(self.db, known).await? {
+                plan.warnings.push(Warning::NotInSchema { collection });
+            }
             plan.migrations = crate::migrate::run::plan(
                 self.db,
                 &self.target.name,

@@ -223,20 +223,38 @@ pub(crate) async fn audit(
         }
         report.collections.push(audit);
     }
-    let names: Vec<String> = db.list_collection_names().await?;
-    report.unknown_collections = names
+    report.unknown_collections =
+        unknown_collections(db, |n| schema.collection(n).is_some()).await?;
+    report.drift = schema.reconcile(db, true).await?;
+    Ok(report)
+}
+
+/// The collections of `db` that are neither `known` nor the library's own (sync tokens and
+/// failures, the version record, the migration changelog, the copies `dedupe` kept aside of a
+/// known collection), sorted.
+pub(crate) async fn unknown_collections(
+    db: &Database,
+    known: impl Fn(&str) -> bool,
+) -> crate::Result<Vec<String>> {
+    let mut names: Vec<String> = db
+        .list_collection_names()
+        .await?
         .into_iter()
         .filter(|n| {
+            let archive = n.rsplit_once("_dedupe_").is_some_and(|(base, version)| {
+                known(base) && version.bytes().all(|b| b.is_ascii_digit())
+            });
             !n.starts_with("system.")
                 && n != TOKENS_COLLECTION
                 && n != crate::FAILURES_COLLECTION
                 && n != super::versions::META_COLLECTION
-                && schema.collection(n).is_none()
+                && n != crate::migrate::MIGRATIONS_COLLECTION
+                && !archive
+                && !known(n)
         })
         .collect();
-    report.unknown_collections.sort();
-    report.drift = schema.reconcile(db, true).await?;
-    Ok(report)
+    names.sort();
+    Ok(names)
 }
 
 fn size(value: Option<&Bson>) -> u64 {

@@ -299,6 +299,37 @@ pub enum Warning {
         /// The longer index that serves its queries.
         served_by: String,
     },
+    /// A new unique index would meet documents that share its key: its build fails (E11000)
+    /// until they are resolved (a [`crate::migrate::dedupe`] step of the version does it).
+    UniqueOverDuplicates {
+        /// Collection name.
+        collection: String,
+        /// The index.
+        index: String,
+        /// Key values held by more than one document.
+        groups: u64,
+        /// A few of them, with how many documents hold each (`{ key..., count }`).
+        examples: Vec<Document>,
+    },
+    /// The new validator requires a field the recorded one does not know: instances of the
+    /// recorded version still running write documents without it, which the new validator
+    /// rejects (expand/contract: ship it optional first, require it once no old instance
+    /// writes).
+    NewRequiredField {
+        /// Collection name.
+        collection: String,
+        /// The field.
+        field: String,
+        /// Whether a `set_default` step of this schema fills existing documents (older
+        /// instances' new writes still miss it).
+        backfilled: bool,
+    },
+    /// A collection of the database that the schema does not mention (no longer, or not yet):
+    /// left alone, never dropped.
+    NotInSchema {
+        /// Collection name.
+        collection: String,
+    },
     /// On a mongos, a collection is sharded by another key than the declared one; left alone.
     ShardKeyDiffers {
         /// Collection name.
@@ -313,6 +344,32 @@ pub enum Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::UniqueOverDuplicates {
+                collection,
+                index,
+                groups,
+                examples,
+            } => {
+                let examples: Vec<String> = examples.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "the unique index `{index}` of `{collection}` would meet {groups} key value(s) held by more than one document (e.g. {}): its build fails until they are resolved; a `migrate::dedupe` step of this version keeps one of each",
+                    examples.join(", ")
+                )
+            }
+            Warning::NewRequiredField {
+                collection,
+                field,
+                backfilled,
+            } => write!(
+                f,
+                "`{collection}.{field}` is required from this version and unknown to the recorded one: instances of the recorded version still running write documents without it, which the new validator rejects{}; ship it optional first and require it once no older instance writes (expand/contract)",
+                if *backfilled { " (the `set_default` step fills the existing ones only)" } else { "" }
+            ),
+            Warning::NotInSchema { collection } => write!(
+                f,
+                "collection `{collection}` is not in the schema: left alone (never dropped)"
+            ),
             Warning::IndexConflict {
                 collection,
                 wanted,
