@@ -78,7 +78,10 @@ async fn seed(db: &mongodb::Database, customers: i64) {
             name: format!("Customer {id}"),
         })
         .collect();
-    before::Customer::collection(db).insert_many(&people).await.unwrap();
+    before::Customer::collection(db)
+        .insert_many(&people)
+        .await
+        .unwrap();
     let orders: Vec<before::Order> = (0..customers * 3)
         .map(|id| before::Order {
             id,
@@ -86,7 +89,10 @@ async fn seed(db: &mongodb::Database, customers: i64) {
             total: id,
         })
         .collect();
-    before::Order::collection(db).insert_many(&orders).await.unwrap();
+    before::Order::collection(db)
+        .insert_many(&orders)
+        .await
+        .unwrap();
 }
 
 /// Round trips of the migration's own reads and writes (finds of customers, updates of

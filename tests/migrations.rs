@@ -112,7 +112,7 @@ mod v2 {
 }
 
 mod v3 {
-    use mongo_schema::migrate;
+    use mongo_schema::migrate::{self, Keep};
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
 
@@ -128,20 +128,24 @@ mod v3 {
         pub total: i64,
     }
 
+    /// As the README's "Evolving a live schema" shows it.
+    #[rustfmt::skip]
+    pub fn declared() -> Result<Schema, mongo_schema::SchemaError> {
+        Ok(
+Schema::new()
+    .model::<Customer>()
+    .model::<Order>()
+    .version(3)
+    .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
+    .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
+    .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], Keep::Oldest))
+    .migration(3, "customer copy", migrate::reference_to_copy::<Order>("customer"))
+    .build()?
+        )
+    }
+
     pub fn schema() -> Schema {
-        super::v2::steps::<Customer>(
-            Schema::new()
-                .model::<Customer>()
-                .model::<Order>()
-                .version(3),
-        )
-        .migration(
-            3,
-            "customer copy",
-            migrate::reference_to_copy::<Order>("customer"),
-        )
-        .build()
-        .unwrap()
+        declared().unwrap()
     }
 }
 
@@ -623,4 +627,25 @@ async fn plan_foresees_duplicates_new_required_fields_and_collections_it_does_no
     );
     assert!(!message.contains("RawDocumentBuf"), "{message}");
     assert!(message.len() < 600, "{message}");
+}
+
+/// The README's migration block is `v3::declared` of this file, line for line.
+#[test]
+fn the_readme_block_is_in_this_file() {
+    let readme = include_str!("../README.md");
+    let trimmed = |text: &str| -> String {
+        text.lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect()
+    };
+    let start = readme
+        .find("\n## Evolving a live schema\n")
+        .expect("the README section");
+    let body = &readme[start..];
+    let block = &body[body.find("```rust\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(
+        trimmed(include_str!("migrations.rs")).contains(&trimmed(block)),
+        "not in tests/migrations.rs:\n{block}"
+    );
 }
