@@ -130,6 +130,7 @@ mod v3 {
 
     /// As the README's "Evolving a live schema" shows it.
     #[rustfmt::skip]
+    #[allow(clippy::needless_question_mark)] // the README's block ends with `.build()?`
     pub fn declared() -> Result<Schema, mongo_schema::SchemaError> {
         Ok(
 Schema::new()
