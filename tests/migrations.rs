@@ -650,3 +650,83 @@ fn the_readme_block_is_in_this_file() {
         "not in tests/migrations.rs:\n{block}"
     );
 }
+
+mod renamed {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    pub use super::v1::Customer;
+
+    /// v1's order with a copy of the customer's name added beside the reference, and `total`
+    /// renamed `amount`.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "orders")]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub customer_id: Ref<Customer>,
+        #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
+        pub customer: Option<OrderCustomer>,
+        pub amount: i64,
+    }
+}
+
+#[tokio::test]
+async fn rename_field_and_fill_copies_from_a_reference() {
+    let db = mongo_schema_testkit::database("migrations_fill").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    // v1's orders store the customer's id in `customer`: rename it, and `total` to `amount`
+    let schema = mongo_schema::Schema::new()
+        .model::<renamed::Customer>()
+        .model::<renamed::Order>()
+        .version(2)
+        .migration(
+            2,
+            "customer id",
+            migrate::rename_field::<renamed::Order>("customer", "customer_id"),
+        )
+        .migration(
+            2,
+            "amount",
+            migrate::rename_field::<renamed::Order>("total", "amount"),
+        )
+        .migration(
+            2,
+            "customer copy",
+            migrate::fill_copies::<renamed::Order>("customer").from_reference("customer_id"),
+        )
+        .build()
+        .unwrap();
+    let report = schema.apply(&db).await.unwrap();
+    let counts: Vec<u64> = report.migrations.iter().map(|r| r.counts.changed).collect();
+    assert_eq!(counts, [3000, 3000, 3000], "{report}");
+    assert_eq!(
+        count(&db, "orders", doc! { "total": { "$exists": true } }).await,
+        0
+    );
+    assert_eq!(
+        count(&db, "orders", doc! { "amount": { "$exists": true } }).await,
+        3000
+    );
+    let order = db
+        .collection::<BsonDocument>("orders")
+        .find_one(doc! { "_id": 1001 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.get_i64("customer_id").unwrap(), 6);
+    assert_eq!(
+        order.get_document("customer").unwrap(),
+        &doc! { "_id": 6_i64, "name": "Customer 6" }
+    );
+    // recorded: never again (the rename's `from` is the copy's name now, which a second run
+    // would move away)
+    let again = schema.apply(&db).await.unwrap();
+    assert!(again.migrations.is_empty(), "{again}");
+    assert_eq!(
+        count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
+        3000
+    );
+}
