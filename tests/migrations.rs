@@ -730,3 +730,18 @@ async fn rename_field_and_fill_copies_from_a_reference() {
         3000
     );
 }
+
+#[tokio::test]
+async fn an_allowed_downgrade_reports_what_it_did() {
+    let db = mongo_schema_testkit::database("migrations_downgrade_report").await;
+    v2::schema().apply(&db).await.unwrap();
+    let report = v1::schema().apply(&db).allow_downgrade(true).await.unwrap();
+    let text = report.to_string();
+    assert!(
+        text.starts_with(
+            "schema version 1 applied over the newer recorded version 2 (allow_downgrade)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("refuses"), "{text}");
+}
