@@ -156,6 +156,25 @@ async fn apply_enables_the_pre_images_the_worker_reads() {
     assert!(!Channel::collection_spec().change_stream_pre_images);
     // nothing left to do
     assert!(schema.plan(&db).await.unwrap().actions.is_empty());
+    // the sync graph and the report name the strategy
+    let graph = schema.sync_graph().to_string();
+    assert!(
+        graph.contains("posts -> channels.newest (subset of the newest 2, async)"),
+        "{graph}"
+    );
+    assert!(
+        graph.contains("posts -> channels.last_pinned (subset of the newest 1 matching, async)"),
+        "{graph}"
+    );
+    let report = schema.report();
+    assert!(
+        report.contains("last_pinned: newest 1 matching (subset, async)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("the sync worker refreshes the parent (async)"),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

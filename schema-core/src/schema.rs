@@ -498,6 +498,17 @@ impl SchemaBuilder {
                         })
                     })
                     .collect(),
+                subsets: collections
+                    .iter()
+                    .flat_map(|c| {
+                        c.subsets
+                            .iter()
+                            .map(|subset| crate::model::copy::SubsetEdge {
+                                parent: c.name.clone(),
+                                subset: subset.clone(),
+                            })
+                    })
+                    .collect(),
             };
             Ok(Schema {
                 collections,

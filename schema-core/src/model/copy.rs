@@ -264,10 +264,22 @@ impl SyncEdge {
 
 /// Every copied field of a schema: for each source collection and field, which collections
 /// and paths hold copies and by which strategy. Built by [`crate::Schema::sync_graph`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SyncGraph {
     /// The edges, in model order.
     pub edges: Vec<SyncEdge>,
+    /// The subsets: previews of children kept on their parents, in model order.
+    pub subsets: Vec<SubsetEdge>,
+}
+
+/// A subset in the [`SyncGraph`]: the parent collection and the subset.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SubsetEdge {
+    /// The parent collection.
+    pub parent: String,
+    /// The subset.
+    pub subset: SubsetSpec,
 }
 
 impl SyncGraph {
@@ -306,6 +318,22 @@ impl fmt::Display for SyncGraph {
                 edge.holder,
                 edge.copy.path,
                 edge.copy.strategy
+            )?;
+        }
+        for edge in &self.subsets {
+            writeln!(
+                f,
+                "{} -> {}.{} (subset of the newest {}{}, {})",
+                edge.subset.child,
+                edge.parent,
+                edge.subset.path,
+                edge.subset.max,
+                if edge.subset.filter.is_some() {
+                    " matching"
+                } else {
+                    ""
+                },
+                edge.subset.strategy
             )?;
         }
         Ok(())
