@@ -59,6 +59,7 @@ impl ErrorClass {
                 ErrorClass::Permanent
             }
             Error::Timeout { .. } => ErrorClass::Transient,
+            Error::Migration { source, .. } => ErrorClass::of(source),
             Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
         }
     }
