@@ -14,6 +14,8 @@ use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
 use mongodb::Database;
 
+use super::failures::FailureLog;
+use super::fence::{transact, Fence, Fenced};
 use crate::relations::subset::SubsetRule;
 use crate::Result;
 
@@ -86,15 +88,40 @@ impl SubsetFollow {
         plan
     }
 
-    /// Sets `parent`'s subset and count from its children's current state; `true` when the
-    /// parent changed.
-    pub async fn refresh(&self, db: &Database, rule: usize, parent: &Bson) -> Result<bool> {
-        let rule = &self.rules[rule];
-        let state = rule.state(db, None, parent).await?;
-        let result = db
-            .collection::<BsonDocument>(&rule.parents)
-            .update_one(doc! { "_id": parent.clone() }, rule.set_update(&state))
-            .await?;
-        Ok(result.modified_count == 1)
+    /// Sets `parent`'s subset and count from its children's current state, in a transaction
+    /// fenced on `lane` (the children read and the parent written at one snapshot), with the
+    /// removal of the parent's failure record; `false` when the fence refused it (the lease
+    /// was taken over: nothing written).
+    pub async fn refresh_fenced(
+        &self,
+        db: &Database,
+        rule: usize,
+        parent: &Bson,
+        log: &FailureLog,
+        fence: &Fence,
+        lane: usize,
+    ) -> Result<bool> {
+        let rule = self.rules[rule].clone();
+        let target = rule.label();
+        let clear = log.may_exist();
+        let done = transact(db.client(), Some((fence, lane)), |session| {
+            let (db, rule, parent, target) = (db.clone(), rule.clone(), parent.clone(), target.clone());
+            Box::pin(async move {
+                let state = rule.state(&db, Some(&mut *session), &parent).await?;
+                db.collection::<BsonDocument>(&rule.parents)
+                    .update_one(doc! { "_id": parent.clone() }, rule.set_update(&state))
+                    .session(&mut *session)
+                    .await?;
+                if clear {
+                    db.collection::<BsonDocument>(crate::FAILURES_COLLECTION)
+                        .delete_many(doc! { "copy": target, "holder": parent })
+                        .session(&mut *session)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(matches!(done, Fenced::Committed(())))
     }
 }

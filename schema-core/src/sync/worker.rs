@@ -594,10 +594,22 @@ impl SyncWorker {
             })
             .collect();
         let subsets = &self.subsets;
+        if !parents.is_empty() && jobs_were_empty(&runs) {
+            log.refresh(&self.db).await?;
+        }
         let refreshes: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = parents
             .into_iter()
             .map(|(rule, parent)| {
-                Box::pin(refresh_parent(subsets, db, stats, rule, parent)) as BoxFuture<'_, _>
+                Box::pin(async move {
+                    let lane = lanes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .pop()
+                        .unwrap_or(0);
+                    let outcome = refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await;
+                    lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
+                    outcome
+                }) as BoxFuture<'_, _>
             })
             .collect();
         let mut runs = runs;
@@ -685,23 +697,45 @@ impl SyncWorker {
 
 /// Refreshes one parent of an async subset; a parent its validator rejects is counted as
 /// failed and left to reconcile.
+/// Refreshes one parent of an async subset, fenced on `lane` like the copies' fan-outs (a
+/// worker that lost its lease writes nothing), with the removal of the parent's failure record
+/// in the same transaction. A parent that cannot take its previews (its validator rejects
+/// them) is recorded in [`crate::FAILURES_COLLECTION`] (target `parents.path`, holder and source
+/// the parent) and the others go on.
+#[allow(clippy::too_many_arguments)]
 async fn refresh_parent(
     subsets: &SubsetFollow,
     db: &Database,
     stats: &WorkerStats,
+    log: &FailureLog,
+    fence: &Fence,
+    lane: usize,
     rule: usize,
     parent: Bson,
 ) -> Result<(bool, FanOutOutcome)> {
     let mut outcome = FanOutOutcome::default();
-    match subsets.refresh(db, rule, &parent).await {
-        Ok(_) => WorkerStats::add(&stats.previews_refreshed, 1),
-        Err(error) if ErrorClass::of(&error) == ErrorClass::Permanent => {
-            tracing::warn!(subset = ?subsets.rules[rule], parent = %parent, %error, "the sync worker could not refresh a subset");
+    let target = subsets.rules[rule].label();
+    let done = subsets.refresh_fenced(db, rule, &parent, log, fence, lane).await;
+    match done {
+        Ok(true) => WorkerStats::add(&stats.previews_refreshed, 1),
+        Ok(false) => outcome.fenced_off = true,
+        Err(error) if ErrorClass::of(&error) != ErrorClass::Transient => {
+            tracing::warn!(subset = %target, parent = %parent, %error, "the sync worker could not refresh a subset; recorded");
+            log.record(
+                db,
+                super::failures::Failure::of_target(target, parent.clone(), parent, &error),
+            )
+            .await?;
             outcome.failed += 1;
         }
         Err(error) => return Err(error),
     }
     Ok((false, outcome))
+}
+
+/// Whether no fan-out job is among `runs` (the failure log was not refreshed for them).
+fn jobs_were_empty<T>(runs: &[T]) -> bool {
+    runs.is_empty()
 }
 
 /// One rewrite a batch needs: a copy (`edge`) of one source document.

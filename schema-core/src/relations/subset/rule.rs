@@ -74,6 +74,11 @@ pub(crate) enum Verdict {
 }
 
 impl SubsetRule {
+    /// `parents.path`: the subset's name in reports and failure records.
+    pub fn label(&self) -> String {
+        format!("{}.{}", self.parents, self.path)
+    }
+
     /// Whether `child` is previewed and counted: it matches every equality of the filter, with
     /// mongod's equality (numbers by value, `null` matching a missing field, an array matching
     /// when one of its elements does).
