@@ -104,13 +104,24 @@ impl Schema {
         self.transaction_deadline
     }
 
+    /// The total time the library's transactions of this schema may take
+    /// ([`SchemaBuilder::transaction_deadline`], 120 s by default): past it a transaction still
+    /// running its writes returns [`crate::Error::Timeout`], one whose commit is in flight
+    /// [`crate::Error::CommitUnknown`].
+    pub fn transaction_deadline(&self) -> Duration {
+        self.transaction_deadline
+    }
+
     /// Applies `update` (an operator document such as `{ "$set": { "name": .. } }`) to the `T`
     /// document `id` and, in the same multi-document transaction, rewrites every
     /// `transactional` copy it touches; so readers never see the source and its transactional
     /// copies disagree after the commit. Transient errors (write conflicts, a primary that went
     /// away) retry the transaction, with back-off, within
     /// [`SchemaBuilder::transaction_deadline`] (120 s by default); past it the last error is
-    /// returned with its labels. `async` copies follow through the [`SyncWorker`], `frozen` ones
+    /// returned with its labels. A commit whose outcome is unknown (cut at the deadline while in
+    /// flight, or failed after the driver's retry) is [`crate::Error::CommitUnknown`]: it may
+    /// have committed, so read the document back before retrying an update that is not
+    /// idempotent (`$inc`). `async` copies follow through the [`SyncWorker`], `frozen` ones
     /// never change.
     pub async fn update_source<T: Document>(
         &self,

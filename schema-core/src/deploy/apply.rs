@@ -404,7 +404,11 @@ impl Fault {
 
     fn of_error(error: &Error) -> Fault {
         match error.as_driver() {
-            Some(driver) if !matches!(error, Error::Timeout { .. }) => Fault::of(driver),
+            Some(driver)
+                if !matches!(error, Error::Timeout { .. } | Error::CommitUnknown { .. }) =>
+            {
+                Fault::of(driver)
+            }
             _ => Fault::Permanent,
         }
     }
