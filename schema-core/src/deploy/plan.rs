@@ -290,6 +290,37 @@ pub enum Warning {
         /// The key it is sharded by.
         sharded: Document,
     },
+    /// An older version was applied over a newer one whose apply had failed for good (a
+    /// rollback of a failed deploy, no `allow_downgrade` needed); the record now says the older
+    /// version.
+    RolledBack {
+        /// The version whose apply had failed.
+        failed: u64,
+        /// The version applied.
+        applying: u64,
+        /// The failed apply's error, as recorded.
+        error: String,
+    },
+    /// A named schema had no version record of its own and took over the record of the unnamed
+    /// schema it was before (the default record held its collections or its fingerprint); the
+    /// default record now points to the new one, so that an unnamed instance of this library
+    /// still meets the same version fence.
+    RecordAdopted {
+        /// The record taken over ([`crate::DEFAULT_SCHEMA_NAME`]).
+        from: String,
+        /// The schema's name.
+        to: String,
+    },
+    /// The server's state of these collections differs from the desired state of the version
+    /// the record says was applied (same version and fingerprint): something changed it after
+    /// that apply, such as a late command of an older apply that was paused past its lease, or
+    /// an operator. `plan` reports it; `apply` repairs it with the actions listed.
+    Drifted {
+        /// The version recorded as applied.
+        version: u64,
+        /// The collections whose validator or indexes differ.
+        collections: Vec<String>,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -344,6 +375,19 @@ impl fmt::Display for Warning {
             Warning::PrefixIndex { collection, name, keys, served_by } => write!(
                 f,
                 "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with `drop_stale_indexes(true)`"
+            ),
+            Warning::RolledBack { failed, applying, error } => write!(
+                f,
+                "schema version {applying} was applied over version {failed}, whose apply had failed ({error}): rolled back"
+            ),
+            Warning::RecordAdopted { from, to } => write!(
+                f,
+                "the schema `{to}` had no version record: it took over the record `{from}` of the unnamed schema it was before (which now points to `{to}`)"
+            ),
+            Warning::Drifted { version, collections } => write!(
+                f,
+                "DRIFT: the server's state of {} differs from schema version {version}, recorded as applied (a late write of an older apply, or an operator, changed it); apply repairs it",
+                collections.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
             ),
             Warning::ShardKeyDiffers { collection, declared, sharded } => write!(
                 f,
@@ -652,6 +696,81 @@ fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Ve
     changes
 }
 
+/// The drift a plan shows: with the same version and fingerprint recorded as applied
+/// (`status` current), every collection an action would still write to, except a validator
+/// change refused over violating documents (that one was left alone on purpose, and reported).
+pub(crate) fn drifted(
+    status: &VersionStatus,
+    actions: &[Action],
+    on_violations: OnViolations,
+) -> Option<Warning> {
+    let VersionStatus::Current { version } = *status else {
+        return None;
+    };
+    let mut collections: Vec<String> = Vec::new();
+    for action in actions {
+        let refused = matches!(
+            action,
+            Action::UpdateValidator { violations: Some(v), .. } if v.count > 0
+        ) && on_violations == OnViolations::Refuse;
+        let collection = action.collection().to_owned();
+        if !refused && !collections.contains(&collection) {
+            collections.push(collection);
+        }
+    }
+    (!collections.is_empty()).then_some(Warning::Drifted {
+        version,
+        collections,
+    })
+}
+
+/// The collections where an action of `executed` is not what `observed` shows: read again after
+/// an apply's last write, a validator or index that differs means a late write of someone else
+/// (an older apply paused past its lease) landed after this apply's.
+pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
+    let mut collections: Vec<String> = Vec::new();
+    for action in executed {
+        let seen = observed.collection(action.collection());
+        let holds = match action {
+            Action::CreateCollection {
+                validator,
+                level,
+                action,
+                ..
+            }
+            | Action::UpdateValidator {
+                validator,
+                level,
+                action,
+                ..
+            } => seen.is_some_and(|seen| {
+                seen.validator
+                    .as_ref()
+                    .is_some_and(|v| json_schema::same_document(v, validator))
+                    && seen.level() == level.as_str()
+                    && seen.action() == action.as_str()
+            }),
+            Action::CreateIndexes { indexes, .. } => seen.is_some_and(|seen| {
+                indexes
+                    .iter()
+                    .all(|wanted| matches!(find_index(wanted, &seen.indexes), IndexState::Present))
+            }),
+            Action::DropIndex { name, .. } => seen.is_none_or(|seen| {
+                !seen
+                    .indexes
+                    .iter()
+                    .any(|index| index.get_str("name") == Ok(name.as_str()))
+            }),
+            Action::ShardCollection { .. } => true,
+        };
+        let collection = action.collection().to_owned();
+        if !holds && !collections.contains(&collection) {
+            collections.push(collection);
+        }
+    }
+    collections
+}
+
 enum IndexState {
     Present,
     Missing,
@@ -807,6 +926,86 @@ mod tests {
             plan.warnings[..],
             [Warning::NotACollection { .. }]
         ));
+    }
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    fn spec() -> CollectionSpec {
+        CollectionSpec::new("c", doc! { "$jsonSchema": { "required": ["a"] } })
+            .index(IndexSpec::new(doc! { "a": 1 }))
+    }
+
+    fn applied() -> ObservedCollection {
+        let mut observed = ObservedCollection::new("c");
+        observed.validator = Some(doc! { "$jsonSchema": { "required": ["a"] } });
+        observed
+            .indexes
+            .push(doc! { "v": 2, "key": { "a": 1 }, "name": "a_1" });
+        observed
+    }
+
+    #[test]
+    fn a_current_record_with_work_to_do_is_drift_and_other_statuses_are_not() {
+        let mut late = applied();
+        late.validator = Some(doc! { "$jsonSchema": { "required": [] } });
+        let plan = Plan::for_collection(&spec(), Some(&late));
+        let current = VersionStatus::Current { version: 2 };
+        assert_eq!(
+            drifted(&current, &plan.actions, OnViolations::Refuse),
+            Some(Warning::Drifted {
+                version: 2,
+                collections: vec!["c".into()]
+            })
+        );
+        let upgrade = VersionStatus::Upgrade {
+            recorded: 1,
+            applying: 2,
+        };
+        assert_eq!(drifted(&upgrade, &plan.actions, OnViolations::Refuse), None);
+        let in_sync = Plan::for_collection(&spec(), Some(&applied()));
+        assert_eq!(
+            drifted(&current, &in_sync.actions, OnViolations::Refuse),
+            None
+        );
+        // a validator refused over violating documents is known, not drift
+        let mut refused = plan.actions.clone();
+        if let Action::UpdateValidator { violations, .. } = &mut refused[0] {
+            *violations = Some(Violations {
+                count: 3,
+                sample_ids: vec![],
+            });
+        }
+        assert_eq!(drifted(&current, &refused, OnViolations::Refuse), None);
+        assert!(drifted(&current, &refused, OnViolations::Override).is_some());
+    }
+
+    #[test]
+    fn a_write_undone_by_a_late_one_is_found_on_reading_again() {
+        let executed = Plan::for_collection(&spec(), None).actions;
+        let observed = Observed {
+            collections: vec![applied()],
+            ..Observed::default()
+        };
+        assert!(undone(&executed, &observed).is_empty());
+        let mut late = applied();
+        late.validator = Some(doc! { "$jsonSchema": { "required": [] } });
+        let observed = Observed {
+            collections: vec![late],
+            ..Observed::default()
+        };
+        assert_eq!(undone(&executed, &observed), ["c"]);
+        let mut dropped = applied();
+        dropped.indexes.pop();
+        let observed = Observed {
+            collections: vec![dropped],
+            ..Observed::default()
+        };
+        assert_eq!(undone(&executed, &observed), ["c"]);
+        assert_eq!(undone(&executed, &Observed::default()), ["c"]);
     }
 }
 

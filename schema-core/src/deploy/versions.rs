@@ -77,6 +77,7 @@ pub(crate) const LEASE: Duration = Duration::from_secs(10);
 
 const APPLYING: &str = "applying";
 const APPLIED: &str = "applied";
+const FAILED: &str = "failed";
 
 /// A stable fingerprint of the desired state of `collections`: 32 hex digits of FNV-1a (128
 /// bits) over a canonical serialisation of every collection's name, validator, validation level
@@ -168,6 +169,10 @@ pub struct RecordedVersion {
     pub completed: bool,
     /// When the last apply that changed something completed (the server's clock).
     pub applied_at: Option<DateTime>,
+    /// The error of an apply of this version that failed for good (a command the server
+    /// refused, such as a unique index over duplicates): the record's state is `"failed"`, and
+    /// an older version may apply without `allow_downgrade` (a rollback).
+    pub failure: Option<String>,
 }
 
 impl RecordedVersion {
@@ -179,11 +184,17 @@ impl RecordedVersion {
             Bson::Double(v) if v.fract() == 0.0 && *v >= 0.0 => *v as u64,
             _ => return None,
         };
+        let failure = (doc.get_str("state") == Ok(FAILED)).then(|| {
+            doc.get_str("error")
+                .unwrap_or("no error recorded")
+                .to_owned()
+        });
         Some(RecordedVersion {
             version,
             fingerprint: doc.get_str("fingerprint").unwrap_or_default().to_owned(),
             completed: doc.get_str("state") == Ok(APPLIED),
             applied_at: doc.get_datetime("applied_at").ok().copied(),
+            failure,
         })
     }
 }
@@ -195,6 +206,9 @@ impl fmt::Display for RecordedVersion {
             "version {} (fingerprint {}",
             self.version, self.fingerprint
         )?;
+        if let Some(failure) = &self.failure {
+            return write!(f, ", apply FAILED: {failure})");
+        }
         match (self.completed, self.applied_at) {
             (true, Some(at)) => write!(
                 f,
@@ -253,6 +267,25 @@ pub enum VersionStatus {
         /// The version being applied.
         applying: u64,
     },
+    /// The same version and desired state are recorded, and their apply failed for good: the
+    /// next apply tries again (it fails the same way until the cause is fixed).
+    Failed {
+        /// The version.
+        version: u64,
+        /// The recorded error.
+        error: String,
+    },
+    /// An older version than the recorded one, whose apply failed for good: the rollback of a
+    /// failed deploy. `apply` brings the schema back to this version's desired state and
+    /// records it, without `allow_downgrade` (and drops no index, as a downgrade would not).
+    Rollback {
+        /// The version whose apply failed.
+        failed: u64,
+        /// The version being applied.
+        applying: u64,
+        /// The failed apply's error.
+        error: String,
+    },
 }
 
 impl VersionStatus {
@@ -263,9 +296,16 @@ impl VersionStatus {
         };
         use std::cmp::Ordering::*;
         match applying.cmp(&recorded.version) {
-            Less => VersionStatus::Downgrade {
-                recorded: recorded.version,
-                applying,
+            Less => match &recorded.failure {
+                Some(error) => VersionStatus::Rollback {
+                    failed: recorded.version,
+                    applying,
+                    error: error.clone(),
+                },
+                None => VersionStatus::Downgrade {
+                    recorded: recorded.version,
+                    applying,
+                },
             },
             Greater => VersionStatus::Upgrade {
                 recorded: recorded.version,
@@ -277,6 +317,10 @@ impl VersionStatus {
                 fingerprint: fingerprint.to_owned(),
             },
             Equal if recorded.completed => VersionStatus::Current { version: applying },
+            Equal if recorded.failure.is_some() => VersionStatus::Failed {
+                version: applying,
+                error: recorded.failure.clone().unwrap_or_default(),
+            },
             Equal => VersionStatus::Interrupted { version: applying },
         }
     }
@@ -322,6 +366,14 @@ impl fmt::Display for VersionStatus {
                 f,
                 "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless `allow_downgrade(true)`"
             ),
+            VersionStatus::Failed { version, error } => write!(
+                f,
+                "schema version {version}: its apply FAILED ({error}); apply tries again (fix the cause first), or deploy the previous version to roll back"
+            ),
+            VersionStatus::Rollback { failed, applying, error } => write!(
+                f,
+                "schema version {failed} -> {applying}: the apply of {failed} FAILED ({error}); apply rolls back to {applying}"
+            ),
         }
     }
 }
@@ -329,8 +381,12 @@ impl fmt::Display for VersionStatus {
 /// A downgrade that is allowed must not drop what the newer version created: with a newer
 /// version recorded, `DropIndex` actions are taken out of the plan and reported instead.
 pub(crate) fn hold_back_drops(plan: &mut Plan, status: &VersionStatus) {
-    let VersionStatus::Downgrade { recorded, applying } = *status else {
-        return;
+    let (recorded, applying) = match *status {
+        VersionStatus::Downgrade { recorded, applying } => (recorded, applying),
+        VersionStatus::Rollback {
+            failed, applying, ..
+        } => (failed, applying),
+        _ => return,
     };
     let mut held = Vec::new();
     plan.actions.retain(|action| match action {
@@ -361,6 +417,97 @@ pub(crate) async fn read_record(
         .await?
         .as_ref()
         .and_then(RecordedVersion::from_document))
+}
+
+/// Which record a schema uses, as [`resolve_record`] found it.
+#[derive(Debug)]
+pub(crate) struct ResolvedRecord {
+    /// The `_id` of the record (the schema's name, or the name its default record was renamed
+    /// to).
+    pub(crate) name: String,
+    /// The record, if there is one.
+    pub(crate) recorded: Option<RecordedVersion>,
+    /// The record this schema takes over: the unnamed schema's, for a schema that was given a
+    /// name since.
+    pub(crate) adopted_from: Option<String>,
+}
+
+/// Finds the record of the schema called `name` (with the collections `collections` and the
+/// fingerprint `fingerprint`):
+///
+/// - its own record, if it has one; for the unnamed schema whose record was adopted by a named
+///   one (`renamed_to`), that one's, so the version fence stays one record;
+/// - for a named schema without a record, the unnamed schema's record when it is this
+///   schema's: it records one of these collections, or this very fingerprint (a rename and
+///   nothing else). With `adopt`, it is copied under `name` (without its lock) and the default
+///   record is marked `renamed_to: name`; `plan` reads without adopting.
+///
+/// Another service's default record (other collections, another fingerprint) is never adopted.
+pub(crate) async fn resolve_record(
+    meta: &Collection<BsonDocument>,
+    name: &str,
+    collections: &[String],
+    fingerprint: &str,
+    adopt: bool,
+) -> Result<ResolvedRecord> {
+    let found =
+        |name: &str, doc: Option<&BsonDocument>, adopted_from: Option<String>| ResolvedRecord {
+            name: name.to_owned(),
+            recorded: doc.and_then(RecordedVersion::from_document),
+            adopted_from,
+        };
+    let own = meta.find_one(doc! { "_id": name }).await?;
+    if let Some(own) = &own {
+        if name == DEFAULT_SCHEMA_NAME {
+            if let Ok(renamed) = own.get_str("renamed_to") {
+                let target = meta.find_one(doc! { "_id": renamed }).await?;
+                return Ok(found(renamed, target.as_ref(), None));
+            }
+        }
+        return Ok(found(name, Some(own), None));
+    }
+    if name == DEFAULT_SCHEMA_NAME {
+        return Ok(found(name, None, None));
+    }
+    let Some(default) = meta.find_one(doc! { "_id": DEFAULT_SCHEMA_NAME }).await? else {
+        return Ok(found(name, None, None));
+    };
+    let recorded_collections = default.get_array("collections").ok();
+    let ours = recorded_collections.is_some_and(|recorded| {
+        recorded.iter().any(|c| {
+            c.as_str()
+                .is_some_and(|c| collections.iter().any(|o| o == c))
+        })
+    }) || default.get_str("fingerprint") == Ok(fingerprint);
+    if default.contains_key("renamed_to")
+        || !ours
+        || RecordedVersion::from_document(&default).is_none()
+    {
+        return Ok(found(name, None, None));
+    }
+    let from = Some(DEFAULT_SCHEMA_NAME.to_owned());
+    if !adopt {
+        return Ok(found(name, Some(&default), from));
+    }
+    let mut copy = default.clone();
+    copy.insert("_id", name);
+    copy.insert("adopted_from", DEFAULT_SCHEMA_NAME);
+    copy.remove("locked_by");
+    copy.remove("lock_expires");
+    match meta.insert_one(copy).await {
+        Ok(_) => {}
+        // another instance adopted it first: the same copy
+        Err(e) if server_code(&e) == Some(11000) => {}
+        Err(e) => return Err(e.into()),
+    }
+    meta.update_one(
+        doc! { "_id": DEFAULT_SCHEMA_NAME, "renamed_to": { "$exists": false } },
+        doc! { "$set": { "renamed_to": name } },
+    )
+    .await?;
+    // read it back: another instance may have adopted and claimed it meanwhile
+    let own = meta.find_one(doc! { "_id": name }).await?;
+    Ok(found(name, own.as_ref(), from))
 }
 
 /// The outcome of one attempt to take the apply lock.
@@ -425,35 +572,43 @@ impl ApplyLock {
     /// Takes the lock and, in the same write, raises the recorded version to `version` and
     /// claims `fingerprint` (marking the record `applying` when either changes). The server
     /// decides, on its own clock, whether the lock is free and whether the version may apply.
+    /// `collections`: the schema's collection names, recorded so that a schema renamed later
+    /// can tell its own default record from another service's.
     pub(crate) async fn claim(
         &self,
         version: u64,
         fingerprint: &str,
+        collections: &[String],
         allow_downgrade: bool,
     ) -> Result<Claim> {
         let sent = Instant::now();
         let version = version as i64;
         let free = self.lease.free("locked_by", "lock_expires");
+        // an older version may take the place of a newer one whose apply failed (a rollback)
         let allowed = if allow_downgrade {
             Bson::Boolean(true)
         } else {
-            doc! { "$lte": [{ "$ifNull": ["$version", -1_i64] }, version] }.into()
+            doc! { "$or": [
+                { "$lte": [{ "$ifNull": ["$version", -1_i64] }, version] },
+                { "$eq": ["$state", FAILED] },
+            ] }
+            .into()
         };
         let take = doc! { "$and": [free, allowed] };
         let same = doc! { "$and": [
             { "$eq": ["$version", version] },
             { "$eq": ["$fingerprint", fingerprint] },
+            { "$ne": ["$state", FAILED] },
         ] };
+        let restart = doc! { "$and": [take.clone(), { "$not": [same] }] };
         let update = vec![doc! { "$set": {
             "locked_by": { "$cond": [take.clone(), self.lease.owner(), "$locked_by"] },
             "lock_expires": { "$cond": [take.clone(), self.lease.expires(), "$lock_expires"] },
-            "state": { "$cond": [
-                { "$and": [take.clone(), { "$not": [same] }] },
-                APPLYING,
-                "$state",
-            ] },
+            "state": { "$cond": [restart.clone(), APPLYING, "$state"] },
+            "error": { "$cond": [restart, Bson::Null, "$error"] },
             "version": { "$cond": [take.clone(), version, "$version"] },
-            "fingerprint": { "$cond": [take, fingerprint, "$fingerprint"] },
+            "fingerprint": { "$cond": [take.clone(), fingerprint, "$fingerprint"] },
+            "collections": { "$cond": [take, { "$literal": collections }, "$collections"] },
         } }];
         let after = match self
             .meta
@@ -477,12 +632,17 @@ impl ApplyLock {
                 fingerprint: fingerprint.to_owned(),
                 completed: false,
                 applied_at: None,
+                failure: None,
             });
             return Ok(Claim::Held(recorded));
         }
         self.lease.lost();
         match RecordedVersion::from_document(&after) {
-            Some(recorded) if !allow_downgrade && recorded.version > version as u64 => {
+            Some(recorded)
+                if !allow_downgrade
+                    && recorded.version > version as u64
+                    && recorded.failure.is_none() =>
+            {
                 Ok(Claim::Newer(recorded.version))
             }
             _ => Ok(Claim::Busy),
@@ -529,6 +689,24 @@ impl ApplyLock {
             .await?;
         self.lease.lost();
         Ok(result.matched_count == 1)
+    }
+
+    /// Records that the claimed version's apply failed for good (state `"failed"`, the error and
+    /// the server's time) and releases the lock; an older version may then apply (a rollback).
+    /// `false` if the lock was lost meanwhile (nothing recorded).
+    pub(crate) async fn fail(&self, error: &str) -> Result<bool> {
+        let result = self
+            .meta
+            .update_one(
+                self.owned(),
+                vec![
+                    doc! { "$set": { "state": FAILED, "error": error, "failed_at": "$$NOW" } },
+                    doc! { "$unset": ["locked_by", "lock_expires"] },
+                ],
+            )
+            .await;
+        self.lease.lost();
+        Ok(result?.matched_count == 1)
     }
 
     /// Releases the lock without recording completion (the record stays `applying` if this
@@ -634,6 +812,7 @@ mod tests {
             fingerprint: fingerprint.into(),
             completed,
             applied_at: None,
+            failure: None,
         }
     }
 
