@@ -563,7 +563,10 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
     assert!(!record.contains_key("locked_by"), "the lock is released");
     let plan = v2_unique::schema().plan(&db).await.unwrap();
     assert!(
-        matches!(&plan.version, Some(VersionStatus::Failed { version: 2, .. })),
+        matches!(
+            &plan.version,
+            Some(VersionStatus::Failed { version: 2, .. })
+        ),
         "{plan}"
     );
 
@@ -584,10 +587,14 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
     let rollback = v1_schema().apply(&db).await.unwrap();
     println!("version 1 after the failed 2:\n{rollback}");
     assert!(
-        rollback
-            .warnings
-            .iter()
-            .any(|w| matches!(w, Warning::RolledBack { failed: 2, applying: 1, .. })),
+        rollback.warnings.iter().any(|w| matches!(
+            w,
+            Warning::RolledBack {
+                failed: 2,
+                applying: 1,
+                ..
+            }
+        )),
         "{rollback}"
     );
     assert!(rollback.to_string().contains("rolled back"), "{rollback}");

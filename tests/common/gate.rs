@@ -45,15 +45,21 @@ impl Gate {
     /// A client for `uri` whose command events pass through a new gate.
     pub async fn client(uri: &str) -> (Client, Gate) {
         let gate = Gate::default();
+        (gate.connect(uri).await, gate)
+    }
+
+    /// A client for `uri` whose command events pass through this gate (create it on the runtime
+    /// that will use it).
+    pub async fn connect(&self, uri: &str) -> Client {
         let mut options = ClientOptions::parse(uri).await.expect("a valid URI");
-        let handler = gate.clone();
+        let handler = self.clone();
         options.command_event_handler = Some(EventHandler::callback(move |event| match event {
             CommandEvent::Started(e) => handler.pass(Phase::Started, &e.command_name),
             CommandEvent::Succeeded(e) => handler.pass(Phase::Succeeded, &e.command_name),
             CommandEvent::Failed(_) => {}
             _ => {}
         }));
-        (Client::with_options(options).expect("a client"), gate)
+        Client::with_options(options).expect("a client")
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -706,6 +706,7 @@ async fn locked(
                 let drift = Warning::Drifted {
                     version: apply.target.version,
                     collections,
+                    after_own_write: true,
                 };
                 tracing::warn!(%drift, "apply: a late write landed after this apply's; writing again");
                 push_once(kept, drift);

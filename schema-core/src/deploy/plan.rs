@@ -312,14 +312,18 @@ pub enum Warning {
         to: String,
     },
     /// The server's state of these collections differs from the desired state of the version
-    /// the record says was applied (same version and fingerprint): something changed it after
-    /// that apply, such as a late command of an older apply that was paused past its lease, or
-    /// an operator. `plan` reports it; `apply` repairs it with the actions listed.
+    /// the record says was applied (same version and fingerprint), or, read again after an
+    /// apply's last write, from what that apply wrote: something changed it since, such as a
+    /// late command of an older apply that was paused past its lease, or an operator. `plan`
+    /// reports it; `apply` repairs it (the actions listed).
     Drifted {
-        /// The version recorded as applied.
+        /// The version recorded as applied, or being applied.
         version: u64,
         /// The collections whose validator or indexes differ.
         collections: Vec<String>,
+        /// `true` when found on reading again after this apply's own last write (and written
+        /// again at once); `false` when found at start-up against the record.
+        after_own_write: bool,
     },
 }
 
@@ -384,11 +388,14 @@ impl fmt::Display for Warning {
                 f,
                 "the schema `{to}` had no version record: it took over the record `{from}` of the unnamed schema it was before (which now points to `{to}`)"
             ),
-            Warning::Drifted { version, collections } => write!(
-                f,
-                "DRIFT: the server's state of {} differs from schema version {version}, recorded as applied (a late write of an older apply, or an operator, changed it); apply repairs it",
-                collections.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-            ),
+            Warning::Drifted { version, collections, after_own_write } => {
+                let collections = collections.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
+                if *after_own_write {
+                    write!(f, "DRIFT: read again after this apply's last write, the server's state of {collections} was no longer schema version {version}'s (a late write of an older apply landed after it); written again")
+                } else {
+                    write!(f, "DRIFT: the server's state of {collections} differs from schema version {version}, recorded as applied (a late write of an older apply, or an operator, changed it); apply repairs it")
+                }
+            }
             Warning::ShardKeyDiffers { collection, declared, sharded } => write!(
                 f,
                 "`{collection}` is sharded by {sharded}, not by the declared {declared}; left alone (resharding is an operator's decision)"
@@ -721,6 +728,7 @@ pub(crate) fn drifted(
     (!collections.is_empty()).then_some(Warning::Drifted {
         version,
         collections,
+        after_own_write: false,
     })
 }
 
@@ -958,7 +966,8 @@ mod drift_tests {
             drifted(&current, &plan.actions, OnViolations::Refuse),
             Some(Warning::Drifted {
                 version: 2,
-                collections: vec!["c".into()]
+                collections: vec!["c".into()],
+                after_own_write: false,
             })
         );
         let upgrade = VersionStatus::Upgrade {
