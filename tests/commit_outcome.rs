@@ -1,6 +1,8 @@
 //! Commit outcomes: a transaction whose `commitTransaction` is still in flight at its deadline
 //! (held in command monitoring, then let through) is `Error::CommitUnknown`, not a timeout to
-//! retry; the commit lands, and the library sent the update and the commit once.
+//! retry; the commit lands, and the library sent the update and the commit once. A commit that
+//! meets a stopped server fails with `UnknownTransactionCommitResult` after the driver's own
+//! retry: `Error::CommitUnknown` too, and the transaction is not run again.
 
 mod common;
 
@@ -107,4 +109,69 @@ async fn a_commit_held_past_the_deadline_is_commit_unknown_and_lands_once() {
     assert_eq!(visits(&db).await, 2);
     assert_eq!(gate.count(Phase::Started, "findAndModify"), updates + 1);
     assert_eq!(gate.count(Phase::Started, "commitTransaction"), commits + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_again() {
+    let mut server = tokio::task::spawn_blocking(|| mongo_schema_testkit::TestServer::start(None))
+        .await
+        .unwrap()
+        .expect("a server of this test's own");
+    let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
+    let (client, gate) = Gate::client(&uri).await;
+    let db = client.database("commit_network");
+    let schema = Schema::new()
+        .model::<Account>()
+        .transaction_deadline(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    schema.apply(&db).await.unwrap();
+    Account::collection(&db)
+        .insert_one(Account {
+            id: 1,
+            name: "ana".into(),
+            visits: 0,
+        })
+        .await
+        .unwrap();
+    // apply's version claim is a findAndModify too
+    let updates = gate.count(Phase::Started, "findAndModify");
+    gate.hold(Phase::Started, "commitTransaction");
+    let update = {
+        let (schema, db) = (schema.clone(), db.clone());
+        tokio::spawn(async move {
+            schema
+                .update_source::<Account>(&db, &1, doc! { "$inc": { "visits": 1_i64 } })
+                .await
+        })
+    };
+    gate.held(Phase::Started, "commitTransaction", Duration::from_secs(30))
+        .await;
+    // the server goes away while the commit is about to be sent
+    let server = tokio::task::spawn_blocking(move || {
+        server.stop();
+        server
+    })
+    .await
+    .unwrap();
+    gate.release(Phase::Started, "commitTransaction");
+    let outcome = tokio::time::timeout(Duration::from_secs(30), update)
+        .await
+        .expect("the update returns within 30 s")
+        .unwrap();
+    println!("{outcome:?}");
+    match &outcome {
+        Err(Error::CommitUnknown { reason, last, .. }) => {
+            assert!(reason.contains("driver's retry"), "{reason}");
+            let last = last.as_ref().expect("the commit's error");
+            assert!(
+                last.contains_label("UnknownTransactionCommitResult"),
+                "{last:?}"
+            );
+        }
+        other => panic!("expected CommitUnknown, got {other:?}"),
+    }
+    // the library did not run the transaction again
+    assert_eq!(gate.count(Phase::Started, "findAndModify"), updates + 1);
+    drop(server);
 }
