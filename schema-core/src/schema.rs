@@ -240,12 +240,25 @@ impl Schema {
     /// [`crate::Error::Downgrade`] naming both, unless `.allow_downgrade(true)`; the same
     /// version with another fingerprint applies with a [`crate::Warning::SameVersionChanged`]
     /// (the development loop); stale indexes are never dropped while a newer version is
-    /// recorded.
+    /// recorded. A version whose apply failed for good (a command the server refused, such as a
+    /// unique index over duplicates) is recorded `failed` with the error
+    /// ([`crate::VersionStatus::Failed`]); an older version may then apply without
+    /// `allow_downgrade` and brings the schema back to its own state (a rollback,
+    /// [`crate::Warning::RolledBack`]). A schema given a [`SchemaBuilder::name`] after it ran
+    /// unnamed takes over the unnamed record when that one holds its collections or its
+    /// fingerprint ([`crate::Warning::RecordAdopted`]).
+    ///
+    /// **Drift.** A start-up whose version and fingerprint are recorded as applied but whose
+    /// plan is not empty reports [`crate::Warning::Drifted`] (`plan` too) and writes the
+    /// schema's state again. After its last write, an apply reads the state again and writes
+    /// over a late command of an older apply that was paused past its lease.
     ///
     /// **Many instances at once.** Writes happen under a lock in the record (a lease on the
     /// server's clock, renewed while the apply runs), taken in the same `findAndModify` that
     /// raises the recorded version; so an older version's apply can neither start after a newer
-    /// one recorded nor write after it (the design is explained on [`crate::META_COLLECTION`]).
+    /// one recorded nor start a write after it lost the lock (the design is explained on
+    /// [`crate::META_COLLECTION`]; a command already sent by a process paused past its lease is
+    /// caught by the re-read and the drift check above).
     /// Instances that find the lock taken wait, then observe again and usually find nothing
     /// left to do. Codes 26, 27, 48, 85 and 86 (the state changed
     /// under the plan) make it observe and plan again; transient faults (network, not primary,

@@ -84,7 +84,7 @@ pub(crate) fn script(
     );
     let _ = writeln!(
         out,
-        "\n// like apply, refuse to run over a newer recorded version: nothing is changed"
+        "\n// like apply, refuse to run over a newer recorded version (unless its apply failed: a rollback): nothing is changed"
     );
     let _ = writeln!(
         out,
@@ -93,7 +93,7 @@ pub(crate) fn script(
     );
     let _ = writeln!(
         out,
-        "if (recorded && Number(recorded.version) > {version}) throw new Error(\"the database records schema version \" + recorded.version + \", newer than this script's {version}: nothing was changed\");"
+        "if (recorded && Number(recorded.version) > {version} && recorded.state !== \"failed\") throw new Error(\"the database records schema version \" + recorded.version + \", newer than this script's {version}: nothing was changed\");"
     );
     for spec in collections {
         let name = string(&spec.name);

@@ -36,6 +36,16 @@ use crate::{CollectionSpec, Result};
 ///   refused over violating documents, a conflicting index) stays visible in `plan`.
 /// - `applied_at` is the server's time (`$$NOW`) when the last apply that changed something
 ///   completed. A start-up that finds nothing to do does not write it (nor anything else).
+/// - `state: "failed"`, with `error` (the message) and `failed_at`, when an apply that claimed
+///   a new version or fingerprint met a command the server refused for good (a unique index over
+///   duplicates, a validator it rejects). An apply of the same version tries again; an older
+///   version may take the lock without `allow_downgrade` (the rollback of a failed deploy), and
+///   the next claim clears `error`.
+/// - `collections`: the schema's collection names at the last claim. A schema given a name
+///   after it ran unnamed finds no record of its own and takes over the unnamed one (`"schema"`)
+///   when it holds one of its collections or its fingerprint: the record is copied under the
+///   new name (`adopted_from: "schema"`) and the old one gets `renamed_to`, which an unnamed
+///   instance of this library follows, so the version fence stays one record.
 ///
 /// # Why a lock, and how an older apply is kept from undoing a newer one
 ///
@@ -62,8 +72,13 @@ use crate::{CollectionSpec, Result};
 /// while the apply runs, so a long index build keeps it. An apply that dies keeps it until the
 /// lease expires; the next one then takes it over. Before each write the holder checks, on its
 /// own monotonic clock measured from the moment it *sent* the last renewal, that the lease
-/// cannot have lapsed; so a takeover can only happen after the previous holder stopped writing
-/// (a write already in flight may still land: the new holder plans after it, from the server).
+/// cannot have lapsed; so a takeover can only happen after the previous holder stopped starting
+/// writes. A command already sent, or one whose process was paused between that check and the
+/// send (a VM pause, SIGSTOP) and resumed after a takeover, may still land late, after the new
+/// holder's writes: the holder reads the state again after its last write and writes over such a
+/// command, and every start-up compares the state with the one recorded as applied (`plan`
+/// reports the drift, `apply` repairs it). DDL cannot be fenced on the server, so a late command
+/// that lands after both is repaired at the next start-up, not prevented.
 ///
 /// A start-up whose plan is empty and whose version and fingerprint are recorded as applied
 /// takes no lock and writes nothing: the fast path needs only reads.
