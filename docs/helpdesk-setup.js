@@ -35,4 +35,4 @@ db.getCollection("messages").createIndex(EJSON.parse('{"ticketId":1,"at":1,"_id"
 if (db.hello().msg === "isdbgrid") sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'));
 
 // record the version, the fingerprint of this setup and the time, as apply does
-db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"9aa60e88ace3bb5d2c369bae37826216","state":"applied","applied_at":"$$NOW"}}')], { upsert: true });
+db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"9aa60e88ace3bb5d2c369bae37826216","state":"applied","applied_at":"$$NOW","collections":["customers","agents","tags","tickets","messages"]}}')], { upsert: true });

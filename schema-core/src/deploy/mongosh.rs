@@ -152,6 +152,7 @@ pub(crate) fn script(
         "fingerprint": fingerprint,
         "state": "applied",
         "applied_at": "$$NOW",
+        "collections": collections.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
     } }];
     let _ = writeln!(
         out,

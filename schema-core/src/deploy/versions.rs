@@ -620,7 +620,7 @@ impl ApplyLock {
             "locked_by": { "$cond": [take.clone(), self.lease.owner(), "$locked_by"] },
             "lock_expires": { "$cond": [take.clone(), self.lease.expires(), "$lock_expires"] },
             "state": { "$cond": [restart.clone(), APPLYING, "$state"] },
-            "error": { "$cond": [restart, Bson::Null, "$error"] },
+            "error": { "$cond": [restart, "$$REMOVE", "$error"] },
             "version": { "$cond": [take.clone(), version, "$version"] },
             "fingerprint": { "$cond": [take.clone(), fingerprint, "$fingerprint"] },
             "collections": { "$cond": [take, { "$literal": collections }, "$collections"] },
