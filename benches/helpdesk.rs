@@ -9,7 +9,8 @@
 //! 1. The agent queue as seed 003 designs it (copies on the ticket, one query) against the
 //!    normalised design (`$lookup` of customer, agent and last message for the same page).
 //! 2. The generated helpers against the hand-written driver code they replace: adding a message
-//!    with its preview (transaction), a batch of references, a keyset page (the first, and the
+//!    with its preview (transaction), deleting the newest message (its preview refilled from the
+//!    next one, in the transaction), a batch of references, a keyset page (the first, and the
 //!    next one inside a run of equal keys), renaming a customer with its transactional copies,
 //!    appending to a bucket. Each line also prints the commands one call of each side sends
 //!    (driver command monitoring).
@@ -306,6 +307,74 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .update_one(
                     doc! { "_id": ticket.id },
                     doc! { "$set": { "updatedAt": message.at } },
+                )
+                .session(&mut session)
+                .await
+                .unwrap();
+            session.commit_transaction().await.unwrap();
+        },
+    )
+    .await;
+
+    // 2a''. deleting the newest message: Subset::delete (the message, the preview refilled from
+    // the next newest, the count) vs the hand-written transaction of the same three commands
+    let pool = |n: usize| {
+        (0..n)
+            .map(|_| reply(&ticket, author))
+            .collect::<Vec<Message>>()
+    };
+    let calls = ROUNDS * 20 + 2;
+    let (ours, theirs) = (pool(calls), pool(calls));
+    Message::collection(&db)
+        .insert_many(ours.iter().chain(&theirs))
+        .await?;
+    db.collection::<BsonDocument>("tickets")
+        .update_one(
+            doc! { "_id": ticket.id },
+            doc! { "$inc": { "messageCount": (2 * calls) as i64 } },
+        )
+        .await?;
+    let ours = std::sync::Mutex::new(ours);
+    let theirs = std::sync::Mutex::new(theirs);
+    compare(
+        "delete the newest message, preview refilled + count (transaction)",
+        20,
+        &log,
+        || async {
+            let message = ours.lock().unwrap().pop().expect("a message to delete");
+            assert!(Ticket::LAST_MESSAGE
+                .delete(&db, &message.to_ref())
+                .await
+                .unwrap());
+        },
+        || async {
+            let message = theirs.lock().unwrap().pop().expect("a message to delete");
+            let mut session = client.start_session().await.unwrap();
+            session.start_transaction().await.unwrap();
+            let messages = db.collection::<BsonDocument>("messages");
+            messages
+                .find_one_and_delete(doc! { "_id": message.id })
+                .session(&mut session)
+                .await
+                .unwrap()
+                .expect("the message");
+            let newest = messages
+                .find_one(doc! { "ticketId": ticket.id })
+                .sort(doc! { "at": -1 })
+                .session(&mut session)
+                .await
+                .unwrap();
+            let preview = match newest {
+                Some(raw) => {
+                    let m: Message = mongo_schema::bson::from_document(raw).unwrap();
+                    mongo_schema::bson::to_bson(&MessagePreview::from(&m)).unwrap()
+                }
+                None => mongo_schema::bson::Bson::Null,
+            };
+            db.collection::<BsonDocument>("tickets")
+                .update_one(
+                    doc! { "_id": ticket.id },
+                    doc! { "$set": { "lastMessage": preview }, "$inc": { "messageCount": -1_i64 } },
                 )
                 .session(&mut session)
                 .await

@@ -86,8 +86,22 @@
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
-//!   on the count) in one transaction, or as two writes repaired by `rebuild`; `add_with` keeps
-//!   several subsets of the same child in that one transaction.
+//!   on the count) in one transaction, or as two writes repaired by `rebuild`; `update` and
+//!   `delete` edit or delete a child and, in the same transaction, refill the parent's previews
+//!   from its children in sort order and move the count; `add_with`, `update_with` and
+//!   `delete_with` keep several subsets of the same child in that one transaction.
+//!   **The child needs one reference to the parent**: a `#[reference]` field (`Ref<P>` or an id
+//!   with `to = P`), or an `#[extended_ref(to = P, ...)]` whose `_id` serves as the reference;
+//!   index it with the sort key (`#[index(keys(ticket_id = 1, at = -1))]`) so each refill is one
+//!   indexed query. A child without one, or with two, is a compile error at `of = T`.
+//!   `filter = r#"{ "status": "active" }"#` previews and counts only the children that match
+//!   (equalities on the child's stored fields, checked at compile time); a child that stops
+//!   matching leaves the subset and the count, one that starts matching enters them.
+//!   `sync = "transactional"` (the default: only the helpers keep it), `"async"` (the
+//!   [`SyncWorker`] also follows the child collection, so plain driver writes of children keep
+//!   it current; `apply` enables the child collection's change-stream pre-images, from which
+//!   the worker reads a deleted child's parent) or `"reconcile"`; [`Schema::reconcile`] and
+//!   [`Schema::audit`] compare every parent's previews and count with its children.
 //! - Every `#[embed(max = N)]` array of a collection root has a constant `Struct::FIELD`
 //!   ([`EmbeddedArray`]) whose pushes keep the bound: with `cap`, `$slice: -N`.
 //!

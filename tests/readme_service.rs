@@ -7,7 +7,7 @@
 mod my_service {
     use mongo_schema::mongodb::Database;
     use mongo_schema::prelude::*;
-    use mongo_schema::SyncWorkerHandle;
+    use mongo_schema::{OnNewer, SyncWorkerHandle};
     use serde::{Deserialize, Serialize};
 
     #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -37,7 +37,10 @@ mod my_service {
     /// At start-up, before serving: bring the database to the schema, start the sync worker.
     pub async fn start(db: &Database) -> mongo_schema::Result<(Schema, SyncWorkerHandle)> {
         let schema = Schema::new().model::<Author>().model::<Post>().build()?;
-        let report = schema.apply(db).await?; // writes only what differs; safe from many instances
+        let report = schema
+            .apply(db)
+            .on_newer(OnNewer::Continue) // an older instance during a rolling deploy keeps serving
+            .await?; // writes only what differs; safe from many instances
         println!("{report}");
         let worker = schema.sync_worker(db).name("posts").spawn();
         worker.ready().await?; // following the authors' change stream

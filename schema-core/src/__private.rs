@@ -99,6 +99,44 @@ impl<T: crate::Document<Id = I>, I> IdOf<T> for I {}
 /// Compile-time check that `I` is `T`'s id type.
 pub fn require_id_of<I: IdOf<T>, T>() {}
 
+/// The child side of a `#[subset(of = C)]`: `C` holds the parent's `_id` in one stored path,
+/// its `#[reference]` to `P` or the `_id` of its `#[extended_ref(to = P, ...)]`. Implemented by
+/// `#[derive(Document)]` for every type a field of `C` references.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no `#[reference]` to `{P}`, which a `#[subset(of = {Self})]` of `{P}` needs",
+    label = "the children of a subset must say which `{P}` they belong to",
+    note = "give `{Self}` a field `#[reference] pub parent_id: Ref<{P}>` (indexed with the subset's sort key: `#[index(keys(parent_id = 1, at = -1))]`), or an `#[extended_ref(to = {P}, ...)]` whose `_id` serves as the reference"
+)]
+pub trait ChildOf<P: ?Sized> {
+    /// The child's stored path holding the parent's `_id` (`ticket_id`, `member._id`); empty
+    /// when the child holds several references to `P` (see [`child_parent_field`]).
+    const PARENT_FIELD: &'static str;
+}
+
+/// The child's path holding the parent's `_id`, checked while evaluating the subset's
+/// constant: a child with two references to the parent cannot say which one the subset means.
+pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static str {
+    if C::PARENT_FIELD.is_empty() {
+        panic!(
+            "the child type of this `#[subset]` holds more than one reference to the parent type: a subset follows exactly one (keep one `#[reference]`, or make the other a plain id field without `#[reference]`)"
+        );
+    }
+    C::PARENT_FIELD
+}
+
+/// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built
+/// where only BSON is at hand (reconcile, the sync worker).
+pub fn subset_preview<C, V>(child: &Document) -> crate::Result<Bson>
+where
+    C: serde::de::DeserializeOwned,
+    V: PreviewOf<C> + serde::Serialize,
+{
+    let child: C =
+        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+    Ok(crate::model::document::stored_bson(&V::preview_of(&child))
+        .map_err(mongodb::error::Error::from)?)
+}
+
 /// A stored field of a collection root, keyed by a hash of its Rust name; implemented by
 /// `#[derive(Document)]` so that `#[extended_ref(fields = "...")]` of another type can name the
 /// field's type and stored name.
@@ -373,8 +411,16 @@ impl<'de, E: serde::de::Error> serde::Deserializer<'de> for MissingField<E> {
     message = "`{Self}` is the preview of a `#[subset]` of `{C}` and needs `impl From<&{C}> for {Self}`",
     label = "no `From<&{C}>`"
 )]
-pub trait PreviewOf<C> {}
-impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {}
+pub trait PreviewOf<C> {
+    /// `Self::from(child)`.
+    fn preview_of(child: &C) -> Self;
+}
+impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {
+    #[inline]
+    fn preview_of(child: &C) -> Self {
+        V::from(child)
+    }
+}
 
 /// Compile-time check of a subset's preview type.
 pub fn require_preview<V: PreviewOf<C>, C>() {}

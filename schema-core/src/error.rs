@@ -70,6 +70,17 @@ pub enum Error {
         /// The version this apply was for.
         applying: u64,
     },
+    /// A migration step failed (see [`crate::SchemaBuilder::migration`]): its record in
+    /// [`crate::migrate::MIGRATIONS_COLLECTION`] says `failed` with the error, and the next
+    /// `apply` runs it again from its checkpoint.
+    Migration {
+        /// The step's version.
+        version: u64,
+        /// The step's name.
+        name: String,
+        /// What went wrong.
+        source: Box<Error>,
+    },
 }
 
 impl Error {
@@ -152,6 +163,16 @@ impl fmt::Debug for Error {
                 .field("recorded", recorded)
                 .field("applying", applying)
                 .finish(),
+            Error::Migration {
+                version,
+                name,
+                source,
+            } => f
+                .debug_struct("Migration")
+                .field("version", version)
+                .field("name", name)
+                .field("source", source)
+                .finish(),
         }
     }
 }
@@ -161,8 +182,10 @@ impl fmt::Display for Error {
         match self {
             Error::Validation(e) => e.fmt(f),
             Error::Schema(e) => e.fmt(f),
-            Error::Apply { action, source } => write!(f, "apply failed to {action}: {source}"),
-            Error::Driver(e) => e.fmt(f),
+            Error::Apply { action, source } => {
+                write!(f, "apply failed to {action}: {}", driver_sentence(source))
+            }
+            Error::Driver(e) => f.write_str(&driver_sentence(e)),
             Error::Timeout {
                 operation,
                 after,
@@ -194,6 +217,48 @@ impl fmt::Display for Error {
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
             ),
+            Error::Migration {
+                version,
+                name,
+                source,
+            } => write!(
+                f,
+                "migration step `{name}` of version {version} failed: {source} (recorded `failed`; the next apply runs it again from its checkpoint)"
+            ),
+        }
+    }
+}
+
+/// The driver's error as a sentence: the server's code, name and message for a command or
+/// write error, without the raw reply the driver's own `Display` appends as hex.
+pub(crate) fn driver_sentence(error: &mongodb::error::Error) -> String {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let labels = error.labels();
+    let labels = if labels.is_empty() {
+        String::new()
+    } else {
+        let mut labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+        labels.sort_unstable();
+        format!(" [{}]", labels.join(", "))
+    };
+    match error.kind.as_ref() {
+        ErrorKind::Command(e) => format!(
+            "server error {} ({}): {}{labels}",
+            e.code, e.code_name, e.message
+        ),
+        ErrorKind::Write(WriteFailure::WriteError(e)) => {
+            format!("write error {}: {}{labels}", e.code, e.message)
+        }
+        ErrorKind::Write(WriteFailure::WriteConcernError(e)) => format!(
+            "write concern error {} ({}): {}{labels}",
+            e.code, e.code_name, e.message
+        ),
+        _ => {
+            let text = error.to_string();
+            match text.find(", server response:") {
+                Some(cut) => text[..cut].to_owned(),
+                None => text,
+            }
         }
     }
 }
@@ -207,6 +272,7 @@ impl std::error::Error for Error {
             Error::Timeout { last, .. } | Error::CommitUnknown { last, .. } => {
                 last.as_deref().map(|e| e as _)
             }
+            Error::Migration { source, .. } => Some(source.as_ref()),
             Error::Refused(_) | Error::Worker(_) | Error::Downgrade { .. } => None,
         }
     }

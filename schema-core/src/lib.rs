@@ -19,17 +19,19 @@ mod schema;
 mod sync;
 mod validation;
 
+pub use deploy::migrate;
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
-    Observed, ObservedCollection, OnViolations, Plan, PlanAction, PlanOptions, RecordedVersion,
-    ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning, APPLY_DEADLINE,
-    DEFAULT_SCHEMA_NAME, META_COLLECTION,
+    Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction, PlanOptions,
+    RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning,
+    APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use model::copy::{
-    CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
+    CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph,
+    SyncStrategy,
 };
 pub use model::document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
@@ -37,9 +39,11 @@ pub use model::document::{
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
+pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
 pub use relations::subset::{
-    CounterType, EmbeddedArray, ParentUpdate, PushOutcome, RebuildProgress, Subset, SubsetOf,
+    CounterType, ParentUpdate, PreviewFn, RebuildProgress, RuleOf, Subset, SubsetOf,
+    SubsetReconcile,
 };
 pub use relations::{
     ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,

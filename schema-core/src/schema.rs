@@ -26,6 +26,7 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Schema {
     collections: Vec<CollectionSpec>,
+    migrations: Vec<crate::migrate::Migration>,
     graph: SyncGraph,
     transaction_deadline: Duration,
     version: Option<u64>,
@@ -37,6 +38,7 @@ pub struct Schema {
 #[must_use = "call `.build()` to get a `Schema`"]
 pub struct SchemaBuilder {
     collections: Vec<CollectionSpec>,
+    migrations: Vec<crate::migrate::Migration>,
     transaction_deadline: Option<Duration>,
     version: Option<u64>,
     name: Option<String>,
@@ -166,9 +168,20 @@ impl Schema {
     /// newer one. Copies of a deleted source count as missing sources; those declared
     /// `on_delete = "unset"` are unset. A holder that cannot take its repair is recorded in
     /// [`crate::FAILURES_COLLECTION`] and the others go on; the report counts them per copy.
+    ///
+    /// Subsets too: each parent's previews and count are compared with its (matching)
+    /// children, the newest `max` in sort order and their number, and rewritten when they
+    /// differ, on condition that the parent still holds what was read (one indexed query of the
+    /// children per parent; [`ReconcileReport::subsets`]).
     pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
-        crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile")).await
+        let mut report =
+            crate::sync::reconcile::reconcile(db, &edges, dry_run, &FailureLog::new("reconcile"))
+                .await?;
+        let rules = crate::relations::subset::reconcile::rules(&self.collections);
+        report.subsets =
+            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run).await?;
+        Ok(report)
     }
 
     /// The holders a sync path could not rewrite, as recorded in
@@ -212,9 +225,13 @@ impl Schema {
         crate::deploy::audit::audit(self, db, oversized_bytes).await
     }
 
-    /// The change-stream worker of the `async` copies.
+    /// The change-stream worker of the `async` copies and subsets.
     pub fn sync_worker(&self, db: &Database) -> SyncWorker {
-        SyncWorker::new(db.clone(), self.graph.clone())
+        let subsets = crate::relations::subset::reconcile::rules(&self.collections)
+            .into_iter()
+            .filter(|rule| rule.strategy == crate::SyncStrategy::Async)
+            .collect();
+        SyncWorker::new(db.clone(), self.graph.clone()).follow_subsets(subsets)
     }
 
     /// What [`Schema::apply`] would do to `db`, without doing it. Sends only reads: the
@@ -226,6 +243,7 @@ impl Schema {
     /// `schema.plan(&db).drop_stale_indexes(true).await`.
     pub fn plan<'a>(&'a self, db: &'a Database) -> crate::PlanAction<'a> {
         crate::PlanAction::new(&self.collections, db, self.target())
+            .with_migrations(&self.migrations)
     }
 
     /// Brings `db` to the schema: creates missing collections with their validator, runs
@@ -272,6 +290,12 @@ impl Schema {
     /// that declare a shard key), `.deadline(..)`.
     pub fn apply<'a>(&'a self, db: &'a Database) -> crate::ApplyAction<'a> {
         crate::ApplyAction::new(&self.collections, db, self.target())
+            .with_migrations(&self.migrations)
+    }
+
+    /// The data steps declared with [`SchemaBuilder::migration`], in declaration order.
+    pub fn migrations(&self) -> &[crate::migrate::Migration] {
+        &self.migrations
     }
 
     /// The schema version declared with [`SchemaBuilder::version`], if any (an undeclared
@@ -323,6 +347,40 @@ impl SchemaBuilder {
     /// the new validators and indexes. At most `i64::MAX` (the record stores an int64).
     pub fn version(mut self, version: u64) -> Self {
         self.version = Some(version);
+        self
+    }
+
+    /// Declares a data step of schema version `version` (at most the schema's own version),
+    /// named `name` (unique within the version): [`Schema::apply`] runs the pending steps once
+    /// each, in version order and then in the order declared, under its lock, and records them
+    /// in [`crate::migrate::MIGRATIONS_COLLECTION`]. A version that tightens a validator and has
+    /// steps is applied in the order that keeps a live service up: the new validator at level
+    /// `moderate`, the steps, then `strict` once no document violates it; its new unique
+    /// indexes are built after the steps. Steps are built with [`crate::migrate`]:
+    ///
+    /// ```no_run
+    /// # use mongo_schema_core::{migrate, Document, Schema};
+    /// # fn f<Customer: Document + Send + Sync + 'static>() -> Result<Schema, mongo_schema_core::SchemaError> {
+    /// Schema::new()
+    ///     .model::<Customer>()
+    ///     .version(2)
+    ///     .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
+    ///     .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
+    ///     .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], migrate::Keep::Oldest))
+    ///     .build()
+    /// # }
+    /// ```
+    pub fn migration(
+        mut self,
+        version: u64,
+        name: &str,
+        step: impl Into<crate::migrate::Step>,
+    ) -> Self {
+        self.migrations.push(crate::migrate::Migration {
+            version,
+            name: name.to_owned(),
+            step: step.into(),
+        });
         self
     }
 
@@ -407,6 +465,18 @@ impl SchemaBuilder {
             }
         }
         problems.extend(copy_problems(&self.collections));
+        problems.extend(crate::migrate::problems(
+            &self.migrations,
+            &self.collections,
+        ));
+        if let Some(newest) = self.migrations.iter().map(|m| m.version).max() {
+            if self.version.is_none_or(|v| v < newest) {
+                problems.push(format!(
+                    "a migration belongs to version {newest}, but the schema is version {}: declare `.version({newest})` (or later)",
+                    self.version.unwrap_or(0)
+                ));
+            }
+        }
         // the worst case of a whole document is known only here, where nested types' bounds
         // have been composed into one validator (a derive sees a single struct)
         for spec in &self.collections {
@@ -428,9 +498,22 @@ impl SchemaBuilder {
             );
         }
         if problems.is_empty() {
+            // the sync worker reads a deleted child's parent from its pre-image
+            let followed: Vec<String> = self
+                .collections
+                .iter()
+                .flat_map(|c| &c.subsets)
+                .filter(|s| s.strategy == crate::SyncStrategy::Async)
+                .map(|s| s.child.clone())
+                .collect();
+            let mut collections = self.collections;
+            for spec in &mut collections {
+                if followed.contains(&spec.name) {
+                    spec.change_stream_pre_images = true;
+                }
+            }
             let graph = SyncGraph {
-                edges: self
-                    .collections
+                edges: collections
                     .iter()
                     .flat_map(|c| {
                         c.copies.iter().map(|copy| SyncEdge {
@@ -439,9 +522,21 @@ impl SchemaBuilder {
                         })
                     })
                     .collect(),
+                subsets: collections
+                    .iter()
+                    .flat_map(|c| {
+                        c.subsets
+                            .iter()
+                            .map(|subset| crate::model::copy::SubsetEdge {
+                                parent: c.name.clone(),
+                                subset: subset.clone(),
+                            })
+                    })
+                    .collect(),
             };
             Ok(Schema {
-                collections: self.collections,
+                collections,
+                migrations: self.migrations,
                 graph,
                 transaction_deadline: self.transaction_deadline.unwrap_or(TRANSACTION_DEADLINE),
                 version: self.version,
@@ -488,7 +583,7 @@ fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
                 )),
                 Some(child) => {
                     let back = child.references.iter().filter(|r| r.target == spec.name).count();
-                    if back != 1 {
+                    if subset.parent_field.is_empty() && back != 1 {
                         problems.push(format!(
                             "`{}.{}` needs `{}` to hold exactly one `#[reference]` to `{}` (found {back})",
                             spec.name, subset.path, subset.child, spec.name

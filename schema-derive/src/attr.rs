@@ -642,6 +642,19 @@ pub struct SubsetAttr {
     pub sort: Option<(String, i32)>,
     /// Rust field of the parent that counts the children.
     pub count: Option<Ident>,
+    /// `filter = r#"{ "status": "active" }"#`: the JSON and the stored fields it names.
+    pub filter: Option<SubsetFilter>,
+    /// `sync = "..."` (default transactional).
+    pub sync: Option<Sync>,
+}
+
+/// The equalities of a `#[subset(filter = ...)]`.
+pub struct SubsetFilter {
+    pub json: String,
+    /// The stored fields compared (top-level names of the paths), for the check against the
+    /// child's fields.
+    pub fields: Vec<String>,
+    pub span: proc_macro2::Span,
 }
 
 #[derive(Default)]
@@ -1105,6 +1118,8 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
     let mut max = Slot::new(cx, "subset", MAX);
     let mut sort: Slot<Option<(String, i32)>> = Slot::new(cx, "subset", SORT);
     let mut count: Slot<Option<Ident>> = Slot::new(cx, "subset", COUNT);
+    let mut filter: Slot<Option<SubsetFilter>> = Slot::new(cx, "subset", FILTER);
+    let mut sync: Slot<Option<Sync>> = Slot::new(cx, "subset", SYNC);
     if matches!(attr.meta, syn::Meta::Path(_)) {
         cx.error_spanned_by(
             attr,
@@ -1149,8 +1164,43 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
                     })
             });
             count.set_or_poison(&meta.path, parsed);
+        } else if meta.path == FILTER {
+            let example = "filter = r#\"{ \"status\": \"active\" }\"#";
+            let parsed = string(&value(&meta)?, example).and_then(|lit| {
+                let filter = parse_subset_filter(&lit.value()).map_err(|problem| {
+                    syn::Error::new_spanned(&lit, format!("{problem}, e.g. `{example}`"))
+                })?;
+                Ok((
+                    lit.to_token_stream(),
+                    Some(SubsetFilter {
+                        json: lit.value(),
+                        fields: filter,
+                        span: lit.span(),
+                    }),
+                ))
+            });
+            filter.set_or_poison(&meta.path, parsed);
+        } else if meta.path == SYNC {
+            let parsed = one_of(&meta, &["transactional", "async", "reconcile", "frozen"]).and_then(
+                |(tokens, s)| match s.as_str() {
+                    "transactional" => Ok((tokens, Some(Sync::Transactional))),
+                    "async" => Ok((tokens, Some(Sync::Async))),
+                    "reconcile" => Ok((tokens, Some(Sync::Reconcile))),
+                    _ => Err(syn::Error::new_spanned(
+                        &tokens,
+                        "a subset is never frozen: its previews follow the children (seed 000: \"define how the preview stays current\"); \
+                         use `sync = \"transactional\"` (the helpers' transactions, the default), `\"async\"` (the sync worker follows the children) or `\"reconcile\"`",
+                    )),
+                },
+            );
+            sync.set_or_poison(&meta.path, parsed);
         } else {
-            match unknown_near(cx, &meta, "subset", &["of", "max", "sort", "count"])? {
+            match unknown_near(
+                cx,
+                &meta,
+                "subset",
+                &["of", "max", "sort", "count", "filter", "sync"],
+            )? {
                 Some("of") => of.poison(&meta.path),
                 Some("sort") => sort.poison(&meta.path),
                 _ => {}
@@ -1181,7 +1231,60 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
         max: max.map(|m| m.value),
         sort: sort.and_then(|s| s.value),
         count: count.get().and_then(|c| c.value),
+        filter: filter.get().and_then(|f| f.value),
+        sync: sync.get().and_then(|s| s.value),
     }
+}
+
+/// The stored fields of a subset's filter: a JSON object of equalities on stored fields, the
+/// shape a partial index takes (`{ "status": "active", "kind.name": "book" }`), values being
+/// strings, numbers, booleans or `null`. Anything else is refused with what to write instead.
+fn parse_subset_filter(json: &str) -> Result<Vec<String>, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("`filter` is not valid JSON: {e}"))?;
+    let serde_json::Value::Object(filter) = value else {
+        return Err("`filter` is a document of equalities on the child's stored fields".to_owned());
+    };
+    if filter.is_empty() {
+        return Err("`filter` is empty: leave it out to preview every child".to_owned());
+    }
+    let mut fields = Vec::new();
+    for (key, value) in &filter {
+        if key.starts_with('$') {
+            return Err(format!(
+                "`filter` holds equalities only, and `{key}` is an operator: a subset must decide locally and on the server alike whether a child belongs"
+            ));
+        }
+        if key.is_empty() || key.split('.').any(|s| s.is_empty() || s.starts_with('$')) {
+            return Err(format!("`{key}` is not a stored field path"));
+        }
+        if key == "_id" || key.starts_with("_id.") {
+            return Err("`filter` compares the child's fields, not its `_id`".to_owned());
+        }
+        match value {
+            serde_json::Value::Object(inner) if inner.keys().any(|k| k.starts_with('$')) => {
+                let operator = inner
+                    .keys()
+                    .find(|k| k.starts_with('$'))
+                    .cloned()
+                    .unwrap_or_default();
+                return Err(format!(
+                    "`filter` holds equalities only, and `{key}` uses `{operator}`: compare with a value, `\"{key}\": \"active\"`"
+                ));
+            }
+            serde_json::Value::Object(_) | serde_json::Value::Array(_) => {
+                return Err(format!(
+                    "`{key}` is compared with a document or an array: a subset's filter compares a field with a string, number, boolean or null"
+                ));
+            }
+            _ => {}
+        }
+        let top = key.split('.').next().unwrap_or(key).to_owned();
+        if !fields.contains(&top) {
+            fields.push(top);
+        }
+    }
+    Ok(fields)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ symbols! {
     OF = "of",
     SORT = "sort",
     COUNT = "count",
+    FILTER = "filter",
     BUCKET = "bucket",
     PARENT = "parent",
     ENTRIES = "entries",

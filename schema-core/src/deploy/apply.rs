@@ -3,6 +3,7 @@
 //! transient faults within a deadline.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -20,6 +21,7 @@ use super::versions::{
     self, ApplyLock, Claim, RecordedVersion, VersionStatus, LEASE, META_COLLECTION,
 };
 use crate::error::{server_code, TRANSIENT_CODES};
+use crate::migrate::Migration;
 use crate::sync::retry::Backoff;
 use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
@@ -56,6 +58,12 @@ pub struct ApplyReport {
     pub retried: u32,
     /// Time spent waiting for another instance's apply to finish.
     pub waited: Duration,
+    /// The migration steps this apply ran, in order.
+    pub migrations: Vec<crate::migrate::RanStep>,
+    /// What this apply did in which order and why, in words (a validator held at `moderate`
+    /// while the steps ran, then made `strict`; unique indexes built after the steps; an older
+    /// instance that kept serving beside a newer recorded version).
+    pub notes: Vec<String>,
 }
 
 /// One write of `apply` and how it went.
@@ -79,11 +87,27 @@ impl ApplyReport {
 
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(version) = &self.version {
-            writeln!(f, "{version}")?;
+        match &self.version {
+            // the status says what apply would do; here it did it
+            Some(VersionStatus::Downgrade { recorded, applying }) if self.recorded => writeln!(
+                f,
+                "schema version {applying} applied over the newer recorded version {recorded} (allow_downgrade): the record now says {applying}"
+            )?,
+            Some(VersionStatus::Downgrade { recorded, applying }) => writeln!(
+                f,
+                "schema version {applying} is older than the recorded version {recorded}: nothing written"
+            )?,
+            Some(version) => writeln!(f, "{version}")?,
+            None => {}
         }
-        if self.applied.is_empty() {
+        if self.applied.is_empty() && self.migrations.is_empty() {
             writeln!(f, "schema up to date: nothing written")?;
+        }
+        for ran in &self.migrations {
+            writeln!(f, "- {ran}")?;
+        }
+        for note in &self.notes {
+            writeln!(f, "~ {note}")?;
         }
         for applied in &self.applied {
             let note = if applied.done_concurrently {
@@ -177,6 +201,7 @@ pub struct PlanAction<'a> {
     db: &'a Database,
     options: PlanOptions,
     target: Target,
+    migrations: &'a [Migration],
 }
 
 /// `schema.apply(&db)`: await it, optionally after setting options.
@@ -188,6 +213,23 @@ pub struct ApplyAction<'a> {
     target: Target,
     allow_downgrade: bool,
     deadline: Duration,
+    migrations: &'a [Migration],
+    on_newer: OnNewer,
+}
+
+/// What an `apply` does when the database records a newer schema version than its own (an
+/// instance of the previous release starting during a rolling deploy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnNewer {
+    /// Return [`Error::Downgrade`] (the default): the caller decides.
+    #[default]
+    Fail,
+    /// Keep serving: nothing is written, the report says so and a warning is logged. The
+    /// newer version's validators and indexes stay; an older instance keeps working as long as
+    /// its writes satisfy them (ship new required fields as optional first, see the README's
+    /// expand/contract).
+    Continue,
 }
 
 impl<'a> PlanAction<'a> {
@@ -197,7 +239,20 @@ impl<'a> PlanAction<'a> {
             db,
             options: PlanOptions::default(),
             target,
+            migrations: &[],
         }
+    }
+
+    pub(crate) fn with_migrations(mut self, migrations: &'a [Migration]) -> Self {
+        self.migrations = migrations;
+        self
+    }
+
+    /// Count the violations of a validator change as `apply` with this decision would
+    /// ([`ApplyAction::on_violations`]): the plan then shows what that apply would do.
+    pub fn on_violations(mut self, decision: OnViolations) -> Self {
+        self.options.on_violations = decision;
+        self
     }
 
     /// Also plan to drop the indexes the schema does not declare (never `_id_`; none while a
@@ -259,6 +314,113 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
     Ok(())
 }
 
+/// What `plan` foresees beyond the writes: the duplicates each new unique index of an existing
+/// collection would meet, and the fields a new validator requires that the recorded one does
+/// not know.
+async fn foresee(
+    db: &Database,
+    plan: &mut Plan,
+    observed: &super::plan::Observed,
+    migrations: &[Migration],
+) -> Result<()> {
+    let mut warnings = Vec::new();
+    for action in &plan.actions {
+        match action {
+            Action::CreateIndexes {
+                collection,
+                indexes,
+            } if observed.collection(collection).is_some() => {
+                for index in indexes.iter().filter(|i| i.unique) {
+                    let mut group = Document::new();
+                    let mut present = Document::new();
+                    for (key, _) in &index.keys {
+                        group.insert(key.replace('.', "_"), format!("${key}"));
+                        if index.sparse {
+                            present.insert(key.clone(), doc! { "$exists": true });
+                        }
+                    }
+                    let mut pipeline = Vec::new();
+                    if let Some(partial) = &index.partial_filter {
+                        pipeline.push(doc! { "$match": partial.clone() });
+                    }
+                    if !present.is_empty() {
+                        pipeline.push(doc! { "$match": present });
+                    }
+                    pipeline.push(doc! { "$group": { "_id": group, "count": { "$sum": 1 } } });
+                    pipeline.push(doc! { "$match": { "count": { "$gt": 1 } } });
+                    let groups: Vec<Document> = db
+                        .collection::<Document>(collection)
+                        .aggregate(pipeline)
+                        .await?
+                        .try_collect()
+                        .await?;
+                    if !groups.is_empty() {
+                        warnings.push(Warning::UniqueOverDuplicates {
+                            collection: collection.clone(),
+                            index: index.name.clone(),
+                            groups: groups.len() as u64,
+                            examples: groups
+                                .iter()
+                                .take(3)
+                                .map(|g| {
+                                    let mut example =
+                                        g.get_document("_id").cloned().unwrap_or_default();
+                                    example.insert(
+                                        "count",
+                                        g.get("count").cloned().unwrap_or(Bson::Null),
+                                    );
+                                    example
+                                })
+                                .collect(),
+                        });
+                    }
+                }
+            }
+            Action::UpdateValidator {
+                collection,
+                current: Some(current),
+                validator,
+                ..
+            } => {
+                let required = |v: &Document| -> Vec<String> {
+                    v.get_document("$jsonSchema")
+                        .ok()
+                        .and_then(|s| s.get_array("required").ok())
+                        .map(|r| {
+                            r.iter()
+                                .filter_map(|f| f.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                let known = current
+                    .get_document("$jsonSchema")
+                    .ok()
+                    .and_then(|s| s.get_document("properties").ok());
+                let before = required(current);
+                for field in required(validator) {
+                    if before.contains(&field) || known.is_some_and(|p| p.contains_key(&field)) {
+                        continue;
+                    }
+                    let backfilled = migrations.iter().any(|m| {
+                        m.step
+                            .describe()
+                            .starts_with(&format!("set_default `{collection}.{field}`"))
+                    });
+                    warnings.push(Warning::NewRequiredField {
+                        collection: collection.clone(),
+                        field,
+                        backfilled,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    plan.warnings.extend(warnings);
+    Ok(())
+}
+
 impl<'a> ApplyAction<'a> {
     pub(crate) fn new(specs: &'a [CollectionSpec], db: &'a Database, target: Target) -> Self {
         ApplyAction {
@@ -268,7 +430,22 @@ impl<'a> ApplyAction<'a> {
             target,
             allow_downgrade: false,
             deadline: APPLY_DEADLINE,
+            migrations: &[],
+            on_newer: OnNewer::Fail,
         }
+    }
+
+    pub(crate) fn with_migrations(mut self, migrations: &'a [Migration]) -> Self {
+        self.migrations = migrations;
+        self
+    }
+
+    /// What to do when the database records a newer schema version (default
+    /// [`OnNewer::Fail`]): `.on_newer(OnNewer::Continue)` lets an older instance keep serving
+    /// during a rolling deploy, writing nothing.
+    pub fn on_newer(mut self, decision: OnNewer) -> Self {
+        self.on_newer = decision;
+        self
     }
 
     /// Also drop the indexes the schema does not declare (never `_id_`, never one that conflicts
@@ -344,6 +521,42 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
             let mut plan = Plan::compute_with(self.specs, &observed, self.options);
             versions::hold_back_drops(&mut plan, &status);
             count_violations(self.db, &mut plan).await?;
+            if self.options.on_violations != OnViolations::Refuse {
+                // what apply with this decision does over violations
+                for action in &mut plan.actions {
+                    if let Action::UpdateValidator {
+                        collection,
+                        level,
+                        violations: Some(found),
+                        ..
+                    } = action
+                    {
+                        if found.count == 0 {
+                            continue;
+                        }
+                        if self.options.on_violations == OnViolations::Moderate {
+                            *level = ValidationLevel::Moderate;
+                        }
+                        plan.warnings.push(Warning::ValidatorOverViolations {
+                            collection: collection.clone(),
+                            violations: found.clone(),
+                            decision: self.options.on_violations,
+                        });
+                    }
+                }
+            }
+            foresee(self.db, &mut plan, &observed, self.migrations).await?;
+            let known = |name: &str| self.specs.iter().any(|s| s.name == name);
+            for collection in super::audit::unknown_collections(self.db, known).await? {
+                plan.warnings.push(Warning::NotInSchema { collection });
+            }
+            plan.migrations = crate::migrate::run::plan(
+                self.db,
+                &self.target.name,
+                self.migrations,
+                self.target.version,
+            )
+            .await?;
             if let Some(from) = resolved.adopted_from {
                 plan.warnings.push(Warning::RecordAdopted {
                     from,
@@ -510,7 +723,7 @@ async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
             to: resolved.name.clone(),
         });
     }
-    let lock = ApplyLock::new(meta.clone(), &resolved.name, LEASE);
+    let lock = Arc::new(ApplyLock::new(meta.clone(), &resolved.name, LEASE));
     let started = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     // a waiting instance looks again soon (most applies take a few milliseconds), then less often
@@ -612,7 +825,7 @@ async fn writes_of(
 /// write under it.
 async fn attempt(
     apply: &ApplyAction<'_>,
-    lock: &ApplyLock,
+    lock: &Arc<ApplyLock>,
     report: &mut ApplyReport,
     kept: &mut Vec<Warning>,
     read: Option<Option<RecordedVersion>>,
@@ -627,6 +840,14 @@ async fn attempt(
     let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
     if let VersionStatus::Downgrade { recorded, applying } = status {
         if !apply.allow_downgrade {
+            if apply.on_newer == OnNewer::Continue {
+                tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
+                report.version = Some(status.clone());
+                report.notes.push(format!(
+                    "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on (on_newer Continue)"
+                ));
+                return Ok(());
+            }
             return Err(Stop::Fail(Error::Downgrade { recorded, applying }));
         }
     }
@@ -636,7 +857,12 @@ async fn attempt(
     let (writes, warnings, sharding) = writes_of(apply, &status).await.map_err(stop)?;
     report.warnings = warnings;
     report.sharding = sharding;
-    if writes.is_empty() && status.is_current() {
+    let steps_pending =
+        !crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
+            .await
+            .map_err(stop)?
+            .is_empty();
+    if writes.is_empty() && status.is_current() && !steps_pending {
         return Ok(()); // the fast path: reads only
     }
     // every start-up compares what the server has with what the record says was applied
@@ -674,12 +900,13 @@ async fn attempt(
 /// while this apply waited), write, re-plan after a race code, and record.
 async fn locked(
     apply: &ApplyAction<'_>,
-    lock: &ApplyLock,
+    lock: &Arc<ApplyLock>,
     report: &mut ApplyReport,
     kept: &mut Vec<Warning>,
     status: &VersionStatus,
     claimed: &RecordedVersion,
 ) -> Result<(), Stop> {
+    migrate_in_order(apply, lock, report, status).await?;
     let mut replans = 0;
     loop {
         let (writes, warnings, sharding) = writes_of(apply, status).await.map_err(stop)?;
@@ -774,6 +1001,105 @@ async fn locked(
     Ok(())
 }
 
+/// With migration steps pending, the order that keeps a live service up: the writes of the
+/// plan with a tightened validator held at `moderate` (the existing documents that violate it
+/// stay writable) and without the new unique indexes, then the steps; the caller's plan that
+/// follows makes the validator `strict` once no document violates it and builds the unique
+/// indexes over the deduplicated data.
+async fn migrate_in_order(
+    apply: &ApplyAction<'_>,
+    lock: &Arc<ApplyLock>,
+    report: &mut ApplyReport,
+    status: &VersionStatus,
+) -> Result<(), Stop> {
+    let target = &apply.target;
+    let steps =
+        crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
+            .await
+            .map_err(stop)?;
+    if steps.is_empty() {
+        return Ok(());
+    }
+    let mut before = ApplyAction {
+        specs: apply.specs,
+        db: apply.db,
+        options: apply.options,
+        target: apply.target.clone(),
+        allow_downgrade: apply.allow_downgrade,
+        deadline: apply.deadline,
+        migrations: apply.migrations,
+        on_newer: apply.on_newer,
+    };
+    before.options.on_violations = OnViolations::Moderate;
+    let (writes, _, _) = writes_of(&before, status).await.map_err(stop)?;
+    let mut held_back = Vec::new();
+    let mut first = Vec::new();
+    for action in writes {
+        match action {
+            Action::CreateIndexes {
+                collection,
+                indexes,
+            } => {
+                let (unique, other): (Vec<_>, Vec<_>) = indexes.into_iter().partition(|i| i.unique);
+                if !unique.is_empty() {
+                    held_back.push(format!(
+                        "unique index(es) {} on `{collection}` built after the migration steps",
+                        unique
+                            .iter()
+                            .map(|i| format!("`{}`", i.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                if !other.is_empty() {
+                    first.push(Action::CreateIndexes {
+                        collection,
+                        indexes: other,
+                    });
+                }
+            }
+            Action::UpdateValidator {
+                ref collection,
+                level: ValidationLevel::Moderate,
+                violations: Some(ref found),
+                ..
+            } if found.count > 0 => {
+                report.notes.push(format!(
+                    "the new validator of `{collection}` was set at level moderate while the migration steps ran ({} existing document(s) violated it)",
+                    found.count
+                ));
+                first.push(action);
+            }
+            other => first.push(other),
+        }
+    }
+    execute(apply, lock, first, report)
+        .await
+        .map_err(|e| match e {
+            Executed::Replan(error) => Stop::Transient(error),
+            Executed::Stop(stop) => stop,
+        })?;
+    let holder = lock.clone();
+    let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
+    crate::migrate::run::run(
+        apply.db,
+        &target.name,
+        &steps,
+        holds,
+        &mut report.migrations,
+    )
+    .await
+    .map_err(|error| {
+        if crate::sync::retry::ErrorClass::of(&error) == crate::sync::retry::ErrorClass::Transient {
+            Stop::Transient(error)
+        } else {
+            Stop::Fail(error)
+        }
+    })?;
+    report.notes.extend(held_back);
+    Ok(())
+}
+
 fn lock_lost() -> Error {
     Error::Timeout {
         operation: "holding the apply lock".to_owned(),
@@ -864,6 +1190,10 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
         } => doc! {
             "dropIndexes": collection,
             "index": name,
+        },
+        Action::EnablePreImages { collection } => doc! {
+            "collMod": collection,
+            "changeStreamPreAndPostImages": { "enabled": true },
         },
         Action::ShardCollection { collection, key } => {
             let command = sharding::shard_command(db.name(), collection, key);

@@ -22,7 +22,8 @@ pub struct AuditReport {
     /// Collections in the database that the schema does not know (the library's own: sync
     /// tokens, sync failures and the version record, aside).
     pub unknown_collections: Vec<String>,
-    /// Copies that drifted from their source (a reconcile dry run).
+    /// Copies that drifted from their source, and subsets that disagree with their children (a
+    /// reconcile dry run).
     pub drift: ReconcileReport,
 }
 
@@ -222,20 +223,38 @@ pub(crate) async fn audit(
         }
         report.collections.push(audit);
     }
-    let names: Vec<String> = db.list_collection_names().await?;
-    report.unknown_collections = names
+    report.unknown_collections =
+        unknown_collections(db, |n| schema.collection(n).is_some()).await?;
+    report.drift = schema.reconcile(db, true).await?;
+    Ok(report)
+}
+
+/// The collections of `db` that are neither `known` nor the library's own (sync tokens and
+/// failures, the version record, the migration changelog, the copies `dedupe` kept aside of a
+/// known collection), sorted.
+pub(crate) async fn unknown_collections(
+    db: &Database,
+    known: impl Fn(&str) -> bool,
+) -> crate::Result<Vec<String>> {
+    let mut names: Vec<String> = db
+        .list_collection_names()
+        .await?
         .into_iter()
         .filter(|n| {
+            let archive = n.rsplit_once("_dedupe_").is_some_and(|(base, version)| {
+                known(base) && version.bytes().all(|b| b.is_ascii_digit())
+            });
             !n.starts_with("system.")
                 && n != TOKENS_COLLECTION
                 && n != crate::FAILURES_COLLECTION
                 && n != super::versions::META_COLLECTION
-                && schema.collection(n).is_none()
+                && n != crate::migrate::MIGRATIONS_COLLECTION
+                && !archive
+                && !known(n)
         })
         .collect();
-    report.unknown_collections.sort();
-    report.drift = schema.reconcile(db, true).await?;
-    Ok(report)
+    names.sort();
+    Ok(names)
 }
 
 fn size(value: Option<&Bson>) -> u64 {
@@ -354,6 +373,16 @@ impl fmt::Display for AuditReport {
                 edge.strategy.map_or("?", |s| s.as_str()),
                 edge.drifted,
                 edge.checked
+            )?;
+        }
+        for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
+            writeln!(
+                f,
+                "- subsets that disagree with their children: {} ({}): {} of {} parents (`schema.reconcile` rewrites them)",
+                subset.subset,
+                subset.strategy.map_or("?", |s| s.as_str()),
+                subset.drifted,
+                subset.checked
             )?;
         }
         for edge in self.drift.edges.iter().filter(|e| e.recorded_failures > 0) {

@@ -13,13 +13,14 @@
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub mod migrate;
 pub(crate) mod mongosh;
 pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod sharding;
 pub(crate) mod versions;
 
-pub use apply::{AppliedAction, ApplyAction, ApplyReport, PlanAction, APPLY_DEADLINE};
+pub use apply::{AppliedAction, ApplyAction, ApplyReport, OnNewer, PlanAction, APPLY_DEADLINE};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use plan::{
     Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,

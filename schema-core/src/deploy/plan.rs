@@ -46,6 +46,8 @@ pub struct ObservedCollection {
     pub indexes: Vec<Document>,
     /// The key the collection is sharded by (read from `config.collections` on a mongos).
     pub shard_key: Option<Document>,
+    /// `options.changeStreamPreAndPostImages.enabled`.
+    pub pre_images: bool,
 }
 
 impl ObservedCollection {
@@ -73,6 +75,10 @@ impl ObservedCollection {
             validation_action: text("validationAction"),
             indexes: Vec::new(),
             shard_key: None,
+            pre_images: options
+                .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok())
+                .and_then(|p| p.get_bool("enabled").ok())
+                .unwrap_or(false),
         }
     }
 
@@ -144,6 +150,13 @@ pub enum Action {
         /// The declared shard key.
         key: Document,
     },
+    /// `collMod` with `changeStreamPreAndPostImages: { enabled: true }`: the sync worker of a
+    /// `#[subset(sync = "async")]` reads a deleted (or moved) child's parent from its pre-image.
+    /// Never disabled by `apply`.
+    EnablePreImages {
+        /// Collection name.
+        collection: String,
+    },
 }
 
 impl Action {
@@ -154,7 +167,8 @@ impl Action {
             | Action::UpdateValidator { collection, .. }
             | Action::CreateIndexes { collection, .. }
             | Action::DropIndex { collection, .. }
-            | Action::ShardCollection { collection, .. } => collection,
+            | Action::ShardCollection { collection, .. }
+            | Action::EnablePreImages { collection } => collection,
         }
     }
 }
@@ -187,6 +201,10 @@ impl fmt::Display for Action {
             Action::ShardCollection { collection, key } => {
                 write!(f, "shard `{collection}` by {key}")
             }
+            Action::EnablePreImages { collection } => write!(
+                f,
+                "collMod `{collection}`: changeStreamPreAndPostImages enabled (the sync worker of an async subset reads a deleted child's parent from it)"
+            ),
         }
     }
 }
@@ -281,6 +299,37 @@ pub enum Warning {
         /// The longer index that serves its queries.
         served_by: String,
     },
+    /// A new unique index would meet documents that share its key: its build fails (E11000)
+    /// until they are resolved (a [`crate::migrate::dedupe`] step of the version does it).
+    UniqueOverDuplicates {
+        /// Collection name.
+        collection: String,
+        /// The index.
+        index: String,
+        /// Key values held by more than one document.
+        groups: u64,
+        /// A few of them, with how many documents hold each (`{ key..., count }`).
+        examples: Vec<Document>,
+    },
+    /// The new validator requires a field the recorded one does not know: instances of the
+    /// recorded version still running write documents without it, which the new validator
+    /// rejects (expand/contract: ship it optional first, require it once no old instance
+    /// writes).
+    NewRequiredField {
+        /// Collection name.
+        collection: String,
+        /// The field.
+        field: String,
+        /// Whether a `set_default` step of this schema fills existing documents (older
+        /// instances' new writes still miss it).
+        backfilled: bool,
+    },
+    /// A collection of the database that the schema does not mention (no longer, or not yet):
+    /// left alone, never dropped.
+    NotInSchema {
+        /// Collection name.
+        collection: String,
+    },
     /// On a mongos, a collection is sharded by another key than the declared one; left alone.
     ShardKeyDiffers {
         /// Collection name.
@@ -330,6 +379,32 @@ pub enum Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::UniqueOverDuplicates {
+                collection,
+                index,
+                groups,
+                examples,
+            } => {
+                let examples: Vec<String> = examples.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "the unique index `{index}` of `{collection}` would meet {groups} key value(s) held by more than one document (e.g. {}): its build fails until they are resolved; a `migrate::dedupe` step of this version keeps one of each",
+                    examples.join(", ")
+                )
+            }
+            Warning::NewRequiredField {
+                collection,
+                field,
+                backfilled,
+            } => write!(
+                f,
+                "`{collection}.{field}` is required from this version and unknown to the recorded one: instances of the recorded version still running write documents without it, which the new validator rejects{}; ship it optional first and require it once no older instance writes (expand/contract)",
+                if *backfilled { " (the `set_default` step fills the existing ones only)" } else { "" }
+            ),
+            Warning::NotInSchema { collection } => write!(
+                f,
+                "collection `{collection}` is not in the schema: left alone (never dropped)"
+            ),
             Warning::IndexConflict {
                 collection,
                 wanted,
@@ -468,12 +543,16 @@ pub struct Plan {
     /// The sharding of each collection that declares a shard key (filled when the topology was
     /// observed: by [`crate::Schema::plan`] whenever a collection declares a key).
     pub sharding: Vec<ShardingStatus>,
+    /// The migration steps `apply` would run, in order, with the documents each would touch
+    /// (filled by [`crate::Schema::plan`]).
+    pub migrations: Vec<crate::migrate::PendingStep>,
 }
 
 impl Plan {
-    /// Whether the server already matches the schema (warnings aside).
+    /// Whether the server already matches the schema and no migration step is pending
+    /// (warnings aside).
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.actions.is_empty() && self.migrations.is_empty()
     }
 
     /// Plans every collection of `desired` against `observed`.
@@ -532,6 +611,11 @@ impl Plan {
                     indexes: spec.indexes.clone(),
                 });
             }
+            if spec.change_stream_pre_images {
+                plan.actions.push(Action::EnablePreImages {
+                    collection: spec.name.clone(),
+                });
+            }
             return plan;
         };
         if observed.kind != "collection" {
@@ -551,6 +635,11 @@ impl Plan {
                 action: spec.validation_action,
                 changes,
                 violations: None,
+            });
+        }
+        if spec.change_stream_pre_images && !observed.pre_images {
+            plan.actions.push(Action::EnablePreImages {
+                collection: spec.name.clone(),
             });
         }
         let mut missing = Vec::new();
@@ -616,11 +705,27 @@ impl fmt::Display for Plan {
         if let Some(version) = &self.version {
             writeln!(f, "{version}")?;
         }
-        if self.actions.is_empty() {
-            writeln!(f, "nothing to do: the database matches the schema")?;
+        let differs = self.warnings.iter().any(|w| {
+            matches!(
+                w,
+                Warning::IndexConflict { .. } | Warning::NotACollection { .. }
+            )
+        });
+        if self.actions.is_empty() && self.migrations.is_empty() {
+            if differs {
+                writeln!(
+                    f,
+                    "nothing apply would write, but the database differs from the schema where apply changes nothing by itself (below)"
+                )?;
+            } else {
+                writeln!(f, "nothing to do: the database matches the schema")?;
+            }
         }
         for action in &self.actions {
             writeln!(f, "- {action}")?;
+        }
+        for step in &self.migrations {
+            writeln!(f, "- {step}")?;
         }
         for status in &self.sharding {
             writeln!(f, "~ {status}")?;
@@ -769,6 +874,7 @@ pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
                     .iter()
                     .any(|index| index.get_str("name") == Ok(name.as_str()))
             }),
+            Action::EnablePreImages { .. } => seen.is_some_and(|seen| seen.pre_images),
             Action::ShardCollection { .. } => true,
         };
         let collection = action.collection().to_owned();

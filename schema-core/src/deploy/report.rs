@@ -98,10 +98,16 @@ impl Schema {
             for subset in &spec.subsets {
                 let _ = writeln!(
                     out,
-                    "    {} ==>|\"{}: newest {} (subset)\"| {}",
+                    "    {} ==>|\"{}: newest {}{} (subset, {})\"| {}",
                     node(&spec.name),
                     subset.path,
                     subset.max,
+                    if subset.filter.is_some() {
+                        " matching"
+                    } else {
+                        ""
+                    },
+                    subset.strategy,
                     node(&subset.child)
                 );
             }
@@ -279,13 +285,21 @@ fn relationships(schema: &Schema) -> Vec<Relationship> {
                 .count
                 .as_ref()
                 .map_or(String::new(), |c| format!(" and the count `{c}`"));
+            let filter = subset.filter.as_ref().map_or(String::new(), |f| {
+                format!(" of the children matching `{f}`")
+            });
+            let atomicity = match subset.strategy {
+                SyncStrategy::Async => "`add`, `update`, `delete`: child and parent in one transaction; any other write of a child: the sync worker refreshes the parent (async)",
+                SyncStrategy::Reconcile => "`add`, `update`, `delete`: child and parent in one transaction; any other write of a child: repaired by `reconcile`",
+                _ => "`add`, `update`, `delete`: child and parent in one transaction (transactional); `add_then_update`: two writes repaired by `rebuild` or `reconcile`",
+            };
             out.push(Relationship {
                 holder: spec.name.clone(),
                 path: subset.path.clone(),
                 outcome: "subset + reference",
                 other: format!("`{}` ({})", subset.child, subset.child_type),
                 bound: format!(
-                    "the newest {} by `{}` (`$push` + `$sort` + `$slice`{}); the children themselves are unbounded in `{}`",
+                    "the newest {}{filter} by `{}` (`$push` + `$sort` + `$slice`{}); the children themselves are unbounded in `{}`",
                     subset.max,
                     subset.sort_field,
                     if subset.max == 1 { ", `$set` for one" } else { "" },
@@ -293,7 +307,7 @@ fn relationships(schema: &Schema) -> Vec<Relationship> {
                 ),
                 read_path: format!("the parent carries the preview{count}; the full list through the child reference"),
                 copies: "previews built `From<&Child>`".into(),
-                atomicity: "`add`: child and parent in one transaction; `add_then_update`: two writes repaired by `rebuild`".into(),
+                atomicity: atomicity.into(),
                 routing: "previews live with the parent".into(),
             });
         }

@@ -334,6 +334,7 @@ mod tests {
             Action::ShardCollection { .. } => "shardCollection",
             Action::UpdateValidator { .. } => "collMod",
             Action::DropIndex { .. } => "dropIndexes",
+            Action::EnablePreImages { .. } => "collMod",
         }
     }
 

@@ -136,7 +136,7 @@ impl CopySpec {
 }
 
 /// A subset: the newest (or most relevant) `max` children copied into the parent, with a count.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SubsetSpec {
     /// Stored path of the subset in the parent (`last_message`).
@@ -153,6 +153,37 @@ pub struct SubsetSpec {
     pub sort_direction: i32,
     /// Stored field of the parent counting all children, if declared.
     pub count: Option<String>,
+    /// The integer type of the count.
+    pub count_type: crate::CounterType,
+    /// The child's stored path holding the parent's `_id` (`ticket_id`, `member._id`); empty
+    /// when not declared (then the child's one `#[reference]` to the parent).
+    pub parent_field: String,
+    /// Only children matching these equalities are previewed and counted.
+    pub filter: Option<mongodb::bson::Document>,
+    /// Who keeps it current besides the helpers' transactions: `Transactional` (only they),
+    /// `Async` (the sync worker follows the children) or `Reconcile`.
+    pub strategy: SyncStrategy,
+    /// Builds a preview from a stored child (`V::from(&C)`), for reconcile and the worker.
+    pub preview: Option<PreviewBuilder>,
+}
+
+/// A subset's [`PreviewFn`](crate::PreviewFn), compared by identity of the subset it belongs
+/// to (two specs of one subset are equal whatever function pointer each holds).
+#[derive(Clone, Copy)]
+pub struct PreviewBuilder(pub crate::PreviewFn);
+
+impl PartialEq for PreviewBuilder {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for PreviewBuilder {}
+
+impl std::fmt::Debug for PreviewBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PreviewBuilder")
+    }
 }
 
 impl SubsetSpec {
@@ -174,6 +205,11 @@ impl SubsetSpec {
             sort_field: sort_field.into(),
             sort_direction,
             count: count.map(str::to_owned),
+            count_type: crate::CounterType::Int64,
+            parent_field: String::new(),
+            filter: None,
+            strategy: SyncStrategy::Transactional,
+            preview: None,
         }
     }
 }
@@ -228,10 +264,22 @@ impl SyncEdge {
 
 /// Every copied field of a schema: for each source collection and field, which collections
 /// and paths hold copies and by which strategy. Built by [`crate::Schema::sync_graph`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SyncGraph {
     /// The edges, in model order.
     pub edges: Vec<SyncEdge>,
+    /// The subsets: previews of children kept on their parents, in model order.
+    pub subsets: Vec<SubsetEdge>,
+}
+
+/// A subset in the [`SyncGraph`]: the parent collection and the subset.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SubsetEdge {
+    /// The parent collection.
+    pub parent: String,
+    /// The subset.
+    pub subset: SubsetSpec,
 }
 
 impl SyncGraph {
@@ -270,6 +318,22 @@ impl fmt::Display for SyncGraph {
                 edge.holder,
                 edge.copy.path,
                 edge.copy.strategy
+            )?;
+        }
+        for edge in &self.subsets {
+            writeln!(
+                f,
+                "{} -> {}.{} (subset of the newest {}{}, {})",
+                edge.subset.child,
+                edge.parent,
+                edge.subset.path,
+                edge.subset.max,
+                if edge.subset.filter.is_some() {
+                    " matching"
+                } else {
+                    ""
+                },
+                edge.subset.strategy
             )?;
         }
         Ok(())

@@ -136,6 +136,10 @@ pub struct CollectionSpec {
     pub subsets: Vec<SubsetSpec>,
     /// The embedded arrays and maps and their bounds.
     pub embeds: Vec<EmbedSpec>,
+    /// Whether change streams must see this collection's documents before each change
+    /// (`changeStreamPreAndPostImages`): set by `Schema::build` on the children of a
+    /// `#[subset(sync = "async")]`, so the sync worker knows the parent of a deleted child.
+    pub change_stream_pre_images: bool,
 }
 
 /// How many documents a reference field points at.
@@ -230,6 +234,7 @@ impl CollectionSpec {
             copies: Vec::new(),
             subsets: Vec::new(),
             embeds: Vec::new(),
+            change_stream_pre_images: false,
         }
     }
 

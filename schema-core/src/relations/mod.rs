@@ -1,7 +1,8 @@
 //! Relationships at run time: typed references ([`reference`]), `$lookup`s in both directions
 //! ([`lookup`]), keyset pages of a parent's children ([`page`]), batches of references resolved
 //! with one query ([`resolve`]), and the two patterns that keep related data next to its parent:
-//! subsets with their counts ([`subset`]) and buckets ([`bucket`]).
+//! subsets with their counts ([`subset`]) and buckets ([`bucket`]); bounded embedded arrays
+//! ([`embedded`]) and compare-and-set ([`compare`]).
 //!
 //! `#[derive(Document)]` emits one [`Relation`] constant per `#[reference]` field, named after
 //! the field in upper case (`Message::TICKET_ID`). Every query built here is served by an index
@@ -9,6 +10,8 @@
 //! (or a declared index starting with the reference) for children.
 
 pub(crate) mod bucket;
+pub(crate) mod compare;
+pub(crate) mod embedded;
 pub(crate) mod lookup;
 pub(crate) mod page;
 pub(crate) mod reference;

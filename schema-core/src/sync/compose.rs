@@ -307,7 +307,7 @@ impl<'a> Transaction<'a> {
         T::Id: Serialize,
     {
         let filter =
-            crate::relations::subset::compare_and_set_filter(target, field, expected.into());
+            crate::relations::compare::compare_and_set_filter(target, field, expected.into());
         self.push(
             format!("compare_and_set {}.{field}", T::COLLECTION),
             filter.map(|filter| Step::Update {
@@ -430,10 +430,7 @@ async fn run_step(
             };
             (result.deleted_count, result.deleted_count)
         }
-        Step::Parent(update) => {
-            let result = update_parent_in(db, update.clone(), session).await?;
-            (result.matched_count, result.modified_count)
-        }
+        Step::Parent(update) => update_parent_in(db, update.clone(), session).await?,
         Step::Source {
             collection: name,
             id,

@@ -17,6 +17,7 @@ pub(crate) mod lease;
 pub(crate) mod reconcile;
 pub(crate) mod retry;
 pub(crate) mod source;
+pub(crate) mod subsets;
 pub(crate) mod transaction;
 pub(crate) mod worker;
 

@@ -23,6 +23,8 @@ use crate::Result;
 pub struct ReconcileReport {
     /// One line per copy.
     pub edges: Vec<EdgeReconcile>,
+    /// One line per subset: previews and counts compared with the children.
+    pub subsets: Vec<crate::SubsetReconcile>,
 }
 
 /// Reconcile figures of one copy (`holder.path`).
@@ -56,14 +58,16 @@ pub struct EdgeReconcile {
 }
 
 impl ReconcileReport {
-    /// All drifted copies.
+    /// All drifted copies, and parents whose subset or count disagreed with their children.
     pub fn drifted(&self) -> u64 {
-        self.edges.iter().map(|e| e.drifted).sum()
+        self.edges.iter().map(|e| e.drifted).sum::<u64>()
+            + self.subsets.iter().map(|s| s.drifted).sum::<u64>()
     }
 
-    /// All repaired holder documents.
+    /// All repaired holder documents (copies and subsets).
     pub fn repaired(&self) -> u64 {
-        self.edges.iter().map(|e| e.repaired).sum()
+        self.edges.iter().map(|e| e.repaired).sum::<u64>()
+            + self.subsets.iter().map(|s| s.repaired).sum::<u64>()
     }
 
     /// All copies of a deleted source.
@@ -101,6 +105,9 @@ impl fmt::Display for ReconcileReport {
                 write!(f, ", holder stream resumed: {}", edge.resumed)?;
             }
             writeln!(f)?;
+        }
+        for subset in &self.subsets {
+            writeln!(f, "{subset}")?;
         }
         Ok(())
     }

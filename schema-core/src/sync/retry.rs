@@ -62,6 +62,7 @@ impl ErrorClass {
             | Error::Downgrade { .. }
             | Error::CommitUnknown { .. } => ErrorClass::Permanent,
             Error::Timeout { .. } => ErrorClass::Transient,
+            Error::Migration { source, .. } => ErrorClass::of(source),
             Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
         }
     }

@@ -20,7 +20,7 @@ use mongodb::change_stream::event::{
     ChangeStreamEvent, OperationType, ResumeToken, UpdateDescription,
 };
 use mongodb::change_stream::ChangeStream;
-use mongodb::options::FullDocumentType;
+use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
 use mongodb::Database;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -30,9 +30,11 @@ use super::fan_out::{FanOut, FanOutOutcome};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
+use super::subsets::SubsetFollow;
 use super::{id_key, touches};
 use crate::error::server_code;
 use crate::model::copy::{SyncEdge, SyncStrategy};
+use crate::relations::subset::SubsetRule;
 use crate::{Error, Result, SyncGraph};
 
 /// The collection, in the application's database, where workers keep their resume tokens and
@@ -87,6 +89,13 @@ pub struct WorkerStats {
     pub reopened: AtomicU64,
     /// Times this worker took the lease (became the active worker of its name).
     pub takeovers: AtomicU64,
+    /// Parents of an async subset whose previews and count were set from their children (the
+    /// refreshes of a batch coalesce per parent).
+    pub previews_refreshed: AtomicU64,
+    /// Changes of a child of an async subset whose parent before the change could not be
+    /// known (no pre-image: a deletion, or an update that may have moved the child); reconcile
+    /// repairs those parents.
+    pub unknown_parents: AtomicU64,
     /// Milliseconds between the source change (its `wallTime`) and the copies being rewritten,
     /// for the last applied event.
     pub last_lag_ms: AtomicU64,
@@ -157,6 +166,7 @@ pub struct SyncWorker {
     lease: Duration,
     max_batch: usize,
     max_await_time: Option<Duration>,
+    subsets: SubsetFollow,
 }
 
 /// A running worker. Dropping it detaches the worker, which keeps running until
@@ -188,7 +198,14 @@ impl SyncWorker {
             lease: DEFAULT_LEASE,
             max_batch: DEFAULT_MAX_BATCH,
             max_await_time: None,
+            subsets: SubsetFollow::default(),
         }
+    }
+
+    /// The async subsets to keep current (`Schema::sync_worker` passes them).
+    pub(crate) fn follow_subsets(mut self, rules: Vec<SubsetRule>) -> Self {
+        self.subsets = SubsetFollow { rules };
+        self
     }
 
     /// The worker's name: the key of its resume token and lease. Workers with different names
@@ -252,7 +269,7 @@ impl SyncWorker {
 
     async fn run(self, mut stop: watch::Receiver<bool>, stats: Arc<WorkerStats>) -> Result<()> {
         let sources = self.graph.sources(SyncStrategy::Async);
-        if sources.is_empty() {
+        if sources.is_empty() && self.subsets.rules.is_empty() {
             stats.role(true, false);
             stats.ready.store(true, Ordering::Release);
             stop_requested(&mut stop).await;
@@ -369,6 +386,10 @@ impl SyncWorker {
             .watch()
             .pipeline(pipeline.to_vec())
             .full_document(FullDocumentType::UpdateLookup);
+        if !self.subsets.rules.is_empty() {
+            // a deleted child's parent, from the pre-image `apply` enabled
+            watch = watch.full_document_before_change(FullDocumentBeforeChangeType::WhenAvailable);
+        }
         if let Some(wait) = self.max_await_time {
             watch = watch.max_await_time(wait);
         }
@@ -389,10 +410,16 @@ impl SyncWorker {
         backoff: &mut Backoff,
     ) -> Result<Stopped> {
         let log = FailureLog::new(&self.name);
-        let pipeline = vec![doc! { "$match": {
-            "operationType": { "$in": ["update", "replace", "delete"] },
-            "ns.coll": { "$in": sources },
-        } }];
+        let pipeline = vec![doc! { "$match": { "$or": [
+            {
+                "operationType": { "$in": ["update", "replace", "delete"] },
+                "ns.coll": { "$in": sources },
+            },
+            {
+                "operationType": { "$in": ["insert", "update", "replace", "delete"] },
+                "ns.coll": { "$in": self.subsets.children() },
+            },
+        ] } }];
         let saved = self.load_token().await?;
         let opened = match saved {
             Some(token) => match self.open(&pipeline, Some(token)).await {
@@ -413,8 +440,18 @@ impl SyncWorker {
                 let stream = self.open(&pipeline, None).await?;
                 let edges = self.edges();
                 let report = reconcile(&self.db, &edges, false, &log).await?;
+                let subsets = crate::relations::subset::reconcile::reconcile(
+                    &self.db,
+                    &self.subsets.rules,
+                    false,
+                )
+                .await?;
                 WorkerStats::add(&stats.reconciles, 1);
                 WorkerStats::add(&stats.copies_rewritten, report.repaired());
+                WorkerStats::add(
+                    &stats.previews_refreshed,
+                    subsets.iter().map(|s| s.repaired).sum(),
+                );
                 if !self.save_token(lease, stream.resume_token(), None).await? {
                     return Ok(Stopped::LeaseLost);
                 }
@@ -472,7 +509,25 @@ impl SyncWorker {
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
         let mut applied: Vec<&ChangeStreamEvent<BsonDocument>> = Vec::new();
+        let mut parents: Vec<(usize, Bson)> = Vec::new();
+        let mut parent_slots: HashMap<(usize, String), ()> = HashMap::new();
         for event in batch {
+            let children = self.subsets.plan(event);
+            if children.unknown_parent {
+                WorkerStats::add(&stats.unknown_parents, 1);
+            }
+            if !children.parents.is_empty() {
+                applied.push(event);
+            }
+            for (rule, parent) in children.parents {
+                match parent_slots.entry((rule, id_key(&parent))) {
+                    Entry::Occupied(_) => WorkerStats::add(&stats.coalesced, 1),
+                    Entry::Vacant(slot) => {
+                        slot.insert(());
+                        parents.push((rule, parent));
+                    }
+                }
+            }
             let planned = self.plan(event);
             if planned.is_empty() {
                 continue;
@@ -505,6 +560,15 @@ impl SyncWorker {
                 }) as BoxFuture<'_, _>
             })
             .collect();
+        let subsets = &self.subsets;
+        let refreshes: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = parents
+            .into_iter()
+            .map(|(rule, parent)| {
+                Box::pin(refresh_parent(subsets, db, stats, rule, parent)) as BoxFuture<'_, _>
+            })
+            .collect();
+        let mut runs = runs;
+        runs.extend(refreshes);
         let mut outcomes = futures_util::stream::iter(runs).buffer_unordered(FAN_OUT_CONCURRENCY);
         while let Some(done) = outcomes.next().await {
             let (deletion, outcome) = done?;
@@ -579,6 +643,27 @@ impl SyncWorker {
             })
             .collect()
     }
+}
+
+/// Refreshes one parent of an async subset; a parent its validator rejects is counted as
+/// failed and left to reconcile.
+async fn refresh_parent(
+    subsets: &SubsetFollow,
+    db: &Database,
+    stats: &WorkerStats,
+    rule: usize,
+    parent: Bson,
+) -> Result<(bool, FanOutOutcome)> {
+    let mut outcome = FanOutOutcome::default();
+    match subsets.refresh(db, rule, &parent).await {
+        Ok(_) => WorkerStats::add(&stats.previews_refreshed, 1),
+        Err(error) if ErrorClass::of(&error) == ErrorClass::Permanent => {
+            tracing::warn!(subset = ?subsets.rules[rule], parent = %parent, %error, "the sync worker could not refresh a subset");
+            outcome.failed += 1;
+        }
+        Err(error) => return Err(error),
+    }
+    Ok((false, outcome))
 }
 
 /// One rewrite a batch needs: a copy (`edge`) of one source document.

@@ -358,26 +358,15 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
         }
         if let Some(subset) = &field.attrs.subset {
             let subset = &subset.value;
-            let (Some(child), Some(max), Some((sort, direction))) =
-                (&subset.of, subset.max, &subset.sort)
+            let (Some(child), Some(_), Some(_), Some(ident)) =
+                (&subset.of, subset.max, &subset.sort, field.ident)
             else {
                 continue;
             };
-            let count = match count_stored(cont, subset.count.as_ref()) {
-                Some(stored) => quote!(::core::option::Option::Some(#stored)),
-                None => quote!(::core::option::Option::None),
-            };
+            let name = format_ident!("{}", unraw(ident).to_uppercase());
             let child_name = type_name(child);
             out.extend(quote! {
-                .subset(#private::SubsetSpec::new(
-                    #path,
-                    <#child as #private::Document>::COLLECTION,
-                    #child_name,
-                    #max,
-                    #sort,
-                    #direction,
-                    #count,
-                ))
+                .subset(Self::#name.spec(#child_name))
             });
         }
     }
@@ -508,12 +497,30 @@ pub fn consts(cont: &Container) -> TokenStream {
                 _ => TokenStream::new(),
             };
             let doc = format!(
-                "The `#[subset]` `{path}`: add children with their preview kept here (`add`, `add_then_update`), `rebuild` from the children."
+                "The `#[subset]` `{path}`: add, update and delete children with their previews and count kept here (`add`, `update`, `delete`), `rebuild` from the children."
             );
+            // spanned at `of = C`: a child without a reference to this type (or with two) is one
+            // error there; the preview built `From<&C>` likewise at the preview type
+            let parent = respan(
+                quote!(.parent(#private::child_parent_field::<#child, Self>())),
+                child.span(),
+            );
+            let preview_fn = respan(
+                quote!(.preview(#private::subset_preview::<#child, #preview>)),
+                preview.span(),
+            );
+            let filter = subset.filter.as_ref().map(|f| {
+                let json = &f.json;
+                quote!(.filter(#json))
+            });
+            let strategy = subset.sync.map(|sync| {
+                let sync = format_ident!("{}", sync.variant());
+                quote!(.strategy(#private::SyncStrategy::#sync))
+            });
             out.extend(quote! {
                 #[doc = #doc]
                 pub const #name: #private::Subset<Self, #child, #preview> =
-                    #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type;
+                    #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type #parent #preview_fn #filter #strategy;
             });
         }
         if let Some(embed) = &field.attrs.embed {
@@ -558,17 +565,55 @@ pub fn checks(cont: &Container) -> TokenStream {
                 let ty = counter.ty;
                 Some(quote_spanned!(count.span()=> #private::require_counter::<#ty>();))
             });
-            Some(
-                quote! {
-                    #private::require_document::<#child>();
-                    #count
-                }
-                .into_iter()
-                .chain(quote_spanned! {preview.span()=>
-                    #private::require_preview::<#preview, #child>();
-                })
-                .collect::<TokenStream>(),
-            )
+            // every field the filter compares is stored by the child (a constant, evaluated
+            // once; only for non-generic types, whose constants cannot name the parameters)
+            let filter = subset
+                .filter
+                .as_ref()
+                .filter(|_| !cont.is_generic())
+                .map(|filter| {
+                    filter
+                        .fields
+                        .iter()
+                        .map(|field| {
+                            let message = format!(
+                                "`#[subset(filter)]` compares `{field}`, which `{}` does not store: name a stored field of the child",
+                                type_name(child)
+                            );
+                            quote_spanned! {filter.span=>
+                                const _: () = if #private::position(<#child as #private::Fields>::STORED, #field).is_none() {
+                                    ::core::panic!(#message)
+                                };
+                            }
+                        })
+                        .collect::<TokenStream>()
+                });
+            // (the preview's `From<&C>` is checked where the subset's constant names it)
+            let _ = preview;
+            Some(quote! {
+                #private::require_document::<#child>();
+                #count
+                #filter
+            })
         }))
+        .collect()
+}
+
+/// `tokens` with every token spanned at `span`, so that an error of rustc about the whole
+/// expression (a bound, a constant's evaluation) points at the user's token.
+fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let proc_macro2::TokenTree::Group(group) = &tree {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = proc_macro2::TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
         .collect()
 }

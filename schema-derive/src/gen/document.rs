@@ -91,9 +91,11 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
     let has_fields = has_field_impls(cont);
+    let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
     let identified = identified_impl(cont);
     quote! {
+        #child_of
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
@@ -219,7 +221,9 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let identified = identified_impl(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let has_fields = has_field_impls(cont);
+    let child_of = crate::gen::relations::child_of_impls(cont);
     quote! {
+        #child_of
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;

@@ -198,3 +198,62 @@ pub fn id_type_checks(cont: &Container) -> TokenStream {
         })
         .collect()
 }
+
+/// `impl ChildOf<P> for T` for every type `P` that one field of `T` references (a
+/// `#[reference]` to one parent, or else the `_id` of an `#[extended_ref]` to it): what a
+/// `#[subset(of = T)]` of `P` reads to find a child's parent. A type referenced by two fields of
+/// the same kind gets an empty path, which the subset's constant refuses.
+pub fn child_of_impls(cont: &Container) -> TokenStream {
+    use quote::ToTokens;
+    if matches!(cont.data, Data::Enum(_)) {
+        return TokenStream::new();
+    }
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    // (target as written, target, stored paths of references, of extended references)
+    let mut targets: Vec<(String, syn::Type, Vec<String>, Vec<String>)> = Vec::new();
+    let mut add = |target: &syn::Type, path: String, extended: bool| {
+        let key = target.to_token_stream().to_string();
+        let entry = match targets.iter_mut().find(|t| t.0 == key) {
+            Some(entry) => entry,
+            None => {
+                targets.push((key, target.clone(), Vec::new(), Vec::new()));
+                targets.last_mut().expect("just pushed")
+            }
+        };
+        if extended {
+            entry.3.push(path);
+        } else {
+            entry.2.push(path);
+        }
+    };
+    for field in cont.stored_fields() {
+        if let Some(shape) = field.reference_shape() {
+            if let (Some(target), false) = (&shape.target, shape.kind == RefKind::Many) {
+                add(target, field.stored_name.clone(), false);
+            }
+        } else if let Some(extended) = &field.attrs.extended_ref {
+            let many = crate::ast::copy_shape(field.ty).0 == RefKind::Many;
+            if let (Some(target), false) = (&extended.value.to, many) {
+                add(target, format!("{}._id", field.stored_name), true);
+            }
+        }
+    }
+    targets
+        .into_iter()
+        .map(|(_, target, references, extended)| {
+            let paths = if references.is_empty() { extended } else { references };
+            let path = match paths.as_slice() {
+                [one] => one.clone(),
+                _ => String::new(),
+            };
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics #private::ChildOf<#target> for #ident #ty_generics #where_clause {
+                    const PARENT_FIELD: &'static str = #path;
+                }
+            }
+        })
+        .collect()
+}

@@ -2,15 +2,25 @@
 //! arrays, and compare-and-set state changes.
 
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::options::{ReturnDocument, UpdateModifications};
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::relations::embedded;
 use crate::sync::transaction::{in_transaction, TRANSACTION_DEADLINE};
-use crate::{Document, Error, Ref, Result, SchemaError};
+use crate::{Document, Error, Ref, Result, SchemaError, SyncStrategy};
+
+pub(crate) mod reconcile;
+mod rule;
+
+pub use reconcile::SubsetReconcile;
+pub use rule::PreviewFn;
+pub(crate) use rule::SubsetRule;
 
 /// The integer type of a count field (`message_count: i64` or `i32`): every `$inc` and every
 /// rebuilt count uses it, so a count never turns into another BSON type that its validator
@@ -50,8 +60,24 @@ pub struct Subset<P, C, V> {
     sort_direction: i32,
     count: Option<&'static str>,
     count_type: CounterType,
+    /// The child's stored path holding the parent's `_id`; empty: looked up at run time.
+    parent: &'static str,
+    /// Extended JSON of the children's filter (equalities on stored fields).
+    filter: Option<&'static str>,
+    strategy: SyncStrategy,
+    deadline: Duration,
+    /// `V::from(&C)` on a stored child (for the schema's spec: reconcile and the worker).
+    preview: Option<PreviewFn>,
     types: PhantomData<Types<P, C, V>>,
 }
+
+impl<P, C, V> Clone for Subset<P, C, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P, C, V> Copy for Subset<P, C, V> {}
 
 /// The types a `Subset` relates, without owning any.
 type Types<P, C, V> = fn() -> (P, C, V);
@@ -62,15 +88,25 @@ type Types<P, C, V> = fn() -> (P, C, V);
 pub trait SubsetOf<C> {
     /// The parent collection, the parent's id, an optional condition and the update.
     fn parent_update(&self, child: &C) -> Result<ParentUpdate>;
+
+    /// The subset as data, for [`Subset::delete_with`] and [`Subset::update_with`].
+    #[doc(hidden)]
+    fn rule(&self) -> Result<RuleOf>;
 }
 
+/// A subset as data (opaque), what [`SubsetOf::rule`] returns.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct RuleOf(pub(crate) SubsetRule);
+
 /// What [`SubsetOf::parent_update`] returns: the one update, filtered on the parent's `_id`
-/// alone, that adds a child to one subset of its parent.
+/// alone, that adds a child to one subset of its parent (none when the subset's filter leaves
+/// the child out).
 #[derive(Debug, Clone)]
 pub struct ParentUpdate {
     parents: &'static str,
     parent: Bson,
-    update: mongodb::options::UpdateModifications,
+    update: Option<mongodb::options::UpdateModifications>,
 }
 
 impl ParentUpdate {
@@ -89,12 +125,20 @@ where
     fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
-        let preview = to_bson(&V::from(child))?;
+        let update = if Subset::rule(self)?.matches(&raw) {
+            Some(self.parent_write(to_bson(&V::from(child))?))
+        } else {
+            None
+        };
         Ok(ParentUpdate {
             parents: P::COLLECTION,
             parent: self.parent_of(&raw)?,
-            update: self.parent_write(preview),
+            update,
         })
+    }
+
+    fn rule(&self) -> Result<RuleOf> {
+        Ok(RuleOf(Subset::rule(self)?))
     }
 }
 
@@ -114,14 +158,84 @@ impl<P, C, V> Subset<P, C, V> {
             sort_direction,
             count,
             count_type: CounterType::Int64,
+            parent: "",
+            filter: None,
+            strategy: SyncStrategy::Transactional,
+            deadline: TRANSACTION_DEADLINE,
+            preview: None,
             types: PhantomData,
         }
+    }
+
+    /// Used by generated code: builds a preview from a stored child, for reconcile and the
+    /// sync worker (which work on BSON).
+    pub const fn preview(mut self, preview: PreviewFn) -> Self {
+        self.preview = Some(preview);
+        self
+    }
+
+    /// Used by generated code: the child's stored path holding the parent's `_id` (its
+    /// `#[reference]`, or the `_id` of its `#[extended_ref]` to the parent).
+    pub const fn parent(mut self, field: &'static str) -> Self {
+        self.parent = field;
+        self
+    }
+
+    /// Used by generated code: only children matching `filter` (extended JSON, equalities on
+    /// stored fields) are previewed and counted.
+    pub const fn filter(mut self, filter: &'static str) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Used by generated code: who keeps the subset current besides the helpers
+    /// (`sync = "async"`: the sync worker follows the children).
+    pub const fn strategy(mut self, strategy: SyncStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The same subset whose transactions (`add`, `delete`, `update`, `rebuild`) give up after
+    /// `deadline` in all (default [`TRANSACTION_DEADLINE`](crate::TRANSACTION_DEADLINE), the
+    /// value of the schema's `transaction_deadline`):
+    /// `Ticket::LAST_MESSAGE.transaction_deadline(Duration::from_secs(5)).add(&db, &m)`.
+    pub const fn transaction_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The sync strategy (`#[subset(sync = "...")]`).
+    pub const fn sync_strategy(&self) -> SyncStrategy {
+        self.strategy
     }
 
     /// Used by generated code: the integer type of the count field.
     pub const fn count_type(mut self, count_type: CounterType) -> Self {
         self.count_type = count_type;
         self
+    }
+}
+
+impl<P: Document, C: Document, V> Subset<P, C, V> {
+    /// The subset as the schema describes it (used by generated code: `collection_spec`).
+    pub fn spec(&self, child_type: &'static str) -> crate::SubsetSpec {
+        let mut spec = crate::SubsetSpec::new(
+            self.path,
+            C::COLLECTION,
+            child_type,
+            self.max,
+            self.sort_field,
+            self.sort_direction,
+            self.count,
+        );
+        spec.count_type = self.count_type;
+        spec.parent_field = self.parent.to_owned();
+        spec.filter = self
+            .filter
+            .and_then(|json| parse_filter(P::COLLECTION, self.path, json).ok());
+        spec.strategy = self.strategy;
+        spec.preview = self.preview.map(crate::model::copy::PreviewBuilder);
+        spec
     }
 }
 
@@ -138,6 +252,9 @@ where
 
     /// The child's field that references the parent.
     pub fn parent_field(&self) -> Result<String> {
+        if !self.parent.is_empty() {
+            return Ok(self.parent.to_owned());
+        }
         let mut back = C::references()
             .into_iter()
             .filter(|r| r.target == P::COLLECTION);
@@ -195,7 +312,7 @@ where
         for other in others {
             updates.push(other.parent_update(child)?);
         }
-        in_transaction(db, TRANSACTION_DEADLINE, |session| {
+        in_transaction(db, self.deadline, |session| {
             let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
             Box::pin(async move {
                 db.collection::<BsonDocument>(C::COLLECTION)
@@ -219,9 +336,13 @@ where
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let parent = self.parent_of(&raw)?;
+        let counted = Subset::rule(self)?.matches(&raw);
         db.collection::<BsonDocument>(C::COLLECTION)
             .insert_one(raw)
             .await?;
+        if !counted {
+            return Ok(());
+        }
         let update = self.parent_write(to_bson(&V::from(child))?);
         db.collection::<BsonDocument>(P::COLLECTION)
             .update_one(doc! { "_id": parent }, update)
@@ -311,41 +432,13 @@ where
     }
 
     async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
-        let field = self.parent_field()?;
-        let (path, max, count, count_type) = (self.path, self.max, self.count, self.count_type);
-        let sort = doc! { self.sort_field: self.sort_direction };
-        in_transaction(db, TRANSACTION_DEADLINE, |session| {
-            let (db, parent, field, sort) =
-                (db.clone(), parent.clone(), field.clone(), sort.clone());
+        let rule = Subset::rule(self)?;
+        in_transaction(db, self.deadline, |session| {
+            let (db, parent, rule) = (db.clone(), parent.clone(), rule.clone());
             Box::pin(async move {
-                let children = db.collection::<BsonDocument>(C::COLLECTION);
-                let mut newest = children
-                    .find(doc! { field.as_str(): parent.clone() })
-                    .sort(sort)
-                    .limit(max as i64)
-                    .session(&mut *session)
-                    .await?;
-                let mut previews: Vec<Bson> = Vec::new();
-                while let Some(raw) = newest.next(&mut *session).await.transpose()? {
-                    let child: C =
-                        mongodb::bson::from_document(raw).map_err(mongodb::error::Error::from)?;
-                    previews.push(to_bson(&V::from(&child))?);
-                }
-                let mut set = BsonDocument::new();
-                if max == 1 {
-                    set.insert(path, previews.into_iter().next().unwrap_or(Bson::Null));
-                } else {
-                    set.insert(path, previews);
-                }
-                if let Some(count) = count {
-                    let n = children
-                        .count_documents(doc! { field.as_str(): parent.clone() })
-                        .session(&mut *session)
-                        .await?;
-                    set.insert(count, count_type.value(n));
-                }
+                let state = rule.state(&db, Some(&mut *session), &parent).await?;
                 db.collection::<BsonDocument>(P::COLLECTION)
-                    .update_one(doc! { "_id": parent }, doc! { "$set": set })
+                    .update_one(doc! { "_id": parent }, rule.set_update(&state))
                     .session(&mut *session)
                     .await?;
                 Ok(())
@@ -353,6 +446,166 @@ where
         })
         .await?;
         Ok(())
+    }
+
+    fn rules_with(&self, others: &[&(dyn SubsetOf<C> + Sync)]) -> Result<Vec<SubsetRule>> {
+        let mut rules = vec![Subset::rule(self)?];
+        for other in others {
+            rules.push(other.rule()?.0);
+        }
+        Ok(rules)
+    }
+
+    /// The subset as data (shared with reconcile and the sync worker).
+    pub(crate) fn rule(&self) -> Result<SubsetRule> {
+        let filter = match self.filter {
+            Some(json) => Some(parse_filter(P::COLLECTION, self.path, json)?),
+            None => None,
+        };
+        Ok(SubsetRule {
+            parents: P::COLLECTION.into(),
+            children: C::COLLECTION.into(),
+            path: self.path.into(),
+            max: self.max,
+            sort_field: self.sort_field.into(),
+            sort_direction: self.sort_direction,
+            count: self.count.map(Into::into),
+            count_type: self.count_type,
+            parent_field: self.parent_field()?.into(),
+            filter,
+            preview: preview_of::<C, V>,
+            strategy: self.strategy,
+        })
+    }
+
+    /// Deletes the child `child` references and, in the same transaction, takes it out of its
+    /// parent's subset: the count goes down by one (when the child was counted) and the
+    /// previews are refilled from the remaining children in sort order (one query on the
+    /// reference index with the sort key), so deleting the newest of a full subset brings in
+    /// the next one. Returns whether a child was deleted. For several subsets of the same
+    /// child, use [`Subset::delete_with`].
+    pub async fn delete(&self, db: &Database, child: &Ref<C>) -> Result<bool>
+    where
+        C::Id: Serialize,
+    {
+        self.delete_with(db, child, &[]).await
+    }
+
+    /// Like [`Subset::delete`], also keeping `others`, the other subsets of the same child,
+    /// in the same transaction.
+    pub async fn delete_with(
+        &self,
+        db: &Database,
+        child: &Ref<C>,
+        others: &[&(dyn SubsetOf<C> + Sync)],
+    ) -> Result<bool>
+    where
+        C::Id: Serialize,
+    {
+        let id = child.to_bson();
+        crate::literal::refuse_operators("the child's id", &id)?;
+        let rules = self.rules_with(others)?;
+        let (deleted, _) = in_transaction(db, self.deadline, |session| {
+            let (db, id, rules) = (db.clone(), id.clone(), rules.clone());
+            Box::pin(async move {
+                let Some(before) = db
+                    .collection::<BsonDocument>(C::COLLECTION)
+                    .find_one_and_delete(doc! { "_id": id })
+                    .session(&mut *session)
+                    .await?
+                else {
+                    return Ok(false);
+                };
+                for rule in &rules {
+                    rule.refresh_in(&db, &mut *session, Some(&before), None)
+                        .await?;
+                }
+                Ok(true)
+            })
+        })
+        .await?;
+        Ok(deleted)
+    }
+
+    /// Applies `update` to the child `child` references and, in the same transaction,
+    /// refreshes its parent's subset: the preview shows the new values, moves when the sort
+    /// key changed, enters or leaves the subset when the child crosses the cut or the filter
+    /// (the count follows the filter), and moves to the new parent when the reference
+    /// changed. Returns whether a child matched. For several subsets of the same child, use
+    /// [`Subset::update_with`].
+    pub async fn update(
+        &self,
+        db: &Database,
+        child: &Ref<C>,
+        update: impl Into<UpdateModifications>,
+    ) -> Result<bool>
+    where
+        C::Id: Serialize,
+    {
+        self.update_with(db, child, update, &[]).await
+    }
+
+    /// Like [`Subset::update`], also keeping `others`, the other subsets of the same child,
+    /// in the same transaction.
+    pub async fn update_with(
+        &self,
+        db: &Database,
+        child: &Ref<C>,
+        update: impl Into<UpdateModifications>,
+        others: &[&(dyn SubsetOf<C> + Sync)],
+    ) -> Result<bool>
+    where
+        C::Id: Serialize,
+    {
+        let id = child.to_bson();
+        crate::literal::refuse_operators("the child's id", &id)?;
+        let update = update.into();
+        let rules = self.rules_with(others)?;
+        // the document after the update is enough unless the update may move the child to
+        // another parent, or a subset filters (then the document before it decides too)
+        let filtered = rules.iter().any(|r| r.filter.is_some());
+        let moves = match &update {
+            UpdateModifications::Document(update) => rules
+                .iter()
+                .any(|r| embedded::writes_path(update, &r.parent_field).is_some()),
+            _ => true,
+        };
+        let read_after = filtered || moves;
+        let (matched, _) = in_transaction(db, self.deadline, |session| {
+            let (db, id, update, rules) = (db.clone(), id.clone(), update.clone(), rules.clone());
+            Box::pin(async move {
+                let children = db.collection::<BsonDocument>(C::COLLECTION);
+                let before = children
+                    .find_one_and_update(doc! { "_id": id.clone() }, update)
+                    .return_document(if read_after {
+                        ReturnDocument::Before
+                    } else {
+                        ReturnDocument::After
+                    })
+                    .session(&mut *session)
+                    .await?;
+                let Some(first) = before else {
+                    return Ok(false);
+                };
+                let (before, after) = if read_after {
+                    let after = children
+                        .find_one(doc! { "_id": id })
+                        .session(&mut *session)
+                        .await?;
+                    (first, after)
+                } else {
+                    // parent and filter unchanged: the refill reads the new values anyway
+                    (first.clone(), Some(first))
+                };
+                for rule in &rules {
+                    rule.refresh_in(&db, &mut *session, Some(&before), after.as_ref())
+                        .await?;
+                }
+                Ok(true)
+            })
+        })
+        .await?;
+        Ok(matched)
     }
 
     /// Recomputes every parent's subset and count from the children (the repair job of the
@@ -417,6 +670,36 @@ where
     }
 }
 
+/// `V::from(&C)` of a stored child, serialized as the driver does.
+pub(crate) fn preview_of<C, V>(child: &BsonDocument) -> Result<Bson>
+where
+    C: DeserializeOwned,
+    V: for<'c> From<&'c C> + Serialize,
+{
+    let child: C =
+        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+    to_bson(&V::from(&child))
+}
+
+/// Parses a subset's filter (extended JSON, checked by the derive).
+pub(crate) fn parse_filter(parents: &str, path: &str, json: &str) -> Result<BsonDocument> {
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+        Error::Schema(SchemaError {
+            problems: vec![format!(
+                "the filter of subset `{parents}.{path}` is not JSON ({e}): {json}"
+            )],
+        })
+    })?;
+    match Bson::try_from(value) {
+        Ok(Bson::Document(filter)) => Ok(filter),
+        _ => Err(Error::Schema(SchemaError {
+            problems: vec![format!(
+                "the filter of subset `{parents}.{path}` is not an extended-JSON document: {json}"
+            )],
+        })),
+    }
+}
+
 /// Parents are read this many at a time by [`Subset::rebuild_all`].
 const REBUILD_BATCH: i64 = 200;
 
@@ -443,208 +726,20 @@ impl RebuildProgress {
     }
 }
 
-/// An embedded array bounded by `#[embed(max = N)]`, as a constant named after the field in
-/// upper case (`Ticket::HISTORY`). With `cap`, every push keeps only the newest `N` items
-/// (`$each` + `$slice: -N`); without it, a push that would exceed `N` is refused (the document is
-/// not matched) instead of failing validation.
-#[derive(Debug)]
-pub struct EmbeddedArray<P, E> {
-    path: &'static str,
-    max: u64,
-    cap: bool,
-    types: PhantomData<fn() -> (P, E)>,
-}
-
-/// What a push did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PushOutcome {
-    /// Documents matched by the filter (and, without `cap`, with room for the items).
-    pub matched: u64,
-    /// Documents changed.
-    pub modified: u64,
-}
-
-impl<P, E> EmbeddedArray<P, E> {
-    /// Used by generated code.
-    pub const fn new(path: &'static str, max: u64, cap: bool) -> Self {
-        EmbeddedArray {
-            path,
-            max,
-            cap,
-            types: PhantomData,
-        }
-    }
-
-    /// The stored path.
-    pub fn path(&self) -> &'static str {
-        self.path
-    }
-
-    /// The bound.
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-}
-
-impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
-    /// The `$push` of `items`: with `cap`, `$each` + `$slice: -max`.
-    pub fn push_update(&self, items: &[E]) -> Result<BsonDocument> {
-        let items: Vec<Bson> = items.iter().map(to_bson).collect::<Result<_>>()?;
-        let mut push = doc! { "$each": items };
-        if self.cap {
-            push.insert("$slice", -(self.max as i64));
-        }
-        Ok(doc! { "$push": { self.path: push } })
-    }
-
-    /// `filter`, plus (without `cap`) the condition that `n` more items fit.
-    pub fn push_filter(&self, mut filter: BsonDocument, n: usize) -> BsonDocument {
-        if !self.cap {
-            let last_allowed = (self.max as usize).saturating_sub(n);
-            filter.insert(
-                format!("{}.{last_allowed}", self.path),
-                doc! { "$exists": false },
-            );
-        }
-        filter
-    }
-
-    /// Pushes `items` into the array of the documents matching `filter` (with `extra` update
-    /// operators merged in, e.g. `$set` of the status the history entry records).
-    ///
-    /// Refused with [`Error::Refused`], before anything is sent, when the array has no `cap` and
-    /// `items` holds more than `max` (no document could take them), or when `extra` writes the
-    /// array itself (its bound would no longer be kept).
-    pub async fn push(
-        &self,
-        db: &Database,
-        filter: BsonDocument,
-        items: &[E],
-        extra: Option<BsonDocument>,
-    ) -> Result<PushOutcome> {
-        if !self.cap && items.len() as u64 > self.max {
-            return Err(Error::Refused(format!(
-                "{} items pushed into `{}.{}`, which holds at most {} and has no `cap`",
-                items.len(),
-                P::COLLECTION,
-                self.path,
-                self.max
-            )));
-        }
-        let mut update = self.push_update(items)?;
-        if let Some(extra) = extra {
-            if let Some(path) = writes_path(&extra, self.path) {
-                return Err(Error::Refused(format!(
-                    "the extra update writes `{path}`, inside the bounded array `{}.{}`: push to it only through this helper",
-                    P::COLLECTION,
-                    self.path
-                )));
-            }
-            for (operator, arguments) in extra {
-                match (update.get_mut(&operator), arguments) {
-                    (Some(Bson::Document(existing)), Bson::Document(more)) => existing.extend(more),
-                    (_, arguments) => {
-                        update.insert(operator, arguments);
-                    }
-                }
-            }
-        }
-        let result = db
-            .collection::<BsonDocument>(P::COLLECTION)
-            .update_many(self.push_filter(filter, items.len()), update)
-            .await?;
-        Ok(PushOutcome {
-            matched: result.matched_count,
-            modified: result.modified_count,
-        })
-    }
-}
-
-/// The first path that `update` writes at or inside `path` (`$rename` targets included); a
-/// replacement document (no operators) writes everything.
-fn writes_path(update: &BsonDocument, path: &str) -> Option<String> {
-    let inside = |written: &str| {
-        written == path
-            || written.starts_with(&format!("{path}."))
-            || path.starts_with(&format!("{written}."))
-    };
-    for (operator, arguments) in update {
-        if !operator.starts_with('$') {
-            return Some(operator.clone());
-        }
-        let Bson::Document(arguments) = arguments else {
-            continue;
-        };
-        for (written, value) in arguments {
-            if inside(written) {
-                return Some(written.clone());
-            }
-            if let (true, Bson::String(to)) = (operator == "$rename", value) {
-                if inside(to) {
-                    return Some(to.clone());
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Inside a transaction: the parent's one update, by `_id`.
+/// Inside a transaction: the parent's one update, by `_id` (nothing when the subset's filter
+/// leaves the child out). Returns the documents matched and modified.
 pub(crate) async fn update_parent_in(
     db: &Database,
     u: ParentUpdate,
     session: &mut ClientSession,
-) -> Result<mongodb::results::UpdateResult> {
-    Ok(db
+) -> Result<(u64, u64)> {
+    let Some(update) = u.update else {
+        return Ok((0, 0));
+    };
+    let result = db
         .collection::<BsonDocument>(u.parents)
-        .update_one(doc! { "_id": u.parent }, u.update)
+        .update_one(doc! { "_id": u.parent }, update)
         .session(&mut *session)
-        .await?)
-}
-
-/// The filter of a compare-and-set on `field` of the document `target` references, refused
-/// before anything is sent when it would not compare a value of that document.
-pub(crate) fn compare_and_set_filter<T: Document>(
-    target: &Ref<T>,
-    field: &str,
-    expected: Bson,
-) -> Result<BsonDocument>
-where
-    T::Id: Serialize,
-{
-    if field == "_id" || field.starts_with("_id.") || field.is_empty() || field.starts_with('$') {
-        return Err(Error::Refused(format!(
-            "compare_and_set compares a field of the referenced document, not `{field}`"
-        )));
-    }
-    crate::literal::refuse_operators("the expected value", &expected)?;
-    Ok(doc! { "_id": target.to_bson(), field: expected })
-}
-
-impl<T: Document> Ref<T>
-where
-    T::Id: Serialize,
-{
-    /// Compare-and-set: applies `update` to the referenced document only if `field` still
-    /// equals `expected` (seed 003's status change). `true` when this call won (the document
-    /// matched, even if the update left it as it was); `false` when another writer changed the
-    /// field first (reload and decide again).
-    ///
-    /// Refused with [`Error::Refused`] before anything is sent when `field` is `_id` (the filter
-    /// would name another document) or `expected` is an operator document, a regular expression
-    /// or JavaScript (it would run as a query instead of being compared as a value).
-    pub async fn compare_and_set(
-        &self,
-        db: &Database,
-        field: &str,
-        expected: impl Into<Bson>,
-        update: BsonDocument,
-    ) -> Result<bool> {
-        let filter = compare_and_set_filter(self, field, expected.into())?;
-        let result = db
-            .collection::<BsonDocument>(T::COLLECTION)
-            .update_one(filter, update)
-            .await?;
-        Ok(result.matched_count == 1)
-    }
+        .await?;
+    Ok((result.matched_count, result.modified_count))
 }

@@ -1,0 +1,573 @@
+//! The built-in steps. Each is idempotent (a second run finds nothing to do), typed against its
+//! model (fields are checked by `Schema::build`) and sends its writes server-side: one
+//! `updateMany` or pipeline update for the whole collection, or, for the steps that read other
+//! documents (copies, duplicates), one `update` command with one statement per source or group
+//! for each batch of 1,000.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use serde::Serialize;
+
+use super::{Step, StepContext, StepCounts, Work};
+use crate::model::copy::CopyShape;
+use crate::model::document::CollectionSpec;
+use crate::{Document as Model, Error, Result};
+
+/// Sources (or duplicate groups) per batch of the steps that read before they write.
+const BATCH: i64 = 1000;
+
+fn to_bson<V: Serialize>(value: &V) -> Bson {
+    crate::model::document::stored_bson(value).unwrap_or(Bson::Null)
+}
+
+fn spec<'a>(collections: &'a [CollectionSpec], name: &str) -> Option<&'a CollectionSpec> {
+    collections.iter().find(|c| c.name == name)
+}
+
+/// The stored field `field` of collection `collection` is described by its validator.
+fn field_problem(collections: &[CollectionSpec], collection: &str, field: &str) -> Option<String> {
+    let Some(spec) = spec(collections, collection) else {
+        return Some(format!(
+            "`{collection}` is not part of the schema: add its model with `.model::<T>()`"
+        ));
+    };
+    let known = spec
+        .validator
+        .get_document("$jsonSchema")
+        .is_ok_and(|s| crate::json_schema::has_path(s, field));
+    (!known)
+        .then(|| format!("`{collection}` stores no field `{field}` (fields are named as stored)"))
+}
+
+/// Sends one `update` command (several statements, unordered): its matched and modified
+/// counts; the first write error, if any, as an error naming the collection.
+async fn update_command(
+    db: &Database,
+    collection: &str,
+    updates: Vec<Document>,
+) -> Result<StepCounts> {
+    if updates.is_empty() {
+        return Ok(StepCounts::default());
+    }
+    let reply = db
+        .run_command(doc! { "update": collection, "updates": updates, "ordered": false })
+        .await?;
+    if let Ok(errors) = reply.get_array("writeErrors") {
+        if let Some(Bson::Document(first)) = errors.first() {
+            return Err(Error::Refused(format!(
+                "a write of the migration to `{collection}` failed ({} of the batch): code {}: {}",
+                errors.len(),
+                first.get_i32("code").unwrap_or_default(),
+                first.get_str("errmsg").unwrap_or_default()
+            )));
+        }
+    }
+    let number = |key: &str| match reply.get(key) {
+        Some(Bson::Int32(n)) => *n as u64,
+        Some(Bson::Int64(n)) => *n as u64,
+        _ => 0,
+    };
+    Ok(StepCounts::new(number("n"), number("nModified")))
+}
+
+/// A step of one typed collection, built from closures.
+struct Simple {
+    collection: &'static str,
+    description: String,
+    fields: Vec<String>,
+    filter: Document,
+    update: mongodb::options::UpdateModifications,
+}
+
+impl Work for Simple {
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn collection(&self) -> &str {
+        self.collection
+    }
+
+    fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
+        self.fields
+            .iter()
+            .filter_map(|f| field_problem(collections, self.collection, f))
+            .collect()
+    }
+
+    fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            Ok(db
+                .collection::<Document>(self.collection)
+                .count_documents(self.filter.clone())
+                .await?)
+        })
+    }
+
+    fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
+        Box::pin(async move {
+            cx.ensure_lock()?;
+            let result = cx
+                .db()
+                .collection::<Document>(self.collection)
+                .update_many(self.filter.clone(), self.update.clone())
+                .await?;
+            let counts = StepCounts::new(result.matched_count, result.modified_count);
+            cx.add_counts(counts);
+            Ok(cx.counts())
+        })
+    }
+}
+
+/// Documents of `T` missing `field` get `value` (one `updateMany` on `{ field: { $exists: false } }`):
+/// the backfill of a new required field, in the version that requires it.
+pub fn set_default<T: Model>(field: &str, value: impl Serialize) -> Step {
+    let value = to_bson(&value);
+    Step(Arc::new(Simple {
+        collection: T::COLLECTION,
+        description: format!(
+            "set_default `{}.{field}` = {}",
+            T::COLLECTION,
+            value.clone().into_relaxed_extjson()
+        ),
+        fields: vec![field.to_owned()],
+        filter: doc! { field: { "$exists": false } },
+        update: doc! { "$set": { field: value } }.into(),
+    }))
+}
+
+/// Renames `from` to `to` in every document of `T` that has `from` (one `updateMany` with
+/// `$rename`); `to` is the field as the model stores it now.
+pub fn rename_field<T: Model>(from: &str, to: &str) -> Step {
+    Step(Arc::new(Simple {
+        collection: T::COLLECTION,
+        description: format!("rename_field `{}.{from}` to `{to}`", T::COLLECTION),
+        fields: vec![to.to_owned()],
+        filter: doc! { from: { "$exists": true } },
+        update: doc! { "$rename": { from: to } }.into(),
+    }))
+}
+
+/// Shortens the string `field` of `T` to `max_chars` code points where it is longer (one
+/// pipeline update, `$substrCP`): before a new `max_length`.
+pub fn truncate<T: Model>(field: &str, max_chars: u32) -> Step {
+    let path = format!("${field}");
+    let length = doc! { "$cond": [
+        { "$eq": [{ "$type": path.as_str() }, "string"] },
+        { "$strLenCP": path.as_str() },
+        0,
+    ] };
+    Step(Arc::new(Simple {
+        collection: T::COLLECTION,
+        description: format!(
+            "truncate `{}.{field}` to {max_chars} characters",
+            T::COLLECTION
+        ),
+        fields: vec![field.to_owned()],
+        filter: doc! { "$expr": { "$gt": [length, i64::from(max_chars)] } },
+        update: vec![
+            doc! { "$set": { field: { "$substrCP": [path.as_str(), 0, i64::from(max_chars)] } } },
+        ]
+        .into(),
+    }))
+}
+
+/// Which document of a group of duplicates [`dedupe`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Keep {
+    /// The one with the smallest `_id` (for ObjectIds, the oldest).
+    Oldest,
+    /// The one with the largest `_id`.
+    Newest,
+}
+
+struct Dedupe {
+    collection: &'static str,
+    keys: Vec<String>,
+    keep: Keep,
+}
+
+impl Dedupe {
+    /// The groups of duplicates: `{ _id: <keys>, ids: [...] }`, the kept id first.
+    fn pipeline(&self) -> Vec<Document> {
+        let mut group_id = Document::new();
+        for key in &self.keys {
+            group_id.insert(key.replace('.', "_"), format!("${key}"));
+        }
+        let order = if self.keep == Keep::Oldest { 1 } else { -1 };
+        vec![
+            doc! { "$sort": { "_id": order } },
+            doc! { "$group": { "_id": group_id, "ids": { "$push": "$_id" }, "n": { "$sum": 1 } } },
+            doc! { "$match": { "n": { "$gt": 1 } } },
+        ]
+    }
+}
+
+impl Work for Dedupe {
+    fn describe(&self) -> String {
+        format!(
+            "dedupe `{}` on ({}), keeping the {}",
+            self.collection,
+            self.keys.join(", "),
+            if self.keep == Keep::Oldest {
+                "oldest"
+            } else {
+                "newest"
+            }
+        )
+    }
+
+    fn collection(&self) -> &str {
+        self.collection
+    }
+
+    fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
+        let mut problems: Vec<String> = self
+            .keys
+            .iter()
+            .filter_map(|f| field_problem(collections, self.collection, f))
+            .collect();
+        if self.keys.is_empty() {
+            problems.push("dedupe needs at least one key".to_owned());
+        }
+        problems
+    }
+
+    fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            let groups: Vec<Document> = db
+                .collection::<Document>(self.collection)
+                .aggregate(self.pipeline())
+                .await?
+                .try_collect()
+                .await?;
+            Ok(groups
+                .iter()
+                .map(|g| g.get_array("ids").map_or(0, |ids| ids.len() as u64 - 1))
+                .sum())
+        })
+    }
+
+    fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
+        Box::pin(async move {
+            let archive = format!("{}_dedupe_{}", self.collection, cx.version());
+            let collection = cx.db().collection::<Document>(self.collection);
+            let groups: Vec<Document> = collection
+                .aggregate(self.pipeline())
+                .await?
+                .try_collect()
+                .await?;
+            let mut removed: Vec<Bson> = Vec::new();
+            for group in &groups {
+                if let Ok(ids) = group.get_array("ids") {
+                    removed.extend(ids.iter().skip(1).cloned());
+                }
+            }
+            cx.add_counts(StepCounts::new(removed.len() as u64, 0));
+            for chunk in removed.chunks(BATCH as usize) {
+                cx.ensure_lock()?;
+                // copied first, then deleted: a run cut in between copies them again (the
+                // archive keeps one copy per `_id`) and deletes them then
+                let copies: Vec<Document> = collection
+                    .find(doc! { "_id": { "$in": chunk.to_vec() } })
+                    .await?
+                    .try_collect()
+                    .await?;
+                if !copies.is_empty() {
+                    let inserted = cx
+                        .db()
+                        .collection::<Document>(&archive)
+                        .insert_many(copies)
+                        .ordered(false)
+                        .await;
+                    if let Err(error) = inserted {
+                        let only_duplicates = match error.kind.as_ref() {
+                            mongodb::error::ErrorKind::InsertMany(e) => {
+                                e.write_concern_error.is_none()
+                                    && e.write_errors
+                                        .as_ref()
+                                        .is_some_and(|w| w.iter().all(|w| w.code == 11000))
+                            }
+                            _ => false,
+                        };
+                        if !only_duplicates {
+                            return Err(error.into());
+                        }
+                    }
+                }
+                let deleted = collection
+                    .delete_many(doc! { "_id": { "$in": chunk.to_vec() } })
+                    .await?;
+                cx.add_counts(StepCounts::new(0, deleted.deleted_count));
+            }
+            Ok(cx.counts())
+        })
+    }
+}
+
+/// Keeps one document of `T` per value of `keys` (stored fields), before a unique index on
+/// them: the others are copied to `<collection>_dedupe_<version>` and deleted, never lost.
+/// Reports the duplicates matched and the documents removed.
+pub fn dedupe<T: Model>(keys: &[&str], keep: Keep) -> Step {
+    Step(Arc::new(Dedupe {
+        collection: T::COLLECTION,
+        keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+        keep,
+    }))
+}
+
+/// Where a copy's source id is read.
+#[derive(Clone)]
+enum IdAt {
+    /// The field holds the id itself (a reference turning into the copy).
+    Field,
+    /// The copy's `_id` (rewrite copies present).
+    CopyId,
+    /// Another field of the holder, a reference to the same source.
+    Reference(String),
+}
+
+struct Copies<T> {
+    field: String,
+    at: IdAt,
+    name: &'static str,
+    types: PhantomData<fn() -> T>,
+}
+
+impl<T: Model> Copies<T> {
+    fn copy<'a>(&self, collections: &'a [CollectionSpec]) -> Option<&'a crate::CopySpec> {
+        spec(collections, T::COLLECTION)?
+            .copies
+            .iter()
+            .find(|c| c.path == self.field)
+    }
+
+    /// The holders still to rewrite.
+    fn holders_filter(&self) -> Document {
+        let field = self.field.as_str();
+        match &self.at {
+            IdAt::Field => {
+                doc! { field: { "$exists": true, "$ne": null, "$not": { "$type": "object" } } }
+            }
+            IdAt::CopyId => doc! { format!("{field}._id"): { "$exists": true } },
+            IdAt::Reference(reference) => doc! {
+                reference.as_str(): { "$exists": true, "$ne": null },
+                "$or": [{ field: { "$exists": false } }, { field: null }],
+            },
+        }
+    }
+}
+
+impl<T: Model + Send + Sync> Work for Copies<T> {
+    fn describe(&self) -> String {
+        match &self.at {
+            IdAt::Field => format!("{} `{}.{}`", self.name, T::COLLECTION, self.field),
+            IdAt::CopyId => format!("{} `{}.{}`", self.name, T::COLLECTION, self.field),
+            IdAt::Reference(reference) => format!(
+                "{} `{}.{}` from the reference `{reference}`",
+                self.name,
+                T::COLLECTION,
+                self.field
+            ),
+        }
+    }
+
+    fn collection(&self) -> &str {
+        T::COLLECTION
+    }
+
+    fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
+        let mut problems = Vec::new();
+        match self.copy(collections) {
+            None => problems.push(format!(
+                "`{}.{}` is not an `#[extended_ref]` of the model",
+                T::COLLECTION,
+                self.field
+            )),
+            Some(copy) if copy.shape == CopyShape::Many => problems.push(format!(
+                "`{}.{}` is an array of copies: {} fills one copy per holder",
+                T::COLLECTION,
+                self.field,
+                self.name
+            )),
+            Some(_) => {}
+        }
+        if let IdAt::Reference(reference) = &self.at {
+            problems.extend(field_problem(collections, T::COLLECTION, reference));
+        }
+        problems
+    }
+
+    fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move {
+            Ok(db
+                .collection::<Document>(T::COLLECTION)
+                .count_documents(self.holders_filter())
+                .await?)
+        })
+    }
+
+    fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
+        Box::pin(async move {
+            let collections = [T::collection_spec()];
+            let copy = self
+                .copy(&collections)
+                .cloned()
+                .ok_or_else(|| Error::Refused(self.problems(&collections).join("; ")))?;
+            let mut projection = doc! { "_id": 1 };
+            for field in &copy.fields {
+                projection.insert(field.as_str(), 1);
+            }
+            // the sources, a batch at a time after the checkpoint; one statement per source
+            loop {
+                let mut sources = cx.next_batch(&copy.source, doc! {}, BATCH).await?;
+                let Some(last) = sources.last().and_then(|s| s.get("_id")).cloned() else {
+                    break;
+                };
+                let updates: Vec<Document> = sources
+                    .iter_mut()
+                    .filter_map(|source| {
+                        let id = source.get("_id")?.clone();
+                        let mut value = doc! { "_id": id.clone() };
+                        for field in &copy.fields {
+                            if let Some(v) = crate::sync::get_path(source, field) {
+                                value.insert(field.as_str(), v);
+                            }
+                        }
+                        let q = match &self.at {
+                            IdAt::Field => doc! { self.field.as_str(): id },
+                            IdAt::CopyId => doc! { format!("{}._id", self.field): id },
+                            IdAt::Reference(reference) => doc! { reference.as_str(): id },
+                        };
+                        Some(doc! {
+                            "q": q,
+                            "u": { "$set": { self.field.as_str(): value } },
+                            "multi": true,
+                        })
+                    })
+                    .collect();
+                cx.ensure_lock()?;
+                let counts = update_command(cx.db(), T::COLLECTION, updates).await?;
+                cx.save(last, counts).await?;
+            }
+            Ok(cx.counts())
+        })
+    }
+}
+
+/// A stored reference becomes the extended reference's copy: every document of `T` whose
+/// `field` holds a source's id (not yet a copy) gets `{ _id, <copied fields> }` read from the
+/// source, for a copy declared where a reference was. The sources are read in batches of 1,000
+/// and each batch is one `update` command (one statement per source), so 3,000 orders of 1,000
+/// customers take two round trips per 1,000 customers, not one per customer.
+pub fn reference_to_copy<T: Model + Send + Sync + 'static>(field: &str) -> Step {
+    Step(Arc::new(Copies::<T> {
+        field: field.to_owned(),
+        at: IdAt::Field,
+        name: "reference_to_copy",
+        types: PhantomData,
+    }))
+}
+
+/// Copies of `field` are rewritten from their sources (stale ones corrected), a batch of 1,000
+/// sources per `update` command. For a copy added beside an existing reference, fill it from
+/// that reference with [`FillCopies::from_reference`].
+pub fn fill_copies<T: Model + Send + Sync + 'static>(field: &str) -> FillCopies<T> {
+    FillCopies {
+        field: field.to_owned(),
+        reference: None,
+        types: PhantomData,
+    }
+}
+
+/// The step [`fill_copies`] returns (a [`Step`] through `Into`).
+#[derive(Debug)]
+pub struct FillCopies<T> {
+    field: String,
+    reference: Option<String>,
+    types: PhantomData<fn() -> T>,
+}
+
+impl<T> FillCopies<T> {
+    /// The holders whose copy is missing get it from their reference `reference` (a stored
+    /// field holding the source's id).
+    #[allow(clippy::wrong_self_convention)] // reads as "fill copies from the reference"
+    pub fn from_reference(mut self, reference: &str) -> Self {
+        self.reference = Some(reference.to_owned());
+        self
+    }
+}
+
+impl<T: Model + Send + Sync + 'static> From<FillCopies<T>> for Step {
+    fn from(fill: FillCopies<T>) -> Step {
+        Step(Arc::new(Copies::<T> {
+            field: fill.field,
+            at: match fill.reference {
+                Some(reference) => IdAt::Reference(reference),
+                None => IdAt::CopyId,
+            },
+            name: "fill_copies",
+            types: PhantomData,
+        }))
+    }
+}
+
+/// The work of a [`custom`] step.
+type CustomFn =
+    dyn for<'a> Fn(&'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> + Send + Sync;
+
+struct Custom {
+    description: String,
+    collection: String,
+    run: Box<CustomFn>,
+}
+
+impl Work for Custom {
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
+        if spec(collections, &self.collection).is_none() {
+            vec![format!("`{}` is not part of the schema", self.collection)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn pending<'a>(&'a self, _: &'a Database) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async { Ok(0) })
+    }
+
+    fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
+        (self.run)(cx)
+    }
+}
+
+/// A step of your own on `T`'s collection: `description` is recorded (its checksum too) and
+/// `run` receives the [`StepContext`]: the database, the checkpoint an interrupted run saved,
+/// and [`StepContext::next_batch`] / [`StepContext::save`] to walk a collection in batches.
+/// Write it idempotent: after an interruption it runs again from the last saved checkpoint.
+pub fn custom<T: Model>(
+    description: &str,
+    run: impl for<'a> Fn(&'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>
+        + Send
+        + Sync
+        + 'static,
+) -> Step {
+    Step(Arc::new(Custom {
+        description: description.to_owned(),
+        collection: T::COLLECTION.to_owned(),
+        run: Box::new(run),
+    }))
+}

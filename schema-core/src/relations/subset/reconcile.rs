@@ -1,0 +1,199 @@
+//! Reconcile of subsets: every parent's previews and count are compared with what its children
+//! say (the newest `max` matching children in sort order, their number) and, when they differ,
+//! rewritten on condition that the parent still holds what was read, so a helper's transaction
+//! or the worker that wrote meanwhile is never overwritten.
+
+use std::fmt;
+use std::time::Duration;
+
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::Database;
+
+use super::rule::{SubsetRule, Verdict};
+use crate::model::copy::SyncStrategy;
+use crate::model::document::CollectionSpec;
+use crate::sync::retry::{Backoff, ErrorClass};
+use crate::Result;
+
+/// Reconcile figures of one subset (`parents.path`).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SubsetReconcile {
+    /// `parents.path`.
+    pub subset: String,
+    /// Its strategy (`transactional`, `async` or `reconcile`).
+    pub strategy: Option<SyncStrategy>,
+    /// Parent documents read.
+    pub checked: u64,
+    /// Parents whose previews or count differed from their children.
+    pub drifted: u64,
+    /// Parents rewritten (0 in a dry run).
+    pub repaired: u64,
+    /// Drifted parents written by someone else between the read and the repair: left as that
+    /// writer left them (the repair is conditional).
+    pub changed_meanwhile: u64,
+    /// Times the stream of parents broke and was opened again after the last parent done.
+    pub resumed: u64,
+}
+
+impl fmt::Display for SubsetReconcile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (subset, {}): {} checked, {} drifted, {} repaired",
+            self.subset,
+            self.strategy.map_or("?", SyncStrategy::as_str),
+            self.checked,
+            self.drifted,
+            self.repaired
+        )?;
+        if self.changed_meanwhile > 0 {
+            write!(f, ", {} changed meanwhile", self.changed_meanwhile)?;
+        }
+        if self.resumed > 0 {
+            write!(f, ", parent stream resumed: {}", self.resumed)?;
+        }
+        Ok(())
+    }
+}
+
+/// Consecutive failures of the parent stream, with no parent done in between, before reconcile
+/// gives up and returns the error.
+const STREAM_RESUMES: u32 = 5;
+
+/// Parents read per batch of the stream.
+const PARENT_BATCH: u32 = 1000;
+
+/// The subsets of `collections` whose children are known, as rules: the child's path to the
+/// parent is the declared one, or else the child's one `#[reference]` to the parent.
+pub(crate) fn rules(collections: &[CollectionSpec]) -> Vec<SubsetRule> {
+    let mut rules = Vec::new();
+    for parent in collections {
+        for subset in &parent.subsets {
+            let Some(preview) = subset.preview else {
+                continue;
+            };
+            let parent_field = if subset.parent_field.is_empty() {
+                let child = collections.iter().find(|c| c.name == subset.child);
+                let mut back = child
+                    .into_iter()
+                    .flat_map(|c| &c.references)
+                    .filter(|r| r.target == parent.name);
+                match (back.next(), back.next()) {
+                    (Some(one), None) => one.field.clone(),
+                    _ => continue, // a `Schema::build` error already
+                }
+            } else {
+                subset.parent_field.clone()
+            };
+            rules.push(SubsetRule {
+                parents: parent.name.clone().into(),
+                children: subset.child.clone().into(),
+                path: subset.path.clone().into(),
+                max: subset.max,
+                sort_field: subset.sort_field.clone().into(),
+                sort_direction: subset.sort_direction,
+                count: subset.count.clone().map(Into::into),
+                count_type: subset.count_type,
+                parent_field: parent_field.into(),
+                filter: subset.filter.clone(),
+                preview: preview.0,
+                strategy: subset.strategy,
+            });
+        }
+    }
+    rules
+}
+
+/// Compares (and unless `dry_run` repairs) every parent of every subset in `rules`.
+pub(crate) async fn reconcile(
+    db: &Database,
+    rules: &[SubsetRule],
+    dry_run: bool,
+) -> Result<Vec<SubsetReconcile>> {
+    let mut out = Vec::new();
+    for rule in rules {
+        let mut figures = SubsetReconcile {
+            subset: format!("{}.{}", rule.parents, rule.path),
+            strategy: Some(rule.strategy),
+            ..Default::default()
+        };
+        reconcile_one(db, rule, dry_run, &mut figures).await?;
+        out.push(figures);
+    }
+    Ok(out)
+}
+
+/// The parents of one subset, read as one stream in `_id` order (the subset and count fields
+/// only), each compared with one indexed query of its children. When the stream breaks on a
+/// transient error it is opened again after the last parent done, with back-off.
+async fn reconcile_one(
+    db: &Database,
+    rule: &SubsetRule,
+    dry_run: bool,
+    figures: &mut SubsetReconcile,
+) -> Result<()> {
+    let parents = db.collection::<BsonDocument>(&rule.parents);
+    let mut projection = doc! { rule.path.as_ref(): 1 };
+    if let Some(count) = &rule.count {
+        projection.insert(count.as_ref(), 1);
+    }
+    let mut after: Option<Bson> = None;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut failures_in_a_row = 0;
+    loop {
+        let filter = match &after {
+            Some(last) => doc! { "_id": { "$gt": last.clone() } },
+            None => doc! {},
+        };
+        let broke = match parents
+            .find(filter)
+            .projection(projection.clone())
+            .sort(doc! { "_id": 1 })
+            .batch_size(PARENT_BATCH)
+            .await
+        {
+            Err(error) => Some(crate::Error::from(error)),
+            Ok(mut cursor) => loop {
+                let parent = match cursor.advance().await {
+                    Ok(true) => match cursor.deserialize_current() {
+                        Ok(parent) => parent,
+                        Err(error) => break Some(error.into()),
+                    },
+                    Ok(false) => break None,
+                    Err(error) => break Some(error.into()),
+                };
+                match rule.repair(db, &parent, dry_run).await {
+                    Ok(verdict) => {
+                        figures.checked += 1;
+                        match verdict {
+                            Verdict::Current => {}
+                            Verdict::Repaired => {
+                                figures.drifted += 1;
+                                if !dry_run {
+                                    figures.repaired += 1;
+                                }
+                            }
+                            Verdict::ChangedMeanwhile => {
+                                figures.drifted += 1;
+                                figures.changed_meanwhile += 1;
+                            }
+                        }
+                        after = parent.get("_id").cloned();
+                        failures_in_a_row = 0;
+                        backoff.reset();
+                    }
+                    Err(error) => break Some(error),
+                }
+            },
+        };
+        let Some(error) = broke else { return Ok(()) };
+        failures_in_a_row += 1;
+        if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
+            return Err(error);
+        }
+        tracing::warn!(subset = %figures.subset, %error, "reconcile: the parent stream broke, resuming after the last parent done");
+        figures.resumed += 1;
+        tokio::time::sleep(backoff.next_wait()).await;
+    }
+}

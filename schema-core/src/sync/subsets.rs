@@ -1,0 +1,100 @@
+//! The worker's half of `#[subset(sync = "async")]`: it also follows the child collections
+//! (insert, update, replace, delete) and brings each parent a change concerns up to date.
+//!
+//! A refresh reads the parent's state from its children at that moment (the newest `max`
+//! matching children, their number) and `$set`s it whole: it depends on no event's content, so
+//! applying a change twice, or late, changes nothing, and the changes of a batch coalesce into
+//! one refresh per parent. The parent of an inserted or updated child is read from the looked-up
+//! document; of a deleted child, or of a child moved to another parent, from its pre-image
+//! (`changeStreamPreAndPostImages`, which `apply` enables on the child collections of async
+//! subsets). A change whose pre-image the server no longer has is counted
+//! ([`crate::WorkerStats::unknown_parents`]) and left to reconcile.
+
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::change_stream::event::{ChangeStreamEvent, OperationType};
+use mongodb::Database;
+
+use crate::relations::subset::SubsetRule;
+use crate::Result;
+
+/// The async subsets a worker follows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SubsetFollow {
+    pub rules: Vec<SubsetRule>,
+}
+
+/// What one child change asks of the worker.
+#[derive(Debug, Default)]
+pub(crate) struct ChildPlan {
+    /// `(rule index, parent id)` to refresh.
+    pub parents: Vec<(usize, Bson)>,
+    /// The change concerned an async subset whose parent could not be known (a deletion
+    /// without a pre-image).
+    pub unknown_parent: bool,
+}
+
+impl SubsetFollow {
+    /// The child collections to follow.
+    pub fn children(&self) -> Vec<String> {
+        let mut children: Vec<String> = Vec::new();
+        for rule in &self.rules {
+            if !children.iter().any(|c| c == rule.children.as_ref()) {
+                children.push(rule.children.to_string());
+            }
+        }
+        children
+    }
+
+    /// The parents a change of a child collection concerns: the parent of the child after
+    /// the change and the one before it (from the pre-image), each when the child is shown
+    /// there (it matches the subset's filter) before or after.
+    pub fn plan(&self, event: &ChangeStreamEvent<BsonDocument>) -> ChildPlan {
+        let mut plan = ChildPlan::default();
+        let Some(collection) = event.ns.as_ref().and_then(|ns| ns.coll.as_ref()) else {
+            return plan;
+        };
+        let after = match event.operation_type {
+            OperationType::Delete => None,
+            _ => event.full_document.as_ref(),
+        };
+        let before = event.full_document_before_change.as_ref();
+        for (index, rule) in self.rules.iter().enumerate() {
+            if rule.children.as_ref() != collection.as_str() {
+                continue;
+            }
+            // without a pre-image, a deleted child's parent is unknown, and so is the parent
+            // an updated child may have left
+            if before.is_none() && event.operation_type != OperationType::Insert {
+                plan.unknown_parent = true;
+            }
+            for child in [before, after].into_iter().flatten() {
+                if !rule.matches(child) {
+                    continue;
+                }
+                if let Some(parent) = rule.parent_of(child) {
+                    let key = super::id_key(&parent);
+                    if !plan
+                        .parents
+                        .iter()
+                        .any(|(i, p)| *i == index && super::id_key(p) == key)
+                    {
+                        plan.parents.push((index, parent));
+                    }
+                }
+            }
+        }
+        plan
+    }
+
+    /// Sets `parent`'s subset and count from its children's current state; `true` when the
+    /// parent changed.
+    pub async fn refresh(&self, db: &Database, rule: usize, parent: &Bson) -> Result<bool> {
+        let rule = &self.rules[rule];
+        let state = rule.state(db, None, parent).await?;
+        let result = db
+            .collection::<BsonDocument>(&rule.parents)
+            .update_one(doc! { "_id": parent.clone() }, rule.set_update(&state))
+            .await?;
+        Ok(result.modified_count == 1)
+    }
+}

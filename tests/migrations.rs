@@ -1,0 +1,747 @@
+//! Evolving a live schema (the operator's trial of the issue, replayed): a `customers`/`orders`
+//! service taken through three versions on one database whose data survives every deploy.
+//!
+//! - v1: 1,000 customers (20 names longer than v2 allows, 5 emails used twice) and 3,000 orders
+//!   referencing them.
+//! - v2: a required `tier`, `max_length = 40` on names and a unique email, with `set_default`,
+//!   `truncate` and `dedupe` steps: one apply ends strict with no violator and the index built,
+//!   the changelog records three steps, a second apply runs none, and a v1 instance with
+//!   `on_newer(Continue)` keeps serving.
+//! - v3: the order's `customer` reference becomes an extended reference filled by
+//!   `reference_to_copy`: every order has its copy, reconcile finds nothing to repair.
+//!
+//! Also: a step that fails is recorded `failed` and resumes from its checkpoint; an apply killed
+//! in the middle of a step resumes it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
+use mongo_schema::{Document as _, Error, OnNewer};
+
+mod v1 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "customers")]
+    pub struct Customer {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub name: String,
+        pub email: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "orders")]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub customer: Ref<Customer>,
+        pub total: i64,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Customer>()
+            .model::<Order>()
+            .version(1)
+            .build()
+            .unwrap()
+    }
+}
+
+mod v2 {
+    use mongo_schema::migrate::{self, Keep};
+    use mongo_schema::prelude::*;
+    use mongo_schema::SchemaBuilder;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "customers")]
+    #[index(keys(email = 1), unique)]
+    pub struct Customer {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[schema(max_length = 40)]
+        pub name: String,
+        pub email: String,
+        pub tier: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "orders")]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub customer: Ref<Customer>,
+        pub total: i64,
+    }
+
+    /// v2's steps (v3 keeps declaring them: they are recorded done and never run again).
+    pub fn steps<C: Document + Send + Sync + 'static>(builder: SchemaBuilder) -> SchemaBuilder {
+        builder
+            .migration(
+                2,
+                "backfill tier",
+                migrate::set_default::<C>("tier", "standard"),
+            )
+            .migration(2, "shorten names", migrate::truncate::<C>("name", 40))
+            .migration(
+                2,
+                "one account per email",
+                migrate::dedupe::<C>(&["email"], Keep::Oldest),
+            )
+    }
+
+    pub fn schema() -> Schema {
+        steps::<Customer>(
+            Schema::new()
+                .model::<Customer>()
+                .model::<Order>()
+                .version(2),
+        )
+        .build()
+        .unwrap()
+    }
+}
+
+mod v3 {
+    use mongo_schema::migrate::{self, Keep};
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    pub use super::v2::Customer;
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "orders")]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
+        pub customer: OrderCustomer,
+        pub total: i64,
+    }
+
+    /// As the README's "Evolving a live schema" shows it.
+    #[rustfmt::skip]
+    #[allow(clippy::needless_question_mark)] // the README's block ends with `.build()?`
+    pub fn declared() -> Result<Schema, mongo_schema::SchemaError> {
+        Ok(
+Schema::new()
+    .model::<Customer>()
+    .model::<Order>()
+    .version(3)
+    .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
+    .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
+    .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], Keep::Oldest))
+    .migration(3, "customer copy", migrate::reference_to_copy::<Order>("customer"))
+    .build()?
+        )
+    }
+
+    pub fn schema() -> Schema {
+        declared().unwrap()
+    }
+}
+
+/// v1's data: customers 0..1000 (names of 10, 30 and one in 50 of 60 characters; customers
+/// 995..1000 reuse the email of customers 0..5) and 3,000 orders of customers 0..995.
+async fn seed_v1(db: &mongodb::Database) {
+    let customers: Vec<v1::Customer> = (0..1000)
+        .map(|i| v1::Customer {
+            id: i,
+            name: if i % 50 == 7 {
+                format!("{:x<60}", format!("Customer {i} "))
+            } else {
+                format!("Customer {i}")
+            },
+            email: if i >= 995 {
+                format!("c{}@example.com", i - 995)
+            } else {
+                format!("c{i}@example.com")
+            },
+        })
+        .collect();
+    v1::Customer::collection(db)
+        .insert_many(&customers)
+        .await
+        .unwrap();
+    let orders: Vec<v1::Order> = (0..3000)
+        .map(|i| v1::Order {
+            id: i,
+            customer: mongo_schema::Ref::new(i % 995),
+            total: i * 10,
+        })
+        .collect();
+    v1::Order::collection(db)
+        .insert_many(&orders)
+        .await
+        .unwrap();
+}
+
+async fn count(db: &mongodb::Database, collection: &str, filter: BsonDocument) -> u64 {
+    db.collection::<BsonDocument>(collection)
+        .count_documents(filter)
+        .await
+        .unwrap()
+}
+
+/// The collection's options as `listCollections` reports them.
+async fn options(db: &mongodb::Database, collection: &str) -> BsonDocument {
+    let reply = db
+        .run_command(doc! { "listCollections": 1, "filter": { "name": collection } })
+        .await
+        .unwrap();
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    batch[0]
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap()
+        .clone()
+}
+
+async fn records(db: &mongodb::Database) -> Vec<BsonDocument> {
+    db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
+        .find(doc! {})
+        .sort(doc! { "version": 1, "started": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_service_through_three_versions_with_its_data_steps() {
+    let db = mongo_schema_testkit::database("migrations_trial").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+
+    // v2: plan names the steps and what each would touch
+    let v2 = v2::schema();
+    let plan = v2.plan(&db).await.unwrap();
+    let pending: Vec<(&str, u64)> = plan
+        .migrations
+        .iter()
+        .map(|s| (s.name.as_str(), s.documents))
+        .collect();
+    assert_eq!(
+        pending,
+        [
+            ("backfill tier", 1000),
+            ("shorten names", 20),
+            ("one account per email", 5)
+        ],
+        "{plan}"
+    );
+    let report = v2.apply(&db).await.unwrap();
+    let text = report.to_string();
+    let ran: Vec<(&str, StepCounts)> = report
+        .migrations
+        .iter()
+        .map(|r| (r.name.as_str(), r.counts))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            ("backfill tier", StepCounts::new(1000, 1000)),
+            ("shorten names", StepCounts::new(20, 20)),
+            ("one account per email", StepCounts::new(5, 5)),
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("set at level moderate while the migration steps ran"),
+        "{text}"
+    );
+    assert!(text.contains("built after the migration steps"), "{text}");
+    // strict at the end, with no violator, and the unique index built
+    let customers = options(&db, "customers").await;
+    assert_ne!(
+        customers.get_str("validationLevel").ok(),
+        Some("moderate"),
+        "{customers}"
+    );
+    let validator = customers.get_document("validator").unwrap().clone();
+    assert_eq!(
+        count(&db, "customers", doc! { "$nor": [validator] }).await,
+        0
+    );
+    let indexes: Vec<String> = db
+        .collection::<BsonDocument>("customers")
+        .list_index_names()
+        .await
+        .unwrap();
+    assert!(
+        indexes.iter().any(|n| n.starts_with("email")),
+        "{indexes:?}"
+    );
+    assert_eq!(count(&db, "customers", doc! {}).await, 995);
+    // the removed duplicates are kept aside, never lost
+    assert_eq!(count(&db, "customers_dedupe_2", doc! {}).await, 5);
+    assert_eq!(
+        count(&db, "customers", doc! { "tier": "standard" }).await,
+        995
+    );
+    let records = records(&db).await;
+    assert_eq!(records.len(), 3);
+    assert!(
+        records.iter().all(|r| r.get_str("state") == Ok("done")),
+        "{records:?}"
+    );
+    // a second apply runs none, writes nothing
+    let again = v2.apply(&db).await.unwrap();
+    assert!(again.migrations.is_empty());
+    assert!(again.is_noop(), "{again}");
+
+    // a v1 instance during the rolling deploy: refused by default, serving with Continue
+    let old = v1::schema();
+    assert!(matches!(
+        old.apply(&db).await,
+        Err(Error::Downgrade {
+            recorded: 2,
+            applying: 1
+        })
+    ));
+    let serving = old.apply(&db).on_newer(OnNewer::Continue).await.unwrap();
+    assert!(serving.applied.is_empty() && serving.migrations.is_empty());
+    assert!(serving.to_string().contains("serving on"), "{serving}");
+
+    // v3: the reference becomes a copy, in two round trips per 1,000 customers
+    let v3 = v3::schema();
+    let plan = v3.plan(&db).await.unwrap();
+    assert_eq!(plan.migrations.len(), 1, "{plan}");
+    assert_eq!(plan.migrations[0].documents, 3000);
+    let report = v3.apply(&db).await.unwrap();
+    assert_eq!(report.migrations.len(), 1, "{report}");
+    assert_eq!(report.migrations[0].counts, StepCounts::new(3000, 3000));
+    assert_eq!(
+        count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
+        3000
+    );
+    let order = db
+        .collection::<BsonDocument>("orders")
+        .find_one(doc! { "_id": 8 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        order.get_document("customer").unwrap(),
+        &doc! { "_id": 8_i64, "name": "Customer 8" }
+    );
+    // a customer whose name was shortened has the shortened name in its orders' copies
+    let shortened = db
+        .collection::<BsonDocument>("orders")
+        .find_one(doc! { "_id": 7 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        shortened
+            .get_document("customer")
+            .unwrap()
+            .get_str("name")
+            .unwrap()
+            .chars()
+            .count(),
+        40
+    );
+    let reconcile = v3.reconcile(&db, true).await.unwrap();
+    assert_eq!(reconcile.drifted(), 0, "{reconcile}");
+    assert_eq!(reconcile.missing_sources(), 0, "{reconcile}");
+    let orders = options(&db, "orders").await;
+    assert_ne!(
+        orders.get_str("validationLevel").ok(),
+        Some("moderate"),
+        "{orders}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_step_is_recorded_and_resumes_from_its_checkpoint() {
+    let db = mongo_schema_testkit::database("migrations_resume").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<Option<Bson>>::new()));
+    let step = {
+        let (runs, seen) = (runs.clone(), seen.clone());
+        migrate::custom::<v1::Order>("double every total, 1,000 orders at a time", move |cx| {
+            let (runs, seen) = (runs.clone(), seen.clone());
+            Box::pin(async move {
+                let run = runs.fetch_add(1, Ordering::SeqCst);
+                seen.lock().unwrap().push(cx.checkpoint().cloned());
+                let mut batches = 0;
+                loop {
+                    let batch = cx.next_batch("orders", doc! {}, 1000).await?;
+                    let Some(last) = batch.last().and_then(|o| o.get("_id")).cloned() else {
+                        break;
+                    };
+                    if run == 0 && batches == 1 {
+                        return Err(Error::Refused(
+                            "the first run fails in its second batch".into(),
+                        ));
+                    }
+                    let ids: Vec<Bson> =
+                        batch.iter().filter_map(|o| o.get("_id").cloned()).collect();
+                    let result = cx
+                        .db()
+                        .collection::<BsonDocument>("orders")
+                        .update_many(
+                            doc! { "_id": { "$in": ids } },
+                            doc! { "$mul": { "total": 2_i64 } },
+                        )
+                        .await?;
+                    cx.save(
+                        last,
+                        StepCounts::new(result.matched_count, result.modified_count),
+                    )
+                    .await?;
+                    batches += 1;
+                }
+                Ok(cx.counts())
+            })
+        })
+    };
+    let schema = mongo_schema::Schema::new()
+        .model::<v1::Customer>()
+        .model::<v1::Order>()
+        .version(2)
+        .migration(2, "double totals", step)
+        .build()
+        .unwrap();
+    let failed = schema.apply(&db).await.unwrap_err();
+    assert!(
+        matches!(&failed, Error::Migration { version: 2, name, .. } if name == "double totals"),
+        "{failed}"
+    );
+    let record = records(&db).await.remove(0);
+    assert_eq!(record.get_str("state"), Ok("failed"));
+    assert!(record.get_str("error").unwrap().contains("second batch"));
+    assert_eq!(record.get("checkpoint"), Some(&Bson::Int64(999)));
+    // the version was not recorded as applied
+    let report = schema.apply(&db).await.unwrap();
+    assert_eq!(report.migrations.len(), 1);
+    assert!(report.migrations[0].resumed);
+    // the second run started after the first batch, and every order was doubled exactly once
+    assert_eq!(seen.lock().unwrap().clone(), [None, Some(Bson::Int64(999))]);
+    // (order 0's total is 0: matched, not changed)
+    assert_eq!(report.migrations[0].counts, StepCounts::new(3000, 2999));
+    let doubled = count(
+        &db,
+        "orders",
+        doc! { "$expr": { "$eq": ["$total", { "$multiply": ["$_id", 20] }] } },
+    )
+    .await;
+    assert_eq!(doubled, 3000);
+    assert_eq!(records(&db).await[0].get_str("state"), Ok("done"));
+    assert_eq!(
+        mongo_schema::migrate::MigrationState::Done.to_string(),
+        MigrationState::Done.to_string()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_killed_in_the_middle_of_a_step_resumes_it() {
+    let db = mongo_schema_testkit::database("migrations_killed").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    let first_batch_done = Arc::new(tokio::sync::Notify::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let step = {
+        let (first_batch_done, calls) = (first_batch_done.clone(), calls.clone());
+        migrate::custom::<v1::Customer>("lower-case every email, 100 at a time", move |cx| {
+            let (first_batch_done, calls) = (first_batch_done.clone(), calls.clone());
+            Box::pin(async move {
+                let call = calls.fetch_add(1, Ordering::SeqCst);
+                loop {
+                    let batch = cx.next_batch("customers", doc! {}, 100).await?;
+                    let Some(last) = batch.last().and_then(|c| c.get("_id")).cloned() else {
+                        break;
+                    };
+                    let ids: Vec<Bson> =
+                        batch.iter().filter_map(|c| c.get("_id").cloned()).collect();
+                    let result = cx
+                        .db()
+                        .collection::<BsonDocument>("customers")
+                        .update_many(
+                            doc! { "_id": { "$in": ids } },
+                            vec![doc! { "$set": { "email": { "$toLower": "$email" } } }],
+                        )
+                        .await?;
+                    cx.save(
+                        last,
+                        StepCounts::new(result.matched_count, result.modified_count),
+                    )
+                    .await?;
+                    if call == 0 {
+                        // the first apply stops here, as a process would that is killed now
+                        first_batch_done.notify_one();
+                        std::future::pending::<()>().await;
+                    }
+                }
+                Ok(cx.counts())
+            })
+        })
+    };
+    let schema = Arc::new(
+        mongo_schema::Schema::new()
+            .model::<v1::Customer>()
+            .model::<v1::Order>()
+            .version(2)
+            .migration(2, "lower-case emails", step)
+            .build()
+            .unwrap(),
+    );
+    let killed = tokio::spawn({
+        let (schema, db) = (schema.clone(), db.clone());
+        async move { schema.apply(&db).await }
+    });
+    tokio::time::timeout(Duration::from_secs(30), first_batch_done.notified())
+        .await
+        .expect("the first batch within 30 s");
+    killed.abort();
+    assert_eq!(records(&db).await[0].get_str("state"), Ok("running"));
+    // the next apply waits for the dead one's lock to lapse, then resumes after the first batch
+    let report = tokio::time::timeout(Duration::from_secs(60), schema.apply(&db))
+        .await
+        .expect("the resumed apply within a minute")
+        .unwrap();
+    assert!(report.migrations[0].resumed, "{report}");
+    assert_eq!(report.migrations[0].counts.matched, 1000, "{report}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(records(&db).await[0].get_str("state"), Ok("done"));
+}
+
+#[test]
+fn steps_are_checked_against_the_models_at_build() {
+    let problems = match mongo_schema::Schema::new()
+        .model::<v2::Customer>()
+        .model::<v2::Order>()
+        .version(2)
+        .migration(
+            2,
+            "typo",
+            migrate::set_default::<v2::Customer>("teir", "standard"),
+        )
+        .migration(
+            2,
+            "not a copy",
+            migrate::reference_to_copy::<v2::Order>("customer"),
+        )
+        .migration(3, "too new", migrate::truncate::<v2::Customer>("name", 40))
+        .migration(
+            2,
+            "typo",
+            migrate::dedupe::<v2::Customer>(&["email"], Keep::Newest),
+        )
+        .build()
+    {
+        Err(e) => e.problems,
+        Ok(_) => panic!("built"),
+    };
+    let text = problems.join("\n");
+    assert!(
+        text.contains("`customers` stores no field `teir`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`orders.customer` is not an `#[extended_ref]`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a migration belongs to version 3, but the schema is version 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("two migrations of version 2 are named `typo`"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn plan_foresees_duplicates_new_required_fields_and_collections_it_does_not_know() {
+    let db = mongo_schema_testkit::database("migrations_foresee").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    db.collection::<BsonDocument>("legacy_exports")
+        .insert_one(doc! { "at": 1 })
+        .await
+        .unwrap();
+    // v2's models without its steps
+    let bare = mongo_schema::Schema::new()
+        .model::<v2::Customer>()
+        .model::<v2::Order>()
+        .version(2)
+        .build()
+        .unwrap();
+    let plan = bare.plan(&db).await.unwrap();
+    let text = plan.to_string();
+    assert!(
+        text.contains("the unique index `email_1` of `customers` would meet 5 key value(s) held by more than one document"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "`customers.tier` is required from this version and unknown to the recorded one"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("collection `legacy_exports` is not in the schema: left alone"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("changelog") && !text.contains("mongo_schema_migrations"),
+        "{text}"
+    );
+    // with the steps, the backfill is noted; plan with a decision on violations shows it
+    let plan = v2::schema()
+        .plan(&db)
+        .on_violations(mongo_schema::OnViolations::Moderate)
+        .await
+        .unwrap();
+    let text = plan.to_string();
+    assert!(
+        text.contains("(the `set_default` step fills the existing ones only)"),
+        "{text}"
+    );
+    assert!(text.contains("validationLevel"), "{text}");
+    // without the dedupe step, the index build fails: the error shows the server's message
+    let failed = bare.apply(&db).await.unwrap_err();
+    let message = failed.to_string();
+    assert!(matches!(failed, Error::Apply { .. }), "{message}");
+    assert!(
+        message.contains("E11000") || message.contains("duplicate key"),
+        "{message}"
+    );
+    assert!(!message.contains("RawDocumentBuf"), "{message}");
+    assert!(message.len() < 600, "{message}");
+}
+
+/// The README's migration block is `v3::declared` of this file, line for line.
+#[test]
+fn the_readme_block_is_in_this_file() {
+    let readme = include_str!("../README.md");
+    let trimmed = |text: &str| -> String {
+        text.lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect()
+    };
+    let start = readme
+        .find("\n## Evolving a live schema\n")
+        .expect("the README section");
+    let body = &readme[start..];
+    let block = &body[body.find("```rust\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(
+        trimmed(include_str!("migrations.rs")).contains(&trimmed(block)),
+        "not in tests/migrations.rs:\n{block}"
+    );
+}
+
+mod renamed {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    pub use super::v1::Customer;
+
+    /// v1's order with a copy of the customer's name added beside the reference, and `total`
+    /// renamed `amount`.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "orders")]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub customer_id: Ref<Customer>,
+        #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
+        pub customer: Option<OrderCustomer>,
+        pub amount: i64,
+    }
+}
+
+#[tokio::test]
+async fn rename_field_and_fill_copies_from_a_reference() {
+    let db = mongo_schema_testkit::database("migrations_fill").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    // v1's orders store the customer's id in `customer`: rename it, and `total` to `amount`
+    let schema = mongo_schema::Schema::new()
+        .model::<renamed::Customer>()
+        .model::<renamed::Order>()
+        .version(2)
+        .migration(
+            2,
+            "customer id",
+            migrate::rename_field::<renamed::Order>("customer", "customer_id"),
+        )
+        .migration(
+            2,
+            "amount",
+            migrate::rename_field::<renamed::Order>("total", "amount"),
+        )
+        .migration(
+            2,
+            "customer copy",
+            migrate::fill_copies::<renamed::Order>("customer").from_reference("customer_id"),
+        )
+        .build()
+        .unwrap();
+    let report = schema.apply(&db).await.unwrap();
+    let counts: Vec<u64> = report.migrations.iter().map(|r| r.counts.changed).collect();
+    assert_eq!(counts, [3000, 3000, 3000], "{report}");
+    assert_eq!(
+        count(&db, "orders", doc! { "total": { "$exists": true } }).await,
+        0
+    );
+    assert_eq!(
+        count(&db, "orders", doc! { "amount": { "$exists": true } }).await,
+        3000
+    );
+    let order = db
+        .collection::<BsonDocument>("orders")
+        .find_one(doc! { "_id": 1001 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(order.get_i64("customer_id").unwrap(), 6);
+    assert_eq!(
+        order.get_document("customer").unwrap(),
+        &doc! { "_id": 6_i64, "name": "Customer 6" }
+    );
+    // recorded: never again (the rename's `from` is the copy's name now, which a second run
+    // would move away)
+    let again = schema.apply(&db).await.unwrap();
+    assert!(again.migrations.is_empty(), "{again}");
+    assert_eq!(
+        count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
+        3000
+    );
+}
+
+#[tokio::test]
+async fn an_allowed_downgrade_reports_what_it_did() {
+    let db = mongo_schema_testkit::database("migrations_downgrade_report").await;
+    v2::schema().apply(&db).await.unwrap();
+    let report = v1::schema().apply(&db).allow_downgrade(true).await.unwrap();
+    let text = report.to_string();
+    assert!(
+        text.starts_with(
+            "schema version 1 applied over the newer recorded version 2 (allow_downgrade)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("refuses"), "{text}");
+}

@@ -1,0 +1,692 @@
+//! Subsets that stay current for the rest of a child's life (issue: a library-lending service):
+//! `Subset::delete` and `Subset::update` (and their `_with` forms for several subsets of one
+//! child) keep every member's previews and counts equal to what the loans say, checked after
+//! each step by this test's own reads of the loans, not by the library's. Subsets of many
+//! (`max = 3`) and of one (`max = 1`), `i64` and `i32` counts, a filtered subset (active loans
+//! only), and a subset whose child names its parent through an extended reference.
+
+use mongo_schema::bson::{doc, Bson};
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub name: String,
+    /// The three newest loans, whatever their status; `loan_count` counts them all (i64).
+    #[subset(of = Loan, max = 3, sort = "-at", count = "loan_count")]
+    pub recent: Vec<LoanPreview>,
+    pub loan_count: i64,
+    /// The newest active loan; `active_count` counts the active ones (i32).
+    #[subset(of = Loan, max = 1, sort = "-at", count = "active_count", filter = r#"{ "status": "active" }"#)]
+    pub last_active: Option<LoanPreview>,
+    pub active_count: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, at = -1))]
+pub struct Loan {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub member_id: Ref<Member>,
+    pub title: String,
+    pub at: i64,
+    pub status: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LoanPreview {
+    pub title: String,
+    pub at: i64,
+}
+
+impl From<&Loan> for LoanPreview {
+    fn from(loan: &Loan) -> Self {
+        LoanPreview {
+            title: loan.title.clone(),
+            at: loan.at,
+        }
+    }
+}
+
+/// Members whose loans hold an extended reference to them (the member's name copied), which
+/// is the subsets' reference: no second `member_id` field, no second index.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "readers")]
+pub struct Reader {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub name: String,
+    #[subset(of = Checkout, max = 2, sort = "-at", count = "checkouts")]
+    pub recent: Vec<CheckoutPreview>,
+    pub checkouts: i64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "checkouts")]
+#[index(keys("reader._id" = 1, at = -1))]
+pub struct Checkout {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[extended_ref(to = Reader, fields = "name", sync = "transactional")]
+    pub reader: CheckoutReader,
+    pub title: String,
+    pub at: i64,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CheckoutPreview {
+    pub title: String,
+    pub at: i64,
+}
+
+impl From<&Checkout> for CheckoutPreview {
+    fn from(c: &Checkout) -> Self {
+        CheckoutPreview {
+            title: c.title.clone(),
+            at: c.at,
+        }
+    }
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Member>()
+        .model::<Loan>()
+        .model::<Reader>()
+        .model::<Checkout>()
+        .build()
+        .unwrap()
+}
+
+async fn setup(name: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(name).await;
+    schema().apply(&db).await.unwrap();
+    db
+}
+
+fn member(id: i64) -> Member {
+    Member {
+        id,
+        name: format!("member {id}"),
+        recent: vec![],
+        loan_count: 0,
+        last_active: None,
+        active_count: 0,
+    }
+}
+
+fn loan(id: i64, member: i64, at: i64, status: &str) -> Loan {
+    Loan {
+        id,
+        member_id: Ref::new(member),
+        title: format!("book {id}"),
+        at,
+        status: status.to_owned(),
+    }
+}
+
+/// What `member`'s subsets must hold, computed here from a plain read of every loan.
+async fn expected(db: &mongodb::Database, member: i64) -> Member {
+    use futures_util::TryStreamExt;
+    let mut loans: Vec<Loan> = Loan::collection(db)
+        .find(doc! { "member_id": member })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    loans.sort_by_key(|l| std::cmp::Reverse(l.at));
+    let active: Vec<&Loan> = loans.iter().filter(|l| l.status == "active").collect();
+    Member {
+        id: member,
+        name: format!("member {member}"),
+        recent: loans.iter().take(3).map(LoanPreview::from).collect(),
+        loan_count: loans.len() as i64,
+        last_active: active.first().map(|l| LoanPreview::from(*l)),
+        active_count: active.len() as i32,
+    }
+}
+
+async fn stored(db: &mongodb::Database, member: i64) -> Member {
+    Member::collection(db)
+        .find_one(doc! { "_id": member })
+        .await
+        .unwrap()
+        .expect("the member")
+}
+
+async fn assert_current(db: &mongodb::Database, member: i64, step: &str) {
+    assert_eq!(
+        stored(db, member).await,
+        expected(db, member).await,
+        "after {step}"
+    );
+}
+
+/// Member 1 with six loans, at 10..=60; loans 2 and 5 returned.
+async fn lend(db: &mongodb::Database) {
+    for id in [1, 2] {
+        Member::collection(db).insert_one(member(id)).await.unwrap();
+    }
+    for (id, status) in [
+        (1, "active"),
+        (2, "returned"),
+        (3, "active"),
+        (4, "active"),
+        (5, "returned"),
+        (6, "active"),
+    ] {
+        Member::RECENT
+            .add_with(db, &loan(id, 1, id * 10, status), &[&Member::LAST_ACTIVE])
+            .await
+            .unwrap();
+    }
+    assert_current(db, 1, "six loans").await;
+}
+
+#[tokio::test]
+async fn deleting_the_newest_child_of_a_full_subset_refills_it_from_the_next() {
+    let db = setup("subsets_delete").await;
+    lend(&db).await;
+    let before = stored(&db, 1).await;
+    assert_eq!(
+        before.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [60, 50, 40]
+    );
+    assert_eq!(before.last_active.as_ref().map(|p| p.at), Some(60));
+    assert_eq!((before.loan_count, before.active_count), (6, 4));
+
+    // the newest, active: both subsets refill (the fourth newest enters `recent`, the next
+    // active loan becomes `last_active`) and both counts go down
+    let deleted = Member::RECENT
+        .delete_with(&db, &Ref::new(6), &[&Member::LAST_ACTIVE])
+        .await
+        .unwrap();
+    assert!(deleted);
+    let after = stored(&db, 1).await;
+    assert_eq!(
+        after.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [50, 40, 30]
+    );
+    assert_eq!(after.last_active.as_ref().map(|p| p.at), Some(40));
+    assert_eq!((after.loan_count, after.active_count), (5, 3));
+    assert_current(&db, 1, "deleting the newest").await;
+
+    // a returned loan: counted by `recent` only; `last_active` and `active_count` stay
+    assert!(Member::RECENT
+        .delete_with(&db, &Ref::new(5), &[&Member::LAST_ACTIVE])
+        .await
+        .unwrap());
+    let after = stored(&db, 1).await;
+    assert_eq!(
+        after.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [40, 30, 20]
+    );
+    assert_eq!((after.loan_count, after.active_count), (4, 3));
+    assert_current(&db, 1, "deleting a returned loan").await;
+
+    // a loan that is gone already: nothing deleted, nothing counted
+    assert!(!Member::RECENT.delete(&db, &Ref::new(6)).await.unwrap());
+    assert_current(&db, 1, "deleting a missing loan").await;
+
+    // down to none: the subset of one is empty again, the counts are 0
+    for id in [1, 2, 3, 4] {
+        Member::RECENT
+            .delete_with(&db, &Ref::new(id), &[&Member::LAST_ACTIVE])
+            .await
+            .unwrap();
+    }
+    let empty = stored(&db, 1).await;
+    assert_eq!(
+        (
+            empty.recent.len(),
+            empty.last_active,
+            empty.loan_count,
+            empty.active_count
+        ),
+        (0, None, 0, 0)
+    );
+    assert_current(&db, 1, "deleting every loan").await;
+}
+
+#[tokio::test]
+async fn updating_a_child_refreshes_moves_and_refilters_its_previews() {
+    let db = setup("subsets_update").await;
+    lend(&db).await;
+
+    // a preview field: the new title shows in both subsets
+    assert!(Member::RECENT
+        .update_with(
+            &db,
+            &Ref::new(6),
+            doc! { "$set": { "title": "Dune (2nd ed.)" } },
+            &[&Member::LAST_ACTIVE]
+        )
+        .await
+        .unwrap());
+    let after = stored(&db, 1).await;
+    assert_eq!(after.recent[0].title, "Dune (2nd ed.)");
+    assert_eq!(after.last_active.as_ref().unwrap().title, "Dune (2nd ed.)");
+    assert_current(&db, 1, "renaming a book").await;
+
+    // the sort key, past the cut: the newest becomes the oldest, the fourth enters
+    Member::RECENT
+        .update_with(
+            &db,
+            &Ref::new(6),
+            doc! { "$set": { "at": 1_i64 } },
+            &[&Member::LAST_ACTIVE],
+        )
+        .await
+        .unwrap();
+    let after = stored(&db, 1).await;
+    assert_eq!(
+        after.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [50, 40, 30]
+    );
+    assert_eq!(after.last_active.as_ref().map(|p| p.at), Some(40));
+    assert_current(&db, 1, "moving a loan past the cut").await;
+
+    // leaving the filter: loan 4 returned, the active count drops, the next active shows
+    Member::RECENT
+        .update_with(
+            &db,
+            &Ref::new(4),
+            doc! { "$set": { "status": "returned" } },
+            &[&Member::LAST_ACTIVE],
+        )
+        .await
+        .unwrap();
+    let after = stored(&db, 1).await;
+    assert_eq!((after.active_count, after.loan_count), (3, 6));
+    assert_eq!(after.last_active.as_ref().map(|p| p.at), Some(30));
+    assert_current(&db, 1, "a loan leaving the filter").await;
+
+    // entering it: loan 5 active again, newest active now
+    Member::LAST_ACTIVE
+        .update_with(
+            &db,
+            &Ref::new(5),
+            doc! { "$set": { "status": "active" } },
+            &[&Member::RECENT],
+        )
+        .await
+        .unwrap();
+    let after = stored(&db, 1).await;
+    assert_eq!(after.active_count, 4);
+    assert_eq!(after.last_active.as_ref().map(|p| p.at), Some(50));
+    assert_current(&db, 1, "a loan entering the filter").await;
+
+    // to another member: both members' subsets and counts follow
+    Member::RECENT
+        .update_with(
+            &db,
+            &Ref::new(5),
+            doc! { "$set": { "member_id": 2_i64 } },
+            &[&Member::LAST_ACTIVE],
+        )
+        .await
+        .unwrap();
+    let (one, two) = (stored(&db, 1).await, stored(&db, 2).await);
+    assert_eq!((one.loan_count, one.active_count), (5, 3));
+    assert_eq!((two.loan_count, two.active_count), (1, 1));
+    assert_eq!(two.last_active.as_ref().map(|p| p.at), Some(50));
+    assert_current(&db, 1, "moving a loan away").await;
+    assert_current(&db, 2, "moving a loan in").await;
+
+    // a pipeline update (its effect unknown before it runs) and an update matching nothing
+    Member::RECENT
+        .update_with(
+            &db,
+            &Ref::new(3),
+            vec![doc! { "$set": { "at": { "$add": ["$at", 100] } } }],
+            &[&Member::LAST_ACTIVE],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored(&db, 1).await.recent[0].at, 130);
+    assert_current(&db, 1, "a pipeline update").await;
+    assert!(!Member::RECENT
+        .update(&db, &Ref::new(99), doc! { "$set": { "title": "x" } })
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn a_child_added_outside_the_filter_is_neither_previewed_nor_counted() {
+    let db = setup("subsets_filter_add").await;
+    Member::collection(&db).insert_one(member(1)).await.unwrap();
+    Member::LAST_ACTIVE
+        .add_with(&db, &loan(1, 1, 10, "active"), &[&Member::RECENT])
+        .await
+        .unwrap();
+    // newer, but returned: `recent` shows it, `last_active` keeps the active one
+    Member::LAST_ACTIVE
+        .add_with(&db, &loan(2, 1, 20, "returned"), &[&Member::RECENT])
+        .await
+        .unwrap();
+    Member::LAST_ACTIVE
+        .add_then_update(&db, &loan(3, 1, 30, "returned"))
+        .await
+        .unwrap();
+    Member::RECENT
+        .add_then_update(&db, &loan(4, 1, 5, "returned"))
+        .await
+        .unwrap();
+    let after = stored(&db, 1).await;
+    assert_eq!(after.last_active.as_ref().map(|p| p.at), Some(10));
+    assert_eq!(after.active_count, 1);
+    // `recent` was not told about loan 3 (added for `last_active` alone)
+    assert_eq!(
+        after.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [20, 10, 5]
+    );
+    assert_eq!(after.loan_count, 3);
+    Member::RECENT.rebuild(&db, &Ref::new(1)).await.unwrap();
+    Member::LAST_ACTIVE
+        .rebuild(&db, &Ref::new(1))
+        .await
+        .unwrap();
+    assert_current(&db, 1, "rebuilding").await;
+}
+
+#[tokio::test]
+async fn an_extended_reference_to_the_parent_is_the_subsets_reference() {
+    let db = setup("subsets_extended").await;
+    let reader = Reader {
+        id: 1,
+        name: "Ada".into(),
+        recent: vec![],
+        checkouts: 0,
+    };
+    Reader::collection(&db).insert_one(&reader).await.unwrap();
+    for (id, at) in [(1, 10), (2, 20), (3, 30)] {
+        let checkout = Checkout {
+            id,
+            reader: CheckoutReader::from(&reader),
+            title: format!("book {id}"),
+            at,
+        };
+        Reader::RECENT.add(&db, &checkout).await.unwrap();
+    }
+    Reader::RECENT.delete(&db, &Ref::new(3)).await.unwrap();
+    let stored = Reader::collection(&db)
+        .find_one(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [20, 10]
+    );
+    assert_eq!(stored.checkouts, 2);
+    // the path read is the copy's `_id`, and the schema records it
+    assert_eq!(Reader::RECENT.parent_field().unwrap(), "reader._id");
+    let spec = Reader::collection_spec();
+    assert_eq!(spec.subsets[0].parent_field, "reader._id");
+    let loans = Member::collection_spec();
+    let active = loans
+        .subsets
+        .iter()
+        .find(|s| s.path == "last_active")
+        .unwrap();
+    assert_eq!(active.filter, Some(doc! { "status": "active" }));
+    assert_eq!(active.parent_field, "member_id");
+    assert_eq!(active.count_type, mongo_schema::CounterType::Int32);
+    assert_eq!(
+        Bson::from(active.strategy.as_str()),
+        Bson::from("transactional")
+    );
+}
+
+#[tokio::test]
+async fn reconcile_and_audit_find_and_repair_corrupted_previews_and_counts() {
+    let db = setup("subsets_reconcile").await;
+    lend(&db).await;
+    for id in 3..=40 {
+        Member::collection(&db)
+            .insert_one(member(id))
+            .await
+            .unwrap();
+        Member::RECENT
+            .add_with(
+                &db,
+                &loan(100 + id, id, 5, "active"),
+                &[&Member::LAST_ACTIVE],
+            )
+            .await
+            .unwrap();
+    }
+    let schema = schema();
+    let clean = schema.reconcile(&db, true).await.unwrap();
+    let subsets: Vec<_> = clean
+        .subsets
+        .iter()
+        .map(|s| (s.subset.as_str(), s.checked, s.drifted))
+        .collect();
+    assert_eq!(
+        subsets,
+        [
+            ("members.recent", 40, 0),
+            ("members.last_active", 40, 0),
+            ("readers.recent", 0, 0)
+        ]
+    );
+    // corrupt: a wrong count (i64), a wrong count (i32), a stale preview title, a missing
+    // subset of one, a subset showing a deleted child, one preview too many dropped
+    let members = db.collection::<mongo_schema::bson::Document>("members");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 99_i64 } })
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 3 }, doc! { "$set": { "active_count": 7 } })
+        .await
+        .unwrap();
+    members
+        .update_one(
+            doc! { "_id": 4 },
+            doc! { "$set": { "recent.0.title": "stale" } },
+        )
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 5 }, doc! { "$set": { "last_active": null } })
+        .await
+        .unwrap();
+    // a child deleted behind the helpers' back
+    Loan::collection(&db)
+        .delete_one(doc! { "_id": 106 })
+        .await
+        .unwrap();
+    members
+        .update_one(doc! { "_id": 7 }, doc! { "$pop": { "recent": 1 } })
+        .await
+        .unwrap();
+
+    let audit = schema.audit(&db).await.unwrap();
+    let text = audit.to_string();
+    assert!(
+        text.contains("members.recent (transactional): 4 of 40 parents"),
+        "{text}"
+    );
+    assert!(
+        text.contains("members.last_active (transactional): 3 of 40 parents"),
+        "{text}"
+    );
+    let dry = schema.reconcile(&db, true).await.unwrap();
+    assert_eq!(dry.drifted(), 7);
+    assert_eq!(dry.repaired(), 0);
+    let fixed = schema.reconcile(&db, false).await.unwrap();
+    assert_eq!(fixed.repaired(), 7, "{fixed}");
+    for id in [1, 3, 4, 5, 6, 7] {
+        assert_current(&db, id, "reconcile").await;
+    }
+    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    let text = schema.audit(&db).await.unwrap().to_string();
+    assert!(!text.contains("subsets that disagree"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
+    let db = setup("subsets_reconcile_race").await;
+    lend(&db).await;
+    let members = db.collection::<mongo_schema::bson::Document>("members");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 99_i64 } })
+        .await
+        .unwrap();
+    // reconcile through a client that holds its first write to `members` (the repair) until
+    // another writer has set the count
+    let (client, held, release) =
+        mongo_schema_testkit::holding_client(&mongo_schema_testkit::uri(), |c| {
+            c.command_name == "update" && c.command.get_str("update") == Ok("members")
+        })
+        .await;
+    let reconciling = tokio::spawn({
+        let db = client.database(db.name());
+        async move { schema().reconcile(&db, false).await }
+    });
+    tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the repair is held within 30 s");
+    members
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "loan_count": 42_i64 } })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), reconciling)
+        .await
+        .expect("reconcile within a minute")
+        .unwrap()
+        .unwrap();
+    let recent = report
+        .subsets
+        .iter()
+        .find(|s| s.subset == "members.recent")
+        .unwrap();
+    assert_eq!(
+        (recent.drifted, recent.repaired, recent.changed_meanwhile),
+        (1, 0, 1),
+        "{report}"
+    );
+    // the other writer's value stays; the next pass repairs it
+    assert_eq!(stored(&db, 1).await.loan_count, 42);
+    schema().reconcile(&db, false).await.unwrap();
+    assert_current(&db, 1, "the next pass").await;
+}
+
+/// The README's "Subsets that stay current" example, as written there.
+#[rustfmt::skip]
+mod readme {
+    use mongo_schema::bson::doc;
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")] pub id: i64,
+    #[subset(of = Loan, max = 3, sort = "-at", count = "loan_count")]
+    pub recent: Vec<LoanPreview>,                  // the three newest loans
+    pub loan_count: i64,
+    #[subset(of = Loan, max = 1, sort = "-at", count = "active_count",
+             filter = r#"{ "status": "active" }"#, sync = "async")]
+    pub last_active: Option<LoanPreview>,         // the newest active loan
+    pub active_count: i32,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, at = -1))]            // the refill's one indexed query
+pub struct Loan {
+    #[serde(rename = "_id")] pub id: i64,
+    #[reference] pub member_id: Ref<Member>,      // what the subsets follow
+    pub title: String, pub at: i64, pub status: String,
+}
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, PartialEq)]
+    pub struct LoanPreview {
+        pub title: String,
+        pub at: i64,
+    }
+
+    impl From<&Loan> for LoanPreview {
+        fn from(loan: &Loan) -> Self {
+            LoanPreview { title: loan.title.clone(), at: loan.at }
+        }
+    }
+
+    pub async fn run(db: mongodb::Database) -> mongo_schema::Result<()> {
+        let schema = Schema::new().model::<Member>().model::<Loan>().build()?;
+        schema.apply(&db).await?;
+        Member::collection(&db)
+            .insert_one(Member { id: 1, recent: vec![], loan_count: 0, last_active: None, active_count: 0 })
+            .await?;
+        let loan = Loan { id: 1, member_id: Ref::new(1), title: "Dune".into(), at: 10, status: "active".into() };
+Member::RECENT.add_with(&db, &loan, &[&Member::LAST_ACTIVE]).await?;
+        let added = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((added.loan_count, added.active_count, added.recent.len()), (1, 1, 1));
+Member::RECENT.update_with(&db, &loan.to_ref(), doc! { "$set": { "status": "returned" } },
+                           &[&Member::LAST_ACTIVE]).await?;
+        let returned = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((returned.loan_count, returned.active_count, returned.last_active), (1, 0, None));
+Member::RECENT.delete_with(&db, &loan.to_ref(), &[&Member::LAST_ACTIVE]).await?;
+        let deleted = Member::collection(&db).find_one(doc! { "_id": 1 }).await?.expect("member");
+        assert_eq!((deleted.loan_count, deleted.recent.len()), (0, 0));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_readme_example_runs() {
+    let db = mongo_schema_testkit::database("subsets_readme").await;
+    readme::run(db).await.unwrap();
+}
+
+/// Every ```rust block of the README's subset section is in this file, line for line
+/// (indentation aside).
+#[test]
+fn the_readme_blocks_are_in_this_file() {
+    let readme = include_str!("../README.md");
+    let trimmed = |text: &str| -> String {
+        text.lines()
+            .map(|l| format!("{}\n", l.trim_start()))
+            .collect()
+    };
+    let this_file = trimmed(include_str!("subsets.rs"));
+    let section = "## Subsets that stay current";
+    let start = readme
+        .find(&format!("\n{section}\n"))
+        .expect("the README section");
+    let body = &readme[start + section.len() + 2..];
+    let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+    let mut checked = 0;
+    for block in body.split("```rust\n").skip(1) {
+        let block = &block[..block.find("```").expect("an unclosed code block")];
+        // each type of the example is a run of lines of this file; each call's lines are here
+        for part in block.split("\n\n") {
+            if part.contains("pub struct") {
+                assert!(
+                    this_file.contains(&trimmed(part)),
+                    "not in tests/subsets.rs:\n{part}"
+                );
+            } else {
+                for line in part.lines() {
+                    assert!(
+                        this_file.contains(&trimmed(line)),
+                        "not in tests/subsets.rs: {line}"
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} parts found");
+}

@@ -1,0 +1,316 @@
+//! `#[subset(sync = "async")]`: the sync worker follows the child collection and keeps every
+//! parent's previews and count equal to what its children say, whoever writes the children
+//! (plain driver calls here, no helper). Convergence is checked by this test's own reads of
+//! the children. Also: `apply` enables the pre-images the worker reads a deleted child's parent
+//! from, and a standby worker takes over from a killed one.
+
+mod common;
+
+use std::time::Duration;
+
+use common::eventually;
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::WorkerStats;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "channels")]
+pub struct Channel {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    /// The two newest posts (i64 count of all).
+    #[subset(of = Post, max = 2, sort = "-at", count = "posts", sync = "async")]
+    pub newest: Vec<PostPreview>,
+    pub posts: i64,
+    /// The newest pinned post (i32 count of the pinned ones).
+    #[subset(of = Post, max = 1, sort = "-at", count = "pinned", sync = "async", filter = r#"{ "pinned": true }"#)]
+    pub last_pinned: Option<PostPreview>,
+    pub pinned: i32,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "posts")]
+#[index(keys(channel_id = 1, at = -1))]
+pub struct Post {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub channel_id: Ref<Channel>,
+    pub text: String,
+    pub at: i64,
+    pub pinned: bool,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PostPreview {
+    pub text: String,
+    pub at: i64,
+}
+
+impl From<&Post> for PostPreview {
+    fn from(post: &Post) -> Self {
+        PostPreview {
+            text: post.text.clone(),
+            at: post.at,
+        }
+    }
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Channel>()
+        .model::<Post>()
+        .build()
+        .unwrap()
+}
+
+fn channel(id: i64) -> Channel {
+    Channel {
+        id,
+        newest: vec![],
+        posts: 0,
+        last_pinned: None,
+        pinned: 0,
+    }
+}
+
+fn post(id: i64, channel: i64, at: i64, pinned: bool) -> Post {
+    Post {
+        id,
+        channel_id: Ref::new(channel),
+        text: format!("post {id}"),
+        at,
+        pinned,
+    }
+}
+
+/// What `channel` must show, from a plain read of its posts.
+async fn expected(db: &mongodb::Database, channel: i64) -> Channel {
+    let mut posts: Vec<Post> = Post::collection(db)
+        .find(doc! { "channel_id": channel })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    posts.sort_by_key(|p| std::cmp::Reverse(p.at));
+    let pinned: Vec<&Post> = posts.iter().filter(|p| p.pinned).collect();
+    Channel {
+        id: channel,
+        newest: posts.iter().take(2).map(PostPreview::from).collect(),
+        posts: posts.len() as i64,
+        last_pinned: pinned.first().map(|p| PostPreview::from(*p)),
+        pinned: pinned.len() as i32,
+    }
+}
+
+async fn stored(db: &mongodb::Database, channel: i64) -> Channel {
+    Channel::collection(db)
+        .find_one(doc! { "_id": channel })
+        .await
+        .unwrap()
+        .expect("the channel")
+}
+
+async fn converged(db: &mongodb::Database, channels: &[i64]) -> bool {
+    for &id in channels {
+        if stored(db, id).await != expected(db, id).await {
+            return false;
+        }
+    }
+    true
+}
+
+#[tokio::test]
+async fn apply_enables_the_pre_images_the_worker_reads() {
+    let db = mongo_schema_testkit::database("subsets_async_apply").await;
+    let schema = schema();
+    let plan = schema.plan(&db).await.unwrap();
+    assert!(
+        plan.to_string()
+            .contains("collMod `posts`: changeStreamPreAndPostImages enabled"),
+        "{plan}"
+    );
+    schema.apply(&db).await.unwrap();
+    let listed = db
+        .run_command(doc! { "listCollections": 1, "filter": { "name": "posts" } })
+        .await
+        .unwrap();
+    let first: &BsonDocument = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap();
+    let options = first.get_document("options").unwrap();
+    assert_eq!(
+        options
+            .get_document("changeStreamPreAndPostImages")
+            .unwrap(),
+        &doc! { "enabled": true }
+    );
+    // the parent collection is not followed: no pre-images there
+    assert!(!Channel::collection_spec().change_stream_pre_images);
+    // nothing left to do
+    assert!(schema.plan(&db).await.unwrap().actions.is_empty());
+    // the sync graph and the report name the strategy
+    let graph = schema.sync_graph().to_string();
+    assert!(
+        graph.contains("posts -> channels.newest (subset of the newest 2, async)"),
+        "{graph}"
+    );
+    assert!(
+        graph.contains("posts -> channels.last_pinned (subset of the newest 1 matching, async)"),
+        "{graph}"
+    );
+    let report = schema.report();
+    assert!(
+        report.contains("last_pinned: newest 1 matching (subset, async)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("the sync worker refreshes the parent (async)"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
+    let db = mongo_schema_testkit::database("subsets_async_follow").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    for id in [1, 2] {
+        Channel::collection(&db)
+            .insert_one(channel(id))
+            .await
+            .unwrap();
+    }
+    let worker = schema
+        .sync_worker(&db)
+        .name("subsets")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    tokio::time::timeout(Duration::from_secs(30), worker.ready())
+        .await
+        .expect("ready within 30 s")
+        .unwrap();
+    let posts = Post::collection(&db);
+    for (id, pinned) in [(1, true), (2, false), (3, true), (4, false), (5, false)] {
+        posts
+            .insert_one(post(id, 1, id * 10, pinned))
+            .await
+            .unwrap();
+    }
+    eventually(Duration::from_secs(20), "five inserted posts", || {
+        converged(&db, &[1, 2])
+    })
+    .await;
+    let shown = stored(&db, 1).await;
+    assert_eq!(
+        shown.newest.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [50, 40]
+    );
+    assert_eq!((shown.posts, shown.pinned), (5, 2));
+    assert_eq!(shown.last_pinned.map(|p| p.at), Some(30));
+
+    // an edit of a previewed field, a deletion of the newest (refilled from the third), a
+    // post pinned (enters the filtered subset), another unpinned (leaves it), one moved
+    posts
+        .update_one(doc! { "_id": 4 }, doc! { "$set": { "text": "edited" } })
+        .await
+        .unwrap();
+    posts.delete_one(doc! { "_id": 5 }).await.unwrap();
+    posts
+        .update_one(doc! { "_id": 2 }, doc! { "$set": { "pinned": true } })
+        .await
+        .unwrap();
+    posts
+        .update_one(doc! { "_id": 3 }, doc! { "$set": { "pinned": false } })
+        .await
+        .unwrap();
+    posts
+        .replace_one(doc! { "_id": 1 }, post(1, 2, 10, true))
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "edits, a deletion and a move",
+        || converged(&db, &[1, 2]),
+    )
+    .await;
+    let (one, two) = (stored(&db, 1).await, stored(&db, 2).await);
+    assert_eq!(
+        one.newest
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>(),
+        ["edited", "post 3"]
+    );
+    assert_eq!((one.posts, one.pinned), (3, 1));
+    assert_eq!(one.last_pinned.map(|p| p.at), Some(20));
+    assert_eq!((two.posts, two.pinned), (1, 1));
+    let stats = worker.stats();
+    assert!(WorkerStats::get(&stats.previews_refreshed) >= 2);
+    // the pre-images were there for every change
+    assert_eq!(WorkerStats::get(&stats.unknown_parents), 0);
+    worker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
+    let db = mongo_schema_testkit::database("subsets_async_takeover").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    Channel::collection(&db)
+        .insert_one(channel(1))
+        .await
+        .unwrap();
+    let start = |db: &mongodb::Database| {
+        schema
+            .sync_worker(db)
+            .name("subsets")
+            .lease(Duration::from_millis(600))
+            .max_await_time(Duration::from_millis(100))
+            .spawn()
+    };
+    let first = start(&db);
+    tokio::time::timeout(Duration::from_secs(30), first.ready())
+        .await
+        .expect("ready within 30 s")
+        .unwrap();
+    let second = start(&db);
+    tokio::time::timeout(Duration::from_secs(30), second.ready())
+        .await
+        .expect("standing by within 30 s")
+        .unwrap();
+    assert!(second.stats().is_standby());
+    let posts = Post::collection(&db);
+    posts.insert_one(post(1, 1, 10, false)).await.unwrap();
+    eventually(Duration::from_secs(20), "the first post", || {
+        converged(&db, &[1])
+    })
+    .await;
+    first.kill();
+    for id in 2..=4 {
+        posts
+            .insert_one(post(id, 1, id * 10, id == 3))
+            .await
+            .unwrap();
+    }
+    posts.delete_one(doc! { "_id": 4 }).await.unwrap();
+    eventually(Duration::from_secs(30), "the standby's catch-up", || {
+        converged(&db, &[1])
+    })
+    .await;
+    assert!(second.stats().is_active());
+    let shown = stored(&db, 1).await;
+    assert_eq!((shown.posts, shown.pinned), (3, 1));
+    assert_eq!(
+        shown.newest.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [30, 20]
+    );
+    second.shutdown().await.unwrap();
+}
