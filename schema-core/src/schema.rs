@@ -266,10 +266,14 @@ impl Schema {
     /// unnamed takes over the unnamed record when that one holds its collections or its
     /// fingerprint ([`crate::Warning::RecordAdopted`]).
     ///
-    /// **Drift.** A start-up whose version and fingerprint are recorded as applied but whose
-    /// plan is not empty reports [`crate::Warning::Drifted`] (`plan` too) and writes the
-    /// schema's state again. After its last write, an apply reads the state again and writes
-    /// over a late command of an older apply that was paused past its lease.
+    /// **Drift.** An apply records what the server had of each collection when it completed
+    /// (validator, level, action, indexes). A start-up whose version and fingerprint are
+    /// recorded as applied compares the server with that: what differs is reported as
+    /// [`crate::Warning::Drifted`] (by `plan` too), and `apply` writes the schema's state again
+    /// where its plan can. What the last apply left on purpose (a validator refused over
+    /// violating documents, a level held at `moderate`) is no drift. After its last write, an
+    /// apply reads the state again and writes over a late command of an older apply that was
+    /// paused past its lease.
     ///
     /// **Many instances at once.** Writes happen under a lock in the record (a lease on the
     /// server's clock, renewed while the apply runs), taken in the same `findAndModify` that

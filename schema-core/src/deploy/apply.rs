@@ -563,11 +563,13 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                     to: self.target.name.clone(),
                 });
             }
-            plan.warnings.extend(planning::drifted(
-                &status,
-                &plan.actions,
-                self.options.on_violations,
-            ));
+            if let Some(recorded) = &resolved.recorded {
+                plan.warnings.extend(drift(
+                    &status,
+                    recorded,
+                    &versions::observed_prints(self.specs, &observed),
+                ));
+            }
             plan.version = Some(status);
             Ok(plan)
         })
@@ -786,7 +788,7 @@ async fn release(lock: &ApplyLock) {
 async fn writes_of(
     apply: &ApplyAction<'_>,
     status: &VersionStatus,
-) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>)> {
+) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>, Observed)> {
     let observed = observe_all(apply.db, apply.specs, apply.options.shard_collections).await?;
     let mut plan = Plan::compute_with(apply.specs, &observed, apply.options);
     versions::hold_back_drops(&mut plan, status);
@@ -818,7 +820,25 @@ async fn writes_of(
         }
         actions.push(action);
     }
-    Ok((actions, warnings, plan.sharding))
+    Ok((actions, warnings, plan.sharding, observed))
+}
+
+/// The drift a start-up finds: with this version and fingerprint recorded as applied, the
+/// collections whose state differs from what the server had when that apply completed.
+fn drift(
+    status: &VersionStatus,
+    recorded: &RecordedVersion,
+    now: &[(String, String)],
+) -> Option<Warning> {
+    let VersionStatus::Current { version } = *status else {
+        return None;
+    };
+    let collections = versions::drifted_collections(&recorded.observed, now);
+    (!collections.is_empty()).then_some(Warning::Drifted {
+        version,
+        collections,
+        after_own_write: false,
+    })
 }
 
 /// One attempt: read the record, plan, and, if anything is to be written, take the lock and
@@ -854,9 +874,18 @@ async fn attempt(
     if report.version.is_none() {
         report.version = Some(status.clone());
     }
-    let (writes, warnings, sharding) = writes_of(apply, &status).await.map_err(stop)?;
+    let (writes, warnings, sharding, observed) = writes_of(apply, &status).await.map_err(stop)?;
     report.warnings = warnings;
     report.sharding = sharding;
+    // every start-up compares what the server has with what it had when the recorded version
+    // was applied: the writes below repair what the plan can
+    if let Some(recorded) = &recorded {
+        let now = versions::observed_prints(apply.specs, &observed);
+        if let Some(drift) = drift(&status, recorded, &now) {
+            tracing::warn!(%drift, "apply: drift from the recorded state");
+            push_once(kept, drift);
+        }
+    }
     let steps_pending =
         !crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
             .await
@@ -864,11 +893,6 @@ async fn attempt(
             .is_empty();
     if writes.is_empty() && status.is_current() && !steps_pending {
         return Ok(()); // the fast path: reads only
-    }
-    // every start-up compares what the server has with what the record says was applied
-    if let Some(drift) = planning::drifted(&status, &writes, apply.options.on_violations) {
-        tracing::warn!(%drift, "apply: repairing drift");
-        push_once(kept, drift);
     }
     let claimed = match lock
         .claim(
@@ -908,8 +932,10 @@ async fn locked(
 ) -> Result<(), Stop> {
     migrate_in_order(apply, lock, report, status).await?;
     let mut replans = 0;
-    loop {
-        let (writes, warnings, sharding) = writes_of(apply, status).await.map_err(stop)?;
+    // the state this apply leaves, read after its last write
+    let left = loop {
+        let (writes, warnings, sharding, observed) =
+            writes_of(apply, status).await.map_err(stop)?;
         report.warnings = warnings;
         report.sharding = sharding;
         let first = report.applied.len();
@@ -923,12 +949,12 @@ async fn locked(
                     .map(|a| a.action.clone())
                     .collect();
                 if executed.is_empty() {
-                    break;
+                    break observed;
                 }
                 let observed = observe(apply.db, apply.specs).await.map_err(stop)?;
                 let collections = planning::undone(&executed, &observed);
                 if collections.is_empty() {
-                    break;
+                    break observed;
                 }
                 let drift = Warning::Drifted {
                     version: apply.target.version,
@@ -961,7 +987,7 @@ async fn locked(
             }
             Err(Executed::Stop(stop)) => return Err(stop),
         }
-    }
+    };
     match status {
         VersionStatus::Changed {
             version,
@@ -994,7 +1020,8 @@ async fn locked(
     }
     let wrote = report.applied.iter().any(|a| !a.done_concurrently);
     let touched = wrote || !claimed.completed;
-    if !lock.complete(touched).await.map_err(stop)? {
+    let prints = versions::observed_prints(apply.specs, &left);
+    if !lock.complete(touched, &prints).await.map_err(stop)? {
         return Err(Stop::Transient(lock_lost()));
     }
     report.recorded = touched;
@@ -1031,7 +1058,7 @@ async fn migrate_in_order(
         on_newer: apply.on_newer,
     };
     before.options.on_violations = OnViolations::Moderate;
-    let (writes, _, _) = writes_of(&before, status).await.map_err(stop)?;
+    let (writes, _, _, _) = writes_of(&before, status).await.map_err(stop)?;
     let mut held_back = Vec::new();
     let mut first = Vec::new();
     for action in writes {

@@ -237,6 +237,6 @@ mod tests {
         let decoded: String = serde_json::from_str(&format!("\"{}\"", found[0])).unwrap();
         assert_eq!(decoded, HOSTILE);
         // and the version is a plain number wherever it appears
-        assert!(script.contains("Number(recorded.version) > 7)"));
+        assert!(script.contains("Number(recorded.version) > 7 && recorded.state !== \"failed\")"));
     }
 }

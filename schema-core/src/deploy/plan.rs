@@ -808,35 +808,6 @@ fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Ve
     changes
 }
 
-/// The drift a plan shows: with the same version and fingerprint recorded as applied
-/// (`status` current), every collection an action would still write to, except a validator
-/// change refused over violating documents (that one was left alone on purpose, and reported).
-pub(crate) fn drifted(
-    status: &VersionStatus,
-    actions: &[Action],
-    on_violations: OnViolations,
-) -> Option<Warning> {
-    let VersionStatus::Current { version } = *status else {
-        return None;
-    };
-    let mut collections: Vec<String> = Vec::new();
-    for action in actions {
-        let refused = matches!(
-            action,
-            Action::UpdateValidator { violations: Some(v), .. } if v.count > 0
-        ) && on_violations == OnViolations::Refuse;
-        let collection = action.collection().to_owned();
-        if !refused && !collections.contains(&collection) {
-            collections.push(collection);
-        }
-    }
-    (!collections.is_empty()).then_some(Warning::Drifted {
-        version,
-        collections,
-        after_own_write: false,
-    })
-}
-
 /// The collections where an action of `executed` is not what `observed` shows: read again after
 /// an apply's last write, a validator or index that differs means a late write of someone else
 /// (an older apply paused past its lease) landed after this apply's.
@@ -1060,42 +1031,6 @@ mod drift_tests {
             .indexes
             .push(doc! { "v": 2, "key": { "a": 1 }, "name": "a_1" });
         observed
-    }
-
-    #[test]
-    fn a_current_record_with_work_to_do_is_drift_and_other_statuses_are_not() {
-        let mut late = applied();
-        late.validator = Some(doc! { "$jsonSchema": { "required": [] } });
-        let plan = Plan::for_collection(&spec(), Some(&late));
-        let current = VersionStatus::Current { version: 2 };
-        assert_eq!(
-            drifted(&current, &plan.actions, OnViolations::Refuse),
-            Some(Warning::Drifted {
-                version: 2,
-                collections: vec!["c".into()],
-                after_own_write: false,
-            })
-        );
-        let upgrade = VersionStatus::Upgrade {
-            recorded: 1,
-            applying: 2,
-        };
-        assert_eq!(drifted(&upgrade, &plan.actions, OnViolations::Refuse), None);
-        let in_sync = Plan::for_collection(&spec(), Some(&applied()));
-        assert_eq!(
-            drifted(&current, &in_sync.actions, OnViolations::Refuse),
-            None
-        );
-        // a validator refused over violating documents is known, not drift
-        let mut refused = plan.actions.clone();
-        if let Action::UpdateValidator { violations, .. } = &mut refused[0] {
-            *violations = Some(Violations {
-                count: 3,
-                sample_ids: vec![],
-            });
-        }
-        assert_eq!(drifted(&current, &refused, OnViolations::Refuse), None);
-        assert!(drifted(&current, &refused, OnViolations::Override).is_some());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 use tokio::time::Instant;
 
-use super::plan::{Action, Plan, Warning};
+use super::plan::{Action, Observed, Plan, Warning};
 use crate::error::server_code;
 use crate::lease::ServerLease;
 use crate::{CollectionSpec, Result};
@@ -41,6 +41,10 @@ use crate::{CollectionSpec, Result};
 ///   duplicates, a validator it rejects). An apply of the same version tries again; an older
 ///   version may take the lock without `allow_downgrade` (the rollback of a failed deploy), and
 ///   the next claim clears `error`.
+/// - `observed`: `[{ collection, print }]`, a fingerprint of what the server had of each
+///   collection (validator, level, action, pre-images, indexes) when the last apply completed.
+///   A start-up of the recorded version and fingerprint that finds other prints has found
+///   drift: `plan` reports it, `apply` repairs what its plan can.
 /// - `collections`: the schema's collection names at the last claim. A schema given a name
 ///   after it ran unnamed finds no record of its own and takes over the unnamed one (`"schema"`)
 ///   when it holds one of its collections or its fingerprint: the record is copied under the
@@ -130,6 +134,73 @@ pub(crate) fn fingerprint(collections: &[CollectionSpec]) -> String {
     format!("{:032x}", fnv1a_128(&out))
 }
 
+/// What the server had of each collection of `specs` when an apply completed, as one
+/// fingerprint per collection name (sorted by name): the collection's type, validator,
+/// validation level and action, change-stream pre-images, and every index (keys in order, other
+/// options sorted, the index version and namespace left out). Recorded in the record's
+/// `observed`; a start-up that computes other prints for the same version and fingerprint has
+/// found drift (see [`drifted_collections`]). Computed from the server's own answers at both
+/// ends, so the server's way of writing a validator or an index is no difference.
+pub(crate) fn observed_prints(
+    specs: &[CollectionSpec],
+    observed: &Observed,
+) -> Vec<(String, String)> {
+    let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let mut out = Vec::new();
+            match observed.collection(name) {
+                None => out.extend_from_slice(b"absent"),
+                Some(seen) => {
+                    write_str(&mut out, &seen.kind);
+                    let validator = seen.validator.clone().map_or(Bson::Null, Bson::Document);
+                    write_value(&mut out, &validator, true);
+                    write_str(
+                        &mut out,
+                        seen.validation_level.as_deref().unwrap_or("strict"),
+                    );
+                    write_str(
+                        &mut out,
+                        seen.validation_action.as_deref().unwrap_or("error"),
+                    );
+                    out.push(u8::from(seen.pre_images));
+                    let mut indexes = seen.indexes.clone();
+                    indexes.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
+                    for mut index in indexes {
+                        index.remove("v");
+                        index.remove("ns");
+                        out.extend_from_slice(b"index");
+                        let keys = index.remove("key").unwrap_or(Bson::Null);
+                        write_value(&mut out, &keys, false);
+                        write_value(&mut out, &Bson::Document(index), true);
+                    }
+                }
+            }
+            (name.to_owned(), format!("{:032x}", fnv1a_128(&out)))
+        })
+        .collect()
+}
+
+/// The collections whose print in `now` differs from the one `recorded` (collections the record
+/// has no print of are not compared: a record written before prints were kept, or a collection
+/// added since).
+pub(crate) fn drifted_collections(
+    recorded: &[(String, String)],
+    now: &[(String, String)],
+) -> Vec<String> {
+    now.iter()
+        .filter(|(name, print)| {
+            recorded.iter().any(|(recorded_name, recorded_print)| {
+                recorded_name == name && recorded_print != print
+            })
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 fn fnv1a_128(bytes: &[u8]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013b;
@@ -188,6 +259,9 @@ pub struct RecordedVersion {
     /// refused, such as a unique index over duplicates): the record's state is `"failed"`, and
     /// an older version may apply without `allow_downgrade` (a rollback).
     pub failure: Option<String>,
+    /// What the server had when the last apply completed ([`observed_prints`]); empty in a
+    /// record written before these were kept.
+    pub(crate) observed: Vec<(String, String)>,
 }
 
 impl RecordedVersion {
@@ -210,6 +284,22 @@ impl RecordedVersion {
             completed: doc.get_str("state") == Ok(APPLIED),
             applied_at: doc.get_datetime("applied_at").ok().copied(),
             failure,
+            // `[{ collection, print }]`: a collection name may hold a dot, a field name should not
+            observed: doc
+                .get_array("observed")
+                .map(|prints| {
+                    prints
+                        .iter()
+                        .filter_map(|entry| {
+                            let entry = entry.as_document()?;
+                            Some((
+                                entry.get_str("collection").ok()?.to_owned(),
+                                entry.get_str("print").ok()?.to_owned(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }
@@ -648,6 +738,7 @@ impl ApplyLock {
                 completed: false,
                 applied_at: None,
                 failure: None,
+                observed: Vec::new(),
             });
             return Ok(Claim::Held(recorded));
         }
@@ -686,18 +777,31 @@ impl ApplyLock {
     /// Marks the claimed version applied and releases the lock. `touched`: whether the record's
     /// `applied_at` moves to now (something was written, or the record said `applying`).
     /// `false` if the lock was lost meanwhile (nothing recorded).
-    pub(crate) async fn complete(&self, touched: bool) -> Result<bool> {
+    /// `observed`: the [`observed_prints`] of the state this apply leaves.
+    pub(crate) async fn complete(
+        &self,
+        touched: bool,
+        observed: &[(String, String)],
+    ) -> Result<bool> {
         let applied_at: Bson = if touched {
             "$$NOW".into()
         } else {
             "$applied_at".into()
         };
+        let prints: Vec<Bson> = observed
+            .iter()
+            .map(|(name, print)| doc! { "collection": name, "print": print }.into())
+            .collect();
         let result = self
             .meta
             .update_one(
                 self.owned(),
                 vec![
-                    doc! { "$set": { "state": APPLIED, "applied_at": applied_at } },
+                    doc! { "$set": {
+                        "state": APPLIED,
+                        "applied_at": applied_at,
+                        "observed": { "$literal": prints },
+                    } },
                     doc! { "$unset": ["locked_by", "lock_expires"] },
                 ],
             )
@@ -828,6 +932,7 @@ mod tests {
             completed,
             applied_at: None,
             failure: None,
+            observed: Vec::new(),
         }
     }
 
@@ -895,6 +1000,50 @@ mod tests {
             &plan.warnings[..],
             [Warning::DropsHeldBack { recorded: 2, applying: 1, indexes }] if indexes == &["c.v2_index"]
         ));
+    }
+
+    #[test]
+    fn observed_prints_see_validators_levels_and_indexes_and_nothing_else() {
+        use crate::ObservedCollection;
+        let specs = [spec("x"), spec("y")];
+        let mut x = ObservedCollection::new("x");
+        x.validator = Some(doc! { "$jsonSchema": { "required": ["a"] } });
+        x.indexes
+            .push(doc! { "v": 2, "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1" });
+        let observed = |x: ObservedCollection| Observed {
+            collections: vec![x],
+            ..Observed::default()
+        };
+        let base = observed_prints(&specs, &observed(x.clone()));
+        assert_eq!(base.len(), 2, "one print per collection, an absent one too");
+        assert_eq!(base[0].0, "x");
+        // the index version and the order of the server's index list are no difference
+        let mut same = x.clone();
+        same.indexes.reverse();
+        same.indexes[0].insert("v", 1);
+        assert_eq!(observed_prints(&specs, &observed(same)), base);
+        let mut changes = Vec::new();
+        let mut validator = x.clone();
+        validator.validator = Some(doc! { "$jsonSchema": { "required": [] } });
+        changes.push(validator);
+        let mut level = x.clone();
+        level.validation_level = Some("moderate".into());
+        changes.push(level);
+        let mut dropped = x.clone();
+        dropped.indexes.pop();
+        changes.push(dropped);
+        let mut unique = x.clone();
+        unique.indexes[1].insert("unique", true);
+        changes.push(unique);
+        for changed in changes {
+            let now = observed_prints(&specs, &observed(changed.clone()));
+            assert_eq!(drifted_collections(&base, &now), ["x"], "{changed:?}");
+        }
+        assert!(drifted_collections(&base, &base).is_empty());
+        assert!(
+            drifted_collections(&[], &base).is_empty(),
+            "a record without prints is not compared"
+        );
     }
 
     #[test]
