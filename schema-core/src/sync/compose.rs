@@ -333,7 +333,9 @@ impl<'a> Transaction<'a> {
 
     /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
     /// a whole on transient errors (write conflicts, a primary that went away) within the
-    /// schema's transaction deadline; past it, [`Error::Timeout`].
+    /// schema's transaction deadline; past it, [`Error::Timeout`]. A commit whose outcome is
+    /// unknown (cut at the deadline while in flight, or failed after the driver's retry) is
+    /// [`Error::CommitUnknown`] and is not retried: the writes may have landed.
     pub async fn run(self) -> Result<TransactionReport> {
         if let Some(refused) = self.refused {
             return Err(refused);
