@@ -365,19 +365,20 @@ pub struct TagVisits {
     pub last_at: Option<i64>,
 }
 
-/// Two tags with two notes and a bucket each, through a monitored client.
-async fn tagged(prefix: &str) -> (mongodb::Database, mongo_schema_testkit::CommandLog) {
-    let (client, log) = mongo_schema_testkit::monitored_client().await;
-    let db = client.database(mongo_schema_testkit::database(prefix).await.name());
+fn schema() -> Schema {
     Schema::new()
         .model::<Tag>()
         .model::<Note>()
         .model::<TagVisits>()
         .build()
         .unwrap()
-        .apply(&db)
-        .await
-        .unwrap();
+}
+
+/// Two tags with two notes and a bucket each, through a monitored client.
+async fn tagged(prefix: &str) -> (mongodb::Database, mongo_schema_testkit::CommandLog) {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(mongo_schema_testkit::database(prefix).await.name());
+    schema().apply(&db).await.unwrap();
     for (n, tag) in ["red", "blue"].into_iter().enumerate() {
         Tag::collection(&db)
             .insert_one(Tag {
@@ -457,10 +458,23 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
                 .append(&db, &hostile, &Reading { at: 9 })
                 .await,
             Note::TAG_ID.children_filter(&hostile).map(drop),
+            schema()
+                .transaction(&db)
+                .append(&TagVisits::BUCKET, &hostile, &Reading { at: 9 })
+                .run()
+                .await
+                .map(drop),
         ];
-        for (helper, outcome) in ["page", "resolve", "entries", "append", "children_filter"]
-            .into_iter()
-            .zip(refusals)
+        for (helper, outcome) in [
+            "page",
+            "resolve",
+            "entries",
+            "append",
+            "children_filter",
+            "transaction append",
+        ]
+        .into_iter()
+        .zip(refusals)
         {
             match outcome {
                 Err(Error::Refused(reason)) => {

@@ -273,7 +273,8 @@ impl<'a> Transaction<'a> {
     }
 
     /// Appends `entry` to `parent`'s newest bucket that has room (or a new one), as
-    /// [`Bucket::append`] does alone.
+    /// [`Bucket::append`] does alone (a parent id that is a document, an array, a regular
+    /// expression or JavaScript is refused, and nothing of the transaction is sent).
     pub fn append<B, E, P>(self, bucket: &Bucket<B, E>, parent: &Ref<P>, entry: &E) -> Self
     where
         B: Document,
@@ -281,15 +282,17 @@ impl<'a> Transaction<'a> {
         P: Document,
         P::Id: Serialize,
     {
-        let step = bucket
-            .append_update(parent.to_bson(), entry)
-            .map(|(filter, update)| Step::Update {
-                collection: B::COLLECTION,
-                filter,
-                update: update.into(),
-                many: false,
-                upsert: true,
-            });
+        let parent = parent.to_bson();
+        let step =
+            crate::relations::reference::refuse_hostile_id("the parent id of a bucket", &parent)
+                .and_then(|()| bucket.append_update(parent, entry))
+                .map(|(filter, update)| Step::Update {
+                    collection: B::COLLECTION,
+                    filter,
+                    update: update.into(),
+                    many: false,
+                    upsert: true,
+                });
         self.push(format!("append to {}", B::COLLECTION), step)
     }
 
