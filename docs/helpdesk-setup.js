@@ -2,9 +2,9 @@
 // Run against the application's database: mongosh "<uri>/<database>" script.js
 // Schema version 0, fingerprint 9aa60e88ace3bb5d2c369bae37826216.
 
-// like apply, refuse to run over a newer recorded version: nothing is changed
+// like apply, refuse to run over a newer recorded version (unless its apply failed: a rollback): nothing is changed
 const recorded = db.getCollection("mongo_schema_meta").findOne({ _id: "schema" });
-if (recorded && Number(recorded.version) > 0) throw new Error("the database records schema version " + recorded.version + ", newer than this script's 0: nothing was changed");
+if (recorded && Number(recorded.version) > 0 && recorded.state !== "failed") throw new Error("the database records schema version " + recorded.version + ", newer than this script's 0: nothing was changed");
 
 // customers
 if (!db.getCollectionNames().includes("customers")) db.createCollection("customers", EJSON.parse('{"validator":{"$jsonSchema":{"bsonType":"object","required":["_id","name","email"],"properties":{"_id":{"bsonType":"objectId"},"name":{"bsonType":"string","minLength":1,"maxLength":120},"email":{"bsonType":"string","maxLength":254}}}},"validationLevel":"strict","validationAction":"error"}'));
@@ -35,4 +35,4 @@ db.getCollection("messages").createIndex(EJSON.parse('{"ticketId":1,"at":1,"_id"
 if (db.hello().msg === "isdbgrid") sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'));
 
 // record the version, the fingerprint of this setup and the time, as apply does
-db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"9aa60e88ace3bb5d2c369bae37826216","state":"applied","applied_at":"$$NOW"}}')], { upsert: true });
+db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"9aa60e88ace3bb5d2c369bae37826216","state":"applied","applied_at":"$$NOW","collections":["customers","agents","tags","tickets","messages"]}}')], { upsert: true });

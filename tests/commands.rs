@@ -111,7 +111,11 @@ async fn each_helper_sends_the_hand_written_minimum() {
         .collect();
     Message::collection(&db).insert_many(&tied).await.unwrap();
     let mut expected: Vec<(i64, ObjectId)> = Message::collection(&db)
-        .find(Message::TICKET_ID.children_filter(&tickets[0].to_ref()))
+        .find(
+            Message::TICKET_ID
+                .children_filter(&tickets[0].to_ref())
+                .unwrap(),
+        )
         .await
         .unwrap()
         .try_collect::<Vec<Message>>()

@@ -514,3 +514,186 @@ async fn services_sharing_a_database_keep_a_version_record_each() {
         "{empty:?}"
     );
 }
+
+/// Version 2 of a deploy that cannot apply over the data: a tighter note, then a unique index
+/// on it, and two orders share a note.
+mod v2_unique {
+    use super::*;
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "orders")]
+    #[index(keys(customer = 1))]
+    #[index(keys(note = 1), unique)]
+    pub struct Order {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub customer: String,
+        #[schema(max_length = 100)]
+        pub note: String,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new().model::<Order>().version(2).build().unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without_allow_downgrade() {
+    let db = mongo_schema_testkit::database("ver_failed").await;
+    v1_schema().apply(&db).await.unwrap();
+    for customer in ["ana", "bo"] {
+        db.collection::<BsonDocument>("orders")
+            .insert_one(doc! { "_id": ObjectId::new(), "customer": customer, "note": "same" })
+            .await
+            .unwrap();
+    }
+    let failed = v2_unique::schema().apply(&db).await.unwrap_err();
+    println!("version 2: {failed}");
+    assert!(matches!(failed, Error::Apply { .. }), "{failed:?}");
+    assert_eq!(failed.code(), Some(11000), "{failed}");
+    // its validator was applied before the index failed: the server is half way
+    assert_eq!(validator(&db).await, v2_unique::Order::validator());
+    let record = record(&db).await;
+    assert_eq!(record.get_i64("version").unwrap(), 2);
+    assert_eq!(record.get_str("state").unwrap(), "failed");
+    assert!(
+        record.get_str("error").unwrap().contains("duplicate"),
+        "{record}"
+    );
+    assert!(!record.contains_key("locked_by"), "the lock is released");
+    let plan = v2_unique::schema().plan(&db).await.unwrap();
+    assert!(
+        matches!(
+            &plan.version,
+            Some(VersionStatus::Failed { version: 2, .. })
+        ),
+        "{plan}"
+    );
+
+    // the previous binary starts again: no `allow_downgrade`, its own state comes back
+    let plan = v1_schema().plan(&db).await.unwrap();
+    println!("{plan}");
+    assert!(
+        matches!(
+            &plan.version,
+            Some(VersionStatus::Rollback {
+                failed: 2,
+                applying: 1,
+                ..
+            })
+        ),
+        "{plan}"
+    );
+    let rollback = v1_schema().apply(&db).await.unwrap();
+    println!("version 1 after the failed 2:\n{rollback}");
+    assert!(
+        rollback.warnings.iter().any(|w| matches!(
+            w,
+            Warning::RolledBack {
+                failed: 2,
+                applying: 1,
+                ..
+            }
+        )),
+        "{rollback}"
+    );
+    assert!(rollback.to_string().contains("rolled back"), "{rollback}");
+    assert_eq!(validator(&db).await, v1::Order::validator());
+    let record = self::record(&db).await;
+    assert_eq!(record.get_i64("version").unwrap(), 1);
+    assert_eq!(record.get_str("state").unwrap(), "applied");
+    assert!(
+        !record.contains_key("error"),
+        "the claim clears the error: {record}"
+    );
+    let again = v1_schema().apply(&db).await.unwrap();
+    assert!(again.is_noop(), "{again}");
+    // the control: over version 2 applied (not failed), version 1 is refused
+    let db = mongo_schema_testkit::database("ver_failed_control").await;
+    v2_unique::schema().apply(&db).await.unwrap();
+    assert!(matches!(
+        v1_schema().apply(&db).await,
+        Err(Error::Downgrade {
+            recorded: 2,
+            applying: 1
+        })
+    ));
+}
+
+#[tokio::test]
+async fn naming_an_unnamed_schema_adopts_its_record_and_keeps_the_fence() {
+    let db = mongo_schema_testkit::database("ver_rename").await;
+    v1_schema().apply(&db).await.unwrap();
+    // a rename and nothing else: plan sees the adopted record as current, writes nothing
+    let renamed_v1 = Schema::new()
+        .model::<v1::Order>()
+        .version(1)
+        .name("orders")
+        .build()
+        .unwrap();
+    let plan = renamed_v1.plan(&db).await.unwrap();
+    println!("{plan}");
+    assert!(plan.version.as_ref().unwrap().is_current(), "{plan}");
+    assert!(
+        plan.warnings.iter().any(
+            |w| matches!(w, Warning::RecordAdopted { from, to } if from == "schema" && to == "orders")
+        ),
+        "{plan}"
+    );
+    // version 2 under the new name continues the unnamed record's history
+    let renamed_v2 = Schema::new()
+        .model::<v2::Order>()
+        .version(2)
+        .name("orders")
+        .build()
+        .unwrap();
+    let report = renamed_v2.apply(&db).await.unwrap();
+    println!("{report}");
+    assert_eq!(
+        report.version,
+        Some(VersionStatus::Upgrade {
+            recorded: 1,
+            applying: 2
+        })
+    );
+    assert!(report
+        .warnings
+        .iter()
+        .any(|w| matches!(w, Warning::RecordAdopted { .. })));
+    let meta = db.collection::<BsonDocument>(META_COLLECTION);
+    let named = meta
+        .find_one(doc! { "_id": "orders" })
+        .await
+        .unwrap()
+        .expect("the named record");
+    assert_eq!(named.get_i64("version").unwrap(), 2);
+    assert_eq!(named.get_str("adopted_from").unwrap(), "schema");
+    assert_eq!(record(&db).await.get_str("renamed_to").unwrap(), "orders");
+    // an unnamed instance of version 1 still meets the fence
+    assert!(matches!(
+        v1_schema().apply(&db).await,
+        Err(Error::Downgrade {
+            recorded: 2,
+            applying: 1
+        })
+    ));
+    assert_eq!(validator(&db).await, v2::Order::validator());
+    assert!(renamed_v2.apply(&db).await.unwrap().is_noop());
+
+    // the control: another service's unnamed record is not adopted
+    let db = mongo_schema_testkit::database("ver_rename_other").await;
+    Schema::new()
+        .model::<Invoice>()
+        .version(5)
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    let report = renamed_v2.apply(&db).await.unwrap();
+    assert_eq!(
+        report.version,
+        Some(VersionStatus::Unrecorded { applying: 2 })
+    );
+    assert!(record(&db).await.get_str("renamed_to").is_err());
+}

@@ -1073,7 +1073,11 @@ fn library_filters_write_ids_as_the_driver_stores_them() {
         assert_eq!(resolved.documents, vec![account.clone()]);
         assert!(resolved.missing.is_empty());
         let children = UuidSession::collection(&db)
-            .count_documents(UuidSession::ACCOUNT.children_filter(&account.to_ref()))
+            .count_documents(
+                UuidSession::ACCOUNT
+                    .children_filter(&account.to_ref())
+                    .unwrap(),
+            )
             .await
             .unwrap();
         assert_eq!(children, 1);

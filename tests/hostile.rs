@@ -328,3 +328,199 @@ async fn a_bucket_entry_without_its_key_is_refused_before_anything_is_written() 
         [Some(1), Some(2), Some(3)]
     );
 }
+
+/// A tag whose `_id` may be any BSON value (ids another service chose): a `Ref<Tag>` can hold a
+/// document, an array, a regex or JavaScript, which a filter would run as a query.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "tags")]
+pub struct Tag {
+    #[serde(rename = "_id")]
+    pub id: Bson,
+    pub name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "notes")]
+#[index(keys(tag_id = 1, title = 1))]
+pub struct Note {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub tag_id: Ref<Tag>,
+    pub title: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "tag_visits")]
+#[bucket(parent = tag_id, entries = visits, count = count, key = "at", first = first_at, last = last_at)]
+pub struct TagVisits {
+    #[serde(rename = "_id")]
+    pub id: mongo_schema::bson::oid::ObjectId,
+    #[reference]
+    pub tag_id: Ref<Tag>,
+    #[embed(max = 4)]
+    pub visits: Vec<Reading>,
+    pub count: i64,
+    pub first_at: Option<i64>,
+    pub last_at: Option<i64>,
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Tag>()
+        .model::<Note>()
+        .model::<TagVisits>()
+        .build()
+        .unwrap()
+}
+
+/// Two tags with two notes and a bucket each, through a monitored client.
+async fn tagged(prefix: &str) -> (mongodb::Database, mongo_schema_testkit::CommandLog) {
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let db = client.database(mongo_schema_testkit::database(prefix).await.name());
+    schema().apply(&db).await.unwrap();
+    for (n, tag) in ["red", "blue"].into_iter().enumerate() {
+        Tag::collection(&db)
+            .insert_one(Tag {
+                id: Bson::String(tag.into()),
+                name: tag.into(),
+            })
+            .await
+            .unwrap();
+        let tag = Ref::<Tag>::new(Bson::String(tag.into()));
+        for i in 0..2 {
+            Note::collection(&db)
+                .insert_one(Note {
+                    id: (n * 10 + i) as i64,
+                    tag_id: tag.clone(),
+                    title: format!("note {i}"),
+                })
+                .await
+                .unwrap();
+        }
+        TagVisits::BUCKET
+            .append(&db, &tag, &Reading { at: n as i64 })
+            .await
+            .unwrap();
+    }
+    (db, log)
+}
+
+/// The ids a client could slip in for a `Bson` id: each would match other parents.
+fn hostile_ids() -> Vec<Bson> {
+    vec![
+        Bson::Document(doc! { "$ne": null }),
+        Bson::Document(doc! { "name": "red" }),
+        Bson::Array(vec!["red".into(), "blue".into()]),
+        Bson::RegularExpression(mongo_schema::bson::Regex {
+            pattern: ".*".into(),
+            options: String::new(),
+        }),
+        Bson::JavaScriptCode("true".into()),
+    ]
+}
+
+#[tokio::test]
+async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anything_is_sent() {
+    let (db, log) = tagged("hostile_id_kinds").await;
+    // the danger, shown with the driver: the first hostile id as a filter matches every note
+    let every = Note::collection(&db)
+        .count_documents(doc! { "tag_id": { "$ne": null } })
+        .await
+        .unwrap();
+    assert_eq!(every, 4, "an operator id selects other parents' children");
+    // the positive control: an honest id of the same type pages, resolves and reads its bucket
+    let red = Ref::<Tag>::new(Bson::String("red".into()));
+    let page = Note::TAG_ID.page(&red).limit(5).fetch(&db).await.unwrap();
+    assert_eq!(page.items.iter().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
+    let resolved = Ref::resolve_all(&db, [&red]).await.unwrap();
+    assert_eq!(resolved.documents.len(), 1);
+    let entries = TagVisits::BUCKET
+        .entries(&db, &red, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(entries.items, [Reading { at: 0 }]);
+    assert_eq!(
+        Note::TAG_ID.children_filter(&red).unwrap(),
+        doc! { "tag_id": "red" }
+    );
+    log.clear();
+    for id in hostile_ids() {
+        let hostile = Ref::<Tag>::new(id.clone());
+        let refusals = [
+            Note::TAG_ID.page(&hostile).fetch(&db).await.map(drop),
+            Ref::resolve_all(&db, [&red, &hostile]).await.map(drop),
+            TagVisits::BUCKET
+                .entries(&db, &hostile, None, 10)
+                .await
+                .map(drop),
+            TagVisits::BUCKET
+                .append(&db, &hostile, &Reading { at: 9 })
+                .await,
+            Note::TAG_ID.children_filter(&hostile).map(drop),
+            schema()
+                .transaction(&db)
+                .append(&TagVisits::BUCKET, &hostile, &Reading { at: 9 })
+                .run()
+                .await
+                .map(drop),
+        ];
+        for (helper, outcome) in [
+            "page",
+            "resolve",
+            "entries",
+            "append",
+            "children_filter",
+            "transaction append",
+        ]
+        .into_iter()
+        .zip(refusals)
+        {
+            match outcome {
+                Err(Error::Refused(reason)) => {
+                    assert!(reason.contains("an id must be a single value"), "{reason}")
+                }
+                other => panic!("{helper} with {id}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+    assert_eq!(log.names(), Vec::<String>::new(), "nothing was sent");
+    // and nothing was written: one bucket per tag, as before
+    assert_eq!(
+        TagVisits::collection(&db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_page_of_zero_or_above_the_maximum_is_refused() {
+    let (db, log) = tagged("hostile_limits").await;
+    let red = Ref::<Tag>::new(Bson::String("red".into()));
+    log.clear();
+    for limit in [0, -1, mongo_schema::MAX_PAGE_SIZE + 1] {
+        let page = Note::TAG_ID.page(&red).limit(limit).fetch(&db).await;
+        assert!(
+            matches!(&page, Err(Error::Refused(reason)) if reason.contains("MAX_PAGE_SIZE")),
+            "limit {limit}: {page:?}"
+        );
+        let entries = TagVisits::BUCKET.entries(&db, &red, None, limit).await;
+        assert!(
+            matches!(&entries, Err(Error::Refused(_))),
+            "limit {limit}: {entries:?}"
+        );
+    }
+    assert!(log.names().is_empty(), "{:?}", log.names());
+    // the largest page is read, with one find
+    let page = Note::TAG_ID
+        .page(&red)
+        .limit(mongo_schema::MAX_PAGE_SIZE)
+        .fetch(&db)
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 2);
+    assert!(page.next.is_none());
+    assert_eq!(log.names(), ["find"]);
+}

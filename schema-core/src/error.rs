@@ -40,6 +40,21 @@ pub enum Error {
         /// The last error seen before giving up, if any (with its labels).
         last: Option<Box<Error>>,
     },
+    /// A transaction's `commitTransaction` was sent and whether it committed is unknown: the
+    /// commit was cut at the transaction's deadline while in flight, or it failed with
+    /// `UnknownTransactionCommitResult` (a network error or a write concern not satisfied) after
+    /// the driver's own retry. The transaction may have committed. Never classed transient and
+    /// never retried by the library: a retry of a write that is not idempotent (`$inc`, `$push`)
+    /// could apply it twice. Read the documents back to learn whether the write landed (or make
+    /// it idempotent, e.g. `$set` of values computed before, and retry it).
+    CommitUnknown {
+        /// What was being committed (`"transaction"`).
+        operation: String,
+        /// Why the outcome is unknown, in words.
+        reason: String,
+        /// The commit's error, if it failed rather than being cut at the deadline.
+        last: Option<Box<Error>>,
+    },
     /// The call was refused before anything was written, because carrying it out would break a
     /// bound or a rule of the schema (for example a push of more items than an array's `max`).
     Refused(String),
@@ -77,11 +92,15 @@ impl Error {
         }
     }
 
-    /// The driver error underneath, if any (for a [`Error::Timeout`], its last error's).
+    /// The driver error underneath, if any (for a [`Error::Timeout`] or an
+    /// [`Error::CommitUnknown`], its last error's).
     pub fn as_driver(&self) -> Option<&mongodb::error::Error> {
         match self {
             Error::Driver(e) | Error::Apply { source: e, .. } => Some(e),
             Error::Timeout {
+                last: Some(last), ..
+            }
+            | Error::CommitUnknown {
                 last: Some(last), ..
             } => last.as_driver(),
             _ => None,
@@ -127,6 +146,16 @@ impl fmt::Debug for Error {
                 .field("after", after)
                 .field("last", last)
                 .finish(),
+            Error::CommitUnknown {
+                operation,
+                reason,
+                last,
+            } => f
+                .debug_struct("CommitUnknown")
+                .field("operation", operation)
+                .field("reason", reason)
+                .field("last", last)
+                .finish(),
             Error::Refused(reason) => f.debug_tuple("Refused").field(reason).finish(),
             Error::Worker(reason) => f.debug_tuple("Worker").field(reason).finish(),
             Error::Downgrade { recorded, applying } => f
@@ -163,6 +192,20 @@ impl fmt::Display for Error {
                 last,
             } => {
                 write!(f, "{operation} gave up after {after:?}")?;
+                match last {
+                    Some(last) => write!(f, "; last error: {last}"),
+                    None => Ok(()),
+                }
+            }
+            Error::CommitUnknown {
+                operation,
+                reason,
+                last,
+            } => {
+                write!(
+                    f,
+                    "the outcome of the {operation}'s commit is unknown ({reason}): it may have committed; read back before retrying a write that is not idempotent"
+                )?;
                 match last {
                     Some(last) => write!(f, "; last error: {last}"),
                     None => Ok(()),
@@ -226,7 +269,9 @@ impl std::error::Error for Error {
             Error::Validation(e) => Some(e.as_ref()),
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
-            Error::Timeout { last, .. } => last.as_deref().map(|e| e as _),
+            Error::Timeout { last, .. } | Error::CommitUnknown { last, .. } => {
+                last.as_deref().map(|e| e as _)
+            }
             Error::Migration { source, .. } => Some(source.as_ref()),
             Error::Refused(_) | Error::Worker(_) | Error::Downgrade { .. } => None,
         }

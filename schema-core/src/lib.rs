@@ -47,7 +47,7 @@ pub use relations::subset::{
 };
 pub use relations::{
     ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,
-    Unordered, RELATED_FIELD,
+    Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{

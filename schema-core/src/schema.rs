@@ -106,13 +106,24 @@ impl Schema {
         self.transaction_deadline
     }
 
+    /// The total time the library's transactions of this schema may take
+    /// ([`SchemaBuilder::transaction_deadline`], 120 s by default): past it a transaction still
+    /// running its writes returns [`crate::Error::Timeout`], one whose commit is in flight
+    /// [`crate::Error::CommitUnknown`].
+    pub fn transaction_deadline(&self) -> Duration {
+        self.transaction_deadline
+    }
+
     /// Applies `update` (an operator document such as `{ "$set": { "name": .. } }`) to the `T`
     /// document `id` and, in the same multi-document transaction, rewrites every
     /// `transactional` copy it touches; so readers never see the source and its transactional
     /// copies disagree after the commit. Transient errors (write conflicts, a primary that went
     /// away) retry the transaction, with back-off, within
     /// [`SchemaBuilder::transaction_deadline`] (120 s by default); past it the last error is
-    /// returned with its labels. `async` copies follow through the [`SyncWorker`], `frozen` ones
+    /// returned with its labels. A commit whose outcome is unknown (cut at the deadline while in
+    /// flight, or failed after the driver's retry) is [`crate::Error::CommitUnknown`]: it may
+    /// have committed, so read the document back before retrying an update that is not
+    /// idempotent (`$inc`). `async` copies follow through the [`SyncWorker`], `frozen` ones
     /// never change.
     pub async fn update_source<T: Document>(
         &self,
@@ -272,12 +283,29 @@ impl Schema {
     /// [`crate::Error::Downgrade`] naming both, unless `.allow_downgrade(true)`; the same
     /// version with another fingerprint applies with a [`crate::Warning::SameVersionChanged`]
     /// (the development loop); stale indexes are never dropped while a newer version is
-    /// recorded.
+    /// recorded. A version whose apply failed for good (a command the server refused, such as a
+    /// unique index over duplicates) is recorded `failed` with the error
+    /// ([`crate::VersionStatus::Failed`]); an older version may then apply without
+    /// `allow_downgrade` and brings the schema back to its own state (a rollback,
+    /// [`crate::Warning::RolledBack`]). A schema given a [`SchemaBuilder::name`] after it ran
+    /// unnamed takes over the unnamed record when that one holds its collections or its
+    /// fingerprint ([`crate::Warning::RecordAdopted`]).
+    ///
+    /// **Drift.** An apply records what the server had of each collection when it completed
+    /// (validator, level, action, indexes). A start-up whose version and fingerprint are
+    /// recorded as applied compares the server with that: what differs is reported as
+    /// [`crate::Warning::Drifted`] (by `plan` too), and `apply` writes the schema's state again
+    /// where its plan can. What the last apply left on purpose (a validator refused over
+    /// violating documents, a level held at `moderate`) is no drift. After its last write, an
+    /// apply reads the state again and writes over a late command of an older apply that was
+    /// paused past its lease.
     ///
     /// **Many instances at once.** Writes happen under a lock in the record (a lease on the
     /// server's clock, renewed while the apply runs), taken in the same `findAndModify` that
     /// raises the recorded version; so an older version's apply can neither start after a newer
-    /// one recorded nor write after it (the design is explained on [`crate::META_COLLECTION`]).
+    /// one recorded nor start a write after it lost the lock (the design is explained on
+    /// [`crate::META_COLLECTION`]; a command already sent by a process paused past its lease is
+    /// caught by the re-read and the drift check above).
     /// Instances that find the lock taken wait, then observe again and usually find nothing
     /// left to do. Codes 26, 27, 48, 85 and 86 (the state changed
     /// under the plan) make it observe and plan again; transient faults (network, not primary,

@@ -1,4 +1,5 @@
 pub mod cases;
+pub mod gate;
 pub mod helpdesk;
 pub mod live;
 

@@ -13,7 +13,8 @@ use mongodb::Database;
 use tokio::time::Instant;
 
 use super::plan::{
-    Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
+    self as planning, Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions,
+    Violations, Warning,
 };
 use super::sharding::{self, ShardingStatus};
 use super::versions::{
@@ -502,11 +503,18 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
         Box::pin(async move {
             self.target.check()?;
             let meta = self.db.collection::<Document>(META_COLLECTION);
-            let recorded = versions::read_record(&meta, &self.target.name).await?;
+            let resolved = versions::resolve_record(
+                &meta,
+                &self.target.name,
+                &collection_names(self.specs),
+                &self.target.fingerprint,
+                false,
+            )
+            .await?;
             let status = VersionStatus::of(
                 self.target.version,
                 &self.target.fingerprint,
-                recorded.as_ref(),
+                resolved.recorded.as_ref(),
             );
             let sharding = self.specs.iter().any(|s| s.shard_key.is_some());
             let observed = observe_all(self.db, self.specs, sharding).await?;
@@ -549,6 +557,19 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 self.target.version,
             )
             .await?;
+            if let Some(from) = resolved.adopted_from {
+                plan.warnings.push(Warning::RecordAdopted {
+                    from,
+                    to: self.target.name.clone(),
+                });
+            }
+            if let Some(recorded) = &resolved.recorded {
+                plan.warnings.extend(drift(
+                    &status,
+                    recorded,
+                    &versions::observed_prints(self.specs, &observed),
+                ));
+            }
             plan.version = Some(status);
             Ok(plan)
         })
@@ -617,7 +638,11 @@ impl Fault {
 
     fn of_error(error: &Error) -> Fault {
         match error.as_driver() {
-            Some(driver) if !matches!(error, Error::Timeout { .. }) => Fault::of(driver),
+            Some(driver)
+                if !matches!(error, Error::Timeout { .. } | Error::CommitUnknown { .. }) =>
+            {
+                Fault::of(driver)
+            }
             _ => Fault::Permanent,
         }
     }
@@ -633,22 +658,89 @@ fn stop(error: Error) -> Stop {
     }
 }
 
+/// The names of the schema's collections, as the record keeps them.
+fn collection_names(specs: &[CollectionSpec]) -> Vec<String> {
+    specs.iter().map(|s| s.name.clone()).collect()
+}
+
+/// Adds `warning` unless it is there already (an attempt that is retried finds it again).
+fn push_once(warnings: &mut Vec<Warning>, warning: Warning) {
+    if !warnings.contains(&warning) {
+        warnings.push(warning);
+    }
+}
+
+/// Finds the schema's record (adopting the unnamed schema's for a schema that was named
+/// since), retrying transient faults within the deadline.
+async fn resolve(
+    apply: &ApplyAction<'_>,
+    report: &mut ApplyReport,
+) -> Result<versions::ResolvedRecord> {
+    let meta = apply.db.collection::<Document>(META_COLLECTION);
+    let names = collection_names(apply.specs);
+    let started = Instant::now();
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+    loop {
+        let error = match versions::resolve_record(
+            &meta,
+            &apply.target.name,
+            &names,
+            &apply.target.fingerprint,
+            true,
+        )
+        .await
+        {
+            Ok(resolved) => return Ok(resolved),
+            Err(error) => match stop(error) {
+                Stop::Transient(error) => error,
+                Stop::Fail(error) => return Err(error),
+                Stop::Busy => unreachable!("reading the record is never busy"),
+            },
+        };
+        let wait = backoff.next_wait();
+        if started.elapsed().saturating_add(wait) >= apply.deadline {
+            return Err(Error::Timeout {
+                operation: "apply (reading the version record)".to_owned(),
+                after: apply.deadline,
+                last: Some(Box::new(error)),
+            });
+        }
+        report.retried += 1;
+        tokio::time::sleep(wait).await;
+    }
+}
+
 /// `apply`: attempts until one completes, a permanent error, or the deadline.
 async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
     apply.target.check()?;
     let meta = apply.db.collection::<Document>(META_COLLECTION);
-    let lock = Arc::new(ApplyLock::new(meta.clone(), &apply.target.name, LEASE));
-    let started = Instant::now();
     let mut report = ApplyReport::default();
+    let resolved = resolve(apply, &mut report).await?;
+    // warnings that outlive an attempt (each attempt re-plans the others)
+    let mut kept = Vec::new();
+    if let Some(from) = resolved.adopted_from {
+        tracing::info!(from = %from, to = %resolved.name, "apply: adopted the unnamed schema's version record");
+        kept.push(Warning::RecordAdopted {
+            from,
+            to: resolved.name.clone(),
+        });
+    }
+    let lock = Arc::new(ApplyLock::new(meta.clone(), &resolved.name, LEASE));
+    let started = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     // a waiting instance looks again soon (most applies take a few milliseconds), then less often
     let mut polling = Backoff::new(Duration::from_millis(40), lock.poll_interval());
     let mut last: Option<Error> = None;
+    // the first attempt plans from the record just read: a no-op start-up reads it once
+    let mut read = Some(resolved.recorded);
     loop {
-        let outcome = attempt(apply, &lock, &mut report).await;
+        let outcome = attempt(apply, &lock, &mut report, &mut kept, read.take()).await;
         let busy = matches!(outcome, Err(Stop::Busy));
         let wait = match outcome {
-            Ok(()) => return Ok(report),
+            Ok(()) => {
+                report.warnings.extend(kept);
+                return Ok(report);
+            }
             Err(Stop::Fail(error)) => {
                 release(&lock).await;
                 return Err(error);
@@ -696,7 +788,7 @@ async fn release(lock: &ApplyLock) {
 async fn writes_of(
     apply: &ApplyAction<'_>,
     status: &VersionStatus,
-) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>)> {
+) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>, Observed)> {
     let observed = observe_all(apply.db, apply.specs, apply.options.shard_collections).await?;
     let mut plan = Plan::compute_with(apply.specs, &observed, apply.options);
     versions::hold_back_drops(&mut plan, status);
@@ -728,7 +820,25 @@ async fn writes_of(
         }
         actions.push(action);
     }
-    Ok((actions, warnings, plan.sharding))
+    Ok((actions, warnings, plan.sharding, observed))
+}
+
+/// The drift a start-up finds: with this version and fingerprint recorded as applied, the
+/// collections whose state differs from what the server had when that apply completed.
+fn drift(
+    status: &VersionStatus,
+    recorded: &RecordedVersion,
+    now: &[(String, String)],
+) -> Option<Warning> {
+    let VersionStatus::Current { version } = *status else {
+        return None;
+    };
+    let collections = versions::drifted_collections(&recorded.observed, now);
+    (!collections.is_empty()).then_some(Warning::Drifted {
+        version,
+        collections,
+        after_own_write: false,
+    })
 }
 
 /// One attempt: read the record, plan, and, if anything is to be written, take the lock and
@@ -737,11 +847,16 @@ async fn attempt(
     apply: &ApplyAction<'_>,
     lock: &Arc<ApplyLock>,
     report: &mut ApplyReport,
+    kept: &mut Vec<Warning>,
+    read: Option<Option<RecordedVersion>>,
 ) -> Result<(), Stop> {
     let target = &apply.target;
-    let recorded = versions::read_record(lock.meta(), lock.name())
-        .await
-        .map_err(stop)?;
+    let recorded = match read {
+        Some(recorded) => recorded,
+        None => versions::read_record(lock.meta(), lock.name())
+            .await
+            .map_err(stop)?,
+    };
     let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
     if let VersionStatus::Downgrade { recorded, applying } = status {
         if !apply.allow_downgrade {
@@ -759,9 +874,18 @@ async fn attempt(
     if report.version.is_none() {
         report.version = Some(status.clone());
     }
-    let (writes, warnings, sharding) = writes_of(apply, &status).await.map_err(stop)?;
+    let (writes, warnings, sharding, observed) = writes_of(apply, &status).await.map_err(stop)?;
     report.warnings = warnings;
     report.sharding = sharding;
+    // every start-up compares what the server has with what it had when the recorded version
+    // was applied: the writes below repair what the plan can
+    if let Some(recorded) = &recorded {
+        let now = versions::observed_prints(apply.specs, &observed);
+        if let Some(drift) = drift(&status, recorded, &now) {
+            tracing::warn!(%drift, "apply: drift from the recorded state");
+            push_once(kept, drift);
+        }
+    }
     let steps_pending =
         !crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
             .await
@@ -771,7 +895,12 @@ async fn attempt(
         return Ok(()); // the fast path: reads only
     }
     let claimed = match lock
-        .claim(target.version, &target.fingerprint, apply.allow_downgrade)
+        .claim(
+            target.version,
+            &target.fingerprint,
+            &collection_names(apply.specs),
+            apply.allow_downgrade,
+        )
         .await
         .map_err(stop)?
     {
@@ -786,7 +915,7 @@ async fn attempt(
     };
     tokio::select! {
         biased;
-        done = locked(apply, lock, report, &status, &claimed) => done,
+        done = locked(apply, lock, report, kept, &status, &claimed) => done,
         never = lock.keep_alive() => match never {},
     }
 }
@@ -797,17 +926,50 @@ async fn locked(
     apply: &ApplyAction<'_>,
     lock: &Arc<ApplyLock>,
     report: &mut ApplyReport,
+    kept: &mut Vec<Warning>,
     status: &VersionStatus,
     claimed: &RecordedVersion,
 ) -> Result<(), Stop> {
     migrate_in_order(apply, lock, report, status).await?;
     let mut replans = 0;
-    loop {
-        let (writes, warnings, sharding) = writes_of(apply, status).await.map_err(stop)?;
+    // the state this apply leaves, read after its last write
+    let left = loop {
+        let (writes, warnings, sharding, observed) =
+            writes_of(apply, status).await.map_err(stop)?;
         report.warnings = warnings;
         report.sharding = sharding;
+        let first = report.applied.len();
         match execute(apply, lock, writes, report).await {
-            Ok(()) => break,
+            Ok(()) => {
+                // read again after the last write: a command of an older apply that was paused
+                // past its lease may have landed after this apply's; write again over it
+                let executed: Vec<Action> = report.applied[first..]
+                    .iter()
+                    .filter(|a| !a.done_concurrently)
+                    .map(|a| a.action.clone())
+                    .collect();
+                if executed.is_empty() {
+                    break observed;
+                }
+                let observed = observe(apply.db, apply.specs).await.map_err(stop)?;
+                let collections = planning::undone(&executed, &observed);
+                if collections.is_empty() {
+                    break observed;
+                }
+                let drift = Warning::Drifted {
+                    version: apply.target.version,
+                    collections,
+                    after_own_write: true,
+                };
+                tracing::warn!(%drift, "apply: a late write landed after this apply's; writing again");
+                push_once(kept, drift);
+                replans += 1;
+                if replans > MAX_REPLANS {
+                    return Err(Stop::Transient(Error::Refused(format!(
+                        "the schema's collections kept changing under this apply ({MAX_REPLANS} re-reads)"
+                    ))));
+                }
+            }
             Err(Executed::Replan(error)) => {
                 replans += 1;
                 report.replanned_after.extend(error.code());
@@ -815,9 +977,17 @@ async fn locked(
                     return Err(Stop::Fail(error));
                 }
             }
+            // a command refused for good while claiming a new version or state: the record
+            // says so, and an older version may roll back to its own state
+            Err(Executed::Stop(Stop::Fail(error))) if !claimed.completed => {
+                tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
+                let message = error.to_string();
+                let _ = tokio::time::timeout(Duration::from_secs(2), lock.fail(&message)).await;
+                return Err(Stop::Fail(error));
+            }
             Err(Executed::Stop(stop)) => return Err(stop),
         }
-    }
+    };
     match status {
         VersionStatus::Changed {
             version,
@@ -834,11 +1004,24 @@ async fn locked(
                 applying: *applying,
             })
         }
+        VersionStatus::Rollback {
+            failed,
+            applying,
+            error,
+        } => {
+            tracing::warn!(failed, applying, %error, "apply: rolled back over a failed version");
+            report.warnings.push(Warning::RolledBack {
+                failed: *failed,
+                applying: *applying,
+                error: error.clone(),
+            })
+        }
         _ => {}
     }
     let wrote = report.applied.iter().any(|a| !a.done_concurrently);
     let touched = wrote || !claimed.completed;
-    if !lock.complete(touched).await.map_err(stop)? {
+    let prints = versions::observed_prints(apply.specs, &left);
+    if !lock.complete(touched, &prints).await.map_err(stop)? {
         return Err(Stop::Transient(lock_lost()));
     }
     report.recorded = touched;
@@ -875,7 +1058,7 @@ async fn migrate_in_order(
         on_newer: apply.on_newer,
     };
     before.options.on_violations = OnViolations::Moderate;
-    let (writes, _, _) = writes_of(&before, status).await.map_err(stop)?;
+    let (writes, _, _, _) = writes_of(&before, status).await.map_err(stop)?;
     let mut held_back = Vec::new();
     let mut first = Vec::new();
     for action in writes {

@@ -84,7 +84,7 @@ pub(crate) fn script(
     );
     let _ = writeln!(
         out,
-        "\n// like apply, refuse to run over a newer recorded version: nothing is changed"
+        "\n// like apply, refuse to run over a newer recorded version (unless its apply failed: a rollback): nothing is changed"
     );
     let _ = writeln!(
         out,
@@ -93,7 +93,7 @@ pub(crate) fn script(
     );
     let _ = writeln!(
         out,
-        "if (recorded && Number(recorded.version) > {version}) throw new Error(\"the database records schema version \" + recorded.version + \", newer than this script's {version}: nothing was changed\");"
+        "if (recorded && Number(recorded.version) > {version} && recorded.state !== \"failed\") throw new Error(\"the database records schema version \" + recorded.version + \", newer than this script's {version}: nothing was changed\");"
     );
     for spec in collections {
         let name = string(&spec.name);
@@ -152,6 +152,7 @@ pub(crate) fn script(
         "fingerprint": fingerprint,
         "state": "applied",
         "applied_at": "$$NOW",
+        "collections": collections.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
     } }];
     let _ = writeln!(
         out,
@@ -236,6 +237,6 @@ mod tests {
         let decoded: String = serde_json::from_str(&format!("\"{}\"", found[0])).unwrap();
         assert_eq!(decoded, HOSTILE);
         // and the version is a plain number wherever it appears
-        assert!(script.contains("Number(recorded.version) > 7)"));
+        assert!(script.contains("Number(recorded.version) > 7 && recorded.state !== \"failed\")"));
     }
 }

@@ -339,6 +339,41 @@ pub enum Warning {
         /// The key it is sharded by.
         sharded: Document,
     },
+    /// An older version was applied over a newer one whose apply had failed for good (a
+    /// rollback of a failed deploy, no `allow_downgrade` needed); the record now says the older
+    /// version.
+    RolledBack {
+        /// The version whose apply had failed.
+        failed: u64,
+        /// The version applied.
+        applying: u64,
+        /// The failed apply's error, as recorded.
+        error: String,
+    },
+    /// A named schema had no version record of its own and took over the record of the unnamed
+    /// schema it was before (the default record held its collections or its fingerprint); the
+    /// default record now points to the new one, so that an unnamed instance of this library
+    /// still meets the same version fence.
+    RecordAdopted {
+        /// The record taken over ([`crate::DEFAULT_SCHEMA_NAME`]).
+        from: String,
+        /// The schema's name.
+        to: String,
+    },
+    /// The server's state of these collections differs from the desired state of the version
+    /// the record says was applied (same version and fingerprint), or, read again after an
+    /// apply's last write, from what that apply wrote: something changed it since, such as a
+    /// late command of an older apply that was paused past its lease, or an operator. `plan`
+    /// reports it; `apply` repairs it (the actions listed).
+    Drifted {
+        /// The version recorded as applied, or being applied.
+        version: u64,
+        /// The collections whose validator or indexes differ.
+        collections: Vec<String>,
+        /// `true` when found on reading again after this apply's own last write (and written
+        /// again at once); `false` when found at start-up against the record.
+        after_own_write: bool,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -420,6 +455,22 @@ impl fmt::Display for Warning {
                 f,
                 "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with `drop_stale_indexes(true)`"
             ),
+            Warning::RolledBack { failed, applying, error } => write!(
+                f,
+                "schema version {applying} was applied over version {failed}, whose apply had failed ({error}): rolled back"
+            ),
+            Warning::RecordAdopted { from, to } => write!(
+                f,
+                "the schema `{to}` had no version record: it took over the record `{from}` of the unnamed schema it was before (which now points to `{to}`)"
+            ),
+            Warning::Drifted { version, collections, after_own_write } => {
+                let collections = collections.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
+                if *after_own_write {
+                    write!(f, "DRIFT: read again after this apply's last write, the server's state of {collections} was no longer schema version {version}'s (a late write of an older apply landed after it); written again")
+                } else {
+                    write!(f, "DRIFT: the server's state of {collections} differs from schema version {version}, recorded as applied (a late write of an older apply, or an operator, changed it); apply repairs it")
+                }
+            }
             Warning::ShardKeyDiffers { collection, declared, sharded } => write!(
                 f,
                 "`{collection}` is sharded by {sharded}, not by the declared {declared}; left alone (resharding is an operator's decision)"
@@ -757,6 +808,54 @@ fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Ve
     changes
 }
 
+/// The collections where an action of `executed` is not what `observed` shows: read again after
+/// an apply's last write, a validator or index that differs means a late write of someone else
+/// (an older apply paused past its lease) landed after this apply's.
+pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
+    let mut collections: Vec<String> = Vec::new();
+    for action in executed {
+        let seen = observed.collection(action.collection());
+        let holds = match action {
+            Action::CreateCollection {
+                validator,
+                level,
+                action,
+                ..
+            }
+            | Action::UpdateValidator {
+                validator,
+                level,
+                action,
+                ..
+            } => seen.is_some_and(|seen| {
+                seen.validator
+                    .as_ref()
+                    .is_some_and(|v| json_schema::same_document(v, validator))
+                    && seen.level() == level.as_str()
+                    && seen.action() == action.as_str()
+            }),
+            Action::CreateIndexes { indexes, .. } => seen.is_some_and(|seen| {
+                indexes
+                    .iter()
+                    .all(|wanted| matches!(find_index(wanted, &seen.indexes), IndexState::Present))
+            }),
+            Action::DropIndex { name, .. } => seen.is_none_or(|seen| {
+                !seen
+                    .indexes
+                    .iter()
+                    .any(|index| index.get_str("name") == Ok(name.as_str()))
+            }),
+            Action::EnablePreImages { .. } => seen.is_some_and(|seen| seen.pre_images),
+            Action::ShardCollection { .. } => true,
+        };
+        let collection = action.collection().to_owned();
+        if !holds && !collections.contains(&collection) {
+            collections.push(collection);
+        }
+    }
+    collections
+}
+
 enum IndexState {
     Present,
     Missing,
@@ -912,6 +1011,51 @@ mod tests {
             plan.warnings[..],
             [Warning::NotACollection { .. }]
         ));
+    }
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    fn spec() -> CollectionSpec {
+        CollectionSpec::new("c", doc! { "$jsonSchema": { "required": ["a"] } })
+            .index(IndexSpec::new(doc! { "a": 1 }))
+    }
+
+    fn applied() -> ObservedCollection {
+        let mut observed = ObservedCollection::new("c");
+        observed.validator = Some(doc! { "$jsonSchema": { "required": ["a"] } });
+        observed
+            .indexes
+            .push(doc! { "v": 2, "key": { "a": 1 }, "name": "a_1" });
+        observed
+    }
+
+    #[test]
+    fn a_write_undone_by_a_late_one_is_found_on_reading_again() {
+        let executed = Plan::for_collection(&spec(), None).actions;
+        let observed = Observed {
+            collections: vec![applied()],
+            ..Observed::default()
+        };
+        assert!(undone(&executed, &observed).is_empty());
+        let mut late = applied();
+        late.validator = Some(doc! { "$jsonSchema": { "required": [] } });
+        let observed = Observed {
+            collections: vec![late],
+            ..Observed::default()
+        };
+        assert_eq!(undone(&executed, &observed), ["c"]);
+        let mut dropped = applied();
+        dropped.indexes.pop();
+        let observed = Observed {
+            collections: vec![dropped],
+            ..Observed::default()
+        };
+        assert_eq!(undone(&executed, &observed), ["c"]);
+        assert_eq!(undone(&executed, &Observed::default()), ["c"]);
     }
 }
 

@@ -11,7 +11,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 use tokio::time::Instant;
 
-use super::plan::{Action, Plan, Warning};
+use super::plan::{Action, Observed, Plan, Warning};
 use crate::error::server_code;
 use crate::lease::ServerLease;
 use crate::{CollectionSpec, Result};
@@ -36,6 +36,20 @@ use crate::{CollectionSpec, Result};
 ///   refused over violating documents, a conflicting index) stays visible in `plan`.
 /// - `applied_at` is the server's time (`$$NOW`) when the last apply that changed something
 ///   completed. A start-up that finds nothing to do does not write it (nor anything else).
+/// - `state: "failed"`, with `error` (the message) and `failed_at`, when an apply that claimed
+///   a new version or fingerprint met a command the server refused for good (a unique index over
+///   duplicates, a validator it rejects). An apply of the same version tries again; an older
+///   version may take the lock without `allow_downgrade` (the rollback of a failed deploy), and
+///   the next claim clears `error`.
+/// - `observed`: `[{ collection, print }]`, a fingerprint of what the server had of each
+///   collection (validator, level, action, pre-images, indexes) when the last apply completed.
+///   A start-up of the recorded version and fingerprint that finds other prints has found
+///   drift: `plan` reports it, `apply` repairs what its plan can.
+/// - `collections`: the schema's collection names at the last claim. A schema given a name
+///   after it ran unnamed finds no record of its own and takes over the unnamed one (`"schema"`)
+///   when it holds one of its collections or its fingerprint: the record is copied under the
+///   new name (`adopted_from: "schema"`) and the old one gets `renamed_to`, which an unnamed
+///   instance of this library follows, so the version fence stays one record.
 ///
 /// # Why a lock, and how an older apply is kept from undoing a newer one
 ///
@@ -62,8 +76,13 @@ use crate::{CollectionSpec, Result};
 /// while the apply runs, so a long index build keeps it. An apply that dies keeps it until the
 /// lease expires; the next one then takes it over. Before each write the holder checks, on its
 /// own monotonic clock measured from the moment it *sent* the last renewal, that the lease
-/// cannot have lapsed; so a takeover can only happen after the previous holder stopped writing
-/// (a write already in flight may still land: the new holder plans after it, from the server).
+/// cannot have lapsed; so a takeover can only happen after the previous holder stopped starting
+/// writes. A command already sent, or one whose process was paused between that check and the
+/// send (a VM pause, SIGSTOP) and resumed after a takeover, may still land late, after the new
+/// holder's writes: the holder reads the state again after its last write and writes over such a
+/// command, and every start-up compares the state with the one recorded as applied (`plan`
+/// reports the drift, `apply` repairs it). DDL cannot be fenced on the server, so a late command
+/// that lands after both is repaired at the next start-up, not prevented.
 ///
 /// A start-up whose plan is empty and whose version and fingerprint are recorded as applied
 /// takes no lock and writes nothing: the fast path needs only reads.
@@ -77,6 +96,7 @@ pub(crate) const LEASE: Duration = Duration::from_secs(10);
 
 const APPLYING: &str = "applying";
 const APPLIED: &str = "applied";
+const FAILED: &str = "failed";
 
 /// A stable fingerprint of the desired state of `collections`: 32 hex digits of FNV-1a (128
 /// bits) over a canonical serialisation of every collection's name, validator, validation level
@@ -112,6 +132,73 @@ pub(crate) fn fingerprint(collections: &[CollectionSpec]) -> String {
         }
     }
     format!("{:032x}", fnv1a_128(&out))
+}
+
+/// What the server had of each collection of `specs` when an apply completed, as one
+/// fingerprint per collection name (sorted by name): the collection's type, validator,
+/// validation level and action, change-stream pre-images, and every index (keys in order, other
+/// options sorted, the index version and namespace left out). Recorded in the record's
+/// `observed`; a start-up that computes other prints for the same version and fingerprint has
+/// found drift (see [`drifted_collections`]). Computed from the server's own answers at both
+/// ends, so the server's way of writing a validator or an index is no difference.
+pub(crate) fn observed_prints(
+    specs: &[CollectionSpec],
+    observed: &Observed,
+) -> Vec<(String, String)> {
+    let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let mut out = Vec::new();
+            match observed.collection(name) {
+                None => out.extend_from_slice(b"absent"),
+                Some(seen) => {
+                    write_str(&mut out, &seen.kind);
+                    let validator = seen.validator.clone().map_or(Bson::Null, Bson::Document);
+                    write_value(&mut out, &validator, true);
+                    write_str(
+                        &mut out,
+                        seen.validation_level.as_deref().unwrap_or("strict"),
+                    );
+                    write_str(
+                        &mut out,
+                        seen.validation_action.as_deref().unwrap_or("error"),
+                    );
+                    out.push(u8::from(seen.pre_images));
+                    let mut indexes = seen.indexes.clone();
+                    indexes.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
+                    for mut index in indexes {
+                        index.remove("v");
+                        index.remove("ns");
+                        out.extend_from_slice(b"index");
+                        let keys = index.remove("key").unwrap_or(Bson::Null);
+                        write_value(&mut out, &keys, false);
+                        write_value(&mut out, &Bson::Document(index), true);
+                    }
+                }
+            }
+            (name.to_owned(), format!("{:032x}", fnv1a_128(&out)))
+        })
+        .collect()
+}
+
+/// The collections whose print in `now` differs from the one `recorded` (collections the record
+/// has no print of are not compared: a record written before prints were kept, or a collection
+/// added since).
+pub(crate) fn drifted_collections(
+    recorded: &[(String, String)],
+    now: &[(String, String)],
+) -> Vec<String> {
+    now.iter()
+        .filter(|(name, print)| {
+            recorded.iter().any(|(recorded_name, recorded_print)| {
+                recorded_name == name && recorded_print != print
+            })
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 fn fnv1a_128(bytes: &[u8]) -> u128 {
@@ -168,6 +255,13 @@ pub struct RecordedVersion {
     pub completed: bool,
     /// When the last apply that changed something completed (the server's clock).
     pub applied_at: Option<DateTime>,
+    /// The error of an apply of this version that failed for good (a command the server
+    /// refused, such as a unique index over duplicates): the record's state is `"failed"`, and
+    /// an older version may apply without `allow_downgrade` (a rollback).
+    pub failure: Option<String>,
+    /// What the server had when the last apply completed ([`observed_prints`]); empty in a
+    /// record written before these were kept.
+    pub(crate) observed: Vec<(String, String)>,
 }
 
 impl RecordedVersion {
@@ -179,11 +273,33 @@ impl RecordedVersion {
             Bson::Double(v) if v.fract() == 0.0 && *v >= 0.0 => *v as u64,
             _ => return None,
         };
+        let failure = (doc.get_str("state") == Ok(FAILED)).then(|| {
+            doc.get_str("error")
+                .unwrap_or("no error recorded")
+                .to_owned()
+        });
         Some(RecordedVersion {
             version,
             fingerprint: doc.get_str("fingerprint").unwrap_or_default().to_owned(),
             completed: doc.get_str("state") == Ok(APPLIED),
             applied_at: doc.get_datetime("applied_at").ok().copied(),
+            failure,
+            // `[{ collection, print }]`: a collection name may hold a dot, a field name should not
+            observed: doc
+                .get_array("observed")
+                .map(|prints| {
+                    prints
+                        .iter()
+                        .filter_map(|entry| {
+                            let entry = entry.as_document()?;
+                            Some((
+                                entry.get_str("collection").ok()?.to_owned(),
+                                entry.get_str("print").ok()?.to_owned(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }
@@ -195,6 +311,9 @@ impl fmt::Display for RecordedVersion {
             "version {} (fingerprint {}",
             self.version, self.fingerprint
         )?;
+        if let Some(failure) = &self.failure {
+            return write!(f, ", apply FAILED: {failure})");
+        }
         match (self.completed, self.applied_at) {
             (true, Some(at)) => write!(
                 f,
@@ -253,6 +372,25 @@ pub enum VersionStatus {
         /// The version being applied.
         applying: u64,
     },
+    /// The same version and desired state are recorded, and their apply failed for good: the
+    /// next apply tries again (it fails the same way until the cause is fixed).
+    Failed {
+        /// The version.
+        version: u64,
+        /// The recorded error.
+        error: String,
+    },
+    /// An older version than the recorded one, whose apply failed for good: the rollback of a
+    /// failed deploy. `apply` brings the schema back to this version's desired state and
+    /// records it, without `allow_downgrade` (and drops no index, as a downgrade would not).
+    Rollback {
+        /// The version whose apply failed.
+        failed: u64,
+        /// The version being applied.
+        applying: u64,
+        /// The failed apply's error.
+        error: String,
+    },
 }
 
 impl VersionStatus {
@@ -263,9 +401,16 @@ impl VersionStatus {
         };
         use std::cmp::Ordering::*;
         match applying.cmp(&recorded.version) {
-            Less => VersionStatus::Downgrade {
-                recorded: recorded.version,
-                applying,
+            Less => match &recorded.failure {
+                Some(error) => VersionStatus::Rollback {
+                    failed: recorded.version,
+                    applying,
+                    error: error.clone(),
+                },
+                None => VersionStatus::Downgrade {
+                    recorded: recorded.version,
+                    applying,
+                },
             },
             Greater => VersionStatus::Upgrade {
                 recorded: recorded.version,
@@ -277,6 +422,10 @@ impl VersionStatus {
                 fingerprint: fingerprint.to_owned(),
             },
             Equal if recorded.completed => VersionStatus::Current { version: applying },
+            Equal if recorded.failure.is_some() => VersionStatus::Failed {
+                version: applying,
+                error: recorded.failure.clone().unwrap_or_default(),
+            },
             Equal => VersionStatus::Interrupted { version: applying },
         }
     }
@@ -322,6 +471,14 @@ impl fmt::Display for VersionStatus {
                 f,
                 "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless `allow_downgrade(true)`"
             ),
+            VersionStatus::Failed { version, error } => write!(
+                f,
+                "schema version {version}: its apply FAILED ({error}); apply tries again (fix the cause first), or deploy the previous version to roll back"
+            ),
+            VersionStatus::Rollback { failed, applying, error } => write!(
+                f,
+                "schema version {failed} -> {applying}: the apply of {failed} FAILED ({error}); apply rolls back to {applying}"
+            ),
         }
     }
 }
@@ -329,8 +486,12 @@ impl fmt::Display for VersionStatus {
 /// A downgrade that is allowed must not drop what the newer version created: with a newer
 /// version recorded, `DropIndex` actions are taken out of the plan and reported instead.
 pub(crate) fn hold_back_drops(plan: &mut Plan, status: &VersionStatus) {
-    let VersionStatus::Downgrade { recorded, applying } = *status else {
-        return;
+    let (recorded, applying) = match *status {
+        VersionStatus::Downgrade { recorded, applying } => (recorded, applying),
+        VersionStatus::Rollback {
+            failed, applying, ..
+        } => (failed, applying),
+        _ => return,
     };
     let mut held = Vec::new();
     plan.actions.retain(|action| match action {
@@ -361,6 +522,97 @@ pub(crate) async fn read_record(
         .await?
         .as_ref()
         .and_then(RecordedVersion::from_document))
+}
+
+/// Which record a schema uses, as [`resolve_record`] found it.
+#[derive(Debug)]
+pub(crate) struct ResolvedRecord {
+    /// The `_id` of the record (the schema's name, or the name its default record was renamed
+    /// to).
+    pub(crate) name: String,
+    /// The record, if there is one.
+    pub(crate) recorded: Option<RecordedVersion>,
+    /// The record this schema takes over: the unnamed schema's, for a schema that was given a
+    /// name since.
+    pub(crate) adopted_from: Option<String>,
+}
+
+/// Finds the record of the schema called `name` (with the collections `collections` and the
+/// fingerprint `fingerprint`):
+///
+/// - its own record, if it has one; for the unnamed schema whose record was adopted by a named
+///   one (`renamed_to`), that one's, so the version fence stays one record;
+/// - for a named schema without a record, the unnamed schema's record when it is this
+///   schema's: it records one of these collections, or this very fingerprint (a rename and
+///   nothing else). With `adopt`, it is copied under `name` (without its lock) and the default
+///   record is marked `renamed_to: name`; `plan` reads without adopting.
+///
+/// Another service's default record (other collections, another fingerprint) is never adopted.
+pub(crate) async fn resolve_record(
+    meta: &Collection<BsonDocument>,
+    name: &str,
+    collections: &[String],
+    fingerprint: &str,
+    adopt: bool,
+) -> Result<ResolvedRecord> {
+    let found =
+        |name: &str, doc: Option<&BsonDocument>, adopted_from: Option<String>| ResolvedRecord {
+            name: name.to_owned(),
+            recorded: doc.and_then(RecordedVersion::from_document),
+            adopted_from,
+        };
+    let own = meta.find_one(doc! { "_id": name }).await?;
+    if let Some(own) = &own {
+        if name == DEFAULT_SCHEMA_NAME {
+            if let Ok(renamed) = own.get_str("renamed_to") {
+                let target = meta.find_one(doc! { "_id": renamed }).await?;
+                return Ok(found(renamed, target.as_ref(), None));
+            }
+        }
+        return Ok(found(name, Some(own), None));
+    }
+    if name == DEFAULT_SCHEMA_NAME {
+        return Ok(found(name, None, None));
+    }
+    let Some(default) = meta.find_one(doc! { "_id": DEFAULT_SCHEMA_NAME }).await? else {
+        return Ok(found(name, None, None));
+    };
+    let recorded_collections = default.get_array("collections").ok();
+    let ours = recorded_collections.is_some_and(|recorded| {
+        recorded.iter().any(|c| {
+            c.as_str()
+                .is_some_and(|c| collections.iter().any(|o| o == c))
+        })
+    }) || default.get_str("fingerprint") == Ok(fingerprint);
+    if default.contains_key("renamed_to")
+        || !ours
+        || RecordedVersion::from_document(&default).is_none()
+    {
+        return Ok(found(name, None, None));
+    }
+    let from = Some(DEFAULT_SCHEMA_NAME.to_owned());
+    if !adopt {
+        return Ok(found(name, Some(&default), from));
+    }
+    let mut copy = default.clone();
+    copy.insert("_id", name);
+    copy.insert("adopted_from", DEFAULT_SCHEMA_NAME);
+    copy.remove("locked_by");
+    copy.remove("lock_expires");
+    match meta.insert_one(copy).await {
+        Ok(_) => {}
+        // another instance adopted it first: the same copy
+        Err(e) if server_code(&e) == Some(11000) => {}
+        Err(e) => return Err(e.into()),
+    }
+    meta.update_one(
+        doc! { "_id": DEFAULT_SCHEMA_NAME, "renamed_to": { "$exists": false } },
+        doc! { "$set": { "renamed_to": name } },
+    )
+    .await?;
+    // read it back: another instance may have adopted and claimed it meanwhile
+    let own = meta.find_one(doc! { "_id": name }).await?;
+    Ok(found(name, own.as_ref(), from))
 }
 
 /// The outcome of one attempt to take the apply lock.
@@ -425,35 +677,43 @@ impl ApplyLock {
     /// Takes the lock and, in the same write, raises the recorded version to `version` and
     /// claims `fingerprint` (marking the record `applying` when either changes). The server
     /// decides, on its own clock, whether the lock is free and whether the version may apply.
+    /// `collections`: the schema's collection names, recorded so that a schema renamed later
+    /// can tell its own default record from another service's.
     pub(crate) async fn claim(
         &self,
         version: u64,
         fingerprint: &str,
+        collections: &[String],
         allow_downgrade: bool,
     ) -> Result<Claim> {
         let sent = Instant::now();
         let version = version as i64;
         let free = self.lease.free("locked_by", "lock_expires");
+        // an older version may take the place of a newer one whose apply failed (a rollback)
         let allowed = if allow_downgrade {
             Bson::Boolean(true)
         } else {
-            doc! { "$lte": [{ "$ifNull": ["$version", -1_i64] }, version] }.into()
+            doc! { "$or": [
+                { "$lte": [{ "$ifNull": ["$version", -1_i64] }, version] },
+                { "$eq": ["$state", FAILED] },
+            ] }
+            .into()
         };
         let take = doc! { "$and": [free, allowed] };
         let same = doc! { "$and": [
             { "$eq": ["$version", version] },
             { "$eq": ["$fingerprint", fingerprint] },
+            { "$ne": ["$state", FAILED] },
         ] };
+        let restart = doc! { "$and": [take.clone(), { "$not": [same] }] };
         let update = vec![doc! { "$set": {
             "locked_by": { "$cond": [take.clone(), self.lease.owner(), "$locked_by"] },
             "lock_expires": { "$cond": [take.clone(), self.lease.expires(), "$lock_expires"] },
-            "state": { "$cond": [
-                { "$and": [take.clone(), { "$not": [same] }] },
-                APPLYING,
-                "$state",
-            ] },
+            "state": { "$cond": [restart.clone(), APPLYING, "$state"] },
+            "error": { "$cond": [restart, "$$REMOVE", "$error"] },
             "version": { "$cond": [take.clone(), version, "$version"] },
-            "fingerprint": { "$cond": [take, fingerprint, "$fingerprint"] },
+            "fingerprint": { "$cond": [take.clone(), fingerprint, "$fingerprint"] },
+            "collections": { "$cond": [take, { "$literal": collections }, "$collections"] },
         } }];
         let after = match self
             .meta
@@ -477,12 +737,18 @@ impl ApplyLock {
                 fingerprint: fingerprint.to_owned(),
                 completed: false,
                 applied_at: None,
+                failure: None,
+                observed: Vec::new(),
             });
             return Ok(Claim::Held(recorded));
         }
         self.lease.lost();
         match RecordedVersion::from_document(&after) {
-            Some(recorded) if !allow_downgrade && recorded.version > version as u64 => {
+            Some(recorded)
+                if !allow_downgrade
+                    && recorded.version > version as u64
+                    && recorded.failure.is_none() =>
+            {
                 Ok(Claim::Newer(recorded.version))
             }
             _ => Ok(Claim::Busy),
@@ -511,24 +777,55 @@ impl ApplyLock {
     /// Marks the claimed version applied and releases the lock. `touched`: whether the record's
     /// `applied_at` moves to now (something was written, or the record said `applying`).
     /// `false` if the lock was lost meanwhile (nothing recorded).
-    pub(crate) async fn complete(&self, touched: bool) -> Result<bool> {
+    /// `observed`: the [`observed_prints`] of the state this apply leaves.
+    pub(crate) async fn complete(
+        &self,
+        touched: bool,
+        observed: &[(String, String)],
+    ) -> Result<bool> {
         let applied_at: Bson = if touched {
             "$$NOW".into()
         } else {
             "$applied_at".into()
         };
+        let prints: Vec<Bson> = observed
+            .iter()
+            .map(|(name, print)| doc! { "collection": name, "print": print }.into())
+            .collect();
         let result = self
             .meta
             .update_one(
                 self.owned(),
                 vec![
-                    doc! { "$set": { "state": APPLIED, "applied_at": applied_at } },
+                    doc! { "$set": {
+                        "state": APPLIED,
+                        "applied_at": applied_at,
+                        "observed": { "$literal": prints },
+                    } },
                     doc! { "$unset": ["locked_by", "lock_expires"] },
                 ],
             )
             .await?;
         self.lease.lost();
         Ok(result.matched_count == 1)
+    }
+
+    /// Records that the claimed version's apply failed for good (state `"failed"`, the error and
+    /// the server's time) and releases the lock; an older version may then apply (a rollback).
+    /// `false` if the lock was lost meanwhile (nothing recorded).
+    pub(crate) async fn fail(&self, error: &str) -> Result<bool> {
+        let result = self
+            .meta
+            .update_one(
+                self.owned(),
+                vec![
+                    doc! { "$set": { "state": FAILED, "error": error, "failed_at": "$$NOW" } },
+                    doc! { "$unset": ["locked_by", "lock_expires"] },
+                ],
+            )
+            .await;
+        self.lease.lost();
+        Ok(result?.matched_count == 1)
     }
 
     /// Releases the lock without recording completion (the record stays `applying` if this
@@ -634,6 +931,8 @@ mod tests {
             fingerprint: fingerprint.into(),
             completed,
             applied_at: None,
+            failure: None,
+            observed: Vec::new(),
         }
     }
 
@@ -701,6 +1000,50 @@ mod tests {
             &plan.warnings[..],
             [Warning::DropsHeldBack { recorded: 2, applying: 1, indexes }] if indexes == &["c.v2_index"]
         ));
+    }
+
+    #[test]
+    fn observed_prints_see_validators_levels_and_indexes_and_nothing_else() {
+        use crate::ObservedCollection;
+        let specs = [spec("x"), spec("y")];
+        let mut x = ObservedCollection::new("x");
+        x.validator = Some(doc! { "$jsonSchema": { "required": ["a"] } });
+        x.indexes
+            .push(doc! { "v": 2, "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1" });
+        let observed = |x: ObservedCollection| Observed {
+            collections: vec![x],
+            ..Observed::default()
+        };
+        let base = observed_prints(&specs, &observed(x.clone()));
+        assert_eq!(base.len(), 2, "one print per collection, an absent one too");
+        assert_eq!(base[0].0, "x");
+        // the index version and the order of the server's index list are no difference
+        let mut same = x.clone();
+        same.indexes.reverse();
+        same.indexes[0].insert("v", 1);
+        assert_eq!(observed_prints(&specs, &observed(same)), base);
+        let mut changes = Vec::new();
+        let mut validator = x.clone();
+        validator.validator = Some(doc! { "$jsonSchema": { "required": [] } });
+        changes.push(validator);
+        let mut level = x.clone();
+        level.validation_level = Some("moderate".into());
+        changes.push(level);
+        let mut dropped = x.clone();
+        dropped.indexes.pop();
+        changes.push(dropped);
+        let mut unique = x.clone();
+        unique.indexes[1].insert("unique", true);
+        changes.push(unique);
+        for changed in changes {
+            let now = observed_prints(&specs, &observed(changed.clone()));
+            assert_eq!(drifted_collections(&base, &now), ["x"], "{changed:?}");
+        }
+        assert!(drifted_collections(&base, &base).is_empty());
+        assert!(
+            drifted_collections(&[], &base).is_empty(),
+            "a record without prints is not compared"
+        );
     }
 
     #[test]

@@ -9,6 +9,8 @@ use mongodb::Database;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::page::check_page_size;
+use super::reference::refuse_hostile_id;
 use crate::{Document, Error, Ref, Result};
 
 /// `#[bucket(parent = .., entries = .., count = .., key = "..", first = .., last = ..)]` on a
@@ -120,12 +122,16 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
 
     /// Appends `entry` to `parent`'s open bucket with one upsert. Concurrent appenders never
     /// overfill a bucket: the update re-checks `count < max` atomically, and a full bucket makes
-    /// the upsert start a new one.
+    /// the upsert start a new one. A parent id that is a document, an array, a regular
+    /// expression or JavaScript is refused ([`Error::Refused`]) before anything is sent: as a
+    /// filter it would select other parents' buckets.
     pub async fn append<P: Document>(&self, db: &Database, parent: &Ref<P>, entry: &E) -> Result<()>
     where
         P::Id: Serialize,
     {
-        let (filter, update) = self.append_update(parent.to_bson(), entry)?;
+        let parent = parent.to_bson();
+        refuse_hostile_id("the parent id of a bucket", &parent)?;
+        let (filter, update) = self.append_update(parent, entry)?;
         db.collection::<BsonDocument>(B::COLLECTION)
             .update_one(filter, update)
             .upsert(true)
@@ -164,8 +170,10 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     }
 
     /// A page of `parent`'s entries in key order (ties by bucket and position), continuing
-    /// after `after`. A cursor whose key or bucket is an operator document, a regular expression
-    /// or JavaScript is refused with [`Error::Refused`].
+    /// after `after`. Refused with [`Error::Refused`] before anything is sent: a parent id that
+    /// is a document, an array, a regular expression or JavaScript; a cursor whose key or bucket
+    /// is an operator document, a regular expression or JavaScript; a `limit` outside
+    /// `1..=`[`crate::MAX_PAGE_SIZE`].
     pub async fn entries<P: Document>(
         &self,
         db: &Database,
@@ -176,13 +184,16 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     where
         P::Id: Serialize,
     {
+        let parent = parent.to_bson();
+        refuse_hostile_id("the parent id of a bucket", &parent)?;
+        check_page_size(limit)?;
         if let Some(after) = after {
             crate::literal::refuse_operators("the entry cursor's key", &after.key)?;
             crate::literal::refuse_operators("the entry cursor's bucket", &after.bucket)?;
         }
         let rows: Vec<BsonDocument> = db
             .collection::<BsonDocument>(B::COLLECTION)
-            .aggregate(self.page_pipeline(parent.to_bson(), after, limit))
+            .aggregate(self.page_pipeline(parent, after, limit))
             .await?
             .try_collect()
             .await?;

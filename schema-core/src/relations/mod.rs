@@ -20,7 +20,7 @@ pub(crate) mod resolve;
 pub(crate) mod subset;
 
 pub use lookup::{Joined, Lookup, RELATED_FIELD};
-pub use page::{ChildPage, Page, PageCursor};
+pub use page::{ChildPage, Page, PageCursor, MAX_PAGE_SIZE};
 pub use relation::{ChildOrder, Relation, SortKey, Unordered};
 pub use resolve::Resolved;
 

@@ -8,8 +8,24 @@ use mongodb::Database;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::reference::refuse_hostile_id;
 use super::relation::SortKey;
-use crate::{Document, Result};
+use crate::{Document, Error, Result};
+
+/// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
+/// ([`Error::Refused`]) rather than read into memory at once; continue with the page's cursor.
+pub const MAX_PAGE_SIZE: i64 = 1000;
+
+/// Refuses a page size outside `1..=MAX_PAGE_SIZE` (`0` would mean "all" to the server).
+pub(crate) fn check_page_size(limit: i64) -> Result<()> {
+    if (1..=MAX_PAGE_SIZE).contains(&limit) {
+        return Ok(());
+    }
+    Err(Error::Refused(format!(
+        "a page of {limit} items: a page holds 1 to {MAX_PAGE_SIZE} (`MAX_PAGE_SIZE`); read \
+         more with the next page's cursor"
+    )))
+}
 
 /// Where a child page continues: the sort key and `_id` of the last child returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,7 +82,8 @@ impl<F: Document> ChildPage<F> {
         self
     }
 
-    /// Page size (default 50).
+    /// Page size (default 50): 1 to [`MAX_PAGE_SIZE`]; [`ChildPage::fetch`] refuses any other
+    /// (`0`, which the server reads as "no limit", included).
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = limit;
         self
@@ -170,14 +187,17 @@ impl<F: Document> ChildPage<F> {
 
     /// Reads the page with one `find` (the [`ChildPage::find_command`]).
     ///
-    /// A cursor that came back from a client is checked first: a key or id that is a document
-    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript is
-    /// refused with [`crate::Error::Refused`], since it would run as a query instead of matching
-    /// as a value.
+    /// Checked first, refused with [`crate::Error::Refused`] before anything is sent: a parent
+    /// id that is a document, an array, a regular expression or JavaScript (it would run as a
+    /// query); a cursor that came back from a client whose key or id is a document with `$`
+    /// keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript; a limit
+    /// outside `1..=`[`MAX_PAGE_SIZE`].
     pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
     where
         F: DeserializeOwned,
     {
+        refuse_hostile_id("the parent id of a page", &self.parent)?;
+        check_page_size(self.limit)?;
         if let Some(after) = &self.after {
             crate::literal::refuse_operators("the page cursor's key", &after.key)?;
             crate::literal::refuse_operators("the page cursor's id", &after.id)?;

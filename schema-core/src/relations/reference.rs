@@ -8,7 +8,27 @@ use std::marker::PhantomData;
 use mongodb::bson::{Bson, Document as BsonDocument};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::{BsonSchema, Document};
+use crate::{BsonSchema, Document, Error, Result};
+
+/// Refuses an id (described as `what`) whose BSON value is a document, an array, a regular
+/// expression or JavaScript, before anything is sent: in an equality filter such a value is a
+/// query of its own (`{ "$ne": null }` matches every document, a regex every matching string,
+/// an array its elements), not the one id it stands for. A document `_id` with no `$` key would
+/// match exactly, but is refused too: ids reach these helpers from clients, and one shape
+/// rule is easier to keep than a list of operators.
+pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
+    let kind = match id {
+        Bson::Document(_) => "a document",
+        Bson::Array(_) => "an array",
+        Bson::RegularExpression(_) => "a regular expression",
+        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => "JavaScript",
+        _ => return Ok(()),
+    };
+    Err(Error::Refused(format!(
+        "{what} is {kind} ({id}): an id must be a single value (ObjectId, string, number, date, \
+         binary, ...), since a filter would run {kind} as a query instead of matching it"
+    )))
+}
 
 /// The `_id` of a `T` document, typed by `T`: a `Ref<Part>` cannot be passed where a
 /// `Ref<Customer>` is wanted, although both may be `ObjectId`s underneath.
@@ -192,5 +212,49 @@ pub trait Identified: Document {
         Self::Id: Clone,
     {
         Ref::new(self.id().clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_hostile_id;
+    use mongodb::bson::{doc, oid::ObjectId, Binary, Bson, DateTime, Regex};
+
+    #[test]
+    fn single_values_pass_and_query_shaped_ids_are_refused() {
+        for fine in [
+            Bson::ObjectId(ObjectId::new()),
+            Bson::String("{ \"$ne\": null }".into()),
+            Bson::Int32(1),
+            Bson::Int64(2),
+            Bson::Double(3.5),
+            Bson::DateTime(DateTime::now()),
+            Bson::Binary(Binary {
+                subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+                bytes: vec![0; 16],
+            }),
+            Bson::Null,
+        ] {
+            assert!(refuse_hostile_id("the id", &fine).is_ok(), "{fine}");
+        }
+        for (bad, kind) in [
+            (Bson::Document(doc! { "$ne": null }), "a document"),
+            (Bson::Document(doc! { "a": 1 }), "a document"),
+            (Bson::Array(vec![Bson::Int32(1)]), "an array"),
+            (
+                Bson::RegularExpression(Regex {
+                    pattern: ".".into(),
+                    options: String::new(),
+                }),
+                "a regular expression",
+            ),
+            (Bson::JavaScriptCode("1".into()), "JavaScript"),
+        ] {
+            let error = refuse_hostile_id("the id", &bad).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("refused: the id is {kind}")),
+                "{error}"
+            );
+        }
     }
 }

@@ -117,12 +117,17 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
         Lookup::new(T::COLLECTION, F::COLLECTION, "_id", self.field, false)
     }
 
-    /// The filter for the children of `parent`: `{ <field>: <id> }`.
-    pub fn children_filter(&self, parent: &Ref<T>) -> BsonDocument
+    /// The filter for the children of `parent`: `{ <field>: <id> }`, for a `find` or as the
+    /// [`Lookup::filter`] of [`Relation::children`]. An id that is a document, an array, a
+    /// regular expression or JavaScript is refused ([`crate::Error::Refused`]): it would match
+    /// other parents' children.
+    pub fn children_filter(&self, parent: &Ref<T>) -> crate::Result<BsonDocument>
     where
         T::Id: Serialize,
     {
-        doc! { self.field: parent.to_bson() }
+        let id = parent.to_bson();
+        super::reference::refuse_hostile_id("the parent id of a children filter", &id)?;
+        Ok(doc! { self.field: id })
     }
 }
 

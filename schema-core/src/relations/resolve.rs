@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::id_key;
+use super::reference::refuse_hostile_id;
 use crate::{Document, Ref, Result};
 
 /// The documents of a batch of references, fetched with one `$in` query.
@@ -49,6 +50,9 @@ impl<T: Document> Ref<T> {
 
     /// Fetches the referenced documents with one `$in` query on `_id`, returned in reference
     /// order; references with no document are reported in [`Resolved::missing`], not dropped.
+    /// A reference whose id is a document, an array, a regular expression or JavaScript is
+    /// refused ([`crate::Error::Refused`]) before anything is sent: inside `$in` it would match
+    /// other documents.
     pub async fn resolve_all<'a>(
         db: &Database,
         refs: impl IntoIterator<Item = &'a Ref<T>>,
@@ -58,6 +62,9 @@ impl<T: Document> Ref<T> {
         T::Id: Serialize + Clone,
     {
         let refs: Vec<&Ref<T>> = refs.into_iter().collect();
+        for reference in &refs {
+            refuse_hostile_id("a reference to resolve", &reference.to_bson())?;
+        }
         if refs.is_empty() {
             return Ok(Resolved {
                 documents: Vec::new(),

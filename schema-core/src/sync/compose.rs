@@ -273,7 +273,8 @@ impl<'a> Transaction<'a> {
     }
 
     /// Appends `entry` to `parent`'s newest bucket that has room (or a new one), as
-    /// [`Bucket::append`] does alone.
+    /// [`Bucket::append`] does alone (a parent id that is a document, an array, a regular
+    /// expression or JavaScript is refused, and nothing of the transaction is sent).
     pub fn append<B, E, P>(self, bucket: &Bucket<B, E>, parent: &Ref<P>, entry: &E) -> Self
     where
         B: Document,
@@ -281,15 +282,17 @@ impl<'a> Transaction<'a> {
         P: Document,
         P::Id: Serialize,
     {
-        let step = bucket
-            .append_update(parent.to_bson(), entry)
-            .map(|(filter, update)| Step::Update {
-                collection: B::COLLECTION,
-                filter,
-                update: update.into(),
-                many: false,
-                upsert: true,
-            });
+        let parent = parent.to_bson();
+        let step =
+            crate::relations::reference::refuse_hostile_id("the parent id of a bucket", &parent)
+                .and_then(|()| bucket.append_update(parent, entry))
+                .map(|(filter, update)| Step::Update {
+                    collection: B::COLLECTION,
+                    filter,
+                    update: update.into(),
+                    many: false,
+                    upsert: true,
+                });
         self.push(format!("append to {}", B::COLLECTION), step)
     }
 
@@ -333,7 +336,9 @@ impl<'a> Transaction<'a> {
 
     /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
     /// a whole on transient errors (write conflicts, a primary that went away) within the
-    /// schema's transaction deadline; past it, [`Error::Timeout`].
+    /// schema's transaction deadline; past it, [`Error::Timeout`]. A commit whose outcome is
+    /// unknown (cut at the deadline while in flight, or failed after the driver's retry) is
+    /// [`Error::CommitUnknown`] and is not retried: the writes may have landed.
     pub async fn run(self) -> Result<TransactionReport> {
         if let Some(refused) = self.refused {
             return Err(refused);

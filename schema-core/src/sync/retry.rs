@@ -55,9 +55,12 @@ impl ErrorClass {
     pub(crate) fn of(error: &Error) -> ErrorClass {
         match error {
             Error::Validation(_) => ErrorClass::PerDocument,
-            Error::Refused(_) | Error::Schema(_) | Error::Worker(_) | Error::Downgrade { .. } => {
-                ErrorClass::Permanent
-            }
+            // a commit that may have landed is the caller's to judge, never retried here
+            Error::Refused(_)
+            | Error::Schema(_)
+            | Error::Worker(_)
+            | Error::Downgrade { .. }
+            | Error::CommitUnknown { .. } => ErrorClass::Permanent,
             Error::Timeout { .. } => ErrorClass::Transient,
             Error::Migration { source, .. } => ErrorClass::of(source),
             Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
@@ -174,6 +177,17 @@ mod tests {
             ErrorClass::of(&Error::Refused("x".into())),
             ErrorClass::Permanent
         );
+        // even with a transient driver error underneath, an unknown commit is not retried
+        let reset = DriverError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        ));
+        let unknown = Error::CommitUnknown {
+            operation: "transaction".into(),
+            reason: "the commit failed".into(),
+            last: Some(Box::new(Error::Driver(reset))),
+        };
+        assert_eq!(ErrorClass::of(&unknown), ErrorClass::Permanent);
         let custom = DriverError::custom("anything else");
         assert_eq!(
             ErrorClass::of(&Error::Driver(custom)),

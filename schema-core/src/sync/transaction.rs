@@ -1,6 +1,8 @@
 //! Running a short multi-document transaction with the retries the server asks for, within one
-//! total deadline (the drivers' convenient transaction API uses 120 s).
+//! total deadline (the drivers' convenient transaction API uses 120 s), and telling a commit
+//! whose outcome is unknown apart from one that did not happen.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -17,10 +19,15 @@ const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
 pub const TRANSACTION_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Runs `body` in a transaction, retrying the whole body on `TransientTransactionError` (write
-/// conflicts, a primary that went away) and the commit on `UnknownTransactionCommitResult`,
-/// with jittered back-off, until `deadline` has passed since the call. Past it, the last error
-/// is returned with its labels; an attempt still running at the deadline is abandoned (its
+/// conflicts, a primary that went away, a commit the server reports as not done), with jittered
+/// back-off, until `deadline` has passed since the call. Past it, the last error is returned
+/// with its labels; an attempt still running its body at the deadline is abandoned (its
 /// transaction is aborted by the server) and [`Error::Timeout`] says so.
+///
+/// A commit whose outcome is unknown is never retried here: one that fails with
+/// `UnknownTransactionCommitResult` after the driver's own retry, or that is cut at the
+/// deadline after it was sent, returns [`Error::CommitUnknown`] (it may have committed, and a
+/// body run again could apply its writes twice).
 ///
 /// Returns the body's result and the number of attempts.
 pub(crate) async fn in_transaction<R>(
@@ -30,6 +37,8 @@ pub(crate) async fn in_transaction<R>(
 ) -> Result<(R, u32)> {
     let give_up = Instant::now() + deadline;
     let mut last: Option<Error> = None;
+    // whether a `commitTransaction` is in flight: a cut then leaves the outcome unknown
+    let committing = AtomicBool::new(false);
     let attempts = async {
         let mut session = db.client().start_session().await?;
         let mut backoff = Backoff::new(Duration::from_millis(2), Duration::from_millis(500));
@@ -38,22 +47,26 @@ pub(crate) async fn in_transaction<R>(
             attempts += 1;
             session.start_transaction().await?;
             match body(&mut session).await {
-                Ok(result) => loop {
-                    match session.commit_transaction().await {
+                Ok(result) => {
+                    committing.store(true, Ordering::SeqCst);
+                    let commit = session.commit_transaction().await;
+                    committing.store(false, Ordering::SeqCst);
+                    match commit {
                         Ok(()) => return Ok((result, attempts)),
-                        // the commit may or may not have happened: commit again (the driver
-                        // sends it with a majority write concern)
-                        Err(e) if e.contains_label(UNKNOWN_COMMIT) && Instant::now() < give_up => {
-                            last = Some(e.into());
-                            tokio::time::sleep(backoff.next_wait()).await;
+                        // the driver retried the commit once already: it may have committed
+                        Err(e) if e.contains_label(UNKNOWN_COMMIT) => {
+                            return Err(commit_unknown(
+                                "the commit failed after the driver's retry".to_owned(),
+                                Some(e.into()),
+                            ));
                         }
+                        // the server says the transaction did not commit: run it again
                         Err(e) if e.contains_label(TRANSIENT) && Instant::now() < give_up => {
                             last = Some(e.into());
-                            break;
                         }
                         Err(e) => return Err(Error::from(e)),
                     }
-                },
+                }
                 Err(error) => {
                     let _ = session.abort_transaction().await;
                     if !error.contains_label(TRANSIENT) || Instant::now() >= give_up {
@@ -73,7 +86,21 @@ pub(crate) async fn in_transaction<R>(
     let outcome = tokio::time::timeout_at(give_up, attempts).await;
     match outcome {
         Ok(result) => result,
+        Err(_) if committing.load(Ordering::SeqCst) => Err(commit_unknown(
+            format!(
+                "cut at the transaction deadline of {deadline:?} while the commit was in flight"
+            ),
+            last,
+        )),
         Err(_) => Err(timeout(deadline, last)),
+    }
+}
+
+fn commit_unknown(reason: String, last: Option<Error>) -> Error {
+    Error::CommitUnknown {
+        operation: "transaction".to_owned(),
+        reason,
+        last: last.map(Box::new),
     }
 }
 
