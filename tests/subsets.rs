@@ -690,3 +690,116 @@ fn the_readme_blocks_are_in_this_file() {
     }
     assert!(checked >= 3, "only {checked} parts found");
 }
+
+/// Shelves whose `_id`s other drivers wrote in mixed BSON types.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "shelves")]
+pub struct Shelf {
+    #[serde(rename = "_id")]
+    pub id: Bson,
+    #[subset(of = Book, max = 2, sort = "-at", count = "books")]
+    pub newest: Vec<BookPreview>,
+    pub books: i64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "books")]
+#[index(keys(shelf_id = 1, at = -1))]
+pub struct Book {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub shelf_id: Ref<Shelf>,
+    pub at: i64,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct BookPreview {
+    pub at: i64,
+}
+
+impl From<&Book> for BookPreview {
+    fn from(book: &Book) -> Self {
+        BookPreview { at: book.at }
+    }
+}
+
+#[tokio::test]
+async fn rebuild_all_walks_parents_of_every_id_type_and_resumes_across_types() {
+    use mongo_schema::bson::{oid::ObjectId, spec::BinarySubtype, Binary, DateTime};
+    let db = mongo_schema_testkit::database("subsets_mixed_ids").await;
+    Schema::new()
+        .model::<Shelf>()
+        .model::<Book>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    // in the server's order: numbers, strings, binary, ObjectIds, dates
+    let ids = [
+        Bson::Int32(1),
+        Bson::Int64(2),
+        Bson::Double(2.5),
+        Bson::String("a".into()),
+        Bson::String("b".into()),
+        Bson::Binary(Binary {
+            subtype: BinarySubtype::Generic,
+            bytes: vec![1, 2],
+        }),
+        Bson::ObjectId(ObjectId::new()),
+        Bson::DateTime(DateTime::from_millis(1_700_000_000_000)),
+    ];
+    let mut book = 0;
+    for id in &ids {
+        // counts left at 0 and no previews: every parent needs its rebuild
+        Shelf::collection(&db)
+            .insert_one(Shelf {
+                id: id.clone(),
+                newest: vec![],
+                books: 0,
+            })
+            .await
+            .unwrap();
+        for at in 0..3 {
+            book += 1;
+            Book::collection(&db)
+                .insert_one(Book {
+                    id: book,
+                    shelf_id: Ref::new(id.clone()),
+                    at,
+                })
+                .await
+                .unwrap();
+        }
+    }
+    // resumed after the second string: the binary, ObjectId and date parents follow
+    let mut progress = mongo_schema::RebuildProgress::default();
+    progress.last_done = Some(Bson::String("b".into()));
+    Shelf::NEWEST
+        .resume_rebuild_all(&db, &mut progress)
+        .await
+        .unwrap();
+    assert_eq!(progress.rebuilt, 3, "{progress:?}");
+    assert_eq!(progress.last_done, Some(ids[7].clone()));
+    // the whole walk: every type
+    assert_eq!(
+        Shelf::NEWEST.rebuild_all(&db).await.unwrap(),
+        ids.len() as u64
+    );
+    for id in &ids {
+        let shelf = Shelf::collection(&db)
+            .find_one(doc! { "_id": id.clone() })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                shelf.books,
+                shelf.newest.iter().map(|p| p.at).collect::<Vec<_>>()
+            ),
+            (3, vec![2, 1]),
+            "{id}"
+        );
+    }
+}

@@ -105,7 +105,8 @@ impl SubsetFollow {
         let target = rule.label();
         let clear = log.may_exist();
         let done = transact(db.client(), Some((fence, lane)), |session| {
-            let (db, rule, parent, target) = (db.clone(), rule.clone(), parent.clone(), target.clone());
+            let (db, rule, parent, target) =
+                (db.clone(), rule.clone(), parent.clone(), target.clone());
             Box::pin(async move {
                 let state = rule.state(&db, Some(&mut *session), &parent).await?;
                 db.collection::<BsonDocument>(&rule.parents)

@@ -606,7 +606,8 @@ impl SyncWorker {
                         .unwrap_or_else(|e| e.into_inner())
                         .pop()
                         .unwrap_or(0);
-                    let outcome = refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await;
+                    let outcome =
+                        refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await;
                     lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
                     outcome
                 }) as BoxFuture<'_, _>
@@ -715,7 +716,9 @@ async fn refresh_parent(
 ) -> Result<(bool, FanOutOutcome)> {
     let mut outcome = FanOutOutcome::default();
     let target = subsets.rules[rule].label();
-    let done = subsets.refresh_fenced(db, rule, &parent, log, fence, lane).await;
+    let done = subsets
+        .refresh_fenced(db, rule, &parent, log, fence, lane)
+        .await;
     match done {
         Ok(true) => WorkerStats::add(&stats.previews_refreshed, 1),
         Ok(false) => outcome.fenced_off = true,

@@ -27,7 +27,8 @@ use futures_util::future::BoxFuture;
 use mongodb::Database;
 
 pub use builtin::{
-    custom, dedupe, fill_copies, reference_to_copy, rename_field, set_default, truncate, Keep,
+    custom, dedupe, fill_copies, reference_to_copy, rename_field, set_default, truncate,
+    FillCopies, Keep,
 };
 pub use changelog::{MigrationRecord, MigrationState, MIGRATIONS_COLLECTION};
 pub use context::StepContext;

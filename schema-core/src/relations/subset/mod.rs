@@ -274,11 +274,13 @@ where
 
     fn parent_of(&self, child: &BsonDocument) -> Result<Bson> {
         let field = self.parent_field()?;
-        crate::sync::get_path(child, &field).ok_or_else(|| {
+        let parent = crate::sync::get_path(child, &field).ok_or_else(|| {
             Error::Schema(SchemaError {
                 problems: vec![format!("a `{}` child has no `{field}`", C::COLLECTION)],
             })
-        })
+        })?;
+        crate::relations::reference::refuse_hostile_id("the child's parent id", &parent)?;
+        Ok(parent)
     }
 
     /// The update that adds `preview` to the parent: `$push` with `$each`, `$sort` and
@@ -432,6 +434,7 @@ where
     }
 
     async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
+        crate::relations::reference::refuse_hostile_id("the parent's id", &parent)?;
         let rule = Subset::rule(self)?;
         in_transaction(db, self.deadline, |session| {
             let (db, parent, rule) = (db.clone(), parent.clone(), rule.clone());
@@ -503,7 +506,7 @@ where
         C::Id: Serialize,
     {
         let id = child.to_bson();
-        crate::literal::refuse_operators("the child's id", &id)?;
+        crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
         let rules = self.rules_with(others)?;
         let (deleted, _) = in_transaction(db, self.deadline, |session| {
             let (db, id, rules) = (db.clone(), id.clone(), rules.clone());
@@ -558,7 +561,7 @@ where
         C::Id: Serialize,
     {
         let id = child.to_bson();
-        crate::literal::refuse_operators("the child's id", &id)?;
+        crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
         let update = update.into();
         let rules = self.rules_with(others)?;
         // the document after the update is enough unless the update may move the child to
@@ -639,10 +642,9 @@ where
     ) -> Result<()> {
         let parents = db.collection::<BsonDocument>(P::COLLECTION);
         loop {
-            let filter = match &progress.last_done {
-                Some(last) => doc! { "_id": { "$gt": last.clone() } },
-                None => doc! {},
-            };
+            // everything after the last parent done in the server's order, whatever the types
+            // of the `_id`s (a `$gt` alone stays within the last one's type)
+            let filter = crate::sync::walk::rest_after(progress.last_done.as_ref());
             let batch: Vec<BsonDocument> = parents
                 .find(filter)
                 .projection(doc! { "_id": 1 })

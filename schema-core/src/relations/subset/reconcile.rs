@@ -142,10 +142,8 @@ async fn reconcile_one(
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut failures_in_a_row = 0;
     loop {
-        let filter = match &after {
-            Some(last) => doc! { "_id": { "$gt": last.clone() } },
-            None => doc! {},
-        };
+        // after the last parent done in the server's order, whatever the `_id` types
+        let filter = crate::sync::walk::rest_after(after.as_ref());
         let broke = match parents
             .find(filter)
             .projection(projection.clone())
