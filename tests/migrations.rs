@@ -745,3 +745,43 @@ async fn an_allowed_downgrade_reports_what_it_did() {
     );
     assert!(!text.contains("refuses"), "{text}");
 }
+
+#[tokio::test]
+async fn missing_copies_are_drift_that_reconcile_fills() {
+    let db = mongo_schema_testkit::database("migrations_missing_copies").await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    v2::schema().apply(&db).await.unwrap();
+    // v3's models without the step that fills the copy: the orders still hold bare ids
+    let bare = mongo_schema::Schema::new()
+        .model::<v3::Customer>()
+        .model::<v3::Order>()
+        .version(3)
+        .build()
+        .unwrap();
+    bare.apply(&db)
+        .on_violations(mongo_schema::OnViolations::Moderate)
+        .await
+        .unwrap();
+    let dry = bare.reconcile(&db, true).await.unwrap();
+    let orders = dry
+        .edges
+        .iter()
+        .find(|e| e.copy == "orders.customer")
+        .unwrap();
+    assert_eq!(
+        (orders.checked, orders.drifted, orders.missing_copies),
+        (3000, 3000, 3000),
+        "{dry}"
+    );
+    let audit = bare.audit(&db).await.unwrap().to_string();
+    assert!(audit.contains("3000 of them without their copy"), "{audit}");
+    let fixed = bare.reconcile(&db, false).await.unwrap();
+    assert_eq!(fixed.repaired(), 3000, "{fixed}");
+    assert_eq!(
+        count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
+        3000
+    );
+    let again = bare.reconcile(&db, true).await.unwrap();
+    assert_eq!((again.drifted(), again.missing_copies()), (0, 0), "{again}");
+}

@@ -545,9 +545,19 @@ impl SchemaBuilder {
                 edges: collections
                     .iter()
                     .flat_map(|c| {
-                        c.copies.iter().map(|copy| SyncEdge {
-                            holder: c.name.clone(),
-                            copy: copy.clone(),
+                        c.copies.iter().map(|copy| {
+                            let mut back = c.references.iter().filter(|r| {
+                                r.target == copy.source && r.kind != crate::RefKind::Many
+                            });
+                            let reference = match (back.next(), back.next()) {
+                                (Some(one), None) => Some(one.field.clone()),
+                                _ => None,
+                            };
+                            SyncEdge {
+                                holder: c.name.clone(),
+                                copy: copy.clone(),
+                                reference,
+                            }
                         })
                     })
                     .collect(),

@@ -366,7 +366,7 @@ impl fmt::Display for AuditReport {
             )?;
         }
         for edge in self.drift.edges.iter().filter(|e| e.drifted > 0) {
-            writeln!(
+            write!(
                 f,
                 "- drifted copies: {} ({}): {} of {} holders",
                 edge.copy,
@@ -374,6 +374,14 @@ impl fmt::Display for AuditReport {
                 edge.drifted,
                 edge.checked
             )?;
+            if edge.missing_copies > 0 {
+                write!(
+                    f,
+                    ", {} of them without their copy (`schema.reconcile` fills them from the reference)",
+                    edge.missing_copies
+                )?;
+            }
+            writeln!(f)?;
         }
         for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
             writeln!(

@@ -253,6 +253,9 @@ pub struct SyncEdge {
     pub holder: String,
     /// The copy.
     pub copy: CopySpec,
+    /// The holder's one `#[reference]` field to the copy's source, if it has exactly one (not
+    /// an array): where reconcile finds the source of a holder whose copy is missing.
+    pub reference: Option<String>,
 }
 
 impl SyncEdge {

@@ -45,6 +45,11 @@ pub struct EdgeReconcile {
     /// Copies whose source document no longer exists (with `on_delete = "keep"` they keep
     /// their last values; with `"unset"` the repair unsets them).
     pub missing_sources: u64,
+    /// Holders whose copy is missing while their reference points to an existing source: the
+    /// copy field is absent or `null` (with a `#[reference]` to the source beside it), or holds
+    /// the bare id of a reference the copy replaced. Counted in `drifted` too, and filled from
+    /// the source by the repair.
+    pub missing_copies: u64,
     /// Holders whose repair failed in this pass (recorded in
     /// [`crate::FAILURES_COLLECTION`]).
     pub failed: u64,
@@ -74,6 +79,11 @@ impl ReconcileReport {
         self.edges.iter().map(|e| e.missing_sources).sum()
     }
 
+    /// All holders whose copy is missing while their source exists.
+    pub fn missing_copies(&self) -> u64 {
+        self.edges.iter().map(|e| e.missing_copies).sum()
+    }
+
     /// All recorded sync failures of the copies.
     pub fn recorded_failures(&self) -> u64 {
         self.edges.iter().map(|e| e.recorded_failures).sum()
@@ -93,6 +103,9 @@ impl fmt::Display for ReconcileReport {
                 edge.repaired,
                 edge.missing_sources
             )?;
+            if edge.missing_copies > 0 {
+                write!(f, ", {} missing copies", edge.missing_copies)?;
+            }
             if edge.failed > 0 || edge.recorded_failures > 0 {
                 write!(
                     f,
@@ -150,7 +163,10 @@ pub(crate) async fn reconcile(
             figures: &mut figures,
         };
         let holders = db.collection::<BsonDocument>(&edge.holder);
-        let projection = doc! { edge.copy.path.as_str(): 1 };
+        let mut projection = doc! { edge.copy.path.as_str(): 1 };
+        if let Some(reference) = &edge.reference {
+            projection.insert(reference.as_str(), 1);
+        }
         let resumed = walk_by_id(&holders, Some(projection), RECONCILE_BATCH, &mut visitor).await?;
         figures.resumed = resumed;
         figures.recorded_failures = failures::count(db, &figures.copy).await?;
@@ -198,6 +214,7 @@ impl Visit for Compare<'_, '_> {
         self.figures.checked += part.checked;
         self.figures.drifted += part.drifted;
         self.figures.missing_sources += part.missing_sources;
+        self.figures.missing_copies += part.missing_copies;
         Ok(())
     }
 }
@@ -221,6 +238,40 @@ fn unchanged(edge: &SyncEdge, copy: &BsonDocument) -> BsonDocument {
     conditions
 }
 
+/// A holder whose copy is missing: its field is absent or `null` and its reference beside it
+/// names a source, or the field holds that source's bare id (a reference the copy replaced).
+/// Only for a copy of one (an array of copies has no reference to fill it from).
+struct Missing {
+    holder: Bson,
+    source: Bson,
+    /// What the copy field held (`None`: absent).
+    observed: Option<Bson>,
+}
+
+impl Missing {
+    fn of(edge: &SyncEdge, holder_id: &Bson, holder: &BsonDocument) -> Option<Missing> {
+        if edge.copy.shape == crate::CopyShape::Many {
+            return None;
+        }
+        let observed = get_path(holder, &edge.copy.path);
+        let source = match &observed {
+            Some(Bson::Document(_)) => return None,
+            // a bare id where the copy belongs
+            Some(value) if !matches!(value, Bson::Null) => value.clone(),
+            // absent or null: the reference beside it says which source
+            _ => get_path(holder, edge.reference.as_deref()?)?,
+        };
+        if matches!(source, Bson::Null | Bson::Array(_)) || !looked_up(&source) {
+            return None;
+        }
+        Some(Missing {
+            holder: holder_id.clone(),
+            source,
+            observed,
+        })
+    }
+}
+
 /// Drifted holders of one source, grouped by the copy value they hold (one conditional update
 /// per group).
 struct Repair<'a> {
@@ -239,13 +290,18 @@ async fn reconcile_batch(
     writer: Writer<'_>,
     figures: &mut EdgeReconcile,
 ) -> Result<()> {
-    // every (holder, copy) pair of the batch
+    // every (holder, copy) pair of the batch, and the holders whose copy is missing
     let mut pairs: Vec<(Bson, BsonDocument)> = Vec::new();
+    let mut missing: Vec<Missing> = Vec::new();
     for holder in batch {
         let Some(holder_id) = holder.get("_id") else {
             continue;
         };
         figures.checked += 1;
+        if let Some(found) = Missing::of(edge, holder_id, holder) {
+            missing.push(found);
+            continue;
+        }
         let copies = match get_path(holder, &edge.copy.path) {
             Some(Bson::Array(items)) => items,
             Some(one) => vec![one],
@@ -259,12 +315,10 @@ async fn reconcile_batch(
     // inside `$in` and a document id could hold operators, so such copies are not looked up
     let mut ids: Vec<Bson> = Vec::new();
     let mut wanted: HashMap<String, ()> = HashMap::new();
-    for (_, copy) in &pairs {
-        if let Some(id) = copy.get("_id") {
-            if !matches!(id, Bson::RegularExpression(_)) && wanted.insert(id_key(id), ()).is_none()
-            {
-                ids.push(id.clone());
-            }
+    let copied_ids = pairs.iter().filter_map(|(_, copy)| copy.get("_id"));
+    for id in copied_ids.chain(missing.iter().map(|m| &m.source)) {
+        if !matches!(id, Bson::RegularExpression(_)) && wanted.insert(id_key(id), ()).is_none() {
+            ids.push(id.clone());
         }
     }
     let mut projection = doc! { "_id": 1 };
@@ -334,8 +388,45 @@ async fn reconcile_batch(
             repairs[*group].holders.push(holder.clone());
         }
     }
+    // missing copies whose source exists: filled from it, on condition that the field still
+    // holds what was read
+    let mut fills: Vec<(BsonDocument, BsonDocument)> = Vec::new();
+    for gap in &missing {
+        let Some(source) = sources.get(&id_key(&gap.source)) else {
+            continue; // a reference to nothing: not a copy to fill
+        };
+        figures.missing_copies += 1;
+        figures.drifted += 1;
+        let mut copy = doc! { "_id": gap.source.clone() };
+        for field in &edge.copy.fields {
+            if let Some(value) = get_path(source, field) {
+                copy.insert(field.as_str(), value);
+            }
+        }
+        let observed = match &gap.observed {
+            Some(value) => doc! { "$eq": value.clone() },
+            None => doc! { "$exists": false },
+        };
+        fills.push((
+            doc! { "_id": gap.holder.clone(), edge.copy.path.as_str(): observed },
+            doc! { "$set": { edge.copy.path.as_str(): copy } },
+        ));
+    }
     if dry_run {
         return Ok(());
+    }
+    let holders = db.collection::<BsonDocument>(&edge.holder);
+    for (filter, update) in fills {
+        match holders.update_one(filter, update).await {
+            Ok(result) => figures.repaired += result.modified_count,
+            Err(error) => {
+                let error = crate::Error::from(error);
+                if super::retry::ErrorClass::of(&error) != super::retry::ErrorClass::PerDocument {
+                    return Err(error);
+                }
+                figures.failed += 1;
+            }
+        }
     }
     clear_in_sync(db, edge, log, &ids, &in_sync).await?;
     let recreated = recreated_sources(db, edge, &repairs).await?;
@@ -437,6 +528,7 @@ mod tests {
     #[test]
     fn a_repair_is_conditional_on_the_value_it_read() {
         let edge = SyncEdge {
+            reference: None,
             holder: "tickets".into(),
             copy: CopySpec::new(
                 "customer",
@@ -468,6 +560,7 @@ mod tests {
             }
         );
         let many = SyncEdge {
+            reference: None,
             holder: "products".into(),
             copy: CopySpec::new(
                 "parts",
