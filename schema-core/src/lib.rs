@@ -52,7 +52,7 @@ pub use sync::{
     DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION,
     TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
-pub use validation::{RuleFailure, ValidationError};
+pub use validation::{LocalValidator, RuleFailure, ValidationError};
 
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;

@@ -1,4 +1,12 @@
-//! Typed errors for writes a validator rejected (server code 121), read from `errInfo`.
+//! Typed errors for writes a validator rejected (server code 121), read from `errInfo`, and
+//! the [`LocalValidator`] that reaches the same verdict in the library.
+
+mod equality;
+mod local;
+mod number;
+mod pattern;
+
+pub use local::LocalValidator;
 
 use std::fmt;
 
@@ -87,6 +95,32 @@ impl ValidationError {
         }
     }
 
+    /// A failure found in the library rather than by a server (a document that cannot be
+    /// serialized): no rule, only the reason.
+    pub(crate) fn local(
+        document_id: Option<Bson>,
+        failures: Vec<RuleFailure>,
+        reason: Option<String>,
+    ) -> ValidationError {
+        let mut failures = failures;
+        if let Some(reason) = reason {
+            failures.push(RuleFailure {
+                path: String::new(),
+                rule: "serialization".to_owned(),
+                specified: None,
+                reason: Some(reason),
+                considered: None,
+            });
+        }
+        ValidationError {
+            collection: None,
+            document_id,
+            index: None,
+            failures,
+            err_info: None,
+        }
+    }
+
     /// Sets the collection name.
     pub fn with_collection(mut self, collection: impl Into<String>) -> Self {
         self.collection = Some(collection.into());
@@ -172,6 +206,23 @@ fn collect(node: &Document, path: &str, out: &mut Vec<RuleFailure>) {
             }
             for missing in missing {
                 out.push(leaf(node, &missing, operator));
+            }
+        }
+        // `{ propertyName, regexMatched, details }` per failing property
+        "patternProperties" => {
+            for property in children("details") {
+                match property.get_str("propertyName") {
+                    Ok(name) => {
+                        let child = join(name);
+                        for detail in nested(&property) {
+                            collect(&detail, &child, out);
+                        }
+                    }
+                    Err(_) => collect(&property, path, out),
+                }
+            }
+            if children("details").is_empty() {
+                out.push(leaf(node, path, operator));
             }
         }
         "oneOf" | "anyOf" if node.contains_key("schemasNotSatisfied") => {
