@@ -17,6 +17,7 @@ mod model;
 mod relations;
 mod schema;
 mod sync;
+pub mod testing;
 mod validation;
 
 pub use deploy::{

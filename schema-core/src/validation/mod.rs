@@ -8,6 +8,39 @@ mod pattern;
 
 pub use local::LocalValidator;
 
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+use mongodb::bson::{oid::ObjectId, RawDocument, RawDocumentBuf};
+
+/// The compiled validator of a `Document` type, compiled on first use and kept for the life
+/// of the process (the derive emits a static per type instead, except for generic types).
+pub(crate) fn compiled<T: crate::Document + 'static>() -> &'static crate::Result<LocalValidator> {
+    type Registry = RwLock<HashMap<TypeId, &'static crate::Result<LocalValidator>>>;
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    let registry = REGISTRY.get_or_init(Default::default);
+    let key = TypeId::of::<T>();
+    if let Some(found) = registry.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return found;
+    }
+    let mut registry = registry.write().unwrap_or_else(|e| e.into_inner());
+    registry
+        .entry(key)
+        .or_insert_with(|| Box::leak(Box::new(LocalValidator::new(&T::validator()))))
+}
+
+/// The document with an `_id` first, as the driver's `insert_one` sends a document that has
+/// none.
+pub(crate) fn with_generated_id(document: &RawDocument) -> RawDocumentBuf {
+    let mut with_id = RawDocumentBuf::new();
+    with_id.append("_id", ObjectId::new());
+    for (key, value) in document.into_iter().flatten() {
+        with_id.append_ref(key, value);
+    }
+    with_id
+}
+
 use std::fmt;
 
 use mongodb::bson::{Bson, Document};
