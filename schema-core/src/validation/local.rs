@@ -694,14 +694,14 @@ impl Node {
                 }
                 if !matched_pattern && property.is_none() {
                     match &allowed.otherwise {
-                        Additional::Any => {}
                         Additional::Nothing => {
                             if !explain {
                                 return Err(Vec::new());
                             }
                             extra.push(name.to_owned());
                         }
-                        Additional::Schema(schema) => {
+                        // mongod names one `failingProperty`: the first
+                        Additional::Schema(schema) if extra_failures.is_empty() => {
                             if let Err(details) = schema.eval(field, explain) {
                                 if !explain {
                                     return Err(Vec::new());
@@ -714,6 +714,7 @@ impl Node {
                                 });
                             }
                         }
+                        Additional::Any | Additional::Schema(_) => {}
                     }
                 }
             }

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use mongodb::bson::{Bson, Decimal128, RawBsonRef};
 
 /// The largest coefficient of a Decimal128 (34 digits).
-const MAX_COEFFICIENT: u128 = 9_999_999_999_999_999_999_999_999_999_999;
+const MAX_COEFFICIENT: u128 = 10u128.pow(34) - 1;
 
 /// A numeric BSON value.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -414,6 +414,17 @@ mod tests {
             (dec("-Infinity"), Number::Integer(i64::MIN), Less),
             (dec("12.5"), dec("125E-1"), Equal),
             (dec("12.5"), dec("1.26E1"), Less),
+            // 34 digits: the largest coefficients decode whole
+            (
+                dec("1000000000000000000000000000000001"),
+                Number::Integer(3),
+                Greater,
+            ),
+            (
+                dec("9999999999999999999999999999999999"),
+                dec("1E+34"),
+                Less,
+            ),
         ];
         for (a, b, expected) in cases {
             assert_eq!(a.compare(b), Some(expected), "{a:?} vs {b:?}");
