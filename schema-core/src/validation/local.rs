@@ -21,7 +21,7 @@
 
 use mongodb::bson::{doc, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
-use super::equality::{same, FieldOrder};
+use super::equality::same;
 use super::number::Number;
 use super::pattern::Pattern;
 use super::ValidationError;
@@ -504,7 +504,7 @@ impl Node {
                     values
                         .into_iter()
                         .flatten()
-                        .any(|candidate| same(candidate, value, FieldOrder::Ordered))
+                        .any(|candidate| same(candidate, value))
                 })
                 .unwrap_or(false);
             if !found {
@@ -960,7 +960,7 @@ impl Node {
             let duplicate = items.iter().enumerate().find_map(|(i, item)| {
                 items[..i]
                     .iter()
-                    .any(|earlier| same(*earlier, *item, FieldOrder::Unordered))
+                    .any(|earlier| same(*earlier, *item))
                     .then_some(*item)
             });
             if let Some(duplicate) = duplicate {
