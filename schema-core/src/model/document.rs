@@ -72,7 +72,7 @@ pub trait Document: BsonSchema {
                 )))
             }
         };
-        let outcome = if matches!(raw.get("_id"), Ok(Some(_))) {
+        let outcome = if crate::validation::has_id(&raw) {
             validator.check_raw(&raw)
         } else {
             validator.check_raw(&crate::validation::with_generated_id(&raw))

@@ -7,53 +7,34 @@
 //! NaN), strings and symbols by their bytes (one canonical type), arrays in order, and embedded
 //! documents as sets of fields, whatever their order.
 
-use mongodb::bson::{RawArray, RawBsonRef, RawDocument};
-
 use super::number::Number;
+use super::value::{Value, MALFORMED};
 
 /// Whether `a` and `b` are the same BSON value for mongod.
-pub(crate) fn same(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> bool {
-    if let (Some(a), Some(b)) = (Number::of_raw(a), Number::of_raw(b)) {
+pub(crate) fn same(a: Value<'_>, b: Value<'_>) -> bool {
+    if a.kind == MALFORMED || b.kind == MALFORMED {
+        return false;
+    }
+    if let (Some(a), Some(b)) = (Number::of_value(a), Number::of_value(b)) {
         return a.same(b);
     }
-    match (a, b) {
-        // string and symbol share a canonical type
-        (
-            RawBsonRef::String(a) | RawBsonRef::Symbol(a),
-            RawBsonRef::String(b) | RawBsonRef::Symbol(b),
-        ) => a == b,
-        (RawBsonRef::Document(a), RawBsonRef::Document(b)) => same_document(a, b),
-        (RawBsonRef::Array(a), RawBsonRef::Array(b)) => same_array(a, b),
-        (RawBsonRef::Binary(a), RawBsonRef::Binary(b)) => {
-            a.subtype == b.subtype && a.bytes == b.bytes
-        }
-        (RawBsonRef::RegularExpression(a), RawBsonRef::RegularExpression(b)) => {
-            a.pattern == b.pattern && a.options == b.options
-        }
-        (RawBsonRef::JavaScriptCodeWithScope(a), RawBsonRef::JavaScriptCodeWithScope(b)) => {
-            a.code == b.code && same_document(a.scope, b.scope)
-        }
-        (RawBsonRef::DbPointer(a), RawBsonRef::DbPointer(b)) => a == b,
-        (RawBsonRef::Boolean(a), RawBsonRef::Boolean(b)) => a == b,
-        (RawBsonRef::ObjectId(a), RawBsonRef::ObjectId(b)) => a == b,
-        (RawBsonRef::DateTime(a), RawBsonRef::DateTime(b)) => a == b,
-        (RawBsonRef::Timestamp(a), RawBsonRef::Timestamp(b)) => a == b,
-        (RawBsonRef::JavaScriptCode(a), RawBsonRef::JavaScriptCode(b)) => a == b,
-        (RawBsonRef::Null, RawBsonRef::Null)
-        | (RawBsonRef::Undefined, RawBsonRef::Undefined)
-        | (RawBsonRef::MinKey, RawBsonRef::MinKey)
-        | (RawBsonRef::MaxKey, RawBsonRef::MaxKey) => true,
+    match (a.kind, b.kind) {
+        // string and symbol share a canonical type and a layout
+        (2 | 14, 2 | 14) => a.bytes == b.bytes,
+        (3, 3) => same_document(a, b),
+        (4, 4) => same_array(a, b),
+        (x, y) if x == y => a.bytes == b.bytes,
         _ => false,
     }
 }
 
-fn same_array(a: &RawArray, b: &RawArray) -> bool {
-    let mut left = a.into_iter();
-    let mut right = b.into_iter();
+fn same_array(a: Value<'_>, b: Value<'_>) -> bool {
+    let mut left = a.elements();
+    let mut right = b.elements();
     loop {
         match (left.next(), right.next()) {
             (None, None) => return true,
-            (Some(Ok(x)), Some(Ok(y))) => {
+            (Some((_, x)), Some((_, y))) => {
                 if !same(x, y) {
                     return false;
                 }
@@ -63,12 +44,12 @@ fn same_array(a: &RawArray, b: &RawArray) -> bool {
     }
 }
 
-fn same_document(a: &RawDocument, b: &RawDocument) -> bool {
-    let count = |d: &RawDocument| d.into_iter().count();
-    count(a) == count(b)
-        && a.into_iter().all(|entry| match entry {
-            Ok((key, value)) => matches!(b.get(key), Ok(Some(other)) if same(value, other)),
-            Err(_) => false,
+fn same_document(a: Value<'_>, b: Value<'_>) -> bool {
+    a.elements().count() == b.elements().count()
+        && a.elements().all(|(key, value)| {
+            b.elements()
+                .find(|(other, _)| *other == key)
+                .is_some_and(|(_, other)| same(value, other))
         })
 }
 
@@ -87,7 +68,13 @@ mod tests {
             "abc": { "a": 1, "b": 2, "c": 3 }, "nan": f64::NAN, "nan2": f64::NAN, "t": true,
             "list": [1, 2], "reversed": [2, 1],
         };
-        let get = |k: &str| values.get(k).unwrap().unwrap();
+        let get = |k: &str| {
+            Value::document(values.as_bytes())
+                .elements()
+                .find(|(key, _)| *key == k.as_bytes())
+                .unwrap()
+                .1
+        };
         for other in ["long", "double", "decimal"] {
             assert!(same(get("int"), get(other)), "{other}");
         }

@@ -19,11 +19,12 @@
 //! `schemasNotSatisfied`, ...), read by the same [`ValidationError::from_err_info`] as a
 //! server's code 121, so local and server verdicts name the same paths and rules.
 
-use mongodb::bson::{doc, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document, RawDocument, RawDocumentBuf};
 
 use super::equality::same;
 use super::number::Number;
 use super::pattern::Pattern;
+use super::value::{Value, MALFORMED};
 use super::ValidationError;
 use crate::{Error, SchemaError};
 
@@ -110,7 +111,7 @@ impl LocalValidator {
         let Some(root) = &self.root else {
             return Ok(());
         };
-        let value = RawBsonRef::Document(document);
+        let value = Value::document(document.as_bytes());
         if root.eval(value, false).is_ok() {
             return Ok(());
         }
@@ -130,9 +131,10 @@ impl LocalValidator {
 
     /// Whether a serialized document passes, without building the failures.
     pub fn is_valid(&self, document: &RawDocument) -> bool {
-        self.root
-            .as_ref()
-            .is_none_or(|root| root.eval(RawBsonRef::Document(document), false).is_ok())
+        self.root.as_ref().is_none_or(|root| {
+            root.eval(Value::document(document.as_bytes()), false)
+                .is_ok()
+        })
     }
 }
 
@@ -195,6 +197,17 @@ struct Node {
     one_of: Vec<Node>,
     not: Option<Box<Node>>,
     dependencies: Vec<(String, Dependency)>,
+    /// An `enum` of strings only: each value's bytes as BSON stores them (length, UTF-8, NUL),
+    /// compared without decoding.
+    string_enum: Option<Vec<Vec<u8>>>,
+    /// For each of `properties`, its position in `required`, if it is required.
+    property_required: Vec<Option<usize>>,
+    /// Which groups of keywords the schema has, so a value skips the groups it has none of.
+    has_object_keywords: bool,
+    has_array_keywords: bool,
+    has_string_keywords: bool,
+    has_number_keywords: bool,
+    has_logical_keywords: bool,
 }
 
 /// A set of BSON element types, one bit per type.
@@ -204,16 +217,15 @@ struct TypeSet(u32);
 impl TypeSet {
     const NUMBER: u32 = (1 << 1) | (1 << 16) | (1 << 18) | (1 << 19);
 
-    fn bit(value: RawBsonRef<'_>) -> u32 {
-        let code = value.element_type() as u8;
-        match code {
+    fn bit(value: Value<'_>) -> u32 {
+        match value.kind {
             0xFF => 1 << 20, // minKey
             0x7F => 1 << 21, // maxKey
             code => 1 << code,
         }
     }
 
-    fn contains(self, value: RawBsonRef<'_>) -> bool {
+    fn contains(self, value: Value<'_>) -> bool {
         self.0 & Self::bit(value) != 0
     }
 
@@ -249,34 +261,40 @@ impl TypeSet {
 }
 
 /// mongod's name of a value's type (`typeName`), for `consideredType`.
-fn type_name(value: RawBsonRef<'_>) -> &'static str {
-    match value {
-        RawBsonRef::Double(_) => "double",
-        RawBsonRef::String(_) => "string",
-        RawBsonRef::Document(_) => "object",
-        RawBsonRef::Array(_) => "array",
-        RawBsonRef::Binary(_) => "binData",
-        RawBsonRef::Undefined => "undefined",
-        RawBsonRef::ObjectId(_) => "objectId",
-        RawBsonRef::Boolean(_) => "bool",
-        RawBsonRef::DateTime(_) => "date",
-        RawBsonRef::Null => "null",
-        RawBsonRef::RegularExpression(_) => "regex",
-        RawBsonRef::DbPointer(_) => "dbPointer",
-        RawBsonRef::JavaScriptCode(_) => "javascript",
-        RawBsonRef::Symbol(_) => "symbol",
-        RawBsonRef::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        RawBsonRef::Int32(_) => "int",
-        RawBsonRef::Timestamp(_) => "timestamp",
-        RawBsonRef::Int64(_) => "long",
-        RawBsonRef::Decimal128(_) => "decimal",
-        RawBsonRef::MinKey => "minKey",
-        RawBsonRef::MaxKey => "maxKey",
+fn type_name(value: Value<'_>) -> &'static str {
+    match value.kind {
+        1 => "double",
+        2 => "string",
+        3 => "object",
+        4 => "array",
+        5 => "binData",
+        6 => "undefined",
+        7 => "objectId",
+        8 => "bool",
+        9 => "date",
+        10 => "null",
+        11 => "regex",
+        12 => "dbPointer",
+        13 => "javascript",
+        14 => "symbol",
+        15 => "javascriptWithScope",
+        16 => "int",
+        17 => "timestamp",
+        18 => "long",
+        19 => "decimal",
+        0xFF => "minKey",
+        0x7F => "maxKey",
+        _ => "malformed",
     }
 }
 
-fn owned(value: RawBsonRef<'_>) -> Bson {
-    Bson::try_from(value).unwrap_or(Bson::Null)
+fn owned(value: Value<'_>) -> Bson {
+    value.to_bson()
+}
+
+/// Whether an object value has a field `name`.
+fn has(object: Value<'_>, name: &str) -> bool {
+    object.elements().any(|(key, _)| key == name.as_bytes())
 }
 
 /// A non-negative count as mongod's `parseIntegerElementToNonNegativeLong` reads it (the
@@ -424,7 +442,13 @@ impl Node {
             .map(|n| (n, schema.get_bool("exclusiveMaximum").unwrap_or(false)));
         node.multiple_of = schema.get("multipleOf").and_then(Number::of);
         if let Some(Bson::Array(values)) = schema.get("enum") {
-            node.enumeration = RawDocumentBuf::from_document(&doc! { "enum": values.clone() }).ok();
+            // the array's own layout: a document keyed "0", "1", ...
+            let as_document: Document = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v.clone()))
+                .collect();
+            node.enumeration = RawDocumentBuf::from_document(&as_document).ok();
         }
         node.all_of = list("allOf", problems);
         node.any_of = list("anyOf", problems);
@@ -452,6 +476,46 @@ impl Node {
                 "`{path}.encrypt`: encrypted fields are checked by the driver's automatic encryption and the server, not by the local validator"
             ));
         }
+        node.string_enum = match schema.get("enum") {
+            Some(Bson::Array(values)) if values.iter().all(|v| matches!(v, Bson::String(_))) => {
+                Some(
+                    values
+                        .iter()
+                        .filter_map(Bson::as_str)
+                        .map(|text| {
+                            let mut bytes = ((text.len() + 1) as i32).to_le_bytes().to_vec();
+                            bytes.extend_from_slice(text.as_bytes());
+                            bytes.push(0);
+                            bytes
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        };
+        node.property_required = node
+            .properties
+            .iter()
+            .map(|(name, _)| node.required.iter().position(|r| r == name))
+            .collect();
+        node.has_object_keywords = !node.properties.is_empty()
+            || !node.required.is_empty()
+            || node.allowed.is_some()
+            || node.min_properties.is_some()
+            || node.max_properties.is_some()
+            || !node.dependencies.is_empty();
+        node.has_array_keywords = node.items.is_some()
+            || node.min_items.is_some()
+            || node.max_items.is_some()
+            || node.unique_items;
+        node.has_string_keywords =
+            node.min_length.is_some() || node.max_length.is_some() || node.pattern.is_some();
+        node.has_number_keywords =
+            node.minimum.is_some() || node.maximum.is_some() || node.multiple_of.is_some();
+        node.has_logical_keywords = !node.all_of.is_empty()
+            || !node.any_of.is_empty()
+            || !node.one_of.is_empty()
+            || node.not.is_some();
         node
     }
 
@@ -464,7 +528,7 @@ impl Node {
     }
 
     /// A failed rule with mongod's `specifiedAs`, `reason` and `consideredValue`.
-    fn leaf(&self, keyword: &str, reason: &str, value: RawBsonRef<'_>) -> Document {
+    fn leaf(&self, keyword: &str, reason: &str, value: Value<'_>) -> Document {
         doc! {
             "operatorName": keyword,
             "specifiedAs": self.specified(keyword),
@@ -476,7 +540,7 @@ impl Node {
     /// Evaluates the schema on `value`. Without `explain` it stops at the first failure and
     /// returns an empty list (no allocation); with it, it returns every failed rule as mongod's
     /// `errInfo` details.
-    fn eval(&self, value: RawBsonRef<'_>, explain: bool) -> Result<(), Vec<Document>> {
+    fn eval(&self, value: Value<'_>, explain: bool) -> Result<(), Vec<Document>> {
         let mut failures = Vec::new();
         macro_rules! fail {
             ($detail:expr) => {{
@@ -498,30 +562,37 @@ impl Node {
         }
         // `$_internalSchemaEq` for each value, under an `$or`
         if let Some(values) = &self.enumeration {
-            let found = values
-                .get_array("enum")
-                .map(|values| {
-                    values
-                        .into_iter()
-                        .flatten()
-                        .any(|candidate| same(candidate, value))
-                })
-                .unwrap_or(false);
+            let found = match &self.string_enum {
+                // a string equals only a string (or a symbol: one canonical type)
+                Some(strings) => {
+                    matches!(value.kind, 2 | 14) && strings.iter().any(|s| s == value.bytes)
+                }
+                None => Value {
+                    kind: 4,
+                    bytes: values.as_bytes(),
+                }
+                .elements()
+                .any(|(_, candidate)| same(candidate, value)),
+            };
             if !found {
                 fail!(self.leaf("enum", "value was not found in enum", value));
             }
         }
-        match value {
-            RawBsonRef::Document(object) => {
-                if let Err(details) = self.object(object, explain) {
+        match value.kind {
+            MALFORMED => fail!(doc! {
+                "operatorName": "bsonType",
+                "reason": "the document is not well-formed BSON",
+            }),
+            3 if self.has_object_keywords => {
+                if let Err(details) = self.object(value, explain) {
                     if !explain {
                         return Err(Vec::new());
                     }
                     failures.extend(details);
                 }
             }
-            RawBsonRef::Array(array) => {
-                if let Err(details) = self.array(array, explain) {
+            4 if self.has_array_keywords => {
+                if let Err(details) = self.array(value, explain) {
                     if !explain {
                         return Err(Vec::new());
                     }
@@ -529,8 +600,10 @@ impl Node {
                 }
             }
             // `$_internalSchemaMinLength`/`MaxLength` count code points
-            // (`expression_internal_schema_str_length.cpp`); `pattern` is a `$regex`
-            RawBsonRef::String(text) => {
+            // (`expression_internal_schema_str_length.cpp`); `pattern` is a `$regex`; neither
+            // applies to symbols
+            2 if self.has_string_keywords => {
+                let text = value.text().unwrap_or_default();
                 let length = || text.chars().count() as u64;
                 if let Some(min) = self.min_length {
                     if length() < min {
@@ -556,8 +629,8 @@ impl Node {
                     }
                 }
             }
-            _ => {
-                if let Some(number) = Number::of_raw(value) {
+            _ if self.has_number_keywords => {
+                if let Some(number) = Number::of_value(value) {
                     if let Err(details) = self.number(number, value, explain) {
                         if !explain {
                             return Err(Vec::new());
@@ -566,8 +639,11 @@ impl Node {
                     }
                 }
             }
+            _ => {}
         }
-        self.logical(value, explain, &mut failures)?;
+        if self.has_logical_keywords {
+            self.logical(value, explain, &mut failures)?;
+        }
         if failures.is_empty() {
             Ok(())
         } else {
@@ -577,12 +653,7 @@ impl Node {
 
     /// `minimum`/`maximum` (`$gte`/`$gt`/`$lte`/`$lt`, which never match NaN) and
     /// `multipleOf` (`$_internalSchemaFmod`).
-    fn number(
-        &self,
-        number: Number,
-        value: RawBsonRef<'_>,
-        explain: bool,
-    ) -> Result<(), Vec<Document>> {
+    fn number(&self, number: Number, value: Value<'_>, explain: bool) -> Result<(), Vec<Document>> {
         use std::cmp::Ordering::*;
         let mut failures = Vec::new();
         let mut bound = |keyword: &str, exclusive_keyword: &str, ok: bool| -> bool {
@@ -644,7 +715,7 @@ impl Node {
 
     /// `properties`, `required`, `min`/`maxProperties`, `additionalProperties`,
     /// `patternProperties` and `dependencies`, in one pass over the object's fields.
-    fn object(&self, object: &RawDocument, explain: bool) -> Result<(), Vec<Document>> {
+    fn object(&self, object: Value<'_>, explain: bool) -> Result<(), Vec<Document>> {
         let mut failures = Vec::new();
         let mut not_satisfied: Vec<Document> = Vec::new();
         let mut extra: Vec<String> = Vec::new();
@@ -653,17 +724,33 @@ impl Node {
         // which required names were seen (by position in `required`), without allocating
         let mut seen_required: u128 = 0;
         let mut fields = 0u64;
-        for entry in object {
-            let Ok((name, field)) = entry else {
-                continue;
-            };
+        let needs_name = explain
+            || self
+                .allowed
+                .as_ref()
+                .is_some_and(|a| !a.patterns.is_empty());
+        for (key, field) in object.elements() {
             fields += 1;
-            if let Some(i) = self.required.iter().position(|r| r == name) {
+            // a key is text (the driver writes `&str` keys); one that is not matches no name
+            let name = if needs_name {
+                std::str::from_utf8(key).unwrap_or("\u{FFFD}")
+            } else {
+                ""
+            };
+            let found = self
+                .properties
+                .iter()
+                .position(|(p, _)| p.as_bytes() == key);
+            let required_index = match found {
+                Some(i) => self.property_required[i],
+                None => self.required.iter().position(|r| r.as_bytes() == key),
+            };
+            if let Some(i) = required_index {
                 if i < 128 {
                     seen_required |= 1 << i;
                 }
             }
-            let property = self.properties.iter().find(|(p, _)| p == name);
+            let property = found.map(|i| &self.properties[i]);
             // `$_internalSchemaObjectMatch` under `properties` (the field exists)
             if let Some((_, schema)) = property {
                 if let Err(details) = schema.eval(field, explain) {
@@ -730,7 +817,7 @@ impl Node {
             if i < 128 {
                 seen_required & (1 << i) == 0
             } else {
-                !matches!(object.get(name), Ok(Some(_)))
+                !has(object, name)
             }
         };
         if self
@@ -795,14 +882,14 @@ impl Node {
         // `dependencies`: `$_internalSchemaCond` (if the property exists, then ...)
         let mut failing_dependencies = Vec::new();
         for (name, dependency) in &self.dependencies {
-            if !matches!(object.get(name), Ok(Some(_))) {
+            if !has(object, name) {
                 continue;
             }
             match dependency {
                 Dependency::Properties(names) => {
                     let absent: Vec<&str> = names
                         .iter()
-                        .filter(|n| !matches!(object.get(n.as_str()), Ok(Some(_))))
+                        .filter(|n| !has(object, n))
                         .map(String::as_str)
                         .collect();
                     if !absent.is_empty() {
@@ -816,7 +903,7 @@ impl Node {
                     }
                 }
                 Dependency::Schema(schema) => {
-                    if let Err(details) = schema.eval(RawBsonRef::Document(object), explain) {
+                    if let Err(details) = schema.eval(object, explain) {
                         if !explain {
                             return Err(Vec::new());
                         }
@@ -844,7 +931,7 @@ impl Node {
     /// `items` (`$_internalSchemaAllElemMatchFromIndex` for a schema,
     /// `$_internalSchemaMatchArrayIndex` per position for a list), `additionalItems` (only
     /// beside a list of `items`), `minItems`/`maxItems` and `uniqueItems`.
-    fn array(&self, array: &mongodb::bson::RawArray, explain: bool) -> Result<(), Vec<Document>> {
+    fn array(&self, array: Value<'_>, explain: bool) -> Result<(), Vec<Document>> {
         let mut failures = Vec::new();
         let item_failure = |operator: &str, reason: &str, index: usize, details: Vec<Document>| {
             doc! {
@@ -862,10 +949,7 @@ impl Node {
         let mut items_failed = false;
         let mut additional_failed = false;
         let mut additional_values = Vec::new();
-        for (index, item) in array.into_iter().enumerate() {
-            let Ok(item) = item else {
-                continue;
-            };
+        for (index, (_, item)) in array.elements().enumerate() {
             length += 1;
             match (&self.items, tuple) {
                 (Some(Items::Each(schema)), _) if !items_failed => {
@@ -956,12 +1040,13 @@ impl Node {
             }
         }
         if self.unique_items {
-            let items: Vec<RawBsonRef<'_>> = array.into_iter().flatten().collect();
-            let duplicate = items.iter().enumerate().find_map(|(i, item)| {
-                items[..i]
-                    .iter()
-                    .any(|earlier| same(*earlier, *item))
-                    .then_some(*item)
+            // pairwise, in place: no allocation
+            let duplicate = array.elements().enumerate().find_map(|(i, (_, item))| {
+                array
+                    .elements()
+                    .take(i)
+                    .any(|(_, earlier)| same(earlier, item))
+                    .then_some(item)
             });
             if let Some(duplicate) = duplicate {
                 if !explain {
@@ -985,7 +1070,7 @@ impl Node {
     /// `allOf`, `anyOf`, `oneOf` (`$_internalSchemaXor`) and `not`.
     fn logical(
         &self,
-        value: RawBsonRef<'_>,
+        value: Value<'_>,
         explain: bool,
         failures: &mut Vec<Document>,
     ) -> Result<(), Vec<Document>> {

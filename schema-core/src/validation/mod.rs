@@ -5,6 +5,7 @@ mod equality;
 mod local;
 mod number;
 mod pattern;
+mod value;
 
 pub use local::LocalValidator;
 
@@ -28,6 +29,13 @@ pub(crate) fn compiled<T: crate::Document + 'static>() -> &'static crate::Result
     registry
         .entry(key)
         .or_insert_with(|| Box::leak(Box::new(LocalValidator::new(&T::validator()))))
+}
+
+/// Whether a serialized document has an `_id` (usually its first field).
+pub(crate) fn has_id(document: &RawDocument) -> bool {
+    value::Value::document(document.as_bytes())
+        .elements()
+        .any(|(key, _)| key == b"_id")
 }
 
 /// The document with an `_id` first, as the driver's `insert_one` sends a document that has

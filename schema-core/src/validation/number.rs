@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use mongodb::bson::{Bson, Decimal128, RawBsonRef};
+use mongodb::bson::{Bson, Decimal128};
 
 /// The largest coefficient of a Decimal128 (34 digits).
 const MAX_COEFFICIENT: u128 = 10u128.pow(34) - 1;
@@ -43,13 +43,15 @@ enum Special {
 }
 
 impl Number {
-    /// The number a BSON value holds, if it is one.
-    pub(crate) fn of_raw(value: RawBsonRef<'_>) -> Option<Number> {
-        match value {
-            RawBsonRef::Int32(v) => Some(Number::Integer(i64::from(v))),
-            RawBsonRef::Int64(v) => Some(Number::Integer(v)),
-            RawBsonRef::Double(v) => Some(Number::Double(v)),
-            RawBsonRef::Decimal128(d) => Some(Number::Decimal(Decimal::from_bson(&d))),
+    /// The number a value read in place holds, if it is one.
+    pub(crate) fn of_value(value: super::value::Value<'_>) -> Option<Number> {
+        match value.kind {
+            16 => Some(Number::Integer(i64::from(value.i32()))),
+            18 => Some(Number::Integer(value.i64())),
+            1 => Some(Number::Double(value.f64())),
+            19 => Some(Number::Decimal(Decimal::from_bson(
+                &Decimal128::from_bytes(value.bytes[..16].try_into().expect("16 bytes")),
+            ))),
             _ => None,
         }
     }
