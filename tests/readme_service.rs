@@ -137,7 +137,10 @@ fn a_post_is_checked_without_a_server() {
     };
     let error = Author::check(&nameless).unwrap_err();
     let failure = &error.as_validation().unwrap().failures[0];
-    assert_eq!((failure.path.as_str(), failure.rule.as_str()), ("name", "minLength"));
+    assert_eq!(
+        (failure.path.as_str(), failure.rule.as_str()),
+        ("name", "minLength")
+    );
 }
 
 /// Every ```rust block of the two README sections is in this file, line for line (indentation

@@ -399,6 +399,41 @@ mod tests {
     use super::*;
     use mongodb::bson::doc;
 
+    /// A root without an `_id` field whose validator requires one and at most 2 fields.
+    #[derive(serde::Serialize)]
+    struct Visit {
+        path: String,
+    }
+
+    impl crate::BsonSchema for Visit {
+        fn bson_schema() -> Document {
+            doc! { "bsonType": "object", "required": ["_id", "path"], "maxProperties": 2 }
+        }
+    }
+
+    impl crate::Document for Visit {
+        const COLLECTION: &'static str = "visits";
+        type Id = mongodb::bson::oid::ObjectId;
+        fn collection_spec() -> crate::CollectionSpec {
+            crate::CollectionSpec::new("visits", <Self as crate::Document>::validator())
+        }
+    }
+
+    #[test]
+    fn check_adds_the_id_the_driver_adds_before_judging() {
+        use crate::Document as _;
+        let visit = Visit { path: "/".into() };
+        let raw = mongodb::bson::to_raw_document_buf(&visit).unwrap();
+        let local = LocalValidator::new(&Visit::validator()).unwrap();
+        // as serialized: no `_id`
+        let error = local.check_raw(&raw).unwrap_err();
+        assert_eq!(error.paths(), ["_id"]);
+        // as the driver sends it, and as `check` judges it
+        assert!(local.check_raw(&with_generated_id(&raw)).is_ok());
+        Visit::check(&visit).unwrap();
+        assert!(has_id(&with_generated_id(&raw)) && !has_id(&raw));
+    }
+
     #[test]
     fn a_one_of_names_the_failures_of_the_kind_the_value_was_meant_for() {
         let tag = |kind: &str, considered: &str| {
