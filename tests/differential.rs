@@ -568,14 +568,17 @@ fn explain(d: &Disagreement, local: &LocalValidator) -> Option<Vec<&'static str>
     Some(ids)
 }
 
+/// A verdict: accepted, or the `(path, rule)` pairs of a refusal, sorted.
+type Verdict = Result<(), Vec<(String, String)>>;
+
 /// One document on which the two judges differ.
 #[derive(Debug)]
 struct Disagreement {
     schema: &'static str,
     validator: BsonDocument,
     document: BsonDocument,
-    local: Result<(), Vec<(String, String)>>,
-    server: Result<(), Vec<(String, String)>>,
+    local: Verdict,
+    server: Verdict,
 }
 
 fn pairs(error: &ValidationError) -> Vec<(String, String)> {
@@ -594,9 +597,8 @@ fn pairs(error: &ValidationError) -> Vec<(String, String)> {
 async fn server_verdicts(
     collection: &mongodb::Collection<BsonDocument>,
     batch: &[BsonDocument],
-) -> Vec<Option<Result<(), Vec<(String, String)>>>> {
-    let mut verdicts: Vec<Option<Result<(), Vec<(String, String)>>>> =
-        vec![Some(Ok(())); batch.len()];
+) -> Vec<Option<Verdict>> {
+    let mut verdicts: Vec<Option<Verdict>> = vec![Some(Ok(())); batch.len()];
     let outcome = tokio::time::timeout(
         Duration::from_secs(120),
         collection.insert_many(batch).ordered(false),

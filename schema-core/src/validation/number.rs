@@ -145,7 +145,7 @@ impl Number {
                 return false; // cv < 10^34
             }
             let power = 10u128.pow(cut);
-            value.coefficient % power == 0 && (value.coefficient / power) % d == 0
+            value.coefficient.is_multiple_of(power) && (value.coefficient / power).is_multiple_of(d)
         }
     }
 }
@@ -404,7 +404,7 @@ mod tests {
             (Number::Integer(-3), Number::Double(-3.5), Greater),
             (
                 Number::Integer(i64::MAX),
-                Number::Double(9.223372036854775807e18),
+                Number::Double(9_223_372_036_854_775_808.0),
                 Less,
             ),
             (Number::Integer(5), dec("5.000"), Equal),

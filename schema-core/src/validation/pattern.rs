@@ -64,7 +64,7 @@ fn translate(source: &str) -> Result<String, String> {
         ))
     })?;
     let mut edits = Vec::new();
-    walk(&ast, true, &mut edits).map_err(|why| refuse(why))?;
+    walk(&ast, true, &mut edits).map_err(refuse)?;
     edits.sort_by_key(|(start, _, _)| *start);
     let mut out = String::with_capacity(source.len() + 16);
     let mut at = 0;
