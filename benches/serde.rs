@@ -2,6 +2,9 @@
 //! the same stored shape: CPU only, no server. Both sides run in one process, interleaved, so
 //! machine noise hits both alike; the ratios (ours / serde) are what to read.
 //!
+//! The last lines price `T::check` (the validator evaluated in the library) of the help desk's
+//! ticket (`examples/helpdesk`) against serializing it as the driver does: the budget is 2x.
+//!
 //! ```text
 //! cargo bench --bench serde              # 20,000 calls per round, best of 7 rounds
 //! cargo bench --bench serde -- --quick   # or BENCH_QUICK=1: a smoke run for CI
@@ -9,6 +12,9 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+#[path = "../examples/helpdesk/model.rs"]
+mod helpdesk;
 
 use mongo_schema::bson::{self, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -428,4 +434,69 @@ fn main() {
         || drop(black_box(bson::to_vec(black_box(&account)).unwrap())),
         || drop(black_box(bson::to_vec(black_box(&plain_account)).unwrap())),
     );
+
+    let desk = helpdesk_ticket();
+    helpdesk::Ticket::check(&desk).expect("the help desk ticket is valid");
+    let raw = bson::to_raw_document_buf(&desk).expect("a ticket encodes");
+    let local = mongo_schema::LocalValidator::new(&<helpdesk::Ticket as Document>::validator())
+        .expect("the ticket's validator compiles");
+    compare(
+        &settings,
+        "helpdesk ticket: T::check vs serialize (driver)",
+        || helpdesk::Ticket::check(black_box(&desk)).unwrap(),
+        || {
+            drop(black_box(
+                bson::to_raw_document_buf(black_box(&desk)).unwrap(),
+            ))
+        },
+    );
+    compare(
+        &settings,
+        "helpdesk ticket: check_raw alone vs serialize",
+        || local.check_raw(black_box(&raw)).unwrap(),
+        || {
+            drop(black_box(
+                bson::to_raw_document_buf(black_box(&desk)).unwrap(),
+            ))
+        },
+    );
+}
+
+/// A ticket of the help desk example with every field filled: an assignee, 3 tags, 12 status
+/// changes and a last message.
+fn helpdesk_ticket() -> helpdesk::Ticket {
+    use helpdesk::{MessagePreview, Status, StatusChange, Ticket, TicketAssignee, TicketCustomer};
+    let statuses = [Status::Open, Status::Pending, Status::Closed];
+    Ticket {
+        id: ObjectId::new(),
+        subject: "The printer on the third floor prints only blank pages".into(),
+        team: "facilities".into(),
+        status: Status::Pending,
+        priority: 2,
+        customer: TicketCustomer {
+            id: ObjectId::new(),
+            name: "Ada Lovelace".into(),
+        },
+        assignee: Some(TicketAssignee {
+            id: ObjectId::new(),
+            name: "Grace Hopper".into(),
+        }),
+        tags: ["printer", "third-floor", "hardware"]
+            .iter()
+            .map(|t| Ref::new((*t).to_owned()))
+            .collect(),
+        history: (0..12)
+            .map(|i| StatusChange {
+                status: statuses[i % 3],
+                at: DateTime::from_millis(1_700_000_000_000 + i as i64 * 60_000),
+            })
+            .collect(),
+        last_message: Some(MessagePreview {
+            from: helpdesk::Author::Agent,
+            preview: "We replaced the toner; please try again and tell us".into(),
+            at: DateTime::from_millis(1_700_000_900_000),
+        }),
+        message_count: 7,
+        updated_at: DateTime::from_millis(1_700_000_900_000),
+    }
 }

@@ -248,8 +248,8 @@ pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
         BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
-        EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, OnDelete, Ref, RefKind,
-        ReferenceSpec, Relation, SortKey, Subset, SubsetSpec, SyncStrategy, ValidationAction,
-        ValidationLevel,
+        EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator, OnDelete,
+        Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec, SyncStrategy,
+        ValidationAction, ValidationLevel,
     };
 }

@@ -112,6 +112,40 @@ async fn the_database_refuses_what_the_model_forbids() {
     worker.shutdown().await.unwrap();
 }
 
+#[test]
+fn a_post_is_checked_without_a_server() {
+    let ada = Author {
+        id: ObjectId::new(),
+        name: "Ada".into(),
+    };
+    let post = Post {
+        id: ObjectId::new(),
+        title: "Notes".into(),
+        published_at: DateTime::now(),
+        author: PostAuthor::from(&ada),
+        tags: vec!["math".into()],
+    };
+    Post::check(&post).unwrap(); // the validator `apply` installs, evaluated here
+    mongo_schema::testing::assert_valid(&post);
+
+    let crowded = Post {
+        tags: vec!["t".into(); 21], // #[embed(max = 20)]
+        ..post
+    };
+    mongo_schema::testing::assert_invalid(&crowded, "tags", "maxItems");
+
+    let nameless = Author {
+        name: String::new(), // min_length = 1
+        ..ada
+    };
+    let error = Author::check(&nameless).unwrap_err();
+    let failure = &error.as_validation().unwrap().failures[0];
+    assert_eq!(
+        (failure.path.as_str(), failure.rule.as_str()),
+        ("name", "minLength")
+    );
+}
+
 /// Every ```rust block of the two README sections is in this file, line for line (indentation
 /// aside: here the service's library is the module `my_service`).
 #[test]
@@ -143,7 +177,7 @@ fn readme_blocks_are_in_this_file() {
             checked += 1;
         }
     }
-    assert!(checked >= 4, "only {checked} blocks found");
+    assert!(checked >= 5, "only {checked} blocks found");
 
     // The Cargo.toml lines name the crates as they are and this repository.
     let repository = env!("CARGO_PKG_REPOSITORY");

@@ -5,6 +5,10 @@
 //! small integers, `minLength`/`maxLength` also on elements, `minItems`/`maxItems` of a
 //! fixed-size array, `uniqueItems`, `maxProperties`, `enum`, `bsonType`, `required`,
 //! `additionalProperties`) is rejected naming that path and rule.
+//!
+//! The library's own judge, `T::check` (mongod's `$jsonSchema` evaluated locally), is held to
+//! the same cases: every generated value passes it, every over-bound value and every broken
+//! document fails it with the same paths and rules as the server.
 
 mod common;
 
@@ -252,6 +256,8 @@ fn generated_values_are_accepted_by_their_own_validator_and_read_back_equal() {
     let orders = Order::collection(&live.db);
     let accepted = std::cell::Cell::new(0);
     proptest!(config(), |(c in customer(0..4), o in order(0..11))| {
+        Customer::check(&c).map_err(|e| TestCaseError::fail(format!("check: {e}\n{c:?}")))?;
+        Order::check(&o).map_err(|e| TestCaseError::fail(format!("check: {e}\n{o:?}")))?;
         live.runtime.block_on(async {
             customers.insert_one(&c).await.in_collection(Customer::COLLECTION).map_err(|e| TestCaseError::fail(format!("{e}\n{c:?}")))?;
             let read = customers.find_one(mongo_schema::bson::doc! { "_id": c.id }).await.unwrap().unwrap();
@@ -285,10 +291,12 @@ fn values_over_a_bound_are_rejected_with_121_naming_field_and_rule() {
             let error = customers.insert_one(&c).await.in_collection(Customer::COLLECTION).unwrap_err();
             let v = error.as_validation().ok_or_else(|| TestCaseError::fail(format!("{error}")))?;
             prop_assert!(v.at("addresses").any(|f| f.rule == "maxItems"), "{}", v);
+            same_verdict(Customer::check(&c), v)?;
 
             let error = orders.insert_one(&o).await.in_collection(Order::COLLECTION).unwrap_err();
             let v = error.as_validation().ok_or_else(|| TestCaseError::fail(format!("{error}")))?;
             prop_assert!(v.at("lines").any(|f| f.rule == "maxItems"), "{}", v);
+            same_verdict(Order::check(&o), v)?;
 
             let mut named = c.clone();
             named.addresses.truncate(3);
@@ -297,6 +305,7 @@ fn values_over_a_bound_are_rejected_with_121_naming_field_and_rule() {
             let v = error.as_validation().ok_or_else(|| TestCaseError::fail(format!("{error}")))?;
             prop_assert_eq!(v.paths(), ["displayName"]);
             prop_assert_eq!(&v.failures[0].rule, "maxLength");
+            same_verdict(Customer::check(&named), v)?;
             Ok(())
         })?;
     });
@@ -564,8 +573,42 @@ fn order_breaches() -> Vec<Breach> {
     ]
 }
 
+/// The `(path, rule)` pairs of a verdict, in order.
+fn failures(error: &mongo_schema::ValidationError) -> Vec<(String, String)> {
+    error
+        .failures
+        .iter()
+        .map(|f| (f.path.clone(), f.rule.clone()))
+        .collect()
+}
+
+/// The local check refused the value with the server's paths and rules.
+fn same_verdict(
+    local: mongo_schema::Result<()>,
+    server: &mongo_schema::ValidationError,
+) -> Result<(), TestCaseError> {
+    let local = match local {
+        Err(Error::Validation(local)) => local,
+        other => {
+            return Err(TestCaseError::fail(format!(
+                "the server refused ({server}) but the local check gave {other:?}"
+            )))
+        }
+    };
+    prop_assert_eq!(
+        failures(&local),
+        failures(server),
+        "local: {}\nserver: {}",
+        local,
+        server
+    );
+    prop_assert_eq!(&local.collection, &server.collection);
+    Ok(())
+}
+
 async fn expect_rejected(
     collection: &mongodb::Collection<BsonDocument>,
+    local: &mongo_schema::LocalValidator,
     valid: &BsonDocument,
     breach: &Breach,
 ) -> Result<(), TestCaseError> {
@@ -610,7 +653,10 @@ async fn expect_rejected(
         validation
     );
     prop_assert_eq!(validation.paths(), [path], "{}", validation);
-    Ok(())
+    let judged = local
+        .check(&doc)
+        .map_err(|e| e.with_collection(collection.name()));
+    same_verdict(judged.map_err(Error::from), validation)
 }
 
 #[test]
@@ -619,16 +665,18 @@ fn a_document_breaking_any_emitted_keyword_is_rejected_with_121_naming_path_and_
     let customers = live.db.collection::<BsonDocument>(Customer::COLLECTION);
     let orders = live.db.collection::<BsonDocument>(Order::COLLECTION);
     let (customer_breaches, order_breaches) = (customer_breaches(), order_breaches());
+    let local_customers = mongo_schema::LocalValidator::new(&Customer::validator()).unwrap();
+    let local_orders = mongo_schema::LocalValidator::new(&Order::validator()).unwrap();
     let checked = std::cell::Cell::new(0);
     proptest!(config(), |(c in customer(1..4), o in order(1..11))| {
         live.runtime.block_on(async {
             let c = mongo_schema::bson::to_document(&c).unwrap();
             let o = mongo_schema::bson::to_document(&o).unwrap();
             for breach in &customer_breaches {
-                expect_rejected(&customers, &c, breach).await?;
+                expect_rejected(&customers, &local_customers, &c, breach).await?;
             }
             for breach in &order_breaches {
-                expect_rejected(&orders, &o, breach).await?;
+                expect_rejected(&orders, &local_orders, &o, breach).await?;
             }
             checked.set(checked.get() + customer_breaches.len() + order_breaches.len());
             Ok::<(), TestCaseError>(())

@@ -17,6 +17,7 @@ mod model;
 mod relations;
 mod schema;
 mod sync;
+pub mod testing;
 mod validation;
 
 pub use deploy::migrate;
@@ -56,7 +57,7 @@ pub use sync::{
     DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION,
     FAILURE_RECORD_TTL, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
-pub use validation::{RuleFailure, ValidationError};
+pub use validation::{LocalValidator, RuleFailure, ValidationError};
 
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;

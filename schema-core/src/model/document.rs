@@ -49,6 +49,47 @@ pub trait Document: BsonSchema {
         Self::collection_spec().references
     }
 
+    /// Checks a value against the collection's validator in the library, before it is written:
+    /// serializes it as the driver does (an `_id` is added when the value has none, as
+    /// `insert_one` adds one) and evaluates [`Document::validator`] with mongod's `$jsonSchema`
+    /// semantics (see [`crate::LocalValidator`]). The validator is compiled once per type.
+    ///
+    /// `Err(Error::Validation(..))` carries the same paths and rules as the server's code 121
+    /// would; [`Error::Schema`](crate::Error::Schema) says the validator cannot be evaluated
+    /// locally, and [`Error::Refused`](crate::Error::Refused) that the value cannot be
+    /// serialized.
+    fn check(value: &Self) -> crate::Result<()>
+    where
+        Self: serde::Serialize + Sized + 'static,
+    {
+        let validator = Self::__local_validator().as_ref().map_err(Clone::clone)?;
+        let raw = match mongodb::bson::to_raw_document_buf(value) {
+            Ok(raw) => raw,
+            Err(e) => {
+                return Err(crate::Error::Refused(format!(
+                    "a `{}` document cannot be serialized: {e}",
+                    Self::COLLECTION
+                )))
+            }
+        };
+        let outcome = if crate::validation::has_id(&raw) {
+            validator.check_raw(&raw)
+        } else {
+            validator.check_raw(&crate::validation::with_generated_id(&raw))
+        };
+        outcome.map_err(|e| crate::Error::Validation(Box::new(e.with_collection(Self::COLLECTION))))
+    }
+
+    /// The compiled validator of [`Document::check`]: a static per type in the derive's code,
+    /// a registry keyed by type for generic types.
+    #[doc(hidden)]
+    fn __local_validator() -> &'static crate::Result<crate::LocalValidator>
+    where
+        Self: Sized + 'static,
+    {
+        crate::validation::compiled::<Self>()
+    }
+
     /// The typed driver handle of this collection in `db`.
     fn collection(db: &mongodb::Database) -> mongodb::Collection<Self>
     where

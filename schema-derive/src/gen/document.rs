@@ -94,12 +94,15 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
     let identified = identified_impl(cont);
+    let local_validator = local_validator_fn(cont);
     quote! {
         #child_of
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
+
+            #local_validator
 
             #[inline]
             fn collection_spec() -> #private::CollectionSpec {
@@ -119,6 +122,26 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         #relation_consts
         #has_fields
     }
+}
+
+/// `Document::__local_validator` with a static of its own, so `T::check` compiles the
+/// validator once and then finds it without a lookup. A generic type keeps the trait's
+/// default (a registry keyed by type): a static in a generic function would be shared by every
+/// instantiation.
+fn local_validator_fn(cont: &Container) -> Option<TokenStream> {
+    if !cont.original.generics.params.is_empty() {
+        return None;
+    }
+    let private = private();
+    Some(quote! {
+        fn __local_validator() -> &'static #private::Result<#private::LocalValidator> {
+            static COMPILED: ::std::sync::OnceLock<#private::Result<#private::LocalValidator>> =
+                ::std::sync::OnceLock::new();
+            COMPILED.get_or_init(|| {
+                #private::LocalValidator::new(&<Self as #private::Document>::validator())
+            })
+        }
+    })
 }
 
 /// The field stored as `_id`, and the `T` of an `Option<T>` one (skipped when `None`, checked:

@@ -1,4 +1,53 @@
-//! Typed errors for writes a validator rejected (server code 121), read from `errInfo`.
+//! Typed errors for writes a validator rejected (server code 121), read from `errInfo`, and
+//! the [`LocalValidator`] that reaches the same verdict in the library.
+
+mod equality;
+mod local;
+mod number;
+mod pattern;
+mod value;
+
+pub use local::LocalValidator;
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+use mongodb::bson::{oid::ObjectId, RawDocument, RawDocumentBuf};
+
+/// The compiled validator of a `Document` type, compiled on first use and kept for the life
+/// of the process (the derive emits a static per type instead, except for generic types).
+pub(crate) fn compiled<T: crate::Document + 'static>() -> &'static crate::Result<LocalValidator> {
+    type Registry = RwLock<HashMap<TypeId, &'static crate::Result<LocalValidator>>>;
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    let registry = REGISTRY.get_or_init(Default::default);
+    let key = TypeId::of::<T>();
+    if let Some(found) = registry.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return found;
+    }
+    let mut registry = registry.write().unwrap_or_else(|e| e.into_inner());
+    registry
+        .entry(key)
+        .or_insert_with(|| Box::leak(Box::new(LocalValidator::new(&T::validator()))))
+}
+
+/// Whether a serialized document has an `_id` (usually its first field).
+pub(crate) fn has_id(document: &RawDocument) -> bool {
+    value::Value::document(document.as_bytes())
+        .elements()
+        .any(|(key, _)| key == b"_id")
+}
+
+/// The document with an `_id` first, as the driver's `insert_one` sends a document that has
+/// none.
+pub(crate) fn with_generated_id(document: &RawDocument) -> RawDocumentBuf {
+    let mut with_id = RawDocumentBuf::new();
+    with_id.append("_id", ObjectId::new());
+    for (key, value) in document.into_iter().flatten() {
+        with_id.append_ref(key, value);
+    }
+    with_id
+}
 
 use std::fmt;
 
@@ -87,6 +136,32 @@ impl ValidationError {
         }
     }
 
+    /// A failure found in the library rather than by a server (a document that cannot be
+    /// serialized): no rule, only the reason.
+    pub(crate) fn local(
+        document_id: Option<Bson>,
+        failures: Vec<RuleFailure>,
+        reason: Option<String>,
+    ) -> ValidationError {
+        let mut failures = failures;
+        if let Some(reason) = reason {
+            failures.push(RuleFailure {
+                path: String::new(),
+                rule: "serialization".to_owned(),
+                specified: None,
+                reason: Some(reason),
+                considered: None,
+            });
+        }
+        ValidationError {
+            collection: None,
+            document_id,
+            index: None,
+            failures,
+            err_info: None,
+        }
+    }
+
     /// Sets the collection name.
     pub fn with_collection(mut self, collection: impl Into<String>) -> Self {
         self.collection = Some(collection.into());
@@ -172,6 +247,23 @@ fn collect(node: &Document, path: &str, out: &mut Vec<RuleFailure>) {
             }
             for missing in missing {
                 out.push(leaf(node, &missing, operator));
+            }
+        }
+        // `{ propertyName, regexMatched, details }` per failing property
+        "patternProperties" => {
+            for property in children("details") {
+                match property.get_str("propertyName") {
+                    Ok(name) => {
+                        let child = join(name);
+                        for detail in nested(&property) {
+                            collect(&detail, &child, out);
+                        }
+                    }
+                    Err(_) => collect(&property, path, out),
+                }
+            }
+            if children("details").is_empty() {
+                out.push(leaf(node, path, operator));
             }
         }
         "oneOf" | "anyOf" if node.contains_key("schemasNotSatisfied") => {
@@ -306,6 +398,41 @@ impl std::error::Error for ValidationError {}
 mod tests {
     use super::*;
     use mongodb::bson::doc;
+
+    /// A root without an `_id` field whose validator requires one and at most 2 fields.
+    #[derive(serde::Serialize)]
+    struct Visit {
+        path: String,
+    }
+
+    impl crate::BsonSchema for Visit {
+        fn bson_schema() -> Document {
+            doc! { "bsonType": "object", "required": ["_id", "path"], "maxProperties": 2 }
+        }
+    }
+
+    impl crate::Document for Visit {
+        const COLLECTION: &'static str = "visits";
+        type Id = mongodb::bson::oid::ObjectId;
+        fn collection_spec() -> crate::CollectionSpec {
+            crate::CollectionSpec::new("visits", <Self as crate::Document>::validator())
+        }
+    }
+
+    #[test]
+    fn check_adds_the_id_the_driver_adds_before_judging() {
+        use crate::Document as _;
+        let visit = Visit { path: "/".into() };
+        let raw = mongodb::bson::to_raw_document_buf(&visit).unwrap();
+        let local = LocalValidator::new(&Visit::validator()).unwrap();
+        // as serialized: no `_id`
+        let error = local.check_raw(&raw).unwrap_err();
+        assert_eq!(error.paths(), ["_id"]);
+        // as the driver sends it, and as `check` judges it
+        assert!(local.check_raw(&with_generated_id(&raw)).is_ok());
+        Visit::check(&visit).unwrap();
+        assert!(has_id(&with_generated_id(&raw)) && !has_id(&raw));
+    }
 
     #[test]
     fn a_one_of_names_the_failures_of_the_kind_the_value_was_meant_for() {

@@ -1,0 +1,218 @@
+//! `T::check` and `LocalValidator` without a server: no allocation beyond the serialization,
+//! the `_id` the driver adds, a generic `Document` type (compiled once per instantiation), and
+//! the `mongo_schema::testing` helpers.
+
+#[path = "../examples/helpdesk/model.rs"]
+mod helpdesk;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use helpdesk::{
+    Author, MessagePreview, Status, StatusChange, Ticket, TicketAssignee, TicketCustomer,
+};
+use mongo_schema::bson::{self, doc};
+use mongo_schema::prelude::*;
+use mongo_schema::{testing, LocalValidator};
+use serde::{Deserialize, Serialize};
+
+/// Counts the allocations of the current thread (the tests of this binary run in parallel).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_of(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+fn ticket() -> Ticket {
+    Ticket {
+        id: ObjectId::new(),
+        subject: "The printer prints blank pages".into(),
+        team: "facilities".into(),
+        status: Status::Open,
+        priority: 2,
+        customer: TicketCustomer {
+            id: ObjectId::new(),
+            name: "Ada".into(),
+        },
+        assignee: Some(TicketAssignee {
+            id: ObjectId::new(),
+            name: "Grace".into(),
+        }),
+        tags: vec![Ref::new("printer".to_owned())],
+        history: (0..5)
+            .map(|i| StatusChange {
+                status: Status::Pending,
+                at: DateTime::from_millis(i),
+            })
+            .collect(),
+        last_message: Some(MessagePreview {
+            from: Author::Customer,
+            preview: "still blank".into(),
+            at: DateTime::from_millis(9),
+        }),
+        message_count: 3,
+        updated_at: DateTime::from_millis(10),
+    }
+}
+
+#[test]
+fn a_check_allocates_nothing_beyond_the_serialization() {
+    let ticket = ticket();
+    Ticket::check(&ticket).unwrap(); // compiles the validator once
+    let raw = bson::to_raw_document_buf(&ticket).unwrap();
+    let local = LocalValidator::new(&Ticket::validator()).unwrap();
+    local.check_raw(&raw).unwrap();
+
+    assert_eq!(
+        allocations_of(|| local.check_raw(&raw).unwrap()),
+        0,
+        "check_raw of a valid document"
+    );
+    let serializing = allocations_of(|| drop(bson::to_raw_document_buf(&ticket).unwrap()));
+    let checking = allocations_of(|| Ticket::check(&ticket).unwrap());
+    assert!(serializing > 0);
+    assert_eq!(
+        checking, serializing,
+        "T::check allocates what serializing does"
+    );
+
+    // control: the counter sees the allocations of a refusal (its failures are built)
+    let mut broken = ticket.clone();
+    broken.priority = 9;
+    let refusing = allocations_of(|| {
+        let error = Ticket::check(&broken).unwrap_err();
+        assert_eq!(error.as_validation().unwrap().failures[0].rule, "maximum");
+    });
+    assert!(refusing > serializing, "{refusing} vs {serializing}");
+}
+
+/// A root with no `_id`: the driver's `insert_one` adds one first, and so does `T::check`.
+#[derive(Document, Serialize, Deserialize, Clone, Debug)]
+#[collection(name = "page_views", additional_properties = false)]
+pub struct PageView {
+    #[schema(max_length = 20)]
+    pub path: String,
+    pub at: DateTime,
+}
+
+#[test]
+fn a_root_without_id_is_checked_with_the_id_the_driver_adds() {
+    let view = PageView {
+        path: "/".into(),
+        at: DateTime::now(),
+    };
+    // serialized, the value has no `_id`; checked, it has the one the driver would add, which
+    // the closed validator allows (the unit tests of `schema-core` show a validator requiring
+    // it refusing the value without it)
+    let raw = bson::to_raw_document_buf(&view).unwrap();
+    assert!(!raw.as_bytes().windows(4).any(|w| w == b"_id\0"));
+    PageView::check(&view).unwrap();
+    let long = PageView {
+        path: "/".repeat(21),
+        ..view
+    };
+    testing::assert_invalid(&long, "path", "maxLength");
+    assert_eq!(
+        testing::failures(&long),
+        [("path".to_owned(), "maxLength".to_owned())]
+    );
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug)]
+pub struct Reading {
+    #[schema(minimum = 0)]
+    pub celsius: i32,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug)]
+pub struct Label {
+    #[schema(max_length = 3)]
+    pub text: String,
+}
+
+/// A generic collection root: each instantiation has its own validator, compiled once.
+#[derive(Document, Serialize, Deserialize, Clone, Debug)]
+#[collection(name = "entries")]
+pub struct Entry<T: BsonSchema> {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub value: T,
+}
+
+#[test]
+fn each_instantiation_of_a_generic_document_has_its_own_validator() {
+    let reading = Entry {
+        id: ObjectId::new(),
+        value: Reading { celsius: -4 },
+    };
+    let label = Entry {
+        id: ObjectId::new(),
+        value: Label {
+            text: "long".into(),
+        },
+    };
+    testing::assert_invalid(&reading, "value.celsius", "minimum");
+    testing::assert_invalid(&label, "value.text", "maxLength");
+    testing::assert_valid(&Entry {
+        id: ObjectId::new(),
+        value: Reading { celsius: 20 },
+    });
+    testing::assert_valid(&Entry {
+        id: ObjectId::new(),
+        value: Label { text: "ok".into() },
+    });
+}
+
+#[test]
+#[should_panic(
+    expected = "expected a valid `tickets` document, but document failed validation in `tickets`"
+)]
+fn assert_valid_names_the_failures() {
+    let mut ticket = ticket();
+    ticket.subject = String::new();
+    testing::assert_valid(&ticket);
+}
+
+#[test]
+#[should_panic(expected = "found `priority` fails `maximum`")]
+fn assert_invalid_says_what_it_found_instead() {
+    let mut ticket = ticket();
+    ticket.priority = 4;
+    testing::assert_invalid(&ticket, "subject", "minLength");
+}
+
+#[test]
+fn a_validator_mongod_refuses_is_refused_with_mongods_rule() {
+    let error = LocalValidator::new(
+        &doc! { "$jsonSchema": { "properties": { "a": { "maxLength": -1 } } } },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("maxLength") && error.contains("non-negative"),
+        "{error}"
+    );
+}
