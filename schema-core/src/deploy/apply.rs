@@ -282,20 +282,39 @@ pub(crate) async fn violations(
     let filter = doc! { "$nor": [validator.clone()] };
     let coll = db.collection::<Document>(collection);
     let count = coll.count_documents(filter.clone()).await?;
-    let sample_ids = if count == 0 {
+    let samples: Vec<Document> = if count == 0 {
         Vec::new()
     } else {
         coll.find(filter)
-            .projection(doc! { "_id": 1 })
             .limit(SAMPLE_VIOLATIONS)
             .await?
-            .try_collect::<Vec<Document>>()
+            .try_collect()
             .await?
-            .into_iter()
-            .filter_map(|d| d.get("_id").cloned())
-            .collect()
     };
-    Ok(Violations { count, sample_ids })
+    // which rule each sample fails, by mongod's semantics evaluated here
+    let local = crate::LocalValidator::new(validator).ok();
+    let sample_rules = samples
+        .iter()
+        .map(|sample| match local.as_ref().map(|v| v.check(sample)) {
+            Some(Err(failed)) => failed
+                .failures
+                .iter()
+                .take(3)
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+            _ => String::new(),
+        })
+        .collect();
+    let sample_ids = samples
+        .iter()
+        .filter_map(|d| d.get("_id").cloned())
+        .collect();
+    Ok(Violations {
+        count,
+        sample_ids,
+        sample_rules,
+    })
 }
 
 /// Fills in the violations of every validator change of `plan`.

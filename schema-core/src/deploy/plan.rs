@@ -487,16 +487,28 @@ pub struct Violations {
     pub count: u64,
     /// A few of their `_id`s.
     pub sample_ids: Vec<Bson>,
+    /// For each sampled document (same order), the rules it fails, as the library's
+    /// [`crate::LocalValidator`] evaluates the new validator (`name` fails `maxLength`); empty
+    /// when the validator holds what it cannot evaluate.
+    pub sample_rules: Vec<String>,
 }
 
 impl fmt::Display for Violations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ids: Vec<String> = self.sample_ids.iter().map(ToString::to_string).collect();
+        let samples: Vec<String> = self
+            .sample_ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| match self.sample_rules.get(i) {
+                Some(rules) if !rules.is_empty() => format!("{id} ({rules})"),
+                _ => id.to_string(),
+            })
+            .collect();
         write!(
             f,
             "{} existing document(s) violate it, e.g. _id {}",
             self.count,
-            ids.join(", ")
+            samples.join(", ")
         )
     }
 }
