@@ -295,8 +295,8 @@ pub(crate) async fn violations(
     let local = crate::LocalValidator::new(validator).ok();
     let sample_rules = samples
         .iter()
-        .map(|sample| match local.as_ref().map(|v| v.check(sample)) {
-            Some(Err(failed)) => failed
+        .map(|sample| match local.as_ref().and_then(|v| v.check(sample).err()) {
+            Some(failed) => failed
                 .failures
                 .iter()
                 .take(3)
