@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub struct Channel {
     #[serde(rename = "_id")]
     pub id: i64,
+    pub title: String,
     /// The two newest posts (i64 count of all).
     #[subset(of = Post, max = 2, sort = "-at", count = "posts", sync = "async")]
     pub newest: Vec<PostPreview>,
@@ -69,6 +70,7 @@ fn schema() -> Schema {
 fn channel(id: i64) -> Channel {
     Channel {
         id,
+        title: "general".into(),
         newest: vec![],
         posts: 0,
         last_pinned: None,
@@ -99,6 +101,7 @@ async fn expected(db: &mongodb::Database, channel: i64) -> Channel {
     let pinned: Vec<&Post> = posts.iter().filter(|p| p.pinned).collect();
     Channel {
         id: channel,
+        title: "general".into(),
         newest: posts.iter().take(2).map(PostPreview::from).collect(),
         posts: posts.len() as i64,
         last_pinned: pinned.first().map(|p| PostPreview::from(*p)),
@@ -313,4 +316,68 @@ async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
         [30, 20]
     );
     second.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
+    let db = mongo_schema_testkit::database("subsets_async_records").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    Channel::collection(&db)
+        .insert_one(channel(1))
+        .await
+        .unwrap();
+    // channel 2 is stored by another writer with a title its validator rejects: every update
+    // of it fails validation
+    db.collection::<BsonDocument>("channels")
+        .insert_one(doc! { "_id": 2_i64, "title": 7, "newest": [], "posts": 0_i64, "last_pinned": null, "pinned": 0 })
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let worker = schema
+        .sync_worker(&db)
+        .name("records")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    tokio::time::timeout(Duration::from_secs(30), worker.ready())
+        .await
+        .expect("ready within 30 s")
+        .unwrap();
+    let posts = Post::collection(&db);
+    posts.insert_one(post(1, 2, 10, false)).await.unwrap();
+    posts.insert_one(post(2, 1, 20, false)).await.unwrap();
+    // the good parent is refreshed, the bad one recorded
+    eventually(Duration::from_secs(20), "channel 1 refreshed", || {
+        converged(&db, &[1])
+    })
+    .await;
+    eventually(Duration::from_secs(20), "channel 2 recorded", || async {
+        schema
+            .sync_failures(&db)
+            .await
+            .unwrap()
+            .iter()
+            .any(|f| f.copy == "channels.newest" && f.holder == mongo_schema::bson::Bson::Int64(2))
+    })
+    .await;
+    assert!(WorkerStats::get(&worker.stats().failed) >= 1);
+    worker.shutdown().await.unwrap();
+    // mended: retry_failures sets the previews from the children and removes the records
+    db.collection::<BsonDocument>("channels")
+        .update_one(
+            doc! { "_id": 2_i64 },
+            doc! { "$set": { "title": "general" } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let retried = schema.retry_failures(&db).await.unwrap();
+    assert_eq!(
+        (retried.unknown_copies, retried.still_failing),
+        (0, 0),
+        "{retried}"
+    );
+    assert!(retried.resolved >= 1, "{retried}");
+    assert!(converged(&db, &[1, 2]).await);
+    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
 }

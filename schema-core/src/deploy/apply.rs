@@ -295,16 +295,18 @@ pub(crate) async fn violations(
     let local = crate::LocalValidator::new(validator).ok();
     let sample_rules = samples
         .iter()
-        .map(|sample| match local.as_ref().and_then(|v| v.check(sample).err()) {
-            Some(failed) => failed
-                .failures
-                .iter()
-                .take(3)
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-            _ => String::new(),
-        })
+        .map(
+            |sample| match local.as_ref().and_then(|v| v.check(sample).err()) {
+                Some(failed) => failed
+                    .failures
+                    .iter()
+                    .take(3)
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                _ => String::new(),
+            },
+        )
         .collect();
     let sample_ids = samples
         .iter()

@@ -9,7 +9,6 @@ use std::time::Duration;
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
 use mongodb::options::ReturnDocument;
 use mongodb::Collection;
-use tokio::time::Instant;
 
 use super::plan::{Action, Observed, Plan, Warning};
 use crate::error::server_code;
@@ -686,7 +685,7 @@ impl ApplyLock {
         collections: &[String],
         allow_downgrade: bool,
     ) -> Result<Claim> {
-        let sent = Instant::now();
+        let sent = crate::lease::LeaseInstant::now();
         let version = version as i64;
         let free = self.lease.free("locked_by", "lock_expires");
         // an older version may take the place of a newer one whose apply failed (a rollback)

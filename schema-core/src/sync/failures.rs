@@ -383,7 +383,57 @@ async fn retry_one(
     let record = SyncFailure::from_document(raw);
     report.retried += 1;
     let Some(edge) = graph.edges.iter().find(|e| e.label() == record.copy) else {
-        report.unknown_copies += 1;
+        // a subset's parent that could not take its previews: set them from its children now
+        let subset = graph.subsets.iter().find_map(|s| {
+            let preview = s.subset.preview?;
+            let label = format!("{}.{}", s.parent, s.subset.path);
+            (label == record.copy && !s.subset.parent_field.is_empty()).then(|| {
+                crate::relations::subset::reconcile::rule_of(
+                    &s.parent,
+                    &s.subset,
+                    s.subset.parent_field.clone(),
+                    preview,
+                )
+            })
+        });
+        let Some(rule) = subset else {
+            report.unknown_copies += 1;
+            return Ok(());
+        };
+        let refreshed = async {
+            let state = rule.state(db, None, &record.holder).await?;
+            db.collection::<BsonDocument>(&rule.parents)
+                .update_one(
+                    doc! { "_id": record.holder.clone() },
+                    rule.set_update(&state),
+                )
+                .await?;
+            Ok::<(), Error>(())
+        }
+        .await;
+        match refreshed {
+            Ok(()) => {
+                let id = raw.get("_id").cloned().unwrap_or(Bson::Null);
+                db.collection::<BsonDocument>(FAILURES_COLLECTION)
+                    .delete_one(doc! { "_id": id })
+                    .await?;
+                report.resolved += 1;
+            }
+            Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
+                log.record(
+                    db,
+                    Failure::of_target(
+                        record.copy.clone(),
+                        record.holder.clone(),
+                        record.source.clone(),
+                        &error,
+                    ),
+                )
+                .await?;
+                report.still_failing += 1;
+            }
+            Err(error) => return Err(error),
+        }
         return Ok(());
     };
     let source = db

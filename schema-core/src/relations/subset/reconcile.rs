@@ -14,6 +14,7 @@ use crate::model::copy::SyncStrategy;
 use crate::model::document::CollectionSpec;
 use crate::sync::retry::{Backoff, ErrorClass};
 use crate::Result;
+use crate::SubsetSpec;
 
 /// Reconcile figures of one subset (`parents.path`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -86,23 +87,34 @@ pub(crate) fn rules(collections: &[CollectionSpec]) -> Vec<SubsetRule> {
             } else {
                 subset.parent_field.clone()
             };
-            rules.push(SubsetRule {
-                parents: parent.name.clone().into(),
-                children: subset.child.clone().into(),
-                path: subset.path.clone().into(),
-                max: subset.max,
-                sort_field: subset.sort_field.clone().into(),
-                sort_direction: subset.sort_direction,
-                count: subset.count.clone().map(Into::into),
-                count_type: subset.count_type,
-                parent_field: parent_field.into(),
-                filter: subset.filter.clone(),
-                preview: preview.0,
-                strategy: subset.strategy,
-            });
+            rules.push(rule_of(&parent.name, subset, parent_field, preview));
         }
     }
     rules
+}
+
+/// The rule of `subset` of the collection `parents`, whose children hold the parent's `_id` at
+/// `parent_field`.
+pub(crate) fn rule_of(
+    parents: &str,
+    subset: &SubsetSpec,
+    parent_field: String,
+    preview: crate::model::copy::PreviewBuilder,
+) -> SubsetRule {
+    SubsetRule {
+        parents: parents.to_owned().into(),
+        children: subset.child.clone().into(),
+        path: subset.path.clone().into(),
+        max: subset.max,
+        sort_field: subset.sort_field.clone().into(),
+        sort_direction: subset.sort_direction,
+        count: subset.count.clone().map(Into::into),
+        count_type: subset.count_type,
+        parent_field: parent_field.into(),
+        filter: subset.filter.clone(),
+        preview: preview.0,
+        strategy: subset.strategy,
+    }
 }
 
 /// Compares (and unless `dry_run` repairs) every parent of every subset in `rules`.
