@@ -211,6 +211,15 @@ async fn options(db: &mongodb::Database, collection: &str) -> BsonDocument {
         .clone()
 }
 
+/// The stored order `id`.
+async fn stored_order(db: &mongodb::Database, id: i64) -> BsonDocument {
+    db.collection::<BsonDocument>("orders")
+        .find_one(doc! { "_id": id })
+        .await
+        .unwrap()
+        .expect("the order")
+}
+
 async fn records(db: &mongodb::Database) -> Vec<BsonDocument> {
     db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
         .find(doc! {})
@@ -330,23 +339,13 @@ async fn a_service_through_three_versions_with_its_data_steps() {
         count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
         3000
     );
-    let order = db
-        .collection::<BsonDocument>("orders")
-        .find_one(doc! { "_id": 8 })
-        .await
-        .unwrap()
-        .unwrap();
+    let order = stored_order(&db, 8).await;
     assert_eq!(
         order.get_document("customer").unwrap(),
         &doc! { "_id": 8_i64, "name": "Customer 8" }
     );
     // a customer whose name was shortened has the shortened name in its orders' copies
-    let shortened = db
-        .collection::<BsonDocument>("orders")
-        .find_one(doc! { "_id": 7 })
-        .await
-        .unwrap()
-        .unwrap();
+    let shortened = stored_order(&db, 7).await;
     assert_eq!(
         shortened
             .get_document("customer")
@@ -710,12 +709,7 @@ async fn rename_field_and_fill_copies_from_a_reference() {
         count(&db, "orders", doc! { "amount": { "$exists": true } }).await,
         3000
     );
-    let order = db
-        .collection::<BsonDocument>("orders")
-        .find_one(doc! { "_id": 1001 })
-        .await
-        .unwrap()
-        .unwrap();
+    let order = stored_order(&db, 1001).await;
     assert_eq!(order.get_i64("customer_id").unwrap(), 6);
     assert_eq!(
         order.get_document("customer").unwrap(),

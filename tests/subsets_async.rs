@@ -117,6 +117,24 @@ async fn stored(db: &mongodb::Database, channel: i64) -> Channel {
         .expect("the channel")
 }
 
+/// The schema's sync worker named `name`, ready (within 30 s).
+async fn start_worker(
+    schema: &Schema,
+    db: &mongodb::Database,
+    name: &str,
+) -> mongo_schema::SyncWorkerHandle {
+    let worker = schema
+        .sync_worker(db)
+        .name(name)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    tokio::time::timeout(Duration::from_secs(30), worker.ready())
+        .await
+        .expect("ready within 30 s")
+        .unwrap();
+    worker
+}
+
 async fn converged(db: &mongodb::Database, channels: &[i64]) -> bool {
     for &id in channels {
         if stored(db, id).await != expected(db, id).await {
@@ -191,15 +209,7 @@ async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
             .await
             .unwrap();
     }
-    let worker = schema
-        .sync_worker(&db)
-        .name("subsets")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    tokio::time::timeout(Duration::from_secs(30), worker.ready())
-        .await
-        .expect("ready within 30 s")
-        .unwrap();
+    let worker = start_worker(&schema, &db, "subsets").await;
     let posts = Post::collection(&db);
     for (id, pinned) in [(1, true), (2, false), (3, true), (4, false), (5, false)] {
         posts
@@ -334,15 +344,7 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
         .bypass_document_validation(true)
         .await
         .unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("records")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    tokio::time::timeout(Duration::from_secs(30), worker.ready())
-        .await
-        .expect("ready within 30 s")
-        .unwrap();
+    let worker = start_worker(&schema, &db, "records").await;
     let posts = Post::collection(&db);
     posts.insert_one(post(1, 2, 10, false)).await.unwrap();
     posts.insert_one(post(2, 1, 20, false)).await.unwrap();
