@@ -216,3 +216,126 @@ fn a_validator_mongod_refuses_is_refused_with_mongods_rule() {
         "{error}"
     );
 }
+
+#[path = "../examples/products/model.rs"]
+mod products;
+
+#[path = "../examples/followers/model.rs"]
+mod followers;
+
+mod generated_values_of_the_example_models {
+    //! Every generated value of every example model (help desk, products, followers) passes
+    //! `T::check`, within the bounds its attributes declare.
+
+    use super::{followers, helpdesk, products};
+    use mongo_schema::prelude::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn text(min: usize, max: usize) -> impl Strategy<Value = String> {
+        proptest::string::string_regex(&format!("[a-zA-Z0-9 éü日-]{{{min},{max}}}")).unwrap()
+    }
+
+    fn date() -> impl Strategy<Value = DateTime> {
+        (0i64..4_102_444_800_000).prop_map(DateTime::from_millis)
+    }
+
+    fn status() -> impl Strategy<Value = helpdesk::Status> {
+        prop_oneof![
+            Just(helpdesk::Status::Open),
+            Just(helpdesk::Status::Pending),
+            Just(helpdesk::Status::Closed)
+        ]
+    }
+
+    fn author() -> impl Strategy<Value = helpdesk::Author> {
+        prop_oneof![
+            Just(helpdesk::Author::Customer),
+            Just(helpdesk::Author::Agent)
+        ]
+    }
+
+    prop_compose! {
+        fn ticket()(
+            subject in text(1, 200), team in text(0, 20), status in status(), priority in 0i32..=3,
+            customer in text(1, 120), assignee in proptest::option::of(text(1, 120)),
+            tags in vec("[a-z]{1,32}", 0..=10),
+            history in vec((status(), date()), 0..=50),
+            last in proptest::option::of((author(), text(0, 80), date())),
+            message_count in any::<i64>(), updated_at in date(),
+        ) -> helpdesk::Ticket {
+            helpdesk::Ticket {
+                id: ObjectId::new(), subject, team, status, priority,
+                customer: helpdesk::TicketCustomer { id: ObjectId::new(), name: customer },
+                assignee: assignee.map(|name| helpdesk::TicketAssignee { id: ObjectId::new(), name }),
+                tags: tags.into_iter().map(Ref::new).collect(),
+                history: history.into_iter().map(|(status, at)| helpdesk::StatusChange { status, at }).collect(),
+                last_message: last.map(|(from, preview, at)| helpdesk::MessagePreview { from, preview, at }),
+                message_count, updated_at,
+            }
+        }
+    }
+
+    prop_compose! {
+        fn message()(
+            from in author(), body in text(0, 300),
+            attachments in vec((text(1, 255), text(0, 30), 0i64..i64::MAX, text(0, 60)), 0..=20),
+            at in date(),
+        ) -> helpdesk::Message {
+            helpdesk::Message {
+                id: ObjectId::new(), ticket_id: Ref::new(ObjectId::new()), from,
+                author_id: ObjectId::new(), body,
+                attachments: attachments.into_iter().map(|(file_name, content_type, size, url)| {
+                    helpdesk::Attachment { file_name, content_type, size, url }
+                }).collect(),
+                at,
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn help_desk(t in ticket(), m in message(), name in text(1, 120), email in text(0, 254), team in text(0, 20), key in "[a-z-]{1,32}", label in text(0, 40)) {
+            prop_assert!(helpdesk::Ticket::check(&t).is_ok(), "{:?}", helpdesk::Ticket::check(&t));
+            prop_assert!(helpdesk::Message::check(&m).is_ok(), "{:?}", helpdesk::Message::check(&m));
+            let customer = helpdesk::Customer { id: ObjectId::new(), name: name.clone(), email };
+            prop_assert!(helpdesk::Customer::check(&customer).is_ok());
+            let agent = helpdesk::Agent { id: ObjectId::new(), name, team };
+            prop_assert!(helpdesk::Agent::check(&agent).is_ok());
+            let tag = helpdesk::Tag { key, label };
+            prop_assert!(helpdesk::Tag::check(&tag).is_ok());
+        }
+
+        #[test]
+        fn products_and_followers(
+            name in text(1, 80),
+            parts in vec(("[a-z0-9-]{1,20}", text(1, 80)), 0..=50),
+            ids in vec("[a-z0-9-]{1,20}", 0..=200),
+            user in text(0, 60),
+        ) {
+            let part = products::Part { id: "p-1".into(), name: name.clone() };
+            prop_assert!(products::Part::check(&part).is_ok());
+            let embedded = products::ProductEmbedded {
+                id: "bike".into(), name: name.clone(),
+                parts: parts.iter().map(|(id, name)| products::EmbeddedPart { part_id: id.clone(), name: name.clone() }).collect(),
+            };
+            prop_assert!(products::ProductEmbedded::check(&embedded).is_ok(), "{:?}", products::ProductEmbedded::check(&embedded));
+            let referenced = products::ProductReferenced {
+                id: "bike".into(), name: name.clone(),
+                part_ids: ids.iter().cloned().map(Ref::new).collect(),
+            };
+            prop_assert!(products::ProductReferenced::check(&referenced).is_ok());
+            let hybrid = products::ProductHybrid {
+                id: "bike".into(), name,
+                parts: parts.iter().map(|(id, name)| products::Part { id: id.clone(), name: name.clone() }).map(|p| products::ProductHybridParts::from(&p)).collect(),
+            };
+            prop_assert!(products::ProductHybrid::check(&hybrid).is_ok(), "{:?}", products::ProductHybrid::check(&hybrid));
+            let follower = followers::User { id: "u1".into(), name: user };
+            prop_assert!(followers::User::check(&follower).is_ok());
+            let follow = followers::Follow { followed_id: Ref::new("u2".into()), follower_id: Ref::new("u1".into()) };
+            prop_assert!(followers::Follow::check(&follow).is_ok());
+        }
+    }
+}
