@@ -185,6 +185,14 @@ async fn seed_v1(db: &mongodb::Database) {
         .unwrap();
 }
 
+/// A fresh database at v1 with v1's data.
+async fn seeded_v1(name: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(name).await;
+    v1::schema().apply(&db).await.unwrap();
+    seed_v1(&db).await;
+    db
+}
+
 async fn count(db: &mongodb::Database, collection: &str, filter: BsonDocument) -> u64 {
     db.collection::<BsonDocument>(collection)
         .count_documents(filter)
@@ -233,9 +241,7 @@ async fn records(db: &mongodb::Database) -> Vec<BsonDocument> {
 
 #[tokio::test]
 async fn a_service_through_three_versions_with_its_data_steps() {
-    let db = mongo_schema_testkit::database("migrations_trial").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_trial").await;
 
     // v2: plan names the steps and what each would touch
     let v2 = v2::schema();
@@ -369,9 +375,7 @@ async fn a_service_through_three_versions_with_its_data_steps() {
 
 #[tokio::test]
 async fn a_failed_step_is_recorded_and_resumes_from_its_checkpoint() {
-    let db = mongo_schema_testkit::database("migrations_resume").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_resume").await;
     let runs = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(std::sync::Mutex::new(Vec::<Option<Bson>>::new()));
     let step = {
@@ -453,9 +457,7 @@ async fn a_failed_step_is_recorded_and_resumes_from_its_checkpoint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_apply_killed_in_the_middle_of_a_step_resumes_it() {
-    let db = mongo_schema_testkit::database("migrations_killed").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_killed").await;
     let first_batch_done = Arc::new(tokio::sync::Notify::new());
     let calls = Arc::new(AtomicUsize::new(0));
     let step = {
@@ -571,9 +573,7 @@ fn steps_are_checked_against_the_models_at_build() {
 
 #[tokio::test]
 async fn plan_foresees_duplicates_new_required_fields_and_collections_it_does_not_know() {
-    let db = mongo_schema_testkit::database("migrations_foresee").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_foresee").await;
     db.collection::<BsonDocument>("legacy_exports")
         .insert_one(doc! { "at": 1 })
         .await
@@ -673,9 +673,7 @@ mod renamed {
 
 #[tokio::test]
 async fn rename_field_and_fill_copies_from_a_reference() {
-    let db = mongo_schema_testkit::database("migrations_fill").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_fill").await;
     // v1's orders store the customer's id in `customer`: rename it, and `total` to `amount`
     let schema = mongo_schema::Schema::new()
         .model::<renamed::Customer>()
@@ -742,9 +740,7 @@ async fn an_allowed_downgrade_reports_what_it_did() {
 
 #[tokio::test]
 async fn missing_copies_are_drift_that_reconcile_fills() {
-    let db = mongo_schema_testkit::database("migrations_missing_copies").await;
-    v1::schema().apply(&db).await.unwrap();
-    seed_v1(&db).await;
+    let db = seeded_v1("migrations_missing_copies").await;
     v2::schema().apply(&db).await.unwrap();
     // v3's models without the step that fills the copy: the orders still hold bare ids
     let bare = mongo_schema::Schema::new()

@@ -648,11 +648,7 @@ impl Node {
         if self.has_logical_keywords {
             self.logical(value, explain, &mut failures)?;
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures)
-        }
+        verdict(failures)
     }
 
     /// `minimum`/`maximum` (`$gte`/`$gt`/`$lte`/`$lt`, which never match NaN) and
@@ -710,11 +706,7 @@ impl Node {
                 ));
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures)
-        }
+        verdict(failures)
     }
 
     /// `properties`, `required`, `min`/`maxProperties`, `additionalProperties`,
@@ -925,11 +917,7 @@ impl Node {
                 "failingDependencies": failing_dependencies,
             });
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures)
-        }
+        verdict(failures)
     }
 
     /// `items` (`$_internalSchemaAllElemMatchFromIndex` for a schema,
@@ -1064,11 +1052,7 @@ impl Node {
                 });
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures)
-        }
+        verdict(failures)
     }
 
     /// `allOf`, `anyOf`, `oneOf` (`$_internalSchemaXor`) and `not`.
@@ -1152,5 +1136,14 @@ impl Node {
             }
         }
         Ok(())
+    }
+}
+
+/// `Ok` when no rule failed, else the failures.
+fn verdict(failures: Vec<Document>) -> Result<(), Vec<Document>> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures)
     }
 }
