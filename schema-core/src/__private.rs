@@ -133,8 +133,7 @@ where
 {
     let child: C =
         mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
-    Ok(crate::model::document::stored_bson(&V::preview_of(&child))
-        .map_err(mongodb::error::Error::from)?)
+    crate::relations::to_bson(&V::preview_of(&child))
 }
 
 /// A stored field of a collection root, keyed by a hash of its Rust name; implemented by

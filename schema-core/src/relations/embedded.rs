@@ -8,9 +8,7 @@ use serde::Serialize;
 
 use crate::{Document, Error, Result};
 
-fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
-    Ok(crate::model::document::stored_bson(value).map_err(mongodb::error::Error::from)?)
-}
+use crate::relations::to_bson;
 
 /// An embedded array bounded by `#[embed(max = N)]`, as a constant named after the field in
 /// upper case (`Ticket::HISTORY`). With `cap`, every push keeps only the newest `N` items

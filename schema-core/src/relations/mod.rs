@@ -24,6 +24,13 @@ pub use page::{ChildPage, Page, PageCursor, MAX_PAGE_SIZE};
 pub use relation::{ChildOrder, Relation, SortKey, Unordered};
 pub use resolve::Resolved;
 
+/// `value` as the driver stores it, with the driver's error type.
+pub(crate) fn to_bson<V: serde::Serialize + ?Sized>(
+    value: &V,
+) -> crate::Result<mongodb::bson::Bson> {
+    Ok(crate::model::document::stored_bson(value).map_err(mongodb::error::Error::from)?)
+}
+
 /// A key under which equal ids meet, numbers compared by value: an `_id` stored as `Int32` by
 /// another driver is the same document as the `i64` a reference holds.
 fn id_key(id: Option<&mongodb::bson::Bson>) -> String {

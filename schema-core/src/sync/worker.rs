@@ -567,7 +567,7 @@ impl SyncWorker {
                 }
             }
         }
-        if !jobs.is_empty() {
+        if !jobs.is_empty() || !parents.is_empty() {
             log.refresh(&self.db).await?;
         }
         let db = &self.db;
@@ -594,9 +594,6 @@ impl SyncWorker {
             })
             .collect();
         let subsets = &self.subsets;
-        if !parents.is_empty() && jobs_were_empty(&runs) {
-            log.refresh(&self.db).await?;
-        }
         let refreshes: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = parents
             .into_iter()
             .map(|(rule, parent)| {
@@ -734,11 +731,6 @@ async fn refresh_parent(
         Err(error) => return Err(error),
     }
     Ok((false, outcome))
-}
-
-/// Whether no fan-out job is among `runs` (the failure log was not refreshed for them).
-fn jobs_were_empty<T>(runs: &[T]) -> bool {
-    runs.is_empty()
 }
 
 /// One rewrite a batch needs: a copy (`edge`) of one source document.

@@ -21,10 +21,6 @@ use crate::{Document as Model, Error, Result};
 /// Sources (or duplicate groups) per batch of the steps that read before they write.
 const BATCH: i64 = 1000;
 
-fn to_bson<V: Serialize>(value: &V) -> Bson {
-    crate::model::document::stored_bson(value).unwrap_or(Bson::Null)
-}
-
 fn spec<'a>(collections: &'a [CollectionSpec], name: &str) -> Option<&'a CollectionSpec> {
     collections.iter().find(|c| c.name == name)
 }
@@ -82,6 +78,9 @@ struct Simple {
     fields: Vec<String>,
     filter: Document,
     update: mongodb::options::UpdateModifications,
+    /// Why the step cannot be built (a value that does not serialize): a `Schema::build`
+    /// error, never a step that writes something else.
+    problem: Option<String>,
 }
 
 impl Work for Simple {
@@ -97,6 +96,7 @@ impl Work for Simple {
         self.fields
             .iter()
             .filter_map(|f| field_problem(collections, self.collection, f))
+            .chain(self.problem.clone())
             .collect()
     }
 
@@ -127,7 +127,13 @@ impl Work for Simple {
 /// Documents of `T` missing `field` get `value` (one `updateMany` on `{ field: { $exists: false } }`):
 /// the backfill of a new required field, in the version that requires it.
 pub fn set_default<T: Model>(field: &str, value: impl Serialize) -> Step {
-    let value = to_bson(&value);
+    let (value, problem) = match crate::relations::to_bson(&value) {
+        Ok(value) => (value, None),
+        Err(e) => (
+            Bson::Null,
+            Some(format!("the default of `{field}` does not serialize: {e}")),
+        ),
+    };
     Step(Arc::new(Simple {
         collection: T::COLLECTION,
         description: format!(
@@ -138,6 +144,7 @@ pub fn set_default<T: Model>(field: &str, value: impl Serialize) -> Step {
         fields: vec![field.to_owned()],
         filter: doc! { field: { "$exists": false } },
         update: doc! { "$set": { field: value } }.into(),
+        problem,
     }))
 }
 
@@ -150,6 +157,7 @@ pub fn rename_field<T: Model>(from: &str, to: &str) -> Step {
         fields: vec![to.to_owned()],
         filter: doc! { from: { "$exists": true } },
         update: doc! { "$rename": { from: to } }.into(),
+        problem: None,
     }))
 }
 
@@ -174,6 +182,7 @@ pub fn truncate<T: Model>(field: &str, max_chars: u32) -> Step {
             doc! { "$set": { field: { "$substrCP": [path.as_str(), 0, i64::from(max_chars)] } } },
         ]
         .into(),
+        problem: None,
     }))
 }
 

@@ -45,9 +45,7 @@ impl CounterType {
     }
 }
 
-fn to_bson<V: Serialize>(value: &V) -> Result<Bson> {
-    Ok(crate::model::document::stored_bson(value).map_err(mongodb::error::Error::from)?)
-}
+use crate::relations::to_bson;
 
 /// `#[subset(of = C, max = N, sort = "-at", count = "message_count")]` on a field of `P` holding
 /// previews `V` (built with `From<&C>`): generated as a constant named after the field in upper
@@ -476,7 +474,7 @@ where
             count_type: self.count_type,
             parent_field: self.parent_field()?.into(),
             filter,
-            preview: preview_of::<C, V>,
+            preview: crate::__private::subset_preview::<C, V>,
             strategy: self.strategy,
         })
     }
@@ -670,17 +668,6 @@ where
             }
         }
     }
-}
-
-/// `V::from(&C)` of a stored child, serialized as the driver does.
-pub(crate) fn preview_of<C, V>(child: &BsonDocument) -> Result<Bson>
-where
-    C: DeserializeOwned,
-    V: for<'c> From<&'c C> + Serialize,
-{
-    let child: C =
-        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
-    to_bson(&V::from(&child))
 }
 
 /// Parses a subset's filter (extended JSON, checked by the derive).
