@@ -123,7 +123,7 @@ where
     fn parent_update(&self, child: &C) -> Result<ParentUpdate> {
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
-        let update = if Subset::rule(self)?.matches(&raw) {
+        let update = if self.admits(&raw)? {
             Some(self.parent_write(to_bson(&V::from(child))?))
         } else {
             None
@@ -336,7 +336,7 @@ where
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let parent = self.parent_of(&raw)?;
-        let counted = Subset::rule(self)?.matches(&raw);
+        let counted = self.admits(&raw)?;
         db.collection::<BsonDocument>(C::COLLECTION)
             .insert_one(raw)
             .await?;
@@ -447,6 +447,12 @@ where
         })
         .await?;
         Ok(())
+    }
+
+    /// Whether the subset shows and counts `child` (always without a filter: no rule is built
+    /// on the add path then).
+    fn admits(&self, child: &BsonDocument) -> Result<bool> {
+        Ok(self.filter.is_none() || Subset::rule(self)?.matches(child))
     }
 
     fn rules_with(&self, others: &[&(dyn SubsetOf<C> + Sync)]) -> Result<Vec<SubsetRule>> {
