@@ -160,6 +160,8 @@ pub trait Fields {
     const NAMES: &'static [&'static str];
     /// Stored names.
     const STORED: &'static [&'static str];
+    /// Whether the type stores an `_id`.
+    const HAS_ID: bool = false;
 }
 
 /// Compile-time check that `T` is a collection root, the first of a copy type's checks: the
@@ -511,4 +513,150 @@ mod tests {
         let error = missing_field::<String, serde_json::Error>("name").unwrap_err();
         assert_eq!(error.to_string(), "missing field `name`");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// typed field paths (`field!`, `#[query]`)
+
+pub use crate::query::{
+    stored_value, stored_with, DeclaredQuery, Encoder, Filter, Ordered, Path, QuerySpec, Value,
+};
+
+/// The error of a declared query's `$in` argument longer than its `max`.
+pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {
+    crate::Error::Refused(format!(
+        "{len} values for `{path}` in a declared query whose `any_of({path}, max = {max})` takes at most {max}: the index fit (SORT_MERGE of at most 200 scans) was computed for {max}"
+    ))
+}
+
+/// Compile-time check of an index key, a sort or a range: the field's stored form orders like
+/// its values ([`Ordered`]); spanned at the key by the derive.
+pub const fn require_ordered<T: Ordered + ?Sized>() {}
+
+/// Compile-time check of `#[query(project = Row)]`: every stored field of `Row` is one of `R`.
+pub const fn check_projection<R: Fields + ?Sized, Row: Fields + ?Sized>() {
+    let mut i = 0;
+    while i < Row::STORED.len() {
+        if position(R::STORED, Row::STORED[i]).is_none() {
+            panic!("a field of the `project = ...` type of this `#[query]` is not a stored field of the collection root: a projection row holds only fields the documents store (same stored names)");
+        }
+        i += 1;
+    }
+    if Row::HAS_ID && !R::HAS_ID {
+        panic!("the `project = ...` type of this `#[query]` has an `_id` the collection root does not declare");
+    }
+}
+
+/// A stored field of a struct, keyed by a hash of its Rust name ([`field_key`]): its Rust type,
+/// the type that describes its stored form, its stored name, how its values are written and,
+/// for a capped array, its cap. Implemented by both derives for every stored named field, and
+/// forwarded through `Option`, arrays and sets (a path through an array names its elements' field,
+/// as mongod's dotted paths do), so that `field!(Ticket, history.status)` resolves.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no stored field by this name",
+    label = "`field!` and `#[query]` name Rust fields of a struct deriving `Document` or `BsonSchema` (serde's renames give the stored name)",
+    note = "check the spelling, and that the field is not `#[serde(skip)]`; an embedded type must derive `BsonSchema` for its fields to be named"
+)]
+pub trait FieldPath<const KEY: u64> {
+    /// The field's Rust type.
+    type Type;
+    /// What describes the stored form: the field's type, or what its serde helper or
+    /// `#[schema(stored_as = T)]` writes.
+    type Stored: ?Sized;
+    /// The stored name.
+    const STORED: &'static str;
+    /// How values are written.
+    const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+    /// `#[embed(max = N, cap)]`: the cap.
+    const CAP: Option<u32> = None;
+}
+
+macro_rules! forward_field_path {
+    ($($ty:ident)::+ <T $(, $extra:ident)*>) => {
+        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*> {
+            type Type = T::Type;
+            type Stored = T::Stored;
+            const STORED: &'static str = T::STORED;
+            const ENCODER: Encoder<Self::Type> = T::ENCODER;
+            const CAP: Option<u32> = T::CAP;
+        }
+    };
+}
+
+forward_field_path!(Option<T>);
+forward_field_path!(Vec<T>);
+forward_field_path!(VecDeque<T>);
+forward_field_path!(BTreeSet<T>);
+forward_field_path!(HashSet<T, H>);
+forward_field_path!(Box<T>);
+
+impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N] {
+    type Type = T::Type;
+    type Stored = T::Stored;
+    const STORED: &'static str = T::STORED;
+    const ENCODER: Encoder<Self::Type> = T::ENCODER;
+    const CAP: Option<u32> = T::CAP;
+}
+
+/// FNV-1a of a Rust field name: the key of [`FieldPath`] and [`HasField`] (the derive computes
+/// the same).
+pub const fn field_key(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// The typed path of one field of `R`.
+pub const fn field_path<R: FieldPath<KEY> + ?Sized, const KEY: u64>() -> Path<R, R::Type, R::Stored>
+{
+    Path::__new(R::STORED, R::ENCODER, R::CAP)
+}
+
+/// The typed path of `segments` joined with dots, ending at the field `L` of some embedded type.
+pub const fn nested_path<R: ?Sized, L: FieldPath<KEY> + ?Sized, const KEY: u64>(
+    joined: &'static str,
+) -> Path<R, L::Type, L::Stored> {
+    Path::__new(joined, L::ENCODER, L::CAP)
+}
+
+/// The length of `segments` joined with dots.
+pub const fn joined_len(segments: &[&str]) -> usize {
+    let mut len = 0;
+    let mut i = 0;
+    while i < segments.len() {
+        len += segments[i].len();
+        if i > 0 {
+            len += 1;
+        }
+        i += 1;
+    }
+    len
+}
+
+/// `segments` joined with dots, in an array of [`joined_len`] bytes.
+pub const fn join<const N: usize>(segments: &[&str]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < segments.len() {
+        if i > 0 {
+            out[at] = b'.';
+            at += 1;
+        }
+        let bytes = segments[i].as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at] = bytes[j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
 }

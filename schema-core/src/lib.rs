@@ -14,6 +14,7 @@ mod json_schema;
 mod lease;
 mod literal;
 mod model;
+pub mod query;
 mod relations;
 mod schema;
 mod sync;

@@ -90,6 +90,8 @@ pub struct Container {
     pub collection: Option<Sp<Collection>>,
     pub bucket: Option<Sp<BucketAttr>>,
     pub indexes: Vec<Sp<Index>>,
+    /// `#[query(...)]`: declared access patterns.
+    pub queries: Vec<Sp<Query>>,
     /// `#[schema(additional_properties = false)]` on the container.
     pub additional_properties: Option<Sp<bool>>,
     pub rename_all: RenameRule,
@@ -124,6 +126,20 @@ pub struct Collection {
     pub validation_action: Option<Sp<String>>,
     pub additional_properties: Option<Sp<bool>>,
     pub shard_key: Option<Sp<Vec<IndexKey>>>,
+}
+
+/// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
+/// project = T, index = "...")]`.
+#[derive(Default)]
+pub struct Query {
+    pub name: Option<Sp<LitStr>>,
+    pub eq: Vec<KeyField>,
+    pub any_of: Vec<(KeyField, u64)>,
+    pub range: Vec<KeyField>,
+    pub sort: Vec<IndexKey>,
+    pub limit: Option<Sp<u64>>,
+    pub project: Option<Sp<syn::Type>>,
+    pub index: Option<Sp<String>>,
 }
 
 pub struct Index {
@@ -172,6 +188,7 @@ impl Container {
         let mut collection = None;
         let mut bucket = None;
         let mut indexes = Vec::new();
+        let mut queries = Vec::new();
         let mut additional = Slot::new(cx, "schema", ADDITIONAL_PROPERTIES);
         let mut rename_all = Slot::new(cx, "serde", RENAME_ALL);
         let mut rename_all_fields = Slot::new(cx, "serde", RENAME_ALL_FIELDS);
@@ -205,6 +222,11 @@ impl Container {
             } else if path == INDEX {
                 indexes.push(Sp {
                     value: parse_index(cx, attr),
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == QUERY {
+                queries.push(Sp {
+                    value: parse_query(cx, attr),
                     tokens: attr.to_token_stream(),
                 });
             } else if path == SCHEMA {
@@ -277,6 +299,7 @@ impl Container {
             collection,
             bucket,
             indexes,
+            queries,
             additional_properties: additional.get(),
             rename_all: rename_all.get().map_or(RenameRule::None, |r| r.value),
             rename_all_fields: rename_all_fields
@@ -508,6 +531,158 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
         partial: partial.get(),
         expire_after_secs: expire.get(),
         name: name.get(),
+    }
+}
+
+fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
+    let mut name = Slot::new(cx, "query", NAME);
+    let mut limit = Slot::new(cx, "query", LIMIT);
+    let mut project: Slot<Option<syn::Type>> = Slot::new(cx, "query", PROJECT);
+    let mut index = Slot::new(cx, "query", INDEX);
+    let mut sort = Slot::new(cx, "query", SORT);
+    let mut query = Query::default();
+    parse_all(cx, attr, |meta| {
+        if meta.path == NAME {
+            let parsed = string(&value(&meta)?, "name = \"agent_queue\"").and_then(|lit| {
+                let text = lit.value();
+                if syn::parse_str::<Ident>(&text).is_err() || text.starts_with("r#") {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!("query name `{text}` must be a Rust identifier in snake_case: it names the function that runs the query"),
+                    ));
+                }
+                Ok((lit.to_token_stream(), lit))
+            });
+            name.set_or_poison(&meta.path, parsed.map(|(t, l)| (t, Some(l))));
+        } else if meta.path == EQ {
+            let content;
+            parenthesized!(content in meta.input);
+            let fields = Punctuated::<KeyFieldArg, Token![,]>::parse_terminated(&content)?;
+            if fields.is_empty() {
+                return Err(meta.error("expected at least one field, e.g. `eq(team, status)`"));
+            }
+            query.eq.extend(fields.into_iter().map(|f| f.0));
+        } else if meta.path == ANY_OF {
+            let content;
+            parenthesized!(content in meta.input);
+            let field: KeyFieldArg = content.parse()?;
+            content.parse::<Token![,]>().map_err(|_| {
+                syn::Error::new(
+                    content.span(),
+                    "`any_of` needs the largest list it takes: `any_of(status, max = 3)`",
+                )
+            })?;
+            let key: Ident = content.parse()?;
+            if key != "max" {
+                return Err(syn::Error::new_spanned(
+                    key,
+                    "expected `max = N`: `any_of(status, max = 3)`",
+                ));
+            }
+            content.parse::<Token![=]>()?;
+            let lit: LitInt = content.parse()?;
+            let max: u64 = lit.base10_parse()?;
+            if max == 0 {
+                return Err(syn::Error::new_spanned(
+                    lit,
+                    "`max` of `any_of` must be at least 1",
+                ));
+            }
+            query.any_of.push((field.0, max));
+        } else if meta.path == RANGE {
+            let content;
+            parenthesized!(content in meta.input);
+            let fields = Punctuated::<KeyFieldArg, Token![,]>::parse_terminated(&content)?;
+            if fields.len() != 1 {
+                return Err(meta.error("`range` takes one field (mongod bounds one range per index scan well; filter the others after): `range(placed_at)`"));
+            }
+            query.range.extend(fields.into_iter().map(|f| f.0));
+        } else if meta.path == SORT {
+            let parsed = parse_keys(&meta).and_then(|keys| {
+                match keys.iter().find(|k| matches!(k.kind, KeyKind::Special(_))) {
+                    Some(k) => Err(syn::Error::new_spanned(
+                        &k.kind_tokens,
+                        "a sort direction is 1 or -1",
+                    )),
+                    None => Ok((meta.path.to_token_stream(), keys)),
+                }
+            });
+            sort.set_or_poison(&meta.path, parsed);
+        } else if meta.path == LIMIT {
+            let parsed = unsigned(&value(&meta)?, "limit = 50").and_then(|(t, n)| {
+                if n == 0 {
+                    Err(syn::Error::new_spanned(&t, "`limit` must be at least 1"))
+                } else {
+                    Ok((t, n))
+                }
+            });
+            limit.set_or_poison(&meta.path, parsed);
+        } else if meta.path == PROJECT {
+            let parsed: syn::Result<(TokenStream, Option<syn::Type>)> =
+                value(&meta).and_then(|expr| {
+                    let ty: syn::Type = syn::parse2(expr.to_token_stream())?;
+                    Ok((expr.to_token_stream(), Some(ty)))
+                });
+            project.set_or_poison(&meta.path, parsed);
+        } else if meta.path == INDEX {
+            let parsed = string(&value(&meta)?, "index = \"agent_queue\"")
+                .map(|lit| (lit.to_token_stream(), lit.value()));
+            index.set_or_poison(&meta.path, parsed);
+        } else {
+            unknown(
+                cx,
+                &meta,
+                "query",
+                &[
+                    "name", "eq", "any_of", "range", "sort", "limit", "project", "index",
+                ],
+            )?;
+        }
+        Ok(())
+    });
+    query.name = name.get().and_then(|n| {
+        Some(Sp {
+            value: n.value?,
+            tokens: n.tokens,
+        })
+    });
+    query.limit = limit.get();
+    query.project = project.get().and_then(|p| {
+        Some(Sp {
+            value: p.value?,
+            tokens: p.tokens,
+        })
+    });
+    query.index = index.get();
+    query.sort = sort.get().map(|s| s.value).unwrap_or_default();
+    if query.name.is_none() {
+        cx.error_spanned_by(
+            attr,
+            "`#[query]` needs a name: `#[query(name = \"agent_queue\", ...)]`",
+        );
+    }
+    if query.eq.is_empty()
+        && query.any_of.is_empty()
+        && query.range.is_empty()
+        && query.sort.is_empty()
+    {
+        cx.error_spanned_by(attr, "`#[query]` declares no condition and no sort: add `eq(..)`, `any_of(..)`, `range(..)` or `sort(..)`");
+    }
+    query
+}
+
+/// A field of `eq(..)`, `any_of(..)` or `range(..)`: a Rust name or a quoted stored path.
+struct KeyFieldArg(KeyField);
+
+impl Parse for KeyFieldArg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            Ok(KeyFieldArg(KeyField::Path(input.parse()?)))
+        } else {
+            Ok(KeyFieldArg(KeyField::Rust(
+                input.call(syn::ext::IdentExt::parse_any)?,
+            )))
+        }
     }
 }
 
@@ -871,7 +1046,7 @@ impl Field {
                     value: parse_subset(cx, attr),
                     tokens: attr.to_token_stream(),
                 });
-            } else if path == COLLECTION || path == INDEX {
+            } else if path == COLLECTION || path == INDEX || path == QUERY {
                 cx.error_spanned_by(
                     attr,
                     format!(

@@ -6,7 +6,7 @@ use quote::ToTokens;
 use syn::{Ident, Type};
 
 use crate::ast::{Container, Data, Field, RefKind, Repr, Style, Variant};
-use crate::attr::{ExtendedRef, IndexKey, KeyField, OnDelete, Sync};
+use crate::attr::{ExtendedRef, IndexKey, KeyField, KeyKind, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 use crate::expand::Derive;
 
@@ -30,6 +30,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     }
     check_bucket(cx, cont, derive);
     check_index_keys(cx, cont);
+    check_queries(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
     mongod::check(cx, cont);
 }
@@ -246,6 +247,12 @@ fn check_derive_fits_item(cx: &Ctxt, cont: &Container, derive: Derive) {
                 cx.error_spanned_by(
                     &index.tokens,
                     "`#[index]` belongs on a collection root: use `#[derive(Document)]` instead of `#[derive(BsonSchema)]`",
+                );
+            }
+            for query in &cont.attrs.queries {
+                cx.error_spanned_by(
+                    &query.tokens,
+                    "`#[query]` declares a query of a collection: put it on the `#[derive(Document)]` root",
                 );
             }
         }
@@ -662,7 +669,114 @@ fn check_unique_indexes_start_with_shard_key(cx: &Ctxt, cont: &Container) {
 
 /// The stored name of an index key, reporting names that are not stored fields.
 pub fn resolve_key(cx: &Ctxt, cont: &Container, key: &IndexKey) -> String {
-    match &key.field {
+    resolve_field(cx, cont, &key.field)
+}
+
+/// The Rust field a key names, when it names one (a quoted path names none).
+pub fn rust_field<'c, 'a>(cont: &'c Container<'a>, field: &KeyField) -> Option<&'c Field<'a>> {
+    let KeyField::Rust(ident) = field else {
+        return None;
+    };
+    let wanted = crate::ast::unraw(ident);
+    let all: Vec<&Field> = match &cont.data {
+        Data::Struct(fields) => fields.iter().collect(),
+        Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
+        _ => Vec::new(),
+    };
+    all.into_iter()
+        .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
+}
+
+/// `#[query]`: fields exist, names are unique, the sort is not on a field stored as text that
+/// orders unlike its values (checked by rustc through `Ordered` where the type decides).
+fn check_queries(cx: &Ctxt, cont: &Container) {
+    let mut names: Vec<String> = Vec::new();
+    for query in &cont.attrs.queries {
+        let query = &query.value;
+        if let Some(name) = &query.name {
+            let text = name.value.value();
+            if names.contains(&text) {
+                cx.error_spanned_by(&name.tokens, format!("two queries are named `{text}`"));
+            }
+            names.push(text);
+        }
+        let fields = query
+            .eq
+            .iter()
+            .chain(query.any_of.iter().map(|(f, _)| f))
+            .chain(query.range.iter())
+            .chain(query.sort.iter().map(|k| &k.field));
+        for field in fields {
+            resolve_field(cx, cont, field);
+        }
+        for field in query
+            .range
+            .iter()
+            .chain(query.sort.iter().map(|k| &k.field))
+        {
+            check_stored_order(cx, cont, field);
+        }
+    }
+    for index in &cont.attrs.indexes {
+        for key in index.value.keys.iter().flat_map(|k| &k.value) {
+            if matches!(key.kind, KeyKind::Direction(_)) {
+                check_stored_order(cx, cont, &key.field);
+            }
+        }
+    }
+}
+
+/// A number or a date the user stores as a string (`#[schema(stored_as = String)]`): its text
+/// does not sort like its values.
+fn check_stored_order(cx: &Ctxt, cont: &Container, key: &KeyField) {
+    let Some(field) = rust_field(cont, key) else {
+        return;
+    };
+    let Some(stored) = &field.attrs.stored_as else {
+        return;
+    };
+    let stored_name = crate::serde_helpers::type_last_name(&stored.value);
+    let rust_name = crate::serde_helpers::type_last_name(field.ty);
+    const ORDERED: &[&str] = &[
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "isize",
+        "f32",
+        "f64",
+        "Decimal",
+        "DateTime",
+        "NaiveDateTime",
+        "NaiveDate",
+        "OffsetDateTime",
+        "PrimitiveDateTime",
+        "SystemTime",
+    ];
+    if stored_name.as_deref() == Some("String")
+        && rust_name.as_deref().is_some_and(|n| ORDERED.contains(&n))
+    {
+        cx.error_spanned_by(
+            key.tokens(),
+            format!(
+                "`{}` is a `{}` stored as a string (`stored_as = String`): text does not sort like the values (\"10\" < \"9\"), so an index key, a sort or a range on it is wrong; store it as a number or a date",
+                field.display_name(),
+                rust_name.unwrap_or_default()
+            ),
+        );
+    }
+}
+
+/// The stored path a key names (a Rust field through serde's renames, or a quoted path).
+pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
+    match key {
         KeyField::Rust(ident) => {
             let wanted = crate::ast::unraw(ident);
             let all: Vec<&Field> = match &cont.data {

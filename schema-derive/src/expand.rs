@@ -28,6 +28,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
     let cont = cont.expect("no model without errors");
     let schema_impl = gen::json_schema::bson_schema_impl(&cont, derive);
     let checks = gen::checks::type_checks(&cont);
+    let paths = gen::paths::field_paths(&cont, derive);
     let (document_impl, copy_types) = match derive {
         Derive::Document => (
             gen::document::document_impl(&cont),
@@ -44,6 +45,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
             #schema_impl
             #document_impl
             #checks
+            #paths
         };
     })
 }

@@ -33,7 +33,8 @@ use syn::{parse_macro_input, DeriveInput};
         schema,
         reference,
         extended_ref,
-        subset
+        subset,
+        query
     )
 )]
 pub fn derive_document(input: TokenStream) -> TokenStream {
@@ -55,7 +56,8 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
         schema,
         reference,
         extended_ref,
-        subset
+        subset,
+        query
     )
 )]
 pub fn derive_bson_schema(input: TokenStream) -> TokenStream {

@@ -176,6 +176,11 @@ fn names(path: &Path) -> Vec<String> {
 }
 
 /// The last identifier of a type's path (`Option`, `u32`, `Vec`), if it is a path.
+/// The last segment's name of a type's path (`Decimal` of `rust_decimal::Decimal`).
+pub fn type_last_name(ty: &Type) -> Option<String> {
+    last_name(ty)
+}
+
 fn last_name(ty: &Type) -> Option<String> {
     match ty {
         Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),

@@ -20,6 +20,7 @@ symbols! {
     REFERENCE = "reference",
     EXTENDED_REF = "extended_ref",
     SUBSET = "subset",
+    QUERY = "query",
     // options of ours
     NAME = "name",
     VALIDATION_LEVEL = "validation_level",
@@ -53,6 +54,11 @@ symbols! {
     MAXIMUM = "maximum",
     PATTERN = "pattern",
     STORED_AS = "stored_as",
+    EQ = "eq",
+    ANY_OF = "any_of",
+    RANGE = "range",
+    LIMIT = "limit",
+    PROJECT = "project",
     // serde
     SERDE = "serde",
     RENAME = "rename",

@@ -181,6 +181,8 @@ pub struct CollectionSpec {
     /// (`changeStreamPreAndPostImages`): set by `Schema::build` on the children of a
     /// `#[subset(sync = "async")]`, so the sync worker knows the parent of a deleted child.
     pub change_stream_pre_images: bool,
+    /// The declared queries (`#[query(...)]`), fitted to the indexes by `Schema::build`.
+    pub queries: Vec<crate::query::QuerySpec>,
 }
 
 /// How many documents a reference field points at.
@@ -276,7 +278,14 @@ impl CollectionSpec {
             subsets: Vec::new(),
             embeds: Vec::new(),
             change_stream_pre_images: false,
+            queries: Vec::new(),
         }
+    }
+
+    /// Adds a declared query.
+    pub fn query(mut self, query: crate::query::QuerySpec) -> Self {
+        self.queries.push(query);
+        self
     }
 
     /// Sets `validationLevel`.

@@ -72,11 +72,13 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
         .filter(|field| field.stored_name != "_id")
         .filter_map(|field| Some((unraw(field.ident?), &field.stored_name)))
         .unzip();
+    let has_id = cont.stored_fields().any(|f| f.stored_name == "_id");
     out.extend(quote! {
         #[automatically_derived]
         impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
             const NAMES: &'static [&'static str] = &[#(#names),*];
             const STORED: &'static [&'static str] = &[#(#stored),*];
+            const HAS_ID: bool = #has_id;
         }
     });
     out
@@ -197,6 +199,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
         let expecting = format!("struct {name_str}");
         let locals: Vec<Ident> = (0..n).map(|i| format_ident!("__field{}", i)).collect();
         let positions: Vec<usize> = (1..=n).collect();
+        let id_key = field_key("id");
+        let path_keys: Vec<u64> = extended.fields.iter().map(|f| field_key(f)).collect();
+        let path_positions: Vec<usize> = (0..n).collect();
         out.extend(quote! {
             #[doc = #doc]
             #[derive(Debug, Clone, PartialEq)]
@@ -226,6 +231,23 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             #[doc(hidden)]
             #[allow(clippy::all)]
             const _: () = {
+                #[automatically_derived]
+                impl #private::FieldPath<#id_key> for #name {
+                    type Type = #checked_source::Id;
+                    type Stored = #checked_source::Id;
+                    const STORED: &'static str = "_id";
+                }
+                #(
+                    #[automatically_derived]
+                    impl #private::FieldPath<#path_keys> for #name {
+                        type Type = <#source as #private::FieldPath<{ #name::#key_consts }>>::Type;
+                        type Stored = <#source as #private::FieldPath<{ #name::#key_consts }>>::Stored;
+                        const STORED: &'static str = #name::__STORED[#path_positions];
+                        const ENCODER: #private::Encoder<Self::Type> = <#source as #private::FieldPath<{ #name::#key_consts }>>::ENCODER;
+                    }
+                )*
+                #[automatically_derived]
+                impl #private::Ordered for #name {}
 
                 #[automatically_derived]
                 impl ::core::convert::From<&#source> for #name {

@@ -86,6 +86,8 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         quote!(.shard_key(#keys))
     });
     let references = crate::gen::relations::reference_specs(cont);
+    let queries = crate::gen::queries::query_specs(cont);
+    let query_items = crate::gen::queries::query_items(cont);
     let copies = crate::gen::copies::copy_specs(cont);
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
@@ -97,6 +99,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let local_validator = local_validator_fn(cont);
     quote! {
         #child_of
+        #query_items
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
@@ -114,6 +117,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #references
                     #copies
                     #buckets
+                    #queries
             }
 
             #references_fn

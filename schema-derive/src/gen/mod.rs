@@ -4,6 +4,8 @@ pub mod checks;
 pub mod copies;
 pub mod document;
 pub mod json_schema;
+pub mod paths;
+pub mod queries;
 pub mod relations;
 
 use proc_macro2::TokenStream;

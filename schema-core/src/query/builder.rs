@@ -1,0 +1,450 @@
+//! The filter, sort and update builders: typed per operator, values encoded as the field is
+//! stored, plain match expressions only (never `$expr`).
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use mongodb::bson::{Bson, Document};
+
+use super::path::{encode, Path};
+use super::{Array, Numeric, Ordered, Value};
+use crate::Result;
+
+fn ser_error(e: mongodb::bson::ser::Error) -> crate::Error {
+    crate::Error::Driver(mongodb::error::Error::from(e))
+}
+
+/// A filter on the documents of `R`, built from typed paths: `{ team: "billing", status: "open" }`
+/// as [`Filter::new`]`().eq(field!(Ticket, team), "billing").eq(field!(Ticket, status),
+/// &Status::Open)`.
+///
+/// Each value is encoded as the driver stores the field (its serde helper included), so a uuid or
+/// an enum compares with what is stored; a value that serializes to a document is compared with
+/// `$eq`, so a value from a client can never become an operator. The first value that fails to
+/// encode is reported by [`Filter::build`].
+#[must_use]
+pub struct Filter<R: ?Sized> {
+    doc: Document,
+    error: Option<crate::Error>,
+    _root: PhantomData<fn() -> Box<R>>,
+}
+
+impl<R: ?Sized> Default for Filter<R> {
+    fn default() -> Self {
+        Filter::new()
+    }
+}
+
+impl<R: ?Sized> std::fmt::Debug for Filter<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filter")
+            .field("doc", &self.doc)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl<R: ?Sized> Filter<R> {
+    /// An empty filter (matches every document).
+    pub fn new() -> Self {
+        Filter {
+            doc: Document::new(),
+            error: None,
+            _root: PhantomData,
+        }
+    }
+
+    fn value<T: ?Sized, V: Value<T> + ?Sized>(
+        &mut self,
+        encoder: super::Encoder<T>,
+        value: &V,
+    ) -> Option<Bson> {
+        match encode(encoder, value) {
+            Ok(bson) => Some(bson),
+            Err(e) => {
+                self.error.get_or_insert(ser_error(e));
+                None
+            }
+        }
+    }
+
+    /// Adds `op: value` under `path`, merging with the operators already there
+    /// (`{ at: { $gte: a, $lt: b } }`).
+    fn operator(&mut self, path: &'static str, op: &str, value: Bson) {
+        match self.doc.get_mut(path) {
+            Some(Bson::Document(ops)) if ops.keys().all(|k| k.starts_with('$')) => {
+                ops.insert(op, value);
+            }
+            _ => {
+                let mut ops = Document::new();
+                ops.insert(op, value);
+                self.doc.insert(path, ops);
+            }
+        }
+    }
+
+    /// `{ path: value }`: the field equals `value` (for an array field, mongod also matches an
+    /// array holding it; see [`Filter::contains`]).
+    pub fn eq<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        if let Some(bson) = self.value(path.encoder(), value) {
+            match bson {
+                // a document value is matched with `$eq`: its keys are never read as operators
+                Bson::Document(_) => self.operator(path.as_str(), "$eq", bson),
+                bson => {
+                    self.doc.insert(path.as_str(), bson);
+                }
+            }
+        }
+        self
+    }
+
+    /// `{ path: { $ne: value } }`.
+    pub fn ne<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        if let Some(bson) = self.value(path.encoder(), value) {
+            self.operator(path.as_str(), "$ne", bson);
+        }
+        self
+    }
+
+    fn list<'v, T: ?Sized, S: ?Sized, V: Value<T> + ?Sized + 'v>(
+        mut self,
+        op: &str,
+        path: Path<R, T, S>,
+        values: impl IntoIterator<Item = &'v V>,
+    ) -> Self {
+        let mut list = Vec::new();
+        for value in values {
+            match self.value(path.encoder(), value) {
+                Some(bson) => list.push(bson),
+                None => return self,
+            }
+        }
+        self.operator(path.as_str(), op, Bson::Array(list));
+        self
+    }
+
+    /// `{ path: { $in: [values] } }`: a multi-value equality.
+    pub fn is_in<'v, T: ?Sized, S: ?Sized, V: Value<T> + ?Sized + 'v>(
+        self,
+        path: Path<R, T, S>,
+        values: impl IntoIterator<Item = &'v V>,
+    ) -> Self {
+        self.list("$in", path, values)
+    }
+
+    /// `{ path: { $nin: [values] } }`.
+    pub fn not_in<'v, T: ?Sized, S: ?Sized, V: Value<T> + ?Sized + 'v>(
+        self,
+        path: Path<R, T, S>,
+        values: impl IntoIterator<Item = &'v V>,
+    ) -> Self {
+        self.list("$nin", path, values)
+    }
+
+    fn compare<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+        mut self,
+        op: &str,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        if let Some(bson) = self.value(path.encoder(), value) {
+            self.operator(path.as_str(), op, bson);
+        }
+        self
+    }
+
+    /// `{ path: { $gt: value } }`; only on fields stored in a form that orders like the value.
+    pub fn gt<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+        self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        self.compare("$gt", path, value)
+    }
+
+    /// `{ path: { $gte: value } }`.
+    pub fn gte<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+        self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        self.compare("$gte", path, value)
+    }
+
+    /// `{ path: { $lt: value } }`.
+    pub fn lt<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+        self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        self.compare("$lt", path, value)
+    }
+
+    /// `{ path: { $lte: value } }`.
+    pub fn lte<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+        self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        self.compare("$lte", path, value)
+    }
+
+    /// A range from Rust's range syntax: `a..b` is `{ $gte: a, $lt: b }`, `a..=b` `{ $gte: a,
+    /// $lte: b }`, `a..` `{ $gte: a }`, `..` nothing.
+    pub fn range<T: ?Sized, S: Ordered + ?Sized, V: Value<T>>(
+        mut self,
+        path: Path<R, T, S>,
+        range: impl RangeBounds<V>,
+    ) -> Self {
+        match range.start_bound() {
+            Bound::Included(v) => self = self.compare("$gte", path, v),
+            Bound::Excluded(v) => self = self.compare("$gt", path, v),
+            Bound::Unbounded => {}
+        }
+        match range.end_bound() {
+            Bound::Included(v) => self = self.compare("$lte", path, v),
+            Bound::Excluded(v) => self = self.compare("$lt", path, v),
+            Bound::Unbounded => {}
+        }
+        self
+    }
+
+    /// `{ path: { $exists: present } }`.
+    pub fn exists<T: ?Sized, S: ?Sized>(mut self, path: Path<R, T, S>, present: bool) -> Self {
+        self.operator(path.as_str(), "$exists", Bson::Boolean(present));
+        self
+    }
+
+    /// `{ path: value }` on an array field: some element equals `value`.
+    pub fn contains<T: Array + ?Sized, S: ?Sized, V: serde::Serialize + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self
+    where
+        V: Value<T::Elem>,
+    {
+        match value.plain() {
+            Ok(bson @ Bson::Document(_)) => self.operator(path.as_str(), "$eq", bson),
+            Ok(bson) => {
+                self.doc.insert(path.as_str(), bson);
+            }
+            Err(e) => {
+                self.error.get_or_insert(ser_error(e));
+            }
+        }
+        self
+    }
+
+    /// `{ path: { $elemMatch: { ... } } }`: one element of the array field matches every
+    /// condition of `element`, a filter on the element type.
+    pub fn elem_match<T: Array + ?Sized, S: ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        element: Filter<T::Elem>,
+    ) -> Self {
+        match element.build() {
+            Ok(doc) => self.operator(path.as_str(), "$elemMatch", Bson::Document(doc)),
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
+    }
+
+    /// The filter document.
+    ///
+    /// # Errors
+    /// The first value that could not be serialized (a `u64` above `i64::MAX`, a helper's
+    /// refusal), as [`crate::Error::Driver`].
+    pub fn build(self) -> Result<Document> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.doc),
+        }
+    }
+}
+
+/// A sort of the documents of `R` on typed paths, in order: only fields stored in a form that
+/// orders like their values ([`Ordered`]).
+#[must_use]
+pub struct Sort<R: ?Sized> {
+    doc: Document,
+    _root: PhantomData<fn() -> Box<R>>,
+}
+
+impl<R: ?Sized> Default for Sort<R> {
+    fn default() -> Self {
+        Sort::new()
+    }
+}
+
+impl<R: ?Sized> std::fmt::Debug for Sort<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Sort").field(&self.doc).finish()
+    }
+}
+
+impl<R: ?Sized> Sort<R> {
+    /// No sort.
+    pub fn new() -> Self {
+        Sort {
+            doc: Document::new(),
+            _root: PhantomData,
+        }
+    }
+
+    /// Then ascending on `path`.
+    pub fn asc<T: ?Sized, S: Ordered + ?Sized>(mut self, path: Path<R, T, S>) -> Self {
+        self.doc.insert(path.as_str(), 1_i32);
+        self
+    }
+
+    /// Then descending on `path`.
+    pub fn desc<T: ?Sized, S: Ordered + ?Sized>(mut self, path: Path<R, T, S>) -> Self {
+        self.doc.insert(path.as_str(), -1_i32);
+        self
+    }
+
+    /// The sort document (`{ priority: -1, updatedAt: -1 }`).
+    pub fn build(self) -> Document {
+        self.doc
+    }
+}
+
+/// An update of the documents of `R` on typed paths: `$set` takes the field's type, `$inc` a
+/// number in the field's own type, `$push` an element of an array field (a capped array's push
+/// writes its `$slice`), `$unset` an optional field.
+#[must_use]
+pub struct Update<R: ?Sized> {
+    doc: Document,
+    error: Option<crate::Error>,
+    _root: PhantomData<fn() -> Box<R>>,
+}
+
+impl<R: ?Sized> Default for Update<R> {
+    fn default() -> Self {
+        Update::new()
+    }
+}
+
+impl<R: ?Sized> std::fmt::Debug for Update<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Update")
+            .field("doc", &self.doc)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl<R: ?Sized> Update<R> {
+    /// An empty update.
+    pub fn new() -> Self {
+        Update {
+            doc: Document::new(),
+            error: None,
+            _root: PhantomData,
+        }
+    }
+
+    fn put(&mut self, op: &str, path: &str, value: Bson) {
+        match self.doc.get_mut(op) {
+            Some(Bson::Document(fields)) => {
+                fields.insert(path, value);
+            }
+            _ => {
+                let mut fields = Document::new();
+                fields.insert(path, value);
+                self.doc.insert(op, fields);
+            }
+        }
+    }
+
+    fn encoded<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
+        &mut self,
+        op: &str,
+        path: Path<R, T, S>,
+        value: &V,
+    ) {
+        match encode(path.encoder(), value) {
+            Ok(bson) => self.put(op, path.as_str(), bson),
+            Err(e) => {
+                self.error.get_or_insert(ser_error(e));
+            }
+        }
+    }
+
+    /// `{ $set: { path: value } }`.
+    pub fn set<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        value: &V,
+    ) -> Self {
+        self.encoded("$set", path, value);
+        self
+    }
+
+    /// `{ $inc: { path: by } }`, `by` in the field's own numeric type (an `i32` field is
+    /// incremented by an `int`, so it stays one).
+    pub fn inc<T, S: Numeric + ?Sized>(mut self, path: Path<R, T, S>, by: T) -> Self
+    where
+        T: Value<T>,
+    {
+        self.encoded("$inc", path, &by);
+        self
+    }
+
+    /// `{ $unset: { path: "" } }` on an optional field.
+    pub fn unset<T, S: ?Sized>(mut self, path: Path<R, Option<T>, S>) -> Self {
+        self.put("$unset", path.as_str(), Bson::String(String::new()));
+        self
+    }
+
+    /// `{ $push: { path: element } }`; on a capped array (`#[embed(max = N, cap)]`)
+    /// `{ $push: { path: { $each: [element], $slice: -N } } }`, so the array keeps its bound.
+    pub fn push<T: Array + ?Sized, S: ?Sized, V: serde::Serialize + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        element: &V,
+    ) -> Self
+    where
+        V: Value<T::Elem>,
+    {
+        match element.plain() {
+            Ok(bson) => {
+                let value = match path.cap() {
+                    Some(cap) => mongodb::bson::doc! {
+                        "$each": [bson],
+                        "$slice": -i64::from(cap),
+                    }
+                    .into(),
+                    None => bson,
+                };
+                self.put("$push", path.as_str(), value);
+            }
+            Err(e) => {
+                self.error.get_or_insert(ser_error(e));
+            }
+        }
+        self
+    }
+
+    /// The update document.
+    ///
+    /// # Errors
+    /// The first value that could not be serialized, as [`crate::Error::Driver`].
+    pub fn build(self) -> Result<Document> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.doc),
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Queries: typed field paths, filter / sort / update builders that encode values as the
+//! driver stores them, declared queries (`#[query(...)]`), the planner's rules that fit a query
+//! to an index, and the proof by `explain`.
+//!
+//! ```
+//! # use mongo_schema::prelude::*;
+//! # use mongo_schema::query::{Filter, Sort};
+//! # use serde::{Deserialize, Serialize};
+//! #[derive(BsonSchema, Serialize, Deserialize)]
+//! #[serde(rename_all = "snake_case")]
+//! pub enum Status { Open, Closed }
+//!
+//! #[derive(Document, Serialize, Deserialize)]
+//! #[collection(name = "tickets")]
+//! #[serde(rename_all = "camelCase")]
+//! pub struct Ticket {
+//!     #[serde(rename = "_id")] pub id: ObjectId,
+//!     pub team: String,
+//!     pub status: Status,
+//!     pub updated_at: DateTime,
+//! }
+//!
+//! let filter = Filter::new()
+//!     .eq(field!(Ticket, team), "billing")
+//!     .eq(field!(Ticket, status), &Status::Open)
+//!     .build()?;
+//! assert_eq!(filter, doc! { "team": "billing", "status": "open" });
+//! let sort = Sort::new().desc(field!(Ticket, updated_at)).build();
+//! assert_eq!(sort, doc! { "updatedAt": -1 });
+//! # Ok::<(), mongo_schema::Error>(())
+//! ```
+
+mod builder;
+mod declared;
+mod path;
+
+pub use builder::{Filter, Sort, Update};
+pub use declared::{DeclaredQuery, QuerySpec};
+#[doc(hidden)]
+pub use path::{stored_value, stored_with};
+pub use path::{Encoder, Path};
+
+use mongodb::bson::Bson;
+
+/// A value that can be compared with (or written to) a field whose values are `T`: `T` itself,
+/// and the borrowed forms a caller has at hand (`str` for `String`, `T` for `Option<T>`).
+///
+/// The value is encoded as the field is stored (the field's serde helper included), never
+/// through `From<T> for Bson`.
+pub trait Value<T: ?Sized> {
+    /// Serialized as the driver stores it.
+    #[doc(hidden)]
+    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error>;
+    /// Serialized through the field's helper.
+    #[doc(hidden)]
+    fn custom(
+        &self,
+        helper: fn(&T) -> Result<Bson, mongodb::bson::ser::Error>,
+    ) -> Result<Bson, mongodb::bson::ser::Error>;
+}
+
+impl<T: serde::Serialize + ?Sized> Value<T> for T {
+    #[inline]
+    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+        stored_value(self)
+    }
+    #[inline]
+    fn custom(
+        &self,
+        helper: fn(&T) -> Result<Bson, mongodb::bson::ser::Error>,
+    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper(self)
+    }
+}
+
+impl<T: serde::Serialize> Value<Option<T>> for T {
+    #[inline]
+    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+        stored_value(self)
+    }
+    fn custom(
+        &self,
+        _helper: fn(&Option<T>) -> Result<Bson, mongodb::bson::ser::Error>,
+    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        Err(<mongodb::bson::ser::Error as serde::ser::Error>::custom(
+            "a field with a serde helper on its `Option` takes an `Option` value: pass `&Some(value)`",
+        ))
+    }
+}
+
+impl Value<String> for str {
+    #[inline]
+    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+        Ok(Bson::String(self.to_owned()))
+    }
+    fn custom(
+        &self,
+        helper: fn(&String) -> Result<Bson, mongodb::bson::ser::Error>,
+    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper(&self.to_owned())
+    }
+}
+
+impl Value<Option<String>> for str {
+    #[inline]
+    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+        Ok(Bson::String(self.to_owned()))
+    }
+    fn custom(
+        &self,
+        helper: fn(&Option<String>) -> Result<Bson, mongodb::bson::ser::Error>,
+    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper(&Some(self.to_owned()))
+    }
+}
+
+/// A stored form whose order is the order of the Rust values (or that has no order of its own
+/// to betray, like a binary id): what a range, a sort or an index key needs.
+///
+/// Not implemented for the types serde stores as text that sorts unlike the value:
+/// `rust_decimal::Decimal` (`"103.99" < "6.99"`), chrono's and time's dates and times (RFC 3339
+/// with a variable number of fractional digits), a number stored as a string.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not stored in a form that orders like its values: a range, a sort or an index key on it compares text",
+    label = "stored as text that does not sort like the value",
+    note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
+    note = "if `{Self}` is stored in an order-preserving form, say so: `impl mongo_schema::query::Ordered for {Self} {{}}`"
+)]
+pub trait Ordered {}
+
+/// A stored form that `$inc` can add to: a number.
+#[diagnostic::on_unimplemented(
+    message = "`$inc` needs a numeric field, and `{Self}` is not stored as a number",
+    label = "not a number"
+)]
+pub trait Numeric {}
+
+/// An array field (`Vec<T>`, `VecDeque<T>`, a set, `[T; N]`, or one of them in an `Option`):
+/// what `$elemMatch`, `$push` and an element's equality need.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an array field",
+    label = "`$elemMatch`, `$push` and `contains` take array fields"
+)]
+pub trait Array {
+    /// The element type.
+    type Elem;
+}
+
+macro_rules! marker {
+    ($trait:ident: $($ty:ty),* $(,)?) => { $(impl $trait for $ty {})* };
+}
+
+marker!(Ordered: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, bool, char, String, str);
+marker!(Ordered: mongodb::bson::oid::ObjectId, mongodb::bson::DateTime, mongodb::bson::Timestamp,
+    mongodb::bson::Decimal128, mongodb::bson::Binary, mongodb::bson::Uuid, mongodb::bson::Bson,
+    mongodb::bson::Document);
+marker!(Ordered: crate::model::stored::Int32FromUnsigned, crate::model::stored::DoubleFromU32,
+    crate::model::stored::DoubleFromU64, crate::model::stored::ObjectIdHex);
+marker!(Numeric: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, mongodb::bson::Decimal128,
+    crate::model::stored::Int32FromUnsigned, crate::model::stored::DoubleFromU32,
+    crate::model::stored::DoubleFromU64);
+
+#[cfg(feature = "uuid-1")]
+impl Ordered for uuid::Uuid {}
+#[cfg(feature = "chrono-0_4")]
+impl Ordered for chrono::NaiveDate {} // "2024-01-31": fixed width, sorts by date
+
+impl<T: Ordered + ?Sized> Ordered for &T {}
+impl<T: Ordered> Ordered for Option<T> {}
+impl<T: Ordered> Ordered for Vec<T> {}
+impl<T: Ordered> Ordered for std::collections::VecDeque<T> {}
+impl<T: Ordered> Ordered for std::collections::BTreeSet<T> {}
+impl<T: Ordered, H> Ordered for std::collections::HashSet<T, H> {}
+impl<T: Ordered, const N: usize> Ordered for [T; N] {}
+impl<T: crate::Document> Ordered for crate::Ref<T> {}
+impl<T: Numeric> Numeric for Option<T> {}
+
+impl<T> Array for Vec<T> {
+    type Elem = T;
+}
+impl<T> Array for std::collections::VecDeque<T> {
+    type Elem = T;
+}
+impl<T> Array for std::collections::BTreeSet<T> {
+    type Elem = T;
+}
+impl<T, H> Array for std::collections::HashSet<T, H> {
+    type Elem = T;
+}
+impl<T, const N: usize> Array for [T; N] {
+    type Elem = T;
+}
+impl<A: Array> Array for Option<A> {
+    type Elem = A::Elem;
+}
+
+/// The typed path of a stored field: `field!(Ticket, team)`, `field!(Ticket, customer.name)`,
+/// `field!(Ticket, history.status)` (through an array, as mongod's dotted paths go), each a
+/// [`Path`] with the Rust type of the field's values.
+///
+/// Segments are Rust field names; the path holds serde's stored names (`rename`, `rename_all`,
+/// `_id`), computed at compile time. A misspelt, skipped or renamed-away field is a compile
+/// error, and so is a value of the wrong type in the builders.
+#[macro_export]
+macro_rules! field {
+    ($root:ty, $first:ident) => {
+        $crate::__private::field_path::<$root, { $crate::__private::field_key(stringify!($first)) }>()
+    };
+    ($root:ty, $first:ident $(. $rest:ident)+) => {
+        $crate::__field_walk!(@ [$root] [$root] [] $first $(. $rest)+)
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __field_walk {
+    (@ [$root:ty] [$t:ty] [$($seg:expr,)*] $f:ident . $($rest:ident).+) => {
+        $crate::__field_walk!(@ [$root]
+            [<$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::Type]
+            [$($seg,)* <$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::STORED,]
+            $($rest).+)
+    };
+    (@ [$root:ty] [$t:ty] [$($seg:expr,)*] $f:ident) => {{
+        const __SEGMENTS: &[&str] = &[
+            $($seg,)*
+            <$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::STORED,
+        ];
+        const __LEN: usize = $crate::__private::joined_len(__SEGMENTS);
+        const __BYTES: [u8; __LEN] = $crate::__private::join::<__LEN>(__SEGMENTS);
+        const __PATH: &str = $crate::__private::message_text(&__BYTES);
+        $crate::__private::nested_path::<$root, $t, { $crate::__private::field_key(stringify!($f)) }>(__PATH)
+    }};
+}

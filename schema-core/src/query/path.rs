@@ -1,0 +1,206 @@
+//! Typed field paths: a stored path of a collection root with the Rust type of its values and
+//! the type that describes how they are stored.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use mongodb::bson::Bson;
+
+/// How the values of a field are written: serialized as the driver does (`Plain`), or through
+/// the field's own serde helper (`#[serde(with = ...)]`, `serialize_with`), which the derive
+/// wraps in a function.
+pub enum Encoder<T: ?Sized> {
+    /// Serialized by the value's own `Serialize`, as `insert_one` writes it.
+    Plain,
+    /// Serialized through the field's serde helper.
+    Custom(fn(&T) -> Result<Bson, mongodb::bson::ser::Error>),
+}
+
+impl<T: ?Sized> Clone for Encoder<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Encoder<T> {}
+
+impl<T: ?Sized> fmt::Debug for Encoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Encoder::Plain => f.write_str("Plain"),
+            Encoder::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
+/// A stored path of the documents of `R` (`"customer.name"`, `"history.status"`), whose values
+/// are `T` in Rust and are stored as `S` describes (`S` is `T` unless a serde helper or
+/// `#[schema(stored_as = ...)]` changes the stored form).
+///
+/// Made by [`field!`](crate::field), from serde's stored names, so a renamed or removed field
+/// is a compile error; the builders ([`Filter`](crate::query::Filter),
+/// [`Sort`](crate::query::Sort), [`Update`](crate::query::Update)) take it with values of `T`,
+/// encoded exactly as the driver stores the field.
+pub struct Path<R: ?Sized, T: ?Sized, S: ?Sized = T> {
+    stored: &'static str,
+    encoder: Encoder<T>,
+    cap: Option<u32>,
+    _types: PhantomData<fn() -> (Box<R>, Box<S>)>,
+}
+
+impl<R: ?Sized, T: ?Sized, S: ?Sized> Clone for Path<R, T, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R: ?Sized, T: ?Sized, S: ?Sized> Copy for Path<R, T, S> {}
+
+impl<R: ?Sized, T: ?Sized, S: ?Sized> fmt::Debug for Path<R, T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Path({:?})", self.stored)
+    }
+}
+
+impl<R: ?Sized, T: ?Sized, S: ?Sized> fmt::Display for Path<R, T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.stored)
+    }
+}
+
+impl<R: ?Sized, T: ?Sized, S: ?Sized> Path<R, T, S> {
+    /// A path from its parts; [`field!`](crate::field) is the checked way to make one.
+    #[doc(hidden)]
+    pub const fn __new(stored: &'static str, encoder: Encoder<T>, cap: Option<u32>) -> Self {
+        Path {
+            stored,
+            encoder,
+            cap,
+            _types: PhantomData,
+        }
+    }
+
+    /// The stored path (`"customer.name"`).
+    pub const fn as_str(&self) -> &'static str {
+        self.stored
+    }
+
+    /// The bound of a capped array (`#[embed(max = N, cap)]`): what `$push` keeps with `$slice`.
+    pub const fn cap(&self) -> Option<u32> {
+        self.cap
+    }
+
+    pub(crate) fn encoder(&self) -> Encoder<T> {
+        self.encoder
+    }
+}
+
+/// Encodes `value` as the driver stores a field whose encoder is `encoder`.
+pub(crate) fn encode<T: ?Sized, V: super::Value<T> + ?Sized>(
+    encoder: Encoder<T>,
+    value: &V,
+) -> Result<Bson, mongodb::bson::ser::Error> {
+    match encoder {
+        Encoder::Plain => value.plain(),
+        Encoder::Custom(f) => value.custom(f),
+    }
+}
+
+/// A value as the driver stores it: serialized by a serializer that, like the one behind
+/// `insert_one`, is not human readable (so a `uuid::Uuid` is binary, as stored, and not a
+/// string). Byte for byte the form `bson::to_raw_document_buf` writes; unit-tested against it.
+#[doc(hidden)]
+#[allow(deprecated)] // bson 2.15 prefers a `HumanReadable` wrapper; the option is the same switch
+pub fn stored_value<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<Bson, mongodb::bson::ser::Error> {
+    let options = mongodb::bson::SerializerOptions::builder()
+        .human_readable(false)
+        .build();
+    mongodb::bson::to_bson_with_options(value, options)
+}
+
+/// `value` serialized through a serde helper's `serialize` function, as the driver stores it.
+#[doc(hidden)]
+#[allow(deprecated)]
+pub fn stored_with<T: ?Sized, F>(value: &T, helper: F) -> Result<Bson, mongodb::bson::ser::Error>
+where
+    F: Fn(&T, mongodb::bson::Serializer) -> Result<Bson, mongodb::bson::ser::Error>,
+{
+    let options = mongodb::bson::SerializerOptions::builder()
+        .human_readable(false)
+        .build();
+    helper(value, mongodb::bson::Serializer::new_with_options(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::oid::ObjectId;
+    use mongodb::bson::{doc, DateTime, Decimal128};
+    use serde::Serialize;
+
+    use super::*;
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Status {
+        Open,
+        #[allow(dead_code)]
+        Closed,
+    }
+
+    #[derive(Serialize)]
+    struct Line {
+        name: String,
+        qty: i32,
+    }
+
+    #[test]
+    fn stored_value_is_what_the_driver_stores() {
+        fn same<T: Serialize>(value: T) {
+            let ours = stored_value(&value).unwrap();
+            let driver = crate::model::document::stored_bson(&value).unwrap();
+            assert_eq!(ours, driver);
+        }
+        same("billing");
+        same(String::from("x"));
+        same(7_i32);
+        same(7_i64);
+        same(u32::MAX);
+        same(u64::from(u32::MAX) + 1);
+        same(1.5_f64);
+        same(true);
+        same(ObjectId::new());
+        same(DateTime::from_millis(1_700_000_000_123));
+        same(Decimal128::from_bytes([1; 16]));
+        same(Status::Open);
+        same(Some(3_i32));
+        same(None::<i32>);
+        same(vec![1_i32, 2]);
+        same(Line {
+            name: "bolt".into(),
+            qty: 2,
+        });
+        same(doc! { "a": 1 });
+        same(serde_bytes_like());
+    }
+
+    fn serde_bytes_like() -> mongodb::bson::Binary {
+        mongodb::bson::Binary {
+            subtype: mongodb::bson::spec::BinarySubtype::Generic,
+            bytes: vec![1, 2, 3],
+        }
+    }
+
+    #[test]
+    fn a_plain_uuid_is_stored_as_generic_binary_not_as_doc_writes_it() {
+        // the driver's serde path writes bson 2's `Uuid` as subtype 4 ...
+        let id = mongodb::bson::Uuid::new();
+        let stored = stored_value(&id).unwrap();
+        assert_eq!(stored, crate::model::document::stored_bson(&id).unwrap());
+        // ... and `doc!` agrees for it; the encoders must never go through `From` (a uuid
+        // crate `Uuid` is subtype 0 through serde, subtype 4 through `From`), see the
+        // ecosystem tests
+        assert_eq!(stored, Bson::from(id));
+    }
+}

@@ -1,0 +1,147 @@
+//! Typed field paths: the hidden `FieldPath<KEY>` impls of every stored named field (read by
+//! `field!` and the declared queries), the `Ordered` marker of a derived type, and the field
+//! list of a `BsonSchema` struct (read by a query's `project = Row`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::Type;
+
+use crate::ast::{field_key, unraw, Container, Data, Field};
+use crate::expand::Derive;
+use crate::gen::private;
+
+/// The type whose stored form a field has: what its helper or `stored_as` writes, or its own.
+pub fn stored_form(field: &Field) -> TokenStream {
+    match field.stored_type() {
+        Some(stored) => quote!(#stored),
+        None => {
+            let ty = field.ty;
+            quote!(#ty)
+        }
+    }
+}
+
+/// How a field's values are written, when a serde helper writes them: a function that calls the
+/// helper with a driver serializer. `None` for fields serialized by their own type (and, in a
+/// generic struct, where a nested function could not name the type's parameters).
+pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
+    let private = private();
+    let (option, helper) = field.attrs.custom_serialize.as_ref()?;
+    if cont.is_generic() || helper.is_empty() {
+        return None;
+    }
+    let path: syn::ExprPath = syn::parse_str(helper).ok()?;
+    let call = if option.to_string() == "with" {
+        quote!(#path::serialize)
+    } else {
+        quote!(#path)
+    };
+    let ty = field.ty;
+    Some(quote! {
+        #private::Encoder::Custom({
+            fn __encode(value: &#ty) -> ::core::result::Result<#private::bson::Bson, #private::bson::ser::Error> {
+                #private::stored_with(value, |value, serializer| #call(value, serializer))
+            }
+            __encode
+        })
+    })
+}
+
+/// `impl FieldPath<KEY>` for every stored named field; `Ordered` for the type; `Fields` for a
+/// `BsonSchema` struct (a collection root has its own, with its `HasField` impls).
+pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let mut out = TokenStream::new();
+    let fields: Vec<&Field> = match &cont.data {
+        Data::Struct(_) | Data::Enum(_) => cont
+            .stored_fields()
+            .filter(|f| f.ident.is_some() && f.attrs.flatten.is_none())
+            .collect(),
+        _ => Vec::new(),
+    };
+    for field in &fields {
+        let key = field_key(&unraw(field.ident.expect("named")));
+        let ty = field.ty;
+        let stored_ty = stored_form(field);
+        let stored = &field.stored_name;
+        let encoder = encoder(cont, field)
+            .map(|e| quote!(const ENCODER: #private::Encoder<Self::Type> = #e;));
+        let cap = field
+            .attrs
+            .embed
+            .as_ref()
+            .filter(|e| e.value.cap)
+            .and_then(|e| e.value.max)
+            .map(|max| {
+                let max = u32::try_from(max).unwrap_or(u32::MAX);
+                quote!(const CAP: ::core::option::Option<u32> = ::core::option::Option::Some(#max);)
+            });
+        out.extend(quote! {
+            #[automatically_derived]
+            impl #impl_generics #private::FieldPath<#key> for #ident #ty_generics #where_clause {
+                type Type = #ty;
+                type Stored = #stored_ty;
+                const STORED: &'static str = #stored;
+                #encoder
+                #cap
+            }
+        });
+    }
+    if ordered(cont) {
+        out.extend(quote! {
+            #[automatically_derived]
+            impl #impl_generics #private::Ordered for #ident #ty_generics #where_clause {}
+        });
+    }
+    if derive == Derive::BsonSchema {
+        if let Data::Struct(_) = cont.data {
+            let (names, stored): (Vec<String>, Vec<&String>) = fields
+                .iter()
+                .filter(|field| field.stored_name != "_id")
+                .map(|field| (unraw(field.ident.expect("named")), &field.stored_name))
+                .unzip();
+            let has_id = fields.iter().any(|f| f.stored_name == "_id");
+            out.extend(quote! {
+                #[automatically_derived]
+                impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
+                    const NAMES: &'static [&'static str] = &[#(#names),*];
+                    const STORED: &'static [&'static str] = &[#(#stored),*];
+                    const HAS_ID: bool = #has_id;
+                }
+            });
+        }
+    }
+    out
+}
+
+/// Whether a derived type's stored form orders like its values (or has no order to betray): a
+/// struct, an enum or an array does; a newtype or a `stored_as` type as the type it stores,
+/// unless that is text that sorts unlike the value (a decimal, a chrono or time date).
+fn ordered(cont: &Container) -> bool {
+    let inner: Option<&Type> = match &cont.data {
+        Data::Transparent(field) => Some(field.ty),
+        Data::StoredAs => cont.attrs.stored_as.as_ref().map(|s| &s.value),
+        _ => None,
+    };
+    inner.is_none_or(|ty| !misordered(ty))
+}
+
+/// Types serde stores as text that does not sort like the value.
+pub fn misordered(ty: &Type) -> bool {
+    let Type::Path(path) = ty else {
+        return false;
+    };
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    let name = last.ident.to_string();
+    match name.as_str() {
+        "Decimal" | "NaiveDateTime" | "NaiveTime" | "OffsetDateTime" | "PrimitiveDateTime"
+        | "Rfc3339UtcString" => true,
+        // chrono's `DateTime<Tz>`; bson's `DateTime` has no parameter
+        "DateTime" => !last.arguments.is_empty(),
+        _ => false,
+    }
+}
