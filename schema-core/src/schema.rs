@@ -434,8 +434,12 @@ impl SchemaBuilder {
     /// parser (hand-written ones included; a lenient server may accept what mongod refuses),
     /// every index key names a field of the collection's schema, no two indexes share a key
     /// pattern, and every reference target is part of the schema.
-    pub fn build(self) -> Result<Schema, SchemaError> {
+    pub fn build(mut self) -> Result<Schema, SchemaError> {
         let mut problems = Vec::new();
+        // queries first: the indexes they derive are checked with the declared ones below
+        for spec in &mut self.collections {
+            problems.extend(crate::query::fitting::fit_collection(spec));
+        }
         for (i, spec) in self.collections.iter().enumerate() {
             if let Some(problem) = collection_name_problem(&spec.name) {
                 problems.push(problem);

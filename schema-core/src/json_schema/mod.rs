@@ -257,6 +257,70 @@ pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
     true
 }
 
+/// The schemas a dotted path leads to (through arrays, `anyOf` branches and maps), each with
+/// whether the path crossed an array on the way (a multikey path), or ended on one.
+pub(crate) fn schemas_at(schema: &Document, path: &str) -> Vec<(Document, bool)> {
+    let mut current = vec![(schema.clone(), false)];
+    for segment in path.split('.') {
+        let mut next = Vec::new();
+        for (schema, multikey) in current {
+            for (schema, array) in expand_marked(schema) {
+                let multikey = multikey || array;
+                if let Ok(properties) = schema.get_document("properties") {
+                    if let Ok(property) = properties.get_document(segment) {
+                        next.push((property.clone(), multikey));
+                    }
+                }
+                if let Ok(values) = schema.get_document("additionalProperties") {
+                    next.push((values.clone(), multikey));
+                }
+            }
+        }
+        current = next;
+    }
+    current
+        .into_iter()
+        .flat_map(|(schema, multikey)| {
+            let array = is_array(&schema);
+            expand_marked(schema)
+                .into_iter()
+                .map(move |(s, a)| (s, multikey || array || a))
+        })
+        .collect()
+}
+
+fn is_array(schema: &Document) -> bool {
+    schema.contains_key("items")
+        || match schema.get("bsonType") {
+            Some(Bson::String(t)) => t == "array",
+            Some(Bson::Array(types)) => types.iter().any(|t| t.as_str() == Some("array")),
+            _ => false,
+        }
+}
+
+/// [`expand`], marking the schemas reached through an array's `items`.
+fn expand_marked(schema: Document) -> Vec<(Document, bool)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(schema, false)];
+    while let Some((schema, array)) = stack.pop() {
+        for keyword in ["anyOf", "oneOf"] {
+            if let Ok(branches) = schema.get_array(keyword) {
+                stack.extend(
+                    branches
+                        .iter()
+                        .filter_map(|b| b.as_document().cloned())
+                        .map(|b| (b, array)),
+                );
+            }
+        }
+        if let Ok(items) = schema.get_document("items") {
+            stack.push((items.clone(), true));
+        }
+        out.push((schema, array));
+    }
+    out
+}
+
 /// Looks through `anyOf`/`oneOf` branches and array `items`, which are transparent to a dotted
 /// path.
 fn expand(schemas: Vec<Document>) -> Vec<Document> {

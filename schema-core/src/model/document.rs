@@ -183,6 +183,9 @@ pub struct CollectionSpec {
     pub change_stream_pre_images: bool,
     /// The declared queries (`#[query(...)]`), fitted to the indexes by `Schema::build`.
     pub queries: Vec<crate::query::QuerySpec>,
+    /// The queries the library sends on this collection (lookups, child pages, fan-outs),
+    /// with their fit, as `Schema::build` found them.
+    pub library_queries: Vec<crate::query::QuerySpec>,
 }
 
 /// How many documents a reference field points at.
@@ -279,6 +282,7 @@ impl CollectionSpec {
             embeds: Vec::new(),
             change_stream_pre_images: false,
             queries: Vec::new(),
+            library_queries: Vec::new(),
         }
     }
 

@@ -31,6 +31,12 @@ pub enum IndexReason {
         /// What the index serves.
         purpose: String,
     },
+    /// Derived by `Schema::build` for declared queries that no other index serves without a
+    /// blocking sort (ESR: equalities, then the sort, then the range).
+    Query {
+        /// The queries it serves.
+        queries: Vec<String>,
+    },
     /// Serves the fan-out update of a copy (`<path>._id`) when its source changes.
     FanOut {
         /// Stored path of the copy.
@@ -49,6 +55,9 @@ impl fmt::Display for IndexReason {
                 write!(f, "reference `{field}` -> `{target}`")
             }
             IndexReason::Bucket { purpose } => write!(f, "bucket: {purpose}"),
+            IndexReason::Query { queries } => {
+                write!(f, "declared queries `{}`", queries.join("`, `"))
+            }
             IndexReason::FanOut { path, source } => {
                 write!(f, "fan-out of `{source}` copies at `{path}`")
             }

@@ -37,6 +37,8 @@ pub struct QuerySpec {
     /// `Schema::build`.
     #[doc(hidden)]
     pub project_schema: Option<Document>,
+    /// How `Schema::build` found it served (`None` before `build`).
+    pub fit: Option<super::QueryFit>,
     /// Where the query comes from: `true` for a `#[query]`, `false` for a query the library
     /// emits itself (a page, a lookup, a fan-out).
     pub declared: bool,

@@ -32,10 +32,13 @@
 
 mod builder;
 mod declared;
+pub mod fit;
+pub(crate) mod fitting;
 mod path;
 
 pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, QuerySpec};
+pub use fitting::QueryFit;
 #[doc(hidden)]
 pub use path::{stored_value, stored_with};
 pub use path::{Encoder, Path};
