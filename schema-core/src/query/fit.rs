@@ -1,0 +1,2183 @@
+//! Whether an index serves a query without a blocking (in-memory) sort, decided by mongod's own
+//! query planner rules, and the ESR index a query needs.
+//!
+//! Pure Rust, no I/O: [`fit`] mirrors what mongod 7/8's classic planner does with one index and
+//! one query shape, [`esr_keys`] derives the key pattern a declared query needs, [`covers`] and
+//! [`merge_derived`] fold derived indexes into the smallest set.
+//!
+//! # The rules and where mongod applies them (`mongodb/mongo`, `src/mongo/db/query/`)
+//!
+//! 1. **Usable only with a predicate on the first key, or a sort the index provides whole.**
+//!    `planner_ixselect.cpp` `QueryPlannerIXSelect::findRelevantIndices` keeps an index only when
+//!    its first key field has a predicate. Without one, `query_planner.cpp`
+//!    `QueryPlanner::plan` ("If a sort order is requested, there may be an index that provides
+//!    it") scans the whole index when the sort, as written, is a prefix of the key pattern cut at
+//!    the first special key (`QueryPlannerAnalysis::getSortPattern`) or of its complete reverse
+//!    (`providesSort`), and skips sparse indexes, indexes of another collation, and partial
+//!    indexes the filter does not imply.
+//! 2. **Equalities anywhere, then the sort or its complete reverse.**
+//!    `query_solution.cpp` `computeSortsForScan` builds the "base sort pattern": the key pattern
+//!    without its point-bound (equality) fields, cut at the first special key or multikey field
+//!    that cannot give an order. `ProvidedSortSet::contains` skips sort fields that are equality
+//!    fields of the scan and needs the rest to be a prefix of the base pattern;
+//!    `planner_analysis.cpp` `QueryPlannerAnalysis::analyzeNonBlockingSort` also tries the
+//!    complete reverse (`QueryPlannerCommon::reverseSortObj`, every direction flipped). A partial
+//!    flip is neither.
+//! 3. **ESR: a range, or an unconstrained key, before a sort key cuts the index there.** Such a
+//!    key stays in the base pattern (it is not a point), so the sort cannot be its prefix.
+//! 4. **`$in` before the sort: explode into point scans merged by SORT_MERGE, at most 200.**
+//!    `planner_analysis.cpp` `QueryPlannerAnalysis::explodeForSort`: the leading key fields
+//!    whose bounds are unions of points are exploded (their Cartesian product is the scan count);
+//!    the sort, as written, must be a prefix of the remaining key pattern (or its complete
+//!    reverse), cut at its first multikey field; over `internalQueryMaxScansToExplode`
+//!    (`query_knobs.idl`, default 200) mongod sorts in memory. A one-element `$in` is a point,
+//!    an equality. An empty `$in` has empty bounds: neither a point nor explodable
+//!    (query_planner_test.cpp `CantExplodeWithEmptyBounds`), so it acts like a range here.
+//! 5. **Multikey.** `query_solution.cpp` `confirmBoundsProvideSortComponentGivenMultikeyness`: a
+//!    multikey key gives an order only when it has no bounds (`[MinKey, MaxKey]`) and no bounded
+//!    multikey key shares a path prefix with it (SERVER-31898; jstests/core/query/sort/
+//!    sort_array.js). A bounded multikey equality is dropped from the base pattern but is no
+//!    longer ignored in the sort. Exploded scans never give an order on a multikey field
+//!    (`explodeForSort`, `multikeyFields`).
+//! 6. **Collation.** `planner_ixselect.cpp` `QueryPlannerIXSelect::_compatible` refuses an index
+//!    whose collation differs from the query's for string, object and array comparisons, and
+//!    `computeSortsForScan`/`explodeForSort`/`QueryPlanner::plan` refuse it for a sort on
+//!    fields that may hold strings. A shape carries no value types, so this module assumes every
+//!    field may hold strings: a collation mismatch makes the index [`Verdict::Unusable`].
+//! 7. **Special keys.** A hashed key gives only point bounds (`$in`/equality) and, unless it is an
+//!    equality, ends the order (`computeSortsForScan`: "Hashed fields ... prohibit sorts on the
+//!    later fields"). Text, geo (`2d`, `2dsphere`, `geoHaystack`) and wildcard keys need a
+//!    `$text`, geo or wildcard-specific predicate that a [`QueryShape`] cannot declare
+//!    (`planner_ixselect.cpp` `_compatible`, `stripInvalidAssignmentsTo2dsphereIndices`), so such
+//!    an index is unusable here.
+//!
+//! Partial indexes: mongod uses one only when the query's filter implies its
+//! `partialFilterExpression` (`expression::isSubsetOf`); a shape carries no filter, so a partial
+//! index is reported unusable (the caller, who holds both filters, may decide otherwise).
+//! Sparse indexes answer equality and range predicates (values are assumed non-null).
+
+use std::fmt;
+
+/// mongod's `internalQueryMaxScansToExplode` (query_knobs.idl, default 200): the most point
+/// scans `explodeForSort` creates to merge-sort; over it mongod sorts in memory.
+pub const MAX_SCANS_TO_EXPLODE: usize = 200;
+
+/// A key direction in an index pattern or a sort: 1 or -1 (other index kinds, e.g. "text",
+/// "2dsphere", "hashed", are `Special(String)`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum KeyDir {
+    /// Ascending, `1`.
+    Asc,
+    /// Descending, `-1`.
+    Desc,
+    /// A special index kind, e.g. `"hashed"`, `"text"`, `"2dsphere"`.
+    Special(String),
+}
+
+impl KeyDir {
+    /// The opposite direction; a special kind stays itself.
+    pub fn reversed(&self) -> KeyDir {
+        match self {
+            KeyDir::Asc => KeyDir::Desc,
+            KeyDir::Desc => KeyDir::Asc,
+            KeyDir::Special(kind) => KeyDir::Special(kind.clone()),
+        }
+    }
+
+    fn is_hashed(&self) -> bool {
+        matches!(self, KeyDir::Special(kind) if kind == "hashed")
+    }
+}
+
+impl fmt::Display for KeyDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyDir::Asc => f.write_str("1"),
+            KeyDir::Desc => f.write_str("-1"),
+            KeyDir::Special(kind) => write!(f, "\"{kind}\""),
+        }
+    }
+}
+
+/// One index as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IndexShape {
+    /// The index name, for messages.
+    pub name: String,
+    /// The key pattern, in order.
+    pub keys: Vec<(String, KeyDir)>,
+    /// `unique: true`.
+    pub unique: bool,
+    /// `sparse: true`.
+    pub sparse: bool,
+    /// Has a `partialFilterExpression`.
+    pub partial: bool,
+    /// Locale string or canonical JSON of the collation; `None` is the simple collation.
+    pub collation: Option<String>,
+    /// Stored paths that are arrays, e.g. `"tags"`, `"lines.product._id"`; a key is multikey
+    /// when one of these is its path or a dotted prefix of it.
+    pub multikey_paths: Vec<String>,
+}
+
+/// A query as declared: which stored paths it constrains and how.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueryShape {
+    /// Paths with an equality predicate.
+    pub eq: Vec<String>,
+    /// Paths with an `$in`, each with the largest list size it is run with.
+    pub in_: Vec<(String, usize)>,
+    /// Paths with a range predicate (`$gt`, `$lte`, ...).
+    pub range: Vec<String>,
+    /// The sort, in order.
+    pub sort: Vec<(String, KeyDir)>,
+    /// The query's collation (same form as [`IndexShape::collation`]); `None` is simple.
+    pub collation: Option<String>,
+    /// Stored paths known to be arrays (joined with the index's own multikey paths).
+    pub multikey_paths: Vec<String>,
+}
+
+/// What mongod's planner makes of one index for one query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The index answers the query in the requested order, no in-memory sort.
+    Served {
+        /// The scan walks the index backwards.
+        reverse: bool,
+        /// Index scans merged by SORT_MERGE; 1 when there is no SORT_MERGE.
+        merge_scans: usize,
+        /// No predicate bounds the index: mongod scans it whole for the order (filtering on
+        /// fetch).
+        full_scan: bool,
+    },
+    /// The index bounds the scan, but mongod sorts the results in memory.
+    BlockingSort(Rule),
+    /// mongod does not use the index for this query.
+    Unusable(Rule),
+}
+
+/// What sits in front of a sort key and cuts the index's order there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    /// A range predicate.
+    Range,
+    /// No predicate at all.
+    Unconstrained,
+    /// An `$in` with this many values behind a key that stops the explosion.
+    In(usize),
+    /// An equality that follows the non-point key where the explosion for the `$in` on the
+    /// named field stops: `explodeForSort` matches the sort against the remaining keys as they
+    /// are.
+    EqualityAfterIn(String),
+}
+
+/// Why a multikey key gives no order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultikeyCause {
+    /// The key itself has bounds.
+    Bounded,
+    /// A bounded multikey key (named) shares a path prefix with it.
+    SharedPrefix(String),
+    /// The sort needs the `$in` on the named field exploded; exploded scans give no multikey
+    /// order.
+    Exploded(String),
+}
+
+/// One planner rule that keeps an index from serving a query; `Display` gives the sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// No predicate on the first key and no sort the index provides whole (rule 1).
+    NoLeadingPredicate {
+        /// Index name.
+        index: String,
+        /// The index's first key.
+        first_key: String,
+        /// The query's sort (empty when it has none).
+        sort: Vec<(String, KeyDir)>,
+    },
+    /// The query's collation differs from the index's (rule 6).
+    CollationDiffers {
+        /// Index name.
+        index: String,
+        /// The index's collation; `None` is simple.
+        index_collation: Option<String>,
+        /// The query's collation; `None` is simple.
+        query_collation: Option<String>,
+    },
+    /// A text, geo or wildcard key needs a predicate a query shape cannot declare (rule 7).
+    SpecialIndex {
+        /// Index name.
+        index: String,
+        /// The special key.
+        key: String,
+        /// Its kind, e.g. `text`.
+        kind: String,
+    },
+    /// A partial index, whose filter the query shape cannot be shown to imply.
+    PartialFilter {
+        /// Index name.
+        index: String,
+    },
+    /// A sparse index is never scanned whole to provide a sort (rule 1).
+    SparseSort {
+        /// Index name.
+        index: String,
+        /// The index's first key, which the query does not constrain.
+        first_key: String,
+    },
+    /// A sort field the index has no key on.
+    SortKeyMissing {
+        /// Index name.
+        index: String,
+        /// The sort field.
+        key: String,
+    },
+    /// A key that is not an equality precedes a sort key (rules 3 and 4).
+    KeyBeforeSort {
+        /// Index name.
+        index: String,
+        /// The key that cuts the order.
+        key: String,
+        /// What bounds it.
+        cut: Cut,
+        /// The sort key it precedes.
+        sort_key: String,
+    },
+    /// The sort names index keys in another order than the index.
+    SortOrder {
+        /// Index name.
+        index: String,
+        /// The query's sort.
+        sort: Vec<(String, KeyDir)>,
+        /// The index's key pattern.
+        keys: Vec<(String, KeyDir)>,
+    },
+    /// The sort flips some directions of the index's order but not all (rule 2).
+    PartialFlip {
+        /// Index name.
+        index: String,
+        /// The query's sort.
+        sort: Vec<(String, KeyDir)>,
+        /// The index's key pattern.
+        keys: Vec<(String, KeyDir)>,
+    },
+    /// The `$in` explosion would need more scans than [`MAX_SCANS_TO_EXPLODE`] (rule 4).
+    TooManyScans {
+        /// Index name.
+        index: String,
+        /// The exploded `$in` fields and their list sizes.
+        fields: Vec<(String, usize)>,
+        /// The product of the sizes.
+        scans: usize,
+    },
+    /// The sort names a key inside the point prefix exploded for an `$in` (rule 4).
+    SortNamesExplodedKey {
+        /// Index name.
+        index: String,
+        /// The sort key in the exploded prefix.
+        key: String,
+        /// The `$in` field whose explosion the sort needs.
+        in_field: String,
+    },
+    /// A multikey key cannot give the order (rule 5).
+    MultikeySort {
+        /// Index name.
+        index: String,
+        /// The multikey key.
+        key: String,
+        /// Why.
+        cause: MultikeyCause,
+    },
+    /// A hashed key without an equality precedes or is a sort key (rule 7).
+    HashedSort {
+        /// Index name.
+        index: String,
+        /// The hashed key.
+        key: String,
+    },
+    /// The index does not provide the sort for a reason none of the others names (not expected;
+    /// kept so that a verdict is always total).
+    SortNotProvided {
+        /// Index name.
+        index: String,
+        /// The query's sort.
+        sort: Vec<(String, KeyDir)>,
+        /// The index's key pattern.
+        keys: Vec<(String, KeyDir)>,
+    },
+}
+
+/// `{a: 1, b: -1}`.
+fn pattern(keys: &[(String, KeyDir)]) -> String {
+    let inner: Vec<String> = keys.iter().map(|(p, d)| format!("{p}: {d}")).collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+fn collation_name(c: &Option<String>) -> String {
+    match c {
+        Some(c) => format!("collation {c}"),
+        None => "the simple collation".to_owned(),
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SORTS: &str = "mongod sorts in memory";
+        match self {
+            Rule::NoLeadingPredicate {
+                index,
+                first_key,
+                sort,
+            } if sort.is_empty() => write!(
+                f,
+                "no predicate on the index's first key `{first_key}` and no sort: mongod does not \
+                 use index `{index}`"
+            ),
+            Rule::NoLeadingPredicate {
+                index,
+                first_key,
+                sort,
+            } => write!(
+                f,
+                "no predicate on the index's first key `{first_key}` and no sort it provides \
+                 (sort {} is not a prefix of index `{index}` nor of its complete reverse): \
+                 mongod does not use it",
+                pattern(sort)
+            ),
+            Rule::CollationDiffers {
+                index,
+                index_collation,
+                query_collation,
+            } => write!(
+                f,
+                "collation differs: index `{index}` has {} and the query {}: mongod uses it \
+                 neither for string bounds nor for a sort",
+                collation_name(index_collation),
+                collation_name(query_collation)
+            ),
+            Rule::SpecialIndex { index, key, kind } => write!(
+                f,
+                "index `{index}` has a \"{kind}\" key on `{key}`: mongod uses it only for a \
+                 predicate of that kind, which a declared query has none of"
+            ),
+            Rule::PartialFilter { index } => write!(
+                f,
+                "index `{index}` is partial: mongod uses it only when the query's filter implies \
+                 its partialFilterExpression, which a query shape cannot show"
+            ),
+            Rule::SparseSort { index, first_key } => write!(
+                f,
+                "index `{index}` is sparse and the query has no predicate on its first key \
+                 `{first_key}`: mongod never scans a sparse index whole for a sort"
+            ),
+            Rule::SortKeyMissing { index, key } => {
+                write!(f, "index `{index}` has no key on `{key}`: {SORTS}")
+            }
+            Rule::KeyBeforeSort {
+                index,
+                key,
+                cut,
+                sort_key,
+            } => match cut {
+                Cut::Range => write!(
+                    f,
+                    "range `{key}` precedes sort `{sort_key}` in index `{index}`: {SORTS}"
+                ),
+                Cut::Unconstrained => write!(
+                    f,
+                    "key `{key}` has no equality and precedes sort `{sort_key}` in index \
+                     `{index}`: {SORTS}"
+                ),
+                Cut::In(n) => write!(
+                    f,
+                    "`$in` on `{key}` ({n} values) precedes sort `{sort_key}` in index `{index}` \
+                     behind a key that is not a point, where mongod cannot explode it: {SORTS}"
+                ),
+                Cut::EqualityAfterIn(in_field) => write!(
+                    f,
+                    "equality `{key}` precedes sort `{sort_key}` in index `{index}` behind the \
+                     keys exploded for the `$in` on `{in_field}`: after the explosion mongod \
+                     matches the sort against the remaining keys as they are, so {SORTS}"
+                ),
+            },
+            Rule::SortOrder { index, sort, keys } => write!(
+                f,
+                "sort {} does not follow the key order of index `{index}` {}: {SORTS}",
+                pattern(sort),
+                pattern(keys)
+            ),
+            Rule::PartialFlip { index, sort, keys } => write!(
+                f,
+                "sort {} is a partial flip of index `{index}` {}: a scan gives the index order \
+                 or its complete reverse, so {SORTS}",
+                pattern(sort),
+                pattern(keys)
+            ),
+            Rule::TooManyScans {
+                index,
+                fields,
+                scans,
+            } => {
+                let names: Vec<String> = fields.iter().map(|(p, _)| format!("`{p}`")).collect();
+                let sizes: Vec<String> = fields.iter().map(|(_, n)| n.to_string()).collect();
+                let product = if fields.len() > 1 {
+                    format!(" ({})", sizes.join(" × "))
+                } else {
+                    String::new()
+                };
+                write!(
+                    f,
+                    "`$in` on {} explodes into {scans} scans{product} in index `{index}`, over \
+                     mongod's internalQueryMaxScansToExplode ({MAX_SCANS_TO_EXPLODE}): {SORTS}",
+                    names.join(" and "),
+                )
+            }
+            Rule::SortNamesExplodedKey {
+                index,
+                key,
+                in_field,
+            } => write!(
+                f,
+                "sort names `{key}`, which lies in the point prefix of index `{index}` exploded \
+                 for the `$in` on `{in_field}`: mongod matches the whole sort against the keys \
+                 after that prefix, so {SORTS}"
+            ),
+            Rule::MultikeySort { index, key, cause } => match cause {
+                MultikeyCause::Bounded => write!(
+                    f,
+                    "key `{key}` of index `{index}` is multikey (an array path) and has bounds: \
+                     it gives no order, so {SORTS}"
+                ),
+                MultikeyCause::SharedPrefix(other) => write!(
+                    f,
+                    "key `{key}` of index `{index}` is multikey and shares a path prefix with \
+                     the bounded multikey key `{other}`: it gives no order, so {SORTS}"
+                ),
+                MultikeyCause::Exploded(in_field) => write!(
+                    f,
+                    "key `{key}` of index `{index}` is multikey and the sort needs the `$in` on \
+                     `{in_field}` exploded: exploded scans give no order on a multikey key, so \
+                     {SORTS}"
+                ),
+            },
+            Rule::HashedSort { index, key } => write!(
+                f,
+                "key `{key}` of index `{index}` is hashed and has no equality: it orders by \
+                 hash, so {SORTS}"
+            ),
+            Rule::SortNotProvided { index, sort, keys } => write!(
+                f,
+                "index `{index}` {} does not provide sort {}: {SORTS}",
+                pattern(keys),
+                pattern(sort)
+            ),
+        }
+    }
+}
+
+/// The bounds mongod builds for one key from the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// `[MinKey, MaxKey]`.
+    None,
+    /// One point: an equality or a one-element `$in`.
+    Point,
+    /// A union of this many points (an `$in`, at least two).
+    Points(usize),
+    /// Not points: a range, or an empty `$in`.
+    Range,
+}
+
+#[derive(Debug)]
+struct Key<'a> {
+    path: &'a str,
+    dir: &'a KeyDir,
+    bound: Bound,
+    multikey: bool,
+}
+
+fn is_multikey(path: &str, index: &IndexShape, query: &QueryShape) -> bool {
+    index
+        .multikey_paths
+        .iter()
+        .chain(query.multikey_paths.iter())
+        .any(|m| {
+            path == m
+                || (path.len() > m.len()
+                    && path.starts_with(m.as_str())
+                    && path.as_bytes()[m.len()] == b'.')
+        })
+}
+
+/// `FieldRef::commonPrefixSize(...) > 0`: the first path components are equal.
+fn shares_prefix(a: &str, b: &str) -> bool {
+    a.split('.').next() == b.split('.').next()
+}
+
+fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
+    let bound = if query.eq.iter().any(|p| p == path) {
+        Bound::Point
+    } else if let Some((_, n)) = query.in_.iter().find(|(p, _)| p == path) {
+        match *n {
+            0 => Bound::Range,
+            1 => Bound::Point,
+            n => Bound::Points(n),
+        }
+    } else if query.range.iter().any(|p| p == path) {
+        Bound::Range
+    } else {
+        Bound::None
+    };
+    // index_bounds_builder.cpp: a hashed key gets bounds from equalities and `$in` only.
+    if dir.is_hashed() && bound == Bound::Range {
+        Bound::None
+    } else {
+        bound
+    }
+}
+
+fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
+    index
+        .keys
+        .iter()
+        .map(|(path, dir)| Key {
+            path,
+            dir,
+            bound: bound_of(path, dir, query),
+            multikey: is_multikey(path, index, query),
+        })
+        .collect()
+}
+
+/// Where an order built from the key pattern stops before the pattern's end.
+#[derive(Debug, Clone, Copy)]
+enum Stop<'a> {
+    End,
+    Hashed(&'a str),
+    Multikey(&'a str),
+}
+
+/// `computeSortsForScan` and `ProvidedSortSet` for one bounded index scan.
+struct Provided<'a> {
+    /// Fields with point bounds that a sort may name freely.
+    equality: Vec<&'a str>,
+    /// Multikey point fields dropped from the base pattern but not ignored in a sort.
+    ignored: Vec<&'a str>,
+    /// The base sort pattern.
+    base: Vec<(&'a str, &'a KeyDir)>,
+    stop: Stop<'a>,
+}
+
+/// `confirmBoundsProvideSortComponentGivenMultikeyness`: `None` when the multikey key can give
+/// an order.
+fn multikey_cause(key: &Key<'_>, keys: &[Key<'_>]) -> Option<MultikeyCause> {
+    if key.bound != Bound::None {
+        return Some(MultikeyCause::Bounded);
+    }
+    keys.iter()
+        .find(|g| {
+            g.multikey
+                && g.bound != Bound::None
+                && g.path != key.path
+                && shares_prefix(g.path, key.path)
+        })
+        .map(|g| MultikeyCause::SharedPrefix(g.path.to_owned()))
+}
+
+impl<'a> Provided<'a> {
+    fn new(keys: &[Key<'a>]) -> Self {
+        let mut equality = Vec::new();
+        let mut ignored = Vec::new();
+        let mut unsupported = Vec::new();
+        for k in keys {
+            let point = k.bound == Bound::Point;
+            if k.multikey && multikey_cause(k, keys).is_some() {
+                if point {
+                    ignored.push(k.path);
+                } else {
+                    unsupported.push(k.path);
+                }
+            } else if point {
+                equality.push(k.path);
+            }
+        }
+        let mut base = Vec::new();
+        let mut stop = Stop::End;
+        for k in keys {
+            if equality.contains(&k.path) {
+                continue;
+            }
+            if matches!(k.dir, KeyDir::Special(_)) {
+                stop = Stop::Hashed(k.path);
+                break;
+            }
+            if ignored.contains(&k.path) {
+                continue;
+            }
+            if unsupported.contains(&k.path) {
+                stop = Stop::Multikey(k.path);
+                break;
+            }
+            base.push((k.path, k.dir));
+        }
+        Provided {
+            equality,
+            ignored,
+            base,
+            stop,
+        }
+    }
+
+    /// `ProvidedSortSet::contains` for the sort, or for its complete reverse.
+    fn contains(&self, sort: &[(String, KeyDir)], reverse: bool) -> bool {
+        let mut base = self.base.iter();
+        for (path, dir) in sort {
+            if self.equality.contains(&path.as_str()) {
+                continue;
+            }
+            let want = if reverse { dir.reversed() } else { dir.clone() };
+            match base.next() {
+                Some((p, d)) if *p == path && **d == want => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+/// `explodeForSort` for one index scan.
+struct Explosion<'k, 'a> {
+    /// How many leading keys are unions of points.
+    run: usize,
+    /// The Cartesian product of their point counts.
+    scans: usize,
+    /// The keys after the run, up to the first multikey or hashed key.
+    possible: Vec<&'k Key<'a>>,
+    stop: Stop<'a>,
+}
+
+impl<'k, 'a> Explosion<'k, 'a> {
+    /// `None` when there is nothing to explode or no key left to give an order.
+    fn new(keys: &'k [Key<'a>]) -> Option<Self> {
+        let run = keys
+            .iter()
+            .take_while(|k| matches!(k.bound, Bound::Point | Bound::Points(_)))
+            .count();
+        if run == 0 || run == keys.len() {
+            return None;
+        }
+        let scans = keys[..run]
+            .iter()
+            .map(|k| match k.bound {
+                Bound::Points(n) => n,
+                _ => 1,
+            })
+            .fold(1usize, usize::saturating_mul);
+        let mut possible = Vec::new();
+        let mut stop = Stop::End;
+        for k in &keys[run..] {
+            if k.multikey {
+                stop = Stop::Multikey(k.path);
+                break;
+            }
+            if matches!(k.dir, KeyDir::Special(_)) {
+                // A string-valued key pattern element never equals a sort element.
+                stop = Stop::Hashed(k.path);
+                break;
+            }
+            possible.push(k);
+        }
+        Some(Explosion {
+            run,
+            scans,
+            possible,
+            stop,
+        })
+    }
+
+    /// `desiredSort.isPrefixOf(possibleSort)` (or of its reverse): the sort as written.
+    fn provides(&self, sort: &[(String, KeyDir)], reverse: bool) -> bool {
+        sort.len() <= self.possible.len()
+            && sort.iter().zip(&self.possible).all(|((p, d), k)| {
+                let want = if reverse { d.reversed() } else { d.clone() };
+                k.path == p && *k.dir == want
+            })
+    }
+}
+
+fn special_kind(index: &IndexShape) -> Option<(&str, &str)> {
+    index.keys.iter().find_map(|(path, dir)| match dir {
+        KeyDir::Special(kind) if kind != "hashed" => Some((path.as_str(), kind.as_str())),
+        _ if path == "$**" || path.ends_with(".$**") => Some((path.as_str(), "wildcard")),
+        _ => None,
+    })
+}
+
+/// Decides whether `index` serves `query` without a blocking sort, by mongod's planner rules
+/// (see the module documentation for each rule and its source).
+pub fn fit(index: &IndexShape, query: &QueryShape) -> Verdict {
+    if let Some((key, kind)) = special_kind(index) {
+        return Verdict::Unusable(Rule::SpecialIndex {
+            index: index.name.clone(),
+            key: key.to_owned(),
+            kind: kind.to_owned(),
+        });
+    }
+    if index.collation != query.collation {
+        return Verdict::Unusable(Rule::CollationDiffers {
+            index: index.name.clone(),
+            index_collation: index.collation.clone(),
+            query_collation: query.collation.clone(),
+        });
+    }
+    if index.partial {
+        return Verdict::Unusable(Rule::PartialFilter {
+            index: index.name.clone(),
+        });
+    }
+    let keys = analyse(index, query);
+    let Some(first) = keys.first() else {
+        return Verdict::Unusable(Rule::NoLeadingPredicate {
+            index: index.name.clone(),
+            first_key: String::new(),
+            sort: query.sort.clone(),
+        });
+    };
+    if first.bound == Bound::None {
+        return whole_index(index, &keys, query);
+    }
+    let served = |reverse, merge_scans| Verdict::Served {
+        reverse,
+        merge_scans,
+        full_scan: false,
+    };
+    if query.sort.is_empty() {
+        return served(false, 1);
+    }
+    // planner_analysis.cpp analyzeSort: analyzeNonBlockingSort, then explodeForSort.
+    let provided = Provided::new(&keys);
+    if provided.contains(&query.sort, false) {
+        return served(false, 1);
+    }
+    if provided.contains(&query.sort, true) {
+        return served(true, 1);
+    }
+    if let Some(explosion) = Explosion::new(&keys) {
+        if explosion.scans <= MAX_SCANS_TO_EXPLODE {
+            if explosion.provides(&query.sort, false) {
+                return served(false, explosion.scans);
+            }
+            if explosion.provides(&query.sort, true) {
+                return served(true, explosion.scans);
+            }
+        }
+    }
+    Verdict::BlockingSort(diagnose(index, &keys, &provided, query))
+}
+
+/// query_planner.cpp `QueryPlanner::plan`: a whole-index scan for a sort, when nothing bounds
+/// the index.
+fn whole_index(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> Verdict {
+    let first_key = keys[0].path.to_owned();
+    // QueryPlannerAnalysis::getSortPattern: the key pattern up to its first special key.
+    let kp: Vec<&Key<'_>> = keys
+        .iter()
+        .take_while(|k| !matches!(k.dir, KeyDir::Special(_)))
+        .collect();
+    let prefix = |reverse: bool| {
+        query.sort.len() <= kp.len()
+            && query.sort.iter().zip(&kp).all(|((p, d), k)| {
+                let want = if reverse { d.reversed() } else { d.clone() };
+                k.path == p && *k.dir == want
+            })
+    };
+    let forward = prefix(false);
+    if query.sort.is_empty() || !(forward || prefix(true)) {
+        return Verdict::Unusable(Rule::NoLeadingPredicate {
+            index: index.name.clone(),
+            first_key,
+            sort: query.sort.clone(),
+        });
+    }
+    if index.sparse {
+        return Verdict::Unusable(Rule::SparseSort {
+            index: index.name.clone(),
+            first_key,
+        });
+    }
+    // With [MinKey, MaxKey] bounds everywhere, multikey keys give their order too
+    // (confirmBoundsProvideSortComponentGivenMultikeyness; sort_array.js).
+    Verdict::Served {
+        reverse: !forward,
+        merge_scans: 1,
+        full_scan: true,
+    }
+}
+
+/// Names the first rule that keeps a bounded scan of `index` from giving `query`'s sort.
+fn diagnose(
+    index: &IndexShape,
+    keys: &[Key<'_>],
+    provided: &Provided<'_>,
+    query: &QueryShape,
+) -> Rule {
+    let name = || index.name.clone();
+    let sort = &query.sort;
+    if let Some((path, _)) = sort.iter().find(|(p, _)| !keys.iter().any(|k| k.path == p)) {
+        return Rule::SortKeyMissing {
+            index: name(),
+            key: path.clone(),
+        };
+    }
+    if let Some((path, _)) = sort
+        .iter()
+        .find(|(p, _)| provided.ignored.contains(&p.as_str()))
+    {
+        return Rule::MultikeySort {
+            index: name(),
+            key: path.clone(),
+            cause: MultikeyCause::Bounded,
+        };
+    }
+    let key = |path: &str| {
+        keys.iter()
+            .find(|k| k.path == path)
+            .expect("a key of the index")
+    };
+    let stopped = |stop: Stop<'_>, exploded: Option<&str>| match stop {
+        Stop::Hashed(k) => Some(Rule::HashedSort {
+            index: name(),
+            key: k.to_owned(),
+        }),
+        Stop::Multikey(k) => Some(Rule::MultikeySort {
+            index: name(),
+            key: k.to_owned(),
+            cause: match exploded {
+                Some(in_field) => MultikeyCause::Exploded(in_field.to_owned()),
+                None => multikey_cause(key(k), keys).unwrap_or(MultikeyCause::Bounded),
+            },
+        }),
+        Stop::End => None,
+    };
+    let partial_flip = || Rule::PartialFlip {
+        index: name(),
+        sort: sort.clone(),
+        keys: index.keys.clone(),
+    };
+    let sort_order = || Rule::SortOrder {
+        index: name(),
+        sort: sort.clone(),
+        keys: index.keys.clone(),
+    };
+    let fallback = || Rule::SortNotProvided {
+        index: name(),
+        sort: sort.clone(),
+        keys: index.keys.clone(),
+    };
+    let cut = |k: &Key<'_>, cut: Cut, sort_key: &str| Rule::KeyBeforeSort {
+        index: name(),
+        key: k.path.to_owned(),
+        cut,
+        sort_key: sort_key.to_owned(),
+    };
+
+    // The direct scan: the sort without its equality fields against the base pattern.
+    let wanted: Vec<&(String, KeyDir)> = sort
+        .iter()
+        .filter(|(p, _)| !provided.equality.contains(&p.as_str()))
+        .collect();
+    let (mut same, mut flipped) = (false, false);
+    for (j, (path, dir)) in wanted.iter().enumerate() {
+        let Some((base_path, base_dir)) = provided.base.get(j) else {
+            return stopped(provided.stop, None).unwrap_or_else(fallback);
+        };
+        if *base_path == path {
+            same |= *base_dir == dir;
+            flipped |= **base_dir == dir.reversed();
+            if same && flipped {
+                return partial_flip();
+            }
+            continue;
+        }
+        let obstacle = key(base_path);
+        if wanted[j..].iter().any(|(p, _)| p == base_path) {
+            return sort_order();
+        }
+        return match obstacle.bound {
+            Bound::Range => cut(obstacle, Cut::Range, path),
+            Bound::None => cut(obstacle, Cut::Unconstrained, path),
+            Bound::Points(_) => {
+                diagnose_explosion(index, keys, query, obstacle.path).unwrap_or_else(fallback)
+            }
+            Bound::Point => fallback(),
+        };
+    }
+    fallback()
+}
+
+/// Why `explodeForSort` could not give the sort, the `$in` on `in_field` being the first key of
+/// the base pattern in front of the sort.
+fn diagnose_explosion(
+    index: &IndexShape,
+    keys: &[Key<'_>],
+    query: &QueryShape,
+    in_field: &str,
+) -> Option<Rule> {
+    let name = || index.name.clone();
+    let sort = &query.sort;
+    let Some(explosion) = Explosion::new(keys) else {
+        // Every key is a point: the sort names one of them.
+        let key = sort.first()?.0.clone();
+        return Some(Rule::SortNamesExplodedKey {
+            index: name(),
+            key,
+            in_field: in_field.to_owned(),
+        });
+    };
+    let (mut same, mut flipped) = (false, false);
+    for (i, (path, dir)) in sort.iter().enumerate() {
+        if keys[..explosion.run].iter().any(|k| k.path == path) {
+            return Some(Rule::SortNamesExplodedKey {
+                index: name(),
+                key: path.clone(),
+                in_field: in_field.to_owned(),
+            });
+        }
+        let Some(k) = explosion.possible.get(i) else {
+            return match explosion.stop {
+                Stop::Hashed(k) => Some(Rule::HashedSort {
+                    index: name(),
+                    key: k.to_owned(),
+                }),
+                Stop::Multikey(k) => Some(Rule::MultikeySort {
+                    index: name(),
+                    key: k.to_owned(),
+                    cause: MultikeyCause::Exploded(in_field.to_owned()),
+                }),
+                Stop::End => None,
+            };
+        };
+        if k.path == path {
+            same |= k.dir == dir;
+            flipped |= *k.dir == dir.reversed();
+            if same && flipped {
+                return Some(Rule::PartialFlip {
+                    index: name(),
+                    sort: sort.clone(),
+                    keys: index.keys.clone(),
+                });
+            }
+            continue;
+        }
+        if sort[i..].iter().any(|(p, _)| p == k.path) {
+            return Some(Rule::SortOrder {
+                index: name(),
+                sort: sort.clone(),
+                keys: index.keys.clone(),
+            });
+        }
+        let cut = match k.bound {
+            Bound::Range => Cut::Range,
+            Bound::None => Cut::Unconstrained,
+            Bound::Points(n) => Cut::In(n),
+            Bound::Point => Cut::EqualityAfterIn(in_field.to_owned()),
+        };
+        return Some(Rule::KeyBeforeSort {
+            index: name(),
+            key: k.path.to_owned(),
+            cut,
+            sort_key: path.clone(),
+        });
+    }
+    // The exploded scans would give the sort: only their number stops mongod.
+    let fields = keys[..explosion.run]
+        .iter()
+        .filter_map(|k| match k.bound {
+            Bound::Points(n) => Some((k.path.to_owned(), n)),
+            _ => None,
+        })
+        .collect();
+    Some(Rule::TooManyScans {
+        index: name(),
+        fields,
+        scans: explosion.scans,
+    })
+}
+
+/// The index mongod's ESR rule gives for a query: equalities, then the sort keys in order, then
+/// the ranges; every key ascending but the sort keys, which keep their directions.
+///
+/// Where `$in` goes: a one-element `$in` is an equality. Otherwise an `$in` is a union of points:
+/// placed with the equalities, it bounds the scan as tightly as an equality, and mongod's
+/// `explodeForSort` still serves the sort by merging one scan per point combination
+/// (SORT_MERGE), as long as the product of the list sizes stays at or below
+/// [`MAX_SCANS_TO_EXPLODE`]. So the `$in` fields go with the equalities when the query has no
+/// sort (nothing to keep in order), or when the product is within the limit and the sort names
+/// none of them. When the product is over the limit, an `$in` before the sort would make mongod
+/// sort in memory, so the `$in` fields go after the sort keys (before the ranges: their points
+/// keep the later bounds tight). An `$in` field the sort names takes its place in the sort: a
+/// multi-point bound is scanned in index order and gives that order without an explosion (and
+/// an explosion could not give a sort that names an exploded key).
+///
+/// Sort fields with an equality are dropped from the sort (the scan has one value for them);
+/// every path appears once.
+pub fn esr_keys(query: &QueryShape) -> Vec<(String, KeyDir)> {
+    let mut out: Vec<(String, KeyDir)> = Vec::new();
+    let mut push = |path: &str, dir: KeyDir| {
+        if !out.iter().any(|(p, _)| p == path) {
+            out.push((path.to_owned(), dir));
+        }
+    };
+    let in_size = |path: &str| query.in_.iter().find(|(p, _)| p == path).map(|(_, n)| *n);
+    let is_point = |path: &str| query.eq.iter().any(|p| p == path) || in_size(path) == Some(1);
+    let sort: Vec<&(String, KeyDir)> = query.sort.iter().filter(|(p, _)| !is_point(p)).collect();
+    let sorted = |path: &str| sort.iter().any(|(p, _)| p == path);
+    let multi_in: Vec<(&str, usize)> = query
+        .in_
+        .iter()
+        .filter(|(p, n)| *n >= 2 && !is_point(p) && !sorted(p))
+        .map(|(p, n)| (p.as_str(), *n))
+        .collect();
+    let sort_names_in = sort.iter().any(|(p, _)| in_size(p).is_some_and(|n| n >= 2));
+    let scans = multi_in
+        .iter()
+        .fold(1usize, |acc, (_, n)| acc.saturating_mul(*n));
+    let explode = sort.is_empty() || (!sort_names_in && scans <= MAX_SCANS_TO_EXPLODE);
+
+    for path in &query.eq {
+        push(path, KeyDir::Asc);
+    }
+    for (path, n) in &query.in_ {
+        if *n == 1 {
+            push(path, KeyDir::Asc);
+        }
+    }
+    if explode {
+        for (path, _) in &multi_in {
+            push(path, KeyDir::Asc);
+        }
+    }
+    for (path, dir) in &sort {
+        push(path, dir.clone());
+    }
+    if !explode {
+        for (path, _) in &multi_in {
+            push(path, KeyDir::Asc);
+        }
+    }
+    // An empty `$in` has empty bounds: neither a point nor explodable, it goes with the ranges.
+    for (path, n) in &query.in_ {
+        if *n == 0 {
+            push(path, KeyDir::Asc);
+        }
+    }
+    for path in &query.range {
+        push(path, KeyDir::Asc);
+    }
+    out
+}
+
+/// Whether `a`'s keys can serve every query `b`'s keys serve, so that `b` need not exist beside
+/// `a`: `b`'s key pattern is a prefix of `a`'s, or of `a`'s complete reverse, and both have the
+/// same options (unique, sparse, partial, collation) — the merge rule for derived indexes.
+///
+/// Two unique indexes cover each other only with the same keys (a unique index on more keys
+/// enforces less). Partial indexes never cover: an [`IndexShape`] carries no filter to compare,
+/// so the caller must compare `partialFilterExpression`s itself. Names and multikey paths do not
+/// matter.
+pub fn covers(a: &IndexShape, b: &IndexShape) -> bool {
+    if a.unique != b.unique
+        || a.sparse != b.sparse
+        || a.partial
+        || b.partial
+        || a.collation != b.collation
+        || b.keys.is_empty()
+        || b.keys.len() > a.keys.len()
+        || (b.unique && b.keys.len() != a.keys.len())
+    {
+        return false;
+    }
+    let prefix = |reverse: bool| {
+        b.keys.iter().zip(&a.keys).all(|((bp, bd), (ap, ad))| {
+            let want = if reverse { ad.reversed() } else { ad.clone() };
+            bp == ap && *bd == want
+        })
+    };
+    prefix(false) || prefix(true)
+}
+
+/// One index of [`merge_derived`]'s result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The index to create.
+    pub index: IndexShape,
+    /// Positions, in the input, of the derived indexes (hence queries) it serves, ascending.
+    pub serves: Vec<usize>,
+}
+
+/// Given the derived index of each of several queries (`derived[i]` is query `i`'s index, e.g.
+/// from [`esr_keys`], with the query), the smallest set of indexes such that every query is
+/// served.
+///
+/// An index is dropped in favour of a kept one that [`covers`] it (its keys are a prefix or the
+/// reverse-prefix of the kept one's, same options). It is also dropped when its paths are the
+/// kept one's leading paths in the same order but with other directions, the options are the
+/// same, it is not unique, and [`fit`] finds the kept one serving its query from bounds: the
+/// bounds are the same, and `fit` confirms the order. This merges what key patterns alone
+/// miss, such as `{team: 1, status: 1, priority: 1}` into
+/// `{team: 1, status: 1, priority: -1, updated_at: -1}` (equality keys are ascending in
+/// derived patterns, yet their direction does not matter to the planner). A bare "no blocking
+/// sort" from `fit` is not enough: `{team: 1, created: 1}` for a range on `created` is not
+/// merged into an index that only bounds `team`.
+///
+/// Longest patterns are kept first (for equal patterns, the first), so every index covered by
+/// another meets a covering one already kept. For prefix coverage, which is transitive, the
+/// kept indexes are exactly those no other one covers, the minimum; the `fit` merges are
+/// greedy on top of that. The result is ordered by the first query each index serves.
+pub fn merge_derived(derived: &[(IndexShape, QueryShape)]) -> Vec<Merged> {
+    let mut order: Vec<usize> = (0..derived.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(derived[i].0.keys.len()));
+    let mut kept: Vec<Merged> = Vec::new();
+    for i in order {
+        let (index, query) = &derived[i];
+        let serves = |m: &Merged| {
+            covers(&m.index, index)
+                || (!index.unique
+                    && !m.index.unique
+                    && index.keys.len() <= m.index.keys.len()
+                    && index
+                        .keys
+                        .iter()
+                        .zip(&m.index.keys)
+                        .all(|((b, _), (a, _))| a == b)
+                    && m.index.sparse == index.sparse
+                    && !m.index.partial
+                    && !index.partial
+                    && m.index.collation == index.collation
+                    && matches!(
+                        fit(&m.index, query),
+                        Verdict::Served {
+                            full_scan: false,
+                            ..
+                        }
+                    ))
+        };
+        match kept.iter_mut().find(|m| serves(m)) {
+            Some(m) => m.serves.push(i),
+            None => kept.push(Merged {
+                index: index.clone(),
+                serves: vec![i],
+            }),
+        }
+    }
+    for m in &mut kept {
+        m.serves.sort_unstable();
+    }
+    kept.sort_by_key(|m| m.serves[0]);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &str) -> String {
+        x.to_owned()
+    }
+
+    /// `"a:1,b:-1,h:hashed"`.
+    fn keys(spec: &str) -> Vec<(String, KeyDir)> {
+        spec.split(',')
+            .filter(|kv| !kv.trim().is_empty())
+            .map(|kv| {
+                let (k, v) = kv.trim().split_once(':').expect("path:dir");
+                let dir = match v.trim() {
+                    "1" => KeyDir::Asc,
+                    "-1" => KeyDir::Desc,
+                    kind => KeyDir::Special(kind.to_owned()),
+                };
+                (k.trim().to_owned(), dir)
+            })
+            .collect()
+    }
+
+    fn paths(spec: &str) -> Vec<String> {
+        spec.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(s)
+            .collect()
+    }
+
+    fn ix(spec: &str) -> IndexShape {
+        IndexShape {
+            name: s("x"),
+            keys: keys(spec),
+            ..Default::default()
+        }
+    }
+
+    fn q() -> QueryShape {
+        QueryShape::default()
+    }
+
+    /// A small builder over [`QueryShape`] and [`IndexShape`] for the table.
+    trait Build: Sized {
+        fn eq(self, spec: &str) -> Self;
+        fn inn(self, path: &str, n: usize) -> Self;
+        fn range(self, spec: &str) -> Self;
+        fn sort(self, spec: &str) -> Self;
+        fn mk(self, spec: &str) -> Self;
+        fn coll(self, c: &str) -> Self;
+    }
+
+    impl Build for QueryShape {
+        fn eq(mut self, spec: &str) -> Self {
+            self.eq.extend(paths(spec));
+            self
+        }
+        fn inn(mut self, path: &str, n: usize) -> Self {
+            self.in_.push((s(path), n));
+            self
+        }
+        fn range(mut self, spec: &str) -> Self {
+            self.range.extend(paths(spec));
+            self
+        }
+        fn sort(mut self, spec: &str) -> Self {
+            self.sort = keys(spec);
+            self
+        }
+        fn mk(mut self, spec: &str) -> Self {
+            self.multikey_paths.extend(paths(spec));
+            self
+        }
+        fn coll(mut self, c: &str) -> Self {
+            self.collation = Some(s(c));
+            self
+        }
+    }
+
+    fn with(index: IndexShape, f: impl FnOnce(&mut IndexShape)) -> IndexShape {
+        let mut index = index;
+        f(&mut index);
+        index
+    }
+
+    fn served(reverse: bool, merge_scans: usize) -> Verdict {
+        Verdict::Served {
+            reverse,
+            merge_scans,
+            full_scan: false,
+        }
+    }
+
+    fn full(reverse: bool) -> Verdict {
+        Verdict::Served {
+            reverse,
+            merge_scans: 1,
+            full_scan: true,
+        }
+    }
+
+    fn cut(key: &str, cut: Cut, sort_key: &str) -> Verdict {
+        Verdict::BlockingSort(Rule::KeyBeforeSort {
+            index: s("x"),
+            key: s(key),
+            cut,
+            sort_key: s(sort_key),
+        })
+    }
+
+    fn missing(key: &str) -> Verdict {
+        Verdict::BlockingSort(Rule::SortKeyMissing {
+            index: s("x"),
+            key: s(key),
+        })
+    }
+
+    fn too_many(fields: &[(&str, usize)], scans: usize) -> Verdict {
+        Verdict::BlockingSort(Rule::TooManyScans {
+            index: s("x"),
+            fields: fields.iter().map(|(p, n)| (s(p), *n)).collect(),
+            scans,
+        })
+    }
+
+    fn flip(sort: &str, index: &str) -> Verdict {
+        Verdict::BlockingSort(Rule::PartialFlip {
+            index: s("x"),
+            sort: keys(sort),
+            keys: keys(index),
+        })
+    }
+
+    fn multikey(key: &str, cause: MultikeyCause) -> Verdict {
+        Verdict::BlockingSort(Rule::MultikeySort {
+            index: s("x"),
+            key: s(key),
+            cause,
+        })
+    }
+
+    fn exploded_key(key: &str, in_field: &str) -> Verdict {
+        Verdict::BlockingSort(Rule::SortNamesExplodedKey {
+            index: s("x"),
+            key: s(key),
+            in_field: s(in_field),
+        })
+    }
+
+    fn no_leading(first_key: &str, sort: &str) -> Verdict {
+        Verdict::Unusable(Rule::NoLeadingPredicate {
+            index: s("x"),
+            first_key: s(first_key),
+            sort: keys(sort),
+        })
+    }
+
+    /// Index, query, expected verdict, and the rule (the comments above each group or row name
+    /// the mongod source function or test that shows the behaviour).
+    fn table() -> Vec<(IndexShape, QueryShape, Verdict, &'static str)> {
+        let (u, r) = (Cut::Unconstrained, Cut::Range);
+        vec![
+            // Rule 2, equalities anywhere: computeSortsForScan drops point fields from the base
+            // sort pattern, ProvidedSortSet::contains skips them in the sort.
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a,b").sort("c:1"),
+                served(false, 1),
+                "eq, then sort",
+            ),
+            (
+                ix("b:1,a:1,c:1"),
+                q().eq("a,b").sort("c:1"),
+                served(false, 1),
+                "eq in any order",
+            ),
+            (
+                ix("a:1,c:1,b:1"),
+                q().eq("a,b").sort("c:1"),
+                served(false, 1),
+                "eq after the sort",
+            ),
+            (
+                ix("a:1,s:1,e:1,t:1"),
+                q().eq("a,e").sort("s:1,t:1"),
+                served(false, 1),
+                "eq inside",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("a").sort("a:-1,b:1"),
+                served(false, 1),
+                "sort names an eq",
+            ),
+            // extractEqualityFields reads the scan's bounds: an eq on a path the index lacks is
+            // no equality field, so the sort naming it is not provided.
+            (
+                ix("a:1,b:1"),
+                q().eq("a,x").sort("x:1,b:1"),
+                missing("x"),
+                "eq not in the index",
+            ),
+            // Rule 2, complete reverse vs partial flip: analyzeNonBlockingSort, reverseSortObj.
+            (
+                ix("a:1,b:1"),
+                q().eq("a").sort("b:-1"),
+                served(true, 1),
+                "reverse scan",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").sort("b:-1,c:-1"),
+                served(true, 1),
+                "full reverse",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").sort("b:1,c:-1"),
+                flip("b:1,c:-1", "a:1,b:1,c:1"),
+                "partial flip",
+            ),
+            // Nothing to explode before the sort: only the direct scan, run backwards, serves.
+            (
+                ix("a:1,b:1"),
+                q().range("a").sort("a:-1,b:-1"),
+                served(true, 1),
+                "range, reverse",
+            ),
+            (
+                ix("team:1,status:1,priority:-1,updated_at:-1"),
+                q().eq("team,status").sort("priority:-1,updated_at:-1"),
+                served(false, 1),
+                "help desk agent queue",
+            ),
+            (
+                ix("team:1,status:1,priority:-1,updated_at:-1"),
+                q().eq("team,status").sort("priority:1,updated_at:1"),
+                served(true, 1),
+                "help desk queue, reversed",
+            ),
+            (
+                ix("team:1,status:1,priority:-1,updated_at:-1"),
+                q().eq("team,status").sort("priority:-1,updated_at:1"),
+                flip(
+                    "priority:-1,updated_at:1",
+                    "team:1,status:1,priority:-1,updated_at:-1",
+                ),
+                "help desk queue, partial flip",
+            ),
+            // Rule 3, ESR: a key without a point bound stays in the base sort pattern.
+            (
+                ix("status:1,placed_at:1,priority:1"),
+                q().eq("status").range("placed_at").sort("priority:1"),
+                cut("placed_at", r.clone(), "priority"),
+                "range before sort",
+            ),
+            (
+                ix("status:1,priority:1,placed_at:1"),
+                q().eq("status").range("placed_at").sort("priority:1"),
+                served(false, 1),
+                "sort before range (ESR)",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("a").range("b").sort("b:-1"),
+                served(true, 1),
+                "range on sort",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").range("b").sort("b:1,c:1"),
+                served(false, 1),
+                "range on the first sort key",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").sort("c:1"),
+                cut("b", u, "c"),
+                "unconstrained key",
+            ),
+            (
+                ix("a:1,b:1,c:1,d:1"),
+                q().eq("a").sort("b:1"),
+                served(false, 1),
+                "short sort",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("a").sort("priority:1"),
+                missing("priority"),
+                "not in index",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("a").sort("b:1,c:1"),
+                missing("c"),
+                "sort longer than index",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().range("a").sort("b:1,a:1"),
+                Verdict::BlockingSort(Rule::SortOrder {
+                    index: s("x"),
+                    sort: keys("b:1,a:1"),
+                    keys: keys("a:1,b:1"),
+                }),
+                "sort out of key order",
+            ),
+            // Rule 4, $in: explodeForSort; query_planner_test.cpp InWithSort, ManyInWithSort,
+            // TooManyToExplode, ExplodeMustReverseScans; jstests/core/query/sort/sortk.js.
+            (
+                ix("a:1,b:1"),
+                q().inn("a", 2).sort("b:1"),
+                served(false, 2),
+                "InWithSort",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 10).inn("b", 20).sort("c:1"),
+                served(false, 200),
+                "10 x 20 = 200 scans, at the limit",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().inn("a", 201).sort("b:1"),
+                too_many(&[("a", 201)], 201),
+                "201",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 15).inn("b", 15).sort("c:1"),
+                too_many(&[("a", 15), ("b", 15)], 225),
+                "15 x 15 = 225 scans",
+            ),
+            (
+                ix("a:1,b:1,c:1,d:1"),
+                q().inn("a", 6).inn("b", 8).inn("c", 8).sort("d:1"),
+                too_many(&[("a", 6), ("b", 8), ("c", 8)], 384),
+                "TooManyToExplode: 6 x 8 x 8",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().inn("a", 1).sort("b:1"),
+                served(false, 1),
+                "one-element $in",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 1).inn("b", 300).sort("c:1"),
+                too_many(&[("b", 300)], 300),
+                "a one-element $in counts 1",
+            ),
+            (
+                ix("a:1,b:1,c:1,d:1"),
+                q().inn("a", 2).inn("b", 2).sort("c:-1"),
+                served(true, 4),
+                "ExplodeMustReverseScans",
+            ),
+            (
+                ix("a:1,b:-1,c:1"),
+                q().inn("a", 2).range("b").sort("b:-1,c:1"),
+                served(false, 2),
+                "explosion, then a range on the first sort key",
+            ),
+            // Multi-point bounds on `a` are scanned in order: `a` is no equality field, it stays
+            // in the base pattern and gives its own order (computeSortsForScan).
+            (
+                ix("a:1,b:1"),
+                q().inn("a", 3).sort("a:1,b:1"),
+                served(false, 1),
+                "sort on the $in",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 2).inn("b", 3).sort("a:1"),
+                served(false, 1),
+                "sort on the leading $in",
+            ),
+            (
+                ix("e:1,s:1,a:1"),
+                q().eq("e").inn("a", 300).sort("s:1"),
+                served(false, 1),
+                "$in after the sort: no explosion",
+            ),
+            (
+                ix("a:1,r:1,s:1"),
+                q().inn("a", 2).range("r").sort("s:1"),
+                cut("r", r.clone(), "s"),
+                "range between $in and sort",
+            ),
+            // sortk.js eqInQueryWithLimit: {a: 1, b: {$in: [1, 2]}} sort {c: 1} on {a, b, c}.
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").inn("b", 2).sort("c:1"),
+                served(false, 2),
+                "eq, $in",
+            ),
+            // explodeForSort compares the sort as written (no equality skipped) with the keys
+            // after the exploded point prefix.
+            (
+                ix("a:1,b:1,c:1"),
+                q().eq("a").inn("b", 2).sort("a:1,c:1"),
+                exploded_key("a", "b"),
+                "sort names an exploded eq",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 2).inn("b", 3).sort("b:1"),
+                exploded_key("b", "a"),
+                "sort on an exploded $in",
+            ),
+            (
+                ix("a:1,s:1,e:1,t:1"),
+                q().inn("a", 2).eq("e").sort("s:1,t:1"),
+                cut("e", Cut::EqualityAfterIn(s("a")), "t"),
+                "eq inside the sort after an explosion",
+            ),
+            (
+                ix("a:1,b:1,c:1"),
+                q().inn("a", 2).sort("b:1,c:-1"),
+                flip("b:1,c:-1", "a:1,b:1,c:1"),
+                "partial flip after an explosion",
+            ),
+            // query_planner_test.cpp CantExplodeWithEmptyBounds.
+            (
+                ix("a:1,b:1"),
+                q().inn("a", 0).sort("b:1"),
+                cut("a", r.clone(), "b"),
+                "empty $in",
+            ),
+            (
+                ix("team:1,status:1,priority:-1,updated_at:-1"),
+                q().eq("team")
+                    .inn("status", 3)
+                    .sort("priority:-1,updated_at:-1"),
+                served(false, 3),
+                "help desk queue over 3 statuses",
+            ),
+            // Rule 5, multikey: confirmBoundsProvideSortComponentGivenMultikeyness (SERVER-31898),
+            // jstests/core/query/sort/sort_array.js.
+            (
+                ix("tags:1"),
+                q().mk("tags").range("tags").sort("tags:1"),
+                multikey("tags", MultikeyCause::Bounded),
+                "bounded multikey sort key",
+            ),
+            (
+                ix("tags:1"),
+                q().mk("tags").sort("tags:-1"),
+                full(true),
+                "unbounded multikey sort",
+            ),
+            (
+                ix("x.y:1,x.z:-1"),
+                q().mk("x").eq("x.y").sort("x.z:-1"),
+                multikey("x.z", MultikeyCause::SharedPrefix(s("x.y"))),
+                "bounded multikey `x.y` shares the prefix `x`",
+            ),
+            (
+                ix("d:1,e:1"),
+                q().mk("d,e").eq("d").sort("e:1"),
+                served(false, 1),
+                "bounded multikey `d` shares no prefix with `e`",
+            ),
+            (
+                ix("a:1,b.c:1"),
+                q().mk("a").eq("a").sort("b.c:-1"),
+                served(true, 1),
+                "multikey index, sort on a flat key",
+            ),
+            // A bounded multikey equality is an "ignore field": dropped from the base pattern but
+            // not from ProvidedSortSet's ignored fields.
+            (
+                ix("tags:1,b:1"),
+                q().mk("tags").eq("tags").sort("tags:1,b:1"),
+                multikey("tags", MultikeyCause::Bounded),
+                "sort names a multikey eq",
+            ),
+            (
+                ix("tags:1,b:1"),
+                q().mk("tags").eq("tags").sort("b:1"),
+                served(false, 1),
+                "multikey eq before the sort",
+            ),
+            // explodeForSort stops the possible sort at the first multikey field.
+            (
+                ix("a:1,tags:1"),
+                q().mk("tags").inn("a", 2).sort("tags:1"),
+                multikey("tags", MultikeyCause::Exploded(s("a"))),
+                "multikey sort after an explosion",
+            ),
+            // The regression jstest of SERVER-56865: explosion, multikey key after the sort.
+            (
+                ix("a:1,s:1,tags:1"),
+                q().mk("tags").inn("a", 2).sort("s:1"),
+                served(false, 2),
+                "multikey key after the sort keys",
+            ),
+            (
+                with(ix("lines.product._id:1"), |i| {
+                    i.multikey_paths = paths("lines")
+                }),
+                q().range("lines.product._id").sort("lines.product._id:1"),
+                multikey("lines.product._id", MultikeyCause::Bounded),
+                "the index's multikey paths: `lines` is an array",
+            ),
+            // Rule 6, collation: planner_ixselect.cpp _compatible, computeSortsForScan.
+            (
+                with(ix("a:1,b:1"), |i| i.collation = Some(s("fr"))),
+                q().eq("a").sort("b:1"),
+                Verdict::Unusable(Rule::CollationDiffers {
+                    index: s("x"),
+                    index_collation: Some(s("fr")),
+                    query_collation: None,
+                }),
+                "collation differs",
+            ),
+            (
+                with(ix("a:1,b:1"), |i| i.collation = Some(s("fr"))),
+                q().eq("a").sort("b:1").coll("fr"),
+                served(false, 1),
+                "same collation",
+            ),
+            // Rule 1: findRelevantIndices needs a predicate on the first key; QueryPlanner::plan
+            // scans a whole index for a sort that is a prefix of getSortPattern or its reverse.
+            (
+                ix("a:1,b:1"),
+                q().eq("b"),
+                no_leading("a", ""),
+                "no first-key predicate, no sort",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("b").sort("b:1"),
+                no_leading("a", "b:1"),
+                "sort not provided",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().eq("b").sort("a:1"),
+                full(false),
+                "first key free, sort provided",
+            ),
+            (
+                ix("a:1,b:-1"),
+                q().sort("a:1,b:-1"),
+                full(false),
+                "full scan, forward",
+            ),
+            (
+                ix("a:1,b:-1"),
+                q().sort("a:-1,b:1"),
+                full(true),
+                "full scan, complete reverse",
+            ),
+            (
+                ix("a:1,b:-1"),
+                q().sort("a:1,b:1"),
+                no_leading("a", "a:1,b:1"),
+                "full scan, flip",
+            ),
+            (
+                with(ix("_id:1"), |i| i.unique = true),
+                q().sort("_id:1"),
+                full(false),
+                "sort on _id, no predicate: the _id index",
+            ),
+            (
+                ix("a:1,b:1"),
+                q().range("a"),
+                served(false, 1),
+                "no sort: served when usable",
+            ),
+            (
+                with(ix("a:1"), |i| i.sparse = true),
+                q().sort("a:1"),
+                Verdict::Unusable(Rule::SparseSort {
+                    index: s("x"),
+                    first_key: s("a"),
+                }),
+                "sparse: never scanned whole",
+            ),
+            (
+                with(ix("a:1,b:1"), |i| i.sparse = true),
+                q().eq("a").sort("b:1"),
+                served(false, 1),
+                "sparse with a first-key predicate",
+            ),
+            (
+                with(ix("a:1"), |i| i.partial = true),
+                q().eq("a"),
+                Verdict::Unusable(Rule::PartialFilter { index: s("x") }),
+                "partial: filter implication unknown",
+            ),
+            // Rule 7, special keys: index_bounds_builder (hashed points), computeSortsForScan
+            // ("Hashed fields ... prohibit sorts on the later fields"), getSortPattern.
+            (
+                ix("h:hashed"),
+                q().eq("h"),
+                served(false, 1),
+                "hashed equality",
+            ),
+            (
+                ix("h:hashed"),
+                q().range("h"),
+                no_leading("h", ""),
+                "hashed: no range bounds",
+            ),
+            (
+                ix("a:1,h:hashed,c:1"),
+                q().eq("a").sort("h:1"),
+                Verdict::BlockingSort(Rule::HashedSort {
+                    index: s("x"),
+                    key: s("h"),
+                }),
+                "sort on a hashed key",
+            ),
+            (
+                ix("a:1,h:hashed,c:1"),
+                q().eq("a,h").sort("c:-1"),
+                served(true, 1),
+                "a hashed equality is skipped",
+            ),
+            (
+                ix("h:hashed,c:1"),
+                q().sort("c:1"),
+                no_leading("h", "c:1"),
+                "sort pattern stops",
+            ),
+            (
+                ix("a:1,body:text"),
+                q().eq("a"),
+                Verdict::Unusable(Rule::SpecialIndex {
+                    index: s("x"),
+                    key: s("body"),
+                    kind: s("text"),
+                }),
+                "text index needs $text",
+            ),
+            (
+                ix("loc:2dsphere,a:1"),
+                q().eq("a").sort("a:1"),
+                Verdict::Unusable(Rule::SpecialIndex {
+                    index: s("x"),
+                    key: s("loc"),
+                    kind: s("2dsphere"),
+                }),
+                "2dsphere index needs a geo predicate",
+            ),
+        ]
+    }
+
+    #[test]
+    fn planner_table() {
+        let rows = table();
+        assert!(rows.len() >= 45, "{} rows", rows.len());
+        let mut failures = Vec::new();
+        for (index, query, expected, note) in &rows {
+            let got = fit(index, query);
+            if got != *expected {
+                failures.push(format!(
+                    "{note}: {:?} / {query:?}\n  expected {expected:?}\n  got      {got:?}",
+                    index.keys
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} rows differ:\n{}",
+            failures.len(),
+            rows.len(),
+            failures.join("\n")
+        );
+    }
+
+    #[test]
+    fn messages() {
+        let text = |index: IndexShape, query: QueryShape| match fit(&index, &query) {
+            Verdict::BlockingSort(rule) | Verdict::Unusable(rule) => rule.to_string(),
+            served => panic!("expected a rule, got {served:?}"),
+        };
+        assert_eq!(
+            text(
+                ix("status:1,placed_at:1,priority:1"),
+                q().eq("status").range("placed_at").sort("priority:1")
+            ),
+            "range `placed_at` precedes sort `priority` in index `x`: mongod sorts in memory"
+        );
+        assert!(text(ix("a:1,b:1"), q().range("a").sort("a:1,b:-1"))
+            .starts_with("sort {a: 1, b: -1} is a partial flip of index `x` {a: 1, b: 1}: "));
+        assert_eq!(
+            text(ix("status:1,b:1"), q().inn("status", 300).sort("b:1")),
+            "`$in` on `status` explodes into 300 scans in index `x`, over mongod's \
+             internalQueryMaxScansToExplode (200): mongod sorts in memory"
+        );
+        assert!(
+            text(ix("a:1,b:1,c:1"), q().inn("a", 15).inn("b", 15).sort("c:1"))
+                .starts_with("`$in` on `a` and `b` explodes into 225 scans (15 × 15)")
+        );
+        assert_eq!(
+            text(ix("a:1"), q().eq("a").sort("priority:-1")),
+            "index `x` has no key on `priority`: mongod sorts in memory"
+        );
+        assert!(text(
+            with(ix("a:1"), |i| i.collation = Some(s("fr"))),
+            q().eq("a")
+        )
+        .starts_with(
+            "collation differs: index `x` has collation fr and the query the simple collation"
+        ));
+        assert!(text(
+            ix("team:1,priority:1"),
+            q().eq("status").sort("updated_at:-1")
+        )
+        .starts_with("no predicate on the index's first key `team` and no sort it provides"));
+        assert_eq!(
+            text(ix("a:1,h:hashed,c:1"), q().eq("a").sort("h:1")),
+            "key `h` of index `x` is hashed and has no equality: it orders by hash, so mongod \
+             sorts in memory"
+        );
+        assert!(
+            text(ix("tags:1"), q().mk("tags").range("tags").sort("tags:1")).contains("multikey")
+        );
+    }
+
+    #[test]
+    fn esr_help_desk_queue() {
+        let query = q().eq("team,status").sort("priority:-1,updated_at:-1");
+        assert_eq!(
+            esr_keys(&query),
+            keys("team:1,status:1,priority:-1,updated_at:-1")
+        );
+        let ranged = query.clone().range("created_at");
+        let derived = esr_keys(&ranged);
+        assert_eq!(
+            derived,
+            keys("team:1,status:1,priority:-1,updated_at:-1,created_at:1")
+        );
+        let index = IndexShape {
+            name: s("x"),
+            keys: derived,
+            ..Default::default()
+        };
+        assert_eq!(fit(&index, &ranged), served(false, 1));
+    }
+
+    #[test]
+    fn esr_in_placement() {
+        // Within the explosion limit, the $in goes with the equalities: SORT_MERGE of 3 scans.
+        let small = q().eq("team").inn("status", 3).sort("priority:-1");
+        assert_eq!(esr_keys(&small), keys("team:1,status:1,priority:-1"));
+        let index = IndexShape {
+            name: s("x"),
+            keys: esr_keys(&small),
+            ..Default::default()
+        };
+        assert_eq!(fit(&index, &small), served(false, 3));
+
+        // Over the limit: after the sort keys, before the ranges; no explosion, no blocking sort.
+        let large = q()
+            .eq("team")
+            .inn("status", 300)
+            .range("created_at")
+            .sort("priority:-1");
+        assert_eq!(
+            esr_keys(&large),
+            keys("team:1,priority:-1,status:1,created_at:1")
+        );
+        let index = IndexShape {
+            name: s("x"),
+            keys: esr_keys(&large),
+            ..Default::default()
+        };
+        assert_eq!(fit(&index, &large), served(false, 1));
+
+        // No sort: an $in is an equality, whatever its size.
+        let unsorted = q().eq("a").inn("b", 500).range("c");
+        assert_eq!(esr_keys(&unsorted), keys("a:1,b:1,c:1"));
+
+        // A sorted $in field keeps its sort position; another $in then cannot be exploded.
+        let sorted_in = q()
+            .inn("kind", 2)
+            .inn("status", 3)
+            .sort("status:1,created:-1");
+        assert_eq!(esr_keys(&sorted_in), keys("status:1,created:-1,kind:1"));
+        let index = IndexShape {
+            name: s("x"),
+            keys: esr_keys(&sorted_in),
+            ..Default::default()
+        };
+        assert_eq!(fit(&index, &sorted_in), served(false, 1));
+
+        // A one-element $in is an equality.
+        assert_eq!(esr_keys(&q().inn("a", 1).sort("b:-1")), keys("a:1,b:-1"));
+    }
+
+    #[test]
+    fn esr_drops_and_dedupes() {
+        // A sort field with an equality is dropped; a ranged sort field appears once, sorted.
+        let query = q().eq("team").range("created").sort("team:1,created:-1");
+        assert_eq!(esr_keys(&query), keys("team:1,created:-1"));
+        let index = IndexShape {
+            name: s("x"),
+            keys: esr_keys(&query),
+            ..Default::default()
+        };
+        assert_eq!(fit(&index, &query), served(false, 1));
+    }
+
+    #[test]
+    fn esr_indexes_serve_their_queries() {
+        let queries = [
+            q().eq("a").sort("b:-1"),
+            q().eq("a,b")
+                .inn("c", 20)
+                .inn("d", 10)
+                .range("e")
+                .sort("f:1,g:-1"),
+            q().inn("c", 201).sort("f:1"),
+            q().eq("a").range("b,c").sort("c:1"),
+            q().sort("_id:1"),
+        ];
+        for query in &queries {
+            let index = IndexShape {
+                name: s("x"),
+                keys: esr_keys(query),
+                ..Default::default()
+            };
+            assert!(
+                matches!(fit(&index, query), Verdict::Served { .. }),
+                "{query:?} -> {:?}: {:?}",
+                index.keys,
+                fit(&index, query)
+            );
+        }
+    }
+
+    #[test]
+    fn covers_prefix_reverse_and_options() {
+        let a = ix("a:1,b:-1,c:1");
+        assert!(covers(&a, &ix("a:1,b:-1")), "prefix");
+        assert!(
+            covers(&a, &ix("a:-1,b:1")),
+            "prefix of the complete reverse"
+        );
+        assert!(covers(&a, &ix("a:-1,b:1,c:-1")), "complete reverse");
+        assert!(covers(&a, &a), "itself");
+        assert!(!covers(&a, &ix("a:1,b:1")), "partial flip");
+        assert!(!covers(&a, &ix("b:-1")), "not a prefix");
+        assert!(!covers(&ix("a:1,b:-1"), &a), "longer");
+        assert!(
+            !covers(&a, &with(ix("a:1"), |i| i.unique = true)),
+            "unique differs"
+        );
+        let ua = with(ix("a:1,b:1"), |i| i.unique = true);
+        assert!(
+            !covers(&ua, &with(ix("a:1"), |i| i.unique = true)),
+            "unique on more keys enforces less"
+        );
+        assert!(
+            covers(&ua, &with(ix("a:-1,b:-1"), |i| i.unique = true)),
+            "unique, same keys reversed"
+        );
+        assert!(
+            !covers(&a, &with(ix("a:1"), |i| i.sparse = true)),
+            "sparse differs"
+        );
+        let pa = with(ix("a:1,b:1"), |i| i.partial = true);
+        assert!(
+            !covers(&pa, &with(ix("a:1"), |i| i.partial = true)),
+            "partial filters unknown"
+        );
+        assert!(
+            !covers(&a, &with(ix("a:1"), |i| i.collation = Some(s("fr")))),
+            "collation differs"
+        );
+        assert!(
+            covers(&ix("h:hashed,b:1"), &ix("h:hashed")),
+            "hashed prefix"
+        );
+        assert!(
+            !covers(&ix("h:1"), &ix("h:hashed")),
+            "hashed is not ascending"
+        );
+    }
+
+    /// Derived indexes paired with a query no index serves (no predicate, no sort), so that only
+    /// the key-pattern rule ([`covers`]) can merge them.
+    fn bare(indexes: Vec<IndexShape>) -> Vec<(IndexShape, QueryShape)> {
+        indexes.into_iter().map(|i| (i, q())).collect()
+    }
+
+    #[test]
+    fn merge_prefix_and_reverse() {
+        let derived = bare(vec![
+            ix("a:1"),
+            ix("a:1,b:-1"),
+            ix("x:1"),
+            ix("a:-1,b:1,c:1"),
+        ]);
+        let merged = merge_derived(&derived);
+        assert_eq!(
+            merged,
+            vec![
+                Merged {
+                    index: ix("a:-1,b:1,c:1"),
+                    serves: vec![0, 1, 3]
+                },
+                Merged {
+                    index: ix("x:1"),
+                    serves: vec![2]
+                },
+            ]
+        );
+        // A partial flip is neither a prefix nor a reverse-prefix.
+        let flipped = merge_derived(&bare(vec![ix("a:1,b:1"), ix("a:1,b:-1,c:1")]));
+        assert_eq!(flipped.len(), 2, "{flipped:?}");
+    }
+
+    #[test]
+    fn merge_keeps_different_options_apart() {
+        // Every query would be served by `{a: 1, b: 1}` were the options the same.
+        let derived = vec![
+            (with(ix("a:1"), |i| i.unique = true), q().eq("a")),
+            (ix("a:1,b:1"), q().eq("a").sort("b:1")),
+            (with(ix("a:1"), |i| i.partial = true), q().eq("a")),
+            (
+                with(ix("a:1,b:1,c:1"), |i| i.collation = Some(s("fr"))),
+                q().eq("a").coll("fr"),
+            ),
+        ];
+        let merged = merge_derived(&derived);
+        assert_eq!(
+            merged.iter().map(|m| m.serves.clone()).collect::<Vec<_>>(),
+            vec![vec![0], vec![1], vec![2], vec![3]],
+            "{merged:?}"
+        );
+        // Same options: the shorter ones merge into the longest.
+        let same = merge_derived(&[
+            (ix("a:1"), q().eq("a")),
+            (ix("a:1,b:1"), q().eq("a").sort("b:1")),
+            (ix("a:1,b:1,c:1"), q().eq("a,b").sort("c:1")),
+        ]);
+        assert_eq!(
+            same,
+            vec![Merged {
+                index: ix("a:1,b:1,c:1"),
+                serves: vec![0, 1, 2]
+            }]
+        );
+    }
+
+    #[test]
+    fn merged_indexes_serve_their_queries() {
+        let queries = [
+            q().eq("team,status").sort("priority:-1,updated_at:-1"),
+            q().eq("team,status").sort("priority:1"),
+            q().eq("team"),
+            q().eq("customer").range("placed_at").sort("placed_at:-1"),
+            q().eq("customer"),
+            q().eq("team").range("created"),
+        ];
+        let derived: Vec<(IndexShape, QueryShape)> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, query)| {
+                let index = IndexShape {
+                    name: format!("q{i}"),
+                    keys: esr_keys(query),
+                    ..Default::default()
+                };
+                (index, query.clone())
+            })
+            .collect();
+        let merged = merge_derived(&derived);
+        // `{team, status, priority: 1}` is no prefix of the queue index's reverse (its equality
+        // keys are ascending), but the queue index serves it backwards: the `fit` merge. The
+        // `team` + `created` range has no blocking sort on the queue index either, but only its
+        // own index bounds `created`, so it stays.
+        let serves: Vec<Vec<usize>> = merged.iter().map(|m| m.serves.clone()).collect();
+        assert_eq!(
+            serves,
+            vec![vec![0, 1, 2], vec![3, 4], vec![5]],
+            "{merged:?}"
+        );
+        for m in &merged {
+            for &i in &m.serves {
+                assert!(
+                    matches!(
+                        fit(&m.index, &queries[i]),
+                        Verdict::Served {
+                            full_scan: false,
+                            ..
+                        }
+                    ),
+                    "{:?} for query {i}: {:?}",
+                    m.index.keys,
+                    fit(&m.index, &queries[i])
+                );
+            }
+        }
+    }
+}
