@@ -11,7 +11,6 @@ mod seed;
 
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
 use model::*;
 use mongo_schema::bson::{doc, DateTime};
 use mongo_schema::prelude::*;
@@ -69,15 +68,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms(started.elapsed())
     );
 
+    section("the queries, proven by explain (every declared one and every one the library sends)");
+    print!("{}", schema.prove(&db).await?);
+
     section("1. the agent queue: open billing tickets by priority, then last update");
-    let (filter, sort) = queue_query("billing");
+    // declared with `#[query(name = "agent_queue", ...)]`: typed arguments, the declared sort,
+    // the query's name as the command's `comment`
     let started = Instant::now();
-    let queue: Vec<Ticket> = Ticket::collection(&db)
-        .find(filter.clone())
-        .sort(sort.clone())
+    let queue: Vec<Ticket> = Ticket::agent_queue(&db, "billing", &Status::Open)
         .limit(10)
-        .await?
-        .try_collect()
         .await?;
     let took = started.elapsed();
     for t in &queue {
@@ -100,11 +99,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map_or("", |m| &m.preview[..m.preview.len().min(32)])
         );
     }
-    let plan = explain(
-        &db,
-        doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 10 },
-    )
-    .await?;
+    let plan = Ticket::agent_queue(&db, "billing", &Status::Open)
+        .limit(10)
+        .explain()
+        .await?;
     println!(
         "one query, one collection, no $lookup: {} ({})",
         ms(took),
@@ -114,9 +112,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     section("2. the ticket view: the ticket, then a page of its messages");
     let ticket = &queue[0];
     let started = Instant::now();
-    let view = Ticket::collection(&db)
-        .find_one(doc! { "_id": ticket.id })
+    let view = Ticket::ticket_view(&db, &ticket.id)
         .await?
+        .pop()
         .expect("seeded");
     let page = Message::TICKET_ID
         .page(&view.to_ref())

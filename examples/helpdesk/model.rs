@@ -99,6 +99,13 @@ impl From<&Message> for MessagePreview {
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "tickets")]
 #[index(keys(team = 1, status = 1, priority = -1, updated_at = -1), name = "agent_queue")]
+// the agent queue (seed 003): open tickets of a team by priority and last update; one query on
+// one collection, no `$lookup`, served by `agent_queue` in its sort order
+#[query(name = "agent_queue", eq(team, status), sort(priority = -1, updated_at = -1), limit = 50, index = "agent_queue")]
+// the ticket view: the ticket by id (then its thread, `Message::TICKET_ID.page`)
+#[query(name = "ticket_view", eq(id))]
+// a customer's tickets, newest first: the schema derives `{ customer._id: 1, updatedAt: -1 }`
+#[query(name = "customer_tickets", eq("customer._id"), sort(updated_at = -1), limit = 20)]
 #[serde(rename_all = "camelCase")]
 pub struct Ticket {
     #[serde(rename = "_id")]
@@ -162,13 +169,4 @@ pub fn schema() -> Schema {
         .model::<Message>()
         .build()
         .expect("the help desk schema is consistent")
-}
-
-/// The agent queue (seed 003): open tickets of a team by priority and last update; one query on
-/// one collection, no `$lookup`, served by `agent_queue` in its sort order.
-pub fn queue_query(team: &str) -> (mongo_schema::bson::Document, mongo_schema::bson::Document) {
-    (
-        mongo_schema::bson::doc! { "team": team, "status": "open" },
-        mongo_schema::bson::doc! { "priority": -1, "updatedAt": -1 },
-    )
 }

@@ -140,7 +140,8 @@ fn served(verdict: &Verdict, shape: &QueryShape) -> Option<(bool, usize)> {
             merge_scans,
             full_scan,
         } => {
-            let conditions = !shape.eq.is_empty() || !shape.in_.is_empty() || !shape.range.is_empty();
+            let conditions =
+                !shape.eq.is_empty() || !shape.in_.is_empty() || !shape.range.is_empty();
             (!(*full_scan && conditions)).then_some((*reverse, *merge_scans))
         }
         _ => None,
@@ -163,6 +164,10 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
     for query in &spec.queries {
         problems.extend(query_path_problems(&spec.name, query, schema));
     }
+    // every collection has the `_id_` index, which no spec lists
+    let id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
+        .name("_id_")
+        .unique(true);
     // declared queries: fit, or derive
     let mut unserved: Vec<usize> = Vec::new();
     for (i, query) in spec.queries.iter_mut().enumerate() {
@@ -170,6 +175,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
         let verdicts: Vec<(&IndexSpec, Verdict)> = spec
             .indexes
             .iter()
+            .chain(std::iter::once(&id_index))
             .map(|index| (index, fit::fit(&index_shape(index, schema), &shape)))
             .collect();
         if let Some(wanted) = query.index.clone() {
@@ -227,42 +233,64 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
     }
     // one index per group of queries that one index serves (a prefix, or the reverse)
     let derived: Vec<(Document, Vec<String>)> = {
-        let mut out: Vec<(Document, Vec<String>)> = Vec::new();
-        let mut wanted: Vec<(Document, String)> = unserved
+        let wanted: Vec<(IndexShape, QueryShape)> = unserved
             .iter()
             .map(|&i| {
-                let query = &spec.queries[i];
-                (esr_document(&query_shape(query, schema)), query.name.clone())
+                let shape = query_shape(&spec.queries[i], schema);
+                let keys = esr_document(&shape);
+                (index_shape(&IndexSpec::new(keys), schema), shape)
             })
             .collect();
-        // longest first, so that a shorter pattern merges into a longer one it prefixes
-        wanted.sort_by_key(|(keys, _)| std::cmp::Reverse(keys.len()));
-        for (keys, name) in wanted {
-            let candidate = IndexSpec::new(keys.clone());
-            match out.iter_mut().find(|(existing, _)| {
-                fit::covers(
-                    &index_shape(&IndexSpec::new(existing.clone()), schema),
-                    &index_shape(&candidate, schema),
-                )
-            }) {
-                Some((_, names)) => names.push(name),
-                None => out.push((keys, vec![name])),
-            }
-        }
-        out
+        fit::merge_derived(&wanted)
+            .into_iter()
+            .map(|merged| {
+                let mut keys = Document::new();
+                for (path, dir) in &merged.index.keys {
+                    keys.insert(path.clone(), direction(dir));
+                }
+                let names = merged
+                    .serves
+                    .iter()
+                    .map(|&k| spec.queries[unserved[k]].name.clone())
+                    .collect();
+                (keys, names)
+            })
+            .collect()
     };
     for (keys, queries) in derived {
-        let index = IndexSpec::new(keys).reason(IndexReason::Query { queries });
-        spec.indexes.retain(|i| !i.same_keys(&index));
+        let mut index = IndexSpec::new(keys).reason(IndexReason::Query { queries });
+        index.reasons.retain(|r| *r != IndexReason::Declared);
+        // a relationship index that is a prefix of the derived one is served by it: one index,
+        // both reasons (a fan-out on `customer._id` by `{ customer._id: 1, updatedAt: -1 }`)
+        spec.indexes.retain(|existing| {
+            let relationship_only = existing.reasons.iter().all(|r| {
+                matches!(
+                    r,
+                    IndexReason::Reference { .. } | IndexReason::FanOut { .. }
+                )
+            });
+            let absorbed = existing.same_keys(&index)
+                || (relationship_only
+                    && !existing.has_declared_name()
+                    && existing.is_prefix_of(&index));
+            if absorbed {
+                index.merge_reasons(existing);
+            }
+            !absorbed
+        });
         spec.indexes.push(index);
     }
     // fit again what was derived, and every library query
     for &i in &unserved {
         let shape = query_shape(&spec.queries[i], schema);
-        let found = spec.indexes.iter().find_map(|index| {
-            served(&fit::fit(&index_shape(index, schema), &shape), &shape)
-                .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
-        });
+        let found = spec
+            .indexes
+            .iter()
+            .chain(std::iter::once(&id_index))
+            .find_map(|index| {
+                served(&fit::fit(&index_shape(index, schema), &shape), &shape)
+                    .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
+            });
         spec.queries[i].fit = Some(match found {
             Some((index, reverse, merge_scans)) => QueryFit {
                 index: Some(index),
@@ -287,14 +315,18 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
         .map(|mut query| {
             let shape = query_shape(&query, schema);
             let mut last_rule = None;
-            let found = spec.indexes.iter().find_map(|index| {
-                let verdict = fit::fit(&index_shape(index, schema), &shape);
-                if let Verdict::BlockingSort(rule) | Verdict::Unusable(rule) = &verdict {
-                    last_rule = Some(rule.to_string());
-                }
-                served(&verdict, &shape)
-                    .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
-            });
+            let found = spec
+                .indexes
+                .iter()
+                .chain(std::iter::once(&id_index))
+                .find_map(|index| {
+                    let verdict = fit::fit(&index_shape(index, schema), &shape);
+                    if let Verdict::BlockingSort(rule) | Verdict::Unusable(rule) = &verdict {
+                        last_rule = Some(rule.to_string());
+                    }
+                    served(&verdict, &shape)
+                        .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
+                });
             query.fit = Some(match found {
                 Some((index, reverse, merge_scans)) => QueryFit {
                     index: Some(index),
@@ -329,7 +361,11 @@ pub(crate) fn esr_document(shape: &QueryShape) -> Document {
 
 /// Quoted paths that are no field of the documents, and projections whose fields are stored
 /// with another schema than the collection's.
-fn query_path_problems(collection: &str, query: &QuerySpec, schema: Option<&Document>) -> Vec<String> {
+fn query_path_problems(
+    collection: &str,
+    query: &QuerySpec,
+    schema: Option<&Document>,
+) -> Vec<String> {
     let Some(schema) = schema else {
         return Vec::new();
     };
@@ -342,12 +378,15 @@ fn query_path_problems(collection: &str, query: &QuerySpec, schema: Option<&Docu
             ));
         }
     }
-    if let (Some(row), Ok(properties)) = (&query.project_schema, schema.get_document("properties")) {
+    if let (Some(row), Ok(properties)) = (&query.project_schema, schema.get_document("properties"))
+    {
         if let Ok(row_properties) = row.get_document("properties") {
             for (name, row_schema) in row_properties {
                 let stored = properties.get(name);
                 let same = match (stored, row_schema) {
-                    (Some(Bson::Document(a)), Bson::Document(b)) => json_schema::same_document(a, b),
+                    (Some(Bson::Document(a)), Bson::Document(b)) => {
+                        json_schema::same_document(a, b)
+                    }
                     _ => false,
                 };
                 if !same {
@@ -388,7 +427,8 @@ fn partial_filter_problems(spec: &CollectionSpec, schema: Option<&Document>) -> 
                 .filter_map(|(s, _)| s.get_array("enum").ok())
                 .flatten()
                 .collect();
-            let all_enums = !leaves.is_empty() && leaves.iter().all(|(s, _)| s.contains_key("enum"));
+            let all_enums =
+                !leaves.is_empty() && leaves.iter().all(|(s, _)| s.contains_key("enum"));
             if all_enums && !allowed.iter().any(|a| json_schema::same(a, value)) {
                 let allowed: Vec<String> = allowed.iter().map(ToString::to_string).collect();
                 problems.push(format!(

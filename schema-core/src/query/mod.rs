@@ -35,6 +35,8 @@ mod declared;
 pub mod fit;
 pub(crate) mod fitting;
 mod path;
+pub mod plan_reader;
+mod prove;
 
 pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, QuerySpec};
@@ -42,6 +44,8 @@ pub use fitting::QueryFit;
 #[doc(hidden)]
 pub use path::{stored_value, stored_with};
 pub use path::{Encoder, Path};
+pub use plan_reader::{PlanFacts, SortVerdict};
+pub use prove::{ProofReport, QueryProof};
 
 use mongodb::bson::Bson;
 

@@ -113,7 +113,10 @@ fn param_name(field: &KeyField, taken: &mut Vec<String>) -> Ident {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect::<String>()
-            .trim_matches('_')
+            .split('_')
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join("_")
             .to_lowercase(),
     };
     let mut name = if base.is_empty() {
