@@ -2,6 +2,9 @@
 //! the same stored shape: CPU only, no server. Both sides run in one process, interleaved, so
 //! machine noise hits both alike; the ratios (ours / serde) are what to read.
 //!
+//! A typed filter (`mongo_schema::query::Filter` on `field!` paths) is priced against the
+//! hand-written `doc!` it replaces; the budget is 1.05x.
+//!
 //! The last lines price `T::check` (the validator evaluated in the library) of the help desk's
 //! ticket (`examples/helpdesk`) against serializing it as the driver does: the budget is 2x.
 //!
@@ -433,6 +436,46 @@ fn main() {
         "account (tagged enum + flatten): encode to bytes",
         || drop(black_box(bson::to_vec(black_box(&account)).unwrap())),
         || drop(black_box(bson::to_vec(black_box(&plain_account)).unwrap())),
+    );
+
+    // a typed filter against the hand-written `doc!` it replaces: the same document, byte for
+    // byte, for the help desk's agent queue and a customer's tickets in a date range
+    let team = String::from("billing");
+    let customer_id = ObjectId::new();
+    let since = bson::DateTime::from_millis(1_700_000_000_000);
+    let typed = || {
+        mongo_schema::query::Filter::new()
+            .eq(mongo_schema::field!(helpdesk::Ticket, team), team.as_str())
+            .eq(
+                mongo_schema::field!(helpdesk::Ticket, status),
+                &helpdesk::Status::Open,
+            )
+            .eq(
+                mongo_schema::field!(helpdesk::Ticket, customer.id),
+                &customer_id,
+            )
+            .gte(mongo_schema::field!(helpdesk::Ticket, updated_at), &since)
+            .build()
+            .unwrap()
+    };
+    let hand = || {
+        bson::doc! {
+            "team": team.as_str(),
+            "status": "open",
+            "customer._id": customer_id,
+            "updatedAt": { "$gte": since },
+        }
+    };
+    assert_eq!(
+        bson::to_vec(&typed()).unwrap(),
+        bson::to_vec(&hand()).unwrap(),
+        "the typed filter is the hand-written document, byte for byte"
+    );
+    compare(
+        &settings,
+        "filter: typed builder vs hand-written doc!",
+        || drop(black_box(typed())),
+        || drop(black_box(hand())),
     );
 
     let desk = helpdesk_ticket();

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use futures_util::TryStreamExt;
 use model::*;
 use mongo_schema::bson::{doc, DateTime};
-use mongo_schema::explain;
 use mongo_schema::prelude::*;
+use mongo_schema::{explain, IndexReason};
 
 async fn seeded(prefix: &str, tickets: usize) -> (mongodb::Database, seed::Seeded) {
     let db = mongo_schema_testkit::database(prefix).await;
@@ -24,28 +24,44 @@ async fn seeded(prefix: &str, tickets: usize) -> (mongodb::Database, seed::Seede
 #[tokio::test]
 async fn the_queue_is_one_indexed_query_on_one_collection_in_the_seeds_order() {
     let (db, _) = seeded("hd_queue", 1500).await;
-    let (filter, sort) = queue_query("billing");
     let (client, log) = mongo_schema_testkit::monitored_client().await;
     let monitored = client.database(db.name());
-    let queue: Vec<Ticket> = Ticket::collection(&monitored)
-        .find(filter.clone())
-        .sort(sort.clone())
+    // the declared query: typed arguments, the declared sort, the name as `comment`
+    let queue: Vec<Ticket> = Ticket::agent_queue(&monitored, "billing", &Status::Open)
+        .limit(25)
+        .await
+        .unwrap();
+    let commands = log.commands();
+    assert_eq!(commands.len(), 1, "one query: {:?}", log.names());
+    assert_eq!(commands[0].name, "find");
+    let find = &commands[0].command;
+    assert_eq!(
+        find.get_str("find").unwrap(),
+        "tickets",
+        "one collection, no $lookup"
+    );
+    assert_eq!(find.get_str("comment").unwrap(), "agent_queue");
+    assert_eq!(
+        find.get_document("filter").unwrap(),
+        &doc! { "team": "billing", "status": "open" }
+    );
+    assert_eq!(
+        find.get_document("sort").unwrap(),
+        &doc! { "priority": -1, "updatedAt": -1 }
+    );
+
+    // the same documents in the same order as the hand-written query it replaces
+    let hand_written: Vec<Ticket> = Ticket::collection(&db)
+        .find(doc! { "team": "billing", "status": "open" })
+        .sort(doc! { "priority": -1, "updatedAt": -1 })
         .limit(25)
         .await
         .unwrap()
         .try_collect()
         .await
         .unwrap();
-    let commands = log.commands();
-    assert_eq!(commands.len(), 1, "one query: {:?}", log.names());
-    assert_eq!(commands[0].name, "find");
-    assert_eq!(
-        commands[0].command.get_str("find").unwrap(),
-        "tickets",
-        "one collection, no $lookup"
-    );
-
     assert_eq!(queue.len(), 25);
+    assert_eq!(queue, hand_written);
     assert!(queue
         .iter()
         .all(|t| t.team == "billing" && t.status == Status::Open));
@@ -61,15 +77,67 @@ async fn the_queue_is_one_indexed_query_on_one_collection_in_the_seeds_order() {
         .iter()
         .all(|t| !t.customer.name.is_empty() && t.last_message.is_some()));
 
-    let plan = explain(
-        &db,
-        doc! { "find": "tickets", "filter": filter, "sort": sort, "limit": 25 },
-    )
-    .await
-    .unwrap();
+    let plan = Ticket::agent_queue(&db, "billing", &Status::Open)
+        .limit(25)
+        .explain()
+        .await
+        .unwrap();
     println!("queue: {plan}");
     assert!(plan.uses_index());
     assert_eq!(plan.indexes, ["agent_queue"]);
+}
+
+#[tokio::test]
+async fn a_customers_tickets_use_the_derived_index_and_match_the_hand_written_query() {
+    let (db, data) = seeded("hd_customer", 600).await;
+    let customer = &data.tickets[0].customer;
+    let declared: Vec<Ticket> = Ticket::customer_tickets(&db, &customer.id).await.unwrap();
+    let hand_written: Vec<Ticket> = Ticket::collection(&db)
+        .find(doc! { "customer._id": customer.id })
+        .sort(doc! { "updatedAt": -1 })
+        .limit(20)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(
+        !declared.is_empty(),
+        "the seed gives every customer tickets"
+    );
+    assert_eq!(declared, hand_written);
+    let plan = Ticket::customer_tickets(&db, &customer.id)
+        .explain()
+        .await
+        .unwrap();
+    assert_eq!(plan.indexes, ["customer._id_1_updatedAt_-1"]);
+    // the derived index took the fan-out's place: one index serves both
+    let spec = schema();
+    let tickets = spec.collection("tickets").unwrap();
+    assert!(!tickets.indexes.iter().any(|i| i.name == "customer._id_1"));
+    let derived = tickets
+        .indexes
+        .iter()
+        .find(|i| i.name == "customer._id_1_updatedAt_-1")
+        .unwrap();
+    assert!(derived
+        .reasons
+        .iter()
+        .any(|r| matches!(r, IndexReason::FanOut { .. })));
+    assert!(derived
+        .reasons
+        .iter()
+        .any(|r| matches!(r, IndexReason::Query { .. })));
+
+    let proof = spec.prove(&db).await.unwrap();
+    println!("{proof}");
+    assert_eq!(proof.failures().count(), 0, "{proof}");
+    let entry = proof
+        .queries
+        .iter()
+        .find(|q| q.query == "customer_tickets")
+        .unwrap();
+    assert_eq!(entry.used_indexes, ["customer._id_1_updatedAt_-1"]);
 }
 
 #[tokio::test]

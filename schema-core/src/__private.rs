@@ -453,6 +453,27 @@ pub const fn require_counter<T: Counter>() -> crate::CounterType {
 }
 
 #[cfg(test)]
+mod native_tests {
+    use super::*;
+
+    #[test]
+    fn native_encoders_are_the_driver_s_stored_form() {
+        let id = mongodb::bson::oid::ObjectId::new();
+        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
+        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
+        assert_eq!(native_object_id(&id).unwrap(), stored_value(&id).unwrap());
+        assert_eq!(native_date_time(&at).unwrap(), stored_value(&at).unwrap());
+        assert_eq!(native_i32(&-3).unwrap(), stored_value(&-3_i32).unwrap());
+        assert_eq!(native_i64(&3).unwrap(), stored_value(&3_i64).unwrap());
+        assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
+        assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
+        assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
+        let s = String::from("x");
+        assert_eq!(native_string(&s).unwrap(), stored_value(&s).unwrap());
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use serde::de::DeserializeSeed;
 
@@ -519,8 +540,34 @@ mod tests {
 // typed field paths (`field!`, `#[query]`)
 
 pub use crate::query::{
-    stored_value, stored_with, DeclaredQuery, Encoder, Filter, Ordered, Path, QuerySpec, Value,
+    stored_value, stored_with, Array, DeclaredQuery, Encoder, Filter, Ordered, Path, QuerySpec,
+    Value,
 };
+
+/// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
+/// field of these types, so that a typed filter costs what `doc!` does (serde's path writes an
+/// `ObjectId` or a date as extended JSON and converts it back). Unit-tested against the driver's
+/// serialization.
+macro_rules! native {
+    ($($name:ident: $ty:ty => $variant:ident,)*) => {$(
+        #[doc(hidden)]
+        #[inline]
+        pub fn $name(value: &$ty) -> Result<Bson, mongodb::bson::ser::Error> {
+            Ok(Bson::$variant(value.clone()))
+        }
+    )*};
+}
+
+native! {
+    native_object_id: mongodb::bson::oid::ObjectId => ObjectId,
+    native_date_time: mongodb::bson::DateTime => DateTime,
+    native_i32: i32 => Int32,
+    native_i64: i64 => Int64,
+    native_f64: f64 => Double,
+    native_bool: bool => Boolean,
+    native_decimal128: mongodb::bson::Decimal128 => Decimal128,
+    native_string: String => String,
+}
 
 /// The error of a declared query's `$in` argument longer than its `max`.
 pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {

@@ -716,6 +716,7 @@ fn check_queries(cx: &Ctxt, cont: &Container) {
         {
             check_stored_order(cx, cont, field);
         }
+        check_query_index(cx, cont, query);
     }
     for index in &cont.attrs.indexes {
         for key in index.value.keys.iter().flat_map(|k| &k.value) {
@@ -724,6 +725,143 @@ fn check_queries(cx: &Ctxt, cont: &Container) {
             }
         }
     }
+}
+
+/// Whether a Rust field is stored as an array (a multikey path when indexed).
+pub fn is_array_field(field: &Field) -> bool {
+    if field.attrs.embed.is_some() {
+        return !crate::serde_helpers::type_last_name(field.ty)
+            .is_some_and(|name| name.ends_with("Map"));
+    }
+    field
+        .reference_shape()
+        .is_some_and(|shape| shape.kind == RefKind::Many)
+}
+
+/// `#[query(index = "name")]` naming an index declared on the same struct, all of whose keys
+/// and the query's fields are Rust fields: fitted here by mongod's planner rules, so an index
+/// that cannot serve the query is a compile error at `index = `. Other cases are checked by
+/// `Schema::build`, which sees every index.
+fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
+    use mongo_schema_planner::{esr_keys, fit, IndexShape, KeyDir, QueryShape, Verdict};
+    let Some(wanted) = &query.index else {
+        return;
+    };
+    let silent = Ctxt::new();
+    let dir = |kind: &KeyKind| match kind {
+        KeyKind::Direction(d) if *d < 0 => KeyDir::Desc,
+        KeyKind::Direction(_) => KeyDir::Asc,
+        KeyKind::Special(s) => KeyDir::Special(s.clone()),
+    };
+    let query_fields = query
+        .eq
+        .iter()
+        .chain(query.any_of.iter().map(|(f, _)| f))
+        .chain(query.range.iter())
+        .chain(query.sort.iter().map(|k| &k.field));
+    let mut multikey: Vec<String> = Vec::new();
+    for field in query_fields {
+        match rust_field(cont, field) {
+            Some(f) if is_array_field(f) => multikey.push(f.stored_name.clone()),
+            Some(_) => {}
+            None => {
+                let _ = silent.check();
+                return;
+            }
+        }
+    }
+    let found = cont.attrs.indexes.iter().find_map(|index| {
+        let keys = index.value.keys.as_ref()?;
+        let stored: Vec<(String, KeyDir)> = keys
+            .value
+            .iter()
+            .map(|k| (resolve_key(&silent, cont, k), dir(&k.kind)))
+            .collect();
+        let default = stored
+            .iter()
+            .map(|(p, d)| format!("{p}_{}", d.to_string().trim_matches('"')))
+            .collect::<Vec<_>>()
+            .join("_");
+        let name = index
+            .value
+            .name
+            .as_ref()
+            .map_or(default, |n| n.value.clone());
+        (name == wanted.value && index.value.partial.is_none()).then_some((name, stored, keys))
+    });
+    let Some((name, keys, key_tokens)) = found else {
+        let _ = silent.check();
+        return;
+    };
+    if key_tokens
+        .value
+        .iter()
+        .any(|k| matches!(k.field, KeyField::Path(_)))
+    {
+        let _ = silent.check();
+        return;
+    }
+    for key in &key_tokens.value {
+        if let Some(f) = rust_field(cont, &key.field) {
+            if is_array_field(f) && !multikey.contains(&f.stored_name) {
+                multikey.push(f.stored_name.clone());
+            }
+        }
+    }
+    let shape = QueryShape {
+        eq: query
+            .eq
+            .iter()
+            .map(|f| resolve_field(&silent, cont, f))
+            .collect(),
+        in_: query
+            .any_of
+            .iter()
+            .map(|(f, max)| (resolve_field(&silent, cont, f), *max as usize))
+            .collect(),
+        range: query
+            .range
+            .iter()
+            .map(|f| resolve_field(&silent, cont, f))
+            .collect(),
+        sort: query
+            .sort
+            .iter()
+            .map(|k| (resolve_field(&silent, cont, &k.field), dir(&k.kind)))
+            .collect(),
+        collation: None,
+        multikey_paths: multikey.clone(),
+    };
+    let _ = silent.check();
+    let index = IndexShape {
+        name: name.clone(),
+        keys,
+        unique: false,
+        sparse: false,
+        partial: false,
+        collation: None,
+        multikey_paths: multikey,
+    };
+    let conditions = !shape.eq.is_empty() || !shape.in_.is_empty() || !shape.range.is_empty();
+    let rule = match fit(&index, &shape) {
+        Verdict::Served { full_scan, .. } if !(full_scan && conditions) => return,
+        Verdict::Served { .. } => format!(
+            "index `{name}` does not start with a field the query constrains: mongod would scan all of it for the order"
+        ),
+        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) => rule.to_string(),
+    };
+    let esr: Vec<String> = esr_keys(&shape)
+        .iter()
+        .map(|(p, d)| format!("{p}: {d}"))
+        .collect();
+    cx.error_spanned_by(
+        &wanted.tokens,
+        format!(
+            "query `{}` cannot be served by index `{name}`: {rule}; an index on {{ {} }} would serve it (declare it, or leave out `index =` and let the schema derive it)",
+            query.name.as_ref().map(|n| n.value.value()).unwrap_or_default(),
+            esr.join(", ")
+        ),
+    );
 }
 
 /// A number or a date the user stores as a string (`#[schema(stored_as = String)]`): its text

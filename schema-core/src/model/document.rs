@@ -24,6 +24,11 @@ pub trait Document: BsonSchema {
     /// by the server) when there is none.
     type Id: BsonSchema;
 
+    /// How the `_id` is written: through its serde helper when it has one (a uuid with
+    /// `uuid_1_as_binary`), so that copies and filters of the id encode it as stored.
+    #[doc(hidden)]
+    const ID_ENCODER: crate::query::Encoder<Self::Id> = crate::query::Encoder::Plain;
+
     /// The collection's validator: `{ "$jsonSchema": <Self::bson_schema()> }`.
     fn validator() -> BsonDocument {
         doc! { "$jsonSchema": Self::bson_schema() }

@@ -25,7 +25,7 @@ fn ser_error(e: mongodb::bson::ser::Error) -> crate::Error {
 #[must_use]
 pub struct Filter<R: ?Sized> {
     doc: Document,
-    error: Option<crate::Error>,
+    error: Option<Box<crate::Error>>,
     _root: PhantomData<fn() -> Box<R>>,
 }
 
@@ -46,6 +46,7 @@ impl<R: ?Sized> std::fmt::Debug for Filter<R> {
 
 impl<R: ?Sized> Filter<R> {
     /// An empty filter (matches every document).
+    #[inline]
     pub fn new() -> Self {
         Filter {
             doc: Document::new(),
@@ -54,6 +55,7 @@ impl<R: ?Sized> Filter<R> {
         }
     }
 
+    #[inline]
     fn value<T: ?Sized, V: Value<T> + ?Sized>(
         &mut self,
         encoder: super::Encoder<T>,
@@ -62,7 +64,7 @@ impl<R: ?Sized> Filter<R> {
         match encode(encoder, value) {
             Ok(bson) => Some(bson),
             Err(e) => {
-                self.error.get_or_insert(ser_error(e));
+                self.error.get_or_insert(Box::new(ser_error(e)));
                 None
             }
         }
@@ -70,21 +72,22 @@ impl<R: ?Sized> Filter<R> {
 
     /// Adds `op: value` under `path`, merging with the operators already there
     /// (`{ at: { $gte: a, $lt: b } }`).
+    #[inline]
     fn operator(&mut self, path: &'static str, op: &str, value: Bson) {
-        match self.doc.get_mut(path) {
-            Some(Bson::Document(ops)) if ops.keys().all(|k| k.starts_with('$')) => {
+        if let Some(Bson::Document(ops)) = self.doc.get_mut(path) {
+            if ops.keys().all(|k| k.starts_with('$')) {
                 ops.insert(op, value);
-            }
-            _ => {
-                let mut ops = Document::new();
-                ops.insert(op, value);
-                self.doc.insert(path, ops);
+                return;
             }
         }
+        let mut ops = Document::new();
+        ops.insert(op, value);
+        self.doc.insert(path, ops);
     }
 
     /// `{ path: value }`: the field equals `value` (for an array field, mongod also matches an
     /// array holding it; see [`Filter::contains`]).
+    #[inline]
     pub fn eq<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
         mut self,
         path: Path<R, T, S>,
@@ -103,6 +106,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $ne: value } }`.
+    #[inline]
     pub fn ne<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
         mut self,
         path: Path<R, T, S>,
@@ -132,6 +136,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $in: [values] } }`: a multi-value equality.
+    #[inline]
     pub fn is_in<'v, T: ?Sized, S: ?Sized, V: Value<T> + ?Sized + 'v>(
         self,
         path: Path<R, T, S>,
@@ -141,6 +146,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $nin: [values] } }`.
+    #[inline]
     pub fn not_in<'v, T: ?Sized, S: ?Sized, V: Value<T> + ?Sized + 'v>(
         self,
         path: Path<R, T, S>,
@@ -149,6 +155,7 @@ impl<R: ?Sized> Filter<R> {
         self.list("$nin", path, values)
     }
 
+    #[inline]
     fn compare<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
         mut self,
         op: &str,
@@ -162,6 +169,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $gt: value } }`; only on fields stored in a form that orders like the value.
+    #[inline]
     pub fn gt<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
         self,
         path: Path<R, T, S>,
@@ -171,6 +179,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $gte: value } }`.
+    #[inline]
     pub fn gte<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
         self,
         path: Path<R, T, S>,
@@ -180,6 +189,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $lt: value } }`.
+    #[inline]
     pub fn lt<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
         self,
         path: Path<R, T, S>,
@@ -189,6 +199,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: { $lte: value } }`.
+    #[inline]
     pub fn lte<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
         self,
         path: Path<R, T, S>,
@@ -199,6 +210,7 @@ impl<R: ?Sized> Filter<R> {
 
     /// A range from Rust's range syntax: `a..b` is `{ $gte: a, $lt: b }`, `a..=b` `{ $gte: a,
     /// $lte: b }`, `a..` `{ $gte: a }`, `..` nothing.
+    #[inline]
     pub fn range<T: ?Sized, S: Ordered + ?Sized, V: Value<T>>(
         mut self,
         path: Path<R, T, S>,
@@ -238,7 +250,7 @@ impl<R: ?Sized> Filter<R> {
                 self.doc.insert(path.as_str(), bson);
             }
             Err(e) => {
-                self.error.get_or_insert(ser_error(e));
+                self.error.get_or_insert(Box::new(ser_error(e)));
             }
         }
         self
@@ -254,7 +266,7 @@ impl<R: ?Sized> Filter<R> {
         match element.build() {
             Ok(doc) => self.operator(path.as_str(), "$elemMatch", Bson::Document(doc)),
             Err(e) => {
-                self.error.get_or_insert(e);
+                self.error.get_or_insert(Box::new(e));
             }
         }
         self
@@ -265,9 +277,10 @@ impl<R: ?Sized> Filter<R> {
     /// # Errors
     /// The first value that could not be serialized (a `u64` above `i64::MAX`, a helper's
     /// refusal), as [`crate::Error::Driver`].
+    #[inline]
     pub fn build(self) -> Result<Document> {
         match self.error {
-            Some(e) => Err(e),
+            Some(e) => Err(*e),
             None => Ok(self.doc),
         }
     }
@@ -295,6 +308,7 @@ impl<R: ?Sized> std::fmt::Debug for Sort<R> {
 
 impl<R: ?Sized> Sort<R> {
     /// No sort.
+    #[inline]
     pub fn new() -> Self {
         Sort {
             doc: Document::new(),
@@ -303,18 +317,21 @@ impl<R: ?Sized> Sort<R> {
     }
 
     /// Then ascending on `path`.
+    #[inline]
     pub fn asc<T: ?Sized, S: Ordered + ?Sized>(mut self, path: Path<R, T, S>) -> Self {
         self.doc.insert(path.as_str(), 1_i32);
         self
     }
 
     /// Then descending on `path`.
+    #[inline]
     pub fn desc<T: ?Sized, S: Ordered + ?Sized>(mut self, path: Path<R, T, S>) -> Self {
         self.doc.insert(path.as_str(), -1_i32);
         self
     }
 
     /// The sort document (`{ priority: -1, updatedAt: -1 }`).
+    #[inline]
     pub fn build(self) -> Document {
         self.doc
     }
@@ -326,7 +343,7 @@ impl<R: ?Sized> Sort<R> {
 #[must_use]
 pub struct Update<R: ?Sized> {
     doc: Document,
-    error: Option<crate::Error>,
+    error: Option<Box<crate::Error>>,
     _root: PhantomData<fn() -> Box<R>>,
 }
 
@@ -347,6 +364,7 @@ impl<R: ?Sized> std::fmt::Debug for Update<R> {
 
 impl<R: ?Sized> Update<R> {
     /// An empty update.
+    #[inline]
     pub fn new() -> Self {
         Update {
             doc: Document::new(),
@@ -377,12 +395,13 @@ impl<R: ?Sized> Update<R> {
         match encode(path.encoder(), value) {
             Ok(bson) => self.put(op, path.as_str(), bson),
             Err(e) => {
-                self.error.get_or_insert(ser_error(e));
+                self.error.get_or_insert(Box::new(ser_error(e)));
             }
         }
     }
 
     /// `{ $set: { path: value } }`.
+    #[inline]
     pub fn set<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
         mut self,
         path: Path<R, T, S>,
@@ -394,6 +413,7 @@ impl<R: ?Sized> Update<R> {
 
     /// `{ $inc: { path: by } }`, `by` in the field's own numeric type (an `i32` field is
     /// incremented by an `int`, so it stays one).
+    #[inline]
     pub fn inc<T, S: Numeric + ?Sized>(mut self, path: Path<R, T, S>, by: T) -> Self
     where
         T: Value<T>,
@@ -431,7 +451,7 @@ impl<R: ?Sized> Update<R> {
                 self.put("$push", path.as_str(), value);
             }
             Err(e) => {
-                self.error.get_or_insert(ser_error(e));
+                self.error.get_or_insert(Box::new(ser_error(e)));
             }
         }
         self
@@ -441,9 +461,10 @@ impl<R: ?Sized> Update<R> {
     ///
     /// # Errors
     /// The first value that could not be serialized, as [`crate::Error::Driver`].
+    #[inline]
     pub fn build(self) -> Result<Document> {
         match self.error {
-            Some(e) => Err(e),
+            Some(e) => Err(*e),
             None => Ok(self.doc),
         }
     }

@@ -32,7 +32,8 @@
 
 mod builder;
 mod declared;
-pub mod fit;
+/// mongod's planner rules (the `mongo-schema-planner` crate, shared with the derive).
+pub use mongo_schema_planner as fit;
 pub(crate) mod fitting;
 mod path;
 pub mod plan_reader;
@@ -124,13 +125,15 @@ impl Value<Option<String>> for str {
 /// A stored form whose order is the order of the Rust values (or that has no order of its own
 /// to betray, like a binary id): what a range, a sort or an index key needs.
 ///
-/// Not implemented for the types serde stores as text that sorts unlike the value:
+/// Not implemented for arrays (mongod sorts an array by its smallest or largest element), nor
+/// for the types serde stores as text that sorts unlike the value:
 /// `rust_decimal::Decimal` (`"103.99" < "6.99"`), chrono's and time's dates and times (RFC 3339
 /// with a variable number of fractional digits), a number stored as a string.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not stored in a form that orders like its values: a range, a sort or an index key on it compares text",
     label = "stored as text that does not sort like the value",
     note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
+    note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
     note = "if `{Self}` is stored in an order-preserving form, say so: `impl mongo_schema::query::Ordered for {Self} {{}}`"
 )]
 pub trait Ordered {}
@@ -174,11 +177,6 @@ impl Ordered for chrono::NaiveDate {} // "2024-01-31": fixed width, sorts by dat
 
 impl<T: Ordered + ?Sized> Ordered for &T {}
 impl<T: Ordered> Ordered for Option<T> {}
-impl<T: Ordered> Ordered for Vec<T> {}
-impl<T: Ordered> Ordered for std::collections::VecDeque<T> {}
-impl<T: Ordered> Ordered for std::collections::BTreeSet<T> {}
-impl<T: Ordered, H> Ordered for std::collections::HashSet<T, H> {}
-impl<T: Ordered, const N: usize> Ordered for [T; N] {}
 impl<T: crate::Document> Ordered for crate::Ref<T> {}
 impl<T: Numeric> Numeric for Option<T> {}
 

@@ -90,12 +90,14 @@ impl<R: ?Sized, T: ?Sized, S: ?Sized> Path<R, T, S> {
         self.cap
     }
 
+    #[inline]
     pub(crate) fn encoder(&self) -> Encoder<T> {
         self.encoder
     }
 }
 
 /// Encodes `value` as the driver stores a field whose encoder is `encoder`.
+#[inline]
 pub(crate) fn encode<T: ?Sized, V: super::Value<T> + ?Sized>(
     encoder: Encoder<T>,
     value: &V,

@@ -95,6 +95,11 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let has_fields = has_field_impls(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
+    let id_encoder = match (id_field(cont), &cont.data) {
+        ((Some(field), None), Data::Struct(_)) => crate::gen::paths::encoder(cont, field)
+            .map(|e| quote!(const ID_ENCODER: #private::Encoder<Self::Id> = #e;)),
+        _ => None,
+    };
     let identified = identified_impl(cont);
     let local_validator = local_validator_fn(cont);
     quote! {
@@ -104,6 +109,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
+            #id_encoder
 
             #local_validator
 

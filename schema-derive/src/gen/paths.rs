@@ -26,7 +26,12 @@ pub fn stored_form(field: &Field) -> TokenStream {
 /// generic struct, where a nested function could not name the type's parameters).
 pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
     let private = private();
-    let (option, helper) = field.attrs.custom_serialize.as_ref()?;
+    if field.attrs.stored_as.is_some() {
+        return None;
+    }
+    let Some((option, helper)) = field.attrs.custom_serialize.as_ref() else {
+        return native(field.ty).map(|f| quote!(#private::Encoder::Custom(#private::#f)));
+    };
     if cont.is_generic() || helper.is_empty() {
         return None;
     }
@@ -45,6 +50,28 @@ pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
             __encode
         })
     })
+}
+
+/// The native encoder of a BSON type whose stored form is the value itself.
+fn native(ty: &Type) -> Option<syn::Ident> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    if !last.arguments.is_empty() || path.qself.is_some() {
+        return None;
+    }
+    let name = match last.ident.to_string().as_str() {
+        "ObjectId" => "native_object_id",
+        "DateTime" => "native_date_time",
+        "i32" => "native_i32",
+        "i64" => "native_i64",
+        "f64" => "native_f64",
+        "bool" => "native_bool",
+        "Decimal128" => "native_decimal128",
+        _ => return None,
+    };
+    Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
 }
 
 /// `impl FieldPath<KEY>` for every stored named field; `Ordered` for the type; `Fields` for a

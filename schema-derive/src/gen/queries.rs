@@ -270,22 +270,29 @@ pub fn query_items(cont: &Container) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
     let fns = cont.attrs.queries.iter().map(|q| query_fn(cont, &q.value));
     let mut order_checks = Vec::new();
-    let mut add = |field: &KeyField| {
-        if let (KeyField::Rust(key_ident), Some(_)) = (field, rust_field(cont, field)) {
+    // an index key on an array indexes its elements (multikey): those must order
+    let mut add = |field: &KeyField, elements: bool| {
+        if let (KeyField::Rust(key_ident), Some(f)) = (field, rust_field(cont, field)) {
             let key = field_key(&unraw(key_ident));
+            let stored = quote!(<#ident #ty_generics as #private::FieldPath<#key>>::Stored);
+            let checked = if elements && crate::check::is_array_field(f) {
+                quote!(<#stored as #private::Array>::Elem)
+            } else {
+                stored
+            };
             order_checks.push(quote_spanned!(key_ident.span()=>
-                #private::require_ordered::<<#ident #ty_generics as #private::FieldPath<#key>>::Stored>();
+                #private::require_ordered::<#checked>();
             ));
         }
     };
     for query in &cont.attrs.queries {
-        query.value.range.iter().for_each(&mut add);
-        query.value.sort.iter().for_each(|k| add(&k.field));
+        query.value.range.iter().for_each(|f| add(f, false));
+        query.value.sort.iter().for_each(|k| add(&k.field, false));
     }
     for index in &cont.attrs.indexes {
         for key in index.value.keys.iter().flat_map(|k| &k.value) {
             if matches!(key.kind, KeyKind::Direction(_)) {
-                add(&key.field);
+                add(&key.field, true);
             }
         }
     }

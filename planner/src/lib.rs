@@ -56,6 +56,8 @@
 //! index is reported unusable (the caller, who holds both filters, may decide otherwise).
 //! Sparse indexes answer equality and range predicates (values are assumed non-null).
 
+#![deny(missing_docs)]
+
 use std::fmt;
 
 /// mongod's `internalQueryMaxScansToExplode` (query_knobs.idl, default 200): the most point
