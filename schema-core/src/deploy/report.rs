@@ -506,6 +506,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         );
     }
     out.push('\n');
+    queries_section(out, spec, &json);
     let mine: Vec<Relationship> = relationships(schema)
         .into_iter()
         .filter(|r| r.holder == spec.name)
@@ -540,6 +541,148 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         );
     }
     out.push('\n');
+}
+
+/// A property is "large" for seed 003's question 6 from this worst case on.
+const LARGE_FIELD_BYTES: u64 = 16 * 1024;
+
+/// The declared and library queries with the index serving each, and the indexes no query and
+/// no relationship uses.
+fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
+    let queries: Vec<&crate::query::QuerySpec> =
+        spec.queries.iter().chain(&spec.library_queries).collect();
+    if queries.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Queries
+"
+    );
+    let _ = writeln!(
+        out,
+        "| query | filter | sort | served by | blocking sort | covered |\n|---|---|---|---|---|---|"
+    );
+    let properties = json.get_document("properties").ok();
+    let mut notes = Vec::new();
+    for query in &queries {
+        let mut conditions: Vec<String> = query.eq.iter().map(|p| format!("`{p}` =")).collect();
+        conditions.extend(
+            query
+                .any_of
+                .iter()
+                .map(|(p, max)| format!("`{p}` in ≤{max}")),
+        );
+        conditions.extend(query.range.iter().map(|p| format!("`{p}` range")));
+        let sort: Vec<String> = query
+            .sort
+            .iter()
+            .map(|(p, d)| format!("`{p}`: {d}"))
+            .collect();
+        let fit = query.fit.as_ref();
+        let served = match fit.and_then(|f| f.index.as_ref()) {
+            Some(index) => {
+                let mut text = format!("`{index}`");
+                if fit.is_some_and(|f| f.reverse) {
+                    text.push_str(" (backwards)");
+                }
+                if fit.is_some_and(|f| f.merge_scans > 1) {
+                    text.push_str(&format!(
+                        " (SORT_MERGE of {} scans)",
+                        fit.map_or(1, |f| f.merge_scans)
+                    ));
+                }
+                if fit.is_some_and(|f| f.derived) {
+                    text.push_str(" (derived)");
+                }
+                text
+            }
+            None => "**none**".to_owned(),
+        };
+        let blocking = match fit {
+            Some(f) if f.index.is_some() => "no".to_owned(),
+            Some(f) => format!("**yes**: {}", f.problem.as_deref().unwrap_or("no index")),
+            None => "-".to_owned(),
+        };
+        let covered = if query.project.is_empty() {
+            "no (whole documents)".to_owned()
+        } else {
+            let index_keys: Vec<&str> = fit
+                .and_then(|f| f.index.as_ref())
+                .and_then(|name| spec.indexes.iter().find(|i| &i.name == name))
+                .map(|i| i.keys.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            if query
+                .project
+                .iter()
+                .all(|p| index_keys.contains(&p.as_str()))
+            {
+                "yes (every projected field is a key)".to_owned()
+            } else {
+                "no".to_owned()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| `{}`{} | {} | {} | {served} | {blocking} | {covered} |",
+            query.name,
+            if query.declared { "" } else { " (library)" },
+            if conditions.is_empty() {
+                "-".to_owned()
+            } else {
+                conditions.join(", ")
+            },
+            if sort.is_empty() {
+                "-".to_owned()
+            } else {
+                sort.join(", ")
+            },
+        );
+        // seed 003, question 6: a large field the hot query never reads
+        if let (false, Some(properties)) = (query.project.is_empty(), properties) {
+            for (name, property) in properties {
+                let Some(property) = property.as_document() else {
+                    continue;
+                };
+                let bound = SizeBound::of(property);
+                let large = !bound.is_known() || bound.bytes >= LARGE_FIELD_BYTES;
+                if large && !query.project.iter().any(|p| p == name) {
+                    notes.push(format!(
+                        "`{}` leaves out `{name}` ({bound}): large and cold for this query; consider moving it to a second collection under the same `_id` (seed 003, question 6)",
+                        query.name
+                    ));
+                }
+            }
+        }
+    }
+    let used: Vec<&str> = queries
+        .iter()
+        .filter_map(|q| q.fit.as_ref().and_then(|f| f.index.as_deref()))
+        .collect();
+    for index in &spec.indexes {
+        let exempt = index.unique
+            || index.expire_after_secs.is_some()
+            || index.partial_filter.is_some()
+            || index.reasons.iter().any(|r| {
+                !matches!(
+                    r,
+                    crate::IndexReason::Declared | crate::IndexReason::Query { .. }
+                )
+            });
+        if !exempt && !used.contains(&index.name.as_str()) {
+            notes.push(format!(
+                "index `{}` serves no declared query and no relationship: if no other query of the service needs it, hide it (`collMod` with `hidden: true`) and watch before dropping it (`Schema::index_usage` reads `$indexStats`)",
+                index.name
+            ));
+        }
+    }
+    out.push('\n');
+    if !notes.is_empty() {
+        for note in notes {
+            let _ = writeln!(out, "- {note}");
+        }
+        out.push('\n');
+    }
 }
 
 fn type_summary(schema: &Document) -> String {

@@ -107,10 +107,10 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
         if reference.kind == crate::RefKind::Many {
             continue;
         }
-        let mut query = QuerySpec::library(format!("children by `{}`", reference.field))
+        let mut query = QuerySpec::library(format!("children by {}", reference.field))
             .eq(reference.field.clone());
         if let Some((key, direction, unique)) = &reference.order {
-            query = QuerySpec::library(format!("page of children by `{}`", reference.field))
+            query = QuerySpec::library(format!("page of children by {}", reference.field))
                 .eq(reference.field.clone())
                 .sort(key.clone(), *direction);
             if !unique {
@@ -124,8 +124,11 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
             continue;
         }
         queries.push(
-            QuerySpec::library(format!("fan-out of `{}` copies", copy.source))
-                .eq(format!("{}._id", copy.path)),
+            QuerySpec::library(format!(
+                "fan-out of {} copies at {}",
+                copy.source, copy.path
+            ))
+            .eq(format!("{}._id", copy.path)),
         );
     }
     queries

@@ -2,33 +2,10 @@
 //! driver stores them, declared queries (`#[query(...)]`), the planner's rules that fit a query
 //! to an index, and the proof by `explain`.
 //!
-//! ```
-//! # use mongo_schema::prelude::*;
-//! # use mongo_schema::query::{Filter, Sort};
-//! # use serde::{Deserialize, Serialize};
-//! #[derive(BsonSchema, Serialize, Deserialize)]
-//! #[serde(rename_all = "snake_case")]
-//! pub enum Status { Open, Closed }
-//!
-//! #[derive(Document, Serialize, Deserialize)]
-//! #[collection(name = "tickets")]
-//! #[serde(rename_all = "camelCase")]
-//! pub struct Ticket {
-//!     #[serde(rename = "_id")] pub id: ObjectId,
-//!     pub team: String,
-//!     pub status: Status,
-//!     pub updated_at: DateTime,
-//! }
-//!
-//! let filter = Filter::new()
-//!     .eq(field!(Ticket, team), "billing")
-//!     .eq(field!(Ticket, status), &Status::Open)
-//!     .build()?;
-//! assert_eq!(filter, doc! { "team": "billing", "status": "open" });
-//! let sort = Sort::new().desc(field!(Ticket, updated_at)).build();
-//! assert_eq!(sort, doc! { "updatedAt": -1 });
-//! # Ok::<(), mongo_schema::Error>(())
-//! ```
+//! Through the facade: `mongo_schema::field!(Ticket, customer.name)` is a typed [`Path`];
+//! `Filter::new().eq(field!(Ticket, team), "billing")` builds `{ team: "billing" }` with the value
+//! encoded as the field is stored; `#[query(...)]` on a `Document` declares an access pattern
+//! (see the `mongo-schema` crate's documentation, section *Queries*).
 
 mod builder;
 mod declared;
@@ -38,6 +15,7 @@ pub(crate) mod fitting;
 mod path;
 pub mod plan_reader;
 mod prove;
+mod usage;
 
 pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, QuerySpec};
@@ -47,6 +25,7 @@ pub use path::{stored_value, stored_with};
 pub use path::{Encoder, Path};
 pub use plan_reader::{PlanFacts, SortVerdict};
 pub use prove::{ProofReport, QueryProof};
+pub use usage::IndexUsage;
 
 use mongodb::bson::Bson;
 

@@ -36,6 +36,8 @@ pub struct QueryProof {
     pub facts: PlanFacts,
     /// Why the query is not served as declared (`None`: it is, or the server cannot tell).
     pub failure: Option<String>,
+    /// What the server could not tell (its planner is not mongod's), when it could not.
+    pub note: Option<String>,
 }
 
 /// The result of [`Schema::prove`]: one entry per query.
@@ -106,6 +108,7 @@ impl fmt::Display for ProofReport {
                 if q.covered { ", covered" } else { "" },
                 q.failure
                     .as_ref()
+                    .or(q.note.as_ref())
                     .map_or_else(String::new, |f| format!(" — {f}"))
             )?;
         }
@@ -252,14 +255,24 @@ async fn prove_query(
     };
     let expected = query.fit.as_ref().and_then(|f| f.index.clone());
     let mut failure = None;
+    let mut note = None;
     if facts.collscan || !facts.uses_index() {
         failure = Some("a collection scan: no index served it".to_owned());
     } else if let Some(expected) = &expected {
         if !facts.indexes.iter().any(|i| i == expected) {
-            failure = Some(format!(
+            let chose = format!(
                 "the server chose {} where the schema fitted `{expected}`",
                 facts.indexes.join(", ")
-            ));
+            );
+            if sorts_in_memory {
+                // its planner takes the first index with the query's fields and sorts in
+                // memory, where mongod ranks the plans and prefers one in sort order
+                note = Some(format!(
+                    "{chose}: this server does not rank plans by sort order"
+                ));
+            } else {
+                failure = Some(chose);
+            }
         }
     }
     if failure.is_none() && sort == SortVerdict::BlockingSort {
@@ -288,6 +301,7 @@ async fn prove_query(
         max_scans_to_explode_reached: facts.max_scans_to_explode_reached,
         facts,
         failure,
+        note,
     })
 }
 
