@@ -212,6 +212,69 @@
 //! assert_eq!(properties.get_document("retries").unwrap().get_i64("minimum"), Ok(1));
 //! ```
 //!
+//! # Queries
+//!
+//! Write down the queries first (seed 000's first question). `#[query(...)]` on a `Document`
+//! declares an access pattern: `eq(..)` fields, `any_of(field, max = N)` (a `$in` of at most `N`
+//! values), one `range(..)`, `sort(field = -1, ..)`, `limit = N`, `project = Row` (a
+//! `BsonSchema` type whose fields the root stores) and `index = "name"`. Fields are Rust names
+//! or quoted stored paths (`"customer._id"`). Each query gets a typed function whose arguments
+//! take the fields' types, awaited directly, whose command carries the query's name as
+//! `comment`. [`Schema::build`](SchemaBuilder::build) fits every declared query, and every query
+//! the library sends itself (lookups, pages, fan-outs), to the indexes by mongod's planner rules
+//! ([`query::fit`]: equalities in any order, then the sort or its complete reverse, ranges last;
+//! `$in` merged while the scans stay at or below 200); where none serves it without a blocking
+//! sort, it derives the ESR index, merging queries one index serves. An `index = "..."` that
+//! cannot serve its query is an error naming the rule. [`Schema::prove`] runs `explain` of each.
+//!
+//! ```
+//! use mongo_schema::prelude::*;
+//! use mongo_schema::query::{Filter, Sort, Update};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(BsonSchema, Serialize, Deserialize, Clone, Copy)]
+//! #[serde(rename_all = "snake_case")]
+//! pub enum Status { Open, Closed }
+//!
+//! #[derive(Document, Serialize, Deserialize)]
+//! #[collection(name = "tickets")]
+//! #[serde(rename_all = "camelCase")]
+//! #[query(name = "agent_queue", eq(team, status), sort(priority = -1, updated_at = -1), limit = 50)]
+//! pub struct Ticket {
+//!     #[serde(rename = "_id")] pub id: ObjectId,
+//!     pub team: String,
+//!     pub status: Status,
+//!     pub priority: i32,
+//!     pub message_count: i64,
+//!     pub updated_at: DateTime,
+//! }
+//!
+//! // the index the query needs, derived by ESR
+//! let schema = Schema::new().model::<Ticket>().build()?;
+//! let tickets = schema.collection("tickets").unwrap();
+//! assert_eq!(
+//!     tickets.indexes[0].keys,
+//!     doc! { "team": 1, "status": 1, "priority": -1, "updatedAt": -1 }
+//! );
+//! # async fn run(db: mongodb::Database) -> mongo_schema::Result<()> {
+//! let queue: Vec<Ticket> = Ticket::agent_queue(&db, "billing", &Status::Open).await?;
+//! # Ok(()) }
+//!
+//! // typed paths from serde's stored names; values encoded as the driver stores the field
+//! let filter = Filter::new()
+//!     .eq(field!(Ticket, team), "billing")
+//!     .eq(field!(Ticket, status), &Status::Open)
+//!     .build()?;
+//! assert_eq!(filter, doc! { "team": "billing", "status": "open" });
+//! assert_eq!(Sort::new().desc(field!(Ticket, updated_at)).build(), doc! { "updatedAt": -1 });
+//! let update = Update::new().inc(field!(Ticket, message_count), 1).build()?;
+//! assert_eq!(update, doc! { "$inc": { "messageCount": 1_i64 } });
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A misspelt field, a value of another type, a range or a sort on a value stored as text that
+//! sorts unlike it (a `rust_decimal::Decimal`, a chrono date), or on an array, do not compile.
+//!
 //! # Start-up
 //!
 //! ```no_run
@@ -239,7 +302,8 @@ pub use mongo_schema_derive::BsonSchema;
 
 /// Everything a model file needs: `use mongo_schema::prelude::*;`.
 pub mod prelude {
-    pub use crate::bson::{oid::ObjectId, DateTime, Decimal128};
+    pub use crate::bson::{doc, oid::ObjectId, DateTime, Decimal128};
+    pub use crate::field;
     pub use crate::{BsonSchema, Document, Identified, Ref, ResultExt, Schema};
 }
 

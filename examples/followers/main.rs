@@ -93,6 +93,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("  {total} followers in {pages} pages");
 
+    // the first page is also the declared query `followers_of`: the same 50, in the same order
+    let declared = Follow::followers_of(&db, &u1).await?;
+    let first = Follow::FOLLOWED_ID.page(&u1).fetch(&db).await?;
+    assert_eq!(
+        declared, first.items,
+        "the declared query is the first page"
+    );
+    println!(
+        "  the declared query `followers_of` returns the first page ({} follows)",
+        declared.len()
+    );
+    print!("{}", schema.prove(&db).await?);
+
     println!("\nwho does u1 follow? (the reversed index)");
     let following = Follow::FOLLOWER_ID.page(&u1).fetch(&db).await?;
     println!(

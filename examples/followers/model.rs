@@ -19,6 +19,21 @@ pub struct User {
 #[collection(name = "follows")]
 #[index(keys(followed_id = 1, follower_id = 1), unique)]
 #[index(keys(follower_id = 1, followed_id = 1))]
+// seed 000: "who follows u1" and "whom does u1 follow", 50 at a time, each in its index's order
+#[query(
+    name = "followers_of",
+    eq(followed_id),
+    sort(follower_id = 1),
+    limit = 50,
+    index = "followedId_1_followerId_1"
+)]
+#[query(
+    name = "followed_by",
+    eq(follower_id),
+    sort(followed_id = 1),
+    limit = 50,
+    index = "followerId_1_followedId_1"
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Follow {
     #[reference]

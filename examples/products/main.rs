@@ -30,6 +30,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         name: "Disc Brake".into(),
     };
     Part::collection(&db).insert_many([&wheel, &brake]).await?;
+    // the declared search by name (`#[query(name = "parts_by_name", ...)]`), on the `name_1` index
+    let found = Part::parts_by_name(&db, "Wheel").await?;
+    println!(
+        "parts named \"Wheel\": {:?} ({})",
+        found.iter().map(|p| &p.id).collect::<Vec<_>>(),
+        Part::parts_by_name(&db, "Wheel").explain().await?
+    );
 
     println!("\nembedded: db.productsEmbedded.findOne({{ _id: \"bike-1\" }})");
     ProductEmbedded::collection(&db)

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "parts")]
 #[index(keys(name = 1))]
+// seed 000: "frequent part searches by name" are why `name` is indexed
+#[query(name = "parts_by_name", eq(name), index = "name_1")]
 pub struct Part {
     #[serde(rename = "_id")]
     pub id: String,
