@@ -4,8 +4,8 @@
 #   benches/compile-time.sh [MODELS] [RUNS]      (defaults: 200 models, 3 runs)
 #
 # Generates MODELS collection roots twice into a scratch workspace: `ours` as users write them
-# (`#[derive(Document, Serialize, Deserialize)]` with indexes, constraints, references,
-# `#[extended_ref]` copies, an internally tagged enum with data and a flattened struct), `plain` with serde's derives alone on the same structs (the copy
+# (`#[derive(Document, Serialize, Deserialize)]` with indexes, a declared query, constraints,
+# references, `#[extended_ref]` copies, an internally tagged enum with data and a flattened struct), `plain` with serde's derives alone on the same structs (the copy
 # types written out by hand). Both crates have the same dependencies. Each run touches the model
 # file of each crate and rebuilds it (`cargo build`, dev profile), alternating which goes first;
 # prints the median of each and the ratio ours / plain.
@@ -60,6 +60,7 @@ generate() {
             echo '#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]'
             echo "#[collection(name = \"model_$i\")]"
             echo '#[index(keys(name = 1, count = -1))]'
+            echo '#[query(name = "by_name", eq(name), sort(count = -1), limit = 20)]'
         else
             echo '#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]'
         fi
