@@ -117,3 +117,66 @@ fn declared_query_spec() {
         [("priority".to_owned(), -1), ("updatedAt".to_owned(), -1)]
     );
 }
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Audit {
+    pub revision: i32,
+    pub editor: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum PaymentState {
+    Placed,
+    Paid {
+        #[serde(rename = "paidAt")]
+        paid_at: DateTime,
+    },
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "q_payments")]
+pub struct Payment {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub status: PaymentState,
+    #[serde(flatten)]
+    pub audit: Audit,
+}
+
+#[test]
+fn paths_through_flatten_and_tagged_variants() {
+    // a flattened struct's fields are stored beside the others
+    assert_eq!(field!(Payment, audit.revision).as_str(), "revision");
+    // an internally tagged enum's variant fields sit beside its tag
+    assert_eq!(field!(Payment, status.paid_at).as_str(), "status.paidAt");
+    let at = DateTime::from_millis(9);
+    let filter = Filter::new()
+        .gte(field!(Payment, status.paid_at), &at)
+        .eq(field!(Payment, audit.editor), "ada")
+        .build()
+        .unwrap();
+    assert_eq!(
+        filter,
+        doc! { "status.paidAt": { "$gte": at }, "editor": "ada" }
+    );
+    // and what the driver stores agrees
+    let payment = Payment {
+        id: ObjectId::new(),
+        status: PaymentState::Paid { paid_at: at },
+        audit: Audit {
+            revision: 1,
+            editor: "ada".into(),
+        },
+    };
+    let stored = mongo_schema::bson::to_document(&payment).unwrap();
+    assert_eq!(
+        stored
+            .get_document("status")
+            .unwrap()
+            .get_datetime("paidAt")
+            .unwrap(),
+        &at
+    );
+    assert_eq!(stored.get_str("editor").unwrap(), "ada");
+}

@@ -675,24 +675,34 @@ pub const fn nested_path<R: ?Sized, L: FieldPath<KEY> + ?Sized, const KEY: u64>(
 /// The length of `segments` joined with dots.
 pub const fn joined_len(segments: &[&str]) -> usize {
     let mut len = 0;
+    let mut parts = 0;
     let mut i = 0;
     while i < segments.len() {
-        len += segments[i].len();
-        if i > 0 {
-            len += 1;
+        if !segments[i].is_empty() {
+            len += segments[i].len();
+            if parts > 0 {
+                len += 1;
+            }
+            parts += 1;
         }
         i += 1;
     }
     len
 }
 
-/// `segments` joined with dots, in an array of [`joined_len`] bytes.
+/// `segments` joined with dots, in an array of [`joined_len`] bytes; empty segments (a
+/// flattened value's) are left out.
 pub const fn join<const N: usize>(segments: &[&str]) -> [u8; N] {
     let mut out = [0u8; N];
     let mut at = 0;
     let mut i = 0;
     while i < segments.len() {
-        if i > 0 {
+        // a flattened value's segment is empty: its fields are stored at the level above
+        if segments[i].is_empty() {
+            i += 1;
+            continue;
+        }
+        if at > 0 {
             out[at] = b'.';
             at += 1;
         }

@@ -6,7 +6,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::Type;
 
-use crate::ast::{field_key, unraw, Container, Data, Field};
+use crate::ast::{field_key, unraw, Container, Data, Field, Repr};
 use crate::expand::Derive;
 use crate::gen::private;
 
@@ -81,18 +81,25 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
     let mut out = TokenStream::new();
-    let fields: Vec<&Field> = match &cont.data {
-        Data::Struct(_) | Data::Enum(_) => cont
-            .stored_fields()
-            .filter(|f| f.ident.is_some() && f.attrs.flatten.is_none())
-            .collect(),
+    // the fields of an enum's variants sit beside its tag only when internally tagged or
+    // untagged (external and adjacent tags nest them under the variant's or the content's name)
+    let fields: Vec<&Field> = match (&cont.data, cont.repr()) {
+        (Data::Struct(_), _) | (Data::Enum(_), Repr::Internal(_) | Repr::Untagged) => {
+            cont.stored_fields().filter(|f| f.ident.is_some()).collect()
+        }
         _ => Vec::new(),
     };
     for field in &fields {
         let key = field_key(&unraw(field.ident.expect("named")));
         let ty = field.ty;
         let stored_ty = stored_form(field);
-        let stored = &field.stored_name;
+        // a flattened value's fields are stored at this level: its segment is empty, and
+        // `field!(T, meta.revision)` is `revision`
+        let stored = if field.attrs.flatten.is_some() {
+            String::new()
+        } else {
+            field.stored_name.clone()
+        };
         let encoder = encoder(cont, field)
             .map(|e| quote!(const ENCODER: #private::Encoder<Self::Type> = #e;));
         let cap = field
@@ -126,7 +133,7 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
         if let Data::Struct(_) = cont.data {
             let (names, stored): (Vec<String>, Vec<&String>) = fields
                 .iter()
-                .filter(|field| field.stored_name != "_id")
+                .filter(|field| field.stored_name != "_id" && field.attrs.flatten.is_none())
                 .map(|field| (unraw(field.ident.expect("named")), &field.stored_name))
                 .unzip();
             let has_id = fields.iter().any(|f| f.stored_name == "_id");
