@@ -199,6 +199,8 @@ pub trait CopySource<const CHECKED: u64> {
     fn source_id(&self) -> &Self::Id;
     /// The source's `$jsonSchema`.
     fn source_schema() -> Document;
+    /// How the source's `_id` is written ([`crate::Document::ID_ENCODER`]).
+    const ID_ENCODER: Encoder<Self::Id>;
 }
 
 impl<T: crate::Identified + Fields> CopySource<0> for T {
@@ -206,6 +208,7 @@ impl<T: crate::Identified + Fields> CopySource<0> for T {
     const NAMES: &'static [&'static str] = <T as Fields>::NAMES;
     const STORED: &'static [&'static str] = <T as Fields>::STORED;
     const COLLECTION: &'static str = <T as crate::Document>::COLLECTION;
+    const ID_ENCODER: Encoder<T::Id> = <T as crate::Document>::ID_ENCODER;
     #[inline]
     fn source_id(&self) -> &T::Id {
         crate::Identified::id(self)

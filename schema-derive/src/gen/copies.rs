@@ -236,7 +236,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     type Type = #checked_source::Id;
                     type Stored = #checked_source::Id;
                     const STORED: &'static str = "_id";
-                    const ENCODER: #private::Encoder<Self::Type> = <#source as #private::Document>::ID_ENCODER;
+                    const ENCODER: #private::Encoder<Self::Type> = #checked_source::ID_ENCODER;
                 }
                 #(
                     #[automatically_derived]
