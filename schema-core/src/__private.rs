@@ -471,8 +471,6 @@ mod native_tests {
         assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
         assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
         assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
-        let s = String::from("x");
-        assert_eq!(native_string(&s).unwrap(), stored_value(&s).unwrap());
     }
 }
 
@@ -569,7 +567,6 @@ native! {
     native_f64: f64 => Double,
     native_bool: bool => Boolean,
     native_decimal128: mongodb::bson::Decimal128 => Decimal128,
-    native_string: String => String,
 }
 
 /// The error of a declared query's `$in` argument longer than its `max`.

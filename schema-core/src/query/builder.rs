@@ -236,14 +236,11 @@ impl<R: ?Sized> Filter<R> {
     }
 
     /// `{ path: value }` on an array field: some element equals `value`.
-    pub fn contains<T: Array + ?Sized, S: ?Sized, V: serde::Serialize + ?Sized>(
+    pub fn contains<T: Array + ?Sized, S: ?Sized, V: Value<T::Elem> + ?Sized>(
         mut self,
         path: Path<R, T, S>,
         value: &V,
-    ) -> Self
-    where
-        V: Value<T::Elem>,
-    {
+    ) -> Self {
         match value.plain() {
             Ok(bson @ Bson::Document(_)) => self.operator(path.as_str(), "$eq", bson),
             Ok(bson) => {
@@ -430,14 +427,11 @@ impl<R: ?Sized> Update<R> {
 
     /// `{ $push: { path: element } }`; on a capped array (`#[embed(max = N, cap)]`)
     /// `{ $push: { path: { $each: [element], $slice: -N } } }`, so the array keeps its bound.
-    pub fn push<T: Array + ?Sized, S: ?Sized, V: serde::Serialize + ?Sized>(
+    pub fn push<T: Array + ?Sized, S: ?Sized, V: Value<T::Elem> + ?Sized>(
         mut self,
         path: Path<R, T, S>,
         element: &V,
-    ) -> Self
-    where
-        V: Value<T::Elem>,
-    {
+    ) -> Self {
         match element.plain() {
             Ok(bson) => {
                 let value = match path.cap() {

@@ -33,6 +33,9 @@ impl<T: ?Sized> fmt::Debug for Encoder<T> {
     }
 }
 
+/// The types a [`Path`] carries and never holds.
+type Markers<R, S> = PhantomData<fn() -> (Box<R>, Box<S>)>;
+
 /// A stored path of the documents of `R` (`"customer.name"`, `"history.status"`), whose values
 /// are `T` in Rust and are stored as `S` describes (`S` is `T` unless a serde helper or
 /// `#[schema(stored_as = ...)]` changes the stored form).
@@ -45,7 +48,7 @@ pub struct Path<R: ?Sized, T: ?Sized, S: ?Sized = T> {
     stored: &'static str,
     encoder: Encoder<T>,
     cap: Option<u32>,
-    _types: PhantomData<fn() -> (Box<R>, Box<S>)>,
+    _types: Markers<R, S>,
 }
 
 impl<R: ?Sized, T: ?Sized, S: ?Sized> Clone for Path<R, T, S> {
