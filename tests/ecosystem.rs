@@ -23,7 +23,8 @@ use mongo_schema::bson::serde_helpers::{
     serialize_bson_datetime_as_rfc3339_string, serialize_hex_string_as_object_id,
     serialize_object_id_as_hex_string, serialize_u32_as_i32, serialize_u64_as_i64, u32_as_f64,
 };
-use mongo_schema::bson::{self, doc, Bson, Document as BsonDocument, Timestamp};
+use mongo_schema::bson::spec::BinarySubtype;
+use mongo_schema::bson::{self, doc, Binary, Bson, Document as BsonDocument, Timestamp};
 use mongo_schema::prelude::*;
 use mongodb::error::{ErrorKind, WriteFailure};
 use proptest::prelude::*;
@@ -68,8 +69,11 @@ pub struct TimeValues {
 #[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[collection(name = "idsAndAmounts", additional_properties = false)]
 pub struct IdsAndAmounts {
+    // existing data keeps serde's subtype 0, said out loud
     #[serde(rename = "_id")]
+    #[schema(stored_as = Binary)]
     pub id: uuid::Uuid,
+    #[schema(stored_as = Option<Binary>)]
     pub other: Option<uuid::Uuid>,
     pub amount: Decimal,
     pub maybe_amount: Option<Decimal>,
@@ -1010,11 +1014,12 @@ fn known_helpers_emit_what_they_write() {
     }
 }
 
-/// A collection keyed by a `uuid::Uuid`, with a child referencing it.
+/// A collection keyed by a `uuid::Uuid` stored as subtype 4 (bson's helper), with a child
+/// referencing it.
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "uuid_accounts")]
 pub struct UuidAccount {
-    #[serde(rename = "_id")]
+    #[serde(rename = "_id", with = "bson::serde_helpers::uuid_1_as_binary")]
     pub id: uuid::Uuid,
     pub name: String,
 }
@@ -1059,11 +1064,38 @@ fn library_filters_write_ids_as_the_driver_stores_them() {
             .insert_one(&session)
             .await
             .unwrap();
-        assert!(
-            matches!(account.to_ref().to_bson(), Bson::Binary(_)),
-            "stored as binary: {}",
-            account.to_ref().to_bson()
+        // the helper's subtype 4, in the account, in the reference its child stores, and in
+        // every filter the library writes
+        let subtype = |value: Option<&Bson>| match value {
+            Some(Bson::Binary(binary)) => Some(binary.subtype),
+            _ => None,
+        };
+        let raw = |name: &str| db.collection::<BsonDocument>(name);
+        let stored_account = raw(UuidAccount::COLLECTION)
+            .find_one(doc! {})
+            .await
+            .unwrap()
+            .unwrap();
+        let stored_session = raw(UuidSession::COLLECTION)
+            .find_one(doc! {})
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            subtype(stored_account.get("_id")),
+            Some(BinarySubtype::Uuid)
         );
+        assert_eq!(
+            subtype(stored_session.get("account")),
+            Some(BinarySubtype::Uuid)
+        );
+        assert_eq!(
+            subtype(Some(&account.to_ref().to_bson())),
+            Some(BinarySubtype::Uuid)
+        );
+        // and read back through the helper
+        let read: UuidSession = bson::from_document(stored_session).unwrap();
+        assert_eq!(read, session);
         let found = UuidAccount::collection(&db)
             .find_one(account.to_ref().filter())
             .await

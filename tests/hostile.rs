@@ -410,7 +410,7 @@ async fn tagged(prefix: &str) -> (mongodb::Database, mongo_schema_testkit::Comma
 fn hostile_ids() -> Vec<Bson> {
     vec![
         Bson::Document(doc! { "$ne": null }),
-        Bson::Document(doc! { "name": "red" }),
+        Bson::Document(doc! { "name": { "$regex": "." } }),
         Bson::Array(vec!["red".into(), "blue".into()]),
         Bson::RegularExpression(mongo_schema::bson::Regex {
             pattern: ".*".into(),

@@ -201,6 +201,8 @@ pub trait CopySource<const CHECKED: u64> {
     fn source_schema() -> Document;
     /// How the source's `_id` is written ([`crate::Document::ID_ENCODER`]).
     const ID_ENCODER: Encoder<Self::Id>;
+    /// How the source's stored `_id` is read ([`crate::Document::ID_DECODER`]).
+    const ID_DECODER: Decoder<Self::Id>;
 }
 
 impl<T: crate::Identified + Fields> CopySource<0> for T {
@@ -209,6 +211,7 @@ impl<T: crate::Identified + Fields> CopySource<0> for T {
     const STORED: &'static [&'static str] = <T as Fields>::STORED;
     const COLLECTION: &'static str = <T as crate::Document>::COLLECTION;
     const ID_ENCODER: Encoder<T::Id> = <T as crate::Document>::ID_ENCODER;
+    const ID_DECODER: Decoder<T::Id> = <T as crate::Document>::ID_DECODER;
     #[inline]
     fn source_id(&self) -> &T::Id {
         crate::Identified::id(self)
@@ -541,8 +544,8 @@ mod tests {
 // typed field paths (`field!`, `#[query]`)
 
 pub use crate::query::{
-    stored_value, stored_with, Array, DeclaredQuery, Encoder, Filter, Ordered, Path, QuerySpec,
-    Value,
+    stored_read, stored_value, stored_with, Array, DeclaredQuery, Decoder, Encoder, Filter,
+    Ordered, Path, QuerySpec, Value,
 };
 
 /// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
@@ -614,6 +617,8 @@ pub trait FieldPath<const KEY: u64> {
     const STORED: &'static str;
     /// How values are written.
     const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+    /// How stored values are read back.
+    const DECODER: Decoder<Self::Type> = Decoder::Plain;
     /// `#[embed(max = N, cap)]`: the cap.
     const CAP: Option<u32> = None;
 }
@@ -625,6 +630,7 @@ macro_rules! forward_field_path {
             type Stored = T::Stored;
             const STORED: &'static str = T::STORED;
             const ENCODER: Encoder<Self::Type> = T::ENCODER;
+            const DECODER: Decoder<Self::Type> = T::DECODER;
             const CAP: Option<u32> = T::CAP;
         }
     };
@@ -642,7 +648,42 @@ impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N
     type Stored = T::Stored;
     const STORED: &'static str = T::STORED;
     const ENCODER: Encoder<Self::Type> = T::ENCODER;
+    const DECODER: Decoder<Self::Type> = T::DECODER;
     const CAP: Option<u32> = T::CAP;
+}
+
+/// A value serialized as a field whose encoder is `.1` is stored: through the field's serde
+/// helper when it has one. What a copy type writes for each of its fields (the source field's
+/// helper travels with its type) and what a [`crate::Ref`] writes for its id.
+pub struct Encoded<'a, T: ?Sized>(pub &'a T, pub Encoder<T>);
+
+impl<T: serde::Serialize + ?Sized> serde::Serialize for Encoded<'_, T> {
+    #[inline]
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.1 {
+            Encoder::Plain | Encoder::Native(_) => self.0.serialize(serializer),
+            Encoder::Custom(encode) => encode(self.0)
+                .map_err(<S::Error as serde::ser::Error>::custom)?
+                .serialize(serializer),
+        }
+    }
+}
+
+/// Reads a value stored by a field whose decoder is `.0` (the mirror of [`Encoded`]).
+pub struct Decoded<T>(pub Decoder<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Decoded<T> {
+    type Value = T;
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        match self.0 {
+            Decoder::Plain => T::deserialize(deserializer),
+            Decoder::Custom(decode) => decode(
+                <crate::bson::Bson as serde::Deserialize>::deserialize(deserializer)?,
+            )
+            .map_err(<D::Error as serde::de::Error>::custom),
+        }
+    }
 }
 
 /// FNV-1a of a Rust field name: the key of [`FieldPath`] and [`HasField`] (the derive computes

@@ -17,7 +17,8 @@ pub(crate) fn refuse_operators(what: &str, value: &Bson) -> Result<()> {
     }
 }
 
-fn find_operator(value: &Bson) -> Option<String> {
+/// What in `value` a filter would run as a query: a `$` key, a regular expression, JavaScript.
+pub(crate) fn find_operator(value: &Bson) -> Option<String> {
     match value {
         Bson::Document(document) => document.iter().find_map(|(key, inner)| {
             if key.starts_with('$') {

@@ -763,6 +763,9 @@ pub struct Field {
     /// `serialize_with` / `with`: written by custom code (the option's tokens and the helper's
     /// path as written in the string).
     pub custom_serialize: Option<(TokenStream, String)>,
+    /// `deserialize_with` / `with`: read by custom code (the function's path as written, with
+    /// `::deserialize` for `with`).
+    pub custom_deserialize: Option<String>,
     /// `#[serde(flatten)]`: the value's fields are stored at this level.
     pub flatten: Option<TokenStream>,
     /// `#[schema(stored_as = T)]`: the value is stored as `T` would be.
@@ -878,6 +881,7 @@ impl Field {
         let mut skip_serializing = false;
         let mut skip_serializing_if = false;
         let mut custom_serialize = None;
+        let mut custom_deserialize = None;
         let mut flatten = None;
         let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
         let mut seen_constraints: Vec<&'static str> = Vec::new();
@@ -1075,12 +1079,22 @@ impl Field {
                             }) => lit.value(),
                             _ => String::new(),
                         };
+                        if meta.path == WITH && !helper.is_empty() {
+                            custom_deserialize = Some(format!("{helper}::deserialize"));
+                        }
                         custom_serialize = Some((meta.path.to_token_stream(), helper));
+                    } else if meta.path.is_ident("deserialize_with") {
+                        if let Expr::Lit(ExprLit {
+                            lit: Lit::Str(lit), ..
+                        }) = value(&meta)?
+                        {
+                            custom_deserialize = Some(lit.value());
+                        }
                     } else if meta.path == GETTER {
                         unsupported_serde(cx, &meta.path, "remote derives are not supported");
                         skip_value(&meta)?;
                     } else {
-                        // skip_deserializing, default, deserialize_with, alias, borrow, bound:
+                        // skip_deserializing, default, alias, borrow, bound:
                         // they change only how values are read
                         skip_value(&meta)?;
                     }
@@ -1100,6 +1114,7 @@ impl Field {
             skip_serializing,
             skip_serializing_if,
             custom_serialize,
+            custom_deserialize,
             flatten,
             stored_as: stored_as.get().and_then(|s| {
                 Some(Sp {

@@ -29,6 +29,12 @@ pub trait BsonSchema {
     /// `true` for collection roots (`#[derive(Document)]`), which must not be embedded.
     #[doc(hidden)]
     const __COLLECTION_ROOT: bool = false;
+
+    /// `true` for `uuid::Uuid` (and `Option`s of it), which serde stores as binary subtype 0
+    /// where `doc!`, mongosh and the other drivers write subtype 4: a field of it needs a helper
+    /// or `stored_as` (checked by the derives).
+    #[doc(hidden)]
+    const __GENERIC_UUID: bool = false;
 }
 
 /// Never implemented: a bound that growable collections would need to describe themselves.
@@ -58,6 +64,11 @@ pub trait BoundedCollection {
     /// `true` when the elements are collection roots (`#[derive(Document)]`).
     #[doc(hidden)]
     const __ELEMENT_COLLECTION_ROOT: bool;
+
+    /// `true` when the elements are `uuid::Uuid`s without a helper (see
+    /// [`BsonSchema::__GENERIC_UUID`]).
+    #[doc(hidden)]
+    const __ELEMENT_GENERIC_UUID: bool = false;
 }
 
 /// A map key type: serialized as a BSON field name.
@@ -128,6 +139,7 @@ impl<T: BsonSchema + ?Sized> BsonSchema for &T {
         T::bson_schema()
     }
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
 }
 
 impl<T: BsonSchema + ?Sized> BsonSchema for Box<T> {
@@ -135,6 +147,7 @@ impl<T: BsonSchema + ?Sized> BsonSchema for Box<T> {
         T::bson_schema()
     }
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
 }
 
 /// `None` is stored as `null` unless the field is skipped with `skip_serializing_if`, in which
@@ -144,6 +157,7 @@ impl<T: BsonSchema> BsonSchema for Option<T> {
         json_schema::nullable(T::bson_schema())
     }
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
 }
 
 /// A fixed-size array is bounded by its type: exactly `N` items.
@@ -152,6 +166,7 @@ impl<T: BsonSchema, const N: usize> BsonSchema for [T; N] {
         json_schema::array(T::bson_schema(), Some(N as u64), N as u64)
     }
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
 }
 
 /// A tuple is stored as an array of its elements, in order: `items` per position,
@@ -203,6 +218,7 @@ macro_rules! bounded_sequence {
                 schema
             }
             const __ELEMENT_COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+            const __ELEMENT_GENERIC_UUID: bool = T::__GENERIC_UUID;
         }
     )*};
 }
@@ -220,6 +236,7 @@ impl<T: BsonSchema, const N: usize> BoundedCollection for [T; N] {
         json_schema::array(T::bson_schema(), Some(N as u64), max.min(N as u64))
     }
     const __ELEMENT_COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+    const __ELEMENT_GENERIC_UUID: bool = T::__GENERIC_UUID;
 }
 
 macro_rules! bounded_map {
@@ -233,6 +250,7 @@ macro_rules! bounded_map {
                 }
             }
             const __ELEMENT_COLLECTION_ROOT: bool = V::__COLLECTION_ROOT;
+            const __ELEMENT_GENERIC_UUID: bool = V::__GENERIC_UUID;
         }
     )*};
 }
@@ -247,6 +265,7 @@ impl<C: BoundedCollection> BoundedCollection for Option<C> {
         json_schema::nullable(C::bounded_schema(max))
     }
     const __ELEMENT_COLLECTION_ROOT: bool = C::__ELEMENT_COLLECTION_ROOT;
+    const __ELEMENT_GENERIC_UUID: bool = C::__ELEMENT_GENERIC_UUID;
 }
 
 impl<C: BoundedCollection> BoundedCollection for Box<C> {
@@ -254,6 +273,7 @@ impl<C: BoundedCollection> BoundedCollection for Box<C> {
         C::bounded_schema(max)
     }
     const __ELEMENT_COLLECTION_ROOT: bool = C::__ELEMENT_COLLECTION_ROOT;
+    const __ELEMENT_GENERIC_UUID: bool = C::__ELEMENT_GENERIC_UUID;
 }
 
 #[cfg(test)]

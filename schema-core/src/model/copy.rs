@@ -100,6 +100,9 @@ pub struct CopySpec {
     pub shape: CopyShape,
     /// What a deletion of the source does to the copies.
     pub on_delete: OnDelete,
+    /// The order of the holders of one source (the key after `<path>._id` in a declared
+    /// index), for the keyset pages of the relation constant: `(key, direction, unique)`.
+    pub order: Option<(String, i32, bool)>,
 }
 
 impl CopySpec {
@@ -120,7 +123,15 @@ impl CopySpec {
             strategy,
             shape,
             on_delete: OnDelete::Keep,
+            order: None,
         }
+    }
+
+    /// Orders the holders of one source by `key` (`unique`: the pair copied id + key is
+    /// unique), for keyset pages of the extended reference's relation.
+    pub fn order(mut self, key: impl Into<String>, direction: i32, unique: bool) -> Self {
+        self.order = Some((key.into(), direction, unique));
+        self
     }
 
     /// Sets what a deletion of the source does to the copies ([`OnDelete::Keep`] unless set).
@@ -132,6 +143,26 @@ impl CopySpec {
     /// The path of the copied id (`customer._id`), which the fan-out update filters on.
     pub fn id_path(&self) -> String {
         format!("{}._id", self.path)
+    }
+
+    /// The index the copy's queries need: `{ <path>._id: 1 }` for the fan-out, or with keyset
+    /// pages on a key that is not unique `{ <path>._id: 1, key: d, _id: d }` (the pages'
+    /// tie-break in index order, as for a reference). `None` for a frozen copy without pages:
+    /// nothing rewrites it.
+    pub fn index_keys(&self) -> Option<mongodb::bson::Document> {
+        let mut keys = mongodb::bson::Document::new();
+        keys.insert(self.id_path(), 1);
+        match &self.order {
+            Some((key, direction, unique)) => {
+                keys.insert(key.clone(), *direction);
+                if !unique {
+                    keys.insert("_id", *direction);
+                }
+            }
+            None if self.strategy == SyncStrategy::Frozen => return None,
+            None => {}
+        }
+        Some(keys)
     }
 }
 

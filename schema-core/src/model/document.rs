@@ -29,6 +29,11 @@ pub trait Document: BsonSchema {
     #[doc(hidden)]
     const ID_ENCODER: crate::query::Encoder<Self::Id> = crate::query::Encoder::Plain;
 
+    /// How a stored `_id` is read back: through its serde helper when it has one, so that a
+    /// [`crate::Ref`] reads what the helper wrote.
+    #[doc(hidden)]
+    const ID_DECODER: crate::query::Decoder<Self::Id> = crate::query::Decoder::Plain;
+
     /// The collection's validator: `{ "$jsonSchema": <Self::bson_schema()> }`.
     fn validator() -> BsonDocument {
         doc! { "$jsonSchema": Self::bson_schema() }
@@ -334,15 +339,26 @@ impl CollectionSpec {
     /// Declares an extended reference. Unless the copy is frozen, its fan-out update filters on
     /// `<path>._id`, which gets an index (seed 003: "the fan-out update needs an index on the
     /// copied id").
+    ///
+    /// With an order (a declared index starting with `<path>._id`, then a key), the index
+    /// also serves the keyset pages of the relation constant, with the `_id` tie-break added as
+    /// for a reference, frozen copies included.
     pub fn copy(mut self, copy: CopySpec) -> Self {
         let frozen = copy.strategy == SyncStrategy::Frozen;
-        let reason = IndexReason::FanOut {
-            path: copy.path.clone(),
-            source: copy.source.clone(),
+        let reason = if frozen {
+            IndexReason::Reference {
+                field: copy.id_path(),
+                target: copy.source.clone(),
+            }
+        } else {
+            IndexReason::FanOut {
+                path: copy.path.clone(),
+                source: copy.source.clone(),
+            }
         };
-        let keys = mongodb::bson::doc! { copy.id_path(): 1 };
+        let keys = copy.index_keys();
         self.copies.push(copy);
-        if !frozen {
+        if let Some(keys) = keys {
             self = self.require_index(IndexSpec::new(keys).reason(reason));
         }
         self
@@ -445,6 +461,18 @@ pub(crate) fn stored_bson<T: serde::Serialize + ?Sized>(
         .get("v")
         .cloned()
         .unwrap_or(mongodb::bson::Bson::Null))
+}
+
+/// The `_id` of a `T` as the driver stores it: through `T`'s `_id` helper when it has one
+/// ([`Document::ID_ENCODER`]), so that every filter, copy and reference of the id matches the
+/// stored documents.
+pub(crate) fn stored_id<T: crate::Document>(
+    id: &T::Id,
+) -> Result<mongodb::bson::Bson, mongodb::bson::ser::Error>
+where
+    T::Id: serde::Serialize,
+{
+    crate::query::path::encode(T::ID_ENCODER, id)
 }
 
 /// A document as the driver stores it (see [`stored_bson`]).

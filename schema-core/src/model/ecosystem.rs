@@ -309,11 +309,17 @@ mod time_0_3 {
 /// Stored by the driver as 16 bytes of binary, subtype 0 (generic), since its serializer is not
 /// human readable; `bson::to_document` writes the hyphenated string instead. (bson's own
 /// `bson::Uuid`, or the `uuid_1_as_binary` helper, store subtype 4.)
+///
+/// A field of this type needs a stored form said out loud, since `doc!`, mongosh and every
+/// other driver write a uuid as subtype 4 and a filter of one form matches nothing of the
+/// other: the derives refuse it without `#[serde(with = "bson::serde_helpers::uuid_1_as_binary")]`
+/// (subtype 4) or `#[schema(stored_as = Binary)]` (subtype 0, for existing data).
 #[cfg(feature = "uuid-1")]
 impl BsonSchema for uuid::Uuid {
     fn bson_schema() -> Document {
         doc! { "bsonType": "binData" }
     }
+    const __GENERIC_UUID: bool = true;
 }
 
 /// Stored as its decimal string, `-12.345` (rust_decimal's default serde impl, whatever the

@@ -120,6 +120,15 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
         queries.push(query);
     }
     for copy in &spec.copies {
+        if let Some((key, direction, unique)) = &copy.order {
+            let mut query = QuerySpec::library(format!("page of holders by {}", copy.id_path()))
+                .eq(copy.id_path())
+                .sort(key.clone(), *direction);
+            if !unique {
+                query = query.sort("_id", *direction);
+            }
+            queries.push(query);
+        }
         if copy.strategy == SyncStrategy::Frozen {
             continue;
         }

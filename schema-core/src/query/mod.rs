@@ -12,7 +12,7 @@ mod declared;
 /// mongod's planner rules (the `mongo-schema-planner` crate, shared with the derive).
 pub use mongo_schema_planner as fit;
 pub(crate) mod fitting;
-mod path;
+pub(crate) mod path;
 pub mod plan_reader;
 mod prove;
 mod usage;
@@ -21,8 +21,8 @@ pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, QuerySpec};
 pub use fitting::QueryFit;
 #[doc(hidden)]
-pub use path::{stored_value, stored_with};
-pub use path::{Encoder, Path};
+pub use path::{stored_read, stored_value, stored_with};
+pub use path::{Decoder, Encoder, Path};
 pub use plan_reader::{PlanFacts, SortVerdict};
 pub use prove::{ProofReport, QueryProof};
 pub use usage::IndexUsage;

@@ -10,31 +10,33 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{BsonSchema, Document, Error, Result};
 
-/// Refuses an id (described as `what`) whose BSON value is a document, an array, a regular
-/// expression or JavaScript, before anything is sent: in an equality filter such a value is a
-/// query of its own (`{ "$ne": null }` matches every document, a regex every matching string,
-/// an array its elements), not the one id it stands for. A document `_id` with no `$` key would
-/// match exactly, but is refused too: ids reach these helpers from clients, and one shape
-/// rule is easier to keep than a list of operators.
+/// Refuses an id (described as `what`) whose BSON value would be a query of its own in an
+/// equality filter, before anything is sent: a document with a `$` key at any depth
+/// (`{ "$ne": null }` matches every document), an array (it matches its elements), a regular
+/// expression (every matching string) or JavaScript. A document without `$` keys, the stored
+/// form of a composite id (`{ region: "eu", n: 1 }`), matches exactly that document and passes.
 pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
     let kind = match id {
-        Bson::Document(_) => "a document",
-        Bson::Array(_) => "an array",
-        Bson::RegularExpression(_) => "a regular expression",
-        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => "JavaScript",
-        _ => return Ok(()),
+        Bson::Array(_) => "an array".to_owned(),
+        other => match crate::literal::find_operator(other) {
+            Some(found) => format!("a value holding {found}"),
+            None => return Ok(()),
+        },
     };
     Err(Error::Refused(format!(
         "{what} is {kind} ({id}): an id must be a single value (ObjectId, string, number, date, \
-         binary, ...), since a filter would run {kind} as a query instead of matching it"
+         binary, or a composite id without `$` keys), since a filter would run {kind} as a query \
+         instead of matching it"
     )))
 }
 
 /// The `_id` of a `T` document, typed by `T`: a `Ref<Part>` cannot be passed where a
 /// `Ref<Customer>` is wanted, although both may be `ObjectId`s underneath.
 ///
-/// Stored exactly as `T`'s `_id` (any id type: `ObjectId`, `String`, `i64`, ...), so the
-/// validator and existing data are the same as with a plain id field.
+/// Stored exactly as `T`'s `_id` (any id type: `ObjectId`, `String`, `i64`, ...), through the
+/// `_id` field's serde helper when it has one (a uuid with `uuid_1_as_binary` is subtype 4
+/// here too), so the validator, the filters and existing data are the same as with the id
+/// field itself.
 ///
 /// ```
 /// # use mongo_schema_core::*;
@@ -81,7 +83,7 @@ impl<T: Document> Ref<T> {
     where
         T::Id: Serialize,
     {
-        crate::model::document::stored_bson(&self.id).expect("an `_id` type serializes to BSON")
+        crate::model::document::stored_id::<T>(&self.id).expect("an `_id` type serializes to BSON")
     }
 
     /// The filter that finds the referenced document: `{ _id: <id> }`.
@@ -172,7 +174,8 @@ where
 {
     #[inline]
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.id.serialize(serializer)
+        // stored as `T`'s `_id` is: through its helper (a uuid as subtype 4)
+        crate::__private::Encoded(&self.id, T::ID_ENCODER).serialize(serializer)
     }
 }
 
@@ -182,7 +185,10 @@ where
 {
     #[inline]
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        T::Id::deserialize(deserializer).map(Ref::new)
+        use serde::de::DeserializeSeed as _;
+        crate::__private::Decoded(T::ID_DECODER)
+            .deserialize(deserializer)
+            .map(Ref::new)
     }
 }
 
@@ -234,21 +240,37 @@ mod tests {
                 bytes: vec![0; 16],
             }),
             Bson::Null,
+            // a composite id matches exactly
+            Bson::Document(doc! { "region": "eu", "n": 1 }),
+            Bson::Document(doc! { "a": { "b": [1, { "c": 2 }] } }),
         ] {
             assert!(refuse_hostile_id("the id", &fine).is_ok(), "{fine}");
         }
         for (bad, kind) in [
-            (Bson::Document(doc! { "$ne": null }), "a document"),
-            (Bson::Document(doc! { "a": 1 }), "a document"),
+            (
+                Bson::Document(doc! { "$ne": null }),
+                "a value holding the operator `$ne`",
+            ),
+            (
+                Bson::Document(doc! { "a": { "$gt": 1 } }),
+                "a value holding the operator `$gt`",
+            ),
+            (
+                Bson::Document(doc! { "a": [{ "$where": "1" }] }),
+                "a value holding the operator `$where`",
+            ),
             (Bson::Array(vec![Bson::Int32(1)]), "an array"),
             (
                 Bson::RegularExpression(Regex {
                     pattern: ".".into(),
                     options: String::new(),
                 }),
-                "a regular expression",
+                "a value holding a regular expression",
             ),
-            (Bson::JavaScriptCode("1".into()), "JavaScript"),
+            (
+                Bson::JavaScriptCode("1".into()),
+                "a value holding JavaScript",
+            ),
         ] {
             let error = refuse_hostile_id("the id", &bad).unwrap_err().to_string();
             assert!(

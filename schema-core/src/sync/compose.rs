@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::transaction::in_transaction;
 use crate::model::copy::SyncEdge;
-use crate::model::document::{stored_bson, stored_document};
+use crate::model::document::stored_document;
 use crate::relations::subset::{update_parent_in, ParentUpdate};
 use crate::{Bucket, Document, Error, Ref, Result, ResultExt, Schema, SubsetOf};
 
@@ -260,7 +260,7 @@ impl<'a> Transaction<'a> {
         T::Id: Serialize,
     {
         let edges = super::source::touched_edges(self.schema.sync_graph(), T::COLLECTION, &update);
-        let id = stored_bson(id).map_err(driver);
+        let id = crate::model::document::stored_id::<T>(id).map_err(driver);
         self.push(
             format!("update_source {}", T::COLLECTION),
             id.map(|id| Step::Source {

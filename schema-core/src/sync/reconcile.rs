@@ -219,9 +219,10 @@ impl Visit for Compare<'_, '_> {
     }
 }
 
-/// Whether a copied id is looked up by value in `$in` (not a regex, JavaScript or a document).
+/// Whether a copied id is looked up by value in `$in`: not a regex, JavaScript or a document
+/// with a `$` key (a composite id without one matches exactly).
 fn looked_up(id: &Bson) -> bool {
-    crate::literal::refuse_operators("a copied id", id).is_ok() && !matches!(id, Bson::Document(_))
+    crate::literal::find_operator(id).is_none()
 }
 
 /// The conditions under which a repair of `copy` may go ahead: every copied field still holds

@@ -113,7 +113,7 @@ pub(crate) async fn update_source<T: Document>(
 where
     T::Id: Serialize,
 {
-    let id = crate::model::document::stored_bson(id).map_err(mongodb::error::Error::from)?;
+    let id = crate::model::document::stored_id::<T>(id).map_err(mongodb::error::Error::from)?;
     let edges = touched_edges(graph, T::COLLECTION, &update);
     let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
         .iter()
@@ -181,7 +181,7 @@ pub(crate) async fn delete_source<T: Document>(
 where
     T::Id: Serialize,
 {
-    let id = crate::model::document::stored_bson(id).map_err(mongodb::error::Error::from)?;
+    let id = crate::model::document::stored_id::<T>(id).map_err(mongodb::error::Error::from)?;
     let edges = transactional_edges(graph, T::COLLECTION);
     let (mut report, attempts) = in_transaction(db, deadline, |session| {
         let (db, id, edges) = (db.clone(), id.clone(), edges.clone());

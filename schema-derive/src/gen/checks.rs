@@ -71,7 +71,7 @@ pub fn type_checks(cont: &Container) -> TokenStream {
         return TokenStream::new();
     }
     let private = private();
-    let mut checks = TokenStream::new();
+    let mut checks = uuid_checks(cont);
     for field in cont.stored_fields() {
         if field.attrs.reference.is_some()
             || field.attrs.extended_ref.is_some()
@@ -103,6 +103,49 @@ pub fn type_checks(cont: &Container) -> TokenStream {
         );
         checks.extend(quote_spanned! {ty.span()=>
             const _: () = if #is_root { ::core::panic!(#message) };
+        });
+    }
+    checks
+}
+
+/// A `uuid::Uuid` field (or an `Option` or bounded array of them, or a plain id with
+/// `#[reference]`) written by serde alone: binary subtype 0, where `doc!`, mongosh and every
+/// other driver write subtype 4, so the service's own filters would match nothing. Only fields
+/// whose innermost type is spelt `Uuid` are asked about (bson's `Uuid` answers `false`).
+fn uuid_checks(cont: &Container) -> TokenStream {
+    let private = private();
+    let mut checks = TokenStream::new();
+    for field in cont.stored_fields() {
+        if field.attrs.extended_ref.is_some()
+            || field.attrs.subset.is_some()
+            || field.attrs.custom_serialize.is_some()
+            || field.stored_type().is_some()
+        {
+            continue;
+        }
+        let ty = field.ty;
+        let embedded = field.attrs.embed.is_some();
+        let inner = innermost(ty, embedded);
+        let syn::Type::Path(path) = inner else {
+            continue;
+        };
+        if path.path.segments.last().is_none_or(|s| s.ident != "Uuid") {
+            continue;
+        }
+        let is_generic_uuid = if embedded {
+            quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::__ELEMENT_GENERIC_UUID)
+        } else {
+            quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__GENERIC_UUID)
+        };
+        let message = format!(
+            "field `{}` is a `uuid::Uuid` with no serde helper: serde stores it as binary subtype 0, \
+             while `doc!`, mongosh and every other driver write subtype 4, so filters of one form match nothing of the other; \
+             add `#[serde(with = \"bson::serde_helpers::uuid_1_as_binary\")]` (subtype 4, what every tool writes), \
+             or `#[schema(stored_as = bson::Binary)]` to keep subtype 0 for existing data",
+            field.display_name(),
+        );
+        checks.extend(quote_spanned! {ty.span()=>
+            const _: () = if #is_generic_uuid { ::core::panic!(#message) };
         });
     }
     checks

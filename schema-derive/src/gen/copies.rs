@@ -237,6 +237,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     type Stored = #checked_source::Id;
                     const STORED: &'static str = "_id";
                     const ENCODER: #private::Encoder<Self::Type> = #checked_source::ID_ENCODER;
+                    const DECODER: #private::Decoder<Self::Type> = #checked_source::ID_DECODER;
                 }
                 #(
                     #[automatically_derived]
@@ -245,6 +246,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                         type Stored = <#source as #private::FieldPath<{ #name::#key_consts }>>::Stored;
                         const STORED: &'static str = #name::__STORED[#path_positions];
                         const ENCODER: #private::Encoder<Self::Type> = <#source as #private::FieldPath<{ #name::#key_consts }>>::ENCODER;
+                        const DECODER: #private::Decoder<Self::Type> = <#source as #private::FieldPath<{ #name::#key_consts }>>::DECODER;
                     }
                 )*
                 #[automatically_derived]
@@ -266,8 +268,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     fn serialize<S: #private::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
                         use #private::serde::ser::SerializeStruct as _;
                         let mut state = serializer.serialize_struct(#name_str, #count)?;
-                        state.serialize_field("_id", &self.id)?;
-                        #( state.serialize_field(#stored, &self.#idents)?; )*
+                        // each value as its source field is stored: through its helper
+                        state.serialize_field("_id", &#private::Encoded(&self.id, #checked_source::ID_ENCODER))?;
+                        #( state.serialize_field(#stored, &#private::Encoded(&self.#idents, <#source as #private::FieldPath<{ #name::#key_consts }>>::ENCODER))?; )*
                         state.end()
                     }
                 }
@@ -294,14 +297,14 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                                             if __id.is_some() {
                                                 return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field("_id"));
                                             }
-                                            __id = ::core::option::Option::Some(__map.next_value::<#checked_source::Id>()?);
+                                            __id = ::core::option::Option::Some(__map.next_value_seed(#private::Decoded::<#checked_source::Id>(#checked_source::ID_DECODER))?);
                                         }
                                         #(
                                             ::core::option::Option::Some(#positions) => {
                                                 if #locals.is_some() {
                                                     return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field(__FIELDS[#positions]));
                                                 }
-                                                #locals = ::core::option::Option::Some(__map.next_value::<#field_types>()?);
+                                                #locals = ::core::option::Option::Some(__map.next_value_seed(#private::Decoded::<#field_types>(<#source as #private::FieldPath<{ #name::#key_consts }>>::DECODER))?);
                                             }
                                         )*
                                         _ => {
@@ -368,6 +371,10 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
                 Some(OnDelete::Unset) => quote!(.on_delete(#private::OnDelete::Unset)),
                 Some(OnDelete::Keep) | None => TokenStream::new(),
             };
+            let order = (copy_shape(field.ty).0 != RefKind::Many)
+                .then(|| crate::gen::relations::sort_key(cont, &format!("{path}._id")))
+                .flatten()
+                .map(|(key, direction, unique)| quote!(.order(#key, #direction, #unique)));
             out.extend(quote! {
                 .copy(#private::CopySpec::new(
                     #path,
@@ -376,7 +383,7 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
                     &#copy_type::__STORED,
                     #private::SyncStrategy::#sync,
                     #shape,
-                )#on_delete)
+                )#on_delete #order)
             });
         }
         if let Some(subset) = &field.attrs.subset {

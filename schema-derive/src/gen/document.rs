@@ -96,8 +96,13 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
-        ((Some(field), None), Data::Struct(_)) => crate::gen::paths::encoder(cont, field)
-            .map(|e| quote!(const ID_ENCODER: #private::Encoder<Self::Id> = #e;)),
+        ((Some(field), None), Data::Struct(_)) => {
+            let encoder = crate::gen::paths::encoder(cont, field)
+                .map(|e| quote!(const ID_ENCODER: #private::Encoder<Self::Id> = #e;));
+            let decoder = crate::gen::paths::decoder(cont, field)
+                .map(|d| quote!(const ID_DECODER: #private::Decoder<Self::Id> = #d;));
+            Some(quote!(#encoder #decoder))
+        }
         _ => None,
     };
     let identified = identified_impl(cont);

@@ -30,7 +30,7 @@ pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
         return None;
     }
     let Some((option, helper)) = field.attrs.custom_serialize.as_ref() else {
-        return native(field.ty).map(|f| quote!(#private::Encoder::Custom(#private::#f)));
+        return native(field.ty).map(|f| quote!(#private::Encoder::Native(#private::#f)));
     };
     if cont.is_generic() || helper.is_empty() {
         return None;
@@ -48,6 +48,27 @@ pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
                 #private::stored_with(value, |value, serializer| #call(value, serializer))
             }
             __encode
+        })
+    })
+}
+
+/// How a field's stored values are read, when a serde helper reads them: a function that calls
+/// the helper with a driver deserializer of the stored BSON value. `None` for fields read by
+/// their own type (and in a generic struct, as for [`encoder`]).
+pub fn decoder(cont: &Container, field: &Field) -> Option<TokenStream> {
+    let private = private();
+    if field.attrs.stored_as.is_some() || cont.is_generic() {
+        return None;
+    }
+    let helper = field.attrs.custom_deserialize.as_ref()?;
+    let path: syn::ExprPath = syn::parse_str(helper).ok()?;
+    let ty = field.ty;
+    Some(quote! {
+        #private::Decoder::Custom({
+            fn __decode(value: #private::bson::Bson) -> ::core::result::Result<#ty, #private::bson::de::Error> {
+                #private::stored_read(value, |deserializer| #path(deserializer))
+            }
+            __decode
         })
     })
 }
@@ -102,6 +123,8 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
         };
         let encoder = encoder(cont, field)
             .map(|e| quote!(const ENCODER: #private::Encoder<Self::Type> = #e;));
+        let decoder = decoder(cont, field)
+            .map(|d| quote!(const DECODER: #private::Decoder<Self::Type> = #d;));
         let cap = field
             .attrs
             .embed
@@ -119,6 +142,7 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                 type Stored = #stored_ty;
                 const STORED: &'static str = #stored;
                 #encoder
+                #decoder
                 #cap
             }
         });

@@ -107,6 +107,8 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
             })
         })
         .collect();
+    let mut consts = consts;
+    consts.extend(extended_relation_consts(cont));
     let more = crate::gen::copies::consts(cont);
     if consts.is_empty() && more.is_empty() {
         return TokenStream::new();
@@ -120,8 +122,51 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
     }
 }
 
+/// `pub const CUSTOMER: Relation<Order, Customer, ..>` for every `#[extended_ref]` of a
+/// collection root: the relation of its copied `_id` (`customer._id`), with lookups, resolves
+/// and, when a declared index starts with `customer._id` and then a key, keyset pages of a
+/// source's holders.
+fn extended_relation_consts(cont: &Container) -> Vec<TokenStream> {
+    let private = private();
+    if !matches!(cont.data, Data::Struct(_)) {
+        return Vec::new();
+    }
+    cont.stored_fields()
+        .filter_map(|field| {
+            let extended = &field.attrs.extended_ref.as_ref()?.value;
+            let target = extended.to.as_ref()?;
+            let name = format_ident!("{}", unraw(field.ident?).to_uppercase());
+            let stored = format!("{}._id", field.stored_name);
+            let shape = crate::ast::copy_shape(field.ty).0;
+            let kind = kind_tokens(shape);
+            let sort_key = if shape == RefKind::Many { None } else { sort_key(cont, &stored) };
+            let doc = format!(
+                "The `#[extended_ref]` field `{}` -> `{}`, through its copied `{stored}`: typed `$lookup`s{}.",
+                field.stored_name,
+                type_name(target),
+                if sort_key.is_some() { ", keyset pages of a source's holders" } else { "" }
+            );
+            Some(match sort_key {
+                Some((key, direction, unique)) => quote! {
+                    #[doc = #doc]
+                    pub const #name: #private::Relation<Self, #target, #private::SortKey> =
+                        #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
+                            field: #key,
+                            direction: #direction,
+                            unique: #unique,
+                        });
+                },
+                None => quote! {
+                    #[doc = #doc]
+                    pub const #name: #private::Relation<Self, #target> = #private::Relation::new(#stored, #kind);
+                },
+            })
+        })
+        .collect()
+}
+
 /// The key after the reference in the first declared index (or shard key) that starts with it.
-fn sort_key(cont: &Container, stored: &str) -> Option<(String, i32, bool)> {
+pub(crate) fn sort_key(cont: &Container, stored: &str) -> Option<(String, i32, bool)> {
     let cx = Ctxt::new();
     let resolve = |keys: &[IndexKey]| -> Vec<(String, Option<i32>)> {
         keys.iter()
