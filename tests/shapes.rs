@@ -1263,7 +1263,7 @@ fn config() -> ProptestConfig {
 
 /// Whether a driver error is a duplicate key (two generated values can share an id).
 fn duplicate(error: &mongo_schema::Error) -> bool {
-    error.to_string().contains("E11000")
+    matches!(error, mongo_schema::Error::Duplicate { .. })
 }
 
 /// Writes `value` through the typed collection of `T`, reads it back by the id the server

@@ -49,13 +49,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await
         .in_collection(Follow::COLLECTION);
     match again {
-        Err(Error::Driver(e)) => {
-            let text = e.to_string();
-            let reason = text
-                .split('"')
-                .find(|part| part.starts_with("E11000"))
-                .unwrap_or(&text);
-            println!("following twice is refused by the unique index: {reason}");
+        Err(Error::Duplicate { index, key, .. }) => {
+            println!("following twice is refused by the unique index `{index}`: {key} is taken");
         }
         other => return Err(format!("expected a duplicate key error, got {other:?}").into()),
     }

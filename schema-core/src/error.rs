@@ -27,6 +27,22 @@ pub enum Error {
         /// The driver's error.
         source: mongodb::error::Error,
     },
+    /// A write met a unique index that already holds its key (E11000): the collection, the
+    /// index and the duplicated key as the server names them. The driver's error (with its
+    /// labels) is kept as `source`.
+    #[non_exhaustive]
+    Duplicate {
+        /// The collection written to (as the server names it, `db.collection`, unless the call
+        /// named it, see [`ResultExt::in_collection`]).
+        collection: String,
+        /// The unique index (`email_1`), empty when the server did not say.
+        index: String,
+        /// The duplicated key as the server prints it (`{ email: "ada@example.com" }`), empty
+        /// when the server did not say.
+        key: String,
+        /// The driver's error.
+        source: mongodb::error::Error,
+    },
     /// Any other driver error.
     Driver(mongodb::error::Error),
     /// An operation gave up at its deadline: a transaction whose attempts did not commit in
@@ -96,6 +112,7 @@ impl Error {
     /// [`Error::CommitUnknown`], its last error's).
     pub fn as_driver(&self) -> Option<&mongodb::error::Error> {
         match self {
+            Error::Duplicate { source, .. } => Some(source),
             Error::Driver(e) | Error::Apply { source: e, .. } => Some(e),
             Error::Timeout {
                 last: Some(last), ..
@@ -133,6 +150,18 @@ impl fmt::Debug for Error {
             Error::Apply { action, source } => f
                 .debug_struct("Apply")
                 .field("action", action)
+                .field("source", source)
+                .finish(),
+            Error::Duplicate {
+                collection,
+                index,
+                key,
+                source,
+            } => f
+                .debug_struct("Duplicate")
+                .field("collection", collection)
+                .field("index", index)
+                .field("key", key)
                 .field("source", source)
                 .finish(),
             Error::Driver(e) => f.debug_tuple("Driver").field(e).finish(),
@@ -184,6 +213,21 @@ impl fmt::Display for Error {
             Error::Schema(e) => e.fmt(f),
             Error::Apply { action, source } => {
                 write!(f, "apply failed to {action}: {}", driver_sentence(source))
+            }
+            Error::Duplicate {
+                collection,
+                index,
+                key,
+                ..
+            } => {
+                write!(f, "duplicate key in `{collection}`")?;
+                if !index.is_empty() {
+                    write!(f, ": unique index `{index}`")?;
+                }
+                if !key.is_empty() {
+                    write!(f, " already holds {key}")?;
+                }
+                Ok(())
             }
             Error::Driver(e) => f.write_str(&driver_sentence(e)),
             Error::Timeout {
@@ -268,7 +312,9 @@ impl std::error::Error for Error {
         match self {
             Error::Validation(e) => Some(e.as_ref()),
             Error::Schema(e) => Some(e),
-            Error::Apply { source, .. } | Error::Driver(source) => Some(source),
+            Error::Apply { source, .. }
+            | Error::Driver(source)
+            | Error::Duplicate { source, .. } => Some(source),
             Error::Timeout { last, .. } | Error::CommitUnknown { last, .. } => {
                 last.as_deref().map(|e| e as _)
             }
@@ -280,11 +326,36 @@ impl std::error::Error for Error {
 
 impl From<mongodb::error::Error> for Error {
     fn from(error: mongodb::error::Error) -> Self {
-        match ValidationError::from_driver(&error) {
-            Some(validation) => Error::Validation(Box::new(validation)),
-            None => Error::Driver(error),
+        if let Some(validation) = ValidationError::from_driver(&error) {
+            return Error::Validation(Box::new(validation));
         }
+        if server_code(&error) == Some(11000) {
+            let message = server_message(&error).unwrap_or_default();
+            let (collection, index, key) = duplicate_parts(&message);
+            return Error::Duplicate {
+                collection,
+                index,
+                key,
+                source: error,
+            };
+        }
+        Error::Driver(error)
     }
+}
+
+/// The collection, index and key of mongod's E11000 message:
+/// `E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: "a" }`.
+fn duplicate_parts(message: &str) -> (String, String, String) {
+    let after = |label: &str| message.find(label).map(|at| &message[at + label.len()..]);
+    let collection = after("collection: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default();
+    let index = after(" index: ")
+        .and_then(|rest| rest.split(" dup key:").next())
+        .map(str::trim)
+        .unwrap_or_default();
+    let key = after("dup key: ").map(str::trim).unwrap_or_default();
+    (collection.to_owned(), index.to_owned(), key.to_owned())
 }
 
 impl From<ValidationError> for Error {
@@ -310,7 +381,8 @@ impl From<SchemaError> for Error {
 /// ```
 pub trait ResultExt<T> {
     /// Maps the error: a validation failure becomes [`Error::Validation`] with `collection`
-    /// set, anything else [`Error::Driver`].
+    /// set, a duplicate key [`Error::Duplicate`] naming `collection`, anything else
+    /// [`Error::Driver`].
     fn in_collection(self, collection: &str) -> Result<T>;
 }
 
@@ -318,6 +390,14 @@ impl<T> ResultExt<T> for std::result::Result<T, mongodb::error::Error> {
     fn in_collection(self, collection: &str) -> Result<T> {
         self.map_err(|error| match Error::from(error) {
             Error::Validation(v) => Error::Validation(Box::new(v.with_collection(collection))),
+            Error::Duplicate {
+                index, key, source, ..
+            } => Error::Duplicate {
+                collection: collection.to_owned(),
+                index,
+                key,
+                source,
+            },
             other => other,
         })
     }
@@ -401,6 +481,24 @@ mod tests {
         };
         assert_eq!(format!("{downgrade:?}"), downgrade.to_string());
         assert!(format!("{downgrade:#?}").contains("recorded: 5"));
+    }
+
+    #[test]
+    fn a_duplicate_key_message_names_its_collection_index_and_key() {
+        assert_eq!(
+            duplicate_parts(
+                r#"E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: "ada@example.com" }"#
+            ),
+            (
+                "shop.customers".to_owned(),
+                "email_1".to_owned(),
+                r#"{ email: "ada@example.com" }"#.to_owned()
+            )
+        );
+        assert_eq!(
+            duplicate_parts("E11000 duplicate key error"),
+            (String::new(), String::new(), String::new())
+        );
     }
 
     #[test]

@@ -63,7 +63,9 @@ impl ErrorClass {
             | Error::CommitUnknown { .. } => ErrorClass::Permanent,
             Error::Timeout { .. } => ErrorClass::Transient,
             Error::Migration { source, .. } => ErrorClass::of(source),
-            Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
+            Error::Driver(e)
+            | Error::Apply { source: e, .. }
+            | Error::Duplicate { source: e, .. } => ErrorClass::of_driver(e),
         }
     }
 

@@ -1,0 +1,15 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "tickets")]
+#[query(name = "queue", eq(team), limit = 50)]
+#[query(name = "queue", eq(team), sort(priority = -1), limit = 50)]
+pub struct Ticket {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub team: String,
+    pub priority: i32,
+}
+
+fn main() {}
