@@ -158,6 +158,7 @@ macro_rules! id_family {
                     .await
                     .unwrap();
                 assert_eq!(renamed.total_rewritten(), 25, "{renamed:?}");
+                assert_eq!(renamed.pending_async, ["orders.watcher"], "the worker's part is named");
                 assert_eq!(holders("customer", "Ana T").await, 25);
                 // async: the worker follows the same change
                 eventually(Duration::from_secs(30), "async copies follow the rename", || {

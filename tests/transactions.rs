@@ -195,7 +195,7 @@ async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_wri
     let second = loan(&library, 2_000);
     let error = lend(&library, &second).await.unwrap_err();
     assert!(
-        matches!(&error, Error::Refused(m) if m.contains("update_one books") && m.contains("nothing was written")),
+        matches!(&error, Error::Refused(m) if m.contains("write 3 of 3, `update_one books`, must match") && m.contains("nothing was written")),
         "{error}"
     );
     let (member, book, loans) = state(&library).await;

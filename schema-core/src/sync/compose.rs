@@ -350,11 +350,13 @@ impl<'a> Transaction<'a> {
             let (db, steps) = (db.clone(), steps.clone());
             Box::pin(async move {
                 let mut outcomes = Vec::with_capacity(steps.len());
-                for planned in steps {
+                let count = steps.len();
+                for (position, planned) in steps.into_iter().enumerate() {
                     let outcome = run_step(&db, &planned, &mut *session).await?;
                     if planned.must_match && outcome.matched == 0 {
                         return Err(Error::Refused(format!(
-                            "`{}` matched no document: the transaction was aborted and nothing was written",
+                            "write {} of {count}, `{}`, must match a document and matched none: the transaction was aborted and nothing was written",
+                            position + 1,
                             planned.label
                         )));
                     }

@@ -22,6 +22,10 @@ pub struct SourceUpdate {
     pub source: Option<BsonDocument>,
     /// Holder documents rewritten, per `holder.path`.
     pub copies_rewritten: Vec<(String, u64)>,
+    /// The `async` copies (`holder.path`) that the update changes and that the sync worker
+    /// rewrites after the commit, not this call: nothing of them is in
+    /// [`SourceUpdate::copies_rewritten`]. Empty when no source was found.
+    pub pending_async: Vec<String>,
     /// Transaction attempts (more than 1 after transient conflicts).
     pub attempts: u32,
 }
@@ -93,14 +97,29 @@ pub(crate) fn touched_edges(
     source: &str,
     update: &BsonDocument,
 ) -> Vec<SyncEdge> {
+    touched(transactional_edges(graph, source), update)
+}
+
+/// The edges of `edges` whose copied fields `update` can change.
+fn touched(edges: Vec<SyncEdge>, update: &BsonDocument) -> Vec<SyncEdge> {
     let written = written_paths(update);
-    transactional_edges(graph, source)
+    edges
         .into_iter()
         .filter(|edge| match &written {
             Some(paths) => touches(paths.iter().map(String::as_str), &edge.copy.fields),
             None => true,
         })
         .collect()
+}
+
+/// The `async` copies of `source` that `update` can change (the worker's, after the commit).
+pub(crate) fn pending_async(graph: &crate::SyncGraph, source: &str, update: &BsonDocument) -> Vec<String> {
+    let edges = graph
+        .copies_of(source)
+        .filter(|e| e.copy.strategy == SyncStrategy::Async)
+        .cloned()
+        .collect();
+    touched(edges, update).iter().map(SyncEdge::label).collect()
 }
 
 pub(crate) async fn update_source<T: Document>(
@@ -115,6 +134,7 @@ where
 {
     let id = crate::model::document::stored_id::<T>(id).map_err(mongodb::error::Error::from)?;
     let edges = touched_edges(graph, T::COLLECTION, &update);
+    let pending = pending_async(graph, T::COLLECTION, &update);
     let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
         .iter()
         .filter(|e| !edges.contains(e))
@@ -128,6 +148,7 @@ where
             Ok(SourceUpdate {
                 source,
                 copies_rewritten,
+                pending_async: Vec::new(),
                 attempts: 0,
             })
         })
@@ -137,6 +158,7 @@ where
         report
             .copies_rewritten
             .extend(untouched.into_iter().map(|label| (label, 0)));
+        report.pending_async = pending;
     }
     report.attempts = attempts;
     Ok(report)
