@@ -82,7 +82,14 @@
 //!   [`FAILURES_COLLECTION`] and retried by [`Schema::retry_failures`]) and [`Schema::reconcile`]
 //!   (repairs conditional on the value read); frozen copies are never rewritten.
 //!   `on_delete = "keep" | "unset"` says what a source's deletion does to its copies (`unset`
-//!   only on an `Option` field). [`Schema::sync_graph`] lists them all.
+//!   only on an `Option` field). [`Schema::sync_graph`] lists them all. Each copy type writes
+//!   its `_id` and fields as the source stores them, through the source field's serde helper
+//!   (a uuid with `uuid_1_as_binary` is subtype 4 in the copy too). Every extended reference
+//!   also has a [`Relation`] constant named after the field in upper case, on its copied
+//!   `_id` (`Order::CUSTOMER`, through `customer._id`): lookups, children filters, resolves and,
+//!   with a declared index `#[index(keys("customer._id" = 1, placed_at = -1))]`, keyset pages of
+//!   a source's holders (the index gets the `_id` tie-break, as for a reference; a frozen copy
+//!   gets that index too, while without an order it has none).
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
@@ -166,7 +173,7 @@
 //! | `chrono::DateTime<Utc>` | string `2023-11-14T22:13:20.123Z` (not a BSON date) | `string`, `pattern`, `maxLength` |
 //! | `chrono::DateTime<FixedOffset>`, `NaiveDate`, `NaiveDateTime`, `NaiveTime` | ISO 8601 strings | `string`, `pattern`, `maxLength` |
 //! | `time::OffsetDateTime`, `PrimitiveDateTime`, `Date`, `Time`, `UtcOffset` | arrays `[year, ordinal, hour, minute, second, nanosecond, offset h, m, s]` and prefixes | `array` with a schema per position |
-//! | `uuid::Uuid` | 16 bytes of binary, subtype 0 (`to_document`: a string) | `binData` |
+//! | `uuid::Uuid` | a compile error without a stored form said out loud: with `#[serde(with = "bson::serde_helpers::uuid_1_as_binary")]` binary subtype 4 (what `doc!`, mongosh and every other driver write), with `#[schema(stored_as = bson::Binary)]` serde's 16 bytes of subtype 0 (for existing data; `to_document`: a string) | `binData` |
 //! | `rust_decimal::Decimal` | string `-12.345` (a double with rust_decimal's `serde-float`) | `string`, `pattern` |
 //! | `NonZeroU8`, `NonZeroU16` / `NonZeroU32`, `NonZeroU64`, `NonZeroUsize` | `int` / `long` | `minimum: 1`, `maximum` |
 //! | `NonZeroI8` ... `NonZeroI64` | `int` / `long` | range and `not: { enum: [0] }` |

@@ -489,6 +489,21 @@ fn documents_broken_per_branch_are_refused_naming_path_and_rule() {
                 v.failures.iter().any(|f| f.path == path && f.rule == rule),
                 "{what}: the error names `{path}` and `{rule}`: {v}"
             );
+            // a tag that names no variant: the tag's path and every variant's tag
+            if what == "wrong tag" || what == "no tag" {
+                let text = v.to_string();
+                if what == "wrong tag" {
+                    assert!(
+                        text.contains("`email.status` fails `enum`")
+                            && text.contains(r#""pending""#)
+                            && text.contains(r#""by_admin""#)
+                            && text.contains(r#""lost" names no variant"#),
+                        "{what}: the tag's path, the value and the allowed tags: {text}"
+                    );
+                } else {
+                    assert!(text.contains("the tag `email.status` is missing"), "{text}");
+                }
+            }
             println!("{what}: {v}");
         }
         assert_eq!(

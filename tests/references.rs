@@ -384,7 +384,10 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
             assert_eq!(index, "followedId_1_followerId_1", "{duplicate}");
             assert!(key.contains("f0042"), "the duplicated key: {key}");
             assert_eq!(duplicate.code(), Some(11000));
-            assert!(source.to_string().contains("E11000"), "the driver's error is kept");
+            assert!(
+                source.to_string().contains("E11000"),
+                "the driver's error is kept"
+            );
         }
         other => panic!("expected a duplicate key error, got {other}"),
     }

@@ -938,7 +938,7 @@ pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
                     cx.error_spanned_by(
                         ident,
                         format!(
-                            "no field `{wanted}` in `{}`; index keys name fields of the struct (or a quoted stored path such as \"customer._id\")",
+                            "no field `{wanted}` in `{}`; index keys and query fields name fields of the struct (or a quoted stored path such as \"customer._id\")",
                             cont.ident
                         ),
                     );

@@ -22,7 +22,25 @@ mod symbol;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
-/// Derives `Document` (and `BsonSchema`) for a collection root. See the `mongo-schema` crate.
+/// Derives `Document` (and `BsonSchema`) for a collection root: a struct with named fields (one
+/// of them stored as `_id`, or none: the server assigns an ObjectId), or an internally tagged or
+/// untagged enum of struct variants (one collection, several kinds of document).
+///
+/// Generates the `$jsonSchema` validator, the indexes (declared with `#[index]`, and those each
+/// relationship and declared query needs), the collection spec `Schema::build` reads, the typed
+/// field paths of `field!`, a function per `#[query]`, a `Relation` constant per `#[reference]`
+/// and `#[extended_ref]`, a `Subset` constant per `#[subset]`, an `EmbeddedArray` constant per
+/// `#[embed(max = N)]` array, the copy type of each `#[extended_ref]`, and `T::check`.
+///
+/// Container attributes: `#[collection(name = "...", validation_level, validation_action,
+/// additional_properties, shard_key(...))]` (required), `#[index(keys(...), unique, sparse,
+/// partial, expire_after_secs, name)]`, `#[query(name, eq, any_of, range, sort, limit, project,
+/// index)]`, `#[bucket(...)]`, `#[schema(stored_as = T)]`. Field attributes: `#[embed(max = N,
+/// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
+/// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync)]`,
+/// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as)]`. Each is described
+/// in the `mongo-schema` crate's documentation, sections *The attribute language*, *Queries* and
+/// *What the derives refuse*; serde's own attributes are followed as serde means them.
 #[proc_macro_derive(
     Document,
     attributes(
@@ -44,8 +62,18 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Derives `BsonSchema` for a struct or unit-only enum stored inside documents. See the
-/// `mongo-schema` crate.
+/// Derives `BsonSchema` for a value stored inside documents: a struct with named fields, a tuple
+/// or newtype struct, or an enum in any of serde's four representations (unit variants,
+/// newtype, tuple and struct variants; externally, internally or adjacently tagged, or
+/// untagged).
+///
+/// Generates the `$jsonSchema` fragment of the type, its typed field paths (for `field!`
+/// through an embedded value) and the field list a query's `project = Row` checks. Takes the
+/// field attributes `#[embed(max = N)]` (every array or map needs a bound) and `#[schema(...)]`
+/// constraints, and `#[schema(stored_as = T)]` on the type or a field; the collection-level
+/// attributes (`collection`, `index`, `query`, `subset`, `extended_ref`, `bucket`) belong on a
+/// `#[derive(Document)]` root and are refused here with a message that says so. See the
+/// `mongo-schema` crate's documentation, section *The attribute language*.
 #[proc_macro_derive(
     BsonSchema,
     attributes(

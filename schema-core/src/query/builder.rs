@@ -156,7 +156,7 @@ impl<R: ?Sized> Filter<R> {
     }
 
     #[inline]
-    fn compare<T: ?Sized, S: Ordered + ?Sized, V: Value<T> + ?Sized>(
+    fn compare<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
         mut self,
         op: &str,
         path: Path<R, T, S>,
@@ -212,6 +212,18 @@ impl<R: ?Sized> Filter<R> {
     /// $lte: b }`, `a..` `{ $gte: a }`, `..` nothing.
     #[inline]
     pub fn range<T: ?Sized, S: Ordered + ?Sized, V: Value<T>>(
+        self,
+        path: Path<R, T, S>,
+        range: impl RangeBounds<V>,
+    ) -> Self {
+        self.__range_checked_elsewhere(path, range)
+    }
+
+    /// [`Filter::range`] without its `Ordered` bound: for a declared query's function, whose
+    /// range field the derive checks once, at the field's token.
+    #[doc(hidden)]
+    #[inline]
+    pub fn __range_checked_elsewhere<T: ?Sized, S: ?Sized, V: Value<T>>(
         mut self,
         path: Path<R, T, S>,
         range: impl RangeBounds<V>,

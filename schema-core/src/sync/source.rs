@@ -113,7 +113,11 @@ fn touched(edges: Vec<SyncEdge>, update: &BsonDocument) -> Vec<SyncEdge> {
 }
 
 /// The `async` copies of `source` that `update` can change (the worker's, after the commit).
-pub(crate) fn pending_async(graph: &crate::SyncGraph, source: &str, update: &BsonDocument) -> Vec<String> {
+pub(crate) fn pending_async(
+    graph: &crate::SyncGraph,
+    source: &str,
+    update: &BsonDocument,
+) -> Vec<String> {
     let edges = graph
         .copies_of(source)
         .filter(|e| e.copy.strategy == SyncStrategy::Async)

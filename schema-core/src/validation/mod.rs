@@ -268,7 +268,13 @@ fn collect(node: &Document, path: &str, out: &mut Vec<RuleFailure>) {
         }
         "oneOf" | "anyOf" if node.contains_key("schemasNotSatisfied") => {
             out.push(leaf(node, path, operator));
-            out.extend(closest_branch(&children("schemasNotSatisfied"), path));
+            let branches = children("schemasNotSatisfied");
+            let closest = closest_branch(&branches, path);
+            if closest.is_empty() {
+                out.extend(unknown_tag(&branches, path));
+            } else {
+                out.extend(closest);
+            }
         }
         _ => recurse_or_leaf(node, path, operator, out),
     }
@@ -322,6 +328,84 @@ fn closest_branch(branches: &[Document], path: &str) -> Vec<RuleFailure> {
         (Some(only), None) => only,
         _ => Vec::new(),
     }
+}
+
+/// For a value whose tag names no branch: every branch refuses the same field one level down
+/// for not being its one tag value (that field as an `enum` failure listing every branch's tag,
+/// with the value found), or every branch finds the same field missing (that field as a
+/// `required` failure: the tag is missing).
+fn unknown_tag(branches: &[Document], path: &str) -> Option<RuleFailure> {
+    let depth = |p: &str| {
+        if p.is_empty() {
+            0
+        } else {
+            p.split('.').count()
+        }
+    };
+    let below = |f: &RuleFailure| depth(&f.path) == depth(path) + 1;
+    let mut tag_path: Option<String> = None;
+    let mut tags = Vec::new();
+    let mut considered = None;
+    // the fields one level down that every branch finds missing, in the first branch's order
+    let mut missing: Option<Vec<RuleFailure>> = None;
+    let mut every_tag = true;
+    for branch in branches {
+        let mut failures = Vec::new();
+        for detail in nested(branch) {
+            collect(&detail, path, &mut failures);
+        }
+        let absent: Vec<RuleFailure> = failures
+            .iter()
+            .filter(|f| f.rule == "required" && below(f))
+            .cloned()
+            .collect();
+        missing = Some(match missing {
+            None => absent,
+            Some(known) => known
+                .into_iter()
+                .filter(|k| absent.iter().any(|a| a.path == k.path))
+                .collect(),
+        });
+        let tag = failures.iter().find_map(|f| {
+            let values = f
+                .specified
+                .as_ref()
+                .and_then(Bson::as_document)
+                .and_then(|s| s.get_array("enum").ok())?;
+            (f.rule == "enum" && values.len() == 1 && below(f))
+                .then(|| (f.path.clone(), values[0].clone(), f.considered.clone()))
+        });
+        match tag {
+            Some((at, value, found)) if tag_path.as_ref().is_none_or(|known| *known == at) => {
+                tag_path = Some(at);
+                tags.push(value);
+                considered = considered.or(found);
+            }
+            _ => every_tag = false,
+        }
+    }
+    if let (true, Some(tag_path)) = (every_tag, tag_path) {
+        let found = considered
+            .as_ref()
+            .map_or_else(|| "the value found".to_owned(), |v| format!("{v}"));
+        let reason = format!(
+            "{found} names no variant; the variants' tags are {}",
+            Bson::Array(tags.clone())
+        );
+        return Some(RuleFailure {
+            path: tag_path,
+            rule: "enum".to_owned(),
+            specified: Some(Bson::Document(mongodb::bson::doc! { "enum": tags })),
+            reason: Some(reason),
+            considered,
+        });
+    }
+    let mut absent = missing?.into_iter().next()?;
+    absent.reason = Some(format!(
+        "the tag `{}` is missing: no variant can be told",
+        absent.path
+    ));
+    Some(absent)
 }
 
 fn nested(node: &Document) -> Vec<Document> {

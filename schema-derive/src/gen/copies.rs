@@ -631,7 +631,7 @@ pub fn checks(cont: &Container) -> TokenStream {
 
 /// `tokens` with every token spanned at `span`, so that an error of rustc about the whole
 /// expression (a bound, a constant's evaluation) points at the user's token.
-fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut tree| {

@@ -211,7 +211,8 @@ fn query_fn(cont: &Container, query: &Query) -> TokenStream {
         let path = path_tokens(cont, field, &value_ty);
         params.push(quote!(#param: #ty));
         let span = span_of(field);
-        steps.push(quote_spanned!(span=> let __filter = __filter.range(#path, #param);));
+        // the field's order is checked once, by `query_items`, at its token
+        steps.push(quote_spanned!(span=> let __filter = __filter.__range_checked_elsewhere(#path, #param);));
         docs.push(format!("`{}` in the range `{param}`", stored(cont, field)));
     }
     let sort: Vec<String> = query
@@ -280,8 +281,10 @@ pub fn query_items(cont: &Container) -> TokenStream {
             } else {
                 stored
             };
-            order_checks.push(quote_spanned!(key_ident.span()=>
-                #private::require_ordered::<#checked>();
+            // every token at the field's, so that rustc's error points there
+            order_checks.push(crate::gen::copies::respan(
+                quote!(#private::require_ordered::<#checked>();),
+                key_ident.span(),
             ));
         }
     };

@@ -15,7 +15,7 @@ async fn queue(db: &mongodb::Database) {
     // `team` is a String: an integer is refused by the declared query's function...
     let _ = Ticket::agent_queue(db, &7).await;
     // ...and by the typed filter builder
-    let _ = Filter::<Ticket>::new().eq(field!(Ticket, priority), "high");
+    let _ = mongo_schema::query::Filter::<Ticket>::new().eq(field!(Ticket, priority), "high");
 }
 
 fn main() {}
