@@ -73,7 +73,6 @@ pub fn reference_specs(cont: &Container) -> TokenStream {
 
 /// `impl Ticket { pub const CUSTOMER_ID: Relation<Ticket, Customer, ..> = ...; }`
 pub fn relation_consts(cont: &Container) -> TokenStream {
-    let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
     let consts: Vec<TokenStream> = references(cont)
@@ -82,29 +81,24 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
             let target = shape.target?;
             let name = format_ident!("{}", unraw(field.ident?).to_uppercase());
             let stored = &field.stored_name;
-            let kind = kind_tokens(shape.kind);
-            let sort_key = if shape.kind == RefKind::Many { None } else { sort_key(cont, stored) };
+            let sort_key = if shape.kind == RefKind::Many {
+                None
+            } else {
+                sort_key(cont, stored)
+            };
             let doc = format!(
                 "The `#[reference]` field `{}` -> `{}`: typed `$lookup`s{}.",
                 stored,
                 type_name(&target),
-                if sort_key.is_some() { ", keyset pages of the children" } else { "" }
+                if sort_key.is_some() {
+                    ", keyset pages of the children"
+                } else {
+                    ""
+                }
             );
-            Some(match sort_key {
-                Some((field, direction, unique)) => quote! {
-                    #[doc = #doc]
-                    pub const #name: #private::Relation<Self, #target, #private::SortKey> =
-                        #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
-                            field: #field,
-                            direction: #direction,
-                            unique: #unique,
-                        });
-                },
-                None => quote! {
-                    #[doc = #doc]
-                    pub const #name: #private::Relation<Self, #target> = #private::Relation::new(#stored, #kind);
-                },
-            })
+            Some(relation_const(
+                &name, &target, stored, shape.kind, sort_key, &doc,
+            ))
         })
         .collect();
     let mut consts = consts;
@@ -127,7 +121,6 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
 /// and, when a declared index starts with `customer._id` and then a key, keyset pages of a
 /// source's holders.
 fn extended_relation_consts(cont: &Container) -> Vec<TokenStream> {
-    let private = private();
     if !matches!(cont.data, Data::Struct(_)) {
         return Vec::new();
     }
@@ -138,7 +131,6 @@ fn extended_relation_consts(cont: &Container) -> Vec<TokenStream> {
             let name = format_ident!("{}", unraw(field.ident?).to_uppercase());
             let stored = format!("{}._id", field.stored_name);
             let shape = crate::ast::copy_shape(field.ty).0;
-            let kind = kind_tokens(shape);
             let sort_key = if shape == RefKind::Many { None } else { sort_key(cont, &stored) };
             let doc = format!(
                 "The `#[extended_ref]` field `{}` -> `{}`, through its copied `{stored}`: typed `$lookup`s{}.",
@@ -146,23 +138,37 @@ fn extended_relation_consts(cont: &Container) -> Vec<TokenStream> {
                 type_name(target),
                 if sort_key.is_some() { ", keyset pages of a source's holders" } else { "" }
             );
-            Some(match sort_key {
-                Some((key, direction, unique)) => quote! {
-                    #[doc = #doc]
-                    pub const #name: #private::Relation<Self, #target, #private::SortKey> =
-                        #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
-                            field: #key,
-                            direction: #direction,
-                            unique: #unique,
-                        });
-                },
-                None => quote! {
-                    #[doc = #doc]
-                    pub const #name: #private::Relation<Self, #target> = #private::Relation::new(#stored, #kind);
-                },
-            })
+            Some(relation_const(&name, target, &stored, shape, sort_key, &doc))
         })
         .collect()
+}
+
+/// `pub const NAME: Relation<Self, Target[, SortKey]>` on the stored path `stored`.
+fn relation_const(
+    name: &syn::Ident,
+    target: &syn::Type,
+    stored: &str,
+    kind: RefKind,
+    sort_key: Option<(String, i32, bool)>,
+    doc: &str,
+) -> TokenStream {
+    let private = private();
+    let kind = kind_tokens(kind);
+    match sort_key {
+        Some((key, direction, unique)) => quote! {
+            #[doc = #doc]
+            pub const #name: #private::Relation<Self, #target, #private::SortKey> =
+                #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
+                    field: #key,
+                    direction: #direction,
+                    unique: #unique,
+                });
+        },
+        None => quote! {
+            #[doc = #doc]
+            pub const #name: #private::Relation<Self, #target> = #private::Relation::new(#stored, #kind);
+        },
+    }
 }
 
 /// The key after the reference in the first declared index (or shard key) that starts with it.
