@@ -358,8 +358,9 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
         return; // reported by `check_enum`
     }
     if let Some(extended) = &attrs.extended_ref {
-        if derive != Derive::Document {
-            cx.error_spanned_by(&extended.tokens, "`#[extended_ref]` belongs on a field of a `#[derive(Document)]` struct, whose collection holds the copy");
+        let frozen = extended.value.sync == Some(crate::attr::Sync::Frozen);
+        if derive != Derive::Document && !(frozen && matches!(cont.data, Data::Struct(_))) {
+            cx.error_spanned_by(&extended.tokens, "`#[extended_ref]` inside a value embedded in documents is a snapshot only (`sync = \"frozen\"`, as the price on an order line); a copy kept in sync belongs on a field of the `#[derive(Document)]` struct, whose collection holds it");
             return;
         }
         let shape = crate::ast::copy_shape(field.ty);

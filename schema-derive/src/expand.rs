@@ -34,7 +34,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
             gen::document::document_impl(&cont),
             gen::copies::copy_types(&cont),
         ),
-        Derive::BsonSchema => (TokenStream::new(), TokenStream::new()),
+        Derive::BsonSchema => (TokenStream::new(), gen::copies::copy_types(&cont)),
     };
     Ok(quote! {
         #copy_types

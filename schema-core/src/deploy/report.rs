@@ -262,9 +262,10 @@ fn relationships(schema: &Schema) -> Vec<Relationship> {
                 path: copy.path.clone(),
                 outcome: "extended reference",
                 other: format!("`{}` ({})", copy.source, copy.source_type),
-                bound: match copy.shape {
-                    CopyShape::Many => "a bounded array of copies (`max`)".to_owned(),
-                    _ => "one copy".to_owned(),
+                bound: match (&copy.within, copy.shape) {
+                    (Some(within), _) => format!("one copy per value, in `{within}`"),
+                    (None, CopyShape::Many) => "a bounded array of copies (`max`)".to_owned(),
+                    (None, _) => "one copy".to_owned(),
                 },
                 read_path: format!(
                     "`{}` read with the parent; the rest through `{}._id`",

@@ -103,6 +103,9 @@ pub struct CopySpec {
     /// The order of the holders of one source (the key after `<path>._id` in a declared
     /// index), for the keyset pages of the relation constant: `(key, direction, unique)`.
     pub order: Option<(String, i32, bool)>,
+    /// For a copy inside an embedded value, the embedding field as the report shows it
+    /// (`lines[]` for an array of values, `shipping` for one value).
+    pub within: Option<String>,
 }
 
 impl CopySpec {
@@ -124,6 +127,7 @@ impl CopySpec {
             shape,
             on_delete: OnDelete::Keep,
             order: None,
+            within: None,
         }
     }
 

@@ -364,6 +364,35 @@ impl CollectionSpec {
         self
     }
 
+    /// Declares the references and frozen copies held inside the values of the embedded field
+    /// `prefix` (`many`: an array of them), as the embedded type describes them relative to
+    /// itself: a `#[reference]` gets its index on the full path (`lines.product_id`), a copy its
+    /// place in the sync graph and the report (`lines.product`, in `lines[]`).
+    pub fn embedded(mut self, prefix: &str, many: bool, inner: Option<CollectionSpec>) -> Self {
+        let Some(inner) = inner else {
+            return self;
+        };
+        let shown = if many {
+            format!("{prefix}[]")
+        } else {
+            prefix.to_owned()
+        };
+        for mut reference in inner.references {
+            reference.field = format!("{prefix}.{}", reference.field);
+            reference.order = None;
+            self = self.reference(reference);
+        }
+        for mut copy in inner.copies {
+            copy.path = format!("{prefix}.{}", copy.path);
+            copy.within = Some(match copy.within {
+                Some(inner) => format!("{shown}.{inner}"),
+                None => shown.clone(),
+            });
+            self = self.copy(copy);
+        }
+        self
+    }
+
     /// Declares an embedded array or map and its bound.
     pub fn embed(mut self, embed: EmbedSpec) -> Self {
         self.embeds.push(embed);

@@ -151,6 +151,11 @@ fn uuid_checks(cont: &Container) -> TokenStream {
     checks
 }
 
+/// Whether `ty` is a scalar the derives know by name (it holds no references or copies).
+pub fn known_scalar(ty: &syn::Type) -> bool {
+    scalar_name(ty).is_some()
+}
+
 /// Scalar types the derives know by name (std, or bson through the prelude), which no
 /// generated check needs to ask rustc about.
 const STRINGS: &[&str] = &["String", "str"];

@@ -89,6 +89,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
     let copies = crate::gen::copies::copy_specs(cont);
+    let embedded = embedded_calls(cont);
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
@@ -127,6 +128,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #shard_key
                     #references
                     #copies
+                    #embedded
                     #buckets
                     #queries
             }
@@ -294,4 +296,72 @@ fn keys_document(cont: &Container, keys: &[IndexKey]) -> TokenStream {
     }};
     cx.check().expect("index keys were checked");
     tokens
+}
+
+/// `.embedded("lines", true, <OrderLine as BsonSchema>::__embedded_relations())` for every field
+/// holding values of a struct the derive cannot see into (one, an `Option` of one, or a bounded
+/// array of them): the references and frozen copies those values hold, under the field's path.
+/// Only for named, non-generic element types that are not scalars; a generic or aliased type
+/// is not looked into.
+pub fn embedded_calls(cont: &Container) -> TokenStream {
+    let private = private();
+    if cont.is_generic() {
+        return TokenStream::new();
+    }
+    cont.stored_fields()
+        .filter(|field| {
+            field.attrs.reference.is_none()
+                && field.attrs.extended_ref.is_none()
+                && field.attrs.subset.is_none()
+                && field.attrs.flatten.is_none()
+                && field.attrs.custom_serialize.is_none()
+                && field.stored_type().is_none()
+        })
+        .filter_map(|field| {
+            let (kind, element) = crate::ast::copy_shape(field.ty);
+            let syn::Type::Path(path) = element else {
+                return None;
+            };
+            let last = path.path.segments.last()?;
+            if path.qself.is_some() || !last.arguments.is_empty() {
+                return None;
+            }
+            if crate::gen::checks::known_scalar(element) {
+                return None;
+            }
+            let many = kind == crate::ast::RefKind::Many;
+            let stored = &field.stored_name;
+            Some(quote! {
+                .embedded(#stored, #many, <#element as #private::BsonSchema>::__embedded_relations())
+            })
+        })
+        .collect()
+}
+
+/// `fn __embedded_relations()` of a `BsonSchema` struct: its references and frozen copies,
+/// and those of the values it embeds, relative to it.
+pub fn embedded_relations_fn(cont: &Container) -> TokenStream {
+    let private = private();
+    if !matches!(cont.data, Data::Struct(_)) {
+        return TokenStream::new();
+    }
+    let references = crate::gen::relations::reference_specs(cont);
+    let copies = crate::gen::copies::copy_specs(cont);
+    let embedded = embedded_calls(cont);
+    let relations = cont
+        .stored_fields()
+        .any(|f| f.attrs.reference.is_some() || f.attrs.extended_ref.is_some());
+    if !relations && embedded.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __embedded_relations() -> ::core::option::Option<#private::CollectionSpec> {
+            ::core::option::Option::Some(
+                #private::CollectionSpec::new("", #private::bson::Document::new())
+                    #references
+                    #copies
+                    #embedded
+            )
+        }
+    }
 }

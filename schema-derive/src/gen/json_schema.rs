@@ -39,6 +39,8 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let params = cont.original.generics.type_params().map(|p| &p.ident);
     let root = derive == Derive::Document;
     let root = quote!(#root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*);
+    let embedded =
+        (derive == Derive::BsonSchema).then(|| crate::gen::document::embedded_relations_fn(cont));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
@@ -48,6 +50,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
                 #body
             }
             const __COLLECTION_ROOT: bool = #root;
+            #embedded
         }
     }
 }

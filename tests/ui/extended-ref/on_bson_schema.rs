@@ -10,10 +10,11 @@ pub struct Customer {
     pub email: String,
 }
 
+// a snapshot compiles inside an embedded value; a copy kept in sync does not (yet)
 #[derive(BsonSchema, Serialize, Deserialize)]
 pub struct Invoice {
     pub number: String,
-    #[extended_ref(to = Customer, fields = "name", sync = "frozen")]
+    #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
     pub customer: InvoiceCustomer,
 }
 
