@@ -90,6 +90,10 @@
 //!   with a declared index `#[index(keys("customer._id" = 1, placed_at = -1))]`, keyset pages of
 //!   a source's holders (the index gets the `_id` tie-break, as for a reference; a frozen copy
 //!   gets that index too, while without an order it has none).
+//!   On a field of a `#[derive(BsonSchema)]` struct embedded in a collection root (one value,
+//!   an `Option`, or a bounded array of them), `#[extended_ref(sync = "frozen")]` is a snapshot
+//!   held in each value (the price on an order line: `lines.product`, in `lines[]`), and
+//!   `#[reference]` a reference indexed on its full path; the other strategies are refused there.
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`
