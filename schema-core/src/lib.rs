@@ -7,6 +7,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod deploy;
 mod error;
 mod explain;
