@@ -62,6 +62,9 @@ pub use sync::{
 };
 pub use validation::{LocalValidator, RuleFailure, ValidationError};
 
+/// The sync worker's metrics (`mongo_schema_sync_*`) and their names.
+pub use sync::metrics as sync_metrics;
+
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;
 /// BSON types, re-exported from the driver (`mongodb::bson`).
