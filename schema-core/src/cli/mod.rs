@@ -130,6 +130,24 @@ pub enum SchemaCommand {
     Mongosh,
 }
 
+impl SchemaCommand {
+    /// The command's `--uri`, `--db` and `--json`, for a service that fills in defaults from
+    /// its own configuration before [`run`]; `None` for `report` and `mongosh`, which need no
+    /// server.
+    pub fn connection_mut(&mut self) -> Option<&mut Connection> {
+        match self {
+            SchemaCommand::Plan(a) => Some(&mut a.connection),
+            SchemaCommand::Apply(a) => Some(&mut a.plan.connection),
+            SchemaCommand::Status(c)
+            | SchemaCommand::Audit(c)
+            | SchemaCommand::RetryFailures(c)
+            | SchemaCommand::Prove(c) => Some(c),
+            SchemaCommand::Reconcile(a) => Some(&mut a.connection),
+            SchemaCommand::Report(_) | SchemaCommand::Mongosh => None,
+        }
+    }
+}
+
 /// `--uri`, `--db` and `--json`, taken by every command that talks to a server.
 #[derive(Debug, Clone, Args)]
 #[non_exhaustive]
@@ -347,16 +365,7 @@ fn command_name(command: &SchemaCommand) -> &'static str {
 }
 
 fn wants_json(command: &SchemaCommand) -> bool {
-    match command {
-        SchemaCommand::Plan(a) => a.connection.json,
-        SchemaCommand::Apply(a) => a.plan.connection.json,
-        SchemaCommand::Status(c)
-        | SchemaCommand::Audit(c)
-        | SchemaCommand::RetryFailures(c)
-        | SchemaCommand::Prove(c) => c.json,
-        SchemaCommand::Reconcile(a) => a.connection.json,
-        SchemaCommand::Report(_) | SchemaCommand::Mongosh => false,
-    }
+    command.clone().connection_mut().is_some_and(|c| c.json)
 }
 
 async fn connect(connection: &Connection) -> Result<Database, String> {
