@@ -24,6 +24,14 @@ fn action_kind(action: &Action) -> &'static str {
     }
 }
 
+/// An action's text on one line (the indexes of `create_indexes` separated by `; `).
+fn one_line(action: &Action) -> String {
+    action
+        .to_string()
+        .replacen(":\n    ", ": ", 1)
+        .replace("\n    ", "; ")
+}
+
 /// A BSON value as relaxed extended JSON.
 pub(crate) fn bson(value: &Bson) -> Value {
     value.clone().into_relaxed_extjson()
@@ -41,7 +49,7 @@ pub(crate) fn plan(plan: &Plan) -> Output {
             rows.push(vec![
                 (i + 1).to_string(),
                 action.collection().to_owned(),
-                action.to_string().replace("\n    ", "; "),
+                one_line(action),
             ]);
         }
         for step in &plan.migrations {
@@ -101,7 +109,7 @@ pub(crate) fn apply(report: &ApplyReport) -> Output {
         let _ = writeln!(
             text,
             "[{n}/{total}] {}{}",
-            applied.action.to_string().replace("\n    ", "; "),
+            one_line(&applied.action),
             if applied.done_concurrently {
                 " (already done by another instance)"
             } else {
@@ -423,15 +431,39 @@ pub(crate) fn report(schema: &Schema) -> Value {
 
 /// `report --format text`: the collections, the relationships, the warnings.
 pub(crate) fn report_text(schema: &Schema) -> String {
-    let mut rows = vec![["collection", "worst case", "indexes", "relationships"]
-        .map(str::to_owned)
-        .to_vec()];
+    let mut rows = vec![[
+        "collection",
+        "worst case",
+        "of 16 MiB",
+        "indexes",
+        "relationships held",
+    ]
+    .map(str::to_owned)
+    .to_vec()];
     let all = relationships(schema);
     for spec in schema.collections() {
         let bound = size_bound(spec);
+        let worst = if bound.is_known() {
+            crate::human_bytes(bound.bytes)
+        } else {
+            format!(
+                ">= {}, unbounded: {}",
+                crate::human_bytes(bound.bytes),
+                bound
+                    .unbounded
+                    .iter()
+                    .map(|u| u.split('`').nth(1).unwrap_or(u))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         rows.push(vec![
             spec.name.clone(),
-            bound.to_string(),
+            worst,
+            format!(
+                "{:.2}%",
+                bound.bytes as f64 / crate::MAX_DOCUMENT_BYTES as f64 * 100.0
+            ),
             (spec.indexes.len() + 1).to_string(),
             all.iter()
                 .filter(|r| r.holder == spec.name)

@@ -43,25 +43,20 @@ async fn server_now(db: &Database) -> Result<DateTime> {
         .unwrap_or_else(|_| DateTime::now()))
 }
 
-/// The oplog's window (newest entry minus oldest) in milliseconds; `None` where the server has
-/// no readable oplog (a standalone, SecantusDB, or no rights on `local`).
-async fn oplog_window_ms(db: &Database) -> Option<i64> {
-    let oplog = db
+/// The oplog's window: from its oldest entry to `now`, in milliseconds (a resume token older
+/// than that can no longer be resumed); `None` where the server has no readable oplog (a
+/// standalone, or no rights on `local`).
+async fn oplog_window_ms(db: &Database, now: DateTime) -> Option<i64> {
+    let oldest = db
         .client()
         .database("local")
-        .collection::<BsonDocument>("oplog.rs");
-    let first = oplog
+        .collection::<BsonDocument>("oplog.rs")
         .find_one(doc! {})
         .sort(doc! { "$natural": 1 })
         .await
         .ok()??;
-    let last = oplog
-        .find_one(doc! {})
-        .sort(doc! { "$natural": -1 })
-        .await
-        .ok()??;
-    let (first, last) = (first.get_timestamp("ts").ok()?, last.get_timestamp("ts").ok()?);
-    Some((i64::from(last.time) - i64::from(first.time)) * 1000)
+    let oldest = oldest.get_timestamp("ts").ok()?;
+    Some(now.timestamp_millis() - i64::from(oldest.time) * 1000)
 }
 
 fn as_i64(value: Option<&Bson>) -> Option<i64> {
@@ -138,7 +133,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             name,
         });
     }
-    let window = oplog_window_ms(db).await;
+    let window = oplog_window_ms(db, now).await;
     let now_ms = now.timestamp_millis();
 
     let status_text = plan
