@@ -107,7 +107,11 @@ async fn plan_exits_2_then_apply_then_plan_exits_0() {
         "{}",
         plan.stdout
     );
-    assert!(plan.stdout.contains("pending: run `apply`"), "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("pending: run `apply`"),
+        "{}",
+        plan.stdout
+    );
 
     let plan = run(args("plan", &db, &["--json"])).await;
     assert_eq!(plan.code, 2);
@@ -143,11 +147,18 @@ async fn plan_exits_2_then_apply_then_plan_exits_0() {
     let mut names = db.list_collection_names().await.unwrap();
     names.sort();
     for name in HELPDESK {
-        assert!(names.iter().any(|n| n == name), "{name} not created: {names:?}");
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} not created: {names:?}"
+        );
     }
 
     let plan = run(args("plan", &db, &[])).await;
-    assert_eq!(plan.code, 0, "nothing to do:\n{}{}", plan.stdout, plan.stderr);
+    assert_eq!(
+        plan.code, 0,
+        "nothing to do:\n{}{}",
+        plan.stdout, plan.stderr
+    );
     assert!(plan.stdout.contains("nothing to do"), "{}", plan.stdout);
     let json = run(args("plan", &db, &["--json"])).await.json();
     assert_eq!(json["exit"], 0);
@@ -190,7 +201,11 @@ async fn errors_exit_1_and_say_why() {
     ])
     .await;
     assert_eq!(unreachable.code, 1, "{}", unreachable.stderr);
-    assert!(unreachable.stderr.starts_with("error: "), "{}", unreachable.stderr);
+    assert!(
+        unreachable.stderr.starts_with("error: "),
+        "{}",
+        unreachable.stderr
+    );
     let json = unreachable.json();
     assert_eq!(json["exit"], 1);
     assert!(json["error"].as_str().is_some_and(|e| !e.is_empty()));
@@ -201,7 +216,11 @@ async fn errors_exit_1_and_say_why() {
 
     let unknown = run(vec!["drop-everything".into()]).await;
     assert_eq!(unknown.code, 1, "clap refuses it");
-    assert!(unknown.stderr.contains("drop-everything"), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("drop-everything"),
+        "{}",
+        unknown.stderr
+    );
 
     let help = run(vec!["--help".into()]).await;
     assert_eq!(help.code, 0);
@@ -216,7 +235,11 @@ async fn errors_exit_1_and_say_why() {
         "prove",
         "mongosh",
     ] {
-        assert!(help.stdout.contains(command), "{command} in:\n{}", help.stdout);
+        assert!(
+            help.stdout.contains(command),
+            "{command} in:\n{}",
+            help.stdout
+        );
     }
 }
 
@@ -372,10 +395,7 @@ async fn reports_and_read_only_commands() {
         display_name: "Ana".into(),
         team: "billing".into(),
     };
-    Agent::collection(&db)
-        .insert_one(&agent)
-        .await
-        .unwrap();
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
     let customer = helpdesk::customer("Bo");
     let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
     if let Some(assignee) = ticket.assignee.as_mut() {
@@ -387,7 +407,11 @@ async fn reports_and_read_only_commands() {
         .unwrap();
 
     let reconcile = run(args("reconcile", &db, &["--json"])).await;
-    assert_eq!(reconcile.code, 2, "{}{}", reconcile.stdout, reconcile.stderr);
+    assert_eq!(
+        reconcile.code, 2,
+        "{}{}",
+        reconcile.stdout, reconcile.stderr
+    );
     let json = reconcile.json();
     assert_eq!(json["drifted"], 1);
     assert_eq!(json["repaired"], 0);
@@ -441,7 +465,10 @@ async fn reports_and_read_only_commands() {
         .any(|r| r["holder"] == "tickets" && r["path"] == "assignee"));
 }
 
-type Test = (&'static str, fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>);
+type Test = (
+    &'static str,
+    fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+);
 
 fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
@@ -452,14 +479,17 @@ fn main() -> ExitCode {
         ("plan_exits_2_then_apply_then_plan_exits_0", || {
             Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
         }),
-        ("errors_exit_1_and_say_why", || Box::pin(errors_exit_1_and_say_why())),
+        ("errors_exit_1_and_say_why", || {
+            Box::pin(errors_exit_1_and_say_why())
+        }),
         (
             "status_shows_a_killed_workers_lease_expire_and_a_standby_take_over",
             || Box::pin(status_shows_a_killed_workers_lease_expire_and_a_standby_take_over()),
         ),
-        ("status_shows_an_expired_lease_until_someone_takes_it", || {
-            Box::pin(status_shows_an_expired_lease_until_someone_takes_it())
-        }),
+        (
+            "status_shows_an_expired_lease_until_someone_takes_it",
+            || Box::pin(status_shows_an_expired_lease_until_someone_takes_it()),
+        ),
         ("reports_and_read_only_commands", || {
             Box::pin(reports_and_read_only_commands())
         }),
@@ -481,7 +511,10 @@ fn main() -> ExitCode {
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(test())));
         drop(runtime);
         match outcome {
-            Ok(()) => println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f64()),
+            Ok(()) => println!(
+                "test {name} ... ok ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ),
             Err(_) => {
                 println!("test {name} ... FAILED");
                 failed.push(*name);

@@ -63,17 +63,38 @@ impl Recorder for Recording {
     fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
 
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        let cell = self.0.counters.lock().unwrap().entry(id(key)).or_default().clone();
+        let cell = self
+            .0
+            .counters
+            .lock()
+            .unwrap()
+            .entry(id(key))
+            .or_default()
+            .clone();
         Counter::from_arc(cell)
     }
 
     fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
-        let cell = self.0.gauges.lock().unwrap().entry(id(key)).or_default().clone();
+        let cell = self
+            .0
+            .gauges
+            .lock()
+            .unwrap()
+            .entry(id(key))
+            .or_default()
+            .clone();
         Gauge::from_arc(cell)
     }
 
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        let cell = self.0.histograms.lock().unwrap().entry(id(key)).or_default().clone();
+        let cell = self
+            .0
+            .histograms
+            .lock()
+            .unwrap()
+            .entry(id(key))
+            .or_default()
+            .clone();
         Histogram::from_arc(cell)
     }
 }
@@ -180,10 +201,7 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
     .await;
     assert_eq!(recorder.counter(names::EVENTS, &w), events + 1);
     assert_eq!(recorder.counter(names::EVENTS_APPLIED, &w), applied);
-    assert_eq!(
-        recorder.counter(names::HOLDERS_REWRITTEN, &wc),
-        rewritten
-    );
+    assert_eq!(recorder.counter(names::HOLDERS_REWRITTEN, &wc), rewritten);
 
     // the rename: one event, applied, N holders rewritten by one fan-out
     Agent::collection(&db)
@@ -212,13 +230,19 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
     let samples = recorder.samples(names::FAN_OUT_SECONDS, &wc)[timed..].to_vec();
     assert_eq!(samples.len(), 1, "one fan-out timed: {samples:?}");
     assert!(samples[0] > 0.0 && samples[0] < 20.0, "{samples:?}");
-    let lag = recorder.gauge(names::LAG_SECONDS).expect("lag measured from wallTime");
+    let lag = recorder
+        .gauge(names::LAG_SECONDS)
+        .expect("lag measured from wallTime");
     assert!((0.0..20.0).contains(&lag), "lag {lag} s");
-    let token_age = recorder.gauge(names::TOKEN_AGE_SECONDS).expect("a token saved");
+    let token_age = recorder
+        .gauge(names::TOKEN_AGE_SECONDS)
+        .expect("a token saved");
     assert!((0.0..20.0).contains(&token_age), "token age {token_age} s");
     // the copies really moved
     let stale = helpdesk::Ticket::collection(&db)
-        .count_documents(doc! { "assignee._id": agent.id, "assignee.displayName": { "$ne": "Ana (lead)" } })
+        .count_documents(
+            doc! { "assignee._id": agent.id, "assignee.displayName": { "$ne": "Ana (lead)" } },
+        )
         .await
         .unwrap();
     assert_eq!(stale, 0);

@@ -44,7 +44,11 @@ pub(crate) fn plan(plan: &Plan) -> Output {
         let _ = writeln!(text, "{version}");
     }
     if work {
-        let mut rows = vec![vec!["#".to_owned(), "collection".to_owned(), "action".to_owned()]];
+        let mut rows = vec![vec![
+            "#".to_owned(),
+            "collection".to_owned(),
+            "action".to_owned(),
+        ]];
         for (i, action) in plan.actions.iter().enumerate() {
             rows.push(vec![
                 (i + 1).to_string(),
@@ -181,9 +185,8 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
             ]);
             continue;
         }
-        let differences = c.missing_indexes.len()
-            + c.unexpected_indexes.len()
-            + c.conflicting_indexes.len();
+        let differences =
+            c.missing_indexes.len() + c.unexpected_indexes.len() + c.conflicting_indexes.len();
         rows.push(vec![
             c.collection.clone(),
             c.documents.to_string(),

@@ -484,7 +484,13 @@ mod tests {
     #[test]
     fn the_commands_parse_as_a_service_binary_gives_them() {
         let parsed = Standalone::try_parse_from([
-            "my-bin", "plan", "--uri", "mongodb://h", "--db", "d", "--json",
+            "my-bin",
+            "plan",
+            "--uri",
+            "mongodb://h",
+            "--db",
+            "d",
+            "--json",
         ])
         .unwrap();
         let SchemaCommand::Plan(args) = parsed.command else {
@@ -522,8 +528,7 @@ mod tests {
                 "{command}"
             );
         }
-        let parsed =
-            Standalone::try_parse_from(["my-bin", "report", "--format", "html"]).unwrap();
+        let parsed = Standalone::try_parse_from(["my-bin", "report", "--format", "html"]).unwrap();
         assert!(matches!(
             parsed.command,
             SchemaCommand::Report(ReportArgs {

@@ -13,7 +13,7 @@ const BOX_WIDTH: i64 = 300;
 const LINE: i64 = 16;
 const HEADER: i64 = 30;
 const BAR: i64 = 34;
-const GAP_X: i64 = 170;
+const GAP_X: i64 = 220;
 const GAP_Y: i64 = 90;
 const MARGIN: i64 = 40;
 /// Fields listed in a box; the rest are counted.
@@ -159,6 +159,29 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
     out
 }
 
+/// A label in at most two lines: split before its strategy (after the last `, `) when long.
+fn label_lines(label: &str) -> Vec<String> {
+    match label.rsplit_once(", ") {
+        Some((head, tail)) if label.chars().count() > 30 => {
+            vec![escape(head), escape(tail)]
+        }
+        _ => vec![escape(label)],
+    }
+}
+
+fn tspans(lines: &[String], x: i64) -> String {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            format!(
+                r#"<tspan x="{x}" dy="{}">{line}</tspan>"#,
+                if i == 0 { 0 } else { 13 }
+            )
+        })
+        .collect()
+}
+
 fn diagram(schema: &Schema, out: &mut String) {
     let specs = schema.collections();
     let columns = match specs.len() {
@@ -166,17 +189,37 @@ fn diagram(schema: &Schema, out: &mut String) {
         4 => 2,
         _ => 3,
     };
+    // the collection with the most relationships in the middle of the first row, where the
+    // most boxes are its neighbours, the others in the schema's order
+    let arrows = arrows(schema);
+    let degree = |i: usize| arrows.iter().filter(|a| a.from == i || a.to == i).count();
+    let mut order: Vec<usize> = (0..specs.len()).collect();
+    if let Some(hub) = (0..specs.len()).max_by_key(|&i| (degree(i), usize::MAX - i)) {
+        order.retain(|&i| i != hub);
+        order.insert((columns / 2).min(order.len()), hub);
+    }
     // rows as tall as their tallest box
-    let mut placed = Vec::with_capacity(specs.len());
+    let mut placed = vec![
+        Placed {
+            x: 0,
+            y: 0,
+            height: 0
+        };
+        specs.len()
+    ];
     let mut y = MARGIN;
-    for row in specs.chunks(columns) {
-        let tallest = row.iter().map(box_height).max().unwrap_or(0);
-        for (c, spec) in row.iter().enumerate() {
-            placed.push(Placed {
+    for row in order.chunks(columns) {
+        let tallest = row
+            .iter()
+            .map(|&i| box_height(&specs[i]))
+            .max()
+            .unwrap_or(0);
+        for (c, &i) in row.iter().enumerate() {
+            placed[i] = Placed {
                 x: MARGIN + c as i64 * (BOX_WIDTH + GAP_X),
                 y,
-                height: box_height(spec),
-            });
+                height: box_height(&specs[i]),
+            };
         }
         y += tallest + GAP_Y;
     }
@@ -191,6 +234,78 @@ fn diagram(schema: &Schema, out: &mut String) {
 <marker id="head-subset" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2e7d32"/></marker>
 </defs>"##
     );
+    // arrows first, so a box hides the part of a line that crosses it; labels last, on top
+    let mut labels = String::new();
+    for (n, arrow) in arrows.iter().enumerate() {
+        let (from, to) = (placed[arrow.from], placed[arrow.to]);
+        let label = label_lines(&arrow.label);
+        if arrow.from == arrow.to {
+            // a loop on the box's right side
+            let x = from.x + BOX_WIDTH;
+            let y = from.y + 20 + (n as i64 % 4) * 12;
+            let _ = writeln!(
+                out,
+                r#"<g class="relationship {kind}"><path d="M{x},{y} C{a},{y} {a},{b} {x},{b}" marker-end="url(#head-{kind})"/></g>"#,
+                kind = arrow.kind,
+                a = x + 60,
+                b = y + 30,
+            );
+            let _ = writeln!(
+                labels,
+                r#"<text x="{lx}" y="{y}" class="label {kind}">{text}</text>"#,
+                lx = x + 64,
+                kind = arrow.kind,
+                text = tspans(&label, x + 64),
+            );
+            continue;
+        }
+        // arrows between the same two boxes run side by side
+        let pair = |a: &Arrow| (a.from.min(a.to), a.from.max(a.to));
+        let siblings: Vec<usize> = arrows
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.from != a.to && pair(a) == pair(arrow))
+            .map(|(i, _)| i)
+            .collect();
+        let rank = siblings.iter().position(|&i| i == n).unwrap_or(0) as f64;
+        let shift = (rank - (siblings.len() as f64 - 1.0) / 2.0) * 18.0;
+        let (tx, ty) = to.centre();
+        let (fx, fy) = from.centre();
+        let (x1, y1) = from.edge_towards(tx, ty);
+        let (x2, y2) = to.edge_towards(fx, fy);
+        // the normal of the canonical direction (low index to high), the same for both ways
+        let (ax, ay, bx, by) = if arrow.from < arrow.to {
+            (x1, y1, x2, y2)
+        } else {
+            (x2, y2, x1, y1)
+        };
+        let length = ((bx - ax).powi(2) + (by - ay).powi(2)).sqrt().max(1.0);
+        let (nx, ny) = (-(by - ay) / length * shift, (bx - ax) / length * shift);
+        let (x1, y1, x2, y2) = (x1 + nx, y1 + ny, x2 + nx, y2 + ny);
+        let (mut mx, my) = ((x1 + x2) / 2.0 + nx * 0.6, (y1 + y2) / 2.0 + ny * 0.6 - 4.0);
+        // beside a steep line, on the side it was shifted to (the other one's label is on the
+        // other side); above a flat one
+        let anchor = if (bx - ax).abs() >= (by - ay).abs() {
+            "middle"
+        } else if nx < 0.0 {
+            mx -= 6.0;
+            "end"
+        } else {
+            mx += 6.0;
+            "start"
+        };
+        let _ = writeln!(
+            out,
+            r#"<g class="relationship {kind}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#head-{kind})"/></g>"#,
+            kind = arrow.kind,
+        );
+        let _ = writeln!(
+            labels,
+            r#"<text x="{mx:.1}" y="{my:.1}" text-anchor="{anchor}" class="label {kind}">{text}</text>"#,
+            kind = arrow.kind,
+            text = tspans(&label, mx.round() as i64),
+        );
+    }
     for (spec, place) in specs.iter().zip(&placed) {
         let bound = SizeBound::of(
             &spec
@@ -242,50 +357,29 @@ fn diagram(schema: &Schema, out: &mut String) {
         let share = bound.bytes as f64 / MAX_DOCUMENT_BYTES as f64;
         let bar_width = BOX_WIDTH - 20;
         let filled = ((share.min(1.0) * bar_width as f64).round() as i64).max(2);
-        let class = if bound.exceeds_limit() || !bound.is_known() {
+        let class = if bound.exceeds_limit() {
             "bar over"
+        } else if !bound.is_known() {
+            "bar unknown"
         } else {
             "bar"
         };
         let _ = writeln!(
             out,
-            r#"<rect x="{bx}" y="{bar_y}" width="{bar_width}" height="8" class="track"/><rect x="{bx}" y="{bar_y}" width="{filled}" height="8" class="{class}"/><text x="{bx}" y="{ly}" class="size">worst case {size}{unbounded} = {pct:.3}% of 16 MiB</text></g>"#,
+            r#"<rect x="{bx}" y="{bar_y}" width="{bar_width}" height="8" class="track"/><rect x="{bx}" y="{bar_y}" width="{filled}" height="8" class="{class}"/><text x="{bx}" y="{ly}" class="size">{worst}{size}{unbounded}: {pct:.3}% of 16 MiB</text></g>"#,
             bx = place.x + 10,
             ly = bar_y + 22,
             size = escape(&crate::human_bytes(bound.bytes)),
-            unbounded = if bound.is_known() { "" } else { "+ unbounded" },
+            worst = if bound.is_known() {
+                "worst case "
+            } else {
+                "≥ "
+            },
+            unbounded = if bound.is_known() { "" } else { " (unbounded)" },
             pct = share * 100.0,
         );
     }
-    for (n, arrow) in arrows(schema).iter().enumerate() {
-        let (from, to) = (placed[arrow.from], placed[arrow.to]);
-        let label = escape(&arrow.label);
-        if arrow.from == arrow.to {
-            // a loop on the box's right side
-            let x = from.x + BOX_WIDTH;
-            let y = from.y + 20 + (n as i64 % 4) * 12;
-            let _ = writeln!(
-                out,
-                r#"<g class="relationship {kind}"><path d="M{x},{y} C{a},{y} {a},{b} {x},{b}" marker-end="url(#head-{kind})"/><text x="{t}" y="{y}" class="label">{label}</text></g>"#,
-                kind = arrow.kind,
-                a = x + 60,
-                b = y + 30,
-                t = x + 64,
-            );
-            continue;
-        }
-        let (tx, ty) = to.centre();
-        let (fx, fy) = from.centre();
-        let (x1, y1) = from.edge_towards(tx, ty);
-        let (x2, y2) = to.edge_towards(fx, fy);
-        // labels of arrows between the same boxes are stacked
-        let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0 + (n % 3) as f64 * 14.0 - 14.0);
-        let _ = writeln!(
-            out,
-            r#"<g class="relationship {kind}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#head-{kind})"/><text x="{mx:.1}" y="{my:.1}" text-anchor="middle" class="label">{label}</text></g>"#,
-            kind = arrow.kind,
-        );
-    }
+    out.push_str(&labels);
     out.push_str("</svg>\n");
 }
 
@@ -305,6 +399,7 @@ svg .size { font-size: 10px; fill: #555; }
 svg .track { fill: #e6e6ea; }
 svg .bar { fill: #2e7d32; }
 svg .bar.over { fill: #c62828; }
+svg .bar.unknown { fill: #e08a00; }
 svg .label { font-size: 11px; paint-order: stroke; stroke: #fbfbfd; stroke-width: 4px; }
 svg .relationship line, svg .relationship path { fill: none; }
 svg .reference line, svg .reference path { stroke: #1f5fa8; stroke-width: 1.6; }
@@ -341,7 +436,7 @@ impl Schema {
             all.len(),
             self.sync_graph().edges.len()
         );
-        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy)</span><span>bars: worst-case document size against 16 MiB</span></p>\n<div class=\"diagram\">\n");
+        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy)</span><span>bars: worst-case document size against 16 MiB (orange: some field is unbounded, so the bound is a floor)</span></p>\n<div class=\"diagram\">\n");
         diagram(self, &mut out);
         out.push_str("</div>\n<h2>Warnings</h2>\n");
         let warnings = warnings(self);
@@ -393,8 +488,11 @@ impl Schema {
                 if let Some(ttl) = index.expire_after_secs {
                     options.push(format!("TTL {ttl} s"));
                 }
-                let reasons: Vec<String> =
-                    index.reasons.iter().map(|r| inline(&r.to_string())).collect();
+                let reasons: Vec<String> = index
+                    .reasons
+                    .iter()
+                    .map(|r| inline(&r.to_string()))
+                    .collect();
                 let _ = writeln!(
                     out,
                     "<tr><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
