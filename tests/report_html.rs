@@ -131,8 +131,8 @@ fn the_page_holds_every_collection_and_relationship_of_the_help_desk() {
     // seed 003's checklist: one row per relationship, embeds included
     let rows: Vec<&str> = all
         .iter()
-        .filter_map(|(tag, attrs)| (tag == "tr").then(|| attribute(attrs, "data-relationship")))
-        .flatten()
+        .filter(|(tag, _)| tag == "tr")
+        .filter_map(|(_, attrs)| attribute(attrs, "data-relationship"))
         .collect();
     for relationship in [
         "tickets.history",
