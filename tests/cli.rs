@@ -302,6 +302,36 @@ async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
         }
     })
     .await;
+    // a rename the worker applies: its lag is saved with its token
+    assert!(row["lag_ms"].is_null(), "no change applied yet: {row}");
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    Agent::collection(&db)
+        .update_one(
+            mongo_schema::bson::doc! { "_id": agent.id },
+            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
+        )
+        .await
+        .unwrap();
+    common::eventually(Duration::from_secs(20), "the lag saved", || {
+        let db = db.clone();
+        async move {
+            let now = run(args("status", &db, &["--json"])).await.json();
+            worker(&now, "cli-status")["lag_ms"]
+                .as_i64()
+                .is_some_and(|lag| (0..20_000).contains(&lag))
+        }
+    })
+    .await;
     let table = run(args("status", &db, &[])).await;
     assert!(table.stdout.contains("cli-status"), "{}", table.stdout);
     assert!(table.stdout.contains("expires in"), "{}", table.stdout);

@@ -88,9 +88,11 @@ pub enum SchemaCommand {
     /// { version, fingerprint, completed, applied_at, failure }|null, status }, pending_actions,
     /// drift: [string], migrations: { declared, done, failed, pending: [{ version, name,
     /// recorded }] }, workers: [{ name, owner, lease_expires, lease_expires_in_ms, expired,
-    /// epoch, token_time, token_age_ms, token_saved_at, oplog_window_ms, failures }],
-    /// failures: { total, by_copy: { "holder.path": n } } }` (times as RFC 3339 text;
-    /// `oplog_window_ms` is `null` where the server has no readable oplog).
+    /// epoch, lag_ms, token_time, token_age_ms, token_saved_at, oplog_window_ms, failures }],
+    /// failures: { total, by_copy: { "holder.path": n } } }` (times as RFC 3339 text; `owner`
+    /// is `null` once a worker released its lease; `lag_ms`, from the last applied change's
+    /// `wallTime` to its copies rewritten, as of the last token save; `oplog_window_ms`, from
+    /// the oldest oplog entry to now, is `null` where the server has no readable oplog).
     Status(Connection),
     /// The schema report: `--format text|markdown|html|json` (no server needed).
     ///

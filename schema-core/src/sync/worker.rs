@@ -356,11 +356,15 @@ impl SyncWorker {
         lease: &Lease,
         token: Option<ResumeToken>,
         cluster_time: Option<mongodb::bson::Timestamp>,
+        lag_ms: Option<u64>,
     ) -> Result<bool> {
         if !lease.holds() {
             return Ok(false);
         }
         let mut set = doc! { "updated_at": mongodb::bson::DateTime::now() };
+        if let Some(lag) = lag_ms {
+            set.insert("lag_ms", lag as i64); // what `status` shows as the worker's lag
+        }
         match token {
             Some(token) => {
                 let token = mongodb::bson::to_bson(&token).map_err(mongodb::error::Error::from)?;
@@ -474,7 +478,10 @@ impl SyncWorker {
                     &stats.previews_refreshed,
                     subsets.iter().map(|s| s.repaired).sum(),
                 );
-                if !self.save_token(lease, stream.resume_token(), None).await? {
+                if !self
+                    .save_token(lease, stream.resume_token(), None, None)
+                    .await?
+                {
                     return Ok(Stopped::LeaseLost);
                 }
                 stream
@@ -512,7 +519,12 @@ impl SyncWorker {
                 return Ok(Stopped::LeaseLost);
             }
             if !self
-                .save_token(lease, stream.resume_token(), cluster_time)
+                .save_token(
+                    lease,
+                    stream.resume_token(),
+                    cluster_time,
+                    Some(WorkerStats::get(&stats.last_lag_ms)),
+                )
                 .await?
             {
                 return Ok(Stopped::LeaseLost);
