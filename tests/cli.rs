@@ -36,10 +36,11 @@ impl Ran {
     }
 }
 
-/// Runs `args` as the service binary would (`my-bin <args>`), killed after `timeout`.
-fn schema_command(args: &[&str], timeout: Duration) -> Ran {
+/// Runs `args` as the service binary of `schema` (see [`child_schema`]) would
+/// (`my-bin <args>`), killed after `timeout`.
+fn schema_command(schema: &str, args: &[&str], timeout: Duration) -> Ran {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "helpdesk")
+        .env(CHILD, schema)
         .env_remove("MONGODB_URI")
         .args(args)
         .stdout(Stdio::piped())
@@ -65,14 +66,42 @@ fn schema_command(args: &[&str], timeout: Duration) -> Ran {
     }
 }
 
-/// `schema_command` off the runtime's threads, within a minute.
+/// `schema_command` of the help desk's binary, off the runtime's threads, within a minute.
 async fn run(args: Vec<String>) -> Ran {
+    run_as("helpdesk", args).await
+}
+
+/// `schema_command` of the binary of `schema`, off the runtime's threads, within a minute.
+async fn run_as(schema: &'static str, args: Vec<String>) -> Ran {
     tokio::task::spawn_blocking(move || {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        schema_command(&args, Duration::from_secs(60))
+        schema_command(schema, &args, Duration::from_secs(60))
     })
     .await
     .unwrap()
+}
+
+/// The schema of the child binary: the help desk, or its version 2 with a migration step.
+fn child_schema(name: &str) -> mongo_schema::Schema {
+    match name {
+        "helpdesk-v2" => mongo_schema::Schema::new()
+            .model::<helpdesk::Customer>()
+            .model::<Agent>()
+            .model::<helpdesk::Ticket>()
+            .model::<helpdesk::Message>()
+            .model::<helpdesk::Order>()
+            .model::<helpdesk::Part>()
+            .model::<helpdesk::Product>()
+            .version(2)
+            .migration(
+                2,
+                "default team",
+                mongo_schema::migrate::set_default::<Agent>("team", "support"),
+            )
+            .build()
+            .expect("version 2 builds"),
+        _ => helpdesk::schema(),
+    }
 }
 
 fn args(command: &str, db: &mongodb::Database, more: &[&str]) -> Vec<String> {
@@ -140,6 +169,15 @@ async fn plan_exits_2_then_apply_then_plan_exits_0() {
     let apply = run(args("apply", &db, &["--json"])).await;
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     let json = apply.json();
+    // progress on standard error (not a terminal: plain lines), one per action as it is done
+    let actions = json["actions"].as_array().unwrap().len();
+    for n in 1..=actions {
+        assert!(
+            apply.stderr.contains(&format!("apply [{n}/{actions}] ")),
+            "progress line {n}/{actions} in:\n{}",
+            apply.stderr
+        );
+    }
     assert_eq!(json["command"], "apply");
     assert_eq!(json["noop"], false);
     assert_eq!(json["recorded"], true);
@@ -188,6 +226,69 @@ async fn plan_exits_2_then_apply_then_plan_exits_0() {
             .any(|a| a["kind"] == "create_indexes" && a["collection"] == "messages"),
         "{json}"
     );
+}
+
+async fn a_migration_is_planned_applied_and_shown_done() {
+    let db = mongo_schema_testkit::database("cli_migration").await;
+    let apply = run(args("apply", &db, &[])).await;
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    // three agents from before `team` had a default, written past the validator
+    for name in ["Ana", "Bo", "Cy"] {
+        db.collection::<BsonDocument>("agents")
+            .insert_one(mongo_schema::bson::doc! { "_id": ObjectId::new(), "displayName": name })
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    let plan = run_as("helpdesk-v2", args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 2, "{}{}", plan.stdout, plan.stderr);
+    let json = plan.json();
+    assert_eq!(json["migrations"][0]["name"], "default team");
+    assert_eq!(json["migrations"][0]["documents"], 3);
+    let status = run_as("helpdesk-v2", args("status", &db, &["--json"])).await;
+    assert_eq!(status.code, 2, "a migration pending");
+    let json = status.json();
+    assert_eq!(json["migrations"]["declared"], 1);
+    assert_eq!(json["migrations"]["done"], 0);
+    assert_eq!(json["migrations"]["pending"][0]["version"], 2);
+    assert_eq!(json["version"]["recorded"]["version"], 0);
+
+    let apply = run_as("helpdesk-v2", args("apply", &db, &[])).await;
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert!(
+        apply.stdout.contains("migration v2 `default team`")
+            && apply.stdout.contains("3 matched, 3 changed"),
+        "{}",
+        apply.stdout
+    );
+    assert!(
+        apply
+            .stderr
+            .contains("migrations [0/1] migration v2 default team"),
+        "the step's progress in:\n{}",
+        apply.stderr
+    );
+    let status = run_as("helpdesk-v2", args("status", &db, &["--json"])).await;
+    let json = status.json();
+    assert_eq!(status.code, 0, "{json}");
+    assert_eq!(json["migrations"]["done"], 1);
+    assert_eq!(json["migrations"]["pending"].as_array().unwrap().len(), 0);
+    assert_eq!(json["version"]["recorded"]["version"], 2);
+    let plan = run_as("helpdesk-v2", args("plan", &db, &[])).await;
+    assert_eq!(plan.code, 0, "{}", plan.stdout);
+    let defaulted = db
+        .collection::<BsonDocument>("agents")
+        .count_documents(mongo_schema::bson::doc! { "team": "support" })
+        .await
+        .unwrap();
+    assert_eq!(defaulted, 3);
+    // the older binary meets the newer record: refused (exit 1), or kept serving
+    let older = run(args("apply", &db, &[])).await;
+    assert_eq!(older.code, 1, "{}", older.stdout);
+    assert!(older.stderr.contains('2'), "{}", older.stderr);
+    let kept = run(args("apply", &db, &["--on-newer", "continue", "--json"])).await;
+    assert_eq!(kept.code, 0, "{}", kept.stderr);
+    assert_eq!(kept.json()["recorded"], false);
 }
 
 async fn errors_exit_1_and_say_why() {
@@ -501,13 +602,16 @@ type Test = (
 );
 
 fn main() -> ExitCode {
-    if std::env::var_os(CHILD).is_some() {
+    if let Ok(schema) = std::env::var(CHILD) {
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        return runtime.block_on(mongo_schema::cli::main(helpdesk::schema()));
+        return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 5] = [
+    let tests: [Test; 6] = [
         ("plan_exits_2_then_apply_then_plan_exits_0", || {
             Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
+        }),
+        ("a_migration_is_planned_applied_and_shown_done", || {
+            Box::pin(a_migration_is_planned_applied_and_shown_done())
         }),
         ("errors_exit_1_and_say_why", || {
             Box::pin(errors_exit_1_and_say_why())

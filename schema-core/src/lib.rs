@@ -16,6 +16,7 @@ mod json_schema;
 mod lease;
 mod literal;
 mod model;
+mod progress;
 pub mod query;
 mod relations;
 mod schema;
@@ -42,6 +43,7 @@ pub use model::document::{
 };
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
+pub use progress::PROGRESS_TARGET;
 pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};

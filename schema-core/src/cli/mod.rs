@@ -43,6 +43,14 @@
 //!   served as declared; `status` shows drift, pending or failed migrations, an expired lease
 //!   or recorded sync failures.
 //!
+//! # Progress
+//!
+//! While a command runs, the library's progress events ([`crate::PROGRESS_TARGET`]: each action
+//! of `apply`, each migration step and the batches it saves) and its warnings go to standard
+//! error: a progress bar on a terminal, plain lines otherwise (`apply [3/9] create collection
+//! ...`). They go through a `tracing` subscriber of the command's own, set for the command's
+//! future only; the service's subscriber sees nothing of that future meanwhile.
+//!
 //! # `--json`
 //!
 //! With `--json` each command writes one JSON document on standard output, an object whose
@@ -51,6 +59,7 @@
 //! (members may be added). `report` takes `--format json` instead.
 
 mod json;
+mod progress;
 mod status;
 
 use std::io::Write as _;
@@ -59,6 +68,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use mongodb::Database;
 use serde_json::{json, Value};
+use tracing::instrument::WithSubscriber as _;
 
 use crate::{OnNewer, OnViolations, Schema};
 
@@ -311,7 +321,12 @@ pub(crate) struct Output {
 pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
     let name = command_name(&command);
     let as_json = wants_json(&command);
-    let outcome = execute(schema, command).await;
+    // progress and warnings on standard error while the command runs
+    let progress = std::sync::Arc::new(progress::Progress::new());
+    let outcome = execute(schema, command)
+        .with_subscriber(progress::subscriber(progress.clone()))
+        .await;
+    progress.finish();
     let mut stdout = std::io::stdout().lock();
     match outcome {
         Ok(Printed::Raw(text)) => {
