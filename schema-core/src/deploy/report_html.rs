@@ -163,7 +163,7 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
 fn label_lines(label: &str) -> Vec<String> {
     match label.rsplit_once(", ") {
         Some((head, tail)) if label.chars().count() > 30 => {
-            vec![escape(head), escape(tail)]
+            vec![escape(&format!("{head},")), escape(tail)]
         }
         _ => vec![escape(label)],
     }
