@@ -545,6 +545,21 @@ async fn reports_and_read_only_commands() {
     );
     let json = reconcile.json();
     assert_eq!(json["drifted"], 1);
+    // progress: one line per copy compared (the frozen one is never compared)
+    let compared = json["copies"].as_array().unwrap().len();
+    assert_eq!(compared, 3, "{json}");
+    for n in 1..=compared {
+        assert!(
+            reconcile
+                .stderr
+                .contains(&format!("reconcile [{n}/{compared}] ")),
+            "{}",
+            reconcile.stderr
+        );
+    }
+    assert!(reconcile
+        .stderr
+        .contains("tickets.assignee: 1 checked, 1 drifted"));
     assert_eq!(json["repaired"], 0);
     let audit = run(args("audit", &db, &["--json"])).await;
     assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
@@ -628,15 +643,41 @@ fn main() -> ExitCode {
             Box::pin(reports_and_read_only_commands())
         }),
     ];
-    // `cargo test --test cli -- NAME` runs the tests whose names contain NAME
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    // libtest's arguments that matter here: NAME filters (substrings, or whole names with
+    // `--exact`), `--skip NAME`, `--list`, `--ignored` (there are none); other flags are ignored
+    let mut filters = Vec::new();
+    let mut skips = Vec::new();
+    let (mut exact, mut list, mut ignored) = (false, false, false);
+    let mut arguments = std::env::args().skip(1);
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "--skip" => skips.extend(arguments.next()),
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => ignored = true,
+            flag if flag.starts_with('-') => {}
+            name => filters.push(name.to_owned()),
+        }
+    }
+    let matches = |name: &str, pattern: &str| {
+        if exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    };
     let selected: Vec<&Test> = tests
         .iter()
-        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        .filter(|_| !ignored)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
         .collect();
+    if list {
+        for (name, _) in &selected {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
     println!("\nrunning {} tests", selected.len());
     let mut failed = Vec::new();
     for (name, test) in &selected {

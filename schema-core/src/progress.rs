@@ -5,7 +5,8 @@
 //!
 //! Emitted by `apply` (one event per action done, `done`/`total` actions), by its migration
 //! steps (one per step started, `done`/`total` steps, then one per batch a step saves,
-//! `done` documents matched so far).
+//! `done` documents matched so far) and by `reconcile` (one per copy compared, `done`/`total`
+//! copies).
 
 /// The `tracing` target of the progress events.
 pub const PROGRESS_TARGET: &str = "mongo_schema::progress";
