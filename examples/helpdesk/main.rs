@@ -5,11 +5,24 @@
 //! cargo run --example helpdesk                       # embedded SecantusDB test server
 //! MONGODB_URI=mongodb://localhost:27017 cargo run --example helpdesk
 //! ```
+//!
+//! The service's binary also carries the schema commands (`mongo_schema::cli`, feature `cli`),
+//! run against the demo's database unless `--uri` / `--db` say otherwise:
+//!
+//! ```text
+//! cargo run --example helpdesk -- schema plan        # exit 2 while there is work
+//! cargo run --example helpdesk -- schema apply
+//! cargo run --example helpdesk -- schema status --json
+//! cargo run --example helpdesk -- schema report --format html > helpdesk.html
+//! ```
 
 mod model;
 mod seed;
 
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
 
 use model::*;
 use mongo_schema::bson::{doc, DateTime};
@@ -29,8 +42,44 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// The help desk service.
+#[derive(Parser)]
+struct App {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Schema operations: plan, apply, status, report, audit, reconcile, ...
+    #[command(subcommand)]
+    Schema(mongo_schema::cli::SchemaCommand),
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    match App::parse().command {
+        Some(Command::Schema(mut command)) => {
+            if let Some(connection) = command.connection_mut() {
+                // the demo's own server and database, unless told otherwise
+                connection.uri.get_or_insert_with(mongo_schema_testkit::uri);
+                connection
+                    .db
+                    .get_or_insert_with(|| "mongo_schema_helpdesk".to_owned());
+            }
+            mongo_schema::cli::run(&model::schema(), command).await
+        }
+        None => match demo().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let uri = mongo_schema_testkit::uri();
     let client = mongodb::Client::with_uri_str(&uri).await?;
     let db = client.database("mongo_schema_helpdesk");

@@ -7,6 +7,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod deploy;
 mod error;
 mod explain;
@@ -14,6 +16,7 @@ mod json_schema;
 mod lease;
 mod literal;
 mod model;
+mod progress;
 pub mod query;
 mod relations;
 mod schema;
@@ -40,6 +43,7 @@ pub use model::document::{
 };
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
+pub use progress::PROGRESS_TARGET;
 pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
@@ -59,6 +63,9 @@ pub use sync::{
     FAILURE_RECORD_TTL, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
 pub use validation::{LocalValidator, RuleFailure, ValidationError};
+
+/// The sync worker's metrics (`mongo_schema_sync_*`) and their names.
+pub use sync::metrics as sync_metrics;
 
 /// The driver this crate is built on, re-exported so versions cannot diverge.
 pub use mongodb;

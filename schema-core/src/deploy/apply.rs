@@ -11,6 +11,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::ErrorKind;
 use mongodb::Database;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::plan::{
     self as planning, Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions,
@@ -1167,15 +1168,20 @@ async fn execute(
     writes: Vec<Action>,
     report: &mut ApplyReport,
 ) -> Result<(), Executed> {
-    for action in writes {
+    let total = writes.len() as u64;
+    for (done, action) in writes.into_iter().enumerate() {
         if !lock.holds() {
             return Err(Executed::Stop(Stop::Transient(lock_lost())));
         }
-        match run(apply.db, &action).await {
-            Ok(()) => report.applied.push(AppliedAction {
-                action,
-                done_concurrently: false,
-            }),
+        let span = tracing::info_span!("apply_action", collection = action.collection());
+        match run(apply.db, &action).instrument(span).await {
+            Ok(()) => {
+                crate::progress::report("apply", done as u64 + 1, Some(total), &action);
+                report.applied.push(AppliedAction {
+                    action,
+                    done_concurrently: false,
+                })
+            }
             Err(source) => {
                 let fault = Fault::of(&source);
                 let created_concurrently = matches!(action, Action::CreateCollection { .. })

@@ -9,7 +9,8 @@
 //! - [`mongosh`]: the same setup as a mongosh script, for review;
 //! - [`audit`]: a read-only look at a live database against the schema;
 //! - [`report`]: the schema report for review (validators, size bounds, indexes and their
-//!   reasons, the seeds' checklist and warnings, a Mermaid diagram).
+//!   reasons, the seeds' checklist and warnings, a Mermaid diagram), and [`report_html`]: the
+//!   same as one self-contained HTML page with an SVG diagram.
 
 pub(crate) mod apply;
 pub(crate) mod audit;
@@ -17,6 +18,7 @@ pub mod migrate;
 pub(crate) mod mongosh;
 pub(crate) mod plan;
 pub(crate) mod report;
+pub(crate) mod report_html;
 pub(crate) mod sharding;
 pub(crate) mod versions;
 

@@ -141,19 +141,19 @@ fn node(collection: &str) -> String {
 }
 
 /// One relationship, for the checklist.
-struct Relationship {
-    holder: String,
-    path: String,
-    outcome: &'static str,
-    other: String,
-    bound: String,
-    read_path: String,
-    copies: String,
-    atomicity: String,
-    routing: String,
+pub(crate) struct Relationship {
+    pub(crate) holder: String,
+    pub(crate) path: String,
+    pub(crate) outcome: &'static str,
+    pub(crate) other: String,
+    pub(crate) bound: String,
+    pub(crate) read_path: String,
+    pub(crate) copies: String,
+    pub(crate) atomicity: String,
+    pub(crate) routing: String,
 }
 
-fn relationships(schema: &Schema) -> Vec<Relationship> {
+pub(crate) fn relationships(schema: &Schema) -> Vec<Relationship> {
     let mut out = Vec::new();
     for spec in schema.collections() {
         let is_copy = |path: &str| {
@@ -316,7 +316,7 @@ fn relationships(schema: &Schema) -> Vec<Relationship> {
     out
 }
 
-fn warnings(schema: &Schema) -> Vec<String> {
+pub(crate) fn warnings(schema: &Schema) -> Vec<String> {
     let mut out = Vec::new();
     let sharded: Vec<&str> = schema
         .collections()
@@ -686,7 +686,7 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
     }
 }
 
-fn type_summary(schema: &Document) -> String {
+pub(crate) fn type_summary(schema: &Document) -> String {
     if let Ok(values) = schema.get_array("enum") {
         let values: Vec<String> = values
             .iter()

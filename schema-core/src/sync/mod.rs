@@ -8,6 +8,7 @@
 //! - [`fence`]: the worker's writes commit only while it holds its lease;
 //! - [`reconcile`]: compare and repair, conditional on the value read, over a [`walk`] of the
 //!   holders in `_id` order that survives breaks and mixed `_id` types;
+//! - [`metrics`]: the worker's counters, gauges and histograms through the `metrics` facade;
 //! - [`transaction`]: bounded retries of a transaction; [`retry`]: error classes and back-off.
 
 use mongodb::bson::{Bson, Document as BsonDocument};
@@ -17,6 +18,7 @@ pub(crate) mod failures;
 pub(crate) mod fan_out;
 pub(crate) mod fence;
 pub(crate) mod lease;
+pub mod metrics;
 pub(crate) mod reconcile;
 pub(crate) mod retry;
 pub(crate) mod source;

@@ -142,6 +142,10 @@ pub(crate) async fn reconcile(
     writer: Writer<'_>,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
+    let total = edges
+        .iter()
+        .filter(|e| e.copy.strategy != SyncStrategy::Frozen)
+        .count() as u64;
     for edge in edges
         .iter()
         .filter(|e| e.copy.strategy != SyncStrategy::Frozen)
@@ -170,6 +174,16 @@ pub(crate) async fn reconcile(
         let resumed = walk_by_id(&holders, Some(projection), RECONCILE_BATCH, &mut visitor).await?;
         figures.resumed = resumed;
         figures.recorded_failures = failures::count(db, &figures.copy).await?;
+        let done = format!(
+            "{}: {} checked, {} drifted",
+            figures.copy, figures.checked, figures.drifted
+        );
+        crate::progress::report(
+            "reconcile",
+            report.edges.len() as u64 + 1,
+            Some(total),
+            &done,
+        );
         report.edges.push(figures);
     }
     Ok(report)

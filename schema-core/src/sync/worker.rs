@@ -24,11 +24,13 @@ use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
 use mongodb::Database;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::failures::FailureLog;
 use super::fan_out::{FanOut, FanOutOutcome, Writer};
 use super::fence::Fence;
 use super::lease::{Lease, DEFAULT_LEASE};
+use super::metrics;
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
 use super::subsets::SubsetFollow;
@@ -289,6 +291,7 @@ impl SyncWorker {
                 Ok(()) => {
                     stats.role(true, false);
                     WorkerStats::add(&stats.takeovers, 1);
+                    metrics::role(&self.name, true);
                     tracing::info!(worker = %self.name, owner = lease.owner(), "holds the lease: following the change streams");
                     tokio::select! {
                         followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff) => followed,
@@ -298,6 +301,7 @@ impl SyncWorker {
                 Err(error) => Err(error),
             };
             stats.role(false, false);
+            metrics::role(&self.name, false);
             match followed {
                 Ok(Stopped::Requested) => break Ok(()),
                 Ok(Stopped::LeaseLost) => {
@@ -310,6 +314,7 @@ impl SyncWorker {
                         break Err(error);
                     }
                     WorkerStats::add(&stats.reopened, 1);
+                    metrics::reopened(&self.name);
                     let wait = backoff.next_wait();
                     tracing::warn!(worker = %self.name, %error, ?wait, "change stream failed; reopening from the last saved token");
                     tokio::select! {
@@ -351,11 +356,15 @@ impl SyncWorker {
         lease: &Lease,
         token: Option<ResumeToken>,
         cluster_time: Option<mongodb::bson::Timestamp>,
+        lag_ms: Option<u64>,
     ) -> Result<bool> {
         if !lease.holds() {
             return Ok(false);
         }
         let mut set = doc! { "updated_at": mongodb::bson::DateTime::now() };
+        if let Some(lag) = lag_ms {
+            set.insert("lag_ms", lag as i64); // what `status` shows as the worker's lag
+        }
         match token {
             Some(token) => {
                 let token = mongodb::bson::to_bson(&token).map_err(mongodb::error::Error::from)?;
@@ -373,6 +382,9 @@ impl SyncWorker {
             .collection::<BsonDocument>(TOKENS_COLLECTION)
             .update_one(lease.owned(), doc! { "$set": set })
             .await?;
+        if saved.matched_count == 1 {
+            metrics::token_saved(&self.name, cluster_time);
+        }
         Ok(saved.matched_count == 1)
     }
 
@@ -466,7 +478,10 @@ impl SyncWorker {
                     &stats.previews_refreshed,
                     subsets.iter().map(|s| s.repaired).sum(),
                 );
-                if !self.save_token(lease, stream.resume_token(), None).await? {
+                if !self
+                    .save_token(lease, stream.resume_token(), None, None)
+                    .await?
+                {
                     return Ok(Stopped::LeaseLost);
                 }
                 stream
@@ -504,7 +519,12 @@ impl SyncWorker {
                 return Ok(Stopped::LeaseLost);
             }
             if !self
-                .save_token(lease, stream.resume_token(), cluster_time)
+                .save_token(
+                    lease,
+                    stream.resume_token(),
+                    cluster_time,
+                    Some(WorkerStats::get(&stats.last_lag_ms)),
+                )
                 .await?
             {
                 return Ok(Stopped::LeaseLost);
@@ -519,6 +539,7 @@ impl SyncWorker {
     /// [`FAN_OUT_CONCURRENCY`] at a time, each fenced on a lane of its own (see
     /// [`super::fence`]). Measures the lag of the applied changes. `false`: a write was fenced
     /// off (the lease was taken over); the batch is the new holder's to apply.
+    #[tracing::instrument(name = "sync_batch", level = "debug", skip_all, fields(worker = %self.name, events = batch.len()))]
     async fn apply_batch(
         &self,
         batch: &[ChangeStreamEvent<BsonDocument>],
@@ -527,6 +548,7 @@ impl SyncWorker {
         fence: &Fence,
     ) -> Result<bool> {
         WorkerStats::add(&stats.events, batch.len() as u64);
+        metrics::events_received(&self.name, batch.len());
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
         let mut applied: Vec<&ChangeStreamEvent<BsonDocument>> = Vec::new();
@@ -571,6 +593,7 @@ impl SyncWorker {
             log.refresh(&self.db).await?;
         }
         let db = &self.db;
+        let worker = self.name.as_str();
         // the free lanes: at most FAN_OUT_CONCURRENCY jobs run at once, so one is always free
         let lanes = &Mutex::new((0..FAN_OUT_CONCURRENCY).collect::<Vec<usize>>());
         // boxed, so the futures' type names no closure (which keeps the task `Send`)
@@ -584,10 +607,16 @@ impl SyncWorker {
                         .pop()
                         .unwrap_or(0);
                     let writer = Writer::Fenced { fence, lane };
+                    let copy = format!("{}.{}", job.edge.holder, job.edge.copy.path);
+                    let started = std::time::Instant::now();
                     let outcome = job
                         .fan_out
                         .run_resilient(db, job.edge, &job.source, log, writer)
+                        .instrument(tracing::debug_span!("fan_out", worker, copy = %copy, source = %job.source))
                         .await;
+                    if let Ok(done) = &outcome {
+                        metrics::fan_out(worker, &copy, job.deletion, started.elapsed(), done.rewritten, done.failed);
+                    }
                     lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
                     Ok((job.deletion, outcome?))
                 }) as BoxFuture<'_, _>
@@ -629,12 +658,14 @@ impl SyncWorker {
             return Ok(false);
         }
         WorkerStats::add(&stats.applied, applied.len() as u64);
+        metrics::events_applied(&self.name, applied.len());
         let now = mongodb::bson::DateTime::now().timestamp_millis();
         for event in applied {
             if let Some(wall) = event.wall_time {
                 let lag = (now - wall.timestamp_millis()).max(0) as u64;
                 stats.last_lag_ms.store(lag, Ordering::Relaxed);
                 stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+                metrics::lag(&self.name, lag);
             }
         }
         Ok(true)

@@ -87,6 +87,7 @@ impl StepContext {
         self.ensure_lock()?;
         self.counts += counts;
         changelog::checkpoint(&self.db, &self.key, &checkpoint, self.counts).await?;
+        crate::progress::report(&self.key, self.counts.matched, None, &"documents matched");
         self.checkpoint = Some(checkpoint);
         Ok(())
     }

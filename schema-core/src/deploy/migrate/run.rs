@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use mongodb::Database;
+use tracing::Instrument as _;
 
 use super::changelog::{self, MigrationRecord, MigrationState};
 use super::{Migration, PendingStep, RanStep, StepContext};
@@ -72,7 +73,7 @@ pub(crate) async fn run(
     holds: Arc<dyn Fn() -> bool + Send + Sync>,
     ran: &mut Vec<RanStep>,
 ) -> Result<()> {
-    for (migration, _) in steps {
+    for (index, (migration, _)) in steps.iter().enumerate() {
         if !holds() {
             return Err(Error::Refused(
                 "apply lost its lock before a migration step".to_owned(),
@@ -90,7 +91,10 @@ pub(crate) async fn run(
             holds.clone(),
         );
         tracing::info!(version = migration.version, step = %migration.name, "migration step: {}", migration.step.describe());
-        match migration.step.0.run(&mut cx).await {
+        let task = format!("migration v{} {}", migration.version, migration.name);
+        crate::progress::report("migrations", index as u64, Some(steps.len() as u64), &task);
+        let span = tracing::info_span!("migration_step", version = migration.version, step = %migration.name);
+        match migration.step.0.run(&mut cx).instrument(span).await {
             Ok(counts) => {
                 changelog::finish(db, &key, counts).await?;
                 ran.push(RanStep {

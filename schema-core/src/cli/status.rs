@@ -1,0 +1,298 @@
+//! `status`: what the database records about the schema and its sync workers, read without
+//! writing anything.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
+use mongodb::Database;
+use serde_json::json;
+
+use super::{table, Output};
+use crate::deploy::versions::read_record;
+use crate::migrate::MigrationState;
+use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
+
+/// One sync worker name, as its token document holds it.
+struct WorkerRow {
+    name: String,
+    owner: Option<String>,
+    expires: Option<DateTime>,
+    epoch: Option<i64>,
+    token_time: Option<mongodb::bson::Timestamp>,
+    lag_ms: Option<i64>,
+    saved_at: Option<DateTime>,
+    failures: u64,
+}
+
+fn rfc3339(at: DateTime) -> String {
+    at.try_to_rfc3339_string().unwrap_or_default()
+}
+
+fn seconds(ms: i64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+/// The server's clock (`hello.localTime`), so lease expiries compare with the clock that set
+/// them; this machine's when the server does not say.
+async fn server_now(db: &Database) -> Result<DateTime> {
+    let hello = db.run_command(doc! { "hello": 1 }).await?;
+    Ok(hello
+        .get_datetime("localTime")
+        .copied()
+        .unwrap_or_else(|_| DateTime::now()))
+}
+
+/// The oplog's window: from its oldest entry to `now`, in milliseconds (a resume token older
+/// than that can no longer be resumed); `None` where the server has no readable oplog (a
+/// standalone, or no rights on `local`).
+async fn oplog_window_ms(db: &Database, now: DateTime) -> Option<i64> {
+    let oldest = db
+        .client()
+        .database("local")
+        .collection::<BsonDocument>("oplog.rs")
+        .find_one(doc! {})
+        .sort(doc! { "$natural": 1 })
+        .await
+        .ok()??;
+    let oldest = oldest.get_timestamp("ts").ok()?;
+    Some(now.timestamp_millis() - i64::from(oldest.time) * 1000)
+}
+
+fn as_i64(value: Option<&Bson>) -> Option<i64> {
+    match value? {
+        Bson::Int64(n) => Some(*n),
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Double(n) => Some(*n as i64),
+        _ => None,
+    }
+}
+
+pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
+    let plan = schema.plan(db).await?;
+    let meta = db.collection::<BsonDocument>(META_COLLECTION);
+    let recorded = read_record(&meta, schema.name()).await?;
+    let now = server_now(db).await?;
+    let drift: Vec<String> = plan
+        .warnings
+        .iter()
+        .filter(|w| {
+            matches!(
+                w,
+                Warning::Drifted { .. } | Warning::SameVersionChanged { .. }
+            )
+        })
+        .map(ToString::to_string)
+        .collect();
+
+    // migrations: declared, the pending ones as plan found them (with the state an earlier
+    // run recorded), done = declared and not pending
+    let declared = schema.migrations().len();
+    let failed = plan
+        .migrations
+        .iter()
+        .filter(|m| m.recorded == Some(MigrationState::Failed))
+        .count();
+    let done = declared.saturating_sub(plan.migrations.len());
+
+    // failure records, by copy and by worker
+    let records = db.collection::<BsonDocument>(FAILURES_COLLECTION);
+    let mut by_copy: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_worker: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cursor = records
+        .find(doc! {})
+        .projection(doc! { "copy": 1, "worker": 1 })
+        .await?;
+    let mut total_failures = 0_u64;
+    while let Some(record) = cursor.try_next().await? {
+        total_failures += 1;
+        *by_copy
+            .entry(record.get_str("copy").unwrap_or("?").to_owned())
+            .or_default() += 1;
+        *by_worker
+            .entry(record.get_str("worker").unwrap_or("?").to_owned())
+            .or_default() += 1;
+    }
+
+    // workers: one token document per name (`_id` a string; the fence lanes have document ids)
+    let tokens = db.collection::<BsonDocument>(TOKENS_COLLECTION);
+    let mut workers = Vec::new();
+    let mut cursor = tokens
+        .find(doc! { "_id": { "$type": "string" } })
+        .sort(doc! { "_id": 1 })
+        .await?;
+    while let Some(token) = cursor.try_next().await? {
+        let name = token.get_str("_id").unwrap_or_default().to_owned();
+        workers.push(WorkerRow {
+            failures: by_worker.get(&name).copied().unwrap_or(0),
+            owner: token.get_str("owner").ok().map(str::to_owned),
+            expires: token.get_datetime("expires").ok().copied(),
+            epoch: as_i64(token.get("epoch")),
+            token_time: token.get_timestamp("token_time").ok(),
+            lag_ms: as_i64(token.get("lag_ms")),
+            saved_at: token.get_datetime("updated_at").ok().copied(),
+            name,
+        });
+    }
+    let window = oplog_window_ms(db, now).await;
+    let now_ms = now.timestamp_millis();
+
+    let status_text = plan
+        .version
+        .as_ref()
+        .map_or("unknown".to_owned(), ToString::to_string);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "schema `{}`: declared version {}, fingerprint {}",
+        schema.name(),
+        schema.version().unwrap_or(0),
+        schema.fingerprint()
+    );
+    let _ = writeln!(
+        text,
+        "recorded: {}",
+        recorded
+            .as_ref()
+            .map_or("nothing (never applied)".to_owned(), ToString::to_string)
+    );
+    let _ = writeln!(text, "status: {status_text}");
+    let _ = writeln!(
+        text,
+        "pending: {} action(s); drift: {}",
+        plan.actions.len(),
+        if drift.is_empty() {
+            "none".to_owned()
+        } else {
+            drift.join("; ")
+        }
+    );
+    let _ = writeln!(
+        text,
+        "migrations: {declared} declared, {done} done, {failed} failed, {} pending",
+        plan.migrations.len()
+    );
+    for step in &plan.migrations {
+        let _ = writeln!(text, "  pending: {step}");
+    }
+    let mut expired_leases = 0;
+    if workers.is_empty() {
+        text.push_str("sync workers: none has run against this database\n");
+    } else {
+        let mut rows = vec![[
+            "worker",
+            "owner",
+            "lease",
+            "epoch",
+            "lag",
+            "token age",
+            "token saved",
+            "failures",
+        ]
+        .map(str::to_owned)
+        .to_vec()];
+        for w in &workers {
+            let lease = match (w.owner.as_ref(), w.expires) {
+                (Some(_), Some(expires)) if expires.timestamp_millis() >= now_ms => format!(
+                    "expires in {}",
+                    seconds(expires.timestamp_millis() - now_ms)
+                ),
+                (Some(_), Some(expires)) => {
+                    expired_leases += 1;
+                    format!(
+                        "EXPIRED {} ago",
+                        seconds(now_ms - expires.timestamp_millis())
+                    )
+                }
+                _ => "released".to_owned(),
+            };
+            let age = w.token_time.map_or("-".to_owned(), |t| {
+                let age = now_ms - i64::from(t.time) * 1000;
+                match window {
+                    Some(window) => format!(
+                        "{} ({:.0}% of the oplog window)",
+                        seconds(age),
+                        age as f64 / window.max(1) as f64 * 100.0
+                    ),
+                    None => seconds(age),
+                }
+            });
+            rows.push(vec![
+                w.name.clone(),
+                w.owner.clone().unwrap_or_else(|| "-".to_owned()),
+                lease,
+                w.epoch.map_or("-".to_owned(), |e| e.to_string()),
+                w.lag_ms.map_or("-".to_owned(), seconds),
+                age,
+                w.saved_at.map_or("-".to_owned(), rfc3339),
+                w.failures.to_string(),
+            ]);
+        }
+        text.push_str(&table(&rows));
+    }
+    let _ = writeln!(
+        text,
+        "oplog window: {}",
+        window.map_or("unknown (no readable oplog)".to_owned(), seconds)
+    );
+    let _ = writeln!(text, "sync failure records: {total_failures}");
+    for (copy, n) in &by_copy {
+        let _ = writeln!(text, "  {copy}: {n}");
+    }
+
+    let trouble = !plan.actions.is_empty()
+        || !plan.migrations.is_empty()
+        || !drift.is_empty()
+        || expired_leases > 0
+        || total_failures > 0;
+    Ok(Output {
+        text,
+        code: if trouble { 2 } else { 0 },
+        json: json!({
+            "schema": schema.name(),
+            "version": {
+                "declared": schema.version().unwrap_or(0),
+                "fingerprint": schema.fingerprint(),
+                "recorded": recorded.as_ref().map(|r| json!({
+                    "version": r.version,
+                    "fingerprint": r.fingerprint,
+                    "completed": r.completed,
+                    "applied_at": r.applied_at.map(rfc3339),
+                    "failure": r.failure,
+                })),
+                "status": status_text,
+            },
+            "pending_actions": plan.actions.len(),
+            "drift": drift,
+            "migrations": {
+                "declared": declared,
+                "done": done,
+                "failed": failed,
+                "pending": plan.migrations.iter().map(|m| json!({
+                    "version": m.version,
+                    "name": m.name,
+                    "recorded": m.recorded.map(|s| s.to_string()),
+                })).collect::<Vec<_>>(),
+            },
+            "workers": workers.iter().map(|w| {
+                let expires_in = w.expires.map(|e| e.timestamp_millis() - now_ms);
+                json!({
+                    "name": w.name,
+                    "owner": w.owner,
+                    "lease_expires": w.expires.map(rfc3339),
+                    "lease_expires_in_ms": expires_in,
+                    "expired": w.owner.is_some() && expires_in.is_some_and(|ms| ms < 0),
+                    "epoch": w.epoch,
+                    "lag_ms": w.lag_ms,
+                    "token_time": w.token_time.map(|t| rfc3339(DateTime::from_millis(i64::from(t.time) * 1000))),
+                    "token_age_ms": w.token_time.map(|t| now_ms - i64::from(t.time) * 1000),
+                    "token_saved_at": w.saved_at.map(rfc3339),
+                    "oplog_window_ms": window,
+                    "failures": w.failures,
+                })
+            }).collect::<Vec<_>>(),
+            "failures": { "total": total_failures, "by_copy": by_copy },
+        }),
+    })
+}

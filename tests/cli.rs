@@ -1,0 +1,710 @@
+//! The schema commands as an operator runs them: this test binary is also the service's binary.
+//! Started with `MONGO_SCHEMA_CLI_CHILD` set, it runs `mongo_schema::cli::main` over the help
+//! desk's schema (`cli-child plan --uri U --db D`); otherwise it runs the tests below, each of
+//! which starts it as a child process against the test server and reads its exit code, its
+//! table and its `--json` document. (`harness = false`: the child must own its arguments.)
+
+mod common;
+
+use std::panic::AssertUnwindSafe;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::helpdesk::{self, Agent};
+use mongo_schema::bson::{oid::ObjectId, Document as BsonDocument};
+use mongo_schema::Document as _;
+use serde_json::Value;
+
+const CHILD: &str = "MONGO_SCHEMA_CLI_CHILD";
+
+/// What one run of a command gave.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// Runs `args` as the service binary of `schema` (see [`child_schema`]) would
+/// (`my-bin <args>`), killed after `timeout`.
+fn schema_command(schema: &str, args: &[&str], timeout: Duration) -> Ran {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, schema)
+        .env_remove("MONGODB_URI")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            panic!("`{}` not done within {timeout:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `schema_command` of the help desk's binary, off the runtime's threads, within a minute.
+async fn run(args: Vec<String>) -> Ran {
+    run_as("helpdesk", args).await
+}
+
+/// `schema_command` of the binary of `schema`, off the runtime's threads, within a minute.
+async fn run_as(schema: &'static str, args: Vec<String>) -> Ran {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        schema_command(schema, &args, Duration::from_secs(60))
+    })
+    .await
+    .unwrap()
+}
+
+/// The schema of the child binary: the help desk, or its version 2 with a migration step.
+fn child_schema(name: &str) -> mongo_schema::Schema {
+    match name {
+        "helpdesk-v2" => mongo_schema::Schema::new()
+            .model::<helpdesk::Customer>()
+            .model::<Agent>()
+            .model::<helpdesk::Ticket>()
+            .model::<helpdesk::Message>()
+            .model::<helpdesk::Order>()
+            .model::<helpdesk::Part>()
+            .model::<helpdesk::Product>()
+            .version(2)
+            .migration(
+                2,
+                "default team",
+                mongo_schema::migrate::set_default::<Agent>("team", "support"),
+            )
+            .build()
+            .expect("version 2 builds"),
+        _ => helpdesk::schema(),
+    }
+}
+
+fn args(command: &str, db: &mongodb::Database, more: &[&str]) -> Vec<String> {
+    let mut all = vec![
+        command.to_owned(),
+        "--uri".to_owned(),
+        mongo_schema_testkit::uri(),
+        "--db".to_owned(),
+        db.name().to_owned(),
+    ];
+    all.extend(more.iter().map(|s| (*s).to_owned()));
+    all
+}
+
+const HELPDESK: [&str; 7] = [
+    "customers",
+    "agents",
+    "tickets",
+    "messages",
+    "orders",
+    "parts",
+    "productsHybrid",
+];
+
+async fn plan_exits_2_then_apply_then_plan_exits_0() {
+    let db = mongo_schema_testkit::database("cli_plan").await;
+
+    let plan = run(args("plan", &db, &[])).await;
+    assert_eq!(plan.code, 2, "work to do:\n{}{}", plan.stdout, plan.stderr);
+    assert!(
+        plan.stdout.contains("create collection `tickets`"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("pending: run `apply`"),
+        "{}",
+        plan.stdout
+    );
+
+    let plan = run(args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 2);
+    let json = plan.json();
+    assert_eq!(json["command"], "plan");
+    assert_eq!(json["exit"], 2);
+    assert_eq!(json["work"], true);
+    let created: Vec<&str> = json["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "create_collection")
+        .map(|a| a["collection"].as_str().unwrap())
+        .collect();
+    for name in HELPDESK {
+        assert!(created.contains(&name), "{name} not planned: {created:?}");
+    }
+    assert!(json["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a["kind"] == "create_indexes" && a["collection"] == "tickets"));
+    // plan wrote nothing
+    assert!(db.list_collection_names().await.unwrap().is_empty());
+
+    let apply = run(args("apply", &db, &["--json"])).await;
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let json = apply.json();
+    // progress on standard error (not a terminal: plain lines), one per action as it is done
+    let actions = json["actions"].as_array().unwrap().len();
+    for n in 1..=actions {
+        assert!(
+            apply.stderr.contains(&format!("apply [{n}/{actions}] ")),
+            "progress line {n}/{actions} in:\n{}",
+            apply.stderr
+        );
+    }
+    assert_eq!(json["command"], "apply");
+    assert_eq!(json["noop"], false);
+    assert_eq!(json["recorded"], true);
+    assert!(json["actions"].as_array().unwrap().len() >= HELPDESK.len());
+    let mut names = db.list_collection_names().await.unwrap();
+    names.sort();
+    for name in HELPDESK {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} not created: {names:?}"
+        );
+    }
+
+    let plan = run(args("plan", &db, &[])).await;
+    assert_eq!(
+        plan.code, 0,
+        "nothing to do:\n{}{}",
+        plan.stdout, plan.stderr
+    );
+    assert!(plan.stdout.contains("nothing to do"), "{}", plan.stdout);
+    let json = run(args("plan", &db, &["--json"])).await.json();
+    assert_eq!(json["exit"], 0);
+    assert_eq!(json["work"], false);
+    assert_eq!(json["actions"].as_array().unwrap().len(), 0);
+
+    // a second apply changes nothing; the table says so
+    let apply = run(args("apply", &db, &[])).await;
+    assert_eq!(apply.code, 0);
+    assert!(apply.stdout.contains("nothing written"), "{}", apply.stdout);
+
+    // positive control: an index dropped behind the schema's back is work again
+    let index = helpdesk::schema().collection("messages").unwrap().indexes[0]
+        .name
+        .clone();
+    db.collection::<BsonDocument>("messages")
+        .drop_index(&index)
+        .await
+        .unwrap_or_else(|e| panic!("the index `{index}` exists: {e}"));
+    let json = run(args("plan", &db, &["--json"])).await.json();
+    assert_eq!(json["exit"], 2);
+    assert!(
+        json["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["kind"] == "create_indexes" && a["collection"] == "messages"),
+        "{json}"
+    );
+}
+
+async fn a_migration_is_planned_applied_and_shown_done() {
+    let db = mongo_schema_testkit::database("cli_migration").await;
+    let apply = run(args("apply", &db, &[])).await;
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    // three agents from before `team` had a default, written past the validator
+    for name in ["Ana", "Bo", "Cy"] {
+        db.collection::<BsonDocument>("agents")
+            .insert_one(mongo_schema::bson::doc! { "_id": ObjectId::new(), "displayName": name })
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+    let plan = run_as("helpdesk-v2", args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 2, "{}{}", plan.stdout, plan.stderr);
+    let json = plan.json();
+    assert_eq!(json["migrations"][0]["name"], "default team");
+    assert_eq!(json["migrations"][0]["documents"], 3);
+    let status = run_as("helpdesk-v2", args("status", &db, &["--json"])).await;
+    assert_eq!(status.code, 2, "a migration pending");
+    let json = status.json();
+    assert_eq!(json["migrations"]["declared"], 1);
+    assert_eq!(json["migrations"]["done"], 0);
+    assert_eq!(json["migrations"]["pending"][0]["version"], 2);
+    assert_eq!(json["version"]["recorded"]["version"], 0);
+
+    let apply = run_as("helpdesk-v2", args("apply", &db, &[])).await;
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert!(
+        apply.stdout.contains("migration v2 `default team`")
+            && apply.stdout.contains("3 matched, 3 changed"),
+        "{}",
+        apply.stdout
+    );
+    assert!(
+        apply
+            .stderr
+            .contains("migrations [0/1] migration v2 default team"),
+        "the step's progress in:\n{}",
+        apply.stderr
+    );
+    let status = run_as("helpdesk-v2", args("status", &db, &["--json"])).await;
+    let json = status.json();
+    assert_eq!(status.code, 0, "{json}");
+    assert_eq!(json["migrations"]["done"], 1);
+    assert_eq!(json["migrations"]["pending"].as_array().unwrap().len(), 0);
+    assert_eq!(json["version"]["recorded"]["version"], 2);
+    let plan = run_as("helpdesk-v2", args("plan", &db, &[])).await;
+    assert_eq!(plan.code, 0, "{}", plan.stdout);
+    let defaulted = db
+        .collection::<BsonDocument>("agents")
+        .count_documents(mongo_schema::bson::doc! { "team": "support" })
+        .await
+        .unwrap();
+    assert_eq!(defaulted, 3);
+    // the older binary meets the newer record: refused (exit 1), or kept serving
+    let older = run(args("apply", &db, &[])).await;
+    assert_eq!(older.code, 1, "{}", older.stdout);
+    assert!(older.stderr.contains('2'), "{}", older.stderr);
+    let kept = run(args("apply", &db, &["--on-newer", "continue", "--json"])).await;
+    assert_eq!(kept.code, 0, "{}", kept.stderr);
+    assert_eq!(kept.json()["recorded"], false);
+}
+
+async fn errors_exit_1_and_say_why() {
+    let unreachable = run(vec![
+        "plan".into(),
+        "--uri".into(),
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300".into(),
+        "--db".into(),
+        "x".into(),
+        "--json".into(),
+    ])
+    .await;
+    assert_eq!(unreachable.code, 1, "{}", unreachable.stderr);
+    assert!(
+        unreachable.stderr.starts_with("error: "),
+        "{}",
+        unreachable.stderr
+    );
+    let json = unreachable.json();
+    assert_eq!(json["exit"], 1);
+    assert!(json["error"].as_str().is_some_and(|e| !e.is_empty()));
+
+    let no_server = run(vec!["status".into(), "--db".into(), "x".into()]).await;
+    assert_eq!(no_server.code, 1);
+    assert!(no_server.stderr.contains("--uri"), "{}", no_server.stderr);
+
+    let unknown = run(vec!["drop-everything".into()]).await;
+    assert_eq!(unknown.code, 1, "clap refuses it");
+    assert!(
+        unknown.stderr.contains("drop-everything"),
+        "{}",
+        unknown.stderr
+    );
+
+    let help = run(vec!["--help".into()]).await;
+    assert_eq!(help.code, 0);
+    for command in [
+        "plan",
+        "apply",
+        "status",
+        "report",
+        "audit",
+        "reconcile",
+        "retry-failures",
+        "prove",
+        "mongosh",
+    ] {
+        assert!(
+            help.stdout.contains(command),
+            "{command} in:\n{}",
+            help.stdout
+        );
+    }
+}
+
+/// The worker rows of `status --json`, by name.
+fn worker<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == name)
+        .unwrap_or_else(|| panic!("no worker `{name}` in {status}"))
+}
+
+async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
+    let db = mongo_schema_testkit::database("cli_status").await;
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+
+    let status = run(args("status", &db, &["--json"])).await;
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    let json = status.json();
+    assert_eq!(json["command"], "status");
+    assert_eq!(json["version"]["recorded"]["completed"], true);
+    assert_eq!(json["pending_actions"], 0);
+    assert_eq!(json["workers"].as_array().unwrap().len(), 0);
+    assert_eq!(json["failures"]["total"], 0);
+
+    let spawn = |lease_ms: u64| {
+        schema
+            .sync_worker(&db)
+            .name("cli-status")
+            .lease(Duration::from_millis(lease_ms))
+            .max_await_time(Duration::from_millis(100))
+            .spawn()
+    };
+    let first = spawn(1500);
+    common::within(Duration::from_secs(30), "first worker ready", first.ready())
+        .await
+        .unwrap();
+    // a standby of the same name, waiting
+    let standby = spawn(1500);
+    common::within(Duration::from_secs(30), "standby ready", standby.ready())
+        .await
+        .unwrap();
+    assert!(standby.stats().is_standby());
+
+    let before = run(args("status", &db, &["--json"])).await.json();
+    let row = worker(&before, "cli-status");
+    let first_owner = row["owner"].as_str().expect("an owner").to_owned();
+    assert_eq!(row["expired"], false);
+    let epoch = row["epoch"].as_i64().expect("an epoch");
+    assert!(row["lease_expires_in_ms"].as_i64().unwrap() > 0, "{row}");
+    // positive control: a live owner renews (a third of the lease: every 0.5 s)
+    let renewed_from = row["lease_expires"].clone();
+    common::eventually(Duration::from_secs(10), "the lease renewed", || {
+        let (db, renewed_from) = (db.clone(), renewed_from.clone());
+        async move {
+            let now = run(args("status", &db, &["--json"])).await.json();
+            worker(&now, "cli-status")["lease_expires"] != renewed_from
+        }
+    })
+    .await;
+    // a rename the worker applies: its lag is saved with its token
+    assert!(row["lag_ms"].is_null(), "no change applied yet: {row}");
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    Agent::collection(&db)
+        .update_one(
+            mongo_schema::bson::doc! { "_id": agent.id },
+            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
+        )
+        .await
+        .unwrap();
+    common::eventually(Duration::from_secs(20), "the lag saved", || {
+        let db = db.clone();
+        async move {
+            let now = run(args("status", &db, &["--json"])).await.json();
+            worker(&now, "cli-status")["lag_ms"]
+                .as_i64()
+                .is_some_and(|lag| (0..20_000).contains(&lag))
+        }
+    })
+    .await;
+    let table = run(args("status", &db, &[])).await;
+    assert!(table.stdout.contains("cli-status"), "{}", table.stdout);
+    assert!(table.stdout.contains("expires in"), "{}", table.stdout);
+
+    first.kill();
+    // the lease is no longer renewed: while the killed worker still owns it, its expiry stays
+    // put, then the standby owns it under the next epoch
+    let killed = run(args("status", &db, &["--json"])).await.json();
+    let frozen = worker(&killed, "cli-status").clone();
+    let seen_expired = std::sync::Arc::new(AtomicBool::new(false));
+    let took_over = Instant::now();
+    common::eventually(Duration::from_secs(15), "the standby took over", || {
+        let db = db.clone();
+        let (frozen, first_owner) = (frozen.clone(), first_owner.clone());
+        let seen_expired = seen_expired.clone();
+        async move {
+            let now = run(args("status", &db, &["--json"])).await.json();
+            let row = worker(&now, "cli-status").clone();
+            if row["owner"] == first_owner.as_str() {
+                if frozen["owner"] == first_owner.as_str() {
+                    assert_eq!(
+                        row["lease_expires"], frozen["lease_expires"],
+                        "a killed worker renewed its lease"
+                    );
+                }
+                if row["expired"] == true {
+                    seen_expired.store(true, Ordering::Relaxed);
+                }
+                return false;
+            }
+            row["owner"].is_string()
+        }
+    })
+    .await;
+    let after = run(args("status", &db, &["--json"])).await;
+    let json = after.json();
+    let row = worker(&json, "cli-status");
+    assert_ne!(row["owner"], first_owner.as_str());
+    assert_eq!(row["epoch"].as_i64(), Some(epoch + 1), "{row}");
+    assert_eq!(row["expired"], false);
+    assert!(standby.stats().is_active());
+    eprintln!(
+        "    takeover seen by `status` {:?} after the kill (expired lease caught in between: {})",
+        took_over.elapsed(),
+        seen_expired.load(Ordering::Relaxed)
+    );
+    standby.shutdown().await.unwrap();
+    let released = run(args("status", &db, &["--json"])).await.json();
+    assert!(worker(&released, "cli-status")["owner"].is_null());
+}
+
+async fn status_shows_an_expired_lease_until_someone_takes_it() {
+    let db = mongo_schema_testkit::database("cli_expired").await;
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    let only = schema
+        .sync_worker(&db)
+        .name("lonely")
+        .lease(Duration::from_millis(600))
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    common::within(Duration::from_secs(30), "worker ready", only.ready())
+        .await
+        .unwrap();
+    let live = run(args("status", &db, &[])).await;
+    assert_eq!(live.code, 0, "{}{}", live.stdout, live.stderr);
+    assert!(!live.stdout.contains("EXPIRED"), "{}", live.stdout);
+    only.kill();
+    common::eventually(Duration::from_secs(10), "the lease shown expired", || {
+        let db = db.clone();
+        async move {
+            let table = run(args("status", &db, &[])).await;
+            table.code == 2 && table.stdout.contains("EXPIRED")
+        }
+    })
+    .await;
+    let json = run(args("status", &db, &["--json"])).await.json();
+    assert_eq!(json["exit"], 2);
+    let row = worker(&json, "lonely");
+    assert_eq!(row["expired"], true);
+    assert!(row["lease_expires_in_ms"].as_i64().unwrap() < 0);
+}
+
+async fn reports_and_read_only_commands() {
+    let db = mongo_schema_testkit::database("cli_reports").await;
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    // a drifted async copy, for reconcile and audit to find
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let customer = helpdesk::customer("Bo");
+    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
+    if let Some(assignee) = ticket.assignee.as_mut() {
+        assignee.display_name = "stale".into();
+    }
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+
+    let reconcile = run(args("reconcile", &db, &["--json"])).await;
+    assert_eq!(
+        reconcile.code, 2,
+        "{}{}",
+        reconcile.stdout, reconcile.stderr
+    );
+    let json = reconcile.json();
+    assert_eq!(json["drifted"], 1);
+    // progress: one line per copy compared (the frozen one is never compared)
+    let compared = json["copies"].as_array().unwrap().len();
+    assert_eq!(compared, 3, "{json}");
+    for n in 1..=compared {
+        assert!(
+            reconcile
+                .stderr
+                .contains(&format!("reconcile [{n}/{compared}] ")),
+            "{}",
+            reconcile.stderr
+        );
+    }
+    assert!(reconcile
+        .stderr
+        .contains("tickets.assignee: 1 checked, 1 drifted"));
+    assert_eq!(json["repaired"], 0);
+    let audit = run(args("audit", &db, &["--json"])).await;
+    assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
+    assert_eq!(audit.json()["clean"], false);
+    let repaired = run(args("reconcile", &db, &["--repair", "--json"])).await;
+    assert_eq!(repaired.code, 0, "{}", repaired.stderr);
+    assert_eq!(repaired.json()["repaired"], 1);
+    let again = run(args("reconcile", &db, &[])).await;
+    assert_eq!(again.code, 0, "{}", again.stdout);
+    assert!(again.stdout.contains("0 drifted"), "{}", again.stdout);
+
+    let retry = run(args("retry-failures", &db, &["--json"])).await;
+    assert_eq!(retry.code, 0, "{}", retry.stderr);
+    assert_eq!(retry.json()["retried"], 0);
+
+    let prove = run(args("prove", &db, &["--json"])).await;
+    assert!(prove.code == 0 || prove.code == 2, "{}", prove.stderr);
+    let json = prove.json();
+    assert!(!json["queries"].as_array().unwrap().is_empty());
+    assert_eq!(json["exit"], prove.code);
+
+    let mongosh = run(vec!["mongosh".into()]).await;
+    assert_eq!(mongosh.code, 0);
+    assert_eq!(mongosh.stdout, schema.mongosh_script());
+
+    let markdown = run(vec!["report".into(), "--format".into(), "markdown".into()]).await;
+    assert_eq!(markdown.stdout, schema.report());
+    let html = run(vec!["report".into(), "--format".into(), "html".into()]).await;
+    assert_eq!(html.code, 0);
+    assert_eq!(html.stdout, schema.report_html());
+    let text = run(vec!["report".into()]).await;
+    for name in HELPDESK {
+        assert!(text.stdout.contains(name), "{name} in:\n{}", text.stdout);
+    }
+    let json = run(vec!["report".into(), "--format".into(), "json".into()])
+        .await
+        .json();
+    let collections: Vec<&str> = json["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(collections.len(), HELPDESK.len());
+    assert!(json["relationships"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["holder"] == "tickets" && r["path"] == "assignee"));
+}
+
+type Test = (
+    &'static str,
+    fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
+);
+
+fn main() -> ExitCode {
+    if let Ok(schema) = std::env::var(CHILD) {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
+    }
+    let tests: [Test; 6] = [
+        ("plan_exits_2_then_apply_then_plan_exits_0", || {
+            Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
+        }),
+        ("a_migration_is_planned_applied_and_shown_done", || {
+            Box::pin(a_migration_is_planned_applied_and_shown_done())
+        }),
+        ("errors_exit_1_and_say_why", || {
+            Box::pin(errors_exit_1_and_say_why())
+        }),
+        (
+            "status_shows_a_killed_workers_lease_expire_and_a_standby_take_over",
+            || Box::pin(status_shows_a_killed_workers_lease_expire_and_a_standby_take_over()),
+        ),
+        (
+            "status_shows_an_expired_lease_until_someone_takes_it",
+            || Box::pin(status_shows_an_expired_lease_until_someone_takes_it()),
+        ),
+        ("reports_and_read_only_commands", || {
+            Box::pin(reports_and_read_only_commands())
+        }),
+    ];
+    // libtest's arguments that matter here: NAME filters (substrings, or whole names with
+    // `--exact`), `--skip NAME`, `--list`, `--ignored` (there are none); other flags are ignored
+    let mut filters = Vec::new();
+    let mut skips = Vec::new();
+    let (mut exact, mut list, mut ignored) = (false, false, false);
+    let mut arguments = std::env::args().skip(1);
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "--skip" => skips.extend(arguments.next()),
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--ignored" => ignored = true,
+            flag if flag.starts_with('-') => {}
+            name => filters.push(name.to_owned()),
+        }
+    }
+    let matches = |name: &str, pattern: &str| {
+        if exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    };
+    let selected: Vec<&Test> = tests
+        .iter()
+        .filter(|_| !ignored)
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+        .filter(|(name, _)| !skips.iter().any(|s| matches(name, s)))
+        .collect();
+    if list {
+        for (name, _) in &selected {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning {} tests", selected.len());
+    let mut failed = Vec::new();
+    for (name, test) in &selected {
+        let started = Instant::now();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(test())));
+        drop(runtime);
+        match outcome {
+            Ok(()) => println!(
+                "test {name} ... ok ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        selected.len() - failed.len(),
+        failed.len()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
