@@ -15,6 +15,7 @@ use crate::report::Report;
 use crate::sample::{collection, ReadOptions};
 
 /// One path the aggregation counts.
+#[derive(Debug, Clone)]
 struct Probe {
     key: String,
     segments: Vec<String>,
@@ -43,8 +44,17 @@ fn is_type(path: &str, kind: &str) -> Document {
     doc! { "$eq": [{ "$type": path }, kind] }
 }
 
-/// Counts the facts of `found`'s shape over every document and puts them into it. Returns the
-/// exact paths, dotted from the collection name (`orders.items`).
+/// The counts of one collection's aggregation, to put into its shape again after the gate has
+/// joined failing documents into it (they were counted here already).
+#[derive(Debug, Clone)]
+pub struct Facts {
+    name: String,
+    total: u64,
+    probes: Vec<Probe>,
+    counted: Document,
+}
+
+/// Counts the facts of `shape` over every document of collection `name` and puts them into it.
 pub async fn count(
     db: &Database,
     name: &str,
@@ -53,7 +63,7 @@ pub async fn count(
     read: &ReadOptions,
     max_paths: usize,
     report: &mut Report,
-) -> mongodb::error::Result<BTreeSet<String>> {
+) -> mongodb::error::Result<Facts> {
     let mut found = Vec::new();
     paths(shape, &[], &mut found);
     if found.len() > max_paths {
@@ -126,71 +136,87 @@ pub async fn count(
         agg = agg.max_time(t);
     }
     let results: Vec<Document> = agg.await?.try_collect().await?;
-    let Some(facts) = results.into_iter().next() else {
-        return Ok(BTreeSet::new());
+    let facts = Facts {
+        name: name.to_owned(),
+        total,
+        probes,
+        counted: results.into_iter().next().unwrap_or_default(),
     };
-    shape.count = total;
-    let mut exact = BTreeSet::new();
-    for probe in probes {
-        let get = |suffix: &str| -> Option<i64> {
-            match facts.get(format!("{}_{suffix}", probe.key)) {
-                Some(Bson::Int32(v)) => Some(i64::from(*v)),
-                Some(Bson::Int64(v)) => Some(*v),
-                Some(Bson::Double(v)) => Some(*v as i64),
-                _ => None,
+    facts.apply(shape);
+    Ok(facts)
+}
+
+impl Facts {
+    /// Puts the counts into `shape`; the exact paths, dotted from the collection name
+    /// (`orders.items`).
+    pub fn apply(&self, shape: &mut DocShape) -> BTreeSet<String> {
+        let mut exact = BTreeSet::new();
+        if self.counted.is_empty() {
+            return exact;
+        }
+        shape.count = self.total;
+        let (facts, name) = (&self.counted, &self.name);
+        for probe in &self.probes {
+            let get = |suffix: &str| -> Option<i64> {
+                match facts.get(format!("{}_{suffix}", probe.key)) {
+                    Some(Bson::Int32(v)) => Some(i64::from(*v)),
+                    Some(Bson::Int64(v)) => Some(*v),
+                    Some(Bson::Double(v)) => Some(*v as i64),
+                    _ => None,
+                }
+            };
+            let Some(field) = locate(shape, &probe.segments) else {
+                continue;
+            };
+            if let Some(p) = get("p") {
+                field.count = p as u64;
             }
-        };
-        let Some(field) = locate(shape, &probe.segments) else {
-            continue;
-        };
-        if let Some(p) = get("p") {
-            field.count = p as u64;
-        }
-        if let Some(n) = get("n") {
-            field.nulls = n as u64;
-        }
-        if let Some(array) = field.array.as_mut() {
-            if let (Some(max), Some(min)) = (get("amax"), get("amin")) {
-                array.max_len = max as u64;
-                array.min_len = min as u64;
+            if let Some(n) = get("n") {
+                field.nulls = n as u64;
             }
-            if let Some(e) = get("aempty") {
-                array.empties = e as u64;
+            if let Some(array) = field.array.as_mut() {
+                if let (Some(max), Some(min)) = (get("amax"), get("amin")) {
+                    array.max_len = max as u64;
+                    array.min_len = min as u64;
+                }
+                if let Some(e) = get("aempty") {
+                    array.empties = e as u64;
+                }
             }
-        }
-        if let (Some(r), Some(min), Some(max)) = (field.ints.as_mut(), get("intmin"), get("intmax")) {
-            r.min = min;
-            r.max = max;
-        }
-        if let (Some(r), Some(min), Some(max)) = (field.longs.as_mut(), get("longmin"), get("longmax")) {
-            r.min = min;
-            r.max = max;
-        }
-        if let Some(strings) = field.strings.as_mut() {
-            if let Some(len) = get("slen") {
-                strings.max_len = len as u64;
+            if let (Some(r), Some(min), Some(max)) = (field.ints.as_mut(), get("intmin"), get("intmax")) {
+                r.min = min;
+                r.max = max;
             }
-            if let Some(c) = get("scount") {
-                strings.count = c as u64;
+            if let (Some(r), Some(min), Some(max)) = (field.longs.as_mut(), get("longmin"), get("longmax")) {
+                r.min = min;
+                r.max = max;
             }
-            if let Ok(values) = facts.get_array(format!("{}_svalues", probe.key)) {
-                let values: Vec<&str> = values.iter().filter_map(Bson::as_str).collect();
-                strings.values = (values.len() <= VALUE_CAP).then(|| {
-                    let mut known = strings.values.take().unwrap_or_default();
-                    let mut exact: BTreeMap<String, u64> = BTreeMap::new();
-                    for v in values {
-                        exact.insert(v.to_owned(), known.remove(v).unwrap_or(0));
-                    }
-                    exact
-                });
+            if let Some(strings) = field.strings.as_mut() {
+                if let Some(len) = get("slen") {
+                    strings.max_len = len as u64;
+                }
+                if let Some(c) = get("scount") {
+                    strings.count = c as u64;
+                }
+                if let Ok(values) = facts.get_array(format!("{}_svalues", probe.key)) {
+                    let values: Vec<&str> = values.iter().filter_map(Bson::as_str).collect();
+                    strings.values = (values.len() <= VALUE_CAP).then(|| {
+                        let mut known = strings.values.take().unwrap_or_default();
+                        let mut exact: BTreeMap<String, u64> = BTreeMap::new();
+                        for v in values {
+                            exact.insert(v.to_owned(), known.remove(v).unwrap_or(0));
+                        }
+                        exact
+                    });
+                }
             }
+            if let (Some(d), Some(n)) = (field.doc.as_mut(), get("docs")) {
+                d.count = n as u64;
+            }
+            exact.insert(format!("{name}.{}", probe.segments.join(".")));
         }
-        if let (Some(d), Some(n)) = (field.doc.as_mut(), get("docs")) {
-            d.count = n as u64;
-        }
-        exact.insert(format!("{name}.{}", probe.segments.join(".")));
+        exact
     }
-    Ok(exact)
 }
 
 fn locate<'a>(shape: &'a mut DocShape, segments: &[String]) -> Option<&'a mut Shape> {

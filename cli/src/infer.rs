@@ -5,8 +5,8 @@
 //!   `Bson`, with a report entry;
 //! - numbers: `int` alone is `i32`; `int` with `long` is `i64`; any with `double` is `f64`; the
 //!   validator keeps every stored kind;
-//! - strings with at least `enum_min` values and fewer distinct values than their square root
-//!   (quicktype's rule): a unit enum;
+//! - strings with at least `enum_min` values and from 2 distinct values up to fewer than their
+//!   square root (quicktype's rule): a unit enum;
 //! - documents: a map when forced, or when its keys look like ids, digits or dates, or are many
 //!   more than one document holds; an internally tagged enum when a tag candidate's values split
 //!   the other fields' presence; otherwise a struct;
@@ -351,7 +351,7 @@ impl Infer<'_> {
         let n = strings.count;
         let k = values.len() as u64;
         let short = values.keys().all(|v| !v.is_empty() && v.chars().count() <= 64);
-        if n < self.options.enum_min || (k * k) >= n || !short {
+        if n < self.options.enum_min || k < 2 || (k * k) >= n || !short {
             return Ty::Str;
         }
         let variants = variant_idents(values.keys());

@@ -77,9 +77,10 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         return Err(format!("`{}` holds no collection to pull", db.name()));
     }
     let mut observed = Vec::new();
+    let mut counted = Vec::new();
     for f in &found {
         let mut shape = f.shape.clone();
-        let exact = facts::count(
+        let facts = facts::count(
             db,
             &f.name,
             f.count,
@@ -99,12 +100,21 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         observed.push(Observed {
             name: f.name.clone(),
             count: f.count,
+            exact: facts.apply(&mut shape),
             shape,
-            exact,
         });
+        counted.push(facts);
     }
     let mut options = config.infer.clone();
-    let (mut model, rounds) = gate(db, &mut observed, &mut options, config, &mut report).await?;
+    let (mut model, rounds) = gate(
+        db,
+        &mut observed,
+        &counted,
+        &mut options,
+        config,
+        &mut report,
+    )
+    .await?;
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
         // the copies' validators are their sources' fields: check again, drop what fails
@@ -158,6 +168,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
 async fn gate(
     db: &Database,
     observed: &mut [Observed],
+    counted: &[facts::Facts],
     options: &mut Options,
     config: &PullConfig,
     report: &mut Report,
@@ -174,7 +185,7 @@ async fn gate(
         }
         let mut failed = false;
         report.collections.clear();
-        for (o, (name, v)) in observed.iter_mut().zip(&validators) {
+        for ((o, facts), (name, v)) in observed.iter_mut().zip(counted).zip(&validators) {
             let checked = verify::check(db, name, o.count, v, &config.read, report).await?;
             report.collections.push(CollectionSummary {
                 name: name.clone(),
@@ -209,6 +220,8 @@ async fn gate(
             for d in &checked.failing {
                 joined = joined.join(DocShape::of(d));
             }
+            // the facts counted these documents already: their exact counts stand
+            o.exact = facts.apply(&mut joined);
             o.shape = joined;
         }
         if !failed {
@@ -307,6 +320,14 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 .get_document("partialFilterExpression")
                 .ok()
                 .map(extended_json);
+            let first = keys.keys().next().cloned().unwrap_or_default();
+            let extended_by_derive = keys.len() > 1
+                && root.fields.iter().any(|f| {
+                    f.stored == first
+                        && f.reference.is_some()
+                        && !matches!(f.ty, crate::model::Ty::Array { .. })
+                })
+                && !keys.contains_key("_id");
             c.indexes.push(Index {
                 keys,
                 name: name.clone(),
@@ -320,7 +341,11 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 },
                 partial,
             });
-            note("kept as #[index]".to_owned());
+            note(if extended_by_derive {
+                format!("kept as #[index]; it starts with the reference `{first}`, so the derive appends `_id` to it for keyset pages of a parent's children, and `apply` warns that the server's differs until it is rebuilt")
+            } else {
+                "kept as #[index]".to_owned()
+            });
         }
     }
 }

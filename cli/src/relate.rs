@@ -275,9 +275,10 @@ async fn extended(
         let type_name = model.structs[model.collections[target].root].name.clone();
         let f = &mut model.structs[root].fields[fi];
         f.notes.push(format!(
-            "`{}`: a copy of `{target_name}` ({}): {equal} of {compared} copies equal their source now, at most {max_holders} holders of one source: `{sync}`",
+            "`{}`: a copy of `{target_name}` ({}): {equal} of {compared} copies equal their source now, at most {max_holders} holder{} of one source: `{sync}`",
             field.stored,
-            names.join(", ")
+            names.join(", "),
+            if max_holders == 1 { "" } else { "s" }
         ));
         f.extended = Some(ExtendedRef {
             collection: target_name,

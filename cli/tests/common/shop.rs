@@ -82,7 +82,7 @@ pub async fn seed(db: &Database) {
                 .map(|k| {
                     let mut item = doc! {
                         "productId": format!("sku-{:04}", (i + k * 13) % 500),
-                        "qty": 1 + (i + k) % 3,
+                        "qty": (1 + (i + k) % 3) as i32,
                         "price": number(if k % 2 == 0 { 12.5 } else { 20.0 }),
                     };
                     if i == RARE_ORDER && k == 8 {
@@ -125,7 +125,7 @@ pub async fn seed(db: &Database) {
                 "_id": ObjectId::from_bytes(id_bytes(4, i)),
                 "productId": format!("sku-{:04}", i % 500),
                 "author": { "_id": ObjectId::from_bytes(id_bytes(1, c)), "name": name },
-                "rating": 1 + i % 5,
+                "rating": (1 + i % 5) as i32,
                 "body": format!("review {i}"),
             };
             if i == 777 {
