@@ -76,6 +76,16 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     if found.is_empty() {
         return Err(format!("`{}` holds no collection to pull", db.name()));
     }
+    let mut phase = Instant::now();
+    let mut lap = |report: &mut Report, name: &str| {
+        report
+            .phases
+            .push((name.to_owned(), phase.elapsed().as_secs_f64()));
+        phase = Instant::now();
+    };
+    report
+        .phases
+        .push(("sample".to_owned(), started.elapsed().as_secs_f64()));
     let mut observed = Vec::new();
     let mut counted = Vec::new();
     for f in &found {
@@ -105,6 +115,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         });
         counted.push(facts);
     }
+    lap(&mut report, "facts");
     let mut options = config.infer.clone();
     let (mut model, rounds) = gate(
         db,
@@ -115,6 +126,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         &mut report,
     )
     .await?;
+    lap(&mut report, "gate");
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
         // the copies' validators are their sources' fields: check again, drop what fails
@@ -132,6 +144,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
             }
         }
     }
+    lap(&mut report, "relate");
     for (c, f) in model.collections.iter_mut().zip(&found) {
         c.validation_level = f.validation_level.clone();
         c.validation_action = f.validation_action.clone();
@@ -156,6 +169,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
             rounds,
         },
     );
+    lap(&mut report, "emit");
     report.seconds = started.elapsed().as_secs_f64();
     Ok(Pulled {
         module,

@@ -135,6 +135,8 @@ pub struct Report {
     pub commands: std::collections::BTreeMap<String, u64>,
     /// Wall time of the pull.
     pub seconds: f64,
+    /// Wall time per stage (`sample`, `facts`, `gate`, `relate`, `emit`), in seconds.
+    pub phases: Vec<(String, f64)>,
 }
 
 impl Report {
@@ -175,7 +177,16 @@ impl Report {
             out.push_str(&format!("note: {n}\n"));
         }
         let commands: u64 = self.commands.values().sum();
-        out.push_str(&format!("{commands} commands in {:.2} s\n", self.seconds));
+        let phases: Vec<String> = self
+            .phases
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.2} s"))
+            .collect();
+        out.push_str(&format!(
+            "{commands} commands in {:.2} s ({})\n",
+            self.seconds,
+            phases.join(", ")
+        ));
         out
     }
 }

@@ -28,7 +28,13 @@ pub const RARE_ORDER: i64 = 6_543;
 
 /// Writes the data set and its indexes into `db`.
 pub async fn seed(db: &Database) {
-    let customers: Vec<Document> = (0..2000)
+    seed_sized(db, 2000, 500, 7000, 1000).await;
+}
+
+/// The data set with other sizes (the benchmark's); `seed` is 2,000 customers, 500 products,
+/// 7,000 orders and 1,000 reviews.
+pub async fn seed_sized(db: &Database, n_customers: i64, n_products: i64, n_orders: i64, n_reviews: i64) {
+    let customers: Vec<Document> = (0..n_customers)
         .map(|i| {
             let id = ObjectId::from_bytes(id_bytes(1, i));
             let mut d = doc! {
@@ -59,11 +65,11 @@ pub async fn seed(db: &Database) {
             d
         })
         .collect();
-    let products: Vec<Document> = (0..500)
+    let products: Vec<Document> = (0..n_products)
         .map(|i| {
             let mut stock = Document::new();
             for w in 0..(1 + i % 4) {
-                stock.insert(format!("wh{}", (i + w) % 12 + 1), (i * 7 + w) % 40);
+                stock.insert(format!("wh{}", (i + w) % 12 + 1), ((i * 7 + w) % 40) as i32);
             }
             doc! {
                 "_id": format!("sku-{i:04}"),
@@ -74,14 +80,14 @@ pub async fn seed(db: &Database) {
             }
         })
         .collect();
-    let orders: Vec<Document> = (0..7000)
+    let orders: Vec<Document> = (0..n_orders)
         .map(|i| {
-            let c = (i * 7) % 2000;
+            let c = (i * 7) % n_customers;
             let items_count = if i == RARE_ORDER { 9 } else { 1 + i % 4 };
             let items: Vec<Bson> = (0..items_count)
                 .map(|k| {
                     let mut item = doc! {
-                        "productId": format!("sku-{:04}", (i + k * 13) % 500),
+                        "productId": format!("sku-{:04}", (i + k * 13) % n_products),
                         "qty": (1 + (i + k) % 3) as i32,
                         "price": number(if k % 2 == 0 { 12.5 } else { 20.0 }),
                     };
@@ -116,14 +122,14 @@ pub async fn seed(db: &Database) {
             d
         })
         .collect();
-    let reviews: Vec<Document> = (0..1000)
+    let reviews: Vec<Document> = (0..n_reviews)
         .map(|i| {
-            let c = (i * 11) % 2000;
+            let c = (i * 11) % n_customers;
             // a snapshot: the name at the time of the review, since changed for a tenth
             let name = if i % 10 == 0 { format!("Old name {c}") } else { format!("Customer {c}") };
             let mut d = doc! {
                 "_id": ObjectId::from_bytes(id_bytes(4, i)),
-                "productId": format!("sku-{:04}", i % 500),
+                "productId": format!("sku-{:04}", i % n_products),
                 "author": { "_id": ObjectId::from_bytes(id_bytes(1, c)), "name": name },
                 "rating": (1 + i % 5) as i32,
                 "body": format!("review {i}"),
