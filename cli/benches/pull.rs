@@ -17,8 +17,13 @@ async fn main() {
     let scale = if quick { 1 } else { 10 };
     let db = mongo_schema_testkit::database("bench_pull").await;
     let seeding = Instant::now();
-    let (customers, products, orders, reviews, carts) =
-        (1_800 * scale, 200 * scale, 7_000 * scale, 500 * scale, 500 * scale);
+    let (customers, products, orders, reviews, carts) = (
+        1_800 * scale,
+        200 * scale,
+        7_000 * scale,
+        500 * scale,
+        500 * scale,
+    );
     shop::seed_sized(&db, customers, products, orders, reviews).await;
     let carts_docs: Vec<Document> = (0..carts)
         .map(|i| {

@@ -41,7 +41,10 @@ pub fn module(model: &Model, header: &Header) -> String {
     for c in &model.collections {
         e.root(c, &mut body);
     }
-    for &i in structs.iter().filter(|i| !model.collections.iter().any(|c| c.root == **i)) {
+    for &i in structs
+        .iter()
+        .filter(|i| !model.collections.iter().any(|c| c.root == **i))
+    {
         e.structure(i, &mut body);
     }
     for &i in &unions {
@@ -114,7 +117,11 @@ fn reachable(model: &Model) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
         match ty {
             Ty::Struct(i) if !s.contains(i) => {
                 s.push(*i);
-                for f in model.structs[*i].fields.iter().filter(|f| f.extended.is_none()) {
+                for f in model.structs[*i]
+                    .fields
+                    .iter()
+                    .filter(|f| f.extended.is_none())
+                {
                     walk(model, &f.ty, s, e, u);
                 }
             }
@@ -133,7 +140,13 @@ fn reachable(model: &Model) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
         }
     }
     for c in &model.collections {
-        walk(model, &Ty::Struct(c.root), &mut structs, &mut enums, &mut unions);
+        walk(
+            model,
+            &Ty::Struct(c.root),
+            &mut structs,
+            &mut enums,
+            &mut unions,
+        );
     }
     (structs, enums, unions)
 }
@@ -162,7 +175,11 @@ impl Emitter<'_> {
             return format!("Ref<{target}>");
         }
         match ty {
-            Ty::I64 { with_int: true } | Ty::F64 { with_int: true, .. } | Ty::F64 { with_long: true, .. } => {
+            Ty::I64 { with_int: true }
+            | Ty::F64 { with_int: true, .. }
+            | Ty::F64 {
+                with_long: true, ..
+            } => {
                 let kinds = number_kinds(ty);
                 self.markers.insert(kinds.clone());
                 self.elements.insert(kinds.clone());
@@ -239,11 +256,23 @@ impl Emitter<'_> {
             u.path, u.tag
         );
         out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
-        let _ = writeln!(out, "#[serde(tag = {})]", quote(&u.tag));
+        let snake = u
+            .variants
+            .iter()
+            .all(|v| names::field_ident(&v.ident) == v.value);
+        if snake {
+            let _ = writeln!(
+                out,
+                "#[serde(tag = {}, rename_all = \"snake_case\")]",
+                quote(&u.tag)
+            );
+        } else {
+            let _ = writeln!(out, "#[serde(tag = {})]", quote(&u.tag));
+        }
         out.push_str("#[schema(additional_properties = false)]\n");
         let _ = writeln!(out, "pub enum {} {{", u.name);
         for v in &u.variants {
-            if v.ident != v.value {
+            if !snake && v.ident != v.value {
                 let _ = writeln!(out, "    #[serde(rename = {})]", quote(&v.value));
             }
             if v.fields.is_empty() {
@@ -297,13 +326,22 @@ impl Emitter<'_> {
             let inner = match &field.extended {
                 Some(_) => format!("{owner}{}", names::type_name(names::unraw(&field.ident))),
                 None => match (&field.ty, &reference) {
-                    (ty, Some(target)) if !matches!(ty, Ty::Array { .. }) => format!("Ref<{target}>"),
+                    (ty, Some(target)) if !matches!(ty, Ty::Array { .. }) => {
+                        format!("Ref<{target}>")
+                    }
                     (ty, _) => self.rust_ty(ty, reference.as_deref()),
                 },
             };
             let p = field.presence;
-            let mixed = matches!(field.ty, Ty::I64 { with_int: true } | Ty::F64 { with_int: true, .. } | Ty::F64 { with_long: true, .. })
-                && field.reference.is_none();
+            let mixed = matches!(
+                field.ty,
+                Ty::I64 { with_int: true }
+                    | Ty::F64 { with_int: true, .. }
+                    | Ty::F64 {
+                        with_long: true,
+                        ..
+                    }
+            ) && field.reference.is_none();
             let stored_marker = mixed.then(|| {
                 let kinds = number_kinds(&field.ty);
                 self.markers.insert(kinds.clone());
@@ -312,11 +350,17 @@ impl Emitter<'_> {
             let (ty, stored_as) = match (p.missing, p.null, &field.ty) {
                 (false, false, _) => (inner.clone(), stored_marker.clone()),
                 (false, true, Ty::Any) => (inner.clone(), None),
-                (false, true, _) => (format!("Option<{inner}>"), stored_marker.map(|m| format!("Option<{m}>"))),
+                (false, true, _) => (
+                    format!("Option<{inner}>"),
+                    stored_marker.map(|m| format!("Option<{m}>")),
+                ),
                 (true, false, _) => {
                     serde.push("default".into());
                     serde.push("skip_serializing_if = \"Option::is_none\"".into());
-                    (format!("Option<{inner}>"), stored_marker.map(|m| format!("Option<{m}>")))
+                    (
+                        format!("Option<{inner}>"),
+                        stored_marker.map(|m| format!("Option<{m}>")),
+                    )
                 }
                 (true, true, _) => {
                     self.double_option = true;
@@ -324,7 +368,10 @@ impl Emitter<'_> {
                     serde.push("skip_serializing_if = \"Option::is_none\"".into());
                     serde.push("with = \"double_option\"".into());
                     let stored = stored_marker.unwrap_or_else(|| inner.clone());
-                    (format!("Option<Option<{inner}>>"), Some(format!("Option<{stored}>")))
+                    (
+                        format!("Option<Option<{inner}>>"),
+                        Some(format!("Option<{stored}>")),
+                    )
                 }
             };
             if !serde.is_empty() {
@@ -360,7 +407,8 @@ impl Emitter<'_> {
         for kinds in self.markers.clone() {
             let name = marker_name(&kinds);
             let list: Vec<String> = kinds.iter().map(|k| quote(k)).collect();
-            let _ = writeln!(
+            let _ =
+                writeln!(
                 self.out,
                 "/// Stored as {}: the documents hold each of these kinds.\npub struct {name};\n\n\
                  impl BsonSchema for {name} {{\n    fn bson_schema() -> BsonDocument {{\n        \
@@ -372,7 +420,11 @@ impl Emitter<'_> {
         for kinds in self.elements.clone() {
             let marker = marker_name(&kinds);
             let name = element_name(&kinds);
-            let rust = if kinds.contains(&"double") { "f64" } else { "i64" };
+            let rust = if kinds.contains(&"double") {
+                "f64"
+            } else {
+                "i64"
+            };
             let _ = writeln!(
                 self.out,
                 "/// An element stored as {marker}: written back as `{rust}`, read from any of them.\n\
@@ -407,8 +459,9 @@ impl Emitter<'_> {
                 self.model.structs[c.root].name
             );
         }
-        self.out
-            .push_str("        .build()\n        .expect(\"the pulled models form a schema\")\n}\n");
+        self.out.push_str(
+            "        .build()\n        .expect(\"the pulled models form a schema\")\n}\n",
+        );
     }
 }
 
@@ -423,7 +476,13 @@ fn index_attr(index: &Index) -> String {
                     .as_f64()
                     .or_else(|| other.as_i32().map(f64::from))
                     .or_else(|| other.as_i64().map(|v| v as f64))
-                    .map(|v| if v < 0.0 { "-1".to_owned() } else { "1".to_owned() })
+                    .map(|v| {
+                        if v < 0.0 {
+                            "-1".to_owned()
+                        } else {
+                            "1".to_owned()
+                        }
+                    })
                     .unwrap_or_else(|| "1".to_owned()),
             };
             format!("{} = {value}", quote(k))

@@ -183,11 +183,15 @@ impl Facts {
                     array.empties = e as u64;
                 }
             }
-            if let (Some(r), Some(min), Some(max)) = (field.ints.as_mut(), get("intmin"), get("intmax")) {
+            if let (Some(r), Some(min), Some(max)) =
+                (field.ints.as_mut(), get("intmin"), get("intmax"))
+            {
                 r.min = min;
                 r.max = max;
             }
-            if let (Some(r), Some(min), Some(max)) = (field.longs.as_mut(), get("longmin"), get("longmax")) {
+            if let (Some(r), Some(min), Some(max)) =
+                (field.longs.as_mut(), get("longmin"), get("longmax"))
+            {
                 r.min = min;
                 r.max = max;
             }

@@ -183,11 +183,7 @@ impl Infer<'_> {
             self.undecided(path, "the gate could not converge on a type", notes);
             return Ty::Any;
         }
-        let kinds: Vec<&str> = shape
-            .kinds()
-            .into_iter()
-            .filter(|k| *k != "null")
-            .collect();
+        let kinds: Vec<&str> = shape.kinds().into_iter().filter(|k| *k != "null").collect();
         if kinds.is_empty() {
             self.undecided(path, "only `null` was seen", notes);
             return Ty::Any;
@@ -272,13 +268,22 @@ impl Infer<'_> {
                 let item_hint = format!("{hint}Item");
                 let singular_hint = names::type_name(&names::singular(stored));
                 let element_hint = if singular_hint != names::type_name(stored) {
-                    format!("{}{singular_hint}", hint.strip_suffix(&names::type_name(stored)).unwrap_or(hint))
+                    format!(
+                        "{}{singular_hint}",
+                        hint.strip_suffix(&names::type_name(stored)).unwrap_or(hint)
+                    )
                 } else {
                     item_hint
                 };
                 let items_path = format!("{path}[]");
                 let mut item_notes = Vec::new();
-                let items = self.ty(&items_path, &element_hint, stored, &array.items, &mut item_notes);
+                let items = self.ty(
+                    &items_path,
+                    &element_hint,
+                    stored,
+                    &array.items,
+                    &mut item_notes,
+                );
                 notes.extend(item_notes);
                 let fixed = array.empties == 0
                     && array.min_len == array.max_len
@@ -350,7 +355,9 @@ impl Infer<'_> {
         };
         let n = strings.count;
         let k = values.len() as u64;
-        let short = values.keys().all(|v| !v.is_empty() && v.chars().count() <= 64);
+        let short = values
+            .keys()
+            .all(|v| !v.is_empty() && v.chars().count() <= 64);
         if n < self.options.enum_min || k < 2 || (k * k) >= n || !short {
             return Ty::Str;
         }
@@ -383,7 +390,13 @@ impl Infer<'_> {
             }
             let mut value_notes = Vec::new();
             let value_hint = format!("{hint}Value");
-            let values_ty = self.ty(&format!("{path}.*"), &value_hint, stored, &values, &mut value_notes);
+            let values_ty = self.ty(
+                &format!("{path}.*"),
+                &value_hint,
+                stored,
+                &values,
+                &mut value_notes,
+            );
             notes.extend(value_notes);
             let max = bound(doc.max_keys, self.options.headroom);
             let why = if forced_map {
@@ -449,7 +462,7 @@ impl Infer<'_> {
             }
         }
         let name = geo_name(doc).unwrap_or(hint);
-        Ty::Struct(self.structure(path, &name.to_owned(), doc))
+        Ty::Struct(self.structure(path, name, doc))
     }
 }
 
@@ -487,14 +500,16 @@ fn variant_idents<'a>(values: impl Iterator<Item = &'a String>) -> Vec<(String, 
 fn id_like(key: &str) -> bool {
     let hex = key.len() == 24 && key.chars().all(|c| c.is_ascii_hexdigit());
     let uuid = key.len() == 36
-        && key
-            .chars()
-            .enumerate()
-            .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
+        && key.chars().enumerate().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
     let digits = !key.is_empty() && key.chars().all(|c| c.is_ascii_digit());
-    let date = key.len() >= 7
-        && key.as_bytes()[4] == b'-'
-        && key[..4].chars().all(|c| c.is_ascii_digit());
+    let date =
+        key.len() >= 7 && key.as_bytes()[4] == b'-' && key[..4].chars().all(|c| c.is_ascii_digit());
     hex || uuid || digits || date
 }
 
@@ -512,7 +527,8 @@ fn looks_like_map(doc: &DocShape) -> bool {
         return true;
     }
     let prefixes: BTreeSet<Option<&str>> = keys.iter().map(|k| prefix_number(k)).collect();
-    if prefixes.len() == 1 && prefixes.iter().next().is_some_and(Option::is_some) && keys.len() >= 3 {
+    if prefixes.len() == 1 && prefixes.iter().next().is_some_and(Option::is_some) && keys.len() >= 3
+    {
         return true;
     }
     // many more keys than one document holds: each key is in few of the documents
@@ -532,7 +548,8 @@ fn tagged(doc: &DocShape) -> Option<(String, BTreeMap<String, DocShape>)> {
     for tag in candidates {
         let by_value = &doc.split[tag];
         let field = doc.field(tag)?;
-        let every = field.count == doc.count && field.strings.as_ref().is_some_and(|s| s.count == doc.count);
+        let every = field.count == doc.count
+            && field.strings.as_ref().is_some_and(|s| s.count == doc.count);
         if !every || !(2..=16).contains(&by_value.len()) {
             continue;
         }
@@ -585,7 +602,14 @@ mod tests {
             .map(|i| {
                 let status = ["open", "paid", "shipped"][i as usize % 3];
                 let mut d = doc! { "_id": i, "status": status };
-                d.insert("price", if i % 2 == 0 { Bson::Int32(i) } else { Bson::Double(1.5) });
+                d.insert(
+                    "price",
+                    if i % 2 == 0 {
+                        Bson::Int32(i)
+                    } else {
+                        Bson::Double(1.5)
+                    },
+                );
                 if i % 3 == 0 {
                     d.insert("note", Bson::Null);
                 } else {
@@ -603,11 +627,32 @@ mod tests {
         assert_eq!(r.name, "Order");
         let field = |n: &str| r.fields.iter().find(|f| f.stored == n).unwrap();
         assert_eq!(field("_id").ty, Ty::I32);
-        assert_eq!(field("price").ty, Ty::F64 { with_int: true, with_long: false });
-        assert_eq!(field("note").presence, Presence { missing: false, null: true });
-        assert_eq!(field("coupon").presence, Presence { missing: true, null: false });
+        assert_eq!(
+            field("price").ty,
+            Ty::F64 {
+                with_int: true,
+                with_long: false
+            }
+        );
+        assert_eq!(
+            field("note").presence,
+            Presence {
+                missing: false,
+                null: true
+            }
+        );
+        assert_eq!(
+            field("coupon").presence,
+            Presence {
+                missing: true,
+                null: false
+            }
+        );
         assert!(matches!(field("status").ty, Ty::Enum(_)));
-        assert_eq!(model.enums[0].variants[0], ("Open".to_owned(), "open".to_owned()));
+        assert_eq!(
+            model.enums[0].variants[0],
+            ("Open".to_owned(), "open".to_owned())
+        );
     }
 
     #[test]
@@ -642,8 +687,20 @@ mod tests {
         assert!(matches!(r.fields[1].ty, Ty::Union(_)));
         assert_eq!(model.unions[0].tag, "type");
         assert_eq!(model.unions[0].variants.len(), 2);
-        assert_eq!(r.fields[2].ty, Ty::Map { values: Box::new(Ty::I32), max: 4 });
-        assert_eq!(r.fields[3].ty, Ty::Array { items: Box::new(Ty::Str), max: 8 });
+        assert_eq!(
+            r.fields[2].ty,
+            Ty::Map {
+                values: Box::new(Ty::I32),
+                max: 4
+            }
+        );
+        assert_eq!(
+            r.fields[3].ty,
+            Ty::Array {
+                items: Box::new(Ty::Str),
+                max: 8
+            }
+        );
         assert_eq!(bound(3, 2.0), 6);
         assert_eq!(bound(0, 2.0), 1);
         assert_eq!(bound(5, 1.5), 8);

@@ -443,31 +443,29 @@ mod tests {
         let s = s.join(Shape::of(&Bson::String("v0".into())));
         assert!(s.strings.unwrap().values.is_none());
     }
-}
 
-#[cfg(test)]
-impl Shape {
-    /// Field order is first-seen order, which depends on the order of the join; the facts do not.
-    fn normalized(mut self) -> Shape {
-        if let Some(doc) = self.doc.as_mut() {
-            normalize_doc(doc);
+    impl Shape {
+        /// Field order is first-seen order, which depends on the order of the join; the facts do not.
+        fn normalized(mut self) -> Shape {
+            if let Some(doc) = self.doc.as_mut() {
+                normalize_doc(doc);
+            }
+            if let Some(array) = self.array.as_mut() {
+                array.items = std::mem::take(&mut array.items).normalized();
+            }
+            self
         }
-        if let Some(array) = self.array.as_mut() {
-            array.items = std::mem::take(&mut array.items).normalized();
-        }
-        self
     }
-}
 
-#[cfg(test)]
-fn normalize_doc(doc: &mut DocShape) {
-    doc.fields.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, s) in doc.fields.iter_mut() {
-        *s = std::mem::take(s).normalized();
-    }
-    for by_value in doc.split.values_mut() {
-        for d in by_value.values_mut() {
-            normalize_doc(d);
+    fn normalize_doc(doc: &mut DocShape) {
+        doc.fields.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, s) in doc.fields.iter_mut() {
+            *s = std::mem::take(s).normalized();
+        }
+        for by_value in doc.split.values_mut() {
+            for d in by_value.values_mut() {
+                normalize_doc(d);
+            }
         }
     }
 }

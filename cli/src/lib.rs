@@ -32,7 +32,11 @@ use clap::{Parser, Subcommand};
 
 /// The command line.
 #[derive(Debug, Parser)]
-#[command(name = "mongo-schema", version, about = "MongoDB schema design the Rust compiler checks")]
+#[command(
+    name = "mongo-schema",
+    version,
+    about = "MongoDB schema design the Rust compiler checks"
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -103,7 +107,9 @@ fn parse_headroom(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches(['x', 'X']);
     match number.parse::<f64>() {
         Ok(v) if v >= 1.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("`{text}` is not a headroom of at least 1 (`2x`, `1.5`)")),
+        _ => Err(format!(
+            "`{text}` is not a headroom of at least 1 (`2x`, `1.5`)"
+        )),
     }
 }
 
@@ -178,8 +184,22 @@ mod tests {
     #[test]
     fn the_pinned_command_line_parses() {
         let cli = Cli::try_parse_from([
-            "mongo-schema", "pull", "--uri", "mongodb://h", "--db", "shop", "--out", "m.rs",
-            "--report", "r.json", "--sample", "200", "--headroom", "1.5x", "--collections", "a,b",
+            "mongo-schema",
+            "pull",
+            "--uri",
+            "mongodb://h",
+            "--db",
+            "shop",
+            "--out",
+            "m.rs",
+            "--report",
+            "r.json",
+            "--sample",
+            "200",
+            "--headroom",
+            "1.5x",
+            "--collections",
+            "a,b",
         ])
         .unwrap();
         let Command::Pull(args) = cli.command;

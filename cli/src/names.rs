@@ -29,7 +29,8 @@ fn words(name: &str) -> Vec<String> {
             && c.is_uppercase()
             && (chars[i - 1].is_lowercase()
                 || chars[i - 1].is_ascii_digit()
-                || chars.get(i + 1).is_some_and(|n| n.is_lowercase()) && chars[i - 1].is_uppercase());
+                || chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+                    && chars[i - 1].is_uppercase());
         if boundary {
             words.push(std::mem::take(&mut current));
         }
@@ -40,7 +41,11 @@ fn words(name: &str) -> Vec<String> {
     }
     words
         .into_iter()
-        .map(|w| w.chars().filter(char::is_ascii_alphanumeric).collect::<String>())
+        .map(|w| {
+            w.chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect::<String>()
+        })
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -57,7 +62,7 @@ pub fn field_ident(stored: &str) -> String {
     }
     if stored.starts_with('_') && stored != "_id" && !ident.starts_with('_') {
         ident.insert(0, '_');
-        ident.insert_str(0, "u");
+        ident.insert(0, 'u');
     }
     keyword_safe(ident)
 }
@@ -110,8 +115,7 @@ pub fn singular(name: &str) -> String {
             return cut(2);
         }
     }
-    if lower.ends_with('s') && !lower.ends_with("ss") && !lower.ends_with("us") && name.len() > 1
-    {
+    if lower.ends_with('s') && !lower.ends_with("ss") && !lower.ends_with("us") && name.len() > 1 {
         return cut(1);
     }
     name.to_owned()
@@ -137,7 +141,11 @@ pub fn unraw(ident: &str) -> &str {
 /// Words of a stored field name that name a collection: `userId`, `user_id`, `user` -> `user`.
 pub fn reference_hint(stored: &str) -> String {
     let mut w = words(stored);
-    if w.len() > 1 && matches!(w.last().map(String::as_str), Some("id" | "ids" | "ref" | "refs"))
+    if w.len() > 1
+        && matches!(
+            w.last().map(String::as_str),
+            Some("id" | "ids" | "ref" | "refs")
+        )
     {
         w.pop();
     }

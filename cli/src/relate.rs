@@ -43,8 +43,12 @@ fn targets(model: &Model) -> Vec<(usize, Ty)> {
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
-            let id = model.structs[c.root].fields.iter().find(|f| f.stored == "_id")?;
-            (!id.presence.missing && !id.presence.null && id_type(&id.ty)).then(|| (i, id.ty.clone()))
+            let id = model.structs[c.root]
+                .fields
+                .iter()
+                .find(|f| f.stored == "_id")?;
+            (!id.presence.missing && !id.presence.null && id_type(&id.ty))
+                .then(|| (i, id.ty.clone()))
         })
         .collect()
 }
@@ -61,7 +65,9 @@ fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
         }
         let name = names::singular(&model.collections[i].name).to_ascii_lowercase();
         let name = name.replace(['_', '-'], "");
-        if !hint.is_empty() && (name == hint.replace('_', "") || name.ends_with(&hint.replace('_', ""))) {
+        if !hint.is_empty()
+            && (name == hint.replace('_', "") || name.ends_with(&hint.replace('_', "")))
+        {
             hinted.push(i);
         } else if strong(ty) {
             others.push(i);
@@ -96,7 +102,10 @@ async fn distinct_values(
         .try_collect()
         .await
         .map_err(|e| format!("`{coll}.{path}`: {e}"))?;
-    Ok(rows.into_iter().filter_map(|mut r| r.remove("_id")).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(|mut r| r.remove("_id"))
+        .collect())
 }
 
 async fn found_in(
@@ -197,11 +206,18 @@ async fn extended(
     if id.presence.missing || id.presence.null || !id_type(&id.ty) {
         return Ok(());
     }
-    let copied: Vec<&crate::model::Field> = copy.fields.iter().filter(|f| f.stored != "_id").collect();
+    let copied: Vec<&crate::model::Field> =
+        copy.fields.iter().filter(|f| f.stored != "_id").collect();
     if copied.is_empty() {
         return Ok(());
     }
-    let valid_ident = |s: &str| names::field_ident(s) == s || (s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !s.starts_with(|c: char| c.is_ascii_digit()) && names::field_ident(s).len() == s.len() && !names::field_ident(s).starts_with("r#"));
+    let valid_ident = |s: &str| {
+        names::field_ident(s) == s
+            || (s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+                && names::field_ident(s).len() == s.len()
+                && !names::field_ident(s).starts_with("r#"))
+    };
     for target in candidates(model, &field.stored, &id.ty) {
         let source = &model.structs[model.collections[target].root];
         let matches = copied.iter().all(|c| {
@@ -234,8 +250,16 @@ async fn extended(
             continue;
         }
         let names: Vec<String> = copied.iter().map(|c| c.stored.clone()).collect();
-        let (compared, equal) =
-            compare_copies(db, config, &coll, &field.stored, &target_name, &names, report).await?;
+        let (compared, equal) = compare_copies(
+            db,
+            config,
+            &coll,
+            &field.stored,
+            &target_name,
+            &names,
+            report,
+        )
+        .await?;
         report.command("aggregate");
         let top: Vec<Document> = collection(db, &coll, &config.read)
             .aggregate(vec![
@@ -319,7 +343,10 @@ async fn compare_copies(
             _ => None,
         })
         .collect();
-    let ids: Vec<Bson> = copies.iter().filter_map(|c| c.get("_id").cloned()).collect();
+    let ids: Vec<Bson> = copies
+        .iter()
+        .filter_map(|c| c.get("_id").cloned())
+        .collect();
     report.command("find");
     let sources: Vec<Document> = collection(db, target, &config.read)
         .find(doc! { "_id": { "$in": ids } })

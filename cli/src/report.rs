@@ -171,7 +171,10 @@ impl Report {
             ));
         }
         for u in &self.undecided {
-            out.push_str(&format!("undecided: `{}` is `Bson`: {}\n", u.path, u.evidence));
+            out.push_str(&format!(
+                "undecided: `{}` is `Bson`: {}\n",
+                u.path, u.evidence
+            ));
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));

@@ -70,7 +70,11 @@ pub async fn sample(
         .await?
         .try_collect()
         .await?;
-    specs.sort_by(|a, b| a.get_str("name").unwrap_or("").cmp(b.get_str("name").unwrap_or("")));
+    specs.sort_by(|a, b| {
+        a.get_str("name")
+            .unwrap_or("")
+            .cmp(b.get_str("name").unwrap_or(""))
+    });
     let mut found = Vec::new();
     for spec in specs {
         let name = spec.get_str("name").unwrap_or_default().to_owned();
@@ -105,7 +109,11 @@ pub async fn sample(
             docs.extend(agg.await?.try_collect::<Vec<_>>().await?);
             for direction in [1, -1] {
                 report.command("find");
-                if let Some(d) = coll.find_one(doc! {}).sort(doc! { "_id": direction }).await? {
+                if let Some(d) = coll
+                    .find_one(doc! {})
+                    .sort(doc! { "_id": direction })
+                    .await?
+                {
                     docs.push(d);
                 }
             }

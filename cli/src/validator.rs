@@ -3,9 +3,13 @@
 //! `copy_schema`, the `BsonSchema` impls of the scalars), so that the gate checks the very
 //! validator `schema().apply(..)` installs.
 
-use mongo_schema_core::__private::{copy_schema, enum_schema, object, string_enum, Tagging, VariantSchema};
+use mongo_schema_core::__private::{
+    copy_schema, enum_schema, object, string_enum, Tagging, VariantSchema,
+};
 use mongo_schema_core::BsonSchema;
-use mongodb::bson::{doc, oid::ObjectId, Binary, Bson, DateTime, Decimal128, Document, Regex, Timestamp, Uuid};
+use mongodb::bson::{
+    doc, oid::ObjectId, Binary, Bson, DateTime, Decimal128, Document, Regex, Timestamp, Uuid,
+};
 
 use crate::model::{Field, Model, Struct, Ty};
 
@@ -23,7 +27,9 @@ pub fn validators(model: &Model) -> Vec<(String, Document)> {
 
 /// The schema of a struct: closed (`additional_properties = false`), as `emit` writes it.
 pub fn struct_schema(model: &Model, s: &Struct, root: bool) -> Document {
-    fields_object(model, &s.fields).deny_additional(root).build()
+    fields_object(model, &s.fields)
+        .deny_additional(root)
+        .build()
 }
 
 fn fields_object(model: &Model, fields: &[Field]) -> mongo_schema_core::__private::ObjectSchema {
@@ -78,7 +84,11 @@ pub fn ty_schema(model: &Model, ty: &Ty) -> Document {
         Ty::Regex => Regex::bson_schema(),
         Ty::Timestamp => Timestamp::bson_schema(),
         Ty::Enum(i) => {
-            let values: Vec<&str> = model.enums[*i].variants.iter().map(|(_, v)| v.as_str()).collect();
+            let values: Vec<&str> = model.enums[*i]
+                .variants
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect();
             string_enum(&values)
         }
         Ty::Struct(i) => struct_schema(model, &model.structs[*i], false),
@@ -123,7 +133,10 @@ pub fn number_kinds(ty: &Ty) -> Vec<&'static str> {
             .filter(|(on, _)| *on)
             .map(|(_, k)| *k)
             .collect(),
-        Ty::F64 { with_int, with_long } => [(*with_int, "int"), (*with_long, "long"), (true, "double")]
+        Ty::F64 {
+            with_int,
+            with_long,
+        } => [(*with_int, "int"), (*with_long, "long"), (true, "double")]
             .iter()
             .filter(|(on, _)| *on)
             .map(|(_, k)| *k)

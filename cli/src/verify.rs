@@ -75,7 +75,7 @@ pub async fn check(
         .map_err(|e| format!("`{name}`: {e}"))?
     {
         seen += 1;
-        if progress && seen % 5000 == 0 {
+        if progress && seen.is_multiple_of(5000) {
             bar(name, seen, total);
         }
         if let Err(error) = local.check_raw(&document) {

@@ -37,7 +37,9 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
     let db = mongo_schema_testkit::database("pull_shop").await;
     common::shop::seed(&db).await;
     let started = Instant::now();
-    let pulled = pull(&db, &config()).await.unwrap_or_else(|e| panic!("pull: {e}"));
+    let pulled = pull(&db, &config())
+        .await
+        .unwrap_or_else(|e| panic!("pull: {e}"));
     eprintln!(
         "pull of {} documents: {:.2} s, {} commands, {} gate rounds\n{}",
         common::shop::DOCUMENTS,
@@ -55,18 +57,35 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
     }
     // (the three rare documents are all in the sample once in about 10,000 runs)
-    assert!(report.gate_rounds >= 2, "the gate widened nothing: {report:#?}");
+    assert!(
+        report.gate_rounds >= 2,
+        "the gate widened nothing: {report:#?}"
+    );
     assert!(!report.widenings.is_empty());
-    for rare in ["gift_wrap: Option<bool>", "vip: Option<bool>", "photos: Option<Vec<String>>"] {
-        assert!(module.contains(rare), "`{rare}` is not in the module:\n{module}");
+    for rare in [
+        "gift_wrap: Option<bool>",
+        "vip: Option<bool>",
+        "photos: Option<Vec<String>>",
+    ] {
+        assert!(
+            module.contains(rare),
+            "`{rare}` is not in the module:\n{module}"
+        );
     }
-    let items = report.arrays.iter().find(|a| a.path == "orders.items").unwrap();
-    assert_eq!((items.observed_max, items.exact, items.bound), (9, true, 18));
+    let items = report
+        .arrays
+        .iter()
+        .find(|a| a.path == "orders.items")
+        .unwrap();
+    assert_eq!(
+        (items.observed_max, items.exact, items.bound),
+        (9, true, 18)
+    );
 
     // what was written is found where it was written
     for needle in [
         "#[collection(name = \"orders\", additional_properties = false)]",
-        "#[serde(tag = \"type\")]",
+        "#[serde(tag = \"type\", rename_all = \"snake_case\")]",
         "pub enum OrderPayment {",
         "pub enum OrderStatus {",
         "pub struct GeoPoint {",
@@ -86,9 +105,21 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
     ] {
         assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
     }
-    let copy = report.copies.iter().find(|c| c.path == "orders.customer").unwrap();
-    assert_eq!((copy.equal, copy.compared), (copy.compared, copy.compared.min(100)));
-    let snapshot = report.copies.iter().find(|c| c.path == "reviews.author").unwrap();
+    readme_block_is_pulled(module);
+    let copy = report
+        .copies
+        .iter()
+        .find(|c| c.path == "orders.customer")
+        .unwrap();
+    assert_eq!(
+        (copy.equal, copy.compared),
+        (copy.compared, copy.compared.min(100))
+    );
+    let snapshot = report
+        .copies
+        .iter()
+        .find(|c| c.path == "reviews.author")
+        .unwrap();
     assert!(snapshot.equal < snapshot.compared, "{snapshot:?}");
 
     // the module compiles, applies with 0 violators, and every document round-trips
@@ -104,14 +135,20 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the pulled crate failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "the pulled crate failed:\n{stdout}\n{stderr}"
+    );
     eprintln!("{stdout}");
     for collection in ["customers", "orders", "products", "reviews"] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("{collection}:")))
             .unwrap_or_else(|| panic!("no line for {collection}:\n{stdout}"));
-        assert!(line.contains("server violators 0, local violators 0"), "{line}");
+        assert!(
+            line.contains("server violators 0, local violators 0"),
+            "{line}"
+        );
         assert!(line.contains("validator installed as generated"), "{line}");
         let (decoded, equal) = counts(line);
         assert_eq!(decoded, equal, "{line}");
@@ -131,7 +168,9 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
 async fn the_gate_counts_a_document_the_validator_refuses() {
     let db = mongo_schema_testkit::database("pull_gate").await;
     let coll = db.collection::<Document>("things");
-    let docs: Vec<Document> = (0..50).map(|i| doc! { "_id": i, "n": i, "tags": ["a"] }).collect();
+    let docs: Vec<Document> = (0..50)
+        .map(|i| doc! { "_id": i, "n": i, "tags": ["a"] })
+        .collect();
     coll.insert_many(docs).await.unwrap();
     let pulled = pull(&db, &config()).await.unwrap();
     let validators = mongo_schema_cli::validator::validators(&pulled.model);
@@ -140,9 +179,10 @@ async fn the_gate_counts_a_document_the_validator_refuses() {
         .unwrap();
     let mut report = mongo_schema_cli::report::Report::default();
     let read = config().read;
-    let checked = mongo_schema_cli::verify::check(&db, "things", 51, &validators[0].1, &read, &mut report)
-        .await
-        .unwrap();
+    let checked =
+        mongo_schema_cli::verify::check(&db, "things", 51, &validators[0].1, &read, &mut report)
+            .await
+            .unwrap();
     assert_eq!((checked.server, checked.local), (1, 1), "{checked:?}");
     assert_eq!(checked.failing[0].get_i32("_id"), Ok(99));
     // pulled again, the type of `n` is undecided rather than wrong, and nothing fails
@@ -152,9 +192,32 @@ async fn the_gate_counts_a_document_the_validator_refuses() {
     assert_eq!(again.report.collections[0].server_violators, 0);
 }
 
+/// The README's pulled example is this pull's module, line for line in order (`// ...` elides).
+fn readme_block_is_pulled(module: &str) {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .find("\n## Adopting an existing database\n")
+        .expect("the README section");
+    let body = &readme[section..];
+    let block = &body[body.find("```rust\n").expect("a rust block") + 8..];
+    let block = &block[..block.find("```").expect("closed")];
+    let lines: Vec<&str> = module.lines().map(str::trim).collect();
+    let mut at = 0;
+    for wanted in block.lines().map(str::trim).filter(|l| *l != "// ...") {
+        match lines[at..].iter().position(|l| *l == wanted) {
+            Some(i) => at += i + 1,
+            None => {
+                panic!("README line `{wanted}` is not in the pulled module (in order):\n{module}")
+            }
+        }
+    }
+}
+
 fn counts(line: &str) -> (u64, u64) {
     let number = |word: &str| -> u64 {
-        let at = line.find(word).unwrap_or_else(|| panic!("`{word}` in {line}"));
+        let at = line
+            .find(word)
+            .unwrap_or_else(|| panic!("`{word}` in {line}"));
         line[..at]
             .split_whitespace()
             .last()
@@ -198,9 +261,15 @@ fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled) -> PathBuf {
     let mut checks = String::new();
     for c in &pulled.model.collections {
         let ty = &pulled.model.structs[c.root].name;
-        checks.push_str(&format!("    check::<model::{ty}>(&db, {:?}).await;\n", c.name));
+        checks.push_str(&format!(
+            "    check::<model::{ty}>(&db, {:?}).await;\n",
+            c.name
+        ));
     }
-    write_if_changed(&dir.join("src/main.rs"), &CHECKER.replace("    // CHECKS\n", &checks));
+    write_if_changed(
+        &dir.join("src/main.rs"),
+        &CHECKER.replace("    // CHECKS\n", &checks),
+    );
     dir
 }
 

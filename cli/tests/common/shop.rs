@@ -33,7 +33,13 @@ pub async fn seed(db: &Database) {
 
 /// The data set with other sizes (the benchmark's); `seed` is 2,000 customers, 500 products,
 /// 7,000 orders and 1,000 reviews.
-pub async fn seed_sized(db: &Database, n_customers: i64, n_products: i64, n_orders: i64, n_reviews: i64) {
+pub async fn seed_sized(
+    db: &Database,
+    n_customers: i64,
+    n_products: i64,
+    n_orders: i64,
+    n_reviews: i64,
+) {
     let customers: Vec<Document> = (0..n_customers)
         .map(|i| {
             let id = ObjectId::from_bytes(id_bytes(1, i));
@@ -126,7 +132,11 @@ pub async fn seed_sized(db: &Database, n_customers: i64, n_products: i64, n_orde
         .map(|i| {
             let c = (i * 11) % n_customers;
             // a snapshot: the name at the time of the review, since changed for a tenth
-            let name = if i % 10 == 0 { format!("Old name {c}") } else { format!("Customer {c}") };
+            let name = if i % 10 == 0 {
+                format!("Old name {c}")
+            } else {
+                format!("Customer {c}")
+            };
             let mut d = doc! {
                 "_id": ObjectId::from_bytes(id_bytes(4, i)),
                 "productId": format!("sku-{:04}", i % n_products),
