@@ -78,21 +78,23 @@ fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
     hinted
 }
 
-/// Up to [`VALUES_CHECKED`] distinct values at `path` (arrays unwound).
+/// Up to [`VALUES_CHECKED`] distinct values at `path`, through `unwinds` levels of arrays.
 async fn distinct_values(
     db: &Database,
     config: &PullConfig,
     coll: &str,
     path: &str,
-    array: bool,
+    unwinds: usize,
     report: &mut Report,
 ) -> Result<Vec<Bson>, String> {
-    let field = format!("${path}");
-    let mut pipeline = vec![doc! { "$match": { path: { "$exists": true, "$ne": Bson::Null } } }];
-    if array {
-        pipeline.push(doc! { "$unwind": &field });
+    let mut pipeline = vec![
+        doc! { "$match": { path: { "$exists": true, "$ne": Bson::Null } } },
+        doc! { "$project": { "_id": 0, "v": format!("${path}") } },
+    ];
+    for _ in 0..unwinds {
+        pipeline.push(doc! { "$unwind": "$v" });
     }
-    pipeline.push(doc! { "$group": { "_id": &field } });
+    pipeline.push(doc! { "$group": { "_id": "$v" } });
     pipeline.push(doc! { "$limit": VALUES_CHECKED });
     report.command("aggregate");
     let rows: Vec<Document> = collection(db, coll, &config.read)
@@ -105,6 +107,7 @@ async fn distinct_values(
     Ok(rows
         .into_iter()
         .filter_map(|mut r| r.remove("_id"))
+        .filter(|v| *v != Bson::Null)
         .collect())
 }
 
@@ -122,7 +125,8 @@ async fn found_in(
         .map_err(|e| format!("`{target}`: {e}"))
 }
 
-/// Finds the references and extended references of every root's fields.
+/// Finds the references of every root's fields and of the sub-documents they hold (also in
+/// arrays), and the extended references of every root's sub-documents.
 pub async fn relate(
     db: &Database,
     model: &mut Model,
@@ -131,57 +135,95 @@ pub async fn relate(
     report: &mut Report,
 ) -> Result<(), String> {
     for ci in 0..model.collections.len() {
-        let coll = model.collections[ci].name.clone();
         let root = model.collections[ci].root;
-        for fi in 0..model.structs[root].fields.len() {
-            let field = model.structs[root].fields[fi].clone();
-            if field.stored == "_id" || !names::unraw(&field.ident).is_ascii() {
-                continue;
+        let mut pending = vec![(root, String::new(), 0usize)];
+        let mut seen = Vec::new();
+        while let Some((si, prefix, arrays)) = pending.pop() {
+            if seen.contains(&si) {
+                continue; // a struct shared by two paths is decided at the first
             }
-            let (element, array) = match &field.ty {
-                Ty::Array { items, .. } => ((**items).clone(), true),
-                other => (other.clone(), false),
-            };
-            if id_type(&element) {
-                for target in candidates(model, &field.stored, &element) {
-                    let target_name = model.collections[target].name.clone();
-                    let values =
-                        distinct_values(db, config, &coll, &field.stored, array, report).await?;
-                    if values.is_empty() {
-                        break;
-                    }
-                    let found = found_in(db, config, &target_name, &values, report).await?;
-                    let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
-                    report.references.push(ReferenceCheck {
-                        path: format!("{coll}.{}", field.stored),
-                        target: target_name.clone(),
-                        checked: values.len() as u64,
-                        found,
-                        accepted,
-                    });
-                    if accepted {
-                        let type_name = model.structs[model.collections[target].root].name.clone();
-                        let f = &mut model.structs[root].fields[fi];
-                        f.notes.push(format!(
-                            "`{}`: {found} of {} distinct values checked are `_id`s of `{target_name}`: a reference",
-                            field.stored,
-                            values.len()
-                        ));
-                        f.reference = Some(Reference {
-                            collection: target_name,
-                            type_name,
-                        });
-                        break;
-                    }
-                }
-                continue;
-            }
-            if let Ty::Struct(si) = field.ty {
-                if field.presence.missing || field.presence.null {
+            seen.push(si);
+            for fi in 0..model.structs[si].fields.len() {
+                let field = model.structs[si].fields[fi].clone();
+                if field.stored == "_id" || !plain(&field.stored) {
                     continue;
                 }
-                extended(db, model, config, report, ci, fi, si).await?;
+                let path = format!("{prefix}{}", field.stored);
+                let (element, array) = match &field.ty {
+                    Ty::Array { items, .. } => ((**items).clone(), true),
+                    other => (other.clone(), false),
+                };
+                if id_type(&element) {
+                    let unwinds = arrays + usize::from(array);
+                    reference(db, model, config, report, ci, (si, fi), &path, unwinds).await?;
+                    continue;
+                }
+                match element {
+                    Ty::Struct(inner) => {
+                        let whole = si == root && !array;
+                        if whole && !field.presence.missing && !field.presence.null {
+                            extended(db, model, config, report, ci, fi, inner).await?;
+                        }
+                        if model.structs[si].fields[fi].extended.is_none() {
+                            pending.push((inner, format!("{path}."), arrays + usize::from(array)));
+                        }
+                    }
+                    _ => continue,
+                }
             }
+        }
+    }
+    Ok(())
+}
+
+fn plain(stored: &str) -> bool {
+    !stored.is_empty() && !stored.contains('.') && !stored.starts_with('$')
+}
+
+/// Checks one id-like field (`path` from the collection, through `unwinds` arrays) against its
+/// candidate targets; the first accepted one makes it a reference.
+#[allow(clippy::too_many_arguments)]
+async fn reference(
+    db: &Database,
+    model: &mut Model,
+    config: &PullConfig,
+    report: &mut Report,
+    ci: usize,
+    (si, fi): (usize, usize),
+    path: &str,
+    unwinds: usize,
+) -> Result<(), String> {
+    let coll = model.collections[ci].name.clone();
+    let field = model.structs[si].fields[fi].clone();
+    let element = field.ty.element().clone();
+    for target in candidates(model, &field.stored, &element) {
+        let target_name = model.collections[target].name.clone();
+        let values = distinct_values(db, config, &coll, path, unwinds, report).await?;
+        if values.is_empty() {
+            break;
+        }
+        let found = found_in(db, config, &target_name, &values, report).await?;
+        let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
+        report.references.push(ReferenceCheck {
+            path: format!("{coll}.{path}"),
+            target: target_name.clone(),
+            checked: values.len() as u64,
+            found,
+            accepted,
+        });
+        if accepted {
+            let type_name = model.structs[model.collections[target].root].name.clone();
+            let f = &mut model.structs[si].fields[fi];
+            f.notes.push(format!(
+                "`{}`: {found} of {} distinct values checked are `_id`s of `{target_name}`: a reference",
+                field.stored,
+                values.len()
+            ));
+            f.reference = Some(Reference {
+                collection: target_name,
+                type_name,
+            });
+            break;
         }
     }
     Ok(())
@@ -233,7 +275,7 @@ async fn extended(
         }
         let target_name = model.collections[target].name.clone();
         let path = format!("{}._id", field.stored);
-        let values = distinct_values(db, config, &coll, &path, false, report).await?;
+        let values = distinct_values(db, config, &coll, &path, 0, report).await?;
         if values.is_empty() {
             continue;
         }

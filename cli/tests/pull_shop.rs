@@ -106,6 +106,39 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
     }
     readme_block_is_pulled(module);
+    let accepted: Vec<(&str, &str)> = report
+        .references
+        .iter()
+        .filter(|r| r.accepted)
+        .map(|r| (r.path.as_str(), r.target.as_str()))
+        .collect();
+    for expected in [
+        ("orders.customerId", "customers"),
+        ("orders.customer._id", "customers"),
+        ("orders.items.productId", "products"),
+        ("reviews.productId", "products"),
+        ("reviews.author._id", "customers"),
+    ] {
+        assert!(
+            accepted.contains(&expected),
+            "{expected:?} not in {accepted:?}"
+        );
+    }
+    // the positive control of the check: ObjectIds found in no collection are no reference
+    let tracking: Vec<_> = report
+        .references
+        .iter()
+        .filter(|r| r.path == "orders.trackingId")
+        .collect();
+    assert!(!tracking.is_empty());
+    assert!(
+        tracking.iter().all(|r| r.found == 0 && !r.accepted),
+        "{tracking:?}"
+    );
+    assert!(
+        module.contains("pub tracking_id: Option<ObjectId>,"),
+        "{module}"
+    );
     let copy = report
         .copies
         .iter()

@@ -124,6 +124,8 @@ pub async fn seed_sized(
             }
             if i % 4 == 2 {
                 d.insert("shippedAt", DateTime::from_millis(1_700_000_500_000 + i * 60_000));
+                // a carrier's id: an ObjectId that is no `_id` of this database
+                d.insert("trackingId", ObjectId::from_bytes(id_bytes(9, i)));
             }
             d
         })
