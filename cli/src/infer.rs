@@ -33,6 +33,8 @@ pub struct Options {
     pub maps: BTreeSet<String>,
     /// Paths forced to structs.
     pub structs: BTreeSet<String>,
+    /// String paths forced to unit enums (when at most 64 distinct values were seen).
+    pub enums: BTreeSet<String>,
     /// Paths forced to `Bson` (set by the gate when widening did not converge).
     pub undecided: BTreeSet<String>,
 }
@@ -45,6 +47,7 @@ impl Default for Options {
             unbounded_threshold: 1000,
             maps: BTreeSet::new(),
             structs: BTreeSet::new(),
+            enums: BTreeSet::new(),
             undecided: BTreeSet::new(),
         }
     }
@@ -358,11 +361,16 @@ impl Infer<'_> {
         let short = values
             .keys()
             .all(|v| !v.is_empty() && v.chars().count() <= 64);
-        if n < self.options.enum_min || k < 2 || (k * k) >= n || !short {
+        let forced = self.options.enums.contains(path);
+        if !forced && (n < self.options.enum_min || k < 2 || (k * k) >= n || !short) {
             return Ty::Str;
         }
         let variants = variant_idents(values.keys());
-        let evidence = format!("{k} values in {n} documents ({})", self.exactness(path));
+        let evidence = format!(
+            "{k} values in {n} documents ({}){}",
+            self.exactness(path),
+            if forced { ", forced by --enum" } else { "" }
+        );
         notes.push(format!("`{stored}`: {evidence}: a unit enum"));
         self.decide(path, "unit enum".to_owned(), evidence);
         if let Some(i) = self.model.enums.iter().position(|e| e.variants == variants) {

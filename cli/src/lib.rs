@@ -86,6 +86,9 @@ pub struct PullArgs {
     /// Paths to keep structs, whatever their keys.
     #[arg(long = "struct", value_name = "PATH")]
     pub structs: Vec<String>,
+    /// String paths to make unit enums, whatever their counts (up to 64 distinct values).
+    #[arg(long = "enum", value_name = "PATH")]
+    pub enums: Vec<String>,
     /// `maxTimeMS` of every read, in milliseconds.
     #[arg(long)]
     pub max_time_ms: Option<u64>,
@@ -129,6 +132,7 @@ impl PullArgs {
                 unbounded_threshold: self.unbounded_threshold,
                 maps: self.maps.iter().cloned().collect(),
                 structs: self.structs.iter().cloned().collect(),
+                enums: self.enums.iter().cloned().collect(),
                 undecided: BTreeSet::new(),
             },
             reference_threshold: self.reference_threshold,

@@ -1,12 +1,12 @@
-//! References and copies, confirmed on the server. A field of a root whose values have the type
-//! of another collection's `_id` (ObjectId, uuid, string, integer; strings and integers only
-//! with a name hint: `userId` -> `users`) is a reference when a deduplicated sample of up to 100
-//! of its values is found in the target's `_id` by one `$in` count on the `_id` index, at the
-//! threshold ratio. A sub-document of a root holding such an `_id` and some of the target's own
-//! fields (same stored names and types) is an extended reference; its strategy is suggested from
-//! the data: copies that all equal their source now were maintained (`transactional`, `async`
-//! when one source has more than [`ASYNC_FAN_OUT`] holders, seed 003's question 4), copies that
-//! differ were snapshots (`frozen`).
+//! References and copies, confirmed on the server. A field of a root, or of a sub-document it holds
+//! (also in arrays), whose values have the type of another collection's `_id` (ObjectId, uuid,
+//! string, integer; strings and integers only with a name hint: `userId` -> `users`) is a reference
+//! when a deduplicated sample of up to 100 of its values is found in the target's `_id` by one
+//! `$in` count on the `_id` index, at the threshold ratio. A sub-document of a root holding such an
+//! `_id` and some of the target's own fields (same stored names and types) is an extended
+//! reference; its strategy is suggested from the data: copies that all equal their source now were
+//! maintained (`transactional`, `async` when one source has more than [`ASYNC_FAN_OUT`] holders,
+//! seed 003's question 4), copies that differ were snapshots (`frozen`).
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
@@ -78,23 +78,21 @@ fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
     hinted
 }
 
-/// Up to [`VALUES_CHECKED`] distinct values at `path`, through `unwinds` levels of arrays.
+/// Up to [`VALUES_CHECKED`] distinct values at `path`; `arrays` are the arrays on the way
+/// (`items`, or `tags` itself), unwound in order.
 async fn distinct_values(
     db: &Database,
     config: &PullConfig,
     coll: &str,
     path: &str,
-    unwinds: usize,
+    arrays: &[String],
     report: &mut Report,
 ) -> Result<Vec<Bson>, String> {
-    let mut pipeline = vec![
-        doc! { "$match": { path: { "$exists": true, "$ne": Bson::Null } } },
-        doc! { "$project": { "_id": 0, "v": format!("${path}") } },
-    ];
-    for _ in 0..unwinds {
-        pipeline.push(doc! { "$unwind": "$v" });
+    let mut pipeline = vec![doc! { "$match": { path: { "$exists": true, "$ne": Bson::Null } } }];
+    for array in arrays {
+        pipeline.push(doc! { "$unwind": format!("${array}") });
     }
-    pipeline.push(doc! { "$group": { "_id": "$v" } });
+    pipeline.push(doc! { "$group": { "_id": format!("${path}") } });
     pipeline.push(doc! { "$limit": VALUES_CHECKED });
     report.command("aggregate");
     let rows: Vec<Document> = collection(db, coll, &config.read)
@@ -136,7 +134,8 @@ pub async fn relate(
 ) -> Result<(), String> {
     for ci in 0..model.collections.len() {
         let root = model.collections[ci].root;
-        let mut pending = vec![(root, String::new(), 0usize)];
+        let mut pending: Vec<(usize, String, Vec<String>)> =
+            vec![(root, String::new(), Vec::new())];
         let mut seen = Vec::new();
         while let Some((si, prefix, arrays)) = pending.pop() {
             if seen.contains(&si) {
@@ -153,9 +152,12 @@ pub async fn relate(
                     Ty::Array { items, .. } => ((**items).clone(), true),
                     other => (other.clone(), false),
                 };
+                let mut through = arrays.clone();
+                if array {
+                    through.push(path.clone());
+                }
                 if id_type(&element) {
-                    let unwinds = arrays + usize::from(array);
-                    reference(db, model, config, report, ci, (si, fi), &path, unwinds).await?;
+                    reference(db, model, config, report, ci, (si, fi), &path, &through).await?;
                     continue;
                 }
                 match element {
@@ -165,7 +167,7 @@ pub async fn relate(
                             extended(db, model, config, report, ci, fi, inner).await?;
                         }
                         if model.structs[si].fields[fi].extended.is_none() {
-                            pending.push((inner, format!("{path}."), arrays + usize::from(array)));
+                            pending.push((inner, format!("{path}."), through));
                         }
                     }
                     _ => continue,
@@ -180,7 +182,7 @@ fn plain(stored: &str) -> bool {
     !stored.is_empty() && !stored.contains('.') && !stored.starts_with('$')
 }
 
-/// Checks one id-like field (`path` from the collection, through `unwinds` arrays) against its
+/// Checks one id-like field (`path` from the collection, through `arrays`) against its
 /// candidate targets; the first accepted one makes it a reference.
 #[allow(clippy::too_many_arguments)]
 async fn reference(
@@ -191,14 +193,14 @@ async fn reference(
     ci: usize,
     (si, fi): (usize, usize),
     path: &str,
-    unwinds: usize,
+    arrays: &[String],
 ) -> Result<(), String> {
     let coll = model.collections[ci].name.clone();
     let field = model.structs[si].fields[fi].clone();
     let element = field.ty.element().clone();
     for target in candidates(model, &field.stored, &element) {
         let target_name = model.collections[target].name.clone();
-        let values = distinct_values(db, config, &coll, path, unwinds, report).await?;
+        let values = distinct_values(db, config, &coll, path, arrays, report).await?;
         if values.is_empty() {
             break;
         }
@@ -275,7 +277,7 @@ async fn extended(
         }
         let target_name = model.collections[target].name.clone();
         let path = format!("{}._id", field.stored);
-        let values = distinct_values(db, config, &coll, &path, 0, report).await?;
+        let values = distinct_values(db, config, &coll, &path, &[], report).await?;
         if values.is_empty() {
             continue;
         }
