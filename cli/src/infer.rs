@@ -37,6 +37,9 @@ pub struct Options {
     pub enums: BTreeSet<String>,
     /// Paths forced to `Bson` (set by the gate when widening did not converge).
     pub undecided: BTreeSet<String>,
+    /// What an existing `$jsonSchema` validator allows per path: kept even where no stored
+    /// document uses it (`existing.rs`).
+    pub existing: BTreeMap<String, crate::existing::Allowed>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             structs: BTreeSet::new(),
             enums: BTreeSet::new(),
             undecided: BTreeSet::new(),
+            existing: BTreeMap::new(),
         }
     }
 }
@@ -149,7 +153,7 @@ impl Infer<'_> {
             let field_path = format!("{path}.{stored}");
             let ident = names::unique(names::field_ident(stored), &mut idents);
             let hint = format!("{owner}{}", names::type_name(stored));
-            let presence = Presence {
+            let mut presence = Presence {
                 missing: field_shape.count < shape.count,
                 null: field_shape.nulls > 0,
             };
@@ -159,6 +163,30 @@ impl Infer<'_> {
                     "`{stored}`: in {} of {} documents, null in {}",
                     field_shape.count, shape.count, field_shape.nulls
                 ));
+            }
+            let widened;
+            let mut field_shape = field_shape;
+            // every stored document has an `_id`, whatever a validator requires
+            let existing = self
+                .options
+                .existing
+                .get(&field_path)
+                .filter(|_| stored != "_id");
+            if let Some(allowed) = existing {
+                let (shape, kept) = allowed.widen(field_shape, &mut presence);
+                if !kept.is_empty() {
+                    notes.push(format!(
+                        "`{stored}`: the existing validator allows {}, which no stored document uses: kept",
+                        kept.join(", ")
+                    ));
+                    self.decide(
+                        &field_path,
+                        "kept from the existing validator".to_owned(),
+                        kept.join(", "),
+                    );
+                }
+                widened = shape;
+                field_shape = &widened;
             }
             let ty = self.ty(&field_path, &hint, stored, field_shape, &mut notes);
             fields.push(Field {

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod emit;
+pub mod existing;
 pub mod facts;
 pub mod infer;
 pub mod lattice;
@@ -134,6 +135,7 @@ impl PullArgs {
                 structs: self.structs.iter().cloned().collect(),
                 enums: self.enums.iter().cloned().collect(),
                 undecided: BTreeSet::new(),
+                existing: Default::default(),
             },
             reference_threshold: self.reference_threshold,
             relations: !self.no_relations,

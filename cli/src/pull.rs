@@ -86,6 +86,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     report
         .phases
         .push(("sample".to_owned(), started.elapsed().as_secs_f64()));
+    let mut options = config.infer.clone();
     let mut observed = Vec::new();
     let mut counted = Vec::new();
     for f in &found {
@@ -101,11 +102,14 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         )
         .await
         .map_err(|e| format!("`{}`: the facts aggregation failed: {e}", f.name))?;
-        if f.validator.is_some() {
+        if let Some(validator) = &f.validator {
             report.notes.push(format!(
-                "`{}` has a `$jsonSchema` validator: its level and action are kept; the types it allows beyond the stored ones are not merged in (the pulled validator describes the stored documents)",
+                "`{}` has a `$jsonSchema` validator: its level and action, the kinds it allows and its optional fields are kept (through `properties`; not inside arrays, `oneOf` or `anyOf`)",
                 f.name
             ));
+            options
+                .existing
+                .extend(crate::existing::allowed(&f.name, validator));
         }
         observed.push(Observed {
             name: f.name.clone(),
@@ -116,7 +120,6 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         counted.push(facts);
     }
     lap(&mut report, "facts");
-    let mut options = config.infer.clone();
     let (mut model, rounds) = gate(
         db,
         &mut observed,

@@ -246,6 +246,56 @@ fn readme_block_is_pulled(module: &str) {
     }
 }
 
+/// An existing validator is the starting point: its kinds, `null` and optional fields are kept
+/// where no document uses them, with its level and action; the same documents without a
+/// validator (the control) get the narrower types.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_existing_validator_is_kept() {
+    let db = mongo_schema_testkit::database("pull_existing").await;
+    let validator = doc! { "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "name", "score"],
+        "properties": {
+            "name": { "bsonType": "string" },
+            "score": { "bsonType": ["int", "double"] },
+            "nickname": { "bsonType": ["string", "null"] },
+        },
+    } };
+    db.run_command(doc! {
+        "create": "players",
+        "validator": validator,
+        "validationLevel": "moderate",
+        "validationAction": "warn",
+    })
+    .await
+    .unwrap();
+    let docs: Vec<Document> = (0..30)
+        .map(|i| doc! { "_id": i, "name": format!("p{i}"), "score": i * 10, "nickname": format!("n{i}") })
+        .collect();
+    db.collection::<Document>("players")
+        .insert_many(docs.clone())
+        .await
+        .unwrap();
+    db.collection::<Document>("plain_players")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let pulled = pull(&db, &config()).await.unwrap();
+    let module = &pulled.module;
+    for needle in [
+        "#[collection(\n    name = \"players\",\n    validation_level = \"moderate\",\n    validation_action = \"warn\",\n    additional_properties = false\n)]",
+        "#[schema(stored_as = IntOrDouble)]\n    pub score: f64,",
+        "#[schema(stored_as = Option<String>)]\n    pub nickname: Option<Option<String>>,",
+        // the control
+        "pub struct PlainPlayer {\n    #[serde(rename = \"_id\")]\n    pub id: i32,\n    pub name: String,\n    pub score: i32,\n    pub nickname: String,\n}",
+    ] {
+        assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
+    }
+    for c in &pulled.report.collections {
+        assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
+    }
+}
+
 fn counts(line: &str) -> (u64, u64) {
     let number = |word: &str| -> u64 {
         let at = line
