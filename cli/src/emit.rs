@@ -47,8 +47,11 @@ pub fn module(model: &Model, header: &Header) -> String {
     {
         e.structure(i, &mut body);
     }
-    for &i in &unions {
-        e.union(i, &mut body);
+    for &i in unions
+        .iter()
+        .filter(|i| !model.collections.iter().any(|c| c.kinds == Some(**i)))
+    {
+        e.union(i, None, &mut body);
     }
     for &i in &enums {
         e.unit_enum(i, &mut body);
@@ -140,13 +143,8 @@ fn reachable(model: &Model) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
         }
     }
     for c in &model.collections {
-        walk(
-            model,
-            &Ty::Struct(c.root),
-            &mut structs,
-            &mut enums,
-            &mut unions,
-        );
+        let root = c.kinds.map_or(Ty::Struct(c.root), Ty::Union);
+        walk(model, &root, &mut structs, &mut enums, &mut unions);
     }
     (structs, enums, unions)
 }
@@ -215,11 +213,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn root(&mut self, c: &crate::model::Collection, out: &mut String) {
-        let model = self.model;
-        let s = &model.structs[c.root];
-        let _ = writeln!(out, "/// `{}`: {} documents.", c.name, c.count);
-        out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
+    fn collection_attr(c: &crate::model::Collection) -> String {
         let mut collection = format!("name = {}", quote(&c.name));
         if let Some(level) = &c.validation_level {
             let _ = write!(collection, ", validation_level = {}", quote(level));
@@ -228,7 +222,19 @@ impl Emitter<'_> {
             let _ = write!(collection, ", validation_action = {}", quote(action));
         }
         collection.push_str(", additional_properties = false");
-        let _ = writeln!(out, "#[collection({collection})]");
+        format!("#[collection({collection})]\n")
+    }
+
+    fn root(&mut self, c: &crate::model::Collection, out: &mut String) {
+        if let Some(kinds) = c.kinds {
+            self.union(kinds, Some(c), out);
+            return;
+        }
+        let model = self.model;
+        let s = &model.structs[c.root];
+        let _ = writeln!(out, "/// `{}`: {} documents.", c.name, c.count);
+        out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
+        out.push_str(&Self::collection_attr(c));
         for index in &c.indexes {
             out.push_str(&index_attr(index));
         }
@@ -248,14 +254,30 @@ impl Emitter<'_> {
         out.push_str("}\n\n");
     }
 
-    fn union(&mut self, i: usize, out: &mut String) {
+    fn union(&mut self, i: usize, root: Option<&crate::model::Collection>, out: &mut String) {
         let u = self.model.unions[i].clone();
-        let _ = writeln!(
-            out,
-            "/// At `{}`: the documents' `{}` tells the kinds apart.",
-            u.path, u.tag
-        );
-        out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
+        match root {
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    "/// `{}`: {} documents of {} kinds, told apart by `{}`.",
+                    c.name,
+                    c.count,
+                    u.variants.len(),
+                    u.tag
+                );
+                out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
+                out.push_str(&Self::collection_attr(c));
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "/// At `{}`: the documents' `{}` tells the kinds apart.",
+                    u.path, u.tag
+                );
+                out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
+            }
+        }
         let snake = u
             .variants
             .iter()
@@ -269,7 +291,9 @@ impl Emitter<'_> {
         } else {
             let _ = writeln!(out, "#[serde(tag = {})]", quote(&u.tag));
         }
-        out.push_str("#[schema(additional_properties = false)]\n");
+        if root.is_none() {
+            out.push_str("#[schema(additional_properties = false)]\n");
+        }
         let _ = writeln!(out, "pub enum {} {{", u.name);
         for v in &u.variants {
             if !snake && v.ident != v.value {

@@ -99,12 +99,40 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
             exact: &collection.exact,
         };
         let root_name = names::type_name(&names::singular(&collection.name));
-        let root = infer.structure(&collection.name, &root_name, &collection.shape);
+        let whole = (!options.structs.contains(&collection.name))
+            .then(|| tagged(&collection.shape))
+            .flatten();
+        let (root, kinds) = match whole {
+            // a whole-document enum: the root struct is a placeholder carrying its name
+            Some((tag, by_value)) => {
+                let notes = &mut Vec::new();
+                let kinds = infer.union(
+                    &collection.name,
+                    &root_name,
+                    &collection.name,
+                    &tag,
+                    &by_value,
+                    notes,
+                );
+                let name = infer.model.unions[kinds].name.clone();
+                infer.model.structs.push(Struct {
+                    name,
+                    path: collection.name.clone(),
+                    fields: Vec::new(),
+                });
+                (infer.model.structs.len() - 1, Some(kinds))
+            }
+            None => (
+                infer.structure(&collection.name, &root_name, &collection.shape),
+                None,
+            ),
+        };
         model = infer.model;
         type_names = infer.type_names;
         model.collections.push(Collection {
             name: collection.name.clone(),
             root,
+            kinds,
             count: collection.count,
             indexes: Vec::new(),
             validation_level: None,
@@ -461,44 +489,57 @@ impl Infer<'_> {
         }
         if !forced_struct {
             if let Some((tag, by_value)) = tagged(doc) {
-                let evidence = format!(
-                    "`{tag}` has {} values ({}) that split the other fields' presence",
-                    by_value.len(),
-                    by_value.keys().cloned().collect::<Vec<_>>().join(", ")
-                );
-                notes.push(format!("`{stored}`: an internally tagged enum: {evidence}"));
-                self.decide(path, format!("tagged enum on `{tag}`"), evidence);
-                let idents = variant_idents(by_value.keys());
-                let mut variants = Vec::new();
-                for ((ident, value), docs) in idents.into_iter().zip(by_value.values()) {
-                    let variant_path = format!("{path}<{tag}={value}>");
-                    let fields = self.fields(&variant_path, &format!("{hint}{ident}"), docs);
-                    variants.push(Variant {
-                        ident,
-                        value,
-                        fields,
-                    });
-                }
-                if let Some(i) = self
-                    .model
-                    .unions
-                    .iter()
-                    .position(|u| u.tag == tag && u.variants == variants)
-                {
-                    return Ty::Union(i);
-                }
-                let name = names::unique(hint.to_owned(), &mut self.type_names);
-                self.model.unions.push(Union {
-                    name,
-                    path: path.to_owned(),
-                    tag: tag.to_owned(),
-                    variants,
-                });
-                return Ty::Union(self.model.unions.len() - 1);
+                return Ty::Union(self.union(path, hint, stored, &tag, &by_value, notes));
             }
         }
         let name = geo_name(doc).unwrap_or(hint);
         Ty::Struct(self.structure(path, name, doc))
+    }
+
+    /// An internally tagged enum of the documents at `path`, one variant per tag value.
+    fn union(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        tag: &str,
+        by_value: &BTreeMap<String, DocShape>,
+        notes: &mut Vec<String>,
+    ) -> usize {
+        let evidence = format!(
+            "`{tag}` has {} values ({}) that split the other fields' presence",
+            by_value.len(),
+            by_value.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+        notes.push(format!("`{stored}`: an internally tagged enum: {evidence}"));
+        self.decide(path, format!("tagged enum on `{tag}`"), evidence);
+        let idents = variant_idents(by_value.keys());
+        let mut variants = Vec::new();
+        for ((ident, value), docs) in idents.into_iter().zip(by_value.values()) {
+            let variant_path = format!("{path}<{tag}={value}>");
+            let fields = self.fields(&variant_path, &format!("{hint}{ident}"), docs);
+            variants.push(Variant {
+                ident,
+                value,
+                fields,
+            });
+        }
+        if let Some(i) = self
+            .model
+            .unions
+            .iter()
+            .position(|u| u.tag == tag && u.variants == variants)
+        {
+            return i;
+        }
+        let name = names::unique(hint.to_owned(), &mut self.type_names);
+        self.model.unions.push(Union {
+            name,
+            path: path.to_owned(),
+            tag: tag.to_owned(),
+            variants,
+        });
+        self.model.unions.len() - 1
     }
 }
 

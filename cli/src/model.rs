@@ -196,8 +196,12 @@ pub struct Index {
 pub struct Collection {
     /// The collection name.
     pub name: String,
-    /// The root struct (index into [`Model::structs`]).
+    /// The root struct (index into [`Model::structs`]); for a collection of kinds a placeholder
+    /// that carries the enum's name.
     pub root: usize,
+    /// A collection whose documents are of several kinds: the whole-document enum (index into
+    /// [`Model::unions`]).
+    pub kinds: Option<usize>,
     /// Documents in the collection when `pull` ran.
     pub count: u64,
     /// The indexes kept as `#[index]` attributes.

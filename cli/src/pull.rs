@@ -293,6 +293,16 @@ async fn check_all(
 /// The existing indexes as `#[index]` attributes, where the attributes can say them.
 fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report) {
     for (c, f) in model.collections.iter_mut().zip(found) {
+        if c.kinds.is_some() {
+            for spec in &f.indexes {
+                report.indexes.push(IndexNote {
+                    collection: c.name.clone(),
+                    name: spec.get_str("name").unwrap_or_default().to_owned(),
+                    outcome: "not kept: the collection holds several kinds of document (an index belongs on a variant, as a partial index on its tag)".to_owned(),
+                });
+            }
+            continue;
+        }
         let root = &model.structs[c.root];
         // the derive adds `{ field: 1 }` for every single reference itself
         let derived: BTreeSet<String> = root

@@ -42,6 +42,7 @@ fn targets(model: &Model) -> Vec<(usize, Ty)> {
         .collections
         .iter()
         .enumerate()
+        .filter(|(_, c)| c.kinds.is_none())
         .filter_map(|(i, c)| {
             let id = model.structs[c.root]
                 .fields
@@ -133,6 +134,9 @@ pub async fn relate(
     report: &mut Report,
 ) -> Result<(), String> {
     for ci in 0..model.collections.len() {
+        if model.collections[ci].kinds.is_some() {
+            continue; // a collection of kinds: references in its variants are not looked for
+        }
         let root = model.collections[ci].root;
         let mut pending: Vec<(usize, String, Vec<String>)> =
             vec![(root, String::new(), Vec::new())];

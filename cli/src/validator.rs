@@ -19,7 +19,10 @@ pub fn validators(model: &Model) -> Vec<(String, Document)> {
         .collections
         .iter()
         .map(|c| {
-            let schema = struct_schema(model, &model.structs[c.root], true);
+            let schema = match c.kinds {
+                Some(kinds) => union_schema(model, &model.unions[kinds], true),
+                None => struct_schema(model, &model.structs[c.root], true),
+            };
             (c.name.clone(), doc! { "$jsonSchema": schema })
         })
         .collect()
@@ -92,19 +95,7 @@ pub fn ty_schema(model: &Model, ty: &Ty) -> Document {
             string_enum(&values)
         }
         Ty::Struct(i) => struct_schema(model, &model.structs[*i], false),
-        Ty::Union(i) => {
-            let union = &model.unions[*i];
-            let variants = union
-                .variants
-                .iter()
-                .map(|v| VariantSchema {
-                    name: leak(&v.value),
-                    content: Some(fields_object(model, &v.fields).build()),
-                    untagged: false,
-                })
-                .collect();
-            enum_schema(Tagging::Internal(leak(&union.tag)), variants, true, false)
-        }
+        Ty::Union(i) => union_schema(model, &model.unions[*i], false),
         Ty::Fixed { items, len } => doc! {
             "bsonType": "array",
             "minItems": *len as i64,
@@ -123,6 +114,21 @@ pub fn ty_schema(model: &Model, ty: &Ty) -> Document {
         },
         Ty::Any => Bson::bson_schema(),
     }
+}
+
+/// The schema of an internally tagged enum, closed (`additional_properties = false`); `root`:
+/// a whole-document enum (`#[derive(Document)]` on the enum).
+pub fn union_schema(model: &Model, union: &crate::model::Union, root: bool) -> Document {
+    let variants = union
+        .variants
+        .iter()
+        .map(|v| VariantSchema {
+            name: leak(&v.value),
+            content: Some(fields_object(model, &v.fields).build()),
+            untagged: false,
+        })
+        .collect();
+    enum_schema(Tagging::Internal(leak(&union.tag)), variants, true, root)
 }
 
 /// The stored kinds of a mixed number, in the order `emit`'s marker types list them.

@@ -1,4 +1,4 @@
-//! `pull` on a shop written as a Node service writes it (10,500 documents, `common/shop.rs`),
+//! `pull` on a shop written as a Node service writes it (11,000 documents, `common/shop.rs`),
 //! on the real test server. The generated module is built as a crate of its own that depends on
 //! this workspace's `mongo-schema` by path (its target directory is kept between runs under
 //! `CARGO_TARGET_TMPDIR`, so only the first run builds the dependencies); that program applies
@@ -52,7 +52,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
     let module = &pulled.module;
 
     // the gate: 0 violators, and it had work to do (the sample of 100 did not see the rare order)
-    assert_eq!(report.collections.len(), 4);
+    assert_eq!(report.collections.len(), 5);
     for c in &report.collections {
         assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
     }
@@ -102,6 +102,8 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[index(keys(\"shippedAt\" = 1), sparse, name = \"shippedAt_1\")]",
         "#[index(keys(\"name\" = 1), unique, name = \"name_1\")]",
         "pub fn schema() -> Schema {",
+        // the events: a whole-document enum
+        "#[collection(name = \"events\", additional_properties = false)]\n#[serde(tag = \"kind\", rename_all = \"snake_case\")]\npub enum Event {",
     ] {
         assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
     }
@@ -173,7 +175,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "the pulled crate failed:\n{stdout}\n{stderr}"
     );
     eprintln!("{stdout}");
-    for collection in ["customers", "orders", "products", "reviews"] {
+    for collection in ["customers", "events", "orders", "products", "reviews"] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("{collection}:")))

@@ -1,6 +1,6 @@
 //! A shop's database as a Node service writes it (the Node driver stores integral numbers as
 //! `int` and the others as `double`; Mongoose adds `__v`): 2,000 customers, 500 products, 7,000
-//! orders and 1,000 reviews, 10,500 documents. Written for `pull` to find what was put in:
+//! orders, 1,000 reviews and 500 events of two kinds, 11,000 documents. Written for `pull` to find what was put in:
 //! polymorphic payments, GeoJSON points, stock maps keyed by warehouse ids, int and double
 //! mixes, fields missing in some documents and `null` in others, references, maintained and
 //! frozen copies, duplicate values, and three rare shapes (one document each in orders,
@@ -11,7 +11,7 @@ use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
 
 /// Documents written.
-pub const DOCUMENTS: u64 = 10_500;
+pub const DOCUMENTS: u64 = 11_000;
 
 /// A Node number: `int` when integral, else `double`.
 fn number(v: f64) -> Bson {
@@ -29,6 +29,25 @@ pub const RARE_ORDER: i64 = 6_543;
 /// Writes the data set and its indexes into `db`.
 pub async fn seed(db: &Database) {
     seed_sized(db, 2000, 500, 7000, 1000).await;
+    seed_events(db, 500).await;
+}
+
+/// An audit log of two kinds in one collection, told apart by `kind` (a whole-document enum).
+pub async fn seed_events(db: &Database, n: i64) {
+    let events: Vec<Document> = (0..n)
+        .map(|i| {
+            let at = DateTime::from_millis(1_700_000_000_000 + i * 1000);
+            if i % 3 == 0 {
+                doc! { "_id": ObjectId::from_bytes(id_bytes(5, i)), "kind": "refund", "order": ObjectId::from_bytes(id_bytes(3, i)), "cents": (100 + i % 900) as i32, "at": at }
+            } else {
+                doc! { "_id": ObjectId::from_bytes(id_bytes(5, i)), "kind": "login", "user": format!("c{}", i % 2000), "method": (["password", "sso"][(i % 2) as usize]), "at": at }
+            }
+        })
+        .collect();
+    db.collection::<Document>("events")
+        .insert_many(events)
+        .await
+        .expect("events");
 }
 
 /// The data set with other sizes (the benchmark's); `seed` is 2,000 customers, 500 products,
