@@ -131,10 +131,9 @@ pub async fn count(
     }
     report.command("aggregate");
     let coll = collection(db, name, read);
-    let mut agg = coll.aggregate(vec![doc! { "$group": group }]);
-    if let Some(t) = read.max_time {
-        agg = agg.max_time(t);
-    }
+    let agg = coll
+        .aggregate(vec![doc! { "$group": group }])
+        .max_time(read.limit());
     let results: Vec<Document> = agg.await?.try_collect().await?;
     let facts = Facts {
         name: name.to_owned(),

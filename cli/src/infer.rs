@@ -216,7 +216,18 @@ impl Infer<'_> {
                 widened = shape;
                 field_shape = &widened;
             }
-            let ty = self.ty(&field_path, &hint, stored, field_shape, &mut notes);
+            let mut ty = self.ty(&field_path, &hint, stored, field_shape, &mut notes);
+            if presence.missing && presence.null && matches!(ty, Ty::Array { .. } | Ty::Map { .. })
+            {
+                // `Option<Option<Vec<T>>>` would need a bound inside `stored_as`, which no
+                // attribute says
+                self.undecided(
+                    &field_path,
+                    "an array or map that is missing in some documents and `null` in others",
+                    &mut notes,
+                );
+                ty = Ty::Any;
+            }
             fields.push(Field {
                 stored: stored.clone(),
                 ident,
@@ -730,6 +741,19 @@ mod tests {
             model.enums[0].variants[0],
             ("Open".to_owned(), "open".to_owned())
         );
+    }
+
+    #[test]
+    fn an_array_missing_and_null_is_undecided() {
+        let docs = vec![
+            doc! { "_id": 1, "tags": ["a"] },
+            doc! { "_id": 2, "tags": null },
+            doc! { "_id": 3 },
+        ];
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        assert_eq!(root(&model).fields[1].ty, Ty::Any);
+        assert!(report.undecided.iter().any(|u| u.path == "orders.tags"));
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub struct PullArgs {
     /// String paths to make unit enums, whatever their counts (up to 64 distinct values).
     #[arg(long = "enum", value_name = "PATH")]
     pub enums: Vec<String>,
-    /// `maxTimeMS` of every read, in milliseconds.
+    /// `maxTimeMS` of every read, in milliseconds (default 30 minutes).
     #[arg(long)]
     pub max_time_ms: Option<u64>,
     /// Paths counted per collection by the facts pass at most (the rest is reported).

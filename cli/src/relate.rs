@@ -98,6 +98,7 @@ async fn distinct_values(
     report.command("aggregate");
     let rows: Vec<Document> = collection(db, coll, &config.read)
         .aggregate(pipeline)
+        .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{coll}.{path}`: {e}"))?
         .try_collect()
@@ -120,6 +121,7 @@ async fn found_in(
     report.command("aggregate");
     collection(db, target, &config.read)
         .count_documents(doc! { "_id": { "$in": values.to_vec() } })
+        .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{target}`: {e}"))
 }
@@ -315,6 +317,7 @@ async fn extended(
                 doc! { "$sort": { "n": -1 } },
                 doc! { "$limit": 1 },
             ])
+            .max_time(config.read.limit())
             .await
             .map_err(|e| format!("`{coll}.{path}`: {e}"))?
             .try_collect()
@@ -379,6 +382,7 @@ async fn compare_copies(
             doc! { "$sample": { "size": 100 } },
             doc! { "$project": { "_id": 0, "copy": format!("${field}") } },
         ])
+        .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{coll}.{field}`: {e}"))?
         .try_collect()
@@ -398,6 +402,7 @@ async fn compare_copies(
     report.command("find");
     let sources: Vec<Document> = collection(db, target, &config.read)
         .find(doc! { "_id": { "$in": ids } })
+        .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{target}`: {e}"))?
         .try_collect()

@@ -15,10 +15,20 @@ use crate::report::Report;
 pub struct ReadOptions {
     /// Documents per `$sample`.
     pub sample: u64,
-    /// `maxTimeMS` of every read.
+    /// `maxTimeMS` of every read; [`DEFAULT_MAX_TIME`] when `None`.
     pub max_time: Option<std::time::Duration>,
     /// Read from a secondary when one is there (`secondaryPreferred`).
     pub secondary: bool,
+}
+
+/// `maxTimeMS` of every read unless `--max-time-ms` says otherwise: no read waits for ever.
+pub const DEFAULT_MAX_TIME: std::time::Duration = std::time::Duration::from_secs(1800);
+
+impl ReadOptions {
+    /// The `maxTimeMS` of a read.
+    pub fn limit(&self) -> std::time::Duration {
+        self.max_time.unwrap_or(DEFAULT_MAX_TIME)
+    }
 }
 
 /// A collection as found.
@@ -92,20 +102,21 @@ pub async fn sample(
             .cloned();
         let coll = collection(db, &name, read);
         report.command("aggregate");
-        let count = coll
-            .count_documents(doc! {})
-            .max_time(read.max_time.unwrap_or(std::time::Duration::from_secs(60)))
-            .await?;
+        let count = coll.count_documents(doc! {}).max_time(read.limit()).await?;
         let mut docs: Vec<Document> = Vec::new();
         if count <= read.sample {
             report.command("find");
-            docs = coll.find(doc! {}).await?.try_collect().await?;
+            docs = coll
+                .find(doc! {})
+                .max_time(read.limit())
+                .await?
+                .try_collect()
+                .await?;
         } else {
             report.command("aggregate");
-            let mut agg = coll.aggregate(vec![doc! { "$sample": { "size": read.sample as i64 } }]);
-            if let Some(t) = read.max_time {
-                agg = agg.max_time(t);
-            }
+            let agg = coll
+                .aggregate(vec![doc! { "$sample": { "size": read.sample as i64 } }])
+                .max_time(read.limit());
             docs.extend(agg.await?.try_collect::<Vec<_>>().await?);
             for direction in [1, -1] {
                 report.command("find");

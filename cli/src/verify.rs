@@ -58,6 +58,7 @@ pub async fn check(
     report.command("aggregate");
     checked.server = coll
         .count_documents(doc! { "$nor": [validator.clone()] })
+        .max_time(read.limit())
         .await
         .map_err(|e| format!("`{name}`: the server's count failed: {e}"))?;
     report.command("find");
@@ -65,6 +66,7 @@ pub async fn check(
     let mut cursor = raw
         .find(doc! {})
         .batch_size(1000)
+        .max_time(read.limit())
         .await
         .map_err(|e| format!("`{name}`: {e}"))?;
     let progress = std::io::stderr().is_terminal() && total >= 10_000;
@@ -103,6 +105,7 @@ pub async fn check(
         let refused: Vec<Document> = coll
             .find(doc! { "$nor": [validator.clone()] })
             .limit(FAILURES_KEPT as i64)
+            .max_time(read.limit())
             .await
             .map_err(|e| format!("`{name}`: {e}"))?
             .try_collect()
