@@ -154,15 +154,22 @@ impl Report {
                 c.name, c.documents, c.sampled, c.type_name, c.server_violators, c.local_violators
             ));
         }
+        let n = |count: usize, one: &str, many: &str| {
+            format!("{count} {}", if count == 1 { one } else { many })
+        };
         out.push_str(&format!(
-            "{} decisions, {} undecided paths, {} bounds, {} widenings in {} gate rounds, {} references and {} copies accepted\n",
-            self.decisions.len(),
-            self.undecided.len(),
-            self.arrays.len(),
-            self.widenings.len(),
-            self.gate_rounds,
-            self.references.iter().filter(|r| r.accepted).count(),
-            self.copies.len(),
+            "{}, {}, {}, {} in {}, {} and {} accepted\n",
+            n(self.decisions.len(), "decision", "decisions"),
+            n(self.undecided.len(), "undecided path", "undecided paths"),
+            n(self.arrays.len(), "bound", "bounds"),
+            n(self.widenings.len(), "widening", "widenings"),
+            n(self.gate_rounds as usize, "gate round", "gate rounds"),
+            n(
+                self.references.iter().filter(|r| r.accepted).count(),
+                "reference",
+                "references"
+            ),
+            n(self.copies.len(), "copy", "copies"),
         ));
         for a in self.arrays.iter().filter(|a| a.unbounded_in_practice) {
             out.push_str(&format!(
