@@ -68,7 +68,7 @@ pub fn module(model: &Model, header: &Header) -> String {
          $jsonSchema }}]` count and\n//! mongo-schema's `LocalValidator` found none that fails. \
          The comments give the evidence\n//! of each decision.\n",
         header.database,
-        header.documents,
+        names::count(header.documents),
         model.collections.len(),
         header.rounds,
         if header.rounds == 1 { "" } else { "s" }
@@ -232,7 +232,12 @@ impl Emitter<'_> {
         }
         let model = self.model;
         let s = &model.structs[c.root];
-        let _ = writeln!(out, "/// `{}`: {} documents.", c.name, c.count);
+        let _ = writeln!(
+            out,
+            "/// `{}`: {} documents.",
+            c.name,
+            names::count(c.count)
+        );
         out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
         out.push_str(&Self::collection_attr(c));
         for index in &c.indexes {
@@ -262,7 +267,7 @@ impl Emitter<'_> {
                     out,
                     "/// `{}`: {} documents of {} kinds, told apart by `{}`.",
                     c.name,
-                    c.count,
+                    names::count(c.count),
                     u.variants.len(),
                     u.tag
                 );

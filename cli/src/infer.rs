@@ -189,7 +189,9 @@ impl Infer<'_> {
             if presence.missing || presence.null {
                 notes.push(format!(
                     "`{stored}`: in {} of {} documents, null in {}",
-                    field_shape.count, shape.count, field_shape.nulls
+                    names::count(field_shape.count),
+                    names::count(shape.count),
+                    names::count(field_shape.nulls)
                 ));
             }
             let widened;
@@ -434,7 +436,8 @@ impl Infer<'_> {
         }
         let variants = variant_idents(values.keys());
         let evidence = format!(
-            "{k} values in {n} documents ({}){}",
+            "{k} values in {} documents ({}){}",
+            names::count(n),
             self.exactness(path),
             if forced { ", forced by --enum" } else { "" }
         );

@@ -152,6 +152,19 @@ pub fn reference_hint(stored: &str) -> String {
     singular(&w.join("_"))
 }
 
+/// A count as people write it: `12,000`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +185,13 @@ mod tests {
         assert_eq!(type_name("credit-card"), "CreditCard");
         assert_eq!(type_name("3ds"), "V3ds");
         assert_eq!(type_name(""), "Value");
+    }
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(count(7), "7");
+        assert_eq!(count(7000), "7,000");
+        assert_eq!(count(1234567), "1,234,567");
     }
 
     #[test]
