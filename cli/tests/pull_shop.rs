@@ -102,6 +102,9 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[index(keys(\"shippedAt\" = 1), sparse, name = \"shippedAt_1\")]",
         "#[index(keys(\"name\" = 1), unique, name = \"name_1\")]",
         "pub fn schema() -> Schema {",
+        "pub r#type: ProductType,",
+        "#[serde(rename = \"in stock\")]\n    pub in_stock: bool,",
+        "#[serde(rename = \"3d\")]\n    pub _3d: bool,",
         // the events: a whole-document enum
         "#[collection(name = \"events\", additional_properties = false)]\n#[serde(tag = \"kind\", rename_all = \"snake_case\")]\npub enum Event {",
     ] {

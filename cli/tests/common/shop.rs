@@ -102,6 +102,10 @@ pub async fn seed_sized(
                 "price": number(if i % 2 == 0 { (10 + i % 90) as f64 } else { 9.99 + (i % 50) as f64 }),
                 "stock": stock,
                 "tags": (0..(i % 6)).map(|t| format!("tag{}", (i * 3 + t) % 400)).collect::<Vec<_>>(),
+                // names that are no Rust identifiers: a keyword, a space, a leading digit
+                "type": (["physical", "digital"][(i % 2) as usize]),
+                "in stock": i % 7 != 0,
+                "3d": i % 5 == 0,
             }
         })
         .collect();
