@@ -60,19 +60,29 @@ pub fn module(model: &Model, header: &Header) -> String {
     e.schema_fn();
     let tail = std::mem::take(&mut e.out);
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "//! Models of the `{}` database, written by `mongo-schema pull` from {} documents in {} \
-         collections.\n//!\n//! Before this file was written, the validator of every collection \
-         was checked against every\n//! stored document ({} gate round{}): the server's `$nor: [{{ \
-         $jsonSchema }}]` count and\n//! mongo-schema's `LocalValidator` found none that fails. \
-         The comments give the evidence\n//! of each decision.\n",
+    let first = format!(
+        "Models of the `{}` database, written by `mongo-schema pull` from {} documents in {} \
+         collections.",
         header.database,
         names::count(header.documents),
         model.collections.len(),
+    );
+    let second = format!(
+        "Before this file was written, the validator of every collection was checked against \
+         every stored document ({} gate round{}): the server's `$nor: [{{ $jsonSchema }}]` count \
+         and mongo-schema's `LocalValidator` found none that fails. The comments give the \
+         evidence of each decision.",
         header.rounds,
         if header.rounds == 1 { "" } else { "s" }
     );
+    for line in wrap(&first, 96) {
+        let _ = writeln!(out, "//! {line}");
+    }
+    out.push_str("//!\n");
+    for line in wrap(&second, 96) {
+        let _ = writeln!(out, "//! {line}");
+    }
+    out.push('\n');
     let all = format!("{body}{tail}");
     let mut bson_items = Vec::new();
     for (needle, item) in [
@@ -532,6 +542,25 @@ fn index_attr(index: &Index) -> String {
     }
     parts.push(format!("name = {}", quote(&index.name)));
     format!("#[index({})]\n", parts.join(", "))
+}
+
+/// Words of `text` in lines of at most `width` characters (a longer word has its own line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// `rustfmt --edition 2021` of the text, when rustfmt runs.
