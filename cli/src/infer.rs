@@ -1,0 +1,812 @@
+//! From observed shapes to models: the Rust type of every path, decided from its joined
+//! [`Shape`]. Pure: no I/O. The rules, in the order they are tried at one path:
+//!
+//! - a path forced undecided (the gate gave up on it), or kinds no single Rust type holds:
+//!   `Bson`, with a report entry;
+//! - numbers: `int` alone is `i32`; `int` with `long` is `i64`; any with `double` is `f64`; the
+//!   validator keeps every stored kind;
+//! - strings with at least `enum_min` values and from 2 distinct values up to fewer than their
+//!   square root (quicktype's rule): a unit enum;
+//! - documents: a map when forced, or when its keys look like ids, digits or dates, or are many
+//!   more than one document holds; an internally tagged enum when a tag candidate's values split
+//!   the other fields' presence; otherwise a struct;
+//! - arrays: of one fixed length up to 4 (a GeoJSON position) a Rust array, else `Vec` with the
+//!   bound `ceil(max x headroom)`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::lattice::{DocShape, Shape};
+use crate::model::{Collection, Field, Model, Presence, Struct, Ty, Union, UnitEnum, Variant};
+use crate::names;
+use crate::report::{ArrayBound, Decision, Report};
+
+/// What the rules may be told.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Array and map bounds are the observed maximum times this, rounded up.
+    pub headroom: f64,
+    /// Fewest string values for a unit enum.
+    pub enum_min: u64,
+    /// Arrays longer than this are reported as unbounded in practice ("reference instead").
+    pub unbounded_threshold: u64,
+    /// Paths forced to maps (`orders.stock`).
+    pub maps: BTreeSet<String>,
+    /// Paths forced to structs.
+    pub structs: BTreeSet<String>,
+    /// String paths forced to unit enums (when at most 64 distinct values were seen).
+    pub enums: BTreeSet<String>,
+    /// Paths forced to `Bson` (set by the gate when widening did not converge).
+    pub undecided: BTreeSet<String>,
+    /// What an existing `$jsonSchema` validator allows per path: kept even where no stored
+    /// document uses it (`existing.rs`).
+    pub existing: BTreeMap<String, crate::existing::Allowed>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            headroom: 2.0,
+            enum_min: 10,
+            unbounded_threshold: 1000,
+            maps: BTreeSet::new(),
+            structs: BTreeSet::new(),
+            enums: BTreeSet::new(),
+            undecided: BTreeSet::new(),
+            existing: BTreeMap::new(),
+        }
+    }
+}
+
+/// One collection's observations.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    /// The collection name.
+    pub name: String,
+    /// Documents it holds.
+    pub count: u64,
+    /// The join of the documents seen (the sample, the facts, the gate's failures).
+    pub shape: DocShape,
+    /// Paths whose facts are exact (counted over every document by the facts pass).
+    pub exact: BTreeSet<String>,
+}
+
+/// The bound kept for an observed maximum: `ceil(max x headroom)`, at least 1.
+pub fn bound(max: u64, headroom: f64) -> u64 {
+    ((max as f64 * headroom).ceil() as u64).max(1)
+}
+
+struct Infer<'a> {
+    options: &'a Options,
+    model: Model,
+    report: &'a mut Report,
+    type_names: Vec<String>,
+    exact: &'a BTreeSet<String>,
+}
+
+/// Decides the models of all collections.
+pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> Model {
+    report.decisions.clear();
+    report.arrays.clear();
+    report.undecided.clear();
+    let mut type_names = Vec::new();
+    let mut model = Model::default();
+    for collection in observed {
+        let mut infer = Infer {
+            options,
+            model,
+            report,
+            type_names,
+            exact: &collection.exact,
+        };
+        let root_name = names::type_name(&names::singular(&collection.name));
+        let whole = (!options.structs.contains(&collection.name))
+            .then(|| tagged(&collection.shape))
+            .flatten();
+        let (root, kinds) = match whole {
+            // a whole-document enum: the root struct is a placeholder carrying its name
+            Some((tag, by_value)) => {
+                let notes = &mut Vec::new();
+                let kinds = infer.union(
+                    &collection.name,
+                    &root_name,
+                    &collection.name,
+                    &tag,
+                    &by_value,
+                    notes,
+                );
+                let name = infer.model.unions[kinds].name.clone();
+                infer.model.structs.push(Struct {
+                    name,
+                    path: collection.name.clone(),
+                    fields: Vec::new(),
+                });
+                (infer.model.structs.len() - 1, Some(kinds))
+            }
+            None => (
+                infer.structure(&collection.name, &root_name, &collection.shape),
+                None,
+            ),
+        };
+        model = infer.model;
+        type_names = infer.type_names;
+        model.collections.push(Collection {
+            name: collection.name.clone(),
+            root,
+            kinds,
+            count: collection.count,
+            indexes: Vec::new(),
+            validation_level: None,
+            validation_action: None,
+        });
+    }
+    model
+}
+
+impl Infer<'_> {
+    fn decide(&mut self, path: &str, decision: String, evidence: String) {
+        self.report.decisions.push(Decision {
+            path: path.to_owned(),
+            decision,
+            evidence,
+        });
+    }
+
+    fn exactness(&self, path: &str) -> &'static str {
+        if self.exact.contains(path) {
+            "every document"
+        } else {
+            "the sample and the gate"
+        }
+    }
+
+    /// A struct for the documents at `path`; identical structs are emitted once.
+    fn structure(&mut self, path: &str, name: &str, shape: &DocShape) -> usize {
+        let fields = self.fields(path, name, shape);
+        if let Some(i) = self.model.structs.iter().position(|s| s.fields == fields) {
+            return i;
+        }
+        let name = names::unique(name.to_owned(), &mut self.type_names);
+        self.model.structs.push(Struct {
+            name,
+            path: path.to_owned(),
+            fields,
+        });
+        self.model.structs.len() - 1
+    }
+
+    fn fields(&mut self, path: &str, owner: &str, shape: &DocShape) -> Vec<Field> {
+        let mut idents = Vec::new();
+        let mut fields = Vec::new();
+        for (stored, field_shape) in &shape.fields {
+            let field_path = format!("{path}.{stored}");
+            let ident = names::unique(names::field_ident(stored), &mut idents);
+            let hint = format!("{owner}{}", names::type_name(stored));
+            let mut presence = Presence {
+                missing: field_shape.count < shape.count,
+                null: field_shape.nulls > 0,
+            };
+            let mut notes = Vec::new();
+            if presence.missing || presence.null {
+                notes.push(format!(
+                    "`{stored}`: in {} of {} documents, null in {}",
+                    names::count(field_shape.count),
+                    names::count(shape.count),
+                    names::count(field_shape.nulls)
+                ));
+            }
+            let widened;
+            let mut field_shape = field_shape;
+            // every stored document has an `_id`, whatever a validator requires
+            let existing = self
+                .options
+                .existing
+                .get(&field_path)
+                .filter(|_| stored != "_id");
+            if let Some(allowed) = existing {
+                let (shape, kept) = allowed.widen(field_shape, &mut presence);
+                if !kept.is_empty() {
+                    notes.push(format!(
+                        "`{stored}`: the existing validator allows {}, which no stored document uses: kept",
+                        kept.join(", ")
+                    ));
+                    self.decide(
+                        &field_path,
+                        "kept from the existing validator".to_owned(),
+                        kept.join(", "),
+                    );
+                }
+                widened = shape;
+                field_shape = &widened;
+            }
+            let mut ty = self.ty(&field_path, &hint, stored, field_shape, &mut notes);
+            if presence.missing && presence.null && matches!(ty, Ty::Array { .. } | Ty::Map { .. })
+            {
+                // `Option<Option<Vec<T>>>` would need a bound inside `stored_as`, which no
+                // attribute says
+                self.undecided(
+                    &field_path,
+                    "an array or map that is missing in some documents and `null` in others",
+                    &mut notes,
+                );
+                ty = Ty::Any;
+            }
+            fields.push(Field {
+                stored: stored.clone(),
+                ident,
+                ty,
+                presence,
+                reference: None,
+                extended: None,
+                notes,
+            });
+        }
+        fields
+    }
+
+    fn ty(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        shape: &Shape,
+        notes: &mut Vec<String>,
+    ) -> Ty {
+        if self.options.undecided.contains(path) {
+            self.undecided(path, "the gate could not converge on a type", notes);
+            return Ty::Any;
+        }
+        let kinds: Vec<&str> = shape.kinds().into_iter().filter(|k| *k != "null").collect();
+        if kinds.is_empty() {
+            self.undecided(path, "only `null` was seen", notes);
+            return Ty::Any;
+        }
+        let numbers = ["int", "long", "double"];
+        if kinds.iter().all(|k| numbers.contains(k)) {
+            let (int, long, double) = (
+                shape.ints.is_some(),
+                shape.longs.is_some(),
+                shape.doubles > 0,
+            );
+            let ty = if double {
+                Ty::F64 {
+                    with_int: int,
+                    with_long: long,
+                }
+            } else if long {
+                Ty::I64 { with_int: int }
+            } else {
+                Ty::I32
+            };
+            if kinds.len() > 1 {
+                notes.push(format!(
+                    "`{stored}`: stored as {} ({}): the validator keeps every kind",
+                    kinds.join(" and "),
+                    self.exactness(path)
+                ));
+                self.decide(
+                    path,
+                    format!("{ty:?}"),
+                    format!("kinds {} seen", kinds.join(", ")),
+                );
+            }
+            return ty;
+        }
+        if kinds.len() > 1 {
+            self.undecided(
+                path,
+                &format!("kinds {} have no common Rust type", kinds.join(", ")),
+                notes,
+            );
+            return Ty::Any;
+        }
+        match kinds[0] {
+            "decimal" => Ty::Decimal,
+            "string" => self.string(path, hint, stored, shape, notes),
+            "bool" => Ty::Bool,
+            "date" => Ty::Date,
+            "objectId" => Ty::ObjectId,
+            "regex" => Ty::Regex,
+            "timestamp" => Ty::Timestamp,
+            "binData" => {
+                let subtypes: Vec<u8> = shape.binaries.keys().copied().collect();
+                if subtypes == [4] {
+                    Ty::Uuid
+                } else {
+                    let names: Vec<String> = subtypes
+                        .iter()
+                        .map(|s| format!("{s} ({})", crate::lattice::binary_subtype_name(*s)))
+                        .collect();
+                    notes.push(format!(
+                        "`{stored}`: binary of subtype {}: kept as `Binary`",
+                        names.join(", ")
+                    ));
+                    Ty::Binary
+                }
+            }
+            "object" => {
+                let doc = shape.doc.as_deref().expect("object kind has a shape");
+                self.object(path, hint, stored, doc, notes)
+            }
+            "array" => {
+                let array = shape.array.as_deref().expect("array kind has a shape");
+                if array.items.count == 0 {
+                    self.undecided(path, "only empty arrays were seen", notes);
+                    return Ty::Any;
+                }
+                if array.items.array.is_some() {
+                    self.undecided(path, "arrays of arrays (each needs its own bound)", notes);
+                    return Ty::Any;
+                }
+                let item_hint = format!("{hint}Item");
+                let singular_hint = names::type_name(&names::singular(stored));
+                let element_hint = if singular_hint != names::type_name(stored) {
+                    format!(
+                        "{}{singular_hint}",
+                        hint.strip_suffix(&names::type_name(stored)).unwrap_or(hint)
+                    )
+                } else {
+                    item_hint
+                };
+                let items_path = format!("{path}[]");
+                let mut item_notes = Vec::new();
+                let items = self.ty(
+                    &items_path,
+                    &element_hint,
+                    stored,
+                    &array.items,
+                    &mut item_notes,
+                );
+                notes.extend(item_notes);
+                let fixed = array.empties == 0
+                    && array.min_len == array.max_len
+                    && (1..=4).contains(&array.max_len)
+                    && array.count >= 2
+                    && !matches!(items, Ty::Struct(_) | Ty::Union(_) | Ty::Any);
+                if fixed {
+                    notes.push(format!(
+                        "`{stored}`: every array holds {} items ({} arrays)",
+                        array.max_len, array.count
+                    ));
+                    return Ty::Fixed {
+                        items: Box::new(items),
+                        len: array.max_len,
+                    };
+                }
+                let max = bound(array.max_len, self.options.headroom);
+                let unbounded = array.max_len > self.options.unbounded_threshold;
+                notes.push(format!(
+                    "`{stored}`: at most {} items ({}), bound {max} ({}x headroom){}",
+                    array.max_len,
+                    self.exactness(path),
+                    self.options.headroom,
+                    if array.empties > 0 {
+                        format!("; {} empty", array.empties)
+                    } else {
+                        String::new()
+                    }
+                ));
+                self.report.arrays.push(ArrayBound {
+                    path: path.to_owned(),
+                    observed_max: array.max_len,
+                    exact: self.exact.contains(path),
+                    bound: max,
+                    unbounded_in_practice: unbounded,
+                });
+                Ty::Array {
+                    items: Box::new(items),
+                    max,
+                }
+            }
+            _ => {
+                self.undecided(path, "a BSON kind the models do not say", notes);
+                Ty::Any
+            }
+        }
+    }
+
+    fn undecided(&mut self, path: &str, why: &str, notes: &mut Vec<String>) {
+        notes.push(format!("undecided ({why}): `Bson`"));
+        self.report.undecided.push(Decision {
+            path: path.to_owned(),
+            decision: "Bson".to_owned(),
+            evidence: why.to_owned(),
+        });
+    }
+
+    fn string(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        shape: &Shape,
+        notes: &mut Vec<String>,
+    ) -> Ty {
+        let strings = shape.strings.as_ref().expect("string kind");
+        let Some(values) = &strings.values else {
+            return Ty::Str;
+        };
+        let n = strings.count;
+        let k = values.len() as u64;
+        let short = values
+            .keys()
+            .all(|v| !v.is_empty() && v.chars().count() <= 64);
+        let forced = self.options.enums.contains(path);
+        if !forced && (n < self.options.enum_min || k < 2 || (k * k) >= n || !short) {
+            return Ty::Str;
+        }
+        let variants = variant_idents(values.keys());
+        let evidence = format!(
+            "{k} values in {} documents ({}){}",
+            names::count(n),
+            self.exactness(path),
+            if forced { ", forced by --enum" } else { "" }
+        );
+        notes.push(format!("`{stored}`: {evidence}: a unit enum"));
+        self.decide(path, "unit enum".to_owned(), evidence);
+        if let Some(i) = self.model.enums.iter().position(|e| e.variants == variants) {
+            return Ty::Enum(i);
+        }
+        let name = names::unique(hint.to_owned(), &mut self.type_names);
+        self.model.enums.push(UnitEnum { name, variants });
+        Ty::Enum(self.model.enums.len() - 1)
+    }
+
+    fn object(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        doc: &DocShape,
+        notes: &mut Vec<String>,
+    ) -> Ty {
+        let forced_map = self.options.maps.contains(path);
+        let forced_struct = self.options.structs.contains(path);
+        if forced_map || (!forced_struct && looks_like_map(doc)) {
+            let mut values = Shape::default();
+            for (_, s) in &doc.fields {
+                values = values.join(s.clone());
+            }
+            let mut value_notes = Vec::new();
+            let value_hint = format!("{hint}Value");
+            let values_ty = self.ty(
+                &format!("{path}.*"),
+                &value_hint,
+                stored,
+                &values,
+                &mut value_notes,
+            );
+            notes.extend(value_notes);
+            let max = bound(doc.max_keys, self.options.headroom);
+            let why = if forced_map {
+                "forced by --map".to_owned()
+            } else {
+                format!(
+                    "{} distinct keys such as `{}`, at most {} in one document",
+                    doc.fields.len(),
+                    doc.fields.first().map(|f| f.0.as_str()).unwrap_or(""),
+                    doc.max_keys
+                )
+            };
+            notes.push(format!("`{stored}`: a map ({why}), bound {max}"));
+            self.decide(path, "map".to_owned(), why);
+            self.report.arrays.push(ArrayBound {
+                path: path.to_owned(),
+                observed_max: doc.max_keys,
+                exact: false,
+                bound: max,
+                unbounded_in_practice: doc.max_keys > self.options.unbounded_threshold,
+            });
+            return Ty::Map {
+                values: Box::new(values_ty),
+                max,
+            };
+        }
+        if !forced_struct {
+            if let Some((tag, by_value)) = tagged(doc) {
+                return Ty::Union(self.union(path, hint, stored, &tag, &by_value, notes));
+            }
+        }
+        let name = geo_name(doc).unwrap_or(hint);
+        Ty::Struct(self.structure(path, name, doc))
+    }
+
+    /// An internally tagged enum of the documents at `path`, one variant per tag value.
+    fn union(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        tag: &str,
+        by_value: &BTreeMap<String, DocShape>,
+        notes: &mut Vec<String>,
+    ) -> usize {
+        let evidence = format!(
+            "`{tag}` has {} values ({}) that split the other fields' presence",
+            by_value.len(),
+            by_value.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+        notes.push(format!("`{stored}`: an internally tagged enum: {evidence}"));
+        self.decide(path, format!("tagged enum on `{tag}`"), evidence);
+        let idents = variant_idents(by_value.keys());
+        let mut variants = Vec::new();
+        for ((ident, value), docs) in idents.into_iter().zip(by_value.values()) {
+            let variant_path = format!("{path}<{tag}={value}>");
+            let fields = self.fields(&variant_path, &format!("{hint}{ident}"), docs);
+            variants.push(Variant {
+                ident,
+                value,
+                fields,
+            });
+        }
+        if let Some(i) = self
+            .model
+            .unions
+            .iter()
+            .position(|u| u.tag == tag && u.variants == variants)
+        {
+            return i;
+        }
+        let name = names::unique(hint.to_owned(), &mut self.type_names);
+        self.model.unions.push(Union {
+            name,
+            path: path.to_owned(),
+            tag: tag.to_owned(),
+            variants,
+        });
+        self.model.unions.len() - 1
+    }
+}
+
+/// `Point` for `{ type: "Point", coordinates }` documents (GeoJSON).
+fn geo_name(doc: &DocShape) -> Option<&'static str> {
+    let values = doc.field("type")?.strings.as_ref()?.values.as_ref()?;
+    doc.field("coordinates")?;
+    let geo = [
+        "Point",
+        "MultiPoint",
+        "LineString",
+        "MultiLineString",
+        "Polygon",
+        "MultiPolygon",
+    ];
+    values.keys().all(|v| geo.contains(&v.as_str())).then(|| {
+        if values.len() == 1 && values.contains_key("Point") {
+            "GeoPoint"
+        } else {
+            "Geometry"
+        }
+    })
+}
+
+/// Variant identifiers for stored values, unique, each paired with its value.
+fn variant_idents<'a>(values: impl Iterator<Item = &'a String>) -> Vec<(String, String)> {
+    let mut taken = Vec::new();
+    values
+        .map(|v| (names::unique(names::type_name(v), &mut taken), v.clone()))
+        .collect()
+}
+
+/// Keys that are data, not names: ObjectId hex, uuids, digits, dates, or one prefix with a
+/// number (`wh1`, `sku-20`).
+fn id_like(key: &str) -> bool {
+    let hex = key.len() == 24 && key.chars().all(|c| c.is_ascii_hexdigit());
+    let uuid = key.len() == 36
+        && key.chars().enumerate().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
+    let digits = !key.is_empty() && key.chars().all(|c| c.is_ascii_digit());
+    let date =
+        key.len() >= 7 && key.as_bytes()[4] == b'-' && key[..4].chars().all(|c| c.is_ascii_digit());
+    hex || uuid || digits || date
+}
+
+fn prefix_number(key: &str) -> Option<&str> {
+    let digits = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    (digits.len() < key.len() && !digits.is_empty()).then(|| digits.trim_end_matches(['-', '_']))
+}
+
+fn looks_like_map(doc: &DocShape) -> bool {
+    let keys: Vec<&str> = doc.fields.iter().map(|(k, _)| k.as_str()).collect();
+    if keys.len() < 2 {
+        return false;
+    }
+    if keys.iter().all(|k| id_like(k)) {
+        return true;
+    }
+    let prefixes: BTreeSet<Option<&str>> = keys.iter().map(|k| prefix_number(k)).collect();
+    if prefixes.len() == 1 && prefixes.iter().next().is_some_and(Option::is_some) && keys.len() >= 3
+    {
+        return true;
+    }
+    // many more keys than one document holds: each key is in few of the documents
+    keys.len() >= 20 && doc.max_keys * 4 <= keys.len() as u64
+}
+
+/// A tag candidate held as a string by every document whose values split the presence of the
+/// other fields: `(tag, documents by value)`.
+fn tagged(doc: &DocShape) -> Option<(String, BTreeMap<String, DocShape>)> {
+    let mut candidates: Vec<&String> = doc.split.keys().collect();
+    candidates.sort_by_key(|t| {
+        crate::lattice::TAG_CANDIDATES
+            .iter()
+            .position(|c| c == t)
+            .unwrap_or(usize::MAX)
+    });
+    for tag in candidates {
+        let by_value = &doc.split[tag];
+        let field = doc.field(tag)?;
+        let every = field.count == doc.count
+            && field.strings.as_ref().is_some_and(|s| s.count == doc.count);
+        if !every || !(2..=16).contains(&by_value.len()) {
+            continue;
+        }
+        // the presence of some field differs between two values
+        let sets: BTreeSet<Vec<&str>> = by_value
+            .values()
+            .map(|d| {
+                let mut keys: Vec<&str> = d
+                    .fields
+                    .iter()
+                    .filter(|(_, s)| s.count == d.count)
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                keys.sort_unstable();
+                keys
+            })
+            .collect();
+        if sets.len() > 1 {
+            return Some((tag.clone(), by_value.clone()));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::{doc, Bson, Document};
+
+    fn observe(docs: &[Document]) -> Observed {
+        let mut shape = DocShape::default();
+        for d in docs {
+            shape = shape.join(DocShape::of(d));
+        }
+        Observed {
+            name: "orders".into(),
+            count: docs.len() as u64,
+            shape,
+            exact: BTreeSet::new(),
+        }
+    }
+
+    fn root(model: &Model) -> &Struct {
+        &model.structs[model.collections[0].root]
+    }
+
+    #[test]
+    fn numbers_missing_null_and_enums() {
+        let docs: Vec<Document> = (0..100)
+            .map(|i| {
+                let status = ["open", "paid", "shipped"][i as usize % 3];
+                let mut d = doc! { "_id": i, "status": status };
+                d.insert(
+                    "price",
+                    if i % 2 == 0 {
+                        Bson::Int32(i)
+                    } else {
+                        Bson::Double(1.5)
+                    },
+                );
+                if i % 3 == 0 {
+                    d.insert("note", Bson::Null);
+                } else {
+                    d.insert("note", "x");
+                }
+                if i % 4 == 0 {
+                    d.insert("coupon", "SAVE");
+                }
+                d
+            })
+            .collect();
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        let r = root(&model);
+        assert_eq!(r.name, "Order");
+        let field = |n: &str| r.fields.iter().find(|f| f.stored == n).unwrap();
+        assert_eq!(field("_id").ty, Ty::I32);
+        assert_eq!(
+            field("price").ty,
+            Ty::F64 {
+                with_int: true,
+                with_long: false
+            }
+        );
+        assert_eq!(
+            field("note").presence,
+            Presence {
+                missing: false,
+                null: true
+            }
+        );
+        assert_eq!(
+            field("coupon").presence,
+            Presence {
+                missing: true,
+                null: false
+            }
+        );
+        assert!(matches!(field("status").ty, Ty::Enum(_)));
+        assert_eq!(
+            model.enums[0].variants[0],
+            ("Open".to_owned(), "open".to_owned())
+        );
+    }
+
+    #[test]
+    fn an_array_missing_and_null_is_undecided() {
+        let docs = vec![
+            doc! { "_id": 1, "tags": ["a"] },
+            doc! { "_id": 2, "tags": null },
+            doc! { "_id": 3 },
+        ];
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        assert_eq!(root(&model).fields[1].ty, Ty::Any);
+        assert!(report.undecided.iter().any(|u| u.path == "orders.tags"));
+    }
+
+    #[test]
+    fn incompatible_kinds_are_undecided_not_guessed() {
+        let docs = vec![doc! { "_id": 1, "v": "a" }, doc! { "_id": 2, "v": true }];
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        assert_eq!(root(&model).fields[1].ty, Ty::Any);
+        assert_eq!(report.undecided.len(), 1);
+    }
+
+    #[test]
+    fn maps_tagged_unions_and_bounds() {
+        let docs: Vec<Document> = (0..40)
+            .map(|i| {
+                let payment = if i % 2 == 0 {
+                    doc! { "type": "card", "last4": "4242" }
+                } else {
+                    doc! { "type": "paypal", "email": "a@b.c" }
+                };
+                doc! {
+                    "_id": i,
+                    "payment": payment,
+                    "stock": { format!("wh{}", i % 7): i, format!("wh{}", (i + 1) % 7): 1 },
+                    "tags": (0..(i % 5)).map(|t| format!("t{}", i * 10 + t)).collect::<Vec<_>>(),
+                }
+            })
+            .collect();
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        let r = root(&model);
+        assert!(matches!(r.fields[1].ty, Ty::Union(_)));
+        assert_eq!(model.unions[0].tag, "type");
+        assert_eq!(model.unions[0].variants.len(), 2);
+        assert_eq!(
+            r.fields[2].ty,
+            Ty::Map {
+                values: Box::new(Ty::I32),
+                max: 4
+            }
+        );
+        assert_eq!(
+            r.fields[3].ty,
+            Ty::Array {
+                items: Box::new(Ty::Str),
+                max: 8
+            }
+        );
+        assert_eq!(bound(3, 2.0), 6);
+        assert_eq!(bound(0, 2.0), 1);
+        assert_eq!(bound(5, 1.5), 8);
+    }
+}

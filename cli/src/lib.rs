@@ -1,0 +1,217 @@
+//! The `mongo-schema` command. `pull` adopts an existing database: it samples every collection,
+//! counts the facts of every path over all documents, decides the Rust types by a lattice,
+//! confirms references and copies on the server, and writes a module of models whose validators
+//! it has checked against every stored document (the server's `$nor: [{ $jsonSchema }]` count
+//! and mongo-schema's `LocalValidator`), widening what failed until nothing does.
+//!
+//! `main.rs` is a thin shell over [`run`]; every stage is a module: [`sample`] (the only reading
+//! of the layout), [`facts`], [`lattice`], [`infer`], [`validator`], [`verify`], [`relate`],
+//! [`emit`], [`report`], tied together by [`pull`].
+
+#![deny(missing_docs)]
+
+pub mod emit;
+pub mod existing;
+pub mod facts;
+pub mod infer;
+pub mod lattice;
+pub mod model;
+pub mod names;
+pub mod pull;
+pub mod relate;
+pub mod report;
+pub mod sample;
+pub mod validator;
+pub mod verify;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mongo-schema",
+    version,
+    about = "MongoDB schema design the Rust compiler checks"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write the models of an existing database, proven to accept every stored document.
+    Pull(PullArgs),
+}
+
+/// `mongo-schema pull`.
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// The server: `mongodb://host:port/?replicaSet=rs0`.
+    #[arg(long)]
+    pub uri: String,
+    /// The database.
+    #[arg(long)]
+    pub db: String,
+    /// Only these collections (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub collections: Vec<String>,
+    /// The Rust module to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The full report, as JSON.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Documents per `$sample` (plus the oldest and newest by `_id`).
+    #[arg(long, default_value_t = 1000)]
+    pub sample: u64,
+    /// Bounds are the observed maximum times this, rounded up (`2x`, `1.5`).
+    #[arg(long, default_value = "2x", value_parser = parse_headroom)]
+    pub headroom: f64,
+    /// Fewest values for a unit enum (quicktype's rule: distinct values below their square root).
+    #[arg(long, default_value_t = 10)]
+    pub enum_min: u64,
+    /// Arrays longer than this are reported as unbounded in practice.
+    #[arg(long, default_value_t = 1000)]
+    pub unbounded_threshold: u64,
+    /// Paths to make maps (`orders.stock`), whatever their keys.
+    #[arg(long = "map", value_name = "PATH")]
+    pub maps: Vec<String>,
+    /// Paths to keep structs, whatever their keys.
+    #[arg(long = "struct", value_name = "PATH")]
+    pub structs: Vec<String>,
+    /// String paths to make unit enums, whatever their counts (up to 64 distinct values).
+    #[arg(long = "enum", value_name = "PATH")]
+    pub enums: Vec<String>,
+    /// `maxTimeMS` of every read, in milliseconds (default 30 minutes).
+    #[arg(long)]
+    pub max_time_ms: Option<u64>,
+    /// Paths counted per collection by the facts pass at most (the rest is reported).
+    #[arg(long, default_value_t = 500)]
+    pub max_paths: usize,
+    /// Read from a secondary when there is one (`secondaryPreferred`).
+    #[arg(long)]
+    pub secondary: bool,
+    /// Share of checked values found in the target to accept a reference.
+    #[arg(long, default_value_t = 0.95)]
+    pub reference_threshold: f64,
+    /// Do not look for references and copies.
+    #[arg(long)]
+    pub no_relations: bool,
+}
+
+fn parse_headroom(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches(['x', 'X']);
+    match number.parse::<f64>() {
+        Ok(v) if v >= 1.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "`{text}` is not a headroom of at least 1 (`2x`, `1.5`)"
+        )),
+    }
+}
+
+impl PullArgs {
+    /// The pipeline's configuration.
+    pub fn config(&self) -> pull::PullConfig {
+        pull::PullConfig {
+            collections: self.collections.clone(),
+            read: sample::ReadOptions {
+                sample: self.sample,
+                max_time: self.max_time_ms.map(Duration::from_millis),
+                secondary: self.secondary,
+            },
+            infer: infer::Options {
+                headroom: self.headroom,
+                enum_min: self.enum_min,
+                unbounded_threshold: self.unbounded_threshold,
+                maps: self.maps.iter().cloned().collect(),
+                structs: self.structs.iter().cloned().collect(),
+                enums: self.enums.iter().cloned().collect(),
+                undecided: BTreeSet::new(),
+                existing: Default::default(),
+            },
+            reference_threshold: self.reference_threshold,
+            relations: !self.no_relations,
+            ..pull::PullConfig::default()
+        }
+    }
+}
+
+/// Runs a parsed command line: 0 on success, 1 when nothing was written.
+pub async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Pull(args) => match pull_command(&args).await {
+            Ok(summary) => {
+                eprint!("{summary}");
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("mongo-schema pull: {message}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+async fn pull_command(args: &PullArgs) -> Result<String, String> {
+    let client = mongodb::Client::with_uri_str(&args.uri)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", args.uri))?;
+    let db = client.database(&args.db);
+    let pulled = pull::pull(&db, &args.config()).await?;
+    std::fs::write(&args.out, &pulled.module)
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    if let Some(path) = &args.report {
+        let json = serde_json::to_string_pretty(&pulled.report).expect("a report serializes");
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(format!(
+        "{}wrote {}{}\n",
+        pulled.report.summary(),
+        args.out.display(),
+        args.report
+            .as_ref()
+            .map(|p| format!(" and {}", p.display()))
+            .unwrap_or_default()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_command_line_parses() {
+        let cli = Cli::try_parse_from([
+            "mongo-schema",
+            "pull",
+            "--uri",
+            "mongodb://h",
+            "--db",
+            "shop",
+            "--out",
+            "m.rs",
+            "--report",
+            "r.json",
+            "--sample",
+            "200",
+            "--headroom",
+            "1.5x",
+            "--collections",
+            "a,b",
+        ])
+        .unwrap();
+        let Command::Pull(args) = cli.command;
+        assert_eq!(args.sample, 200);
+        assert_eq!(args.headroom, 1.5);
+        assert_eq!(args.collections, ["a", "b"]);
+        assert!(parse_headroom("0.5").is_err());
+    }
+}

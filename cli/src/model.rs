@@ -1,0 +1,236 @@
+//! The models `pull` decided on, before they are Rust text: collections, structs, unit enums and
+//! internally tagged enums, each field with its type, presence and the evidence behind them.
+//! `validator` turns this into `$jsonSchema`, `emit` into Rust; both read only this.
+
+use mongodb::bson::Document;
+
+/// A type of a field, or of an array's or map's elements.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ty {
+    /// `i32`: only `int` stored.
+    I32,
+    /// `i64`, stored as `long`, or as `int` and `long` (the validator keeps both).
+    I64 {
+        /// `int` values are stored too.
+        with_int: bool,
+    },
+    /// `f64`, stored as `double`, or also as `int` / `long` (the validator keeps them).
+    F64 {
+        /// `int` values are stored too.
+        with_int: bool,
+        /// `long` values are stored too.
+        with_long: bool,
+    },
+    /// `String`.
+    Str,
+    /// `bool`.
+    Bool,
+    /// `DateTime` (a BSON date).
+    Date,
+    /// `ObjectId`.
+    ObjectId,
+    /// `Decimal128`.
+    Decimal,
+    /// `bson::Uuid`: binary subtype 4.
+    Uuid,
+    /// `bson::Binary`: any other subtype (the schema is `binData`).
+    Binary,
+    /// `bson::Regex`.
+    Regex,
+    /// `bson::Timestamp`.
+    Timestamp,
+    /// A unit enum (index into [`Model::enums`]).
+    Enum(usize),
+    /// A struct (index into [`Model::structs`]).
+    Struct(usize),
+    /// An internally tagged enum (index into [`Model::unions`]).
+    Union(usize),
+    /// A fixed-length array: every stored array had this length.
+    Fixed {
+        /// The elements.
+        items: Box<Ty>,
+        /// The length.
+        len: u64,
+    },
+    /// A bounded array.
+    Array {
+        /// The elements.
+        items: Box<Ty>,
+        /// The bound (`#[embed(max)]` / `#[reference(max)]`).
+        max: u64,
+    },
+    /// A map with string keys.
+    Map {
+        /// The values.
+        values: Box<Ty>,
+        /// The bound (`maxProperties`).
+        max: u64,
+    },
+    /// Undecided: any BSON value (`Bson`, an empty schema).
+    Any,
+}
+
+impl Ty {
+    /// The innermost scalar of an array (or the type itself).
+    pub fn element(&self) -> &Ty {
+        match self {
+            Ty::Array { items, .. } => items.element(),
+            other => other,
+        }
+    }
+}
+
+/// Whether a field may be absent and whether it may be `null`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presence {
+    /// Some documents do not hold the field.
+    pub missing: bool,
+    /// Some documents hold `null` there.
+    pub null: bool,
+}
+
+/// A field that holds ids of another collection's documents, confirmed against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// The target collection.
+    pub collection: String,
+    /// The target's Rust type.
+    pub type_name: String,
+}
+
+/// A sub-document holding the `_id` of a target and copies of some of its fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtendedRef {
+    /// The target collection.
+    pub collection: String,
+    /// The target's Rust type.
+    pub type_name: String,
+    /// The copied fields (stored names).
+    pub fields: Vec<String>,
+    /// `frozen`, `transactional` or `async`.
+    pub sync: String,
+}
+
+/// One field of a struct or struct variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// The stored name.
+    pub stored: String,
+    /// The Rust identifier (`r#type`, `user_id`).
+    pub ident: String,
+    /// The type.
+    pub ty: Ty,
+    /// Absent, `null`.
+    pub presence: Presence,
+    /// Set when the values are ids of another collection.
+    pub reference: Option<Reference>,
+    /// Set when the value is an extended reference.
+    pub extended: Option<ExtendedRef>,
+    /// The evidence, one line per decision, written as a comment above the field.
+    pub notes: Vec<String>,
+}
+
+/// A struct.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Struct {
+    /// The Rust name.
+    pub name: String,
+    /// The path it was found at (`orders.items[]`).
+    pub path: String,
+    /// Fields in stored order.
+    pub fields: Vec<Field>,
+}
+
+/// A unit enum stored as strings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitEnum {
+    /// The Rust name.
+    pub name: String,
+    /// `(variant identifier, stored value)`, in value order.
+    pub variants: Vec<(String, String)>,
+}
+
+/// A variant of an internally tagged enum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// The Rust identifier.
+    pub ident: String,
+    /// The tag value.
+    pub value: String,
+    /// The fields besides the tag.
+    pub fields: Vec<Field>,
+}
+
+/// An internally tagged enum: `#[serde(tag = "...")]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Union {
+    /// The Rust name.
+    pub name: String,
+    /// The path it was found at.
+    pub path: String,
+    /// The tag's stored name.
+    pub tag: String,
+    /// The variants, in tag value order.
+    pub variants: Vec<Variant>,
+}
+
+/// An existing index, as an `#[index]` attribute says it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Index {
+    /// `(stored path, 1 | -1 | "text" | ...)`, as the server lists them.
+    pub keys: Document,
+    /// The server's name.
+    pub name: String,
+    /// `unique`.
+    pub unique: bool,
+    /// `sparse`.
+    pub sparse: bool,
+    /// `expireAfterSeconds`.
+    pub expire_after_secs: Option<i64>,
+    /// `partialFilterExpression` as relaxed extended JSON.
+    pub partial: Option<String>,
+}
+
+/// A collection root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collection {
+    /// The collection name.
+    pub name: String,
+    /// The root struct (index into [`Model::structs`]); for a collection of kinds a placeholder
+    /// that carries the enum's name.
+    pub root: usize,
+    /// A collection whose documents are of several kinds: the whole-document enum (index into
+    /// [`Model::unions`]).
+    pub kinds: Option<usize>,
+    /// Documents in the collection when `pull` ran.
+    pub count: u64,
+    /// The indexes kept as `#[index]` attributes.
+    pub indexes: Vec<Index>,
+    /// `validationLevel` of the existing validator, when not the default.
+    pub validation_level: Option<String>,
+    /// `validationAction` of the existing validator, when not the default.
+    pub validation_action: Option<String>,
+}
+
+/// Everything `pull` decided.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Model {
+    /// Collections, by name.
+    pub collections: Vec<Collection>,
+    /// Structs (roots, sub-documents, array elements), each emitted once.
+    pub structs: Vec<Struct>,
+    /// Unit enums.
+    pub enums: Vec<UnitEnum>,
+    /// Internally tagged enums.
+    pub unions: Vec<Union>,
+}
+
+impl Model {
+    /// The Rust name of a collection's root type.
+    pub fn root_name(&self, collection: &str) -> Option<&str> {
+        self.collections
+            .iter()
+            .find(|c| c.name == collection)
+            .map(|c| self.structs[c.root].name.as_str())
+    }
+}

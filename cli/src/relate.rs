@@ -1,0 +1,434 @@
+//! References and copies, confirmed on the server. A field of a root, or of a sub-document it holds
+//! (also in arrays), whose values have the type of another collection's `_id` (ObjectId, uuid,
+//! string, integer; strings and integers only with a name hint: `userId` -> `users`) is a reference
+//! when a deduplicated sample of up to 100 of its values is found in the target's `_id` by one
+//! `$in` count on the `_id` index, at the threshold ratio. A sub-document of a root holding such an
+//! `_id` and some of the target's own fields (same stored names and types) is an extended
+//! reference; its strategy is suggested from the data: copies that all equal their source now were
+//! maintained (`transactional`, `async` when one source has more than [`ASYNC_FAN_OUT`] holders,
+//! seed 003's question 4), copies that differ were snapshots (`frozen`).
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+
+use crate::infer::Observed;
+use crate::model::{ExtendedRef, Model, Reference, Ty};
+use crate::names;
+use crate::pull::PullConfig;
+use crate::report::{CopyCheck, ReferenceCheck, Report};
+use crate::sample::collection;
+
+/// Distinct values checked per candidate.
+pub const VALUES_CHECKED: i64 = 100;
+
+/// More holders of one source than this suggest `async` over `transactional`.
+pub const ASYNC_FAN_OUT: u64 = 100;
+
+fn id_type(ty: &Ty) -> bool {
+    matches!(
+        ty,
+        Ty::ObjectId | Ty::Uuid | Ty::Str | Ty::I32 | Ty::I64 { with_int: false }
+    )
+}
+
+fn strong(ty: &Ty) -> bool {
+    matches!(ty, Ty::ObjectId | Ty::Uuid)
+}
+
+/// `(collection index, root's _id type)` of every collection with a required `_id`.
+fn targets(model: &Model) -> Vec<(usize, Ty)> {
+    model
+        .collections
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kinds.is_none())
+        .filter_map(|(i, c)| {
+            let id = model.structs[c.root]
+                .fields
+                .iter()
+                .find(|f| f.stored == "_id")?;
+            (!id.presence.missing && !id.presence.null && id_type(&id.ty))
+                .then(|| (i, id.ty.clone()))
+        })
+        .collect()
+}
+
+/// Candidates for a field of type `ty` named `stored`, hinted ones first; unhinted ones only for
+/// ids that cannot match by chance.
+fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
+    let hint = names::reference_hint(stored).to_ascii_lowercase();
+    let mut hinted = Vec::new();
+    let mut others = Vec::new();
+    for (i, id) in targets(model) {
+        if id != *ty {
+            continue;
+        }
+        let name = names::singular(&model.collections[i].name).to_ascii_lowercase();
+        let name = name.replace(['_', '-'], "");
+        if !hint.is_empty()
+            && (name == hint.replace('_', "") || name.ends_with(&hint.replace('_', "")))
+        {
+            hinted.push(i);
+        } else if strong(ty) {
+            others.push(i);
+        }
+    }
+    hinted.extend(others);
+    hinted.truncate(3);
+    hinted
+}
+
+/// Up to [`VALUES_CHECKED`] distinct values at `path`; `arrays` are the arrays on the way
+/// (`items`, or `tags` itself), unwound in order.
+async fn distinct_values(
+    db: &Database,
+    config: &PullConfig,
+    coll: &str,
+    path: &str,
+    arrays: &[String],
+    report: &mut Report,
+) -> Result<Vec<Bson>, String> {
+    let mut pipeline = vec![doc! { "$match": { path: { "$exists": true, "$ne": Bson::Null } } }];
+    for array in arrays {
+        pipeline.push(doc! { "$unwind": format!("${array}") });
+    }
+    pipeline.push(doc! { "$group": { "_id": format!("${path}") } });
+    pipeline.push(doc! { "$limit": VALUES_CHECKED });
+    report.command("aggregate");
+    let rows: Vec<Document> = collection(db, coll, &config.read)
+        .aggregate(pipeline)
+        .max_time(config.read.limit())
+        .await
+        .map_err(|e| format!("`{coll}.{path}`: {e}"))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("`{coll}.{path}`: {e}"))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|mut r| r.remove("_id"))
+        .filter(|v| *v != Bson::Null)
+        .collect())
+}
+
+async fn found_in(
+    db: &Database,
+    config: &PullConfig,
+    target: &str,
+    values: &[Bson],
+    report: &mut Report,
+) -> Result<u64, String> {
+    report.command("aggregate");
+    collection(db, target, &config.read)
+        .count_documents(doc! { "_id": { "$in": values.to_vec() } })
+        .max_time(config.read.limit())
+        .await
+        .map_err(|e| format!("`{target}`: {e}"))
+}
+
+/// Finds the references of every root's fields and of the sub-documents they hold (also in
+/// arrays), and the extended references of every root's sub-documents.
+pub async fn relate(
+    db: &Database,
+    model: &mut Model,
+    _observed: &[Observed],
+    config: &PullConfig,
+    report: &mut Report,
+) -> Result<(), String> {
+    for ci in 0..model.collections.len() {
+        if model.collections[ci].kinds.is_some() {
+            continue; // a collection of kinds: references in its variants are not looked for
+        }
+        let root = model.collections[ci].root;
+        let mut pending: Vec<(usize, String, Vec<String>)> =
+            vec![(root, String::new(), Vec::new())];
+        let mut seen = Vec::new();
+        while let Some((si, prefix, arrays)) = pending.pop() {
+            if seen.contains(&si) {
+                continue; // a struct shared by two paths is decided at the first
+            }
+            seen.push(si);
+            for fi in 0..model.structs[si].fields.len() {
+                let field = model.structs[si].fields[fi].clone();
+                if field.stored == "_id" || !plain(&field.stored) {
+                    continue;
+                }
+                let path = format!("{prefix}{}", field.stored);
+                let (element, array) = match &field.ty {
+                    Ty::Array { items, .. } => ((**items).clone(), true),
+                    other => (other.clone(), false),
+                };
+                let mut through = arrays.clone();
+                if array {
+                    through.push(path.clone());
+                }
+                if id_type(&element) {
+                    reference(db, model, config, report, ci, (si, fi), &path, &through).await?;
+                    continue;
+                }
+                match element {
+                    Ty::Struct(inner) => {
+                        let whole = si == root && !array;
+                        if whole && !field.presence.missing && !field.presence.null {
+                            extended(db, model, config, report, ci, fi, inner).await?;
+                        }
+                        if model.structs[si].fields[fi].extended.is_none() {
+                            pending.push((inner, format!("{path}."), through));
+                        }
+                    }
+                    _ => continue,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plain(stored: &str) -> bool {
+    !stored.is_empty() && !stored.contains('.') && !stored.starts_with('$')
+}
+
+/// Checks one id-like field (`path` from the collection, through `arrays`) against its
+/// candidate targets; the first accepted one makes it a reference.
+#[allow(clippy::too_many_arguments)]
+async fn reference(
+    db: &Database,
+    model: &mut Model,
+    config: &PullConfig,
+    report: &mut Report,
+    ci: usize,
+    (si, fi): (usize, usize),
+    path: &str,
+    arrays: &[String],
+) -> Result<(), String> {
+    let coll = model.collections[ci].name.clone();
+    let field = model.structs[si].fields[fi].clone();
+    let element = field.ty.element().clone();
+    for target in candidates(model, &field.stored, &element) {
+        let target_name = model.collections[target].name.clone();
+        let values = distinct_values(db, config, &coll, path, arrays, report).await?;
+        if values.is_empty() {
+            break;
+        }
+        let found = found_in(db, config, &target_name, &values, report).await?;
+        let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
+        report.references.push(ReferenceCheck {
+            path: format!("{coll}.{path}"),
+            target: target_name.clone(),
+            checked: values.len() as u64,
+            found,
+            accepted,
+        });
+        if accepted {
+            let type_name = model.structs[model.collections[target].root].name.clone();
+            let f = &mut model.structs[si].fields[fi];
+            f.notes.push(format!(
+                "`{}`: {found} of {} distinct values checked are `_id`s of `{target_name}`: a reference",
+                field.stored,
+                values.len()
+            ));
+            f.reference = Some(Reference {
+                collection: target_name,
+                type_name,
+            });
+            break;
+        }
+    }
+    Ok(())
+}
+
+async fn extended(
+    db: &Database,
+    model: &mut Model,
+    config: &PullConfig,
+    report: &mut Report,
+    ci: usize,
+    fi: usize,
+    si: usize,
+) -> Result<(), String> {
+    let coll = model.collections[ci].name.clone();
+    let root = model.collections[ci].root;
+    let field = model.structs[root].fields[fi].clone();
+    let copy = model.structs[si].clone();
+    let Some(id) = copy.fields.iter().find(|f| f.stored == "_id") else {
+        return Ok(());
+    };
+    if id.presence.missing || id.presence.null || !id_type(&id.ty) {
+        return Ok(());
+    }
+    let copied: Vec<&crate::model::Field> =
+        copy.fields.iter().filter(|f| f.stored != "_id").collect();
+    if copied.is_empty() {
+        return Ok(());
+    }
+    let valid_ident = |s: &str| {
+        names::field_ident(s) == s
+            || (s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+                && names::field_ident(s).len() == s.len()
+                && !names::field_ident(s).starts_with("r#"))
+    };
+    for target in candidates(model, &field.stored, &id.ty) {
+        let source = &model.structs[model.collections[target].root];
+        let matches = copied.iter().all(|c| {
+            !c.presence.missing
+                && !c.presence.null
+                && valid_ident(&c.stored)
+                && source.fields.iter().any(|s| {
+                    s.stored == c.stored && s.ty == c.ty && !s.presence.missing && !s.presence.null
+                })
+        });
+        if !matches {
+            continue;
+        }
+        let target_name = model.collections[target].name.clone();
+        let path = format!("{}._id", field.stored);
+        let values = distinct_values(db, config, &coll, &path, &[], report).await?;
+        if values.is_empty() {
+            continue;
+        }
+        let found = found_in(db, config, &target_name, &values, report).await?;
+        let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
+        report.references.push(ReferenceCheck {
+            path: format!("{coll}.{path}"),
+            target: target_name.clone(),
+            checked: values.len() as u64,
+            found,
+            accepted,
+        });
+        if !accepted {
+            continue;
+        }
+        let names: Vec<String> = copied.iter().map(|c| c.stored.clone()).collect();
+        let (compared, equal) = compare_copies(
+            db,
+            config,
+            &coll,
+            &field.stored,
+            &target_name,
+            &names,
+            report,
+        )
+        .await?;
+        report.command("aggregate");
+        let top: Vec<Document> = collection(db, &coll, &config.read)
+            .aggregate(vec![
+                doc! { "$group": { "_id": format!("${path}"), "n": { "$sum": 1 } } },
+                doc! { "$sort": { "n": -1 } },
+                doc! { "$limit": 1 },
+            ])
+            .max_time(config.read.limit())
+            .await
+            .map_err(|e| format!("`{coll}.{path}`: {e}"))?
+            .try_collect()
+            .await
+            .map_err(|e| format!("`{coll}.{path}`: {e}"))?;
+        let max_holders = top
+            .first()
+            .and_then(|d| match d.get("n") {
+                Some(Bson::Int32(n)) => Some(*n as u64),
+                Some(Bson::Int64(n)) => Some(*n as u64),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let sync = if equal < compared {
+            "frozen"
+        } else if max_holders > ASYNC_FAN_OUT {
+            "async"
+        } else {
+            "transactional"
+        };
+        report.copies.push(CopyCheck {
+            path: format!("{coll}.{}", field.stored),
+            target: target_name.clone(),
+            fields: names.clone(),
+            compared,
+            equal,
+            max_holders,
+            sync: sync.to_owned(),
+        });
+        let type_name = model.structs[model.collections[target].root].name.clone();
+        let f = &mut model.structs[root].fields[fi];
+        f.notes.push(format!(
+            "`{}`: a copy of `{target_name}` ({}): {equal} of {compared} copies equal their source now, at most {max_holders} holder{} of one source: `{sync}`",
+            field.stored,
+            names.join(", "),
+            if max_holders == 1 { "" } else { "s" }
+        ));
+        f.extended = Some(ExtendedRef {
+            collection: target_name,
+            type_name,
+            fields: names,
+            sync: sync.to_owned(),
+        });
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// Compares up to 100 copies with their sources now: `(compared, equal)`.
+async fn compare_copies(
+    db: &Database,
+    config: &PullConfig,
+    coll: &str,
+    field: &str,
+    target: &str,
+    names: &[String],
+    report: &mut Report,
+) -> Result<(u64, u64), String> {
+    report.command("aggregate");
+    let holders: Vec<Document> = collection(db, coll, &config.read)
+        .aggregate(vec![
+            doc! { "$sample": { "size": 100 } },
+            doc! { "$project": { "_id": 0, "copy": format!("${field}") } },
+        ])
+        .max_time(config.read.limit())
+        .await
+        .map_err(|e| format!("`{coll}.{field}`: {e}"))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("`{coll}.{field}`: {e}"))?;
+    let copies: Vec<Document> = holders
+        .into_iter()
+        .filter_map(|mut h| match h.remove("copy") {
+            Some(Bson::Document(d)) => Some(d),
+            _ => None,
+        })
+        .collect();
+    let ids: Vec<Bson> = copies
+        .iter()
+        .filter_map(|c| c.get("_id").cloned())
+        .collect();
+    report.command("find");
+    let sources: Vec<Document> = collection(db, target, &config.read)
+        .find(doc! { "_id": { "$in": ids } })
+        .max_time(config.read.limit())
+        .await
+        .map_err(|e| format!("`{target}`: {e}"))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("`{target}`: {e}"))?;
+    let mut equal = 0;
+    for c in &copies {
+        let source = sources.iter().find(|s| s.get("_id") == c.get("_id"));
+        if source.is_some_and(|s| names.iter().all(|n| s.get(n) == c.get(n))) {
+            equal += 1;
+        }
+    }
+    Ok((copies.len() as u64, equal))
+}
+
+/// Turns the copies of collection `name` back into plain sub-documents (their check failed).
+pub fn drop_copies(model: &mut Model, name: &str, report: &mut Report) {
+    let Some(c) = model.collections.iter().find(|c| c.name == name) else {
+        return;
+    };
+    for f in model.structs[c.root].fields.iter_mut() {
+        if let Some(e) = f.extended.take() {
+            report.notes.push(format!(
+                "`{name}.{}`: the copy of `{}` fails stored documents as an extended reference: kept as a plain sub-document",
+                f.stored, e.collection
+            ));
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! What `pull` found and decided, with the evidence: written as JSON with `--report`, summed up
+//! on stderr.
+
+use serde::Serialize;
+
+/// One decision and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// The stored path (`orders.items[].sku`; `<type=card>` marks a variant).
+    pub path: String,
+    /// What was decided.
+    pub decision: String,
+    /// The counts behind it.
+    pub evidence: String,
+}
+
+/// The bound of an array or map.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArrayBound {
+    /// The stored path.
+    pub path: String,
+    /// The largest seen.
+    pub observed_max: u64,
+    /// Whether `observed_max` was counted over every document (the facts pass) rather than the
+    /// sample and the gate's failures.
+    pub exact: bool,
+    /// The bound written.
+    pub bound: u64,
+    /// Larger than the threshold: seed 003's unbounded case, a reference is the better design.
+    pub unbounded_in_practice: bool,
+}
+
+/// A validator the gate had to widen.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Widening {
+    /// The round of the gate (1 is the first check).
+    pub round: u32,
+    /// The collection.
+    pub collection: String,
+    /// The path and rule that failed (`items.3.qty: maxItems`).
+    pub rule: String,
+    /// Documents that failed it.
+    pub documents: u64,
+}
+
+/// A reference candidate and its check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReferenceCheck {
+    /// The field's path.
+    pub path: String,
+    /// The collection whose `_id`s were looked up.
+    pub target: String,
+    /// Distinct values checked.
+    pub checked: u64,
+    /// Of them, found in the target.
+    pub found: u64,
+    /// Accepted as a reference.
+    pub accepted: bool,
+}
+
+/// An extended reference and the counts behind its sync strategy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CopyCheck {
+    /// The copy's path.
+    pub path: String,
+    /// The source collection.
+    pub target: String,
+    /// The copied fields.
+    pub fields: Vec<String>,
+    /// Copies compared with their source.
+    pub compared: u64,
+    /// Of them, equal to the source now.
+    pub equal: u64,
+    /// The most holders of one source.
+    pub max_holders: u64,
+    /// The strategy suggested.
+    pub sync: String,
+}
+
+/// An index of the database and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexNote {
+    /// The collection.
+    pub collection: String,
+    /// The index name.
+    pub name: String,
+    /// Kept as `#[index]`, or why not.
+    pub outcome: String,
+}
+
+/// Per collection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectionSummary {
+    /// The name.
+    pub name: String,
+    /// The Rust type of its documents.
+    pub type_name: String,
+    /// Documents when `pull` ran.
+    pub documents: u64,
+    /// Documents sampled for the shape.
+    pub sampled: u64,
+    /// Documents the server's `$nor: [{ $jsonSchema }]` count found failing the written validator
+    /// (0: it accepts every stored document).
+    pub server_violators: u64,
+    /// Documents the library's `LocalValidator` found failing it (0 likewise).
+    pub local_violators: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Report {
+    /// The database.
+    pub database: String,
+    /// Per collection.
+    pub collections: Vec<CollectionSummary>,
+    /// Enum, map, number and tagged-union decisions.
+    pub decisions: Vec<Decision>,
+    /// Paths left as `Bson`, and why.
+    pub undecided: Vec<Decision>,
+    /// Every array and map with its observed maximum and bound.
+    pub arrays: Vec<ArrayBound>,
+    /// What the gate widened.
+    pub widenings: Vec<Widening>,
+    /// Rounds of the gate until nothing failed.
+    pub gate_rounds: u32,
+    /// Reference candidates.
+    pub references: Vec<ReferenceCheck>,
+    /// Extended references.
+    pub copies: Vec<CopyCheck>,
+    /// Indexes.
+    pub indexes: Vec<IndexNote>,
+    /// Things said once (a cap reached, a text index the attributes cannot say).
+    pub notes: Vec<String>,
+    /// Commands sent to the server, by name.
+    pub commands: std::collections::BTreeMap<String, u64>,
+    /// Wall time of the pull.
+    pub seconds: f64,
+    /// Wall time per stage (`sample`, `facts`, `gate`, `relate`, `emit`), in seconds.
+    pub phases: Vec<(String, f64)>,
+}
+
+impl Report {
+    /// Counts one command.
+    pub fn command(&mut self, name: &str) {
+        *self.commands.entry(name.to_owned()).or_default() += 1;
+    }
+
+    /// The summary for stderr.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for c in &self.collections {
+            out.push_str(&format!(
+                "{}: {} documents ({} sampled) -> {}; violators: server {}, local {}\n",
+                c.name, c.documents, c.sampled, c.type_name, c.server_violators, c.local_violators
+            ));
+        }
+        let n = |count: usize, one: &str, many: &str| {
+            format!("{count} {}", if count == 1 { one } else { many })
+        };
+        out.push_str(&format!(
+            "{}, {}, {}, {} in {}, {} and {} accepted\n",
+            n(self.decisions.len(), "decision", "decisions"),
+            n(self.undecided.len(), "undecided path", "undecided paths"),
+            n(self.arrays.len(), "bound", "bounds"),
+            n(self.widenings.len(), "widening", "widenings"),
+            n(self.gate_rounds as usize, "gate round", "gate rounds"),
+            n(
+                self.references.iter().filter(|r| r.accepted).count(),
+                "reference",
+                "references"
+            ),
+            n(self.copies.len(), "copy", "copies"),
+        ));
+        for a in self.arrays.iter().filter(|a| a.unbounded_in_practice) {
+            out.push_str(&format!(
+                "warning: `{}` holds up to {} items: unbounded in practice, a reference is the better design (seed 003, question 1)\n",
+                a.path, a.observed_max
+            ));
+        }
+        for u in &self.undecided {
+            out.push_str(&format!(
+                "undecided: `{}` is `Bson`: {}\n",
+                u.path, u.evidence
+            ));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        let commands: u64 = self.commands.values().sum();
+        let phases: Vec<String> = self
+            .phases
+            .iter()
+            .map(|(name, s)| format!("{name} {s:.2} s"))
+            .collect();
+        out.push_str(&format!(
+            "{commands} commands in {:.2} s ({})\n",
+            self.seconds,
+            phases.join(", ")
+        ));
+        out
+    }
+}

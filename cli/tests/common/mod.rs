@@ -1,0 +1,3 @@
+//! Shared by the integration tests of the `mongo-schema` binary.
+
+pub mod shop;
