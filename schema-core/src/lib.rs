@@ -56,7 +56,7 @@ pub use sync::{
     EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
     SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerStats,
     DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION,
-    FAILURE_RECORD_TTL, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    FAILURE_RECORD_TTL, FAN_OUT_CHUNK, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
 pub use validation::{LocalValidator, RuleFailure, ValidationError};
 

@@ -1,0 +1,370 @@
+//! Sync at production size: a rename of a source that 20,000 holders copy is written in fenced
+//! chunks of at most `FAN_OUT_CHUNK` holders, paged by holder `_id` across `_id` types, while a
+//! rename of another source in the same batch converges without waiting for the big one's last
+//! chunk; and a holder collection that refuses every chunk after the first records its holders
+//! and never stops the other sources' events.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{eventually, within};
+use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use mongo_schema::{WorkerStats, FAN_OUT_CHUNK};
+
+const HOLDERS: usize = 20_000;
+const SHUTDOWN: Duration = Duration::from_secs(60);
+const CONVERGE: Duration = Duration::from_secs(180);
+
+mod model {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    /// The source.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "owners")]
+    pub struct Owner {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    /// A holder of an async copy (its `_id`s are of several BSON types: the test writes them
+    /// raw and lifts the validator).
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "items")]
+    pub struct Item {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub n: i64,
+        #[extended_ref(to = Owner, fields = "name", sync = "async")]
+        pub owner: Option<ItemOwner>,
+    }
+
+    /// A second holder of the same source, whose validator the control test narrows.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "strict_items")]
+    pub struct StrictItem {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub n: i64,
+        #[extended_ref(to = Owner, fields = "name", sync = "async")]
+        pub owner: Option<StrictItemOwner>,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Owner>()
+            .model::<Item>()
+            .model::<StrictItem>()
+            .build()
+            .expect("the schema builds")
+    }
+}
+
+use model::*;
+
+fn holder(id: Bson, n: i64, owner: &ObjectId, name: &str) -> BsonDocument {
+    doc! { "_id": id, "n": n, "owner": { "_id": *owner, "name": name } }
+}
+
+/// The `_id` of the `i`th big holder: numbers, strings and ObjectIds, so the chunks' walk
+/// crosses type brackets.
+fn mixed_id(i: usize) -> Bson {
+    match i % 4 {
+        0 | 1 => Bson::Int64(i as i64),
+        2 => Bson::String(format!("h{i:06}")),
+        _ => Bson::ObjectId(ObjectId::new()),
+    }
+}
+
+async fn insert_raw(db: &mongodb::Database, collection: &str, docs: Vec<BsonDocument>) {
+    for part in docs.chunks(5_000) {
+        db.collection::<BsonDocument>(collection)
+            .insert_many(part.to_vec())
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+}
+
+async fn renamed(db: &mongodb::Database, collection: &str, owner: ObjectId, name: &str) -> u64 {
+    db.collection::<BsonDocument>(collection)
+        .count_documents(doc! { "owner._id": owner, "owner.name": name })
+        .await
+        .unwrap()
+}
+
+async fn rename(db: &mongodb::Database, owner: ObjectId, name: &str) {
+    Owner::collection(db)
+        .update_one(doc! { "_id": owner }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+fn owner(name: &str) -> Owner {
+    Owner {
+        id: ObjectId::new(),
+        name: name.into(),
+    }
+}
+
+/// One `update` command of the holders, as command monitoring saw it: sent inside a
+/// transaction, and the documents it matched and modified.
+#[derive(Debug, Clone, Default)]
+struct Update {
+    collection: String,
+    in_transaction: bool,
+    matched: i64,
+    modified: i64,
+    command: BsonDocument,
+}
+
+/// A client that records every `update` it sends with its reply.
+async fn update_monitor() -> (mongodb::Client, Arc<Mutex<Vec<Update>>>) {
+    use mongodb::event::{command::CommandEvent, EventHandler};
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
+    let sent: Arc<Mutex<HashMap<i32, BsonDocument>>> = Arc::default();
+    let updates: Arc<Mutex<Vec<Update>>> = Arc::default();
+    let log = updates.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |event| match event {
+        CommandEvent::Started(started) if started.command_name == "update" => {
+            sent.lock()
+                .unwrap()
+                .insert(started.request_id, started.command);
+        }
+        CommandEvent::Succeeded(done) if done.command_name == "update" => {
+            if let Some(command) = sent.lock().unwrap().remove(&done.request_id) {
+                let number = |key: &str| match done.reply.get(key) {
+                    Some(Bson::Int32(n)) => i64::from(*n),
+                    Some(Bson::Int64(n)) => *n,
+                    _ => 0,
+                };
+                log.lock().unwrap().push(Update {
+                    collection: command.get_str("update").unwrap_or_default().to_owned(),
+                    in_transaction: command.contains_key("txnNumber")
+                        && command.get_bool("autocommit") == Ok(false),
+                    matched: number("n"),
+                    modified: number("nModified"),
+                    command,
+                });
+            }
+        }
+        _ => {}
+    }));
+    (mongodb::Client::with_options(options).unwrap(), updates)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_up_another() {
+    let db = mongo_schema_testkit::database("scale_chunks").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    // the holders' `_id`s mix types, which the derived validator would refuse
+    db.run_command(doc! { "collMod": "items", "validator": {} })
+        .await
+        .unwrap();
+    let (big, small) = (owner("Big"), owner("Small"));
+    Owner::collection(&db)
+        .insert_many([&big, &small])
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut docs: Vec<BsonDocument> = (0..HOLDERS)
+        .map(|i| holder(mixed_id(i), i as i64, &big.id, "Big"))
+        .collect();
+    docs.push(holder(Bson::Int64(-1), -1, &small.id, "Small"));
+    insert_raw(&db, "items", docs).await;
+    println!(
+        "{} holders inserted in {:?}",
+        HOLDERS + 1,
+        started.elapsed()
+    );
+
+    let (client, updates) = update_monitor().await;
+    let watched = client.database(db.name());
+    let worker = |name: &str| {
+        schema
+            .sync_worker(&watched)
+            .name(name)
+            .max_await_time(Duration::from_millis(100))
+            .ready_timeout(Duration::from_secs(120))
+            .spawn()
+    };
+    // a first worker saves a token and stops, so both renames wait for the next one in one batch
+    let first = worker("scale");
+    first.ready().await.unwrap();
+    within(SHUTDOWN, "the first worker shuts down", first.shutdown())
+        .await
+        .unwrap();
+    rename(&db, big.id, "Big 2").await;
+    rename(&db, small.id, "Small 2").await;
+    updates.lock().unwrap().clear();
+
+    let started = Instant::now();
+    let second = worker("scale");
+    second.ready().await.unwrap();
+    let small_holder = doc! { "_id": -1_i64, "owner.name": "Small 2" };
+    let items = db.collection::<BsonDocument>("items");
+    let small_after = eventually(CONVERGE, "the small source's holder converges", || async {
+        items.count_documents(small_holder.clone()).await.unwrap() == 1
+    })
+    .await;
+    let big_when_small_done = renamed(&db, "items", big.id, "Big 2").await;
+    // the worker's figures, polled (a count of 20,000 holders each time would load the server)
+    let rewritten = || WorkerStats::get(&second.stats().copies_rewritten);
+    let mut progress = Instant::now();
+    let big_after = eventually(CONVERGE, "the worker rewrites all 20,001 holders", || {
+        let done = rewritten();
+        if progress.elapsed() > Duration::from_secs(10) {
+            progress = Instant::now();
+            println!("{done} holders rewritten after {:?}", started.elapsed());
+        }
+        async move { done >= HOLDERS as u64 + 1 }
+    })
+    .await;
+    assert_eq!(
+        renamed(&db, "items", big.id, "Big 2").await,
+        HOLDERS as u64,
+        "all 20,000 holders converged"
+    );
+    println!(
+        "small source converged after {small_after:?}, when {big_when_small_done} of {HOLDERS} \
+         big holders had; all of them after {big_after:?} ({:?} since the worker started)",
+        started.elapsed()
+    );
+    assert!(
+        big_when_small_done < HOLDERS as u64,
+        "the small source's rename waited for every chunk of the big one"
+    );
+
+    // every update of the holders is sent inside a transaction and modifies at most
+    // FAN_OUT_CHUNK of them
+    let all = updates.lock().unwrap().clone();
+    let updates: Vec<&Update> = all.iter().filter(|u| u.collection == "items").collect();
+    // the fence: the last statement of each fenced transaction writes the worker's lane
+    let fenced = all
+        .iter()
+        .filter(|u| u.collection == mongo_schema::TOKENS_COLLECTION && u.in_transaction)
+        .count();
+    let writing: Vec<&Update> = updates.iter().copied().filter(|u| u.modified > 0).collect();
+    for update in &updates {
+        assert!(
+            update.in_transaction,
+            "every fan-out write is inside a transaction: {}",
+            update.command
+        );
+        assert!(
+            update.matched <= FAN_OUT_CHUNK as i64 && update.modified <= FAN_OUT_CHUNK as i64,
+            "a transaction matched {} and modified {} holders: {}",
+            update.matched,
+            update.modified,
+            update.command
+        );
+    }
+    assert!(
+        fenced >= updates.len(),
+        "each chunk's transaction is fenced: {fenced} fence writes, {} chunks",
+        updates.len()
+    );
+    let modified: i64 = updates.iter().map(|u| u.modified).sum();
+    println!(
+        "{} updates of the holders, {} of them writing (at most {} holders each), {modified} \
+         holders modified in all",
+        updates.len(),
+        writing.len(),
+        writing.iter().map(|u| u.modified).max().unwrap_or(0)
+    );
+    assert_eq!(modified, HOLDERS as i64 + 1);
+    assert!(
+        writing.len() > HOLDERS / FAN_OUT_CHUNK,
+        "20 chunks of the big source and one of the small: {}",
+        writing.len()
+    );
+    assert_eq!(
+        WorkerStats::get(&second.stats().copies_rewritten),
+        HOLDERS as u64 + 1
+    );
+    assert_eq!(WorkerStats::get(&second.stats().failed), 0);
+    within(SHUTDOWN, "the worker shuts down", second.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_source() {
+    const STRICT: usize = 1_200;
+    let db = mongo_schema_testkit::database("scale_refuse").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let (big, small) = (owner("Big"), owner("Small"));
+    Owner::collection(&db)
+        .insert_many([&big, &small])
+        .await
+        .unwrap();
+    let strict: Vec<BsonDocument> = (0..STRICT)
+        .map(|i| holder(Bson::Int64(i as i64), i as i64, &big.id, "Big"))
+        .collect();
+    insert_raw(&db, "strict_items", strict).await;
+    Item::collection(&db)
+        .insert_one(Item {
+            id: ObjectId::new(),
+            n: 0,
+            owner: Some(ItemOwner {
+                id: small.id,
+                name: "Small".into(),
+            }),
+        })
+        .await
+        .unwrap();
+    // the first chunk (`_id` 0..1000) takes a new name; every later one is refused
+    db.run_command(doc! {
+        "collMod": "strict_items",
+        "validator": { "$or": [{ "n": { "$lt": FAN_OUT_CHUNK as i64 } }, { "owner.name": "Big" }] },
+        "validationLevel": "strict",
+    })
+    .await
+    .unwrap();
+
+    let worker = schema
+        .sync_worker(&db)
+        .name("refuse")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    worker.ready().await.unwrap();
+    rename(&db, big.id, "Big 2").await;
+    rename(&db, small.id, "Small 2").await;
+    eventually(CONVERGE, "the other source's holder converges", || async {
+        renamed(&db, "items", small.id, "Small 2").await == 1
+    })
+    .await;
+    eventually(CONVERGE, "the refused holders are recorded", || async {
+        WorkerStats::get(&worker.stats().failed) == (STRICT - FAN_OUT_CHUNK) as u64
+    })
+    .await;
+    assert_eq!(
+        renamed(&db, "strict_items", big.id, "Big 2").await,
+        FAN_OUT_CHUNK as u64,
+        "the first chunk was written"
+    );
+    let failures = schema.sync_failures(&db).await.unwrap();
+    assert_eq!(failures.len(), STRICT - FAN_OUT_CHUNK);
+    assert!(failures
+        .iter()
+        .all(|f| f.copy == "strict_items.owner" && f.code == Some(121)));
+    // the worker went on: a later change of the other source is applied too
+    rename(&db, small.id, "Small 3").await;
+    eventually(CONVERGE, "a later rename converges", || async {
+        renamed(&db, "items", small.id, "Small 3").await == 1
+    })
+    .await;
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
+}
