@@ -123,10 +123,12 @@ fn account(id: i64, email: &str, code: Option<Option<&str>>, active: bool) -> Bs
 async fn seeded(prefix: &str, accounts: Vec<BsonDocument>) -> mongodb::Database {
     let db = mongo_schema_testkit::database(prefix).await;
     v1::schema().apply(&db).await.unwrap();
-    db.collection::<BsonDocument>("accounts")
-        .insert_many(accounts)
-        .await
-        .unwrap();
+    if !accounts.is_empty() {
+        db.collection::<BsonDocument>("accounts")
+            .insert_many(accounts)
+            .await
+            .unwrap();
+    }
     db
 }
 
@@ -473,4 +475,61 @@ async fn duplicates_at_every_build_fail_the_version_with_the_dedupe_pending_agai
     println!("{report}");
     assert_eq!(ids(&db, "accounts").await, [1]);
     assert_eq!(meta(&db).await.get_str("state"), Ok("applied"));
+}
+
+#[tokio::test]
+async fn next_batch_walks_every_id_type() {
+    let db = seeded("safe_next_batch", Vec::new()).await;
+    // ids of several types, as other tools write them
+    let mut accounts = Vec::new();
+    for i in 0..30_i64 {
+        let id = match i % 3 {
+            0 => Bson::Int64(i),
+            1 => Bson::String(format!("s{i:02}")),
+            _ => Bson::ObjectId(mongo_schema::bson::oid::ObjectId::new()),
+        };
+        accounts.push(doc! { "_id": id, "email": format!("{i}@x"), "active": true });
+    }
+    db.collection::<BsonDocument>("accounts")
+        .insert_many(accounts)
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let step = {
+        let seen = seen.clone();
+        migrate::custom::<v1::Account>("count every account, 4 at a time", move |cx| {
+            let seen = seen.clone();
+            Box::pin(async move {
+                loop {
+                    let batch = cx.next_batch("accounts", doc! {}, 4).await?;
+                    let Some(last) = batch.last().and_then(|a| a.get("_id")).cloned() else {
+                        break;
+                    };
+                    seen.fetch_add(batch.len(), Ordering::SeqCst);
+                    cx.save(last, migrate::StepCounts::new(batch.len() as u64, 0))
+                        .await?;
+                }
+                Ok(cx.counts())
+            })
+        })
+    };
+    let v2 = mongo_schema::Schema::new()
+        .model::<v1::Account>()
+        .version(2)
+        .migration(2, "count", step)
+        .build()
+        .unwrap();
+    let report = v2
+        .apply(&db)
+        .on_violations(mongo_schema::OnViolations::Moderate)
+        .await
+        .unwrap();
+    println!("{report}");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        30,
+        "numbers, strings and ObjectIds"
+    );
+    assert_eq!(report.migrations[0].counts.matched, 30);
 }
