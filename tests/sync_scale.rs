@@ -371,3 +371,78 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         .await
         .unwrap();
 }
+
+/// The saved token's time.
+async fn token_time(db: &mongodb::Database, worker: &str) -> Option<mongo_schema::bson::Timestamp> {
+    db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
+        .find_one(doc! { "_id": worker })
+        .await
+        .unwrap()
+        .and_then(|t| t.get_timestamp("token_time").ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_stream_saves_its_token_at_the_interval() {
+    const INTERVAL: Duration = Duration::from_millis(400);
+    let db = mongo_schema_testkit::database("scale_quiet").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let spawn = |name: &str, interval: Option<Duration>| {
+        let mut worker = schema
+            .sync_worker(&db)
+            .name(name)
+            .lease(Duration::from_millis(900))
+            .max_await_time(Duration::from_millis(100));
+        if let Some(interval) = interval {
+            worker = worker.token_save_interval(interval);
+        }
+        worker.spawn()
+    };
+    let quiet = spawn("quiet", Some(INTERVAL));
+    // the control: the default interval (60 s) saves nothing more during the test
+    let control = spawn("control", None);
+    quiet.ready().await.unwrap();
+    control.ready().await.unwrap();
+    let first = eventually(
+        Duration::from_secs(10),
+        "a first token is saved",
+        || async {
+            token_time(&db, "quiet").await.is_some() && token_time(&db, "control").await.is_some()
+        },
+    )
+    .await;
+    let (quiet_before, control_before) = (
+        token_time(&db, "quiet").await.unwrap(),
+        token_time(&db, "control").await.unwrap(),
+    );
+    // no change of any source; the stream's position moves with other writes (the workers'
+    // own lease renewals)
+    tokio::time::sleep(INTERVAL * 3).await;
+    let advanced = eventually(
+        Duration::from_secs(10),
+        "the quiet token's time advances",
+        || async { token_time(&db, "quiet").await.unwrap() > quiet_before },
+    )
+    .await;
+    let quiet_after = token_time(&db, "quiet").await.unwrap();
+    let control_after = token_time(&db, "control").await.unwrap();
+    println!(
+        "quiet stream: token time {quiet_before:?} -> {quiet_after:?} ({advanced:?} after 3 \
+         intervals; first token after {first:?}); control (60 s): {control_before:?} -> \
+         {control_after:?}"
+    );
+    assert_eq!(
+        control_after, control_before,
+        "without an interval save a quiet stream's token stays where it was"
+    );
+    assert_eq!(
+        WorkerStats::get(&quiet.stats().events),
+        0,
+        "no event was applied"
+    );
+    within(SHUTDOWN, "the workers shut down", async {
+        quiet.shutdown().await.unwrap();
+        control.shutdown().await.unwrap();
+    })
+    .await;
+}

@@ -34,7 +34,7 @@ pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
     SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
-    TOKENS_COLLECTION,
+    DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
 };
 
 pub(crate) use fan_out::FanOut;
