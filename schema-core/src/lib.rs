@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+mod concern;
 mod deploy;
 mod error;
 mod explain;

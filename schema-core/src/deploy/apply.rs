@@ -522,27 +522,30 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            self.target.check()?;
-            let meta = self.db.collection::<Document>(META_COLLECTION);
+            let db = crate::concern::pinned(self.db);
+            let this = PlanAction { db: &db, ..self };
+            let this = &this;
+            this.target.check()?;
+            let meta = this.db.collection::<Document>(META_COLLECTION);
             let resolved = versions::resolve_record(
                 &meta,
-                &self.target.name,
-                &collection_names(self.specs),
-                &self.target.fingerprint,
+                &this.target.name,
+                &collection_names(this.specs),
+                &this.target.fingerprint,
                 false,
             )
             .await?;
             let status = VersionStatus::of(
-                self.target.version,
-                &self.target.fingerprint,
+                this.target.version,
+                &this.target.fingerprint,
                 resolved.recorded.as_ref(),
             );
-            let sharding = self.specs.iter().any(|s| s.shard_key.is_some());
-            let observed = observe_all(self.db, self.specs, sharding).await?;
-            let mut plan = Plan::compute_with(self.specs, &observed, self.options);
+            let sharding = this.specs.iter().any(|s| s.shard_key.is_some());
+            let observed = observe_all(this.db, this.specs, sharding).await?;
+            let mut plan = Plan::compute_with(this.specs, &observed, this.options);
             versions::hold_back_drops(&mut plan, &status);
-            count_violations(self.db, &mut plan).await?;
-            if self.options.on_violations != OnViolations::Refuse {
+            count_violations(this.db, &mut plan).await?;
+            if this.options.on_violations != OnViolations::Refuse {
                 // what apply with this decision does over violations
                 for action in &mut plan.actions {
                     if let Action::UpdateValidator {
@@ -555,40 +558,40 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                         if found.count == 0 {
                             continue;
                         }
-                        if self.options.on_violations == OnViolations::Moderate {
+                        if this.options.on_violations == OnViolations::Moderate {
                             *level = ValidationLevel::Moderate;
                         }
                         plan.warnings.push(Warning::ValidatorOverViolations {
                             collection: collection.clone(),
                             violations: found.clone(),
-                            decision: self.options.on_violations,
+                            decision: this.options.on_violations,
                         });
                     }
                 }
             }
-            foresee(self.db, &mut plan, &observed, self.migrations).await?;
-            let known = |name: &str| self.specs.iter().any(|s| s.name == name);
-            for collection in super::audit::unknown_collections(self.db, known).await? {
+            foresee(this.db, &mut plan, &observed, this.migrations).await?;
+            let known = |name: &str| this.specs.iter().any(|s| s.name == name);
+            for collection in super::audit::unknown_collections(this.db, known).await? {
                 plan.warnings.push(Warning::NotInSchema { collection });
             }
             plan.migrations = crate::migrate::run::plan(
-                self.db,
-                &self.target.name,
-                self.migrations,
-                self.target.version,
+                this.db,
+                &this.target.name,
+                this.migrations,
+                this.target.version,
             )
             .await?;
             if let Some(from) = resolved.adopted_from {
                 plan.warnings.push(Warning::RecordAdopted {
                     from,
-                    to: self.target.name.clone(),
+                    to: this.target.name.clone(),
                 });
             }
             if let Some(recorded) = &resolved.recorded {
                 plan.warnings.extend(drift(
                     &status,
                     recorded,
-                    &versions::observed_prints(self.specs, &observed),
+                    &versions::observed_prints(this.specs, &observed),
                 ));
             }
             plan.version = Some(status);
@@ -603,7 +606,11 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { run_apply(&self).await })
+        Box::pin(async move {
+            // the violations counted, the record and the lock: primary, majority
+            let db = crate::concern::pinned(self.db);
+            run_apply(&ApplyAction { db: &db, ..self }).await
+        })
     }
 }
 
@@ -1338,6 +1345,10 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
                 .map(drop);
         }
     };
+    // a command sent as such inherits no write concern: the schema's state is acknowledged by
+    // a majority (it survives a failover), whatever the URI says
+    let mut command = command;
+    command.insert("writeConcern", crate::concern::majority_document());
     db.run_command(command).await.map(drop)
 }
 

@@ -196,7 +196,8 @@ enum Stopped {
 impl SyncWorker {
     pub(crate) fn new(db: Database, graph: SyncGraph) -> Self {
         SyncWorker {
-            db,
+            // leases, lanes, tokens and fenced commits: primary, majority
+            db: crate::concern::pinned(&db),
             graph,
             name: "default".to_owned(),
             ready_timeout: DEFAULT_READY_TIMEOUT,

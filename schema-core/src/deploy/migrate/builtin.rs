@@ -51,7 +51,12 @@ async fn update_command(
         return Ok(StepCounts::default());
     }
     let reply = db
-        .run_command(doc! { "update": collection, "updates": updates, "ordered": false })
+        .run_command(doc! {
+            "update": collection,
+            "updates": updates,
+            "ordered": false,
+            "writeConcern": crate::concern::majority_document(),
+        })
         .await?;
     if let Ok(errors) = reply.get_array("writeErrors") {
         if let Some(Bson::Document(first)) = errors.first() {
