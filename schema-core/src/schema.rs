@@ -224,7 +224,10 @@ impl Schema {
     }
 
     /// The `update` command that brings the copies of `edge` in line with the source document
-    /// `source` (matching only drifted holders): what every strategy but `frozen` sends.
+    /// `source`: what every strategy but `frozen` sends. It matches every holder of the source
+    /// (filtering on the copied id alone, which the fan-out index serves; a holder already equal
+    /// is matched and not modified). The sync worker and reconcile send it in chunks of at most
+    /// [`crate::FAN_OUT_CHUNK`] holders, each restricted to a range of holder `_id`s.
     pub fn fan_out_command(
         &self,
         edge: &SyncEdge,
