@@ -303,7 +303,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     rename_all(&db, &agents, 1).await;
     while WorkerStats::get(&worker.stats().applied) < 1 {
-        assert!(start.elapsed() < deadline, "the worker did not apply the rename");
+        assert!(
+            start.elapsed() < deadline,
+            "the worker did not apply the rename"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let chunked = start.elapsed();

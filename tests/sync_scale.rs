@@ -1,8 +1,10 @@
-//! Sync at production size: a rename of a source that 20,000 holders copy is written in fenced
-//! chunks of at most `FAN_OUT_CHUNK` holders, paged by holder `_id` across `_id` types, while a
-//! rename of another source in the same batch converges without waiting for the big one's last
-//! chunk; and a holder collection that refuses every chunk after the first records its holders
-//! and never stops the other sources' events.
+//! Sync at production size and over a long life: a rename of a source that 20,000 holders copy
+//! is written in fenced chunks of at most `FAN_OUT_CHUNK` holders, paged by holder `_id` across
+//! `_id` types, while a rename of another source in the same batch converges without waiting for
+//! the big one's last chunk; a holder collection that refuses every chunk after the first records
+//! its holders and never stops the other sources' events; a quiet stream saves its token; a
+//! failure log whose index the server refuses still records; a deleted token document restarts
+//! the epoch above the lanes', and the lane count is recorded with the token.
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, within};
+use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{WorkerStats, FAN_OUT_CHUNK};
@@ -445,4 +448,182 @@ async fn a_quiet_stream_saves_its_token_at_the_interval() {
         control.shutdown().await.unwrap();
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on() {
+    let db = mongo_schema_testkit::database("scale_log_index").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let owner = owner("Ana");
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    let docs: Vec<BsonDocument> = (0..3)
+        .map(|n| holder(Bson::ObjectId(ObjectId::new()), n, &owner.id, "Ana"))
+        .collect();
+    let bad = docs[1].get("_id").unwrap().clone();
+    insert_raw(&db, "items", docs).await;
+    // another client leaves one holder its validator rejects
+    db.collection::<BsonDocument>("items")
+        .update_one(
+            doc! { "_id": bad.clone() },
+            doc! { "$set": { "n": "not a number" } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    // an operator's index of the same name as the library's TTL index, without the TTL: the
+    // library's `createIndexes` on the failure log is refused
+    db.run_command(doc! {
+        "createIndexes": mongo_schema::FAILURES_COLLECTION,
+        "indexes": [{ "key": { "at": -1 }, "name": "at_ttl" }],
+    })
+    .await
+    .unwrap();
+    let worker = schema
+        .sync_worker(&db)
+        .name("log-index")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    worker.ready().await.unwrap();
+    rename(&db, owner.id, "Ana 2").await;
+    eventually(CONVERGE, "the refused holder is recorded", || async {
+        schema.sync_failures(&db).await.unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(renamed(&db, "items", owner.id, "Ana 2").await, 2);
+    assert_eq!(
+        WorkerStats::get(&worker.stats().reopened),
+        0,
+        "the worker never replayed the event: {:?}",
+        worker.stats().last_error()
+    );
+    let indexes: Vec<BsonDocument> = db
+        .collection::<BsonDocument>(mongo_schema::FAILURES_COLLECTION)
+        .list_indexes()
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| mongo_schema::bson::to_document(&i).unwrap())
+        .collect();
+    println!("the failure log's indexes: {indexes:?}");
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+/// The lane documents of the worker `name`.
+async fn lanes(db: &mongodb::Database, name: &str) -> Vec<BsonDocument> {
+    db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
+        .find(doc! { "_id.lease": name })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_are_recorded() {
+    const NAME: &str = "epochs";
+    let db = mongo_schema_testkit::database("scale_epochs").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let owner = owner("Ana");
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    let docs: Vec<BsonDocument> = (0..3)
+        .map(|n| holder(Bson::ObjectId(ObjectId::new()), n, &owner.id, "Ana"))
+        .collect();
+    insert_raw(&db, "items", docs).await;
+    let lease = Duration::from_millis(1000);
+    let spawn = || {
+        schema
+            .sync_worker(&db)
+            .name(NAME)
+            .lease(lease)
+            .max_await_time(Duration::from_millis(100))
+            .spawn()
+    };
+    let worker = spawn();
+    worker.ready().await.unwrap();
+    let tokens = db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION);
+    let token = tokens
+        .find_one(doc! { "_id": NAME })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        token.get_i64("lanes"),
+        Ok(8),
+        "the lane count is recorded: {token}"
+    );
+
+    // a long history (the lanes at epoch 1,000, taken by another holder) and then the token
+    // document deleted by an operator
+    tokens
+        .update_many(
+            doc! { "_id.lease": NAME },
+            doc! { "$set": { "epoch": 1_000_i64, "owner": "an old holder" } },
+        )
+        .await
+        .unwrap();
+    tokens.delete_one(doc! { "_id": NAME }).await.unwrap();
+    let started = Instant::now();
+    rename(&db, owner.id, "Ana 2").await;
+    eventually(
+        Duration::from_secs(15),
+        "the worker takes the lease back above the lanes' epoch and applies the rename",
+        || async { renamed(&db, "items", owner.id, "Ana 2").await == 3 },
+    )
+    .await;
+    let token = tokens
+        .find_one(doc! { "_id": NAME })
+        .await
+        .unwrap()
+        .unwrap();
+    println!(
+        "after the token document was deleted: applied in {:?}, epoch {:?}",
+        started.elapsed(),
+        token.get("epoch")
+    );
+    assert!(token.get_i64("epoch").unwrap() > 1_000, "{token}");
+
+    // a newer release fenced with 12 lanes: the next takeover claims all 12
+    tokens
+        .update_one(doc! { "_id": NAME }, doc! { "$set": { "lanes": 12_i64 } })
+        .await
+        .unwrap();
+    worker.kill();
+    let next = spawn();
+    within(
+        Duration::from_secs(30),
+        "the next worker takes over",
+        next.ready(),
+    )
+    .await
+    .unwrap();
+    eventually(
+        Duration::from_secs(15),
+        "the takeover claims the lanes",
+        || async { next.stats().is_active() },
+    )
+    .await;
+    let epoch = tokens
+        .find_one(doc! { "_id": NAME })
+        .await
+        .unwrap()
+        .unwrap()
+        .get_i64("epoch")
+        .unwrap();
+    let claimed = lanes(&db, NAME).await;
+    assert_eq!(claimed.len(), 12, "{claimed:?}");
+    assert!(
+        claimed.iter().all(|l| l.get_i64("epoch") == Ok(epoch)),
+        "every lane at the new epoch {epoch}: {claimed:?}"
+    );
+    within(SHUTDOWN, "the worker shuts down", next.shutdown())
+        .await
+        .unwrap();
 }
