@@ -79,7 +79,8 @@ impl SubsetFollow {
                 // a child shown neither before nor after concerns no parent; but without a
                 // pre-image, whether it was shown before is unknown: the child may just have left
                 // the filter (a loan returned), so the parent it names is refreshed either way
-                if !rule.matches(child) && !(was_after && no_pre_image) {
+                let left_unseen = was_after && no_pre_image;
+                if !(rule.matches(child) || left_unseen) {
                     continue;
                 }
                 if let Some(parent) = rule.parent_of(child) {
