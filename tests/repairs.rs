@@ -169,3 +169,60 @@ async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
     );
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
+    let db = mongo_schema_testkit::database("repairs_fill").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let owner = Owner {
+        id: ObjectId::new(),
+        name: "old".into(),
+    };
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    // a holder that still stores the bare id where the copy belongs: a missing copy
+    let holder = ObjectId::new();
+    db.collection::<BsonDocument>("holders")
+        .insert_one(doc! { "_id": holder, "owner": owner.id })
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "update" && started.command.get_str("update") == Ok("holders")
+    })
+    .await;
+    let filling = {
+        let (schema, db) = (schema.clone(), client.database(db.name()));
+        tokio::spawn(async move { schema.reconcile(&db, false).await })
+    };
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the fill is held");
+    // renamed meanwhile: a fan-out of the rename cannot reach a holder with no copy yet
+    Owner::collection(&db)
+        .update_one(doc! { "_id": owner.id }, doc! { "$set": { "name": "new" } })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = within(Duration::from_secs(60), "the reconcile ends", filling)
+        .await
+        .unwrap()
+        .unwrap();
+    println!("{report}");
+    assert_eq!(report.missing_copies(), 1, "{report}");
+    let copy = db
+        .collection::<BsonDocument>("holders")
+        .find_one(doc! { "_id": holder })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        copy.get_document("owner").unwrap().get_str("name"),
+        Ok("new"),
+        "the fill ends with the new name: {copy}"
+    );
+}

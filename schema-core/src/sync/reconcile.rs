@@ -390,7 +390,7 @@ async fn reconcile_batch(
     }
     // missing copies whose source exists: filled from it, on condition that the field still
     // holds what was read
-    let mut fills: Vec<(BsonDocument, BsonDocument)> = Vec::new();
+    let mut fills: Vec<(BsonDocument, BsonDocument, &BsonDocument, Bson)> = Vec::new();
     for gap in &missing {
         let Some(source) = sources.get(&id_key(&gap.source)) else {
             continue; // a reference to nothing: not a copy to fill
@@ -410,17 +410,53 @@ async fn reconcile_batch(
         fills.push((
             doc! { "_id": gap.holder.clone(), edge.copy.path.as_str(): observed },
             doc! { "$set": { edge.copy.path.as_str(): copy } },
+            source,
+            gap.holder.clone(),
         ));
     }
     if dry_run {
         return Ok(());
     }
-    let holders = db.collection::<BsonDocument>(&edge.holder);
-    for (filter, update) in fills {
-        match holders.update_one(filter, update).await {
-            Ok(result) => figures.repaired += result.modified_count,
+    for (filter, update, source, holder) in fills {
+        // fenced like the worker's other writes when the worker reconciles
+        let fence = match writer {
+            Writer::Fenced { fence, lane } => Some((fence, lane)),
+            Writer::Transaction => None,
+        };
+        let filled = super::fence::transact(db.client(), fence, |session| {
+            let (holders, filter, update) = (
+                db.collection::<BsonDocument>(&edge.holder),
+                filter.clone(),
+                update.clone(),
+            );
+            Box::pin(async move {
+                Ok(holders
+                    .update_one(filter, update)
+                    .session(&mut *session)
+                    .await?
+                    .modified_count)
+            })
+        })
+        .await;
+        match filled {
+            Ok(super::fence::Fenced::Committed(modified)) => {
+                figures.repaired += modified;
+                // a rename meanwhile could not reach this holder (its fan-out filters on the
+                // copy it did not have yet): read the source again and repeat
+                reread_and_repeat(
+                    db,
+                    edge,
+                    source,
+                    std::slice::from_ref(&holder),
+                    &projection,
+                    log,
+                    writer,
+                    figures,
+                )
+                .await?;
+            }
+            Ok(super::fence::Fenced::FencedOff) => return Err(super::fence::fenced_off()),
             Err(error) => {
-                let error = crate::Error::from(error);
                 if super::retry::ErrorClass::of(&error) != super::retry::ErrorClass::PerDocument {
                     return Err(error);
                 }
