@@ -12,6 +12,9 @@
 //!    the applied changes, sampled.
 //! 2. Reconcile: a dry run over 40,000 holders against reading those holders and their sources
 //!    with plain finds.
+//! 3. One rename of an agent that 20,000 tickets copy: the worker's fan-out in chunks of
+//!    `FAN_OUT_CHUNK` fenced transactions (commands counted with command monitoring) against one
+//!    bare `updateMany` of the same holders.
 
 use std::time::{Duration, Instant};
 
@@ -49,6 +52,7 @@ struct Sizes {
     renames_each: usize,
     tickets_each: usize,
     reconcile_holders: usize,
+    big_fan_out: usize,
 }
 
 fn schema() -> Schema {
@@ -132,6 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             renames_each: 10,
             tickets_each: 5,
             reconcile_holders: 2_000,
+            big_fan_out: 2_500,
         }
     } else {
         Sizes {
@@ -139,6 +144,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             renames_each: 100,
             tickets_each: 20,
             reconcile_holders: 40_000,
+            big_fan_out: 20_000,
         }
     };
     let renames = sizes.agents * sizes.renames_each;
@@ -281,6 +287,51 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ours[1],
         plain[1],
         ours[1].as_secs_f64() / plain[1].as_secs_f64()
+    );
+
+    // 3. one rename, 20,000 holders: chunked and fenced by the worker vs one bare updateMany
+    let agents = seed(&db, 1, sizes.big_fan_out).await;
+    let (monitored, log) = mongo_schema_testkit::monitored_client().await;
+    let watched = monitored.database(db.name());
+    let worker = schema
+        .sync_worker(&watched)
+        .name("bench-big")
+        .max_await_time(AWAIT)
+        .spawn();
+    worker.ready().await?;
+    log.clear();
+    let start = Instant::now();
+    rename_all(&db, &agents, 1).await;
+    while WorkerStats::get(&worker.stats().applied) < 1 {
+        assert!(
+            start.elapsed() < deadline,
+            "the worker did not apply the rename"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let chunked = start.elapsed();
+    worker.shutdown().await?;
+    assert!(converged(&db, &agents, 1).await);
+    let commands = log.commands();
+    let chunks = commands
+        .iter()
+        .filter(|c| c.name == "update" && c.command.get_str("update") == Ok("tickets"))
+        .count();
+    let start = Instant::now();
+    tickets
+        .update_many(
+            doc! { "assignee._id": agents[0].id },
+            doc! { "$set": { "assignee.name": "bare" } },
+        )
+        .await?;
+    let bare = start.elapsed();
+    println!(
+        "one rename of {} holders: worker {chunked:?} in {chunks} chunks of at most {} ({} commands, {} commits) vs one bare updateMany {bare:?}, ratio {:.2}",
+        sizes.big_fan_out,
+        mongo_schema::FAN_OUT_CHUNK,
+        commands.len(),
+        commands.iter().filter(|c| c.name == "commitTransaction").count(),
+        chunked.as_secs_f64() / bare.as_secs_f64()
     );
     db.drop().await?;
     Ok(())

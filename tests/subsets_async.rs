@@ -383,3 +383,51 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
     assert!(converged(&db, &[1, 2]).await);
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
 }
+
+/// Without pre-images (an operator turned them off, or the server no longer has them), an
+/// update that takes a child out of a filtered subset still refreshes the parent it names: the
+/// parent stops showing it and counts one fewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_leaving_the_filter_without_a_pre_image_refreshes_its_parent() {
+    let db = mongo_schema_testkit::database("subsets_async_no_pre_image").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    db.run_command(
+        doc! { "collMod": "posts", "changeStreamPreAndPostImages": { "enabled": false } },
+    )
+    .await
+    .unwrap();
+    Channel::collection(&db)
+        .insert_one(channel(1))
+        .await
+        .unwrap();
+    let worker = start_worker(&schema, &db, "no-pre-image").await;
+    let posts = Post::collection(&db);
+    for (id, pinned) in [(1, true), (2, true)] {
+        posts
+            .insert_one(post(id, 1, id * 10, pinned))
+            .await
+            .unwrap();
+    }
+    eventually(Duration::from_secs(20), "two pinned posts", || {
+        converged(&db, &[1])
+    })
+    .await;
+    assert_eq!(stored(&db, 1).await.pinned, 2);
+    // the newest pinned post is unpinned: it leaves the filter
+    posts
+        .update_one(doc! { "_id": 2 }, doc! { "$set": { "pinned": false } })
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the unpinned post leaves the subset",
+        || converged(&db, &[1]),
+    )
+    .await;
+    let shown = stored(&db, 1).await;
+    assert_eq!(shown.pinned, 1);
+    assert_eq!(shown.last_pinned.map(|p| p.at), Some(10));
+    assert!(WorkerStats::get(&worker.stats().unknown_parents) >= 1);
+    worker.shutdown().await.unwrap();
+}

@@ -9,6 +9,7 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+mod concern;
 mod deploy;
 mod error;
 mod explain;
@@ -59,8 +60,9 @@ pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{
     EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
     SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerStats,
-    DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, FAILURES_COLLECTION,
-    FAILURE_RECORD_TTL, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL,
+    FAILURES_COLLECTION, FAILURE_RECORD_TTL, FAN_OUT_CHUNK, TOKENS_COLLECTION,
+    TRANSACTION_DEADLINE,
 };
 pub use validation::{LocalValidator, RuleFailure, ValidationError};
 

@@ -174,6 +174,7 @@ impl Schema {
     /// differ, on condition that the parent still holds what was read (one indexed query of the
     /// children per parent; [`ReconcileReport::subsets`]).
     pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+        let db = &crate::concern::pinned(db);
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
         let mut report = crate::sync::reconcile::reconcile(
             db,
@@ -219,11 +220,14 @@ impl Schema {
     /// `on_delete` if the source is gone) and removes the records that now succeed; those that
     /// fail again stay, with their error updated. The records are read 1,000 at a time.
     pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
-        crate::sync::failures::retry(db, &self.graph).await
+        crate::sync::failures::retry(&crate::concern::pinned(db), &self.graph).await
     }
 
     /// The `update` command that brings the copies of `edge` in line with the source document
-    /// `source` (matching only drifted holders): what every strategy but `frozen` sends.
+    /// `source`: what every strategy but `frozen` sends. It matches every holder of the source
+    /// (filtering on the copied id alone, which the fan-out index serves; a holder already equal
+    /// is matched and not modified). The sync worker and reconcile send it in chunks of at most
+    /// [`crate::FAN_OUT_CHUNK`] holders, each restricted to a range of holder `_id`s.
     pub fn fan_out_command(
         &self,
         edge: &SyncEdge,
@@ -247,7 +251,7 @@ impl Schema {
         db: &Database,
         oversized_bytes: u64,
     ) -> Result<crate::AuditReport> {
-        crate::deploy::audit::audit(self, db, oversized_bytes).await
+        crate::deploy::audit::audit(self, &crate::concern::pinned(db), oversized_bytes).await
     }
 
     /// The change-stream worker of the `async` copies and subsets.

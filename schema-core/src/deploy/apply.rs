@@ -523,27 +523,30 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            self.target.check()?;
-            let meta = self.db.collection::<Document>(META_COLLECTION);
+            let db = crate::concern::pinned(self.db);
+            let this = PlanAction { db: &db, ..self };
+            let this = &this;
+            this.target.check()?;
+            let meta = this.db.collection::<Document>(META_COLLECTION);
             let resolved = versions::resolve_record(
                 &meta,
-                &self.target.name,
-                &collection_names(self.specs),
-                &self.target.fingerprint,
+                &this.target.name,
+                &collection_names(this.specs),
+                &this.target.fingerprint,
                 false,
             )
             .await?;
             let status = VersionStatus::of(
-                self.target.version,
-                &self.target.fingerprint,
+                this.target.version,
+                &this.target.fingerprint,
                 resolved.recorded.as_ref(),
             );
-            let sharding = self.specs.iter().any(|s| s.shard_key.is_some());
-            let observed = observe_all(self.db, self.specs, sharding).await?;
-            let mut plan = Plan::compute_with(self.specs, &observed, self.options);
+            let sharding = this.specs.iter().any(|s| s.shard_key.is_some());
+            let observed = observe_all(this.db, this.specs, sharding).await?;
+            let mut plan = Plan::compute_with(this.specs, &observed, this.options);
             versions::hold_back_drops(&mut plan, &status);
-            count_violations(self.db, &mut plan).await?;
-            if self.options.on_violations != OnViolations::Refuse {
+            count_violations(this.db, &mut plan).await?;
+            if this.options.on_violations != OnViolations::Refuse {
                 // what apply with this decision does over violations
                 for action in &mut plan.actions {
                     if let Action::UpdateValidator {
@@ -556,40 +559,40 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                         if found.count == 0 {
                             continue;
                         }
-                        if self.options.on_violations == OnViolations::Moderate {
+                        if this.options.on_violations == OnViolations::Moderate {
                             *level = ValidationLevel::Moderate;
                         }
                         plan.warnings.push(Warning::ValidatorOverViolations {
                             collection: collection.clone(),
                             violations: found.clone(),
-                            decision: self.options.on_violations,
+                            decision: this.options.on_violations,
                         });
                     }
                 }
             }
-            foresee(self.db, &mut plan, &observed, self.migrations).await?;
-            let known = |name: &str| self.specs.iter().any(|s| s.name == name);
-            for collection in super::audit::unknown_collections(self.db, known).await? {
+            foresee(this.db, &mut plan, &observed, this.migrations).await?;
+            let known = |name: &str| this.specs.iter().any(|s| s.name == name);
+            for collection in super::audit::unknown_collections(this.db, known).await? {
                 plan.warnings.push(Warning::NotInSchema { collection });
             }
             plan.migrations = crate::migrate::run::plan(
-                self.db,
-                &self.target.name,
-                self.migrations,
-                self.target.version,
+                this.db,
+                &this.target.name,
+                this.migrations,
+                this.target.version,
             )
             .await?;
             if let Some(from) = resolved.adopted_from {
                 plan.warnings.push(Warning::RecordAdopted {
                     from,
-                    to: self.target.name.clone(),
+                    to: this.target.name.clone(),
                 });
             }
             if let Some(recorded) = &resolved.recorded {
                 plan.warnings.extend(drift(
                     &status,
                     recorded,
-                    &versions::observed_prints(self.specs, &observed),
+                    &versions::observed_prints(this.specs, &observed),
                 ));
             }
             plan.version = Some(status);
@@ -604,7 +607,11 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { run_apply(&self).await })
+        Box::pin(async move {
+            // the violations counted, the record and the lock: primary, majority
+            let db = crate::concern::pinned(self.db);
+            run_apply(&ApplyAction { db: &db, ..self }).await
+        })
     }
 }
 
@@ -952,7 +959,15 @@ async fn locked(
     status: &VersionStatus,
     claimed: &RecordedVersion,
 ) -> Result<(), Stop> {
-    migrate_in_order(apply, lock, report, status).await?;
+    // a step that fails for good fails the version: the record says `failed`, and an older
+    // version may roll back to its own state
+    match migrate_in_order(apply, lock, report, status).await {
+        Err(Stop::Fail(error)) if !claimed.completed => {
+            return Err(Stop::Fail(record_failed(lock, apply, error).await));
+        }
+        other => other?,
+    }
+    let mut dedupe_reruns = 0;
     let mut replans = 0;
     // the state this apply leaves, read after its last write
     let left = loop {
@@ -999,13 +1014,57 @@ async fn locked(
                     return Err(Stop::Fail(error));
                 }
             }
+            // a unique index over data a dedupe step of this version cleaned, which older
+            // instances still writing meanwhile filled with new duplicates: dedupe again, and
+            // build again, a bounded number of times; then the version fails, with the
+            // dedupe steps pending again (the next apply runs them first)
+            Err(Executed::Stop(Stop::Fail(error)))
+                if error.code() == Some(11000) && !dedupes_of(apply, &error).is_empty() =>
+            {
+                let steps = dedupes_of(apply, &error);
+                if dedupe_reruns >= DEDUPE_RERUNS {
+                    for (migration, _) in &steps {
+                        let key = migration.key(&apply.target.name);
+                        let _ = crate::migrate::changelog::fail(
+                            apply.db,
+                            &key,
+                            &format!("the unique index still met duplicates after {DEDUPE_RERUNS} more runs of this step: {error}"),
+                            Default::default(),
+                        )
+                        .await;
+                    }
+                    report.notes.push(format!(
+                        "the unique index met new duplicates (written while it was built, by instances of an older version) after {} run(s) of the dedupe step(s) {}: the version is recorded failed and the step(s) pending again",
+                        dedupe_reruns + 1,
+                        steps.iter().map(|(m, _)| format!("`{}`", m.name)).collect::<Vec<_>>().join(", ")
+                    ));
+                    if claimed.completed {
+                        return Err(Stop::Fail(error));
+                    }
+                    return Err(Stop::Fail(record_failed(lock, apply, error).await));
+                }
+                dedupe_reruns += 1;
+                tracing::warn!(%error, run = dedupe_reruns, "apply: new duplicates met by a unique index build; the dedupe step runs again");
+                let holder = lock.clone();
+                let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
+                crate::migrate::run::run(
+                    apply.db,
+                    &apply.target.name,
+                    &steps,
+                    holds,
+                    &mut report.migrations,
+                )
+                .await
+                .map_err(stop)?;
+                report.notes.push(format!(
+                    "the unique index met new duplicates while it was built (instances of an older version still writing): dedupe step(s) {} ran again ({dedupe_reruns} of at most {DEDUPE_RERUNS} more runs)",
+                    steps.iter().map(|(m, _)| format!("`{}`", m.name)).collect::<Vec<_>>().join(", ")
+                ));
+            }
             // a command refused for good while claiming a new version or state: the record
             // says so, and an older version may roll back to its own state
             Err(Executed::Stop(Stop::Fail(error))) if !claimed.completed => {
-                tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
-                let message = error.to_string();
-                let _ = tokio::time::timeout(Duration::from_secs(2), lock.fail(&message)).await;
-                return Err(Stop::Fail(error));
+                return Err(Stop::Fail(record_failed(lock, apply, error).await));
             }
             Err(Executed::Stop(stop)) => return Err(stop),
         }
@@ -1048,6 +1107,39 @@ async fn locked(
     }
     report.recorded = touched;
     Ok(())
+}
+
+/// How many more times, in one apply, the dedupe steps of a version run when the unique index
+/// they prepare still meets duplicates.
+const DEDUPE_RERUNS: usize = 3;
+
+/// Records the claimed version `failed` with `error` (and releases the lock); returns `error`.
+async fn record_failed(lock: &ApplyLock, apply: &ApplyAction<'_>, error: Error) -> Error {
+    tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
+    let message = error.to_string();
+    let _ = tokio::time::timeout(Duration::from_secs(2), lock.fail(&message)).await;
+    error
+}
+
+/// The dedupe steps of the version being applied on the collection whose index build failed
+/// with `error` (E11000), to run again.
+fn dedupes_of<'m>(
+    apply: &ApplyAction<'m>,
+    error: &Error,
+) -> Vec<(
+    &'m crate::migrate::Migration,
+    Option<crate::migrate::MigrationRecord>,
+)> {
+    let Error::Apply { action, .. } = error else {
+        return Vec::new();
+    };
+    apply
+        .migrations
+        .iter()
+        .filter(|m| m.version <= apply.target.version && m.step.0.dedupes())
+        .filter(|m| action.contains(&format!("`{}`", m.step.collection())))
+        .map(|m| (m, None))
+        .collect()
 }
 
 /// With migration steps pending, the order that keeps a live service up: the writes of the
@@ -1259,6 +1351,10 @@ async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
                 .map(drop);
         }
     };
+    // a command sent as such inherits no write concern: the schema's state is acknowledged by
+    // a majority (it survives a failover), whatever the URI says
+    let mut command = command;
+    command.insert("writeConcern", crate::concern::majority_document());
     db.run_command(command).await.map(drop)
 }
 

@@ -222,7 +222,13 @@ impl FailureLog {
     /// Upserts the record of `failure` (one per copy, holder and source; `attempts` counts).
     pub(crate) async fn record(&self, db: &Database, failure: Failure) -> Result<()> {
         self.may_exist.store(true, Ordering::Release);
-        ensure_indexes(db).await?;
+        // the indexes keep the records bounded and their clearing cheap, but a record without
+        // them is still a record: an index the server refuses (a conflicting one of the same
+        // name, say) must not fail the write that met the holder, which would be replayed for
+        // ever. It is logged, and created again by the next record of this process.
+        if let Err(error) = ensure_indexes(db).await {
+            tracing::error!(collection = FAILURES_COLLECTION, %error, "the sync failure records' indexes could not be created; recording without them");
+        }
         let mut set = doc! {
             "worker": &self.worker,
             "copy": &failure.copy,
@@ -436,29 +442,47 @@ async fn retry_one(
         }
         return Ok(());
     };
-    let source = db
-        .collection::<BsonDocument>(&edge.copy.source)
-        .find_one(doc! { "_id": record.source.clone() })
-        .await?;
-    let fan_out = match &source {
-        Some(source) => FanOut::new(edge, source),
-        None => FanOut::deleted(edge, &record.source),
-    };
-    let outcome = match fan_out {
-        // the source is gone and its copies are kept: nothing to apply
-        None => Ok(()),
-        Some(mut one) => {
-            one.filter.insert("_id", record.holder.clone());
-            one.run(db, &edge.holder, None).await.map(|_| ())
-        }
-    };
+    // the source read, the holder rewritten and the record removed in one transaction: a
+    // newer write of the worker to the holder conflicts with it (and the retry reads the newer
+    // source), so the retry never writes an older value over it, and the record goes only
+    // with the rewrite that resolves it
+    let stored = raw.get("_id").cloned().unwrap_or(Bson::Null);
+    let outcome = super::fence::transact(db.client(), None, |session| {
+        let (db, edge, holder, source, stored) = (
+            db.clone(),
+            edge.clone(),
+            record.holder.clone(),
+            record.source.clone(),
+            stored.clone(),
+        );
+        Box::pin(async move {
+            let current = db
+                .collection::<BsonDocument>(&edge.copy.source)
+                .find_one(doc! { "_id": source.clone() })
+                .session(&mut *session)
+                .await?;
+            let fan_out = match &current {
+                Some(current) => FanOut::new(&edge, current),
+                None => FanOut::deleted(&edge, &source),
+            };
+            // none: the source is gone and its copies are kept, nothing to apply
+            if let Some(one) = fan_out {
+                one.only(vec![holder])
+                    .run(&db, &edge.holder, Some(&mut *session))
+                    .await?;
+            }
+            // the record as stored (records of older versions have another `_id`)
+            db.collection::<BsonDocument>(FAILURES_COLLECTION)
+                .delete_one(doc! { "_id": stored })
+                .session(&mut *session)
+                .await?;
+            Ok(())
+        })
+    })
+    .await
+    .map(|_| ());
     match outcome {
         Ok(()) => {
-            // the record as stored (records of older versions have another `_id`)
-            let id = raw.get("_id").cloned().unwrap_or(Bson::Null);
-            db.collection::<BsonDocument>(FAILURES_COLLECTION)
-                .delete_one(doc! { "_id": id })
-                .await?;
             report.resolved += 1;
         }
         Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {

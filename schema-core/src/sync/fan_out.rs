@@ -1,6 +1,7 @@
-//! The fan-out update shared by every strategy: one `updateMany` that brings the copies of one
-//! source document in line with it, and, when one holder cannot take it, the holders one by one
-//! so that every other holder still converges.
+//! The fan-out update shared by every strategy: the `updateMany` that brings the copies of one
+//! source document in line with it, written in chunks of at most [`FAN_OUT_CHUNK`] holders
+//! (one transaction each, in holder `_id` order), and, when one holder of a chunk cannot take
+//! it, that chunk's holders one by one so that every other holder still converges.
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -8,11 +9,19 @@ use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
 
 use super::failures::{Failure, FailureLog};
-use super::fence::{transact, Fence, Fenced};
+use super::fence::{fenced_off, is_fenced_off, transact, Fence, Fenced};
 use super::get_path;
 use super::retry::ErrorClass;
+use super::walk::{spanning, walk_matching, Visit};
 use crate::model::copy::{CopyShape, OnDelete, SyncEdge};
 use crate::Result;
+
+/// The most holder documents that one fan-out, repair or refresh writes in one transaction. A
+/// fan-out over more holders is cut into chunks of at most this many, in holder `_id` order,
+/// each a transaction of its own (fenced for the sync worker), so no transaction nears mongod's
+/// `transactionLifetimeLimitSeconds` (60 s) or its cache-pressure aborts, however many
+/// documents copy one source.
+pub const FAN_OUT_CHUNK: usize = 1000;
 
 /// The `updateMany` that brings the copies of one source document in line with it. It filters
 /// on the copied id alone, which the fan-out index serves (a negation such as `$ne` in the
@@ -120,6 +129,19 @@ impl FanOut {
         self
     }
 
+    /// The same update restricted to one chunk of a walk of its holders: those between the
+    /// first and the last of `holders` (which the walk visited in `_id` order), as ranges of
+    /// the `_id` index ([`spanning`]). A range is one interval of the index on any planner,
+    /// where a `$in` of a thousand ids is a thousand (and SecantusDB 0.7 evaluates a `$in`
+    /// beside another predicate at a cost that grows with both).
+    pub(crate) fn chunk(mut self, holders: Vec<Bson>) -> FanOut {
+        for (key, condition) in spanning(&holders) {
+            self.filter.insert(key, condition);
+        }
+        self.holders = Some(holders);
+        self
+    }
+
     /// The same update with extra conditions on the copy at `path`, keyed by copied field (a
     /// repair that must not overwrite a copy rewritten since it was read). For an array of
     /// copies they go into the array filter, so only elements still holding the values read
@@ -210,11 +232,14 @@ impl FanOut {
         })
     }
 
-    /// Runs the `updateMany` through `writer`; when it fails for one document (a holder its
-    /// validator rejects, one that would exceed 16 MiB, ...), rewrites the matching holders one
-    /// by one, records each that fails in `log` and goes on, so every other holder converges.
-    /// Each successful rewrite removes the failure records of its holders for this copy and
-    /// source. Errors that are not a single document's (network, shutdown, ...) are returned.
+    /// Runs the fan-out through `writer` in chunks of at most [`FAN_OUT_CHUNK`] holder
+    /// documents, each its own transaction (fenced when `writer` is): the holders it is
+    /// restricted to ([`FanOut::only`]) a chunk at a time, or else every holder that matches,
+    /// walked in `_id` order whatever the `_id` types ([`walk_matching`], which resumes after a
+    /// break after the last chunk written). Stops at the first chunk that was fenced off.
+    ///
+    /// Each chunk is idempotent (it sets the source's current values), so a worker that
+    /// resumes an event whose first chunks were written writes them again and changes nothing.
     pub(crate) async fn run_resilient(
         &self,
         db: &Database,
@@ -223,10 +248,61 @@ impl FanOut {
         log: &FailureLog,
         writer: Writer<'_>,
     ) -> Result<FanOutOutcome> {
-        let fenced_off = FanOutOutcome {
+        let mut chunks = Chunks {
+            fan_out: self,
+            db,
+            edge,
+            source,
+            log,
+            writer,
+            outcome: FanOutOutcome::default(),
+        };
+        if let Some(holders) = &self.holders {
+            for part in holders.chunks(FAN_OUT_CHUNK) {
+                chunks.write(self.clone().only(part.to_vec())).await?;
+                if chunks.outcome.fenced_off {
+                    break;
+                }
+            }
+            return Ok(chunks.outcome);
+        }
+        let collection = db.collection::<BsonDocument>(&edge.holder);
+        let walked = walk_matching(
+            &collection,
+            self.filter.clone(),
+            Some(doc! { "_id": 1 }),
+            FAN_OUT_CHUNK,
+            &mut chunks,
+        )
+        .await;
+        match walked {
+            Ok(_) => Ok(chunks.outcome),
+            Err(error) if is_fenced_off(&error) => Ok(chunks.outcome),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Runs the `updateMany` on the holders it is restricted to (one chunk) through `writer`;
+    /// when it fails for one document (a holder its validator rejects, one that would exceed
+    /// 16 MiB, ...), or the chunk's transaction could not commit on any attempt (a transaction
+    /// the server aborts, as mongod does one that outlives `transactionLifetimeLimitSeconds` or
+    /// puts the cache under pressure), rewrites the matching holders one by one, records each
+    /// that fails on its own document in `log` and goes on, so every other holder converges.
+    /// Each successful rewrite removes the failure records of its holders for this copy and
+    /// source. Other errors (network, shutdown, ...) are returned.
+    async fn run_chunk(
+        &self,
+        db: &Database,
+        edge: &SyncEdge,
+        source: &Bson,
+        log: &FailureLog,
+        writer: Writer<'_>,
+    ) -> Result<FanOutOutcome> {
+        let refused = FanOutOutcome {
             fenced_off: true,
             ..FanOutOutcome::default()
         };
+        let several = self.holders.as_ref().is_none_or(|h| h.len() > 1);
         let error = match self.run_and_clear(db, edge, source, log, writer).await {
             Ok(Some(rewritten)) => {
                 return Ok(FanOutOutcome {
@@ -234,11 +310,12 @@ impl FanOut {
                     ..FanOutOutcome::default()
                 })
             }
-            Ok(None) => return Ok(fenced_off),
+            Ok(None) => return Ok(refused),
             Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => error,
+            Err(error) if several && error.contains_label(TRANSIENT_TRANSACTION) => error,
             Err(error) => return Err(error),
         };
-        tracing::debug!(copy = %edge.label(), %error, "fan-out failed on a holder; rewriting the holders one by one");
+        tracing::debug!(copy = %edge.label(), %error, "a fan-out chunk failed; rewriting its holders one by one");
         let holders: Vec<Bson> = db
             .collection::<BsonDocument>(&edge.holder)
             .find(self.filter.clone())
@@ -253,9 +330,7 @@ impl FanOut {
         for holder in holders {
             // the copied id stays in the filter: a holder that meanwhile points elsewhere is
             // left alone
-            let mut one = self.clone();
-            one.filter.insert("_id", holder.clone());
-            one.holders = Some(vec![holder.clone()]);
+            let one = self.clone().only(vec![holder.clone()]);
             match one.run_and_clear(db, edge, source, log, writer).await {
                 Ok(Some(rewritten)) => outcome.rewritten += rewritten,
                 Ok(None) => {
@@ -274,5 +349,44 @@ impl FanOut {
             }
         }
         Ok(outcome)
+    }
+}
+
+const TRANSIENT_TRANSACTION: &str = "TransientTransactionError";
+
+/// The chunks of one fan-out, written as a walk visits its holders.
+struct Chunks<'a, 'w> {
+    fan_out: &'a FanOut,
+    db: &'a Database,
+    edge: &'a SyncEdge,
+    source: &'a Bson,
+    log: &'a FailureLog,
+    writer: Writer<'w>,
+    outcome: FanOutOutcome,
+}
+
+impl Chunks<'_, '_> {
+    /// Writes one chunk (at most [`FAN_OUT_CHUNK`] holders) and adds up what it did.
+    async fn write(&mut self, chunk: FanOut) -> Result<()> {
+        let done = chunk
+            .run_chunk(self.db, self.edge, self.source, self.log, self.writer)
+            .await?;
+        self.outcome.rewritten += done.rewritten;
+        self.outcome.failed += done.failed;
+        self.outcome.fenced_off |= done.fenced_off;
+        Ok(())
+    }
+}
+
+impl Visit for Chunks<'_, '_> {
+    /// One chunk of the walk; a chunk fenced off ends the walk (with [`fenced_off`]).
+    async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
+        let holders: Vec<Bson> = batch.iter().filter_map(|h| h.get("_id").cloned()).collect();
+        let chunk = self.fan_out.clone().chunk(holders);
+        self.write(chunk).await?;
+        if self.outcome.fenced_off {
+            return Err(fenced_off());
+        }
+        Ok(())
     }
 }

@@ -153,7 +153,10 @@ pub(crate) async fn transact<R>(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        session.start_transaction().await?;
+        session
+            .start_transaction()
+            .with_options(crate::concern::transaction())
+            .await?;
         let outcome = match body(&mut session).await {
             Ok(result) => match fence {
                 None => commit(&mut session).await.map(|()| result),

@@ -99,6 +99,10 @@ impl Lease {
     /// SecantusDB does not compare dates with `$$NOW` in a query).
     pub(crate) async fn try_acquire(&self) -> Result<bool> {
         self.set_fence(None);
+        // the newest epoch of the lanes: a token document deleted (or restored from an old
+        // backup) must not restart the epoch below them, or every claim fails until the epoch
+        // has climbed back, one poll at a time
+        let lanes_epoch = self.lanes_epoch().await?;
         let sent = LeaseInstant::now();
         let free = self.lease.free("owner", "expires");
         let update = vec![doc! { "$set": {
@@ -106,9 +110,12 @@ impl Lease {
             "expires": { "$cond": [free.clone(), self.lease.expires(), "$expires"] },
             "epoch": { "$cond": [
                 free,
-                { "$add": [{ "$ifNull": ["$epoch", 0_i64] }, 1_i64] },
+                { "$add": [{ "$max": [{ "$ifNull": ["$epoch", 0_i64] }, lanes_epoch] }, 1_i64] },
                 "$epoch",
             ] },
+            // the most lanes any release of this worker fenced with: a takeover claims them
+            // all, so a holder of a release with more lanes cannot write on one left unclaimed
+            "lanes": { "$max": [{ "$ifNull": ["$lanes", 0_i64] }, self.lanes as i64] },
         } }];
         let after = match self
             .tokens
@@ -122,26 +129,48 @@ impl Lease {
             Err(e) if crate::error::server_code(&e) == Some(11000) => None,
             Err(e) => return Err(e.into()),
         };
-        let epoch = after
-            .filter(|lease| lease.get_str("owner") == Ok(self.owner()))
-            .and_then(|lease| match lease.get("epoch") {
-                Some(Bson::Int64(n)) => Some(*n),
-                Some(Bson::Int32(n)) => Some(i64::from(*n)),
-                Some(Bson::Double(n)) => Some(*n as i64),
-                _ => None,
-            });
-        let Some(epoch) = epoch else {
+        let mine = after.filter(|lease| lease.get_str("owner") == Ok(self.owner()));
+        let number = |lease: &BsonDocument, key: &str| match lease.get(key) {
+            Some(Bson::Int64(n)) => Some(*n),
+            Some(Bson::Int32(n)) => Some(i64::from(*n)),
+            Some(Bson::Double(n)) => Some(*n as i64),
+            _ => None,
+        };
+        let Some(epoch) = mine.as_ref().and_then(|lease| number(lease, "epoch")) else {
             self.lease.lost();
             return Ok(false);
         };
+        let lanes = mine
+            .as_ref()
+            .and_then(|lease| number(lease, "lanes"))
+            .map_or(self.lanes, |recorded| {
+                (recorded.max(0) as usize).max(self.lanes)
+            });
         self.lease.granted(sent);
         let fence = Fence::new(self.tokens.clone(), &self.name, self.owner(), epoch);
-        if !fence.claim(self.lanes).await? {
+        if !fence.claim(lanes).await? {
             self.lease.lost();
             return Ok(false);
         }
         self.set_fence(Some(fence));
         Ok(true)
+    }
+
+    /// The highest epoch among this lease's lane documents (0 when there are none).
+    async fn lanes_epoch(&self) -> Result<i64> {
+        let newest = self
+            .tokens
+            .find_one(doc! { "_id.lease": &self.name, "epoch": { "$exists": true } })
+            .sort(doc! { "epoch": -1 })
+            .projection(doc! { "epoch": 1 })
+            .await?;
+        Ok(newest
+            .and_then(|lane| match lane.get("epoch") {
+                Some(Bson::Int64(n)) => Some(*n),
+                Some(Bson::Int32(n)) => Some(i64::from(*n)),
+                _ => None,
+            })
+            .unwrap_or(0))
     }
 
     /// Renews at a third of the lease until it is lost (another owner, or no renewal got

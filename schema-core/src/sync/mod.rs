@@ -3,8 +3,8 @@
 //! - [`source`]: the `transactional` writer (`update_source`, `delete_source`);
 //! - [`worker`]: the `async` change-stream consumer, with its [`lease`] (one active worker per
 //!   name);
-//! - [`fan_out`]: the `updateMany` every strategy sends, falling back to one holder at a time
-//!   when a holder cannot take it, and [`failures`], where such holders are recorded;
+//! - [`fan_out`]: the `updateMany` every strategy sends, in chunks of at most
+//!   [`FAN_OUT_CHUNK`] holders, falling back to one holder at a time when a holder cannot take it, and [`failures`], where such holders are recorded;
 //! - [`fence`]: the worker's writes commit only while it holds its lease;
 //! - [`reconcile`]: compare and repair, conditional on the value read, over a [`walk`] of the
 //!   holders in `_id` order that survives breaks and mixed `_id` types;
@@ -29,13 +29,14 @@ pub(crate) mod worker;
 
 pub use compose::{StepOutcome, Transaction, TransactionReport};
 pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION, FAILURE_RECORD_TTL};
+pub use fan_out::FAN_OUT_CHUNK;
 pub use lease::DEFAULT_LEASE;
 pub use reconcile::{EdgeReconcile, ReconcileReport};
 pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
     SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
-    TOKENS_COLLECTION,
+    DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
 };
 
 pub(crate) use fan_out::FanOut;

@@ -405,7 +405,7 @@ async fn reconcile_batch(
     }
     // missing copies whose source exists: filled from it, on condition that the field still
     // holds what was read
-    let mut fills: Vec<(BsonDocument, BsonDocument)> = Vec::new();
+    let mut fills: Vec<(BsonDocument, BsonDocument, &BsonDocument, Bson)> = Vec::new();
     for gap in &missing {
         let Some(source) = sources.get(&id_key(&gap.source)) else {
             continue; // a reference to nothing: not a copy to fill
@@ -425,17 +425,53 @@ async fn reconcile_batch(
         fills.push((
             doc! { "_id": gap.holder.clone(), edge.copy.path.as_str(): observed },
             doc! { "$set": { edge.copy.path.as_str(): copy } },
+            source,
+            gap.holder.clone(),
         ));
     }
     if dry_run {
         return Ok(());
     }
-    let holders = db.collection::<BsonDocument>(&edge.holder);
-    for (filter, update) in fills {
-        match holders.update_one(filter, update).await {
-            Ok(result) => figures.repaired += result.modified_count,
+    for (filter, update, source, holder) in fills {
+        // fenced like the worker's other writes when the worker reconciles
+        let fence = match writer {
+            Writer::Fenced { fence, lane } => Some((fence, lane)),
+            Writer::Transaction => None,
+        };
+        let filled = super::fence::transact(db.client(), fence, |session| {
+            let (holders, filter, update) = (
+                db.collection::<BsonDocument>(&edge.holder),
+                filter.clone(),
+                update.clone(),
+            );
+            Box::pin(async move {
+                Ok(holders
+                    .update_one(filter, update)
+                    .session(&mut *session)
+                    .await?
+                    .modified_count)
+            })
+        })
+        .await;
+        match filled {
+            Ok(super::fence::Fenced::Committed(modified)) => {
+                figures.repaired += modified;
+                // a rename meanwhile could not reach this holder (its fan-out filters on the
+                // copy it did not have yet): read the source again and repeat
+                reread_and_repeat(
+                    db,
+                    edge,
+                    source,
+                    std::slice::from_ref(&holder),
+                    &projection,
+                    log,
+                    writer,
+                    figures,
+                )
+                .await?;
+            }
+            Ok(super::fence::Fenced::FencedOff) => return Err(super::fence::fenced_off()),
             Err(error) => {
-                let error = crate::Error::from(error);
                 if super::retry::ErrorClass::of(&error) != super::retry::ErrorClass::PerDocument {
                     return Err(error);
                 }
@@ -456,7 +492,7 @@ async fn reconcile_batch(
         };
         let Some(fan_out) = fan_out else { continue };
         let outcome = fan_out
-            .only(repair.holders)
+            .only(repair.holders.clone())
             .run_resilient(db, edge, &repair.source_id, log, writer)
             .await?;
         if outcome.fenced_off {
@@ -464,6 +500,72 @@ async fn reconcile_batch(
         }
         figures.repaired += outcome.rewritten;
         figures.failed += outcome.failed;
+        if let Some(source) = repair.source {
+            reread_and_repeat(
+                db,
+                edge,
+                source,
+                &repair.holders,
+                &projection,
+                log,
+                writer,
+                figures,
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Times a repair reads its source again after its write and repeats.
+const REPAIR_REREADS: usize = 5;
+
+/// A repair writes the source as it was read, on condition that the copy still holds what was
+/// read; a change of the source meanwhile that comes back to the copy's old value (x, then y,
+/// then x) passes that condition, and the repair would write the older value over a copy already
+/// right. So after its write the repair reads the source again (at read concern `majority`) and,
+/// while it differs from what was written, writes it again, on condition that the copy holds
+/// what this repair wrote: the copy ends equal to the source as it was after the repair (a
+/// bounded number of times; a source changing faster is the worker's or the next pass's).
+#[allow(clippy::too_many_arguments)]
+async fn reread_and_repeat(
+    db: &Database,
+    edge: &SyncEdge,
+    source: &BsonDocument,
+    holders: &[Bson],
+    projection: &BsonDocument,
+    log: &FailureLog,
+    writer: Writer<'_>,
+    figures: &mut EdgeReconcile,
+) -> Result<()> {
+    let Some(id) = source.get("_id") else {
+        return Ok(());
+    };
+    let mut written = source.clone();
+    for _ in 0..REPAIR_REREADS {
+        let now = db
+            .collection::<BsonDocument>(&edge.copy.source)
+            .find_one(doc! { "_id": id.clone() })
+            .projection(projection.clone())
+            .await?;
+        // deleted since: its copies are the deletion's (the worker's, or the next pass's)
+        let Some(now) = now else { return Ok(()) };
+        if !drifted(&edge.copy.fields, &written, &now) {
+            return Ok(());
+        }
+        let Some(again) = FanOut::new(edge, &now) else {
+            return Ok(());
+        };
+        let outcome = again
+            .when(&edge.copy.path, edge.copy.shape, unchanged(edge, &written))
+            .only(holders.to_vec())
+            .run_resilient(db, edge, id, log, writer)
+            .await?;
+        if outcome.fenced_off {
+            return Err(super::fence::fenced_off());
+        }
+        figures.failed += outcome.failed;
+        written = now;
     }
     Ok(())
 }

@@ -49,7 +49,9 @@ impl SubsetFollow {
 
     /// The parents a change of a child collection concerns: the parent of the child after
     /// the change and the one before it (from the pre-image), each when the child is shown
-    /// there (it matches the subset's filter) before or after.
+    /// there (it matches the subset's filter) before or after. Without a pre-image, the parent
+    /// the child names after the change is refreshed even when the child no longer matches (it
+    /// may have matched before).
     pub fn plan(&self, event: &ChangeStreamEvent<BsonDocument>) -> ChildPlan {
         let mut plan = ChildPlan::default();
         let Some(collection) = event.ns.as_ref().and_then(|ns| ns.coll.as_ref()) else {
@@ -66,11 +68,19 @@ impl SubsetFollow {
             }
             // without a pre-image, a deleted child's parent is unknown, and so is the parent
             // an updated child may have left
-            if before.is_none() && event.operation_type != OperationType::Insert {
+            let no_pre_image = before.is_none() && event.operation_type != OperationType::Insert;
+            if no_pre_image {
                 plan.unknown_parent = true;
             }
-            for child in [before, after].into_iter().flatten() {
-                if !rule.matches(child) {
+            for (child, was_after) in [(before, false), (after, true)]
+                .into_iter()
+                .filter_map(|(child, after)| Some((child?, after)))
+            {
+                // a child shown neither before nor after concerns no parent; but without a
+                // pre-image, whether it was shown before is unknown: the child may just have left
+                // the filter (a loan returned), so the parent it names is refreshed either way
+                let left_unseen = was_after && no_pre_image;
+                if !(rule.matches(child) || left_unseen) {
                     continue;
                 }
                 if let Some(parent) = rule.parent_of(child) {

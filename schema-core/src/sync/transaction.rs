@@ -45,7 +45,10 @@ pub(crate) async fn in_transaction<R>(
         let mut attempts = 0;
         loop {
             attempts += 1;
-            session.start_transaction().await?;
+            session
+                .start_transaction()
+                .with_options(crate::concern::transaction())
+                .await?;
             match body(&mut session).await {
                 Ok(result) => {
                     committing.store(true, Ordering::SeqCst);

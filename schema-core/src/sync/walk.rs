@@ -114,6 +114,45 @@ pub(crate) fn after_id(last: &Bson) -> BsonDocument {
     doc! { "$or": branches }
 }
 
+/// The `_id` filter that matches, of the documents a walk visited as `ids` (in its order), the
+/// span from the first to the last: one `{ $gte, $lte }` range per run of one type bracket
+/// (ranges compare within a bracket only), `$or`ed when the batch crosses brackets; `$eq` for
+/// a run of one or an `_id` of a type outside the brackets. Each range is one interval of the
+/// `_id` index.
+pub(crate) fn spanning(ids: &[Bson]) -> BsonDocument {
+    let mut runs: Vec<(&Bson, &Bson)> = Vec::new();
+    let mut open: Option<(Bracket, &Bson, &Bson)> = None;
+    for id in ids {
+        match (Bracket::of(id), &mut open) {
+            (Some(bracket), Some((current, _, last))) if bracket == *current => *last = id,
+            (bracket, _) => {
+                if let Some((_, first, last)) = open.take() {
+                    runs.push((first, last));
+                }
+                match bracket {
+                    Some(bracket) => open = Some((bracket, id, id)),
+                    None => runs.push((id, id)),
+                }
+            }
+        }
+    }
+    if let Some((_, first, last)) = open {
+        runs.push((first, last));
+    }
+    let range = |(first, last): (&Bson, &Bson)| {
+        if first == last {
+            doc! { "_id": { "$eq": first.clone() } }
+        } else {
+            doc! { "_id": { "$gte": first.clone(), "$lte": last.clone() } }
+        }
+    };
+    match runs.len() {
+        0 => doc! { "_id": { "$in": [] } },
+        1 => range(runs[0]),
+        _ => doc! { "$or": runs.into_iter().map(range).collect::<Vec<_>>() },
+    }
+}
+
 /// The filter of a walk that has visited everything up to `after` (`None`: nothing yet).
 pub(crate) fn rest_after(after: Option<&Bson>) -> BsonDocument {
     after.map(after_id).unwrap_or_default()
@@ -141,15 +180,34 @@ pub(crate) async fn walk_by_id<V: Visit + Send>(
     batch: usize,
     visitor: &mut V,
 ) -> Result<u64> {
+    walk_matching(collection, BsonDocument::new(), projection, batch, visitor).await
+}
+
+/// [`walk_by_id`] over the documents that match `filter` only (a fan-out's holders of one
+/// source): the same `_id` order, batches and resumption after a break.
+pub(crate) async fn walk_matching<V: Visit + Send>(
+    collection: &Collection<BsonDocument>,
+    filter: BsonDocument,
+    projection: Option<BsonDocument>,
+    batch: usize,
+    visitor: &mut V,
+) -> Result<u64> {
     let batch = batch.max(1);
     let mut after: Option<Bson> = None;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut breaks_in_a_row = 0;
     let mut resumed = 0;
     loop {
-        // `_id` alone in the filter and the sort: the `_id` index serves it on any planner
+        // with no other filter, `_id` alone in the filter and the sort: the `_id` index serves
+        // it on any planner
+        let rest = rest_after(after.as_ref());
+        let query = match (filter.is_empty(), rest.is_empty()) {
+            (true, _) => rest,
+            (false, true) => filter.clone(),
+            (false, false) => doc! { "$and": [filter.clone(), rest] },
+        };
         let mut find = collection
-            .find(rest_after(after.as_ref()))
+            .find(query)
             .sort(doc! { "_id": 1 })
             .batch_size(batch as u32);
         if let Some(projection) = &projection {
@@ -214,6 +272,36 @@ async fn fill(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_is_one_range_per_type_bracket() {
+        let ids = [
+            Bson::Int32(1),
+            Bson::Double(2.5),
+            Bson::Int64(9),
+            Bson::String("a".into()),
+            Bson::String("q".into()),
+            Bson::Boolean(true),
+        ];
+        assert_eq!(
+            spanning(&ids),
+            doc! { "$or": [
+                { "_id": { "$gte": 1, "$lte": 9_i64 } },
+                { "_id": { "$gte": "a", "$lte": "q" } },
+                { "_id": { "$eq": true } },
+            ] }
+        );
+        assert_eq!(
+            spanning(&ids[..3]),
+            doc! { "_id": { "$gte": 1, "$lte": 9_i64 } }
+        );
+        // a document `_id` that looks like an operator stays a value
+        let odd = Bson::Document(doc! { "$gt": 1 });
+        assert_eq!(
+            spanning(std::slice::from_ref(&odd)),
+            doc! { "_id": { "$eq": { "$gt": 1 } } }
+        );
+    }
 
     #[test]
     fn after_an_id_come_the_rest_of_its_bracket_and_every_later_bracket() {

@@ -50,6 +50,9 @@ pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default of [`SyncWorker::max_batch`].
 pub const DEFAULT_MAX_BATCH: usize = 1000;
 
+/// The default of [`SyncWorker::token_save_interval`].
+pub const DEFAULT_TOKEN_SAVE_INTERVAL: Duration = Duration::from_secs(60);
+
 /// At most this many fan-outs of one batch run at once, each on its own fence lane.
 pub const FAN_OUT_CONCURRENCY: usize = 8;
 
@@ -169,6 +172,7 @@ pub struct SyncWorker {
     lease: Duration,
     max_batch: usize,
     max_await_time: Option<Duration>,
+    token_save_interval: Duration,
     subsets: SubsetFollow,
 }
 
@@ -194,13 +198,15 @@ enum Stopped {
 impl SyncWorker {
     pub(crate) fn new(db: Database, graph: SyncGraph) -> Self {
         SyncWorker {
-            db,
+            // leases, lanes, tokens and fenced commits: primary, majority
+            db: crate::concern::pinned(&db),
             graph,
             name: "default".to_owned(),
             ready_timeout: DEFAULT_READY_TIMEOUT,
             lease: DEFAULT_LEASE,
             max_batch: DEFAULT_MAX_BATCH,
             max_await_time: None,
+            token_save_interval: DEFAULT_TOKEN_SAVE_INTERVAL,
             subsets: SubsetFollow::default(),
         }
     }
@@ -248,6 +254,16 @@ impl SyncWorker {
     /// time: set it low there (100 ms) when lag matters.
     pub fn max_await_time(mut self, wait: Duration) -> Self {
         self.max_await_time = Some(wait);
+        self
+    }
+
+    /// How long a stream with no change to apply goes without its token saved (default 60 s,
+    /// at least 10 ms). The stream's position still moves on (its post-batch resume token follows
+    /// the writes of other collections, the worker's own lease renewals among them), and the
+    /// worker saves it at least this often, so a source that changes rarely does not restart
+    /// from a token older than the oplog window (error 286) and pay a full reconcile.
+    pub fn token_save_interval(mut self, interval: Duration) -> Self {
+        self.token_save_interval = interval.max(Duration::from_millis(10));
         self
     }
 
@@ -365,16 +381,18 @@ impl SyncWorker {
         if let Some(lag) = lag_ms {
             set.insert("lag_ms", lag as i64); // what `status` shows as the worker's lag
         }
-        match token {
+        match &token {
             Some(token) => {
-                let token = mongodb::bson::to_bson(&token).map_err(mongodb::error::Error::from)?;
+                let token = mongodb::bson::to_bson(token).map_err(mongodb::error::Error::from)?;
                 set.insert("token", token);
             }
             None => {
                 set.insert("token", Bson::Null);
             }
         }
-        if let Some(time) = cluster_time {
+        // the time of the last event applied, or else the time the token itself carries (a
+        // quiet stream's post-batch resume token)
+        if let Some(time) = cluster_time.or_else(|| token.as_ref().and_then(token_time)) {
             set.insert("token_time", time);
         }
         let saved = self
@@ -489,17 +507,30 @@ impl SyncWorker {
         };
         stats.ready.store(true, Ordering::Release);
         backoff.reset();
+        let mut quiet_until = Instant::now() + self.token_save_interval;
         loop {
+            // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
+            // waits), so the stream's position can be read between two of them
             let event = tokio::select! {
-                event = stream.next() => event,
+                event = stream.next_if_any() => event?,
                 _ = stop_requested(stop) => return Ok(Stopped::Requested),
             };
             let Some(event) = event else {
-                return Err(Error::Driver(mongodb::error::Error::custom(
-                    "change stream ended",
-                )));
+                if !stream.is_alive() {
+                    return Err(Error::Driver(mongodb::error::Error::custom(
+                        "change stream ended",
+                    )));
+                }
+                if Instant::now() >= quiet_until {
+                    // nothing to apply for a while: save where the stream is (every change
+                    // before its post-batch resume token was applied or concerned no copy)
+                    if !self.save_token(lease, stream.resume_token(), None, None).await? {
+                        return Ok(Stopped::LeaseLost);
+                    }
+                    quiet_until = Instant::now() + self.token_save_interval;
+                }
+                continue;
             };
-            let event = event?;
             if !lease.holds() {
                 return Ok(Stopped::LeaseLost);
             }
@@ -529,6 +560,7 @@ impl SyncWorker {
             {
                 return Ok(Stopped::LeaseLost);
             }
+            quiet_until = Instant::now() + self.token_save_interval;
             backoff.reset();
         }
     }
@@ -724,8 +756,29 @@ impl SyncWorker {
     }
 }
 
-/// Refreshes one parent of an async subset; a parent its validator rejects is counted as
-/// failed and left to reconcile.
+/// The cluster time a resume token carries: mongod's tokens are a KeyString whose first value
+/// is the event's (or the post-batch position's) timestamp (type byte 130, then seconds and
+/// increment, big-endian); SecantusDB's are a BSON document with the timestamp under `t`.
+/// `None` for a token of another form.
+fn token_time(token: &ResumeToken) -> Option<mongodb::bson::Timestamp> {
+    let token = mongodb::bson::to_document(token).ok()?;
+    let data = token.get_str("_data").ok()?;
+    let bytes: Vec<u8> = (0..data.len() / 2)
+        .map(|i| u8::from_str_radix(data.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    if bytes.first() == Some(&130) && bytes.len() >= 9 {
+        let word = |at: usize| {
+            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        return Some(mongodb::bson::Timestamp {
+            time: word(1),
+            increment: word(5),
+        });
+    }
+    let document = mongodb::bson::Document::from_reader(bytes.as_slice()).ok()?;
+    document.get_timestamp("t").ok()
+}
+
 /// Refreshes one parent of an async subset, fenced on `lane` like the copies' fan-outs (a
 /// worker that lost its lease writes nothing), with the removal of the parent's failure record
 /// in the same transaction. A parent that cannot take its previews (its validator rejects
@@ -856,7 +909,37 @@ impl SyncWorkerHandle {
 
 #[cfg(test)]
 mod tests {
-    use super::{changed_paths, touches};
+    use super::{changed_paths, token_time, touches};
+
+    #[test]
+    fn a_token_tells_its_time() {
+        let token = |data: &str| -> mongodb::change_stream::event::ResumeToken {
+            mongodb::bson::from_document(doc! { "_data": data }).unwrap()
+        };
+        // mongod: 130, then seconds 0x6757_1d2e and increment 3
+        let mongod = token(
+            "826757 1D2E00000003 2B022C0100296E5A1004"
+                .replace(' ', "")
+                .as_str(),
+        );
+        assert_eq!(
+            token_time(&mongod),
+            Some(mongodb::bson::Timestamp {
+                time: 0x6757_1d2e,
+                increment: 3
+            })
+        );
+        // SecantusDB: a BSON document `{ s, t, .. }`
+        let secantus = token("3d000000107300030000001174000700000093260f6b026e00060000006578702e7800036b0016000000075f6964006b0f2693ab490cfd5de1180d0000");
+        assert_eq!(
+            token_time(&secantus),
+            Some(mongodb::bson::Timestamp {
+                time: 1_796_155_027,
+                increment: 7
+            })
+        );
+        assert_eq!(token_time(&token("zz")), None);
+    }
     use mongodb::bson::doc;
     use mongodb::change_stream::event::UpdateDescription;
 

@@ -51,7 +51,12 @@ async fn update_command(
         return Ok(StepCounts::default());
     }
     let reply = db
-        .run_command(doc! { "update": collection, "updates": updates, "ordered": false })
+        .run_command(doc! {
+            "update": collection,
+            "updates": updates,
+            "ordered": false,
+            "writeConcern": crate::concern::majority_document(),
+        })
         .await?;
     if let Ok(errors) = reply.get_array("writeErrors") {
         if let Some(Bson::Document(first)) = errors.first() {
@@ -200,21 +205,106 @@ struct Dedupe {
     collection: &'static str,
     keys: Vec<String>,
     keep: Keep,
+    /// The model's collection, where the unique index on `keys` is declared.
+    spec: fn() -> CollectionSpec,
+}
+
+/// Which documents the unique index on a dedupe's keys holds: it meets a duplicate only among
+/// those.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct IndexScope {
+    /// `sparse`: a document lacking every key is not in the index.
+    sparse: bool,
+    /// `partialFilterExpression`: only the documents it matches are.
+    partial: Option<Document>,
 }
 
 impl Dedupe {
-    /// The groups of duplicates: `{ _id: <keys>, ids: [...] }`, the kept id first.
-    fn pipeline(&self) -> Vec<Document> {
-        let mut group_id = Document::new();
-        for key in &self.keys {
-            group_id.insert(key.replace('.', "_"), format!("${key}"));
+    /// The scope of the model's unique index on exactly these keys (any order); a dedupe with
+    /// no such index groups as a plain unique index would.
+    fn scope(&self) -> IndexScope {
+        let spec = (self.spec)();
+        let mut wanted: Vec<&str> = self.keys.iter().map(String::as_str).collect();
+        wanted.sort_unstable();
+        spec.indexes
+            .iter()
+            .filter(|index| index.unique)
+            .find(|index| {
+                let mut keys: Vec<&str> = index.keys.keys().map(String::as_str).collect();
+                keys.sort_unstable();
+                keys == wanted
+            })
+            .map(|index| IndexScope {
+                sparse: index.sparse,
+                partial: index.partial_filter.clone(),
+            })
+            .unwrap_or_default()
+    }
+
+    /// The documents the index holds (`None`: every document).
+    fn indexed(&self, scope: &IndexScope) -> Option<Document> {
+        let mut all: Vec<Document> = Vec::new();
+        if let Some(partial) = &scope.partial {
+            all.push(partial.clone());
         }
-        let order = if self.keep == Keep::Oldest { 1 } else { -1 };
-        vec![
-            doc! { "$sort": { "_id": order } },
-            doc! { "$group": { "_id": group_id, "ids": { "$push": "$_id" }, "n": { "$sum": 1 } } },
-            doc! { "$match": { "n": { "$gt": 1 } } },
-        ]
+        if scope.sparse {
+            let any: Vec<Document> = self
+                .keys
+                .iter()
+                .map(|k| doc! { k.as_str(): { "$exists": true } })
+                .collect();
+            all.push(doc! { "$or": any });
+        }
+        match all.len() {
+            0 => None,
+            1 => all.pop(),
+            _ => Some(doc! { "$and": all }),
+        }
+    }
+
+    /// The groups of duplicates, one small document each (`{ _id: { k0, k1, .. }, keep, n }`),
+    /// keyed as the index keys them: a missing key and `null` are one value (`$ifNull`),
+    /// numbers compare by value, strings by the collection's collation (the aggregation's and
+    /// the index's default), among the documents the index holds.
+    fn pipeline(&self, scope: &IndexScope) -> Vec<Document> {
+        let mut group_id = Document::new();
+        for (i, key) in self.keys.iter().enumerate() {
+            group_id.insert(
+                format!("k{i}"),
+                doc! { "$ifNull": [format!("${key}"), Bson::Null] },
+            );
+        }
+        let kept = if self.keep == Keep::Oldest {
+            "$min"
+        } else {
+            "$max"
+        };
+        let mut pipeline = Vec::new();
+        if let Some(indexed) = self.indexed(scope) {
+            pipeline.push(doc! { "$match": indexed });
+        }
+        pipeline.push(doc! { "$group": {
+            "_id": group_id,
+            "keep": { kept: "$_id" },
+            "n": { "$sum": 1 },
+        } });
+        pipeline.push(doc! { "$match": { "n": { "$gt": 1 } } });
+        pipeline
+    }
+
+    /// The members of `group` that are not kept: the documents the index holds with the
+    /// group's key values (`$eq: null` also matches a missing key, as the index keys it), but
+    /// the kept one.
+    fn others(&self, scope: &IndexScope, group: &Document) -> Option<Document> {
+        let key = group.get_document("_id").ok()?;
+        let keep = group.get("keep")?.clone();
+        let mut all: Vec<Document> = self.indexed(scope).into_iter().collect();
+        for (i, field) in self.keys.iter().enumerate() {
+            let value = key.get(format!("k{i}")).cloned().unwrap_or(Bson::Null);
+            all.push(doc! { field.as_str(): { "$eq": value } });
+        }
+        all.push(doc! { "_id": { "$ne": keep } });
+        Some(doc! { "$and": all })
     }
 }
 
@@ -236,6 +326,10 @@ impl Work for Dedupe {
         self.collection
     }
 
+    fn dedupes(&self) -> bool {
+        true
+    }
+
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
         let mut problems: Vec<String> = self
             .keys
@@ -250,45 +344,61 @@ impl Work for Dedupe {
 
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
-            let groups: Vec<Document> = db
+            let mut pipeline = self.pipeline(&self.scope());
+            pipeline.push(doc! { "$group": {
+                "_id": Bson::Null,
+                "extra": { "$sum": { "$subtract": ["$n", 1] } },
+            } });
+            let total: Vec<Document> = db
                 .collection::<Document>(self.collection)
-                .aggregate(self.pipeline())
+                .aggregate(pipeline)
                 .await?
                 .try_collect()
                 .await?;
-            Ok(groups
-                .iter()
-                .map(|g| g.get_array("ids").map_or(0, |ids| ids.len() as u64 - 1))
-                .sum())
+            Ok(total.first().map_or(0, |t| match t.get("extra") {
+                Some(Bson::Int32(n)) => *n as u64,
+                Some(Bson::Int64(n)) => *n as u64,
+                Some(Bson::Double(n)) => *n as u64,
+                _ => 0,
+            }))
         })
     }
 
+    /// Streams the groups (one small document each, [`BATCH`] per `getMore`), and removes each
+    /// group's other members [`BATCH`] at a time, copied to the archive first: the memory
+    /// held is one batch, whatever the number or size of the groups.
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
         Box::pin(async move {
             let archive = format!("{}_dedupe_{}", self.collection, cx.version());
             let collection = cx.db().collection::<Document>(self.collection);
-            let groups: Vec<Document> = collection
-                .aggregate(self.pipeline())
-                .await?
-                .try_collect()
+            let scope = self.scope();
+            let mut groups = collection
+                .aggregate(self.pipeline(&scope))
+                .batch_size(BATCH as u32)
                 .await?;
-            let mut removed: Vec<Bson> = Vec::new();
-            for group in &groups {
-                if let Ok(ids) = group.get_array("ids") {
-                    removed.extend(ids.iter().skip(1).cloned());
-                }
-            }
-            cx.add_counts(StepCounts::new(removed.len() as u64, 0));
-            for chunk in removed.chunks(BATCH as usize) {
-                cx.ensure_lock()?;
-                // copied first, then deleted: a run cut in between copies them again (the
-                // archive keeps one copy per `_id`) and deletes them then
-                let copies: Vec<Document> = collection
-                    .find(doc! { "_id": { "$in": chunk.to_vec() } })
-                    .await?
-                    .try_collect()
-                    .await?;
-                if !copies.is_empty() {
+            while let Some(group) = groups.try_next().await? {
+                let Some(others) = self.others(&scope, &group) else {
+                    continue;
+                };
+                loop {
+                    cx.ensure_lock()?;
+                    let copies: Vec<Document> = collection
+                        .find(others.clone())
+                        .sort(doc! { "_id": 1 })
+                        .limit(BATCH)
+                        .await?
+                        .try_collect()
+                        .await?;
+                    if copies.is_empty() {
+                        break;
+                    }
+                    let ids: Vec<Bson> = copies
+                        .iter()
+                        .filter_map(|c| c.get("_id").cloned())
+                        .collect();
+                    cx.add_counts(StepCounts::new(copies.len() as u64, 0));
+                    // copied first, then deleted: a run cut in between copies them again (the
+                    // archive keeps one copy per `_id`) and deletes them then
                     let inserted = cx
                         .db()
                         .collection::<Document>(&archive)
@@ -309,11 +419,16 @@ impl Work for Dedupe {
                             return Err(error.into());
                         }
                     }
+                    // only those still in the group: one changed meanwhile stays
+                    let deleted = collection
+                        .delete_many(doc! { "$and": [others.clone(), { "_id": { "$in": ids } }] })
+                        .await?;
+                    cx.add_counts(StepCounts::new(0, deleted.deleted_count));
+                    if deleted.deleted_count == 0 {
+                        // every one read was changed since: the next read finds the rest
+                        break;
+                    }
                 }
-                let deleted = collection
-                    .delete_many(doc! { "_id": { "$in": chunk.to_vec() } })
-                    .await?;
-                cx.add_counts(StepCounts::new(0, deleted.deleted_count));
             }
             Ok(cx.counts())
         })
@@ -323,11 +438,21 @@ impl Work for Dedupe {
 /// Keeps one document of `T` per value of `keys` (stored fields), before a unique index on
 /// them: the others are copied to `<collection>_dedupe_<version>` and deleted, never lost.
 /// Reports the duplicates matched and the documents removed.
+///
+/// Documents are grouped exactly as the model's unique index on these keys keys them: only
+/// those the index holds (a `sparse` index leaves out the documents lacking every key, a
+/// partial one those its filter does not match), a missing key and `null` as one value,
+/// numbers by value and strings by the collection's default collation. The groups are read
+/// as a stream and each group's documents a batch at a time, so memory stays bounded however
+/// many duplicates there are. When the index build after the step still meets duplicates
+/// (instances of the older version kept writing), `apply` runs the step again, a few times,
+/// before it records the version failed with the step pending again.
 pub fn dedupe<T: Model>(keys: &[&str], keep: Keep) -> Step {
     Step(Arc::new(Dedupe {
         collection: T::COLLECTION,
         keys: keys.iter().map(|k| (*k).to_owned()).collect(),
         keep,
+        spec: T::collection_spec,
     }))
 }
 

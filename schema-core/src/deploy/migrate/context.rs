@@ -99,7 +99,8 @@ impl StepContext {
 
     /// The next batch of `collection` matching `filter`, at most `size` documents, after the
     /// checkpoint in `_id` order (call [`StepContext::save`] with the last `_id` once the batch
-    /// is written). Empty when the walk is done.
+    /// is written). Empty when the walk is done. The walk visits every document whatever the
+    /// BSON types of the `_id`s (numbers, strings, ObjectIds, ... in the server's order).
     pub async fn next_batch(
         &self,
         collection: &str,
@@ -108,7 +109,9 @@ impl StepContext {
     ) -> Result<Vec<Document>> {
         let mut filter = filter;
         if let Some(last) = &self.checkpoint {
-            filter = doc! { "$and": [filter, { "_id": { "$gt": last.clone() } }] };
+            // everything after `last` in the server's order, whatever its type (a `$gt` alone
+            // stays in `last`'s type bracket)
+            filter = doc! { "$and": [filter, crate::sync::walk::after_id(last)] };
         }
         Ok(self
             .db

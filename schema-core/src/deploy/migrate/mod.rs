@@ -70,6 +70,11 @@ pub(crate) trait Work: Send + Sync {
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String>;
     /// The documents a run would touch now (for `plan`).
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>>;
+    /// Whether the step removes duplicates before a unique index (`apply` runs it again when
+    /// the index build still meets some).
+    fn dedupes(&self) -> bool {
+        false
+    }
     /// Runs the step (again from `cx`'s checkpoint after an interruption).
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>;
 }

@@ -1,0 +1,535 @@
+//! Migrations that fail safe: a failing step fails its version (recorded `failed`, so the older
+//! version rolls back without `allow_downgrade`); dedupe groups exactly as the unique index keys
+//! (sparse, partial, a missing key and `null` as one); and a unique index whose build meets
+//! duplicates written meanwhile by an older instance makes the dedupe step run again, or, past
+//! its bounded tries, fails the version with the step pending again.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::migrate::{self, Keep, MIGRATIONS_COLLECTION};
+use mongo_schema::{Error, Warning, META_COLLECTION};
+
+/// Version 1: accounts with an optional code and an email, no unique index.
+mod v1 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new().model::<Account>().version(1).build().unwrap()
+    }
+}
+
+/// Version 2 with a unique email.
+mod unique_email {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(email = 1), unique)]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
+/// Version 2 with a unique, sparse code.
+mod sparse_code {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(code = 1), unique, sparse)]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
+/// Version 2 with a unique code that is not sparse: a missing code and `null` are one key.
+mod dense_code {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(code = 1), unique)]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
+/// Version 2 with an email unique among active accounts only.
+mod active_email {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(email = 1), unique, partial = "{\"active\": true}")]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
+fn account(id: i64, email: &str, code: Option<Option<&str>>, active: bool) -> BsonDocument {
+    let mut account = doc! { "_id": id, "email": email, "active": active };
+    match code {
+        Some(Some(code)) => {
+            account.insert("code", code);
+        }
+        Some(None) => {
+            account.insert("code", Bson::Null);
+        }
+        None => {} // no code field at all
+    }
+    account
+}
+
+async fn seeded(prefix: &str, accounts: Vec<BsonDocument>) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
+    v1::schema().apply(&db).await.unwrap();
+    if !accounts.is_empty() {
+        db.collection::<BsonDocument>("accounts")
+            .insert_many(accounts)
+            .await
+            .unwrap();
+    }
+    db
+}
+
+async fn ids(db: &mongodb::Database, collection: &str) -> Vec<i64> {
+    db.collection::<BsonDocument>(collection)
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.get_i64("_id").unwrap())
+        .collect()
+}
+
+async fn meta(db: &mongodb::Database) -> BsonDocument {
+    db.collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .expect("a version record")
+}
+
+async fn step_record(db: &mongodb::Database) -> BsonDocument {
+    db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .expect("a step record")
+}
+
+#[tokio::test]
+async fn a_failing_step_fails_its_version_and_the_older_version_rolls_back() {
+    let db = seeded("safe_failed_step", vec![account(1, "a@x", None, true)]).await;
+    let v2 = mongo_schema::Schema::new()
+        .model::<unique_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "always fails",
+            migrate::custom::<unique_email::Account>("refuses", |_cx| {
+                Box::pin(async { Err(Error::Refused("this step always fails".to_owned())) })
+            }),
+        )
+        .build()
+        .unwrap();
+    let failed = v2.apply(&db).await.unwrap_err();
+    println!("version 2: {failed}");
+    assert!(matches!(failed, Error::Migration { .. }), "{failed:?}");
+    let record = meta(&db).await;
+    assert_eq!(record.get_i64("version"), Ok(2), "{record}");
+    assert_eq!(record.get_str("state"), Ok("failed"), "{record}");
+    assert!(
+        record.get_str("error").unwrap().contains("always fails"),
+        "{record}"
+    );
+    assert!(!record.contains_key("locked_by"), "the lock is released");
+    assert_eq!(step_record(&db).await.get_str("state"), Ok("failed"));
+
+    // the previous binary starts again: it rolls back, no `allow_downgrade` needed
+    let rollback = v1::schema().apply(&db).await.unwrap();
+    println!("version 1 after the failed 2:\n{rollback}");
+    assert!(
+        rollback.warnings.iter().any(|w| matches!(
+            w,
+            Warning::RolledBack {
+                failed: 2,
+                applying: 1,
+                ..
+            }
+        )),
+        "{rollback}"
+    );
+    let record = meta(&db).await;
+    assert_eq!(record.get_i64("version"), Ok(1));
+    assert_eq!(record.get_str("state"), Ok("applied"));
+}
+
+#[tokio::test]
+async fn a_sparse_unique_index_keeps_every_document_without_the_key() {
+    let db = seeded(
+        "safe_sparse",
+        vec![
+            account(1, "a@x", None, true),
+            account(2, "b@x", None, true),
+            account(3, "c@x", None, true),
+            account(4, "d@x", Some(Some("K")), true),
+            account(5, "e@x", Some(Some("K")), true),
+            account(6, "f@x", Some(Some("L")), true),
+        ],
+    )
+    .await;
+    let v2 = mongo_schema::Schema::new()
+        .model::<sparse_code::Account>()
+        .version(2)
+        .migration(
+            2,
+            "one account per code",
+            migrate::dedupe::<sparse_code::Account>(&["code"], Keep::Oldest),
+        )
+        .build()
+        .unwrap();
+    let plan = v2.plan(&db).await.unwrap();
+    println!("{plan}");
+    let report = v2.apply(&db).await.unwrap();
+    println!("{report}");
+    assert_eq!(
+        ids(&db, "accounts").await,
+        [1, 2, 3, 4, 6],
+        "the documents without a code stay: the sparse index holds none of them"
+    );
+    assert_eq!(ids(&db, "accounts_dedupe_2").await, [5]);
+    assert_eq!(report.migrations[0].counts.changed, 1, "{report}");
+}
+
+#[tokio::test]
+async fn a_missing_key_and_null_are_one_group() {
+    let db = seeded(
+        "safe_null",
+        vec![
+            account(1, "a@x", None, true),
+            account(2, "b@x", Some(None), true),
+            account(3, "c@x", Some(Some("K")), true),
+            account(4, "d@x", Some(None), true),
+        ],
+    )
+    .await;
+    let v2 = mongo_schema::Schema::new()
+        .model::<dense_code::Account>()
+        .version(2)
+        .migration(
+            2,
+            "one account per code",
+            migrate::dedupe::<dense_code::Account>(&["code"], Keep::Oldest),
+        )
+        .build()
+        .unwrap();
+    // the unique index keys a missing code and `null` alike: one group, the oldest kept
+    let report = v2.apply(&db).await.unwrap();
+    println!("{report}");
+    assert_eq!(ids(&db, "accounts").await, [1, 3]);
+    assert_eq!(ids(&db, "accounts_dedupe_2").await, [2, 4]);
+}
+
+#[tokio::test]
+async fn a_partial_unique_index_dedupes_only_the_documents_it_holds() {
+    let db = seeded(
+        "safe_partial",
+        vec![
+            account(1, "a@x", None, false),
+            account(2, "a@x", None, false),
+            account(3, "a@x", None, true),
+            account(4, "a@x", None, true),
+        ],
+    )
+    .await;
+    let v2 = mongo_schema::Schema::new()
+        .model::<active_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "one active account per email",
+            migrate::dedupe::<active_email::Account>(&["email"], Keep::Newest),
+        )
+        .build()
+        .unwrap();
+    let report = v2.apply(&db).await.unwrap();
+    println!("{report}");
+    assert_eq!(ids(&db, "accounts").await, [1, 2, 4]);
+}
+
+/// A client whose `createIndexes` commands building a unique index are each held, the first
+/// `sabotaged` of them, while the test writes a duplicate through another client (an instance
+/// of version 1 inserting during the build); the receiver gets a message per held command, and
+/// the command goes on once the test replies.
+async fn sabotaging_client(
+    sabotaged: usize,
+) -> (
+    mongodb::Client,
+    mpsc::Receiver<()>,
+    mpsc::Sender<()>,
+    Arc<AtomicUsize>,
+) {
+    use mongodb::event::{command::CommandEvent, EventHandler};
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (held_tx, go_rx) = (Mutex::new(held_tx), Mutex::new(go_rx));
+    let builds = Arc::new(AtomicUsize::new(0));
+    let seen = builds.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        let CommandEvent::Started(started) = event else {
+            return;
+        };
+        let unique = started.command_name == "createIndexes"
+            && started.command.get_array("indexes").is_ok_and(|indexes| {
+                indexes.iter().any(|i| {
+                    i.as_document()
+                        .is_some_and(|i| i.get_bool("unique") == Ok(true))
+                })
+            });
+        if unique && seen.fetch_add(1, Ordering::SeqCst) < sabotaged {
+            let _ = held_tx.lock().unwrap().send(());
+            let _ = go_rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        }
+    }));
+    (
+        mongodb::Client::with_options(options).unwrap(),
+        held_rx,
+        go_tx,
+        builds,
+    )
+}
+
+/// Writes a duplicate email each time a unique index build is held.
+fn duplicate_at_each_build(
+    db: mongodb::Database,
+    held: mpsc::Receiver<()>,
+    go: mpsc::Sender<()>,
+) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let held = Arc::new(Mutex::new(held));
+        let mut written = 0;
+        loop {
+            let waiting = held.clone();
+            let got = tokio::task::spawn_blocking(move || {
+                waiting
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(60))
+            })
+            .await
+            .unwrap();
+            if got.is_err() {
+                return written;
+            }
+            written += 1;
+            // a version-1 instance inserts an account whose email already exists
+            db.collection::<BsonDocument>("accounts")
+                .insert_one(account(1000 + written as i64, "a@x", None, true))
+                .await
+                .unwrap();
+            go.send(()).unwrap();
+        }
+    })
+}
+
+fn dedupe_v2() -> mongo_schema::Schema {
+    mongo_schema::Schema::new()
+        .model::<unique_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "one account per email",
+            migrate::dedupe::<unique_email::Account>(&["email"], Keep::Oldest),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_written_during_the_index_build_is_deduped_again_in_the_same_apply() {
+    let db = seeded(
+        "safe_live",
+        vec![account(1, "a@x", None, true), account(2, "a@x", None, true)],
+    )
+    .await;
+    let (client, held, go, builds) = sabotaging_client(1).await;
+    let writer = duplicate_at_each_build(db.clone(), held, go);
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        dedupe_v2().apply(&client.database(db.name())),
+    )
+    .await
+    .expect("the apply ends")
+    .unwrap();
+    println!("{report}");
+    drop(client);
+    let written = tokio::time::timeout(Duration::from_secs(90), writer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        written, 1,
+        "one duplicate was written during the first build"
+    );
+    assert_eq!(
+        builds.load(Ordering::SeqCst),
+        2,
+        "the index was built twice"
+    );
+    assert!(
+        report.to_string().contains("ran again"),
+        "the report says the step ran again: {report}"
+    );
+    assert_eq!(ids(&db, "accounts").await, [1]);
+    assert_eq!(ids(&db, "accounts_dedupe_2").await, [2, 1001]);
+    assert_eq!(meta(&db).await.get_str("state"), Ok("applied"));
+    assert_eq!(step_record(&db).await.get_str("state"), Ok("done"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_at_every_build_fail_the_version_with_the_dedupe_pending_again() {
+    let db = seeded(
+        "safe_live_fail",
+        vec![account(1, "a@x", None, true), account(2, "a@x", None, true)],
+    )
+    .await;
+    let (client, held, go, builds) = sabotaging_client(usize::MAX).await;
+    let writer = duplicate_at_each_build(db.clone(), held, go);
+    let failed = tokio::time::timeout(
+        Duration::from_secs(60),
+        dedupe_v2().apply(&client.database(db.name())),
+    )
+    .await
+    .expect("the apply ends")
+    .unwrap_err();
+    println!("version 2: {failed}");
+    drop(client);
+    assert_eq!(failed.code(), Some(11000), "{failed}");
+    assert_eq!(builds.load(Ordering::SeqCst), 4, "one build and three more");
+    let record = meta(&db).await;
+    assert_eq!(record.get_str("state"), Ok("failed"), "{record}");
+    let step = step_record(&db).await;
+    assert_eq!(
+        step.get_str("state"),
+        Ok("failed"),
+        "the dedupe step is pending again: {step}"
+    );
+    assert!(
+        step.get_str("error")
+            .unwrap()
+            .contains("still met duplicates"),
+        "{step}"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(90), writer).await;
+    // once the older instances are gone, the next apply runs the dedupe again and builds
+    let report = dedupe_v2().apply(&db).await.unwrap();
+    println!("{report}");
+    assert_eq!(ids(&db, "accounts").await, [1]);
+    assert_eq!(meta(&db).await.get_str("state"), Ok("applied"));
+}
+
+#[tokio::test]
+async fn next_batch_walks_every_id_type() {
+    let db = seeded("safe_next_batch", Vec::new()).await;
+    // ids of several types, as other tools write them
+    let mut accounts = Vec::new();
+    for i in 0..30_i64 {
+        let id = match i % 3 {
+            0 => Bson::Int64(i),
+            1 => Bson::String(format!("s{i:02}")),
+            _ => Bson::ObjectId(mongo_schema::bson::oid::ObjectId::new()),
+        };
+        accounts.push(doc! { "_id": id, "email": format!("{i}@x"), "active": true });
+    }
+    db.collection::<BsonDocument>("accounts")
+        .insert_many(accounts)
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let step = {
+        let seen = seen.clone();
+        migrate::custom::<v1::Account>("count every account, 4 at a time", move |cx| {
+            let seen = seen.clone();
+            Box::pin(async move {
+                loop {
+                    let batch = cx.next_batch("accounts", doc! {}, 4).await?;
+                    let Some(last) = batch.last().and_then(|a| a.get("_id")).cloned() else {
+                        break;
+                    };
+                    seen.fetch_add(batch.len(), Ordering::SeqCst);
+                    cx.save(last, migrate::StepCounts::new(batch.len() as u64, 0))
+                        .await?;
+                }
+                Ok(cx.counts())
+            })
+        })
+    };
+    let v2 = mongo_schema::Schema::new()
+        .model::<v1::Account>()
+        .version(2)
+        .migration(2, "count", step)
+        .build()
+        .unwrap();
+    let report = v2
+        .apply(&db)
+        .on_violations(mongo_schema::OnViolations::Moderate)
+        .await
+        .unwrap();
+    println!("{report}");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        30,
+        "numbers, strings and ObjectIds"
+    );
+    assert_eq!(report.migrations[0].counts.matched, 30);
+}

@@ -1,0 +1,228 @@
+//! Repairs that never go back in time: a reconcile repair held (in command monitoring) between
+//! its read of the source and its write, while the source changes back to the value the copy
+//! holds (x, then y, then x), leaves the copy equal to the source.
+
+mod common;
+
+use std::time::Duration;
+
+use common::within;
+use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
+use mongo_schema::prelude::*;
+
+mod model {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "owners")]
+    pub struct Owner {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "holders")]
+    pub struct Holder {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[extended_ref(to = Owner, fields = "name", sync = "reconcile")]
+        pub owner: Option<HolderOwner>,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Owner>()
+            .model::<Holder>()
+            .build()
+            .expect("the schema builds")
+    }
+}
+
+use model::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source() {
+    let db = mongo_schema_testkit::database("repairs_xyx").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    // the source is "y"; its one copy still says "x" (drifted)
+    let owner = Owner {
+        id: ObjectId::new(),
+        name: "y".into(),
+    };
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    let holder = ObjectId::new();
+    db.collection::<BsonDocument>("holders")
+        .insert_one(doc! { "_id": holder, "owner": { "_id": owner.id, "name": "x" } })
+        .await
+        .unwrap();
+
+    // reconcile on a client whose first update of the holders (the repair, written from the
+    // source read as "y", on condition that the copy still says "x") is held
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "update" && started.command.get_str("update") == Ok("holders")
+    })
+    .await;
+    let repairing = {
+        let (schema, db) = (schema.clone(), client.database(db.name()));
+        tokio::spawn(async move { schema.reconcile(&db, false).await })
+    };
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the repair's update is held");
+    // meanwhile the source goes back to "x", the value the copy holds
+    Owner::collection(&db)
+        .update_one(doc! { "_id": owner.id }, doc! { "$set": { "name": "x" } })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = within(Duration::from_secs(60), "the reconcile ends", repairing)
+        .await
+        .unwrap()
+        .unwrap();
+    println!("{report}");
+    let copy = db
+        .collection::<BsonDocument>("holders")
+        .find_one(doc! { "_id": holder })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        copy.get_document("owner").unwrap().get_str("name"),
+        Ok("x"),
+        "the copy equals the source after the repair: {copy}"
+    );
+    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+}
+
+#[tokio::test]
+async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
+    let db = mongo_schema_testkit::database("repairs_retry").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let owner = Owner {
+        id: ObjectId::new(),
+        name: "new".into(),
+    };
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    let holder = ObjectId::new();
+    db.collection::<BsonDocument>("holders")
+        .insert_one(doc! { "_id": holder, "owner": { "_id": owner.id, "name": "old" } })
+        .await
+        .unwrap();
+    // the holder refuses its repair (its validator), so reconcile records it
+    db.run_command(doc! {
+        "collMod": "holders",
+        "validator": { "owner.name": "old" },
+        "validationLevel": "strict",
+    })
+    .await
+    .unwrap();
+    let report = schema.reconcile(&db, false).await.unwrap();
+    assert_eq!(report.recorded_failures(), 1, "{report}");
+    // mended: the validator allows the new name again
+    db.run_command(doc! { "collMod": "holders", "validator": {} })
+        .await
+        .unwrap();
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let retry = schema
+        .retry_failures(&client.database(db.name()))
+        .await
+        .unwrap();
+    assert_eq!((retry.retried, retry.resolved), (1, 1), "{retry}");
+    let commands = log.commands();
+    let find = |name: &str, collection: &str| {
+        commands
+            .iter()
+            .find(|c| c.name == name && c.command.get_str(name) == Ok(collection))
+            .unwrap_or_else(|| panic!("no {name} of {collection}"))
+            .command
+            .clone()
+    };
+    let update = find("update", "holders");
+    let delete = find("delete", mongo_schema::FAILURES_COLLECTION);
+    let transaction = |c: &BsonDocument| {
+        assert_eq!(c.get_bool("autocommit"), Ok(false), "{c}");
+        (c.get("lsid").cloned(), c.get("txnNumber").cloned())
+    };
+    assert_eq!(
+        transaction(&update),
+        transaction(&delete),
+        "the rewrite and the record's removal are one transaction"
+    );
+    assert!(commands.iter().any(|c| c.name == "commitTransaction"));
+    let copy = db
+        .collection::<BsonDocument>("holders")
+        .find_one(doc! { "_id": holder })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        copy.get_document("owner").unwrap().get_str("name"),
+        Ok("new")
+    );
+    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
+    let db = mongo_schema_testkit::database("repairs_fill").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let owner = Owner {
+        id: ObjectId::new(),
+        name: "old".into(),
+    };
+    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    // a holder that still stores the bare id where the copy belongs: a missing copy
+    let holder = ObjectId::new();
+    db.collection::<BsonDocument>("holders")
+        .insert_one(doc! { "_id": holder, "owner": owner.id })
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "update" && started.command.get_str("update") == Ok("holders")
+    })
+    .await;
+    let filling = {
+        let (schema, db) = (schema.clone(), client.database(db.name()));
+        tokio::spawn(async move { schema.reconcile(&db, false).await })
+    };
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the fill is held");
+    // renamed meanwhile: a fan-out of the rename cannot reach a holder with no copy yet
+    Owner::collection(&db)
+        .update_one(doc! { "_id": owner.id }, doc! { "$set": { "name": "new" } })
+        .await
+        .unwrap();
+    release.send(()).unwrap();
+    let report = within(Duration::from_secs(60), "the reconcile ends", filling)
+        .await
+        .unwrap()
+        .unwrap();
+    println!("{report}");
+    assert_eq!(report.missing_copies(), 1, "{report}");
+    let copy = db
+        .collection::<BsonDocument>("holders")
+        .find_one(doc! { "_id": holder })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        copy.get_document("owner").unwrap().get_str("name"),
+        Ok("new"),
+        "the fill ends with the new name: {copy}"
+    );
+}
