@@ -40,8 +40,8 @@ pub enum Error {
         /// The duplicated key as the server prints it (`{ email: "ada@example.com" }`), empty
         /// when the server did not say.
         key: String,
-        /// The driver's error.
-        source: mongodb::error::Error,
+        /// The driver's error (boxed: it keeps `Error` small).
+        source: Box<mongodb::error::Error>,
     },
     /// Any other driver error.
     Driver(mongodb::error::Error),
@@ -112,7 +112,7 @@ impl Error {
     /// [`Error::CommitUnknown`], its last error's).
     pub fn as_driver(&self) -> Option<&mongodb::error::Error> {
         match self {
-            Error::Duplicate { source, .. } => Some(source),
+            Error::Duplicate { source, .. } => Some(source.as_ref()),
             Error::Driver(e) | Error::Apply { source: e, .. } => Some(e),
             Error::Timeout {
                 last: Some(last), ..
@@ -312,9 +312,8 @@ impl std::error::Error for Error {
         match self {
             Error::Validation(e) => Some(e.as_ref()),
             Error::Schema(e) => Some(e),
-            Error::Apply { source, .. }
-            | Error::Driver(source)
-            | Error::Duplicate { source, .. } => Some(source),
+            Error::Apply { source, .. } | Error::Driver(source) => Some(source),
+            Error::Duplicate { source, .. } => Some(source.as_ref()),
             Error::Timeout { last, .. } | Error::CommitUnknown { last, .. } => {
                 last.as_deref().map(|e| e as _)
             }
@@ -336,7 +335,7 @@ impl From<mongodb::error::Error> for Error {
                 collection,
                 index,
                 key,
-                source: error,
+                source: Box::new(error),
             };
         }
         Error::Driver(error)

@@ -63,9 +63,8 @@ impl ErrorClass {
             | Error::CommitUnknown { .. } => ErrorClass::Permanent,
             Error::Timeout { .. } => ErrorClass::Transient,
             Error::Migration { source, .. } => ErrorClass::of(source),
-            Error::Driver(e)
-            | Error::Apply { source: e, .. }
-            | Error::Duplicate { source: e, .. } => ErrorClass::of_driver(e),
+            Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
+            Error::Duplicate { source, .. } => ErrorClass::of_driver(source),
         }
     }
 

@@ -524,7 +524,10 @@ impl SyncWorker {
                 if Instant::now() >= quiet_until {
                     // nothing to apply for a while: save where the stream is (every change
                     // before its post-batch resume token was applied or concerned no copy)
-                    if !self.save_token(lease, stream.resume_token(), None, None).await? {
+                    if !self
+                        .save_token(lease, stream.resume_token(), None, None)
+                        .await?
+                    {
                         return Ok(Stopped::LeaseLost);
                     }
                     quiet_until = Instant::now() + self.token_save_interval;
