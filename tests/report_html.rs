@@ -234,3 +234,84 @@ fn the_page_loads_nothing_from_anywhere() {
     }
     assert!(!page.contains("@import") && !page.contains("url(http"));
 }
+
+mod buckets {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "sensors")]
+    pub struct Sensor {
+        #[serde(rename = "_id")]
+        pub id: String,
+    }
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]
+    pub struct Reading {
+        pub at: i64,
+        pub value: f64,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "readings")]
+    #[bucket(parent = sensor_id, entries = readings, count = count, key = "at", first = first_at, last = last_at)]
+    pub struct ReadingBucket {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[reference]
+        pub sensor_id: Ref<Sensor>,
+        #[embed(max = 25)]
+        pub readings: Vec<Reading>,
+        pub count: i64,
+        pub first_at: i64,
+        pub last_at: i64,
+    }
+
+    /// A plain reference beside the bucket, the control: it stays a reference arrow.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "alarms")]
+    pub struct Alarm {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[reference]
+        pub sensor_id: Ref<Sensor>,
+    }
+}
+
+#[test]
+fn a_bucket_is_drawn_as_a_bucket_with_its_bound_and_order() {
+    use mongo_schema::Schema;
+    let schema = Schema::new()
+        .model::<buckets::Sensor>()
+        .model::<buckets::ReadingBucket>()
+        .model::<buckets::Alarm>()
+        .build()
+        .unwrap();
+    let page = schema.report_html();
+    let (dom, errors) = parse_errors(&page);
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut all = Vec::new();
+    elements(&dom.document, &mut all);
+    let arrows = |kind: &str| {
+        all.iter()
+            .filter(|(tag, attrs)| {
+                tag == "g" && attribute(attrs, "class") == Some(&format!("relationship {kind}"))
+            })
+            .count()
+    };
+    assert_eq!(arrows("bucket"), 1, "the readings' parent reference");
+    assert_eq!(arrows("reference"), 1, "the alarm's reference stays one");
+    let mut labels = Vec::new();
+    label_texts(&dom.document, &mut labels);
+    assert!(
+        labels
+            .iter()
+            .any(|l| l == "sensor_id: buckets of ≤ 25 readings, by last_at"),
+        "{labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l == "sensor_id (one id)"),
+        "{labels:?}"
+    );
+    assert!(page.contains(r#"marker-end="url(#head-bucket)""#));
+}

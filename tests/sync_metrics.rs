@@ -186,6 +186,8 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
     let applied = recorder.counter(names::EVENTS_APPLIED, &w);
     let rewritten = recorder.counter(names::HOLDERS_REWRITTEN, &wc);
     let timed = recorder.samples(names::FAN_OUT_SECONDS, &wc).len();
+    let c = [("copy", COPY)];
+    let chunks = recorder.samples(names::CHUNK_SECONDS, &c).len();
 
     // control: a change of a field no copy holds is seen, and applied nowhere
     Agent::collection(&db)
@@ -230,6 +232,13 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
     let samples = recorder.samples(names::FAN_OUT_SECONDS, &wc)[timed..].to_vec();
     assert_eq!(samples.len(), 1, "one fan-out timed: {samples:?}");
     assert!(samples[0] > 0.0 && samples[0] < 20.0, "{samples:?}");
+    // the 37 holders fit one chunk: one chunk timed, no longer than its fan-out
+    let chunked = recorder.samples(names::CHUNK_SECONDS, &c)[chunks..].to_vec();
+    assert_eq!(chunked.len(), 1, "one chunk timed: {chunked:?}");
+    assert!(
+        chunked[0] > 0.0 && chunked[0] <= samples[0],
+        "{chunked:?} {samples:?}"
+    );
     let lag = recorder
         .gauge(names::LAG_SECONDS)
         .expect("lag measured from wallTime");

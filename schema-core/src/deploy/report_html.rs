@@ -116,6 +116,15 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
     for (from, spec) in schema.collections().iter().enumerate() {
         for reference in &spec.references {
             if let Some(to) = index(&reference.target) {
+                if let Some(label) = bucket_label(spec, &reference.field) {
+                    out.push(Arrow {
+                        from,
+                        to,
+                        kind: "bucket",
+                        label,
+                    });
+                    continue;
+                }
                 let bound = reference
                     .max
                     .map_or("one id".to_owned(), |m| format!("≤ {m} ids"));
@@ -157,6 +166,39 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
         }
     }
     out
+}
+
+/// The label of a `#[bucket]`'s parent reference `field`, `None` when `spec` is no bucket of
+/// it: a bucket collection's indexes lead with its parent field and say they serve the bucket
+/// pattern; the bound is that of its one embedded array (the entries), the order the key-order
+/// index's second key.
+fn bucket_label(spec: &CollectionSpec, field: &str) -> Option<String> {
+    let mut order = None;
+    let mut found = false;
+    for index in &spec.indexes {
+        let bucket = index
+            .reasons
+            .iter()
+            .any(|r| matches!(r, crate::IndexReason::Bucket { .. }));
+        if !bucket || index.keys.keys().next().map(String::as_str) != Some(field) {
+            continue;
+        }
+        found = true;
+        if index.reasons.iter().any(
+            |r| matches!(r, crate::IndexReason::Bucket { purpose } if purpose.contains("order")),
+        ) {
+            order = index.keys.keys().nth(1).cloned();
+        }
+    }
+    if !found {
+        return None;
+    }
+    let bound = match spec.embeds.as_slice() {
+        [entries] => format!(" of ≤ {} {}", entries.max, entries.path),
+        _ => String::new(),
+    };
+    let order = order.map_or(String::new(), |key| format!(", by {key}"));
+    Some(format!("{field}: buckets{bound}{order}"))
 }
 
 /// A label in at most two lines: split before its strategy (after the last `, `) when long.
@@ -231,6 +273,7 @@ fn diagram(schema: &Schema, out: &mut String) {
 <defs>
 <marker id="head-reference" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1f5fa8"/></marker>
 <marker id="head-extended-reference" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b35c00"/></marker>
+<marker id="head-bucket" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#6a1b9a"/></marker>
 <marker id="head-subset" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2e7d32"/></marker>
 </defs>"##
     );
@@ -405,6 +448,7 @@ svg .relationship line, svg .relationship path { fill: none; }
 svg .reference line, svg .reference path { stroke: #1f5fa8; stroke-width: 1.6; }
 svg .extended-reference line, svg .extended-reference path { stroke: #b35c00; stroke-width: 1.6; stroke-dasharray: 6 4; }
 svg .subset line, svg .subset path { stroke: #2e7d32; stroke-width: 4; }
+svg .bucket line, svg .bucket path { stroke: #6a1b9a; stroke-width: 2.4; stroke-dasharray: 2 3; }
 .legend span { margin-right: 1.5rem; }
 .warnings li { margin-bottom: 0.3rem; }
 "#;
@@ -414,7 +458,7 @@ impl Schema {
     /// network): an SVG diagram of the collections (fields, worst-case size as a bar against
     /// 16 MiB) and their relationships drawn by kind (reference: solid; extended reference:
     /// dashed, with the copied fields and sync strategy; subset: thick, with its bound and
-    /// strategy; embedded arrays are listed in their box with their bound), seed 003's
+    /// strategy; bucket: dotted, with the entries per bucket and their order; embedded arrays are listed in their box with their bound), seed 003's
     /// checklist for each relationship, each collection's indexes with the reason for each, and
     /// the warnings.
     pub fn report_html(&self) -> String {
@@ -436,7 +480,7 @@ impl Schema {
             all.len(),
             self.sync_graph().edges.len()
         );
-        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy)</span><span>bars: worst-case document size against 16 MiB (orange: some field is unbounded, so the bound is a floor)</span></p>\n<div class=\"diagram\">\n");
+        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy)</span><span style=\"color:#6a1b9a\">┅ bucket (entries per bucket, order)</span><span>bars: worst-case document size against 16 MiB (orange: some field is unbounded, so the bound is a floor)</span></p>\n<div class=\"diagram\">\n");
         diagram(self, &mut out);
         out.push_str("</div>\n<h2>Warnings</h2>\n");
         let warnings = warnings(self);

@@ -7,6 +7,7 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
+use tracing::Instrument;
 
 use super::failures::{Failure, FailureLog};
 use super::fence::{fenced_off, is_fenced_off, transact, Fence, Fenced};
@@ -368,9 +369,14 @@ struct Chunks<'a, 'w> {
 impl Chunks<'_, '_> {
     /// Writes one chunk (at most [`FAN_OUT_CHUNK`] holders) and adds up what it did.
     async fn write(&mut self, chunk: FanOut) -> Result<()> {
+        let copy = self.edge.label();
+        let holders = chunk.holders.as_ref().map_or(0, Vec::len);
+        let started = std::time::Instant::now();
         let done = chunk
             .run_chunk(self.db, self.edge, self.source, self.log, self.writer)
+            .instrument(tracing::debug_span!("fan_out_chunk", copy = %copy, holders))
             .await?;
+        super::metrics::chunk(&copy, started.elapsed());
         self.outcome.rewritten += done.rewritten;
         self.outcome.failed += done.failed;
         self.outcome.fenced_off |= done.fenced_off;

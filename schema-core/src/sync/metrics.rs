@@ -12,6 +12,7 @@
 //! | `mongo_schema_sync_holders_unset_total` | counter | `worker`, `copy` | holder documents whose copy was unset (source deleted) |
 //! | `mongo_schema_sync_failures_total` | counter | `worker`, `copy` | holders that could not take their copy (recorded in `mongo_schema_sync_failures`) |
 //! | `mongo_schema_sync_fan_out_seconds` | histogram | `worker`, `copy` | time of one source's fan-out to its holders |
+//! | `mongo_schema_sync_chunk_seconds` | histogram | `copy` | time of one chunk of a fan-out (at most [`FAN_OUT_CHUNK`](super::FAN_OUT_CHUNK) holders, one transaction) |
 //! | `mongo_schema_sync_lag_seconds` | gauge | `worker` | from the source change's `wallTime` to its copies rewritten, last applied event |
 //! | `mongo_schema_sync_takeovers_total` | counter | `worker` | times this process took its name's lease |
 //! | `mongo_schema_sync_active` | gauge | `worker` | 1 while this process holds the lease, else 0 |
@@ -32,6 +33,8 @@ pub const HOLDERS_UNSET: &str = "mongo_schema_sync_holders_unset_total";
 pub const FAILURES: &str = "mongo_schema_sync_failures_total";
 /// `mongo_schema_sync_fan_out_seconds`.
 pub const FAN_OUT_SECONDS: &str = "mongo_schema_sync_fan_out_seconds";
+/// `mongo_schema_sync_chunk_seconds`.
+pub const CHUNK_SECONDS: &str = "mongo_schema_sync_chunk_seconds";
 /// `mongo_schema_sync_lag_seconds`.
 pub const LAG_SECONDS: &str = "mongo_schema_sync_lag_seconds";
 /// `mongo_schema_sync_takeovers_total`.
@@ -44,13 +47,14 @@ pub const REOPENED: &str = "mongo_schema_sync_reopened_total";
 pub const TOKEN_AGE_SECONDS: &str = "mongo_schema_sync_token_age_seconds";
 
 /// Every metric name, for exporters that want to describe them up front.
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 12] = [
     EVENTS,
     EVENTS_APPLIED,
     HOLDERS_REWRITTEN,
     HOLDERS_UNSET,
     FAILURES,
     FAN_OUT_SECONDS,
+    CHUNK_SECONDS,
     LAG_SECONDS,
     TAKEOVERS,
     ACTIVE,
@@ -86,6 +90,11 @@ pub(crate) fn fan_out(
         metrics::counter!(FAILURES, &labels).increment(failed);
     }
     metrics::histogram!(FAN_OUT_SECONDS, &labels).record(took.as_secs_f64());
+}
+
+/// One chunk of a fan-out to the holders of `copy` (`holder.path`), written or not.
+pub(crate) fn chunk(copy: &str, took: Duration) {
+    metrics::histogram!(CHUNK_SECONDS, "copy" => copy.to_owned()).record(took.as_secs_f64());
 }
 
 pub(crate) fn lag(worker: &str, lag_ms: u64) {
