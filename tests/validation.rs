@@ -195,9 +195,14 @@ async fn other_errors_stay_driver_errors() {
         .in_collection("tickets")
         .unwrap_err();
     assert!(
-        matches!(error, Error::Driver(_)),
+        error.as_validation().is_none(),
         "duplicate key is not a validation error: {error:?}"
     );
+    assert!(
+        matches!(&error, Error::Duplicate { collection, index, .. } if collection == "tickets" && index == "_id_"),
+        "a duplicate key is Error::Duplicate: {error:?}"
+    );
+    assert!(error.as_driver().is_some(), "the driver's error is kept");
 }
 
 /// `Schema::build` checks every validator, hand-written ones included, against mongod's
