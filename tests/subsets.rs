@@ -396,6 +396,44 @@ async fn a_child_added_outside_the_filter_is_neither_previewed_nor_counted() {
 }
 
 #[tokio::test]
+async fn must_match_after_a_filtered_add_counts_the_child_write() {
+    let db = setup("subsets_filter_must_match").await;
+    Member::collection(&db).insert_one(member(1)).await.unwrap();
+    // a returned loan is outside `last_active`'s filter: the parent is left alone, and the
+    // child's insert is the write that matched
+    let report = schema()
+        .transaction(&db)
+        .add(&Member::LAST_ACTIVE, &loan(1, 1, 10, "returned"))
+        .must_match()
+        .run()
+        .await
+        .expect("a child outside the filter is no miss");
+    assert_eq!(report.steps.len(), 2, "{report:?}");
+    assert_eq!((report.steps[1].matched, report.steps[1].changed), (1, 0));
+    assert_eq!(
+        Loan::collection(&db).count_documents(doc! {}).await.unwrap(),
+        1
+    );
+    let after = stored(&db, 1).await;
+    assert_eq!((after.last_active, after.active_count), (None, 0));
+    // control: an active loan of a member that does not exist matches no parent and aborts,
+    // the loan's insert with it
+    let missed = schema()
+        .transaction(&db)
+        .add(&Member::LAST_ACTIVE, &loan(2, 99, 20, "active"))
+        .must_match()
+        .run()
+        .await
+        .expect_err("no member 99");
+    assert!(matches!(missed, mongo_schema::Error::Refused(_)), "{missed}");
+    assert_eq!(
+        Loan::collection(&db).count_documents(doc! {}).await.unwrap(),
+        1,
+        "the aborted transaction inserted nothing"
+    );
+}
+
+#[tokio::test]
 async fn an_extended_reference_to_the_parent_is_the_subsets_reference() {
     let db = setup("subsets_extended").await;
     let reader = Reader {

@@ -325,8 +325,10 @@ impl<'a> Transaction<'a> {
     }
 
     /// The write added last must match a document (an update's or delete's filter, a
-    /// compare-and-set's expected value): when it matches none, the transaction is aborted,
-    /// nothing is written, and [`Error::Refused`] names the write.
+    /// compare-and-set's expected value, after [`add`](Transaction::add) its parent): when it
+    /// matches none, the transaction is aborted, nothing is written, and [`Error::Refused`]
+    /// names the write. After an `add` of a child outside the subset's filter, the child's
+    /// insert is what counts (the parent is left alone and nothing is refused).
     pub fn must_match(mut self) -> Self {
         if let Some(last) = self.steps.last_mut() {
             last.must_match = true;
@@ -437,6 +439,9 @@ async fn run_step(
             };
             (result.deleted_count, result.deleted_count)
         }
+        // a child outside the subset's filter leaves its parent alone: the child's write,
+        // just before, is what matched (so `must_match` after a filtered `add` holds)
+        Step::Parent(update) if update.leaves_the_parent_alone() => (1, 0),
         Step::Parent(update) => update_parent_in(db, update.clone(), session).await?,
         Step::Source {
             collection: name,

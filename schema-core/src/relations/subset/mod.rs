@@ -112,6 +112,11 @@ impl ParentUpdate {
     pub fn collection(&self) -> &'static str {
         self.parents
     }
+
+    /// Whether the child is outside the subset's filter, so the parent is left alone.
+    pub(crate) fn leaves_the_parent_alone(&self) -> bool {
+        self.update.is_none()
+    }
 }
 
 impl<P, C, V> SubsetOf<C> for Subset<P, C, V>
