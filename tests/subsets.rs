@@ -411,7 +411,10 @@ async fn must_match_after_a_filtered_add_counts_the_child_write() {
     assert_eq!(report.steps.len(), 2, "{report:?}");
     assert_eq!((report.steps[1].matched, report.steps[1].changed), (1, 0));
     assert_eq!(
-        Loan::collection(&db).count_documents(doc! {}).await.unwrap(),
+        Loan::collection(&db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
         1
     );
     let after = stored(&db, 1).await;
@@ -425,9 +428,15 @@ async fn must_match_after_a_filtered_add_counts_the_child_write() {
         .run()
         .await
         .expect_err("no member 99");
-    assert!(matches!(missed, mongo_schema::Error::Refused(_)), "{missed}");
+    assert!(
+        matches!(missed, mongo_schema::Error::Refused(_)),
+        "{missed}"
+    );
     assert_eq!(
-        Loan::collection(&db).count_documents(doc! {}).await.unwrap(),
+        Loan::collection(&db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
         1,
         "the aborted transaction inserted nothing"
     );

@@ -186,7 +186,7 @@ impl Schema {
         .await?;
         let rules = crate::relations::subset::reconcile::rules(&self.collections);
         report.subsets =
-            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run).await?;
+            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run, None).await?;
         Ok(report)
     }
 

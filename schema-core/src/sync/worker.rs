@@ -484,12 +484,20 @@ impl SyncWorker {
                     }
                     other => other?,
                 };
-                let subsets = crate::relations::subset::reconcile::reconcile(
+                let subsets = match crate::relations::subset::reconcile::reconcile(
                     &self.db,
                     &self.subsets.rules,
                     false,
+                    Some((&fence, 0)),
                 )
-                .await?;
+                .await
+                {
+                    Err(error) if super::fence::is_fenced_off(&error) || !lease.holds() => {
+                        lease.lost();
+                        return Ok(Stopped::LeaseLost);
+                    }
+                    other => other?,
+                };
                 WorkerStats::add(&stats.reconciles, 1);
                 WorkerStats::add(&stats.copies_rewritten, report.repaired());
                 WorkerStats::add(

@@ -118,10 +118,12 @@ pub(crate) fn rule_of(
 }
 
 /// Compares (and unless `dry_run` repairs) every parent of every subset in `rules`.
+/// The sync worker passes its `fence`: its repairs commit only while it holds its lease.
 pub(crate) async fn reconcile(
     db: &Database,
     rules: &[SubsetRule],
     dry_run: bool,
+    fence: Option<(&crate::sync::fence::Fence, usize)>,
 ) -> Result<Vec<SubsetReconcile>> {
     let mut out = Vec::new();
     for rule in rules {
@@ -130,7 +132,7 @@ pub(crate) async fn reconcile(
             strategy: Some(rule.strategy),
             ..Default::default()
         };
-        reconcile_one(db, rule, dry_run, &mut figures).await?;
+        reconcile_one(db, rule, dry_run, fence, &mut figures).await?;
         out.push(figures);
     }
     Ok(out)
@@ -143,6 +145,7 @@ async fn reconcile_one(
     db: &Database,
     rule: &SubsetRule,
     dry_run: bool,
+    fence: Option<(&crate::sync::fence::Fence, usize)>,
     figures: &mut SubsetReconcile,
 ) -> Result<()> {
     let parents = db.collection::<BsonDocument>(&rule.parents);
@@ -173,7 +176,7 @@ async fn reconcile_one(
                     Ok(false) => break None,
                     Err(error) => break Some(error.into()),
                 };
-                match rule.repair(db, &parent, dry_run).await {
+                match rule.repair(db, &parent, dry_run, fence).await {
                     Ok(verdict) => {
                         figures.checked += 1;
                         match verdict {

@@ -264,12 +264,17 @@ impl SubsetRule {
 
     /// Reads `parent`'s state from its children and, when the stored subset or count differ,
     /// rewrites them on condition that they are still what was read: a writer that changed the
-    /// parent meanwhile (a helper's transaction, the worker) is never overwritten.
-    pub async fn repair(
+    /// parent meanwhile (a helper's transaction, the worker) is never overwritten. The repair
+    /// reads the children again and writes in one transaction (a child deleted between the
+    /// first read and the write is not written back), fenced by `fence` when the sync worker
+    /// repairs: a worker whose lease was taken over meanwhile writes nothing and gets
+    /// [`crate::sync::fence::fenced_off`]'s error.
+    pub(crate) async fn repair(
         &self,
         db: &Database,
         parent: &BsonDocument,
         dry_run: bool,
+        fence: Option<(&crate::sync::fence::Fence, usize)>,
     ) -> Result<Verdict> {
         let Some(id) = parent.get("_id") else {
             return Ok(Verdict::Current);
@@ -289,14 +294,24 @@ impl SubsetRule {
             };
             filter.insert(path.as_ref(), observed);
         }
-        let result = db
-            .collection::<BsonDocument>(&self.parents)
-            .update_one(filter, self.set_update(&expected))
-            .await?;
-        Ok(if result.matched_count == 1 {
-            Verdict::Repaired
-        } else {
-            Verdict::ChangedMeanwhile
+        let written = crate::sync::fence::transact(db.client(), fence, |session| {
+            let (rule, db, id, filter) = (self.clone(), db.clone(), id.clone(), filter.clone());
+            Box::pin(async move {
+                // the children as of the transaction's snapshot, not as first read
+                let expected = rule.state(&db, Some(&mut *session), &id).await?;
+                let result = db
+                    .collection::<BsonDocument>(&rule.parents)
+                    .update_one(filter, rule.set_update(&expected))
+                    .session(&mut *session)
+                    .await?;
+                Ok(result.matched_count == 1)
+            })
+        })
+        .await?;
+        Ok(match written {
+            crate::sync::fence::Fenced::Committed(true) => Verdict::Repaired,
+            crate::sync::fence::Fenced::Committed(false) => Verdict::ChangedMeanwhile,
+            crate::sync::fence::Fenced::FencedOff => return Err(crate::sync::fence::fenced_off()),
         })
     }
 }
