@@ -829,10 +829,17 @@ async fn rebuild_all_walks_parents_of_every_id_type_and_resumes_across_types() {
         .unwrap();
     assert_eq!(progress.rebuilt, 3, "{progress:?}");
     assert_eq!(progress.last_done, Some(ids[7].clone()));
-    // the whole walk: every type
+    // the whole walk: every type, its progress reported per batch of parents
+    let (events, _guard) = progress_events();
     assert_eq!(
         Shelf::NEWEST.rebuild_all(&db).await.unwrap(),
         ids.len() as u64
+    );
+    let events = events.lock().unwrap().clone();
+    assert_eq!(
+        events.last(),
+        Some(&("rebuild shelves.newest".to_owned(), ids.len() as u64)),
+        "{events:?}"
     );
     for id in &ids {
         let shelf = Shelf::collection(&db)
@@ -849,4 +856,51 @@ async fn rebuild_all_walks_parents_of_every_id_type_and_resumes_across_types() {
             "{id}"
         );
     }
+}
+
+/// The progress events (`task`, `done`) the library emits while the guard lives.
+fn progress_events() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    #[derive(Default)]
+    struct Fields {
+        task: Option<String>,
+        done: Option<u64>,
+    }
+    impl tracing::field::Visit for Fields {
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            if field.name() == "task" {
+                self.task = Some(value.to_owned());
+            }
+        }
+        fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+            if field.name() == "done" {
+                self.done = Some(value);
+            }
+        }
+        fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+    }
+    struct Keep(std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>);
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Keep {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if event.metadata().target() != mongo_schema::PROGRESS_TARGET {
+                return;
+            }
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            if let (Some(task), Some(done)) = (fields.task, fields.done) {
+                self.0.lock().unwrap().push((task, done));
+            }
+        }
+    }
+    let events = std::sync::Arc::default();
+    let subscriber = tracing_subscriber::registry().with(Keep(std::sync::Arc::clone(&events)));
+    (events, tracing::subscriber::set_default(subscriber))
 }

@@ -5,8 +5,9 @@
 //!
 //! Emitted by `apply` (one event per action done, `done`/`total` actions), by its migration
 //! steps (one per step started, `done`/`total` steps, then one per batch a step saves,
-//! `done` documents matched so far) and by `reconcile` (one per copy compared, `done`/`total`
-//! copies).
+//! `done` documents matched so far), by `reconcile` (one per copy compared, `done`/`total`
+//! copies) and by [`Subset::rebuild_all`](crate::Subset::rebuild_all) (one per batch of
+//! parents, `done` parents rebuilt so far).
 
 /// The `tracing` target of the progress events.
 pub const PROGRESS_TARGET: &str = "mongo_schema::progress";

@@ -677,6 +677,12 @@ where
                 progress.rebuilt += 1;
                 progress.last_done = Some(id.clone());
             }
+            crate::progress::report(
+                &format!("rebuild {}.{}", P::COLLECTION, self.path),
+                progress.rebuilt,
+                None,
+                &"parents rebuilt",
+            );
         }
     }
 }
