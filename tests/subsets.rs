@@ -858,11 +858,11 @@ async fn rebuild_all_walks_parents_of_every_id_type_and_resumes_across_types() {
     }
 }
 
-/// The progress events (`task`, `done`) the library emits while the guard lives.
-fn progress_events() -> (
-    std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>,
-    tracing::subscriber::DefaultGuard,
-) {
+/// Progress events as `(task, done)`, in the order emitted.
+type Events = std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>;
+
+/// The progress events the library emits while the guard lives.
+fn progress_events() -> (Events, tracing::subscriber::DefaultGuard) {
     use tracing_subscriber::layer::SubscriberExt;
 
     #[derive(Default)]
@@ -883,7 +883,7 @@ fn progress_events() -> (
         }
         fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
     }
-    struct Keep(std::sync::Arc<std::sync::Mutex<Vec<(String, u64)>>>);
+    struct Keep(Events);
     impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Keep {
         fn on_event(
             &self,
