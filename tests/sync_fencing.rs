@@ -1,7 +1,8 @@
 //! Processes paused, not killed: a worker held in the middle of its fan-out for several leases
 //! while a standby takes over, and a reconcile held between its lookup of a deleted source and
-//! its repair while the source is recreated. Each pause is a command held in command
-//! monitoring, which stops the paused task where a VM pause or SIGSTOP would.
+//! its repair while the source is recreated, and a worker held in its fresh-start repair of an
+//! async subset while a standby takes over and a child is deleted. Each pause is a command
+//! held in command monitoring, which stops the paused task where a VM pause or SIGSTOP would.
 
 mod common;
 
@@ -287,4 +288,155 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
         .await
         .unwrap();
     assert_eq!(unset, 3);
+}
+
+/// A channel keeping its newest posts, kept by the sync worker (`async`).
+mod channels {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "channels")]
+    pub struct Channel {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[subset(of = Post, max = 2, sort = "-at", count = "posts", sync = "async")]
+        pub newest: Vec<PostPreview>,
+        pub posts: i64,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "posts")]
+    #[index(keys(channel_id = 1, at = -1))]
+    pub struct Post {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub channel_id: Ref<Channel>,
+        pub at: i64,
+    }
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    pub struct PostPreview {
+        pub at: i64,
+    }
+
+    impl From<&Post> for PostPreview {
+        fn from(post: &Post) -> Self {
+            PostPreview { at: post.at }
+        }
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Channel>()
+            .model::<Post>()
+            .build()
+            .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_deleted_child() {
+    use channels::{Channel, Post};
+    const NAME: &str = "fenced_subsets";
+    let db = mongo_schema_testkit::database("fence_subsets").await;
+    let schema = channels::schema();
+    schema.apply(&db).await.unwrap();
+    let posts = |db: mongodb::Database| async move {
+        Channel::collection(&db)
+            .find_one(doc! { "_id": 1 })
+            .await
+            .unwrap()
+            .expect("the channel")
+            .posts
+    };
+    // the channel is stale before any worker runs: a post written with a plain driver call
+    Channel::collection(&db)
+        .insert_one(Channel {
+            id: 1,
+            newest: vec![],
+            posts: 0,
+        })
+        .await
+        .unwrap();
+    Post::collection(&db)
+        .insert_one(Post {
+            id: 1,
+            channel_id: Ref::new(1),
+            at: 10,
+        })
+        .await
+        .unwrap();
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+
+    // the first worker starts fresh, reads the post and is held writing the channel's repair
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+        started.command_name == "update" && started.command.get_str("update") == Ok("channels")
+    })
+    .await;
+    let paused = schema
+        .sync_worker(&client.database(db.name()))
+        .name(NAME)
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the first worker reached its repair of the channel");
+
+    // a standby takes over, repairs the channel itself, then follows the post's deletion: the
+    // channel is back to what the paused worker read (no post, count 0)
+    let standby = schema
+        .sync_worker(&db)
+        .name(NAME)
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    eventually(
+        Duration::from_secs(20),
+        "the standby takes over and repairs the channel",
+        || async { standby.stats().is_ready() && posts(db.clone()).await == 1 },
+    )
+    .await;
+    Post::collection(&db)
+        .delete_one(doc! { "_id": 1 })
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the standby follows the deletion",
+        || async { posts(db.clone()).await == 0 },
+    )
+    .await;
+
+    // the paused worker resumes: its repair, which would write the deleted post back (the
+    // channel again holds what it read), is fenced off
+    release.send(()).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the paused worker finds it lost the lease and stands by",
+        || async { !paused.stats().is_active() && paused.stats().is_standby() },
+    )
+    .await;
+    tokio::time::sleep(LEASE * 2).await;
+    let channel = Channel::collection(&db)
+        .find_one(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (channel.newest.len(), channel.posts),
+        (0, 0),
+        "the deleted post was not written back: {channel:?}"
+    );
+    assert!(standby.stats().is_active(), "the new holder kept the lease");
+    for worker in [standby, paused] {
+        within(Duration::from_secs(30), "shutdown", worker.shutdown())
+            .await
+            .unwrap();
+    }
 }
