@@ -2,7 +2,8 @@
 //! (held in command monitoring, then let through) is `Error::CommitUnknown`, not a timeout to
 //! retry; the commit lands, and the library sent the update and the commit once. A commit that
 //! meets a stopped server fails with `UnknownTransactionCommitResult` after the driver's own
-//! retry: `Error::CommitUnknown` too, and the transaction is not run again.
+//! retry: `Error::CommitUnknown` too, and the transaction is not run again (a body of the
+//! test's own, run by the library's transaction loop, counts its runs: one).
 
 mod common;
 
@@ -111,15 +112,22 @@ async fn a_commit_held_past_the_deadline_is_commit_unknown_and_lands_once() {
     assert_eq!(gate.count(Phase::Started, "commitTransaction"), commits + 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
-async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_again() {
-    let mut server = tokio::task::spawn_blocking(|| mongo_schema_testkit::TestServer::start(None))
+/// A server of the test's own, a gated client of it, and the account to update.
+async fn own_server(
+    name: &str,
+) -> (
+    mongo_schema_testkit::TestServer,
+    Gate,
+    mongodb::Database,
+    Schema,
+) {
+    let server = tokio::task::spawn_blocking(|| mongo_schema_testkit::TestServer::start(None))
         .await
         .unwrap()
         .expect("a server of this test's own");
     let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
     let (client, gate) = Gate::client(&uri).await;
-    let db = client.database("commit_network");
+    let db = client.database(name);
     let schema = Schema::new()
         .model::<Account>()
         .transaction_deadline(Duration::from_secs(30))
@@ -134,17 +142,16 @@ async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_agai
         })
         .await
         .unwrap();
-    // apply's version claim is a findAndModify too
-    let updates = gate.count(Phase::Started, "findAndModify");
-    gate.hold(Phase::Started, "commitTransaction");
-    let update = {
-        let (schema, db) = (schema.clone(), db.clone());
-        tokio::spawn(async move {
-            schema
-                .update_source::<Account>(&db, &1, doc! { "$inc": { "visits": 1_i64 } })
-                .await
-        })
-    };
+    (server, gate, db, schema)
+}
+
+/// Holds the next commit, stops `server` under it, lets it go and returns what `run` returned
+/// (within 30 s).
+async fn commit_meets_stopped_server<R: Send + 'static>(
+    mut server: mongo_schema_testkit::TestServer,
+    gate: &Gate,
+    run: tokio::task::JoinHandle<mongo_schema::Result<R>>,
+) -> (mongo_schema::Result<R>, mongo_schema_testkit::TestServer) {
     gate.held(Phase::Started, "commitTransaction", Duration::from_secs(30))
         .await;
     // the server goes away while the commit is about to be sent
@@ -155,12 +162,17 @@ async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_agai
     .await
     .unwrap();
     gate.release(Phase::Started, "commitTransaction");
-    let outcome = tokio::time::timeout(Duration::from_secs(30), update)
+    let outcome = tokio::time::timeout(Duration::from_secs(30), run)
         .await
-        .expect("the update returns within 30 s")
+        .expect("the transaction returns within 30 s")
         .unwrap();
-    println!("{outcome:?}");
-    match &outcome {
+    (outcome, server)
+}
+
+/// The commit's error: `CommitUnknown` after the driver's retry, labelled
+/// `UnknownTransactionCommitResult`.
+fn assert_commit_unknown<R: std::fmt::Debug>(outcome: &mongo_schema::Result<R>) {
+    match outcome {
         Err(Error::CommitUnknown { reason, last, .. }) => {
             assert!(reason.contains("driver's retry"), "{reason}");
             let last = last.as_ref().expect("the commit's error");
@@ -171,7 +183,92 @@ async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_agai
         }
         other => panic!("expected CommitUnknown, got {other:?}"),
     }
-    // the library did not run the transaction again
-    assert_eq!(gate.count(Phase::Started, "findAndModify"), updates + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_commit_that_meets_a_stopped_server_is_commit_unknown_and_not_run_again() {
+    let (server, gate, db, schema) = own_server("commit_network").await;
+    gate.hold(Phase::Started, "commitTransaction");
+    let update = tokio::spawn(async move {
+        schema
+            .update_source::<Account>(&db, &1, doc! { "$inc": { "visits": 1_i64 } })
+            .await
+    });
+    let (outcome, server) = commit_meets_stopped_server(server, &gate, update).await;
+    println!("{outcome:?}");
+    assert_commit_unknown(&outcome);
+    // (a run again would send nothing to count here: the server is gone; the body's runs are
+    // counted by the next test)
+    drop(server);
+}
+
+/// A body that counts its runs in `runs` and increments the account's visits; with
+/// `conflict_first`, its first run meets a write conflict.
+fn counting_body(
+    db: mongodb::Database,
+    runs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    conflict_first: bool,
+) -> impl for<'s> FnMut(
+    &'s mut mongodb::ClientSession,
+) -> futures_util::future::BoxFuture<'s, mongo_schema::Result<()>> {
+    move |session| {
+        let (db, runs) = (db.clone(), runs.clone());
+        Box::pin(async move {
+            let run = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let accounts = db.collection::<BsonDocument>("accounts");
+            if conflict_first && run == 0 {
+                // a write conflict: the snapshot is taken, then another writer changes the
+                // document before this transaction writes it
+                accounts
+                    .find_one(doc! { "_id": 1_i64 })
+                    .session(&mut *session)
+                    .await?;
+                accounts
+                    .update_one(doc! { "_id": 1_i64 }, doc! { "$set": { "name": "bo" } })
+                    .await?;
+            }
+            accounts
+                .find_one_and_update(doc! { "_id": 1_i64 }, doc! { "$inc": { "visits": 1_i64 } })
+                .session(&mut *session)
+                .await?;
+            Ok(())
+        })
+    }
+}
+
+/// The same transaction loop with a body of the test's own, which counts its runs: one, the
+/// unknown commit is not run again. The control: a body whose first run meets a write conflict
+/// (`TransientTransactionError`) runs twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_body_whose_commit_meets_a_stopped_server_runs_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let (server, gate, db, _schema) = own_server("commit_network_runs").await;
+    // the control: a write conflict runs the body again, and it commits once
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ((), attempts) = mongo_schema::__private::in_transaction(
+        &db,
+        Duration::from_secs(30),
+        counting_body(db.clone(), runs.clone(), true),
+    )
+    .await
+    .unwrap();
+    assert_eq!((runs.load(Ordering::SeqCst), attempts), (2, 2));
+    assert_eq!(visits(&db).await, 1, "the aborted first run wrote nothing");
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    gate.hold(Phase::Started, "commitTransaction");
+    let run = {
+        let body = counting_body(db.clone(), runs.clone(), false);
+        let db = db.clone();
+        tokio::spawn(async move {
+            mongo_schema::__private::in_transaction(&db, Duration::from_secs(30), body).await
+        })
+    };
+    let (outcome, server) = commit_meets_stopped_server(server, &gate, run).await;
+    println!("{outcome:?}");
+    assert_commit_unknown(&outcome);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the body ran once");
     drop(server);
 }

@@ -279,7 +279,9 @@ fn every_representation_accepts_the_values_serde_writes_and_reads_them_back() {
         "{} holders and accounts accepted and read back equal",
         accepted.get()
     );
-    assert!(accepted.get() > 0);
+    // every one of the 64 cases wrote and read back all three (an `_id` drawn twice from all of
+    // i64 would skip one: never seen)
+    assert_eq!(accepted.get(), 64);
 }
 
 /// A valid holder as the driver writes it, to break one thing of.

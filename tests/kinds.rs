@@ -323,8 +323,47 @@ async fn documents_without_id_get_the_servers_objectid() {
     );
 }
 
-#[test]
-fn the_worst_case_size_of_kinds_is_the_largest_kind() {
+/// Each kind at its largest: every string at its `max_length` in `fill` (a character of 1 to 4
+/// UTF-8 bytes), every array at its `max`; `user` is the digest's user (one digest per user).
+fn maximal(fill: char, user: i64) -> [Notification; 3] {
+    let text = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+    [
+        Notification::Mention {
+            id: ObjectId::new(),
+            user_id: user,
+            excerpt: text(140),
+            sent_at: DateTime::now(), // 8 bytes whatever the date
+        },
+        Notification::Digest {
+            id: ObjectId::new(),
+            user_id: user,
+            titles: (0..20).map(|_| text(80)).collect(),
+        },
+        Notification::Broadcast {
+            id: ObjectId::new(),
+            body: text(500),
+        },
+    ]
+}
+
+fn kind_of(n: &Notification) -> &'static str {
+    match n {
+        Notification::Mention { .. } => "mention",
+        Notification::Digest { .. } => "digest",
+        Notification::Broadcast { .. } => "broadcast",
+    }
+}
+
+/// The BSON size of `n` as the driver writes it.
+fn bson_size(n: &Notification) -> u64 {
+    mongo_schema::bson::to_raw_document_buf(n)
+        .unwrap()
+        .as_bytes()
+        .len() as u64
+}
+
+#[tokio::test]
+async fn the_worst_case_size_of_kinds_is_the_largest_kind() {
     let schema = Notification::bson_schema();
     let whole = SizeBound::of(&schema);
     let kinds: Vec<SizeBound> = schema
@@ -339,6 +378,48 @@ fn the_worst_case_size_of_kinds_is_the_largest_kind() {
     assert_eq!(whole.bytes, largest);
     // the digest (20 titles of 80 characters) is the largest kind
     assert_eq!(largest, kinds[1].bytes);
+
+    // the bounds against real documents at every bound, accepted by the server's validator
+    let db = mongo_schema_testkit::database("kinds_size").await;
+    Schema::new()
+        .model::<Notification>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    // four-byte characters: the bound's worst case, met to the byte (factor 1); one-byte
+    // characters: the same bound, at most 4 times the real size (it counts 4 bytes a character)
+    for (fill, user, factor) in [('😀', 1, 1.0), ('x', 2, 4.0)] {
+        let documents = maximal(fill, user);
+        Notification::collection(&db)
+            .insert_many(&documents)
+            .await
+            .unwrap_or_else(|e| panic!("the maximal documents of {fill:?} are valid: {e}"));
+        for (document, bound) in documents.iter().zip(&kinds) {
+            let real = bson_size(document);
+            println!(
+                "{fill:?} {}: {real} bytes, bound {}",
+                kind_of(document),
+                bound.bytes
+            );
+            assert!(
+                bound.bytes >= real,
+                "{}: the bound {} is under the real size {real}",
+                kind_of(document),
+                bound.bytes
+            );
+            assert!(
+                bound.bytes as f64 <= real as f64 * factor,
+                "{}: the bound {} is more than {factor} times the real size {real}",
+                kind_of(document),
+                bound.bytes
+            );
+            assert!(whole.bytes >= real);
+        }
+        let real_largest = documents.iter().map(bson_size).max().unwrap();
+        assert_eq!(real_largest, bson_size(&documents[1]), "the digest is");
+    }
 }
 
 #[derive(BsonSchema, Serialize, Deserialize)]

@@ -225,7 +225,8 @@ mod followers;
 
 mod generated_values_of_the_example_models {
     //! Every generated value of every example model (help desk, products, followers) passes
-    //! `T::check`, within the bounds its attributes declare.
+    //! `T::check`, within the bounds its attributes declare and at them; one past a bound, it
+    //! is refused naming that path and rule.
 
     use super::{followers, helpdesk, products};
     use mongo_schema::prelude::*;
@@ -277,6 +278,18 @@ mod generated_values_of_the_example_models {
     }
 
     prop_compose! {
+        fn products_embedded()(
+            name in text(1, 80),
+            parts in vec(("[a-z0-9-]{1,20}", text(1, 80)), 0..=50),
+        ) -> products::ProductEmbedded {
+            products::ProductEmbedded {
+                id: "bike".into(), name,
+                parts: parts.into_iter().map(|(part_id, name)| products::EmbeddedPart { part_id, name }).collect(),
+            }
+        }
+    }
+
+    prop_compose! {
         fn message()(
             from in author(), body in text(0, 300),
             attachments in vec((text(1, 255), text(0, 30), 0i64..i64::MAX, text(0, 60)), 0..=20),
@@ -293,8 +306,113 @@ mod generated_values_of_the_example_models {
         }
     }
 
+    /// `s` (within its bound) padded to exactly `len` characters (code points, as `maxLength`
+    /// counts them).
+    fn chars(s: &str, len: usize) -> String {
+        s.chars().chain(std::iter::repeat('x')).take(len).collect()
+    }
+
+    /// `items` repeated (or `filler` when empty) to exactly `len` items.
+    fn items<T: Clone>(items: &[T], filler: T, len: usize) -> Vec<T> {
+        let pool = if items.is_empty() {
+            vec![filler]
+        } else {
+            items.to_vec()
+        };
+        pool.iter().cycle().take(len).cloned().collect()
+    }
+
+    /// `value`'s failures are exactly `expected`: the one bound it was pushed past.
+    fn refused<T: Document + serde::Serialize + 'static>(
+        value: &T,
+        path: &str,
+        rule: &str,
+    ) -> Result<(), TestCaseError> {
+        prop_assert_eq!(
+            mongo_schema::testing::failures(value),
+            vec![(path.to_owned(), rule.to_owned())],
+            "`{}` pushed one past its `{}`",
+            path,
+            rule
+        );
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The negative half: each generated value, taken to a bound, passes; one past it (an
+        /// array one item over `max`, a string one character over `max_length`, a number one
+        /// under `minimum` or over `maximum`), it is refused with that path and rule only. A
+        /// `check` that accepted everything would fail here.
+        #[test]
+        fn one_past_each_bound_is_refused(t in ticket(), m in message(), p in products_embedded(), ids in vec("[a-z0-9-]{1,20}", 0..=200)) {
+            let tag = Ref::new("t".to_owned());
+            let change = helpdesk::StatusChange { status: helpdesk::Status::Open, at: DateTime::from_millis(0) };
+
+            let mut at = t.clone();
+            at.tags = items(&t.tags, tag.clone(), 10);
+            at.history = items(&t.history, change.clone(), 50);
+            at.subject = chars(&t.subject, 200);
+            at.priority = 3;
+            prop_assert!(helpdesk::Ticket::check(&at).is_ok(), "{:?}", helpdesk::Ticket::check(&at));
+
+            let mut past = t.clone();
+            past.tags = items(&t.tags, tag, 11);
+            refused(&past, "tags", "maxItems")?;
+            let mut past = t.clone();
+            past.history = items(&t.history, change, 51);
+            refused(&past, "history", "maxItems")?;
+            let mut past = t.clone();
+            past.subject = chars(&t.subject, 201);
+            refused(&past, "subject", "maxLength")?;
+            let mut past = t.clone();
+            past.subject = String::new();
+            refused(&past, "subject", "minLength")?;
+            let mut past = t.clone();
+            past.priority = -1;
+            refused(&past, "priority", "minimum")?;
+            let mut past = t.clone();
+            past.priority = 4;
+            refused(&past, "priority", "maximum")?;
+            if let Some(last) = &t.last_message {
+                let mut past = t.clone();
+                past.last_message = Some(helpdesk::MessagePreview { preview: chars(&last.preview, 81), ..last.clone() });
+                refused(&past, "lastMessage.preview", "maxLength")?;
+            }
+
+            let attachment = helpdesk::Attachment { file_name: "a".into(), content_type: String::new(), size: 0, url: String::new() };
+            let mut at = m.clone();
+            at.attachments = items(&m.attachments, attachment.clone(), 20);
+            prop_assert!(helpdesk::Message::check(&at).is_ok(), "{:?}", helpdesk::Message::check(&at));
+            let mut past = m.clone();
+            past.attachments = items(&m.attachments, attachment.clone(), 21);
+            refused(&past, "attachments", "maxItems")?;
+            let mut past = m.clone();
+            past.body = chars(&m.body, 20_001);
+            refused(&past, "body", "maxLength")?;
+            let mut past = m.clone();
+            past.attachments = vec![helpdesk::Attachment { size: -1, ..attachment.clone() }];
+            refused(&past, "attachments.0.size", "minimum")?;
+            let mut past = m.clone();
+            past.attachments = vec![helpdesk::Attachment { file_name: chars("", 256), ..attachment }];
+            refused(&past, "attachments.0.fileName", "maxLength")?;
+
+            let part = products::EmbeddedPart { part_id: "p".into(), name: "n".into() };
+            let mut at = p.clone();
+            at.parts = items(&p.parts, part.clone(), 50);
+            prop_assert!(products::ProductEmbedded::check(&at).is_ok());
+            let mut past = p.clone();
+            past.parts = items(&p.parts, part, 51);
+            refused(&past, "parts", "maxItems")?;
+            let referenced = products::ProductReferenced {
+                id: "bike".into(), name: "bike".into(),
+                part_ids: items(&ids.into_iter().map(Ref::new).collect::<Vec<_>>(), Ref::new("p".into()), 201),
+            };
+            refused(&referenced, "partIds", "maxItems")?;
+            let name = products::Part { id: "p-1".into(), name: chars(&p.name, 81) };
+            refused(&name, "name", "maxLength")?;
+        }
 
         #[test]
         fn help_desk(t in ticket(), m in message(), name in text(1, 120), email in text(0, 254), team in text(0, 20), key in "[a-z-]{1,32}", label in text(0, 40)) {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
-use mongo_schema::{Document as _, Error, OnNewer};
+use mongo_schema::{Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
 
 mod v1 {
     use mongo_schema::prelude::*;
@@ -219,6 +219,25 @@ async fn options(db: &mongodb::Database, collection: &str) -> BsonDocument {
         .clone()
 }
 
+/// The index `email_1` of `customers`, as `listIndexes` reports it.
+async fn email_index(db: &mongodb::Database) -> BsonDocument {
+    let reply = db
+        .run_command(doc! { "listIndexes": "customers" })
+        .await
+        .unwrap();
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    batch
+        .iter()
+        .filter_map(Bson::as_document)
+        .find(|i| i.get_str("name") == Ok("email_1"))
+        .unwrap_or_else(|| panic!("no index `email_1`: {batch:?}"))
+        .clone()
+}
+
 /// The stored order `id`.
 async fn stored_order(db: &mongodb::Database, id: i64) -> BsonDocument {
     db.collection::<BsonDocument>("orders")
@@ -283,9 +302,9 @@ async fn a_service_through_three_versions_with_its_data_steps() {
     assert!(text.contains("built after the migration steps"), "{text}");
     // strict at the end, with no violator, and the unique index built
     let customers = options(&db, "customers").await;
-    assert_ne!(
+    assert_eq!(
         customers.get_str("validationLevel").ok(),
-        Some("moderate"),
+        Some("strict"),
         "{customers}"
     );
     let validator = customers.get_document("validator").unwrap().clone();
@@ -293,15 +312,26 @@ async fn a_service_through_three_versions_with_its_data_steps() {
         count(&db, "customers", doc! { "$nor": [validator] }).await,
         0
     );
-    let indexes: Vec<String> = db
+    // the validator is live: a name over v2's 40 characters is refused (code 121)
+    let refused = db
         .collection::<BsonDocument>("customers")
-        .list_index_names()
+        .insert_one(doc! {
+            "_id": 5000_i64,
+            "name": "x".repeat(41),
+            "email": "long@example.com",
+            "tier": "standard",
+        })
         .await
-        .unwrap();
-    assert!(
-        indexes.iter().any(|n| n.starts_with("email")),
-        "{indexes:?}"
+        .in_collection("customers");
+    assert!(matches!(refused, Err(Error::Validation(_))), "{refused:?}");
+    assert_eq!(refused.unwrap_err().code(), Some(121));
+    let email = email_index(&db).await;
+    assert_eq!(
+        email.get_document("key").unwrap(),
+        &doc! { "email": 1 },
+        "{email}"
     );
+    assert_eq!(email.get_bool("unique"), Ok(true), "{email}");
     assert_eq!(count(&db, "customers", doc! {}).await, 995);
     // the removed duplicates are kept aside, never lost
     assert_eq!(count(&db, "customers_dedupe_2", doc! {}).await, 5);
@@ -366,9 +396,9 @@ async fn a_service_through_three_versions_with_its_data_steps() {
     assert_eq!(reconcile.drifted(), 0, "{reconcile}");
     assert_eq!(reconcile.missing_sources(), 0, "{reconcile}");
     let orders = options(&db, "orders").await;
-    assert_ne!(
+    assert_eq!(
         orders.get_str("validationLevel").ok(),
-        Some("moderate"),
+        Some("strict"),
         "{orders}"
     );
 }
@@ -739,7 +769,39 @@ async fn rename_field_and_fill_copies_from_a_reference() {
 async fn an_allowed_downgrade_reports_what_it_did() {
     let db = mongo_schema_testkit::database("migrations_downgrade_report").await;
     v2::schema().apply(&db).await.unwrap();
+    // refused without the flag, as the error variant says
+    let refused = v1::schema().apply(&db).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Downgrade {
+                recorded: 2,
+                applying: 1
+            })
+        ),
+        "{refused:?}"
+    );
     let report = v1::schema().apply(&db).allow_downgrade(true).await.unwrap();
+    assert!(
+        matches!(
+            report.version,
+            Some(VersionStatus::Downgrade {
+                recorded: 2,
+                applying: 1
+            })
+        ),
+        "{report}"
+    );
+    assert!(
+        report.warnings.iter().any(|w| matches!(
+            w,
+            Warning::Downgraded {
+                recorded: 2,
+                applying: 1
+            }
+        )),
+        "{report}"
+    );
     let text = report.to_string();
     assert!(
         text.starts_with(

@@ -189,16 +189,18 @@ async fn assert_indexed(
     summary
 }
 
-/// A keyset page: served by an index, and on mongod read in index order (no SORT stage).
-/// SecantusDB 0.7.0b3 adds an in-memory SORT where mongod walks the index (SPEC §10), so on it
-/// the stage is printed, not refused.
+/// A keyset page: served by an IXSCAN of `index` on every server, and on mongod read in index
+/// order (no SORT stage). SecantusDB 0.7.0b3 adds an in-memory SORT where mongod walks the
+/// index (SPEC §10), so on it the stage is printed, not refused.
 async fn assert_keyset_page(
     db: &mongodb::Database,
     what: &str,
     command: BsonDocument,
     returned: usize,
+    index: &str,
 ) -> ExplainSummary {
     let summary = assert_indexed(db, what, command, returned).await;
+    assert_ixscan_of(what, &summary, index);
     if summary.stages.iter().any(|s| s == "SORT") {
         assert!(
             is_secantus(db).await,
@@ -209,11 +211,50 @@ async fn assert_keyset_page(
     summary
 }
 
+/// The plan has an IXSCAN, no COLLSCAN, and every index it scans is `index`.
+fn assert_ixscan_of(what: &str, summary: &ExplainSummary, index: &str) {
+    assert!(
+        summary.stages.iter().any(|s| s == "IXSCAN") && summary.uses_index(),
+        "{what}: no IXSCAN: {summary}"
+    );
+    assert!(
+        !summary.indexes.is_empty() && summary.indexes.iter().all(|i| i == index),
+        "{what}: not served by `{index}`: {summary}"
+    );
+}
+
+/// A page after a cursor is a rooted `$or` of ranges. SecantusDB 0.7.0b3 plans no filter with a
+/// top-level operator on an index (SPEC §10), but it plans each range: so on every server each
+/// range, as a `find` of its own with the page's sort and limit, is an IXSCAN of `index`; on
+/// mongod the whole page is also one (each branch walks `index`, merged in index order, no
+/// SORT). On SecantusDB the plan of the whole `$or` is printed.
+async fn assert_ranges_page(
+    db: &mongodb::Database,
+    what: &str,
+    command: BsonDocument,
+    returned: usize,
+    index: &str,
+) {
+    let filter = command.get_document("filter").unwrap();
+    let ranges = filter.get_array("$or").expect("a rooted $or");
+    for (i, range) in ranges.iter().enumerate() {
+        let mut one = command.clone();
+        one.insert("filter", range.clone());
+        let summary = explain(db, one.clone()).await.unwrap();
+        println!("{what}, range {i}: {summary}");
+        assert_ixscan_of(&format!("{what}, range {i} {range}"), &summary, index);
+    }
+    if is_secantus(db).await {
+        let summary = explain(db, command).await.unwrap();
+        println!("{what}: {summary}\n  (SecantusDB plans no rooted $or on an index; mongod merges the index ranges)");
+    } else {
+        assert_keyset_page(db, what, command, returned, index).await;
+    }
+}
+
 /// A page after a cursor on a key that is not unique: one `find` whose filter is a rooted `$or`
-/// of two ranges of the reference index `{ reference, key, _id }`, each with the parent in it.
-/// mongod reads each branch from that index and merges them in index order (checked with
-/// `explain`); SecantusDB 0.7.0b3 plans no filter with a top-level operator on an index (SPEC
-/// §10), so there the shape is checked and the plan printed.
+/// of two ranges of the reference index `{ reference, key, _id }`, each with the parent in it,
+/// each range read from that index (see [`assert_ranges_page`]).
 async fn assert_tie_page(db: &mongodb::Database, command: BsonDocument, returned: usize) {
     let filter = command.get_document("filter").unwrap();
     let branches = filter.get_array("$or").expect("a rooted $or");
@@ -233,22 +274,11 @@ async fn assert_tie_page(db: &mongodb::Database, command: BsonDocument, returned
         );
         assert!(keys[2..].iter().all(|k| *k == "_id"), "{branch}");
     }
-    if is_secantus(db).await {
-        let summary = explain(db, command).await.unwrap();
-        println!("tied children: {summary}\n  (SecantusDB plans no rooted $or on an index; mongod merges two index ranges)");
-    } else {
-        let summary = assert_keyset_page(db, "tied children", command, returned).await;
-        // both branches walk the reference index (mongod may name it once per branch)
-        assert!(
-            !summary.indexes.is_empty()
-                && summary
-                    .indexes
-                    .iter()
-                    .all(|i| i.starts_with("ticket_id_1_at_1")),
-            "{summary}"
-        );
-    }
+    assert_ranges_page(db, "tied children", command, returned, MESSAGE_PAGES).await;
 }
+
+/// The reference index of `messages.ticket_id`, extended with the page key and `_id`.
+const MESSAGE_PAGES: &str = "ticket_id_1_at_1__id_1";
 
 #[tokio::test]
 async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
@@ -415,6 +445,7 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
                 "follower page 2",
                 page.find_command(),
                 result.items.len(),
+                "followedId_1_followerId_1",
             )
             .await;
         }
@@ -439,14 +470,14 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
             .collect::<Vec<_>>(),
         ["u1", "u2"]
     );
-    let summary = assert_keyset_page(
+    assert_keyset_page(
         &db,
         "who f0042 follows",
         Follow::FOLLOWER_ID.page(&f42).find_command(),
         2,
+        "followerId_1_followedId_1",
     )
     .await;
-    assert_eq!(summary.indexes, ["followerId_1_followedId_1"]);
 }
 
 #[tokio::test]
@@ -581,6 +612,7 @@ async fn child_to_parent_and_parent_to_children_lookups() {
             .limit(4)
             .find_command(),
         4,
+        MESSAGE_PAGES,
     )
     .await;
 }
@@ -820,11 +852,14 @@ async fn pages_cross_from_dates_to_missing_and_null_keys_in_both_directions() {
         Bson::Document(doc! { "sensor_id": 1_i64, "at": Bson::Null }),
         "{filter}"
     );
-    let summary = explain(&db, page.find_command()).await.unwrap();
-    println!("readings after a date, newest first: {summary}");
-    if !is_secantus(&db).await {
-        assert_keyset_page(&db, "readings after a date", page.find_command(), 2).await;
-    }
+    assert_ranges_page(
+        &db,
+        "readings after a date, newest first",
+        page.find_command(),
+        2,
+        "sensor_id_1_at_-1__id_-1",
+    )
+    .await;
 }
 
 /// Issue 20: the declared `{ member_id: 1, loaned_at: -1 }` and the `{ member_id, loaned_at,
@@ -905,40 +940,28 @@ async fn one_index_serves_a_declared_order_and_the_pages_of_the_children() {
 
     let mut read = Vec::new();
     let mut page = Loan::MEMBER_ID.page(&member.to_ref()).limit(2);
-    let summary = assert_keyset_page(
+    assert_keyset_page(
         &db,
         "a member's first page of loans",
         page.find_command(),
         2,
+        "member_id_1_loaned_at_-1__id_-1",
     )
     .await;
-    assert_eq!(
-        summary.indexes,
-        ["member_id_1_loaned_at_-1__id_-1"],
-        "{summary}"
-    );
     loop {
         let result = page.fetch(&db).await.unwrap();
         read.extend(result.items.into_iter().map(|l| l.id));
         match result.next {
             Some(next) => {
                 page = Loan::MEMBER_ID.page(&member.to_ref()).limit(2).after(next);
-                let summary = explain(&db, page.find_command()).await.unwrap();
-                println!("a member's next page of loans: {summary}");
-                if !is_secantus(&db).await {
-                    // mongod: each range of the rooted `$or` walks the one index, no SORT
-                    let summary =
-                        assert_keyset_page(&db, "a member's next page", page.find_command(), 2)
-                            .await;
-                    assert!(
-                        !summary.indexes.is_empty()
-                            && summary
-                                .indexes
-                                .iter()
-                                .all(|i| i == "member_id_1_loaned_at_-1__id_-1"),
-                        "{summary}"
-                    );
-                }
+                assert_ranges_page(
+                    &db,
+                    "a member's next page of loans",
+                    page.find_command(),
+                    2,
+                    "member_id_1_loaned_at_-1__id_-1",
+                )
+                .await;
             }
             None => break,
         }

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::eventually;
+use common::{eventually, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -133,6 +133,17 @@ async fn start_worker(
         .expect("ready within 30 s")
         .unwrap();
     worker
+}
+
+/// Shuts `worker` down, failing the test if it is not stopped within 30 s.
+async fn stop(worker: mongo_schema::SyncWorkerHandle) {
+    within(
+        Duration::from_secs(30),
+        "the worker's shutdown",
+        worker.shutdown(),
+    )
+    .await
+    .unwrap();
 }
 
 async fn converged(db: &mongodb::Database, channels: &[i64]) -> bool {
@@ -269,7 +280,7 @@ async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
     assert!(WorkerStats::get(&stats.previews_refreshed) >= 2);
     // the pre-images were there for every change
     assert_eq!(WorkerStats::get(&stats.unknown_parents), 0);
-    worker.shutdown().await.unwrap();
+    stop(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -319,13 +330,16 @@ async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
     })
     .await;
     assert!(second.stats().is_active());
+    // it resumed from the killed worker's token: no reconcile of its own
+    assert_eq!(WorkerStats::get(&second.stats().reconciles), 0);
+    assert_eq!(WorkerStats::get(&second.stats().takeovers), 1);
     let shown = stored(&db, 1).await;
     assert_eq!((shown.posts, shown.pinned), (3, 1));
     assert_eq!(
         shown.newest.iter().map(|p| p.at).collect::<Vec<_>>(),
         [30, 20]
     );
-    second.shutdown().await.unwrap();
+    stop(second).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,7 +377,7 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
     })
     .await;
     assert!(WorkerStats::get(&worker.stats().failed) >= 1);
-    worker.shutdown().await.unwrap();
+    stop(worker).await;
     // mended: retry_failures sets the previews from the children and removes the records
     db.collection::<BsonDocument>("channels")
         .update_one(
@@ -429,5 +443,77 @@ async fn a_child_leaving_the_filter_without_a_pre_image_refreshes_its_parent() {
     assert_eq!(shown.pinned, 1);
     assert_eq!(shown.last_pinned.map(|p| p.at), Some(10));
     assert!(WorkerStats::get(&worker.stats().unknown_parents) >= 1);
-    worker.shutdown().await.unwrap();
+    stop(worker).await;
+}
+
+/// Without pre-images, the parent of a deleted child cannot be known: the worker counts the
+/// change, leaves the parent as it was (it still shows the deleted post), and `reconcile`
+/// repairs it from the children.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
+    let db = mongo_schema_testkit::database("subsets_async_unknown_parent").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    db.run_command(
+        doc! { "collMod": "posts", "changeStreamPreAndPostImages": { "enabled": false } },
+    )
+    .await
+    .unwrap();
+    for id in [1, 2] {
+        Channel::collection(&db)
+            .insert_one(channel(id))
+            .await
+            .unwrap();
+    }
+    let worker = start_worker(&schema, &db, "unknown-parent").await;
+    let posts = Post::collection(&db);
+    for (id, channel) in [(1, 1), (2, 1), (3, 2)] {
+        posts
+            .insert_one(post(id, channel, id * 10, false))
+            .await
+            .unwrap();
+    }
+    eventually(Duration::from_secs(20), "three inserted posts", || {
+        converged(&db, &[1, 2])
+    })
+    .await;
+    assert_eq!(WorkerStats::get(&worker.stats().unknown_parents), 0);
+    // the newest post of channel 1 is deleted, then a post is added to channel 2: once
+    // channel 2 shows it, the worker has read the deletion (one stream, in order)
+    posts.delete_one(doc! { "_id": 2 }).await.unwrap();
+    posts.insert_one(post(4, 2, 40, false)).await.unwrap();
+    eventually(Duration::from_secs(20), "channel 2's new post", || {
+        converged(&db, &[2])
+    })
+    .await;
+    assert!(WorkerStats::get(&worker.stats().unknown_parents) >= 1);
+    let stale = stored(&db, 1).await;
+    assert_eq!(stale.posts, 2, "{stale:?}");
+    assert_eq!(
+        stale.newest.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [20, 10],
+        "channel 1 still shows the deleted post"
+    );
+    assert_ne!(stale, expected(&db, 1).await);
+    stop(worker).await;
+    let report = within(
+        Duration::from_secs(30),
+        "reconcile",
+        schema.reconcile(&db, false),
+    )
+    .await
+    .unwrap();
+    let newest = report
+        .subsets
+        .iter()
+        .find(|s| s.subset == "channels.newest")
+        .unwrap_or_else(|| panic!("no channels.newest in {report}"));
+    assert_eq!((newest.drifted, newest.repaired), (1, 1), "{report}");
+    assert!(converged(&db, &[1, 2]).await);
+    let repaired = stored(&db, 1).await;
+    assert_eq!(repaired.posts, 1);
+    assert_eq!(
+        repaired.newest.iter().map(|p| p.at).collect::<Vec<_>>(),
+        [10]
+    );
 }

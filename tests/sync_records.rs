@@ -168,8 +168,10 @@ async fn an_array_of_copies_keeps_one_record_per_failing_source() {
         .expect("a TTL index on `at`");
     assert_eq!(
         ttl.options.as_ref().and_then(|o| o.expire_after),
-        Some(FAILURE_RECORD_TTL)
+        Some(Duration::from_secs(30 * 24 * 60 * 60)),
+        "30 days, as the README documents"
     );
+    assert_eq!(FAILURE_RECORD_TTL, Duration::from_secs(30 * 24 * 60 * 60));
     within(Duration::from_secs(30), "shutdown", worker.shutdown())
         .await
         .unwrap();

@@ -213,6 +213,7 @@ async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_wri
 async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
     let library = library("tx_invalid", 0).await;
     let refused = loan(&library, 1_000);
+    library.log.clear();
     // without the filter on copies, the decrement breaks the book's `minimum: 0`
     let error = schema()
         .transaction(&library.db)
@@ -235,6 +236,51 @@ async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
         "{validation}"
     );
     assert_eq!(validation.collection.as_deref(), Some("books"));
+    // the helpers' writes were sent, in the transaction the refused write was in, and that
+    // transaction was aborted, never committed
+    let commands = library.log.commands();
+    let sent: Vec<(&str, &str)> = commands
+        .iter()
+        .filter(|c| c.name != "endSessions")
+        .map(|c| {
+            let target = c.command.get_str(&c.name).unwrap_or("");
+            (c.name.as_str(), target)
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            ("insert", "loans"),
+            ("update", "members"),
+            ("update", "books"),
+            ("abortTransaction", "")
+        ],
+        "{commands:?}"
+    );
+    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
+        (
+            c.command.get("lsid").cloned(),
+            c.command.get("txnNumber").cloned(),
+        )
+    };
+    let first = transaction(&commands[0]);
+    assert!(
+        first.1.is_some(),
+        "sent in a transaction: {:?}",
+        commands[0]
+    );
+    assert_eq!(commands[0].command.get_bool("startTransaction"), Ok(true));
+    assert!(
+        commands[..4].iter().all(|c| transaction(c) == first),
+        "one session, one transaction number: {commands:?}"
+    );
+    assert_eq!(library.log.count("commitTransaction"), 0);
+    let inserted = commands[0].command.get_array("documents").unwrap();
+    assert_eq!(
+        inserted[0].as_document().unwrap().get_object_id("_id"),
+        Ok(refused.id),
+        "the loan was sent"
+    );
     let (member, book, loans) = state(&library).await;
     assert_eq!(
         (member.active_count, loans, book.copies_available),

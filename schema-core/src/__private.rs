@@ -13,6 +13,9 @@ pub use crate::json_schema::compose::{
 };
 pub use crate::json_schema::{constrain, not_null};
 pub use crate::model::stored;
+/// The transaction loop of `update_source`, `Transaction::run` and the subset helpers, for a
+/// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
+pub use crate::sync::transaction::in_transaction;
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {

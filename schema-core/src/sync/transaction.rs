@@ -30,7 +30,7 @@ pub const TRANSACTION_DEADLINE: Duration = Duration::from_secs(120);
 /// body run again could apply its writes twice).
 ///
 /// Returns the body's result and the number of attempts.
-pub(crate) async fn in_transaction<R>(
+pub async fn in_transaction<R>(
     db: &Database,
     deadline: Duration,
     mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
