@@ -86,9 +86,22 @@ impl Generator {
 
     /// A document for the validator's `$jsonSchema` (the root is always a document).
     pub fn document(&mut self, schema: &Document) -> Document {
-        match self.object(schema, 0) {
+        // a root of branches (a whole-document enum is a `oneOf` of objects) takes a branch,
+        // as any value does; a value pushed off its schema there is an object all the same
+        let branched = ["oneOf", "anyOf", "allOf"]
+            .iter()
+            .any(|k| schema.contains_key(*k));
+        let root = if branched {
+            self.value(schema, 0)
+        } else {
+            self.object(schema, 0)
+        };
+        match root {
             Bson::Document(d) => d,
-            _ => Document::new(),
+            _ => match self.object(schema, 0) {
+                Bson::Document(d) => d,
+                _ => Document::new(),
+            },
         }
     }
 
@@ -193,8 +206,24 @@ impl Generator {
                     let branch = (*self.rng.pick(&branches)).clone();
                     let mut merged = schema.clone();
                     merged.remove(keyword);
+                    // the branch's properties and required names join the schema's own (a
+                    // flattened enum's variant beside the struct's fields)
                     for (k, v) in branch {
-                        merged.insert(k, v);
+                        match (k.as_str(), merged.get(&k), v) {
+                            ("properties", Some(Bson::Document(own)), Bson::Document(more)) => {
+                                let mut joined = own.clone();
+                                joined.extend(more);
+                                merged.insert(k, joined);
+                            }
+                            ("required", Some(Bson::Array(own)), Bson::Array(more)) => {
+                                let mut joined = own.clone();
+                                joined.extend(more.into_iter().filter(|n| !own.contains(n)));
+                                merged.insert(k, joined);
+                            }
+                            (_, _, v) => {
+                                merged.insert(k, v);
+                            }
+                        }
                     }
                     return self.value(&merged, depth + 1);
                 }
@@ -470,10 +499,25 @@ impl Generator {
 
 /// The same document with `_id` first and unique (`n`), of the type the schema gives `_id`.
 pub fn with_unique_id(mut document: Document, schema: &Document, n: u64) -> Document {
-    let id_schema = schema
-        .get_document("properties")
-        .ok()
-        .and_then(|p| p.get_document("_id").ok());
+    // the root's `_id`, or the first branch's of a root of branches (a whole-document enum)
+    let of = |schema: &Document| {
+        schema
+            .get_document("properties")
+            .ok()
+            .and_then(|p| p.get_document("_id").ok())
+            .cloned()
+    };
+    let id_schema = of(schema).or_else(|| {
+        ["oneOf", "anyOf", "allOf"].iter().find_map(|k| {
+            schema
+                .get_array(*k)
+                .ok()?
+                .iter()
+                .filter_map(Bson::as_document)
+                .find_map(of)
+        })
+    });
+    let id_schema = id_schema.as_ref();
     let ty = id_schema
         .and_then(|s| s.get("bsonType"))
         .and_then(|t| match t {
