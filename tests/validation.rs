@@ -203,6 +203,10 @@ async fn other_errors_stay_driver_errors() {
         "a duplicate key is Error::Duplicate: {error:?}"
     );
     assert!(error.as_driver().is_some(), "the driver's error is kept");
+    assert!(
+        error.is_duplicate_key() && !error.is_transient(),
+        "{error:?}"
+    );
 }
 
 /// `Schema::build` checks every validator, hand-written ones included, against mongod's

@@ -130,6 +130,39 @@ impl Error {
         self.as_driver().is_some_and(|e| e.contains_label(label))
     }
 
+    /// Whether a unique index refused the write because it already holds the key (E11000):
+    /// [`Error::Duplicate`], whatever call made the write.
+    pub fn is_duplicate_key(&self) -> bool {
+        matches!(self, Error::Duplicate { .. })
+    }
+
+    /// Whether the same call, retried later, may succeed: the server or the driver labelled
+    /// the error `TransientTransactionError` or `RetryableWriteError`, the network or server
+    /// selection failed, the server answered with a code it gives while it recovers (a
+    /// primary stepping down, a write conflict, ...), or an operation gave up at its deadline
+    /// ([`Error::Timeout`]). A validation failure, a duplicate key, a refusal, an invalid
+    /// schema and a commit whose outcome is unknown ([`Error::CommitUnknown`]: it may have
+    /// landed) are not; nor is a driver error this list does not name.
+    pub fn is_transient(&self) -> bool {
+        use mongodb::error::ErrorKind;
+        match self {
+            Error::Timeout { .. } => true,
+            Error::Migration { source, .. } => source.is_transient(),
+            Error::Driver(e) | Error::Apply { source: e, .. } => {
+                e.contains_label("TransientTransactionError")
+                    || e.contains_label("RetryableWriteError")
+                    || matches!(
+                        e.kind.as_ref(),
+                        ErrorKind::Io(_)
+                            | ErrorKind::ConnectionPoolCleared { .. }
+                            | ErrorKind::ServerSelection { .. }
+                    )
+                    || server_code(e).is_some_and(|code| TRANSIENT_CODES.contains(&code))
+            }
+            _ => false,
+        }
+    }
+
     /// The server's error code, if the error carries one (121 for a validation failure).
     pub fn code(&self) -> Option<i32> {
         match self {
@@ -457,6 +490,35 @@ pub(crate) const TRANSIENT_CODES: &[i32] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transient_errors_are_the_ones_a_retry_may_cure() {
+        let io = Error::Driver(mongodb::error::Error::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset by peer",
+        )));
+        assert!(io.is_transient(), "{io}");
+        let timeout = Error::Timeout {
+            operation: "the transaction".into(),
+            after: Duration::from_secs(1),
+            last: None,
+        };
+        assert!(timeout.is_transient());
+        // the control: errors a retry cannot cure
+        let refused = Error::Refused("a push over the bound".into());
+        assert!(!refused.is_transient() && !refused.is_duplicate_key());
+        let other = Error::Driver(mongodb::error::Error::custom("something else"));
+        assert!(
+            !other.is_transient(),
+            "an unnamed driver error is not assumed transient"
+        );
+        let in_migration = Error::Migration {
+            version: 2,
+            name: "dedupe".into(),
+            source: Box::new(io),
+        };
+        assert!(in_migration.is_transient(), "a migration's transient cause");
+    }
 
     #[test]
     fn debug_shows_the_sentence_and_the_alternate_form_the_structure() {
