@@ -479,19 +479,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         "| `_id_` | `{{ _id: 1 }}` | unique | every collection |"
     );
     for index in &spec.indexes {
-        let mut options = Vec::new();
-        if index.unique {
-            options.push("unique".to_owned());
-        }
-        if index.sparse {
-            options.push("sparse".to_owned());
-        }
-        if let Some(filter) = &index.partial_filter {
-            options.push(format!("partial `{filter}`"));
-        }
-        if let Some(ttl) = index.expire_after_secs {
-            options.push(format!("TTL {ttl} s"));
-        }
+        let options = index_options(index, |filter| format!("`{filter}`"));
         let reasons: Vec<String> = index.reasons.iter().map(ToString::to_string).collect();
         let _ = writeln!(
             out,
@@ -768,4 +756,26 @@ fn bound_summary(schema: &Document) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// The options of `index` the reports show (unique, sparse, partial with its filter as
+/// `filter` writes it, TTL), in that order.
+pub(crate) fn index_options(
+    index: &crate::IndexSpec,
+    filter: impl Fn(&mongodb::bson::Document) -> String,
+) -> Vec<String> {
+    let mut options = Vec::new();
+    if index.unique {
+        options.push("unique".to_owned());
+    }
+    if index.sparse {
+        options.push("sparse".to_owned());
+    }
+    if let Some(partial) = &index.partial_filter {
+        options.push(format!("partial {}", filter(partial)));
+    }
+    if let Some(ttl) = index.expire_after_secs {
+        options.push(format!("TTL {ttl} s"));
+    }
+    options
 }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{relationships, type_summary, warnings};
+use super::report::{index_options, relationships, type_summary, warnings};
 use crate::{CollectionSpec, Schema, SizeBound, MAX_DOCUMENT_BYTES};
 
 const BOX_WIDTH: i64 = 300;
@@ -519,19 +519,7 @@ impl Schema {
                 escape(&spec.name)
             );
             for index in &spec.indexes {
-                let mut options = Vec::new();
-                if index.unique {
-                    options.push("unique".to_owned());
-                }
-                if index.sparse {
-                    options.push("sparse".to_owned());
-                }
-                if let Some(filter) = &index.partial_filter {
-                    options.push(format!("partial {filter}"));
-                }
-                if let Some(ttl) = index.expire_after_secs {
-                    options.push(format!("TTL {ttl} s"));
-                }
+                let options = index_options(index, ToString::to_string);
                 let reasons: Vec<String> = index
                     .reasons
                     .iter()
