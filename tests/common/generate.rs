@@ -42,6 +42,9 @@ impl Rng {
     }
 }
 
+/// The keywords whose branches a value takes one of.
+const BRANCHES: [&str; 3] = ["oneOf", "anyOf", "allOf"];
+
 /// The generator, with the probability that a node is pushed off its schema.
 pub struct Generator {
     pub rng: Rng,
@@ -88,9 +91,7 @@ impl Generator {
     pub fn document(&mut self, schema: &Document) -> Document {
         // a root of branches (a whole-document enum is a `oneOf` of objects) takes a branch,
         // as any value does; a value pushed off its schema there is an object all the same
-        let branched = ["oneOf", "anyOf", "allOf"]
-            .iter()
-            .any(|k| schema.contains_key(*k));
+        let branched = BRANCHES.iter().any(|k| schema.contains_key(*k));
         let root = if branched {
             self.value(schema, 0)
         } else {
@@ -198,7 +199,7 @@ impl Generator {
                 };
             }
         }
-        for keyword in ["oneOf", "anyOf", "allOf"] {
+        for keyword in BRANCHES {
             if let Ok(branches) = schema.get_array(keyword) {
                 let branches: Vec<&Document> =
                     branches.iter().filter_map(Bson::as_document).collect();
@@ -206,24 +207,8 @@ impl Generator {
                     let branch = (*self.rng.pick(&branches)).clone();
                     let mut merged = schema.clone();
                     merged.remove(keyword);
-                    // the branch's properties and required names join the schema's own (a
-                    // flattened enum's variant beside the struct's fields)
                     for (k, v) in branch {
-                        match (k.as_str(), merged.get(&k), v) {
-                            ("properties", Some(Bson::Document(own)), Bson::Document(more)) => {
-                                let mut joined = own.clone();
-                                joined.extend(more);
-                                merged.insert(k, joined);
-                            }
-                            ("required", Some(Bson::Array(own)), Bson::Array(more)) => {
-                                let mut joined = own.clone();
-                                joined.extend(more.into_iter().filter(|n| !own.contains(n)));
-                                merged.insert(k, joined);
-                            }
-                            (_, _, v) => {
-                                merged.insert(k, v);
-                            }
-                        }
+                        merged.insert(k, v);
                     }
                     return self.value(&merged, depth + 1);
                 }
@@ -508,7 +493,7 @@ pub fn with_unique_id(mut document: Document, schema: &Document, n: u64) -> Docu
             .cloned()
     };
     let id_schema = of(schema).or_else(|| {
-        ["oneOf", "anyOf", "allOf"].iter().find_map(|k| {
+        BRANCHES.iter().find_map(|k| {
             schema
                 .get_array(*k)
                 .ok()?
