@@ -144,21 +144,10 @@ impl Error {
     /// schema and a commit whose outcome is unknown ([`Error::CommitUnknown`]: it may have
     /// landed) are not; nor is a driver error this list does not name.
     pub fn is_transient(&self) -> bool {
-        use mongodb::error::ErrorKind;
         match self {
             Error::Timeout { .. } => true,
             Error::Migration { source, .. } => source.is_transient(),
-            Error::Driver(e) | Error::Apply { source: e, .. } => {
-                e.contains_label("TransientTransactionError")
-                    || e.contains_label("RetryableWriteError")
-                    || matches!(
-                        e.kind.as_ref(),
-                        ErrorKind::Io(_)
-                            | ErrorKind::ConnectionPoolCleared { .. }
-                            | ErrorKind::ServerSelection { .. }
-                    )
-                    || server_code(e).is_some_and(|code| TRANSIENT_CODES.contains(&code))
-            }
+            Error::Driver(e) | Error::Apply { source: e, .. } => known_transient(e),
             _ => false,
         }
     }
@@ -433,6 +422,22 @@ impl<T> ResultExt<T> for std::result::Result<T, mongodb::error::Error> {
             other => other,
         })
     }
+}
+
+/// A driver error that retrying may cure, by what it says of itself: a transient label, a
+/// network or server-selection failure, or a code a recovering server gives.
+pub(crate) fn known_transient(error: &mongodb::error::Error) -> bool {
+    use mongodb::error::ErrorKind;
+    error.contains_label("TransientTransactionError")
+        || error.contains_label("RetryableWriteError")
+        || matches!(
+            error.kind.as_ref(),
+            ErrorKind::Io(_)
+                | ErrorKind::ConnectionPoolCleared { .. }
+                | ErrorKind::ServerSelection { .. }
+                | ErrorKind::DnsResolve { .. }
+        )
+        || server_code(error).is_some_and(|code| TRANSIENT_CODES.contains(&code))
 }
 
 /// The server's error code of a driver error, if it carries one.

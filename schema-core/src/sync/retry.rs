@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mongodb::error::{ErrorKind, WriteFailure};
 
-use crate::error::{server_code, TRANSIENT_CODES};
+use crate::error::{known_transient, server_code};
 use crate::Error;
 
 /// How an error is handled by the sync machinery.
@@ -69,36 +69,25 @@ impl ErrorClass {
     }
 
     fn of_driver(error: &mongodb::error::Error) -> ErrorClass {
-        for label in [
-            "TransientTransactionError",
-            "RetryableWriteError",
-            "ResumableChangeStreamError",
-            "UnknownTransactionCommitResult",
-        ] {
-            if error.contains_label(label) {
-                return ErrorClass::Transient;
-            }
+        // what a service's retry may cure, and for a change stream and a commit the labels
+        // that say it can be resumed or asked again
+        if known_transient(error)
+            || error.contains_label("ResumableChangeStreamError")
+            || error.contains_label("UnknownTransactionCommitResult")
+        {
+            return ErrorClass::Transient;
         }
         match error.kind.as_ref() {
-            ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-            | ErrorKind::ServerSelection { .. }
-            | ErrorKind::DnsResolve { .. } => return ErrorClass::Transient,
             ErrorKind::Authentication { .. }
             | ErrorKind::InvalidTlsConfig { .. }
             | ErrorKind::SessionsNotSupported => return ErrorClass::Permanent,
-            ErrorKind::Write(WriteFailure::WriteError(_)) => {
-                return match server_code(error) {
-                    Some(code) if TRANSIENT_CODES.contains(&code) => ErrorClass::Transient,
-                    _ => ErrorClass::PerDocument,
-                };
-            }
+            // one document's write (a transient code was answered above)
+            ErrorKind::Write(WriteFailure::WriteError(_)) => return ErrorClass::PerDocument,
             _ => {}
         }
         match server_code(error) {
             Some(code) if PER_DOCUMENT_CODES.contains(&code) => ErrorClass::PerDocument,
             Some(code) if PERMANENT_CODES.contains(&code) => ErrorClass::Permanent,
-            Some(code) if TRANSIENT_CODES.contains(&code) => ErrorClass::Transient,
             // anything else: assume the server may recover, and keep trying with back-off
             _ => ErrorClass::Transient,
         }
