@@ -26,6 +26,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
         return Ok(tokens);
     }
     let cont = cont.expect("no model without errors");
+    let private_use = gen::private_use();
     let schema_impl = gen::json_schema::bson_schema_impl(&cont, derive);
     let checks = gen::checks::type_checks(&cont);
     let paths = gen::paths::field_paths(&cont, derive);
@@ -42,6 +43,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all)]
         const _: () = {
+            #private_use
             #schema_impl
             #document_impl
             #checks
@@ -57,6 +59,7 @@ fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) 
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let private = gen::private();
+    let private_use = gen::private_use();
     let collection_root = matches!(cont.map(|c| &c.data), Some(crate::ast::Data::Struct(_)));
     let (document, copy_types) = match derive {
         Derive::Document if collection_root => {
@@ -86,6 +89,7 @@ fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) 
         #[doc(hidden)]
         #[allow(non_upper_case_globals, unused_attributes, unused_qualifications, clippy::all)]
         const _: () = {
+            #private_use
             impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
                 fn bson_schema() -> #private::bson::Document {
                     ::core::unimplemented!("mongo-schema: the derive reported errors")

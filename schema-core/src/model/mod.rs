@@ -6,6 +6,7 @@
 
 pub(crate) mod bson_schema;
 pub(crate) mod copy;
+pub(crate) mod copy_de;
 pub(crate) mod document;
 pub(crate) mod ecosystem;
 pub(crate) mod index;

@@ -48,7 +48,11 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
             let name = unraw(member);
             let key = field_key(&name);
             let ty = field.ty;
-            let stored = &field.stored_name;
+            if !cont.is_generic() {
+                return Some(quote! {
+                    ::mongo_schema::__has_field!(#ident, #key, #ty, #member);
+                });
+            }
             // spanned at the field's type, like the struct's own report of an ill-formed type,
             // which rustc then reports once
             let field_fn = quote_spanned! {ty.span()=>
@@ -60,8 +64,6 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
             Some(quote! {
                 #[automatically_derived]
                 impl #impl_generics #private::HasField<#key> for #ident #ty_generics #where_clause {
-                    type Type = #ty;
-                    const STORED: &'static str = #stored;
                     #field_fn
                 }
             })
@@ -87,7 +89,10 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
 /// The copy types of the `#[extended_ref]` fields: emitted next to the struct (not inside the
 /// derive's anonymous const), so the user names them in the field types.
 pub fn copy_types(cont: &Container) -> TokenStream {
-    let private = private();
+    // the struct and its checked constants are outside the anonymous const: full paths
+    let ms = private();
+    let private = crate::gen::private_path();
+    let private_use = crate::gen::private_use();
     let vis = &cont.original.vis;
     let mut out = TokenStream::new();
     for field in cont.stored_fields() {
@@ -137,33 +142,14 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 );
                 quote_spanned! {span=>
                     #[doc(hidden)]
-                    pub const #key_const: u64 = {
-                        const NAMES: &[&str] = #checked_source::NAMES;
-                        const MISSING: bool = #private::position(NAMES, #f).is_none();
-                        // the message is built only for a field that is missing: the constants
-                        // a const refers to are evaluated whether its branch runs or not
-                        const PREFIX: &str = #prefix;
-                        const LEN: usize = if MISSING {
-                            #private::list_message_len(PREFIX, NAMES, "")
-                        } else {
-                            0
-                        };
-                        const MESSAGE: [u8; LEN] = if MISSING {
-                            #private::list_message(PREFIX, NAMES, "")
-                        } else {
-                            [0; LEN]
-                        };
-                        if MISSING {
-                            ::core::panic!("{}", #private::message_text(&MESSAGE));
-                        }
-                        #key
-                    };
+                    pub const #key_const: u64 =
+                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #key);
                 }
             });
         let field_types: Vec<TokenStream> = key_consts
             .iter()
             .map(|key_const| {
-                quote_spanned!(span=> <#source as #private::HasField<{ #name::#key_const }>>::Type)
+                quote_spanned!(span=> <#source as #private::FieldPath<{ #name::#key_const }>>::Type)
             })
             .collect();
         let field_values = key_consts.iter().map(|key_const| {
@@ -172,6 +158,8 @@ pub fn copy_types(cont: &Container) -> TokenStream {
         let stored_names = extended.fields.iter().map(
             |f| quote!(#private::stored_name(#checked_source::NAMES, #checked_source::STORED, #f)),
         );
+        let checked_inner =
+            quote_spanned!(source_span=> <#source as #ms::CopySource<{ #name::__SOURCE }>>);
         let document_check =
             quote_spanned!(source_span=> #private::copy_from_document::<#source>());
         let source_check = quote_spanned!(source_span=>
@@ -196,9 +184,22 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 .map_or_else(String::new, |s| s.variant().to_lowercase())
         );
         let name_str = name.to_string();
-        let expecting = format!("struct {name_str}");
         let locals: Vec<Ident> = (0..n).map(|i| format_ident!("__field{}", i)).collect();
-        let positions: Vec<usize> = (1..=n).collect();
+        // `(Option<Id>, (Option<T0>, ... ()))`, its decoders and the pattern of its values
+        let slots = field_types.iter().rev().fold(
+            quote!(()),
+            |tail, ty| quote!((::core::option::Option<#ty>, #tail)),
+        );
+        let slots = quote!((::core::option::Option<#checked_inner::Id>, #slots));
+        let decoders = key_consts.iter().rev().fold(quote!(()), |tail, key_const| {
+            quote!((<#source as #ms::FieldPath<{ #name::#key_const }>>::DECODER, #tail))
+        });
+        let decoders = quote!((#checked_inner::ID_DECODER, #decoders));
+        let values = locals
+            .iter()
+            .rev()
+            .fold(quote!(()), |tail, local| quote!((#local, #tail)));
+        let values = quote!((__id, #values));
         let id_key = field_key("id");
         let path_keys: Vec<u64> = extended.fields.iter().map(|f| field_key(f)).collect();
         let path_positions: Vec<usize> = (0..n).collect();
@@ -231,110 +232,64 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             #[doc(hidden)]
             #[allow(clippy::all)]
             const _: () = {
+                #private_use
                 #[automatically_derived]
-                impl #private::FieldPath<#id_key> for #name {
-                    type Type = #checked_source::Id;
-                    type Stored = #checked_source::Id;
+                impl #ms::FieldPath<#id_key> for #name {
+                    type Type = #checked_inner::Id;
+                    type Stored = #checked_inner::Id;
                     const STORED: &'static str = "_id";
-                    const ENCODER: #private::Encoder<Self::Type> = #checked_source::ID_ENCODER;
-                    const DECODER: #private::Decoder<Self::Type> = #checked_source::ID_DECODER;
+                    const ENCODER: #ms::Encoder<Self::Type> = #checked_inner::ID_ENCODER;
+                    const DECODER: #ms::Decoder<Self::Type> = #checked_inner::ID_DECODER;
                 }
                 #(
-                    #[automatically_derived]
-                    impl #private::FieldPath<#path_keys> for #name {
-                        type Type = <#source as #private::FieldPath<{ #name::#key_consts }>>::Type;
-                        type Stored = <#source as #private::FieldPath<{ #name::#key_consts }>>::Stored;
-                        const STORED: &'static str = #name::__STORED[#path_positions];
-                        const ENCODER: #private::Encoder<Self::Type> = <#source as #private::FieldPath<{ #name::#key_consts }>>::ENCODER;
-                        const DECODER: #private::Decoder<Self::Type> = <#source as #private::FieldPath<{ #name::#key_consts }>>::DECODER;
-                    }
+                    ::mongo_schema::__copied_field_path!(#name, #path_keys, #source, #name::#key_consts, #path_positions);
                 )*
                 #[automatically_derived]
-                impl #private::Ordered for #name {}
+                impl #ms::Ordered for #name {}
 
                 #[automatically_derived]
                 impl ::core::convert::From<&#source> for #name {
                     #[inline]
                     fn from(source: &#source) -> Self {
                         #name {
-                            id: ::core::clone::Clone::clone(#checked_source::source_id(source)),
+                            id: ::core::clone::Clone::clone(#checked_inner::source_id(source)),
                             #( #idents: ::core::clone::Clone::clone(#field_values), )*
                         }
                     }
                 }
 
                 #[automatically_derived]
-                impl #private::serde::Serialize for #name {
-                    fn serialize<S: #private::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
-                        use #private::serde::ser::SerializeStruct as _;
+                impl #ms::serde::Serialize for #name {
+                    fn serialize<S: #ms::serde::Serializer>(&self, serializer: S) -> ::core::result::Result<S::Ok, S::Error> {
+                        use #ms::serde::ser::SerializeStruct as _;
                         let mut state = serializer.serialize_struct(#name_str, #count)?;
                         // each value as its source field is stored: through its helper
-                        state.serialize_field("_id", &#private::Encoded(&self.id, #checked_source::ID_ENCODER))?;
-                        #( state.serialize_field(#stored, &#private::Encoded(&self.#idents, <#source as #private::FieldPath<{ #name::#key_consts }>>::ENCODER))?; )*
+                        state.serialize_field("_id", &#ms::Encoded(&self.id, #checked_inner::ID_ENCODER))?;
+                        #( state.serialize_field(#stored, &#ms::Encoded(&self.#idents, <#source as #ms::FieldPath<{ #name::#key_consts }>>::ENCODER))?; )*
                         state.end()
                     }
                 }
 
                 #[automatically_derived]
-                impl<'de> #private::serde::Deserialize<'de> for #name {
-                    fn deserialize<D: #private::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
+                impl<'de> #ms::serde::Deserialize<'de> for #name {
+                    fn deserialize<D: #ms::serde::Deserializer<'de>>(deserializer: D) -> ::core::result::Result<Self, D::Error> {
                         const __FIELDS: [&str; #count] = ["_id", #(#stored),*];
-                        // generic, so that a copy type whose fields do not resolve reports no more
-                        // errors than the struct itself does
-                        struct __Visitor<__T>(::core::marker::PhantomData<fn() -> __T>);
-                        impl<'de, __T> #private::serde::de::Visitor<'de> for __Visitor<__T> where #name: ::core::convert::Into<__T> {
-                            type Value = __T;
-                            fn expecting(&self, formatter: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
-                                formatter.write_str(#expecting)
-                            }
-                            fn visit_map<A: #private::serde::de::MapAccess<'de>>(self, mut __map: A) -> ::core::result::Result<__T, A::Error> {
-                                // typed, so that a field whose type is an error needs no fallback
-                                let mut __id: ::core::option::Option<#checked_source::Id> = ::core::option::Option::None;
-                                #( let mut #locals: ::core::option::Option<#field_types> = ::core::option::Option::None; )*
-                                while let ::core::option::Option::Some(__field) = __map.next_key_seed(#private::FieldSeed(&__FIELDS))? {
-                                    match __field {
-                                        ::core::option::Option::Some(0) => {
-                                            if __id.is_some() {
-                                                return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field("_id"));
-                                            }
-                                            __id = ::core::option::Option::Some(__map.next_value_seed(#private::Decoded::<#checked_source::Id>(#checked_source::ID_DECODER))?);
-                                        }
-                                        #(
-                                            ::core::option::Option::Some(#positions) => {
-                                                if #locals.is_some() {
-                                                    return ::core::result::Result::Err(<A::Error as #private::serde::de::Error>::duplicate_field(__FIELDS[#positions]));
-                                                }
-                                                #locals = ::core::option::Option::Some(__map.next_value_seed(#private::Decoded::<#field_types>(<#source as #private::FieldPath<{ #name::#key_consts }>>::DECODER))?);
-                                            }
-                                        )*
-                                        _ => {
-                                            __map.next_value::<#private::serde::de::IgnoredAny>()?;
-                                        }
-                                    }
-                                }
-                                ::core::result::Result::Ok(::core::convert::Into::into(#name {
-                                    id: match __id {
-                                        ::core::option::Option::Some(__value) => __value,
-                                        ::core::option::Option::None => #private::missing_field::<#checked_source::Id, _>("_id")?,
-                                    },
-                                    #(
-                                        #idents: match #locals {
-                                            ::core::option::Option::Some(__value) => __value,
-                                            ::core::option::Option::None => #private::missing_field::<#field_types, _>(__FIELDS[#positions])?,
-                                        },
-                                    )*
-                                }))
-                            }
-                        }
-                        deserializer.deserialize_struct(#name_str, &__FIELDS, __Visitor::<Self>(::core::marker::PhantomData))
+                        // one visitor for every copy type, over the slots of its fields
+                        #ms::deserialize_copy::<D, #slots, Self>(
+                            deserializer,
+                            #name_str,
+                            &__FIELDS,
+                            #decoders,
+                            |#values| #name { id: __id, #( #idents: #locals, )* },
+                        )
                     }
                 }
 
                 #[automatically_derived]
-                impl #private::BsonSchema for #name {
+                impl #ms::BsonSchema for #name {
                     #[inline]
-                    fn bson_schema() -> #private::bson::Document {
-                        #private::copy_schema(#checked_source::source_schema(), &#name::__STORED)
+                    fn bson_schema() -> #ms::bson::Document {
+                        #ms::copy_schema(#checked_inner::source_schema(), &#name::__STORED)
                     }
                 }
             };

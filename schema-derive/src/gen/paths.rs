@@ -135,17 +135,23 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                 let max = u32::try_from(max).unwrap_or(u32::MAX);
                 quote!(const CAP: ::core::option::Option<u32> = ::core::option::Option::Some(#max);)
             });
-        out.extend(quote! {
-            #[automatically_derived]
-            impl #impl_generics #private::FieldPath<#key> for #ident #ty_generics #where_clause {
-                type Type = #ty;
-                type Stored = #stored_ty;
-                const STORED: &'static str = #stored;
-                #encoder
-                #decoder
-                #cap
-            }
-        });
+        if cont.is_generic() {
+            out.extend(quote! {
+                #[automatically_derived]
+                impl #impl_generics #private::FieldPath<#key> for #ident #ty_generics #where_clause {
+                    type Type = #ty;
+                    type Stored = #stored_ty;
+                    const STORED: &'static str = #stored;
+                    #encoder
+                    #decoder
+                    #cap
+                }
+            });
+        } else {
+            out.extend(quote! {
+                ::mongo_schema::__field_path!(#ident, #key, #ty, #stored_ty, #stored, #encoder #decoder #cap);
+            });
+        }
     }
     if ordered(cont) {
         out.extend(quote! {
