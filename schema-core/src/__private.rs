@@ -270,7 +270,9 @@ pub const fn stored_name(
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __copied_field_key {
-    ($names:expr, $field:literal, $prefix:literal, $key:literal) => {{
+    // `$fail` is the derive's own `panic!` (of `MESSAGE`), so that rustc's report of the failed
+    // evaluation points at the user's tokens with no note about this macro
+    ($names:expr, $field:literal, $prefix:literal, $key:literal, $fail:block) => {{
         const NAMES: &[&str] = $names;
         const MISSING: bool = $crate::__private::position(NAMES, $field).is_none();
         const LEN: usize = if MISSING {
@@ -283,9 +285,7 @@ macro_rules! __copied_field_key {
         } else {
             [0; LEN]
         };
-        if MISSING {
-            ::core::panic!("{}", $crate::__private::message_text(&MESSAGE));
-        }
+        if MISSING $fail
         $key
     }};
 }

@@ -48,7 +48,7 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
             let name = unraw(member);
             let key = field_key(&name);
             let ty = field.ty;
-            if !cont.is_generic() {
+            if !cont.is_generic() && unbounded_type(ty) {
                 return Some(quote! {
                     ::mongo_schema::__has_field!(#ident, #key, #ty, #member);
                 });
@@ -84,6 +84,35 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
         }
     });
     out
+}
+
+/// Whether `ty` names no type with bounds on its parameters (a plain path, or std's containers of
+/// such): a type whose well-formedness rustc checks again at the accessor's signature would be
+/// reported a second time inside the macro, so those keep an accessor spanned at the type.
+fn unbounded_type(ty: &syn::Type) -> bool {
+    let syn::Type::Path(path) = ty else {
+        return false;
+    };
+    if path.qself.is_some() {
+        return false;
+    }
+    let Some(last) = path.path.segments.last() else {
+        return false;
+    };
+    match &last.arguments {
+        syn::PathArguments::None => path.path.segments.iter().all(|s| s.arguments.is_none()),
+        syn::PathArguments::AngleBracketed(args) => {
+            const STD: &[&str] = &[
+                "Option", "Vec", "VecDeque", "Box", "HashSet", "BTreeSet", "HashMap", "BTreeMap",
+            ];
+            STD.contains(&last.ident.to_string().as_str())
+                && args.args.iter().all(|arg| match arg {
+                    syn::GenericArgument::Type(inner) => unbounded_type(inner),
+                    _ => false,
+                })
+        }
+        syn::PathArguments::Parenthesized(_) => false,
+    }
 }
 
 /// The copy types of the `#[extended_ref]` fields: emitted next to the struct (not inside the
@@ -143,7 +172,9 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 quote_spanned! {span=>
                     #[doc(hidden)]
                     pub const #key_const: u64 =
-                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #key);
+                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #key, {
+                            ::core::panic!("{}", #private::message_text(&MESSAGE));
+                        });
                 }
             });
         let field_types: Vec<TokenStream> = key_consts

@@ -261,8 +261,14 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let identified = identified_impl(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let has_fields = has_field_impls(cont);
+    // `HasField` stands on `FieldPath`
+    let paths = match cont.data {
+        Data::Enum(_) => TokenStream::new(),
+        _ => crate::gen::paths::field_paths(cont, crate::expand::Derive::Document),
+    };
     let child_of = crate::gen::relations::child_of_impls(cont);
     quote! {
+        #paths
         #child_of
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
