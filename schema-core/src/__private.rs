@@ -17,6 +17,7 @@ pub use crate::model::stored;
 /// The transaction loop of `update_source`, `Transaction::run` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
 pub use crate::sync::transaction::in_transaction;
+pub use crate::validation::compiled_in;
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {
@@ -273,19 +274,18 @@ macro_rules! __copied_field_key {
     // `$fail` is the derive's own `panic!` (of `MESSAGE`), so that rustc's report of the failed
     // evaluation points at the user's tokens with no note about this macro
     ($names:expr, $field:literal, $prefix:literal, $key:literal, $fail:block) => {{
-        const NAMES: &[&str] = $names;
-        const MISSING: bool = $crate::__private::position(NAMES, $field).is_none();
-        const LEN: usize = if MISSING {
-            $crate::__private::list_message_len($prefix, NAMES, "")
+        // the message's length, 0 when the field is there (a message is never empty)
+        const LEN: usize = if $crate::__private::position($names, $field).is_none() {
+            $crate::__private::list_message_len($prefix, $names, "")
         } else {
             0
         };
-        const MESSAGE: [u8; LEN] = if MISSING {
-            $crate::__private::list_message($prefix, NAMES, "")
+        const MESSAGE: [u8; LEN] = if LEN > 0 {
+            $crate::__private::list_message($prefix, $names, "")
         } else {
             [0; LEN]
         };
-        if MISSING $fail
+        if LEN > 0 $fail
         $key
     }};
 }

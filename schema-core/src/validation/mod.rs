@@ -31,6 +31,16 @@ pub(crate) fn compiled<T: crate::Document + 'static>() -> &'static crate::Result
         .or_insert_with(|| Box::leak(Box::new(LocalValidator::new(&T::validator()))))
 }
 
+/// The compiled validator kept in `cell`, a static of the derive's code per type: compiled on
+/// first use from `validator`. Not generic, so the derive's function that calls it is a few
+/// instructions that only the crates calling `check` compile.
+pub fn compiled_in(
+    cell: &'static OnceLock<crate::Result<LocalValidator>>,
+    validator: fn() -> mongodb::bson::Document,
+) -> &'static crate::Result<LocalValidator> {
+    cell.get_or_init(|| LocalValidator::new(&validator()))
+}
+
 /// Whether a serialized document has an `_id` (usually its first field).
 pub(crate) fn has_id(document: &RawDocument) -> bool {
     value::Value::document(document.as_bytes())

@@ -151,12 +151,12 @@ fn local_validator_fn(cont: &Container) -> Option<TokenStream> {
     }
     let private = private();
     Some(quote! {
+        // inline: compiled only by the crates that call `check`, the work in the library
+        #[inline]
         fn __local_validator() -> &'static #private::Result<#private::LocalValidator> {
             static COMPILED: ::std::sync::OnceLock<#private::Result<#private::LocalValidator>> =
                 ::std::sync::OnceLock::new();
-            COMPILED.get_or_init(|| {
-                #private::LocalValidator::new(&<Self as #private::Document>::validator())
-            })
+            #private::compiled_in(&COMPILED, <Self as #private::Document>::validator)
         }
     })
 }
