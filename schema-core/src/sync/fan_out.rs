@@ -35,6 +35,9 @@ pub(crate) struct FanOut {
     pub array_filters: Option<Vec<BsonDocument>>,
     /// The holder documents it is restricted to (see [`FanOut::only`]).
     pub holders: Option<Vec<Bson>>,
+    /// The whole copy as the source makes it (`{ _id, <copied fields> }`), for a conditional
+    /// update through an array filter (see [`FanOut::when`]); `None` for a deletion.
+    pub copy: Option<BsonDocument>,
 }
 
 /// What a fan-out did.
@@ -74,10 +77,12 @@ impl FanOut {
         let id = source.get("_id")?.clone();
         let mut set = BsonDocument::new();
         let mut unset = BsonDocument::new();
+        let mut whole = doc! { "_id": id.clone() };
         for field in &copy.fields {
             match get_path(source, field) {
                 Some(value) => {
-                    set.insert(copy.field_path(field), value);
+                    set.insert(copy.field_path(field), value.clone());
+                    insert_path(&mut whole, field, value);
                 }
                 None => {
                     unset.insert(copy.field_path(field), "");
@@ -97,6 +102,7 @@ impl FanOut {
             update,
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
+            copy: Some(whole),
         })
     }
 
@@ -119,6 +125,7 @@ impl FanOut {
             update,
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
+            copy: None,
         })
     }
 
@@ -145,19 +152,31 @@ impl FanOut {
     /// The same update with extra conditions on the values of the copy, keyed by copied field
     /// (a repair that must not overwrite a copy rewritten since it was read). For an array of
     /// copies, or a copy inside arrays of values, they go into the innermost array filter, so
-    /// only the elements still holding the values read are rewritten.
+    /// only the elements still holding the values read are rewritten, and the copy is then set
+    /// whole, one path: the filter picks each element once, before any of its fields changes,
+    /// however a server applies the paths of one update (SecantusDB evaluates the array filters
+    /// again for each path, after the earlier paths changed the element; mongod once).
     pub(crate) fn when(mut self, copy: &CopySpec, conditions: BsonDocument) -> FanOut {
         let (slot, prefix) = copy.condition_slot();
+        let mut filtered = false;
         for (field, condition) in conditions {
             let key = format!("{prefix}.{field}");
             match (slot, &mut self.array_filters) {
                 (Some(i), Some(filters)) if i < filters.len() => {
                     filters[i].insert(key, condition);
+                    filtered = true;
                 }
                 _ => {
                     self.filter.insert(key, condition);
                 }
             }
+        }
+        if let (true, Some(whole)) = (filtered, &self.copy) {
+            let path = match copy.shape {
+                CopyShape::Many => format!("{}.$[copy]", copy.element_path()),
+                _ => copy.element_path(),
+            };
+            self.update = doc! { "$set": { path: whole.clone() } };
         }
         self
     }
@@ -351,6 +370,23 @@ impl FanOut {
             }
         }
         Ok(outcome)
+    }
+}
+
+/// Sets `value` at the dotted `path` of `document`, creating the documents on the way.
+fn insert_path(document: &mut BsonDocument, path: &str, value: Bson) {
+    match path.split_once('.') {
+        None => {
+            document.insert(path, value);
+        }
+        Some((first, rest)) => {
+            if !matches!(document.get(first), Some(Bson::Document(_))) {
+                document.insert(first, BsonDocument::new());
+            }
+            if let Some(Bson::Document(inner)) = document.get_mut(first) {
+                insert_path(inner, rest, value);
+            }
+        }
     }
 }
 

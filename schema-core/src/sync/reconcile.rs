@@ -697,6 +697,10 @@ mod tests {
                 doc! { "copy._id": "p1", "copy.name": { "$eq": "Wheeel" } }
             ])
         );
+        assert_eq!(
+            fan_out.update,
+            doc! { "$set": { "parts.$[copy]": { "_id": "p1", "name": "Wheel" } } }
+        );
     }
 
     /// The copy `lines.product` of every order line, as the derives declare it.
@@ -728,9 +732,20 @@ mod tests {
             .unwrap()
             .when(&edge.copy, doc! { "name": { "$eq": "Blot" } });
         assert_eq!(fan_out.filter, doc! { "lines.product._id": "bolt" });
+        // set whole: the filter picks the element once, before any of its fields changes
         assert_eq!(
             fan_out.update,
+            doc! { "$set": { "lines.$[e0].product": { "_id": "bolt", "name": "Hex bolt" } } }
+        );
+        // without conditions (the fan-out of a change), field by field
+        let plain = FanOut::new(&edge, &doc! { "_id": "bolt", "name": "Hex bolt" }).unwrap();
+        assert_eq!(
+            plain.update,
             doc! { "$set": { "lines.$[e0].product.name": "Hex bolt" } }
+        );
+        assert_eq!(
+            plain.array_filters,
+            Some(vec![doc! { "e0.product._id": "bolt" }])
         );
         assert_eq!(
             fan_out.array_filters,
