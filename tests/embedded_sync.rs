@@ -441,7 +441,11 @@ async fn a_transactional_rename_follows_every_matching_line_and_nothing_else() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_a_time() {
     let (client, log) = mongo_schema_testkit::monitored_client().await;
-    let db = client.database(mongo_schema_testkit::database("embedded_async").await.name());
+    let db = client.database(
+        mongo_schema_testkit::database("embedded_async")
+            .await
+            .name(),
+    );
     let schema = schema();
     schema.apply(&db).await.unwrap();
     let (bolt, nut) = products();
@@ -471,9 +475,13 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     let before = stored(&db, "async_orders").await;
 
     let worker = schema.sync_worker(&db).name("embedded-async").spawn();
-    within(Duration::from_secs(60), "the worker is ready", worker.ready())
-        .await
-        .expect("the sync worker is ready");
+    within(
+        Duration::from_secs(60),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .expect("the sync worker is ready");
     log.clear();
     // an ordinary write of the product: the worker rewrites the lines after it
     let update = schema
@@ -495,9 +503,11 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     );
     assert_eq!(changed as i64, 2 * holders, "the positive control");
     let stats = worker.stats();
-    eventually(Duration::from_secs(60), "every order was rewritten", || async {
-        WorkerStats::get(&stats.copies_rewritten) >= holders as u64
-    })
+    eventually(
+        Duration::from_secs(60),
+        "every order was rewritten",
+        || async { WorkerStats::get(&stats.copies_rewritten) >= holders as u64 },
+    )
     .await;
     assert_eq!(stored(&db, "async_orders").await, expected);
     assert_eq!(WorkerStats::get(&stats.copies_rewritten), holders as u64);
@@ -561,12 +571,18 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
             }
         })
         .collect();
-    RecOrder::collection(&db).insert_many(&orders).await.unwrap();
+    RecOrder::collection(&db)
+        .insert_many(&orders)
+        .await
+        .unwrap();
     let before = stored(&db, "rec_orders").await;
 
     // a rename the copies do not follow until reconcile runs
     Product::collection(&db)
-        .update_one(doc! { "_id": "bolt" }, doc! { "$set": { "name": "Hex bolt" } })
+        .update_one(
+            doc! { "_id": "bolt" },
+            doc! { "$set": { "name": "Hex bolt" } },
+        )
         .await
         .unwrap();
     let edge = |report: &mongo_schema::ReconcileReport| {
@@ -583,7 +599,11 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
         (5, 10, 0),
         "{dry}"
     );
-    assert_eq!(stored(&db, "rec_orders").await, before, "a dry run writes nothing");
+    assert_eq!(
+        stored(&db, "rec_orders").await,
+        before,
+        "a dry run writes nothing"
+    );
     let repaired = schema.reconcile(&db, false).await.unwrap();
     assert_eq!(
         (edge(&repaired).drifted, edge(&repaired).repaired),
@@ -655,7 +675,10 @@ async fn fill_copies_in_a_migration_rewrites_every_line_from_its_product() {
             }
         })
         .collect();
-    RecOrder::collection(&db).insert_many(&orders).await.unwrap();
+    RecOrder::collection(&db)
+        .insert_many(&orders)
+        .await
+        .unwrap();
     let before = stored(&db, "rec_orders").await;
     let v2 = Schema::new()
         .model::<Product>()
@@ -737,4 +760,3 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
         assert!(carts.contains(&wanted), "{wanted}: {carts:?}");
     }
 }
-

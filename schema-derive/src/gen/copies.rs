@@ -135,6 +135,12 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     field.display_name(),
                     type_name(source),
                 );
+                // how to fix it: the source's stored name (a field renamed in the source is
+                // renamed in `fields` too)
+                let suffix = format!(
+                    "; name the field in `fields` as `{}` names it now",
+                    type_name(source)
+                );
                 quote_spanned! {span=>
                     #[doc(hidden)]
                     pub const #key_const: u64 = {
@@ -143,13 +149,14 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                         // the message is built only for a field that is missing: the constants
                         // a const refers to are evaluated whether its branch runs or not
                         const PREFIX: &str = #prefix;
+                        const SUFFIX: &str = #suffix;
                         const LEN: usize = if MISSING {
-                            #private::list_message_len(PREFIX, NAMES, "")
+                            #private::list_message_len(PREFIX, NAMES, SUFFIX)
                         } else {
                             0
                         };
                         const MESSAGE: [u8; LEN] = if MISSING {
-                            #private::list_message(PREFIX, NAMES, "")
+                            #private::list_message(PREFIX, NAMES, SUFFIX)
                         } else {
                             [0; LEN]
                         };
