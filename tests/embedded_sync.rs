@@ -107,6 +107,31 @@ pub struct Cart {
     pub batch: Batch<TxLine>,
 }
 
+/// Seed 000's hybrid model one level down: an assembly of kits, each a bounded array of parts
+/// with a quantity per part, the part's copy following renames and unset when it is deleted.
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct KitPart {
+    #[extended_ref(to = Product, fields = "name", sync = "transactional", on_delete = "unset")]
+    pub part: Option<KitPartPart>,
+    pub quantity: i32,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Kit {
+    pub label: String,
+    #[embed(max = 20)]
+    pub parts: Vec<KitPart>,
+}
+
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "assemblies")]
+pub struct Assembly {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[embed(max = 10)]
+    pub kits: Vec<Kit>,
+}
+
 fn schema() -> Schema {
     Schema::new()
         .model::<Product>()
@@ -114,6 +139,7 @@ fn schema() -> Schema {
         .model::<AsyncOrder>()
         .model::<RecOrder>()
         .model::<Cart>()
+        .model::<Assembly>()
         .build()
         .unwrap()
 }
@@ -208,6 +234,11 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
     assert_eq!(
         edges,
         [
+            (
+                "assemblies.kits.parts.part".to_owned(),
+                SyncStrategy::Transactional,
+                arrays(&["kits", "kits.parts"])
+            ),
             (
                 "async_orders.lines.product".to_owned(),
                 SyncStrategy::Async,
@@ -686,6 +717,7 @@ async fn fill_copies_in_a_migration_rewrites_every_line_from_its_product() {
         .model::<AsyncOrder>()
         .model::<RecOrder>()
         .model::<Cart>()
+        .model::<Assembly>()
         .version(2)
         .migration(
             2,
@@ -759,4 +791,102 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
     ] {
         assert!(carts.contains(&wanted), "{wanted}: {carts:?}");
     }
+}
+
+#[tokio::test]
+async fn a_part_inside_kits_of_an_assembly_follows_renames_and_is_unset_when_deleted() {
+    let db = mongo_schema_testkit::database("embedded_nested").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let (bolt, nut) = products();
+    Product::collection(&db)
+        .insert_many([&bolt, &nut])
+        .await
+        .unwrap();
+    let part = |p: &Product, quantity| KitPart {
+        part: Some(KitPartPart::from(p)),
+        quantity,
+    };
+    let assemblies: Vec<Assembly> = (0..3)
+        .map(|i| {
+            let [a, b, c, d] = quantities(i);
+            Assembly {
+                id: i,
+                kits: vec![
+                    Kit {
+                        label: "frame".into(),
+                        parts: vec![part(&bolt, a), part(&nut, b)],
+                    },
+                    Kit {
+                        label: "wheel".into(),
+                        parts: vec![part(&nut, c), part(&bolt, d), part(&bolt, a + d)],
+                    },
+                ],
+            }
+        })
+        .collect();
+    Assembly::collection(&db)
+        .insert_many(&assemblies)
+        .await
+        .unwrap();
+    let raw = |assembly: &Assembly| mongo_schema::bson::to_document(assembly).unwrap();
+    let bolt_count = |assembly: &Assembly| {
+        assembly
+            .kits
+            .iter()
+            .flat_map(|k| &k.parts)
+            .filter(|p| p.part.as_ref().is_some_and(|c| c.id == "bolt"))
+            .count()
+    };
+    assert_eq!(assemblies.iter().map(bolt_count).sum::<usize>(), 9);
+
+    // a rename: every bolt of every kit, nothing else
+    let report = schema
+        .update_source::<Product>(&db, &bolt.id, doc! { "$set": { "name": "Hex bolt" } })
+        .await
+        .unwrap();
+    assert_eq!(report.total_rewritten(), 3, "{report:?}");
+    let mut expected: Vec<Assembly> = assemblies.clone();
+    for assembly in &mut expected {
+        for kit in &mut assembly.kits {
+            for part in &mut kit.parts {
+                if let Some(copy) = part.part.as_mut().filter(|c| c.id == "bolt") {
+                    copy.name = "Hex bolt".into();
+                }
+            }
+        }
+    }
+    assert_ne!(expected, assemblies);
+    assert_eq!(
+        stored(&db, "assemblies").await,
+        expected.iter().map(raw).collect::<Vec<_>>()
+    );
+
+    // a deletion: the bolts' copies unset in the same transaction, the nuts kept
+    let deleted = schema
+        .delete_source::<Product>(&db, &bolt.id)
+        .await
+        .unwrap();
+    assert_eq!(deleted.total_unset(), 3, "{deleted:?}");
+    for assembly in &mut expected {
+        for kit in &mut assembly.kits {
+            for part in &mut kit.parts {
+                if part.part.as_ref().is_some_and(|c| c.id == "bolt") {
+                    part.part = None;
+                }
+            }
+        }
+    }
+    assert_eq!(
+        stored(&db, "assemblies").await,
+        expected.iter().map(raw).collect::<Vec<_>>()
+    );
+    assert_eq!(expected.iter().map(bolt_count).sum::<usize>(), 0);
+    assert_eq!(
+        Assembly::collection(&db)
+            .count_documents(doc! { "kits.parts.part._id": "nut" })
+            .await
+            .unwrap(),
+        3
+    );
 }

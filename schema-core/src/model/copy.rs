@@ -215,7 +215,7 @@ impl CopySpec {
         (0..self.arrays.len())
             .map(|i| {
                 let mut filter = mongodb::bson::Document::new();
-                filter.insert(self.from_element(i, path), value.clone());
+                filter.insert(self.path_in_element(i, path), value.clone());
                 filter
             })
             .collect()
@@ -267,12 +267,12 @@ impl CopySpec {
     /// The copy's path from an element of its `i`-th array, under that element's identifier
     /// (`e0.product`).
     fn in_element(&self, i: usize) -> String {
-        self.from_element(i, &self.path)
+        self.path_in_element(i, &self.path)
     }
 
     /// Holder path `path` from an element of the copy's `i`-th array, under that element's
     /// identifier (`lines.product._id` from a line: `e0.product._id`).
-    fn from_element(&self, i: usize, path: &str) -> String {
+    fn path_in_element(&self, i: usize, path: &str) -> String {
         format!(
             "{}.{}",
             element_identifier(i),
