@@ -360,6 +360,12 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
     for shown in ["in `lines[]`", "in `batch.items[]`", "in `featured`"] {
         assert!(report.contains(shown), "{shown}: {report}");
     }
+    // a transactional copy in every line is a wide fan-out (seed 003, question 4)
+    assert!(
+        report.contains("`tx_orders.lines[].product` is a transactional copy in an array"),
+        "{report}"
+    );
+    assert!(!report.contains("`tx_orders.featured.product` is a transactional copy in an array"));
     let mermaid = schema.mermaid();
     for edge in [
         "tx_orders -.->|\"lines[].product {name} (transactional)\"| products",
