@@ -91,9 +91,13 @@
 //!   a source's holders (the index gets the `_id` tie-break, as for a reference; a frozen copy
 //!   gets that index too, while without an order it has none).
 //!   On a field of a `#[derive(BsonSchema)]` struct embedded in a collection root (one value,
-//!   an `Option`, or a bounded array of them), `#[extended_ref(sync = "frozen")]` is a snapshot
-//!   held in each value (the price on an order line: `lines.product`, in `lines[]`), and
-//!   `#[reference]` a reference indexed on its full path; the other strategies are refused there.
+//!   an `Option`, or a bounded array of them, also behind a type alias or a generic wrapper),
+//!   `#[extended_ref]` is a copy held in each value (`lines.product`, in `lines[]`): a frozen
+//!   one is the price on an order line; the others follow their source into every element
+//!   that holds it (one `updateMany` per batch of holders on `lines.product._id`, the fan-out
+//!   index, with an array filter `lines.$[e0].product.name` where `e0.product._id` is the
+//!   source's), and reconcile compares and repairs them element by element. `#[reference]`
+//!   there is a reference indexed on its full path.
 //! - `#[subset(of = T, max = N, sort = "-field", count = "field")]` on an `Option<P>` (N = 1) or
 //!   `Vec<P>` of previews built `From<&T>`: the constant `Struct::FIELD` ([`Subset`]) adds a
 //!   child with its preview (`$push` + `$each` + `$sort` + `$slice`, or `$set` for one, and `$inc`

@@ -273,15 +273,15 @@ pub const fn stored_name(
 macro_rules! __copied_field_key {
     // `$fail` is the derive's own `panic!` (of `MESSAGE`), so that rustc's report of the failed
     // evaluation points at the user's tokens with no note about this macro
-    ($names:expr, $field:literal, $prefix:literal, $key:literal, $fail:block) => {{
+    ($names:expr, $field:literal, $prefix:literal, $suffix:literal, $key:literal, $fail:block) => {{
         // the message's length, 0 when the field is there (a message is never empty)
         const LEN: usize = if $crate::__private::position($names, $field).is_none() {
-            $crate::__private::list_message_len($prefix, $names, "")
+            $crate::__private::list_message_len($prefix, $names, $suffix)
         } else {
             0
         };
         const MESSAGE: [u8; LEN] = if LEN > 0 {
-            $crate::__private::list_message($prefix, $names, "")
+            $crate::__private::list_message($prefix, $names, $suffix)
         } else {
             [0; LEN]
         };

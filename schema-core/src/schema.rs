@@ -554,8 +554,15 @@ impl SchemaBuilder {
                     .iter()
                     .flat_map(|c| {
                         c.copies.iter().map(|copy| {
+                            // beside the copy: in the same document or embedded value, outside
+                            // arrays of values (where one holder has many)
+                            let parent =
+                                |path: &str| path.rsplit_once('.').map(|(p, _)| p.to_owned());
                             let mut back = c.references.iter().filter(|r| {
-                                r.target == copy.source && r.kind != crate::RefKind::Many
+                                r.target == copy.source
+                                    && r.kind != crate::RefKind::Many
+                                    && copy.arrays.is_empty()
+                                    && parent(&r.field) == parent(&copy.path)
                             });
                             let reference = match (back.next(), back.next()) {
                                 (Some(one), None) => Some(one.field.clone()),

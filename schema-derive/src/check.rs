@@ -358,9 +358,10 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
         return; // reported by `check_enum`
     }
     if let Some(extended) = &attrs.extended_ref {
-        let frozen = extended.value.sync == Some(crate::attr::Sync::Frozen);
-        if derive != Derive::Document && !(frozen && matches!(cont.data, Data::Struct(_))) {
-            cx.error_spanned_by(&extended.tokens, "`#[extended_ref]` inside a value embedded in documents is a snapshot only (`sync = \"frozen\"`, as the price on an order line); a copy kept in sync belongs on a field of the `#[derive(Document)]` struct, whose collection holds it");
+        // inside a struct embedded in documents (directly, in an `Option` or a bounded array),
+        // the holder declares it under the embedding field's path
+        if derive != Derive::Document && !matches!(cont.data, Data::Struct(_)) {
+            cx.error_spanned_by(&extended.tokens, "`#[extended_ref]` belongs on a named field of a struct: a `#[derive(Document)]` root, or a `#[derive(BsonSchema)]` struct that roots embed (the copy is stored under the field's name)");
             return;
         }
         let shape = crate::ast::copy_shape(field.ty);

@@ -81,6 +81,11 @@ fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) 
             },
             TokenStream::new(),
         ),
+        // the copy types of an embedded struct, so its uses compile next to the errors
+        Derive::BsonSchema if collection_root => (
+            TokenStream::new(),
+            gen::copies::copy_types(cont.expect("a struct was modelled")),
+        ),
         Derive::BsonSchema => (TokenStream::new(), TokenStream::new()),
     };
     quote! {

@@ -89,7 +89,7 @@ impl Schema {
                     out,
                     "    {} -.->|\"{} {{{}}} ({})\"| {}",
                     node(&spec.name),
-                    copy.path,
+                    copy.shown_path(),
                     copy.fields.join(", "),
                     copy.strategy,
                     node(&copy.source)
@@ -350,10 +350,12 @@ pub(crate) fn warnings(schema: &Schema) -> Vec<String> {
             .iter()
             .filter(|c| c.strategy == SyncStrategy::Transactional)
         {
-            if copy.shape == CopyShape::Many {
+            if copy.shape == CopyShape::Many || !copy.arrays.is_empty() {
                 out.push(format!(
                     "`{}.{}` is a transactional copy in an array (question 4): a rename of one `{}` rewrites every holder in one transaction; keep the fan-out small or choose `async`",
-                    spec.name, copy.path, copy.source
+                    spec.name,
+                    copy.shown_path(),
+                    copy.source
                 ));
             }
         }

@@ -144,7 +144,7 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
                     kind: "extended-reference",
                     label: format!(
                         "{} {{{}}}, {}",
-                        copy.path,
+                        copy.shown_path(),
                         copy.fields.join(", "),
                         copy.strategy
                     ),

@@ -106,6 +106,12 @@ pub struct CopySpec {
     /// For a copy inside an embedded value, the embedding field as the report shows it
     /// (`lines[]` for an array of values, `shipping` for one value).
     pub within: Option<String>,
+    /// For a copy inside arrays of embedded values, the stored paths of those arrays, outermost
+    /// first (`["lines"]` for the copy `lines.product` of each order line): each is one
+    /// `$[eN]` of the fan-out's update path, with an array filter on that element. Empty for a
+    /// copy at the root or inside single embedded values (plain dotted paths). Relative to an
+    /// embedded value (in [`crate::BsonSchema`]'s description of it), `""` is the value itself.
+    pub arrays: Vec<String>,
 }
 
 impl CopySpec {
@@ -128,6 +134,7 @@ impl CopySpec {
             on_delete: OnDelete::Keep,
             order: None,
             within: None,
+            arrays: Vec::new(),
         }
     }
 
@@ -144,9 +151,148 @@ impl CopySpec {
         self
     }
 
-    /// The path of the copied id (`customer._id`), which the fan-out update filters on.
+    /// The path of the copied id (`customer._id`, `lines.product._id`), which the fan-out
+    /// update filters on.
     pub fn id_path(&self) -> String {
         format!("{}._id", self.path)
+    }
+
+    /// The path as the report shows it, each array of values marked (`lines[].product`).
+    pub fn shown_path(&self) -> String {
+        let mut shown = String::new();
+        let mut at = 0;
+        for array in &self.arrays {
+            if let Some(segment) = self.path.get(at..array.len()) {
+                shown.push_str(segment);
+                shown.push_str("[]");
+                at = array.len();
+            }
+        }
+        shown.push_str(self.path.get(at..).unwrap_or_default());
+        shown
+    }
+
+    /// The path of the copy in an update, one `$[eN]` per array of values it is inside
+    /// (`lines.$[e0].product`); the plain path when it is inside none.
+    pub(crate) fn element_path(&self) -> String {
+        let mut path = String::new();
+        let mut at = 0;
+        for (i, array) in self.arrays.iter().enumerate() {
+            if let Some(segment) = self.path.get(at..array.len()) {
+                path.push_str(segment);
+                path.push_str(&format!(".$[{}]", element_identifier(i)));
+                at = array.len();
+            }
+        }
+        path.push_str(self.path.get(at..).unwrap_or_default());
+        path
+    }
+
+    /// The path of copied field `field` in an update: [`CopySpec::element_path`], then
+    /// `$[copy]` in an array of copies (`lines.$[e0].product.name`, `parts.$[copy].name`).
+    pub(crate) fn field_path(&self, field: &str) -> String {
+        match self.shape {
+            CopyShape::Many => format!("{}.$[copy].{field}", self.element_path()),
+            _ => format!("{}.{field}", self.element_path()),
+        }
+    }
+
+    /// The array filters of [`CopySpec::element_path`] for copies of source `id`: per array
+    /// of values, its elements holding a copy of `id` (`{ "e0.product._id": id }`), plain
+    /// equalities on dotted paths, each under its own identifier.
+    pub(crate) fn element_filters(&self, id: &mongodb::bson::Bson) -> Vec<mongodb::bson::Document> {
+        self.element_filters_at(&self.id_path(), id)
+    }
+
+    /// Per array of values the copy is inside, the array filter of its elements where `path`
+    /// (a holder path inside the innermost of them: the copied id `lines.product._id`, a
+    /// reference beside the copy) equals `value`.
+    pub(crate) fn element_filters_at(
+        &self,
+        path: &str,
+        value: &mongodb::bson::Bson,
+    ) -> Vec<mongodb::bson::Document> {
+        (0..self.arrays.len())
+            .map(|i| {
+                let mut filter = mongodb::bson::Document::new();
+                filter.insert(self.path_in_element(i, path), value.clone());
+                filter
+            })
+            .collect()
+    }
+
+    /// The holder filter of the documents with one element, in the innermost array of values
+    /// the copy is inside, that meets all of `conditions` (keyed by holder paths inside that
+    /// element): one `$elemMatch` per array; `conditions` as they are outside arrays.
+    pub(crate) fn element_match(
+        &self,
+        conditions: mongodb::bson::Document,
+    ) -> mongodb::bson::Document {
+        let mut matched = conditions;
+        for array in self.arrays.iter().rev() {
+            let inside: mongodb::bson::Document = matched
+                .into_iter()
+                .map(|(path, condition)| (relative(array, &path).to_owned(), condition))
+                .collect();
+            let mut wrapped = mongodb::bson::Document::new();
+            wrapped.insert(array.clone(), mongodb::bson::doc! { "$elemMatch": inside });
+            matched = wrapped;
+        }
+        matched
+    }
+
+    /// The array filters of [`CopySpec::field_path`]: [`CopySpec::element_filters`], then, in
+    /// an array of copies, the copies of `id` (`{ "copy._id": id }`).
+    pub(crate) fn field_filters(&self, id: &mongodb::bson::Bson) -> Vec<mongodb::bson::Document> {
+        let mut filters = self.element_filters(id);
+        if self.shape == CopyShape::Many {
+            let mut own = mongodb::bson::Document::new();
+            own.insert("copy._id", id.clone());
+            filters.push(own);
+        }
+        filters
+    }
+
+    /// Where a condition on the copied values of one copy goes: `Some(i)` the `i`-th of
+    /// [`CopySpec::field_filters`] (the innermost, which picks the copy itself), `None` the
+    /// holder's filter; with the prefix of the copy in it (`e0.product`, `copy`, `customer`).
+    pub(crate) fn condition_slot(&self) -> (Option<usize>, String) {
+        match (self.shape, self.arrays.len()) {
+            (CopyShape::Many, n) => (Some(n), "copy".to_owned()),
+            (_, 0) => (None, self.path.clone()),
+            (_, n) => (Some(n - 1), self.in_element(n - 1)),
+        }
+    }
+
+    /// The copy's path from an element of its `i`-th array, under that element's identifier
+    /// (`e0.product`).
+    fn in_element(&self, i: usize) -> String {
+        self.path_in_element(i, &self.path)
+    }
+
+    /// Holder path `path` from an element of the copy's `i`-th array, under that element's
+    /// identifier (`lines.product._id` from a line: `e0.product._id`).
+    fn path_in_element(&self, i: usize, path: &str) -> String {
+        format!(
+            "{}.{}",
+            element_identifier(i),
+            relative(&self.arrays[i], path)
+        )
+    }
+
+    /// The copy as an embedded value `prefix` holds it: paths under `prefix` (the value
+    /// itself, `""` in [`CopySpec::arrays`], becomes `prefix`), and `within` shown from them.
+    pub(crate) fn under(mut self, prefix: &str) -> CopySpec {
+        let join = |path: &str| match path {
+            "" => prefix.to_owned(),
+            path => format!("{prefix}.{path}"),
+        };
+        self.path = join(&self.path);
+        self.arrays = self.arrays.iter().map(|a| join(a)).collect();
+        self.order = None;
+        let shown = self.shown_path();
+        self.within = shown.rsplit_once('.').map(|(within, _)| within.to_owned());
+        self
     }
 
     /// The index the copy's queries need: `{ <path>._id: 1 }` for the fan-out, or with keyset
@@ -168,6 +314,20 @@ impl CopySpec {
         }
         Some(keys)
     }
+}
+
+/// Holder path `path` from inside the value at `outer` (`lines.product` from `lines`:
+/// `product`).
+fn relative<'p>(outer: &str, path: &'p str) -> &'p str {
+    path.strip_prefix(outer)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .unwrap_or(path)
+}
+
+/// The identifier of the `i`-th array of values in an update path (`$[e0]`): lowercase
+/// letters and digits starting with a letter, as mongod requires.
+fn element_identifier(i: usize) -> String {
+    format!("e{i}")
 }
 
 /// A subset: the newest (or most relevant) `max` children copied into the parent, with a count.
@@ -375,5 +535,94 @@ impl fmt::Display for SyncGraph {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CollectionSpec;
+    use mongodb::bson::{doc, Bson};
+
+    fn copy(path: &str, shape: CopyShape) -> CollectionSpec {
+        CollectionSpec::new("", doc! {}).copy(CopySpec::new(
+            path,
+            "products",
+            "Product",
+            &["name"],
+            SyncStrategy::Async,
+            shape,
+        ))
+    }
+
+    #[test]
+    fn a_copy_inside_arrays_of_values_has_one_element_filter_per_array() {
+        // orders.lines[].bundle[].product: a copy in a line's bundle
+        let bundle = copy("product", CopyShape::One).in_array();
+        let line = CollectionSpec::new("", doc! {}).embedded("bundle", Some(bundle));
+        let order = CollectionSpec::new("orders", doc! {}).embedded("lines", Some(line.in_array()));
+        let nested = &order.copies[0];
+        assert_eq!(nested.path, "lines.bundle.product");
+        assert_eq!(nested.arrays, ["lines", "lines.bundle"]);
+        assert_eq!(nested.shown_path(), "lines[].bundle[].product");
+        assert_eq!(nested.within.as_deref(), Some("lines[].bundle[]"));
+        assert_eq!(
+            nested.field_path("name"),
+            "lines.$[e0].bundle.$[e1].product.name"
+        );
+        let id = Bson::String("bolt".into());
+        assert_eq!(
+            nested.field_filters(&id),
+            [
+                doc! { "e0.bundle.product._id": "bolt" },
+                doc! { "e1.product._id": "bolt" }
+            ]
+        );
+        assert_eq!(nested.condition_slot(), (Some(1), "e1.product".to_owned()));
+        assert_eq!(
+            nested.index_keys(),
+            Some(doc! { "lines.bundle.product._id": 1 })
+        );
+
+        // an array of copies in each line: the copies' own `$[copy]` after the line's
+        let parts = copy("parts", CopyShape::Many).in_array();
+        let order = CollectionSpec::new("orders", doc! {}).embedded("lines", Some(parts));
+        let many = &order.copies[0];
+        assert_eq!(many.field_path("name"), "lines.$[e0].parts.$[copy].name");
+        assert_eq!(
+            many.field_filters(&id),
+            [doc! { "e0.parts._id": "bolt" }, doc! { "copy._id": "bolt" }]
+        );
+        assert_eq!(many.element_path(), "lines.$[e0].parts");
+        assert_eq!(many.condition_slot(), (Some(1), "copy".to_owned()));
+
+        // one embedded value: plain dotted paths, no array filter
+        let shipping = CollectionSpec::new("orders", doc! {})
+            .embedded("shipping", Some(copy("carrier", CopyShape::Optional)));
+        let one = &shipping.copies[0];
+        assert_eq!(one.field_path("name"), "shipping.carrier.name");
+        assert!(one.field_filters(&id).is_empty());
+        assert_eq!(one.within.as_deref(), Some("shipping"));
+        assert_eq!(one.condition_slot(), (None, "shipping.carrier".to_owned()));
+
+        // at the root: as before
+        let root = &copy("customer", CopyShape::One).copies[0];
+        assert_eq!(root.field_path("name"), "customer.name");
+        assert_eq!(root.shown_path(), "customer");
+        assert_eq!(root.within, None);
+    }
+
+    #[test]
+    fn a_copy_declared_twice_is_declared_once() {
+        let spec = copy("product", CopyShape::One).copy(CopySpec::new(
+            "product",
+            "products",
+            "Product",
+            &["name"],
+            SyncStrategy::Async,
+            CopyShape::One,
+        ));
+        assert_eq!(spec.copies.len(), 1);
+        assert_eq!(spec.indexes.len(), 1);
     }
 }

@@ -344,6 +344,10 @@ impl CollectionSpec {
     /// also serves the keyset pages of the relation constant, with the `_id` tie-break added as
     /// for a reference, frozen copies included.
     pub fn copy(mut self, copy: CopySpec) -> Self {
+        // one copy per path, however many ways it was declared
+        if self.copies.iter().any(|c| c.path == copy.path) {
+            return self;
+        }
         let frozen = copy.strategy == SyncStrategy::Frozen;
         let reason = if frozen {
             IndexReason::Reference {
@@ -364,33 +368,40 @@ impl CollectionSpec {
         self
     }
 
-    /// Declares the references and frozen copies held inside the values of the embedded field
-    /// `prefix` (`many`: an array of them), as the embedded type describes them relative to
-    /// itself: a `#[reference]` gets its index on the full path (`lines.product_id`), a copy its
-    /// place in the sync graph and the report (`lines.product`, in `lines[]`).
-    pub fn embedded(mut self, prefix: &str, many: bool, inner: Option<CollectionSpec>) -> Self {
+    /// Declares the references and copies held inside the values of the embedded field
+    /// `prefix`, as the embedded type describes them relative to itself
+    /// ([`crate::BsonSchema`]'s hidden `__embedded_relations`, through the field's type, so an
+    /// alias or a generic argument is seen through): a `#[reference]` gets its index on the
+    /// full path (`lines.product_id`), a copy its place in the sync graph, its fan-out index
+    /// (`lines.product._id`) and the report (`lines.product`, in `lines[]`).
+    pub fn embedded(mut self, prefix: &str, inner: Option<CollectionSpec>) -> Self {
         let Some(inner) = inner else {
             return self;
-        };
-        let shown = if many {
-            format!("{prefix}[]")
-        } else {
-            prefix.to_owned()
         };
         for mut reference in inner.references {
             reference.field = format!("{prefix}.{}", reference.field);
             reference.order = None;
             self = self.reference(reference);
         }
-        for mut copy in inner.copies {
-            copy.path = format!("{prefix}.{}", copy.path);
-            copy.within = Some(match copy.within {
-                Some(inner) => format!("{shown}.{inner}"),
-                None => shown.clone(),
-            });
-            self = self.copy(copy);
+        for copy in inner.copies {
+            self = self.copy(copy.under(prefix));
         }
         self
+    }
+
+    /// The relations of one value as an array of such values holds them: each copy is inside
+    /// one more array of values (the value itself, `""` in [`CopySpec::arrays`]).
+    pub fn in_array(mut self) -> Self {
+        for copy in &mut self.copies {
+            copy.arrays.insert(0, String::new());
+        }
+        self
+    }
+
+    /// Whether it declares any reference or copy (an embedded value's description with none
+    /// adds nothing to its holder).
+    pub fn has_relations(&self) -> bool {
+        !self.references.is_empty() || !self.copies.is_empty()
     }
 
     /// Declares an embedded array or map and its bound.

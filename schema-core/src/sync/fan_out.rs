@@ -14,7 +14,7 @@ use super::fence::{fenced_off, is_fenced_off, transact, Fence, Fenced};
 use super::get_path;
 use super::retry::ErrorClass;
 use super::walk::{spanning, walk_matching, Visit};
-use crate::model::copy::{CopyShape, OnDelete, SyncEdge};
+use crate::model::copy::{CopyShape, CopySpec, OnDelete, SyncEdge};
 use crate::Result;
 
 /// The most holder documents that one fan-out, repair or refresh writes in one transaction. A
@@ -35,6 +35,9 @@ pub(crate) struct FanOut {
     pub array_filters: Option<Vec<BsonDocument>>,
     /// The holder documents it is restricted to (see [`FanOut::only`]).
     pub holders: Option<Vec<Bson>>,
+    /// The whole copy as the source makes it (`{ _id, <copied fields> }`), for a conditional
+    /// update through an array filter (see [`FanOut::when`]); `None` for a deletion.
+    pub copy: Option<BsonDocument>,
 }
 
 /// What a fan-out did.
@@ -64,27 +67,25 @@ pub(crate) enum Writer<'f> {
 }
 
 impl FanOut {
-    /// The update that copies `source`'s fields into every holder of `edge`.
+    /// The update that copies `source`'s fields into every holder of `edge`: one `updateMany`
+    /// on the copied id (`lines.product._id`, which the fan-out index serves) that rewrites,
+    /// in an array of copies or inside arrays of embedded values, every element holding a
+    /// copy of the source, with array filters (`lines.$[e0].product.name` where
+    /// `e0.product._id` is the source's).
     pub(crate) fn new(edge: &SyncEdge, source: &BsonDocument) -> Option<FanOut> {
         let copy = &edge.copy;
         let id = source.get("_id")?.clone();
-        let many = copy.shape == CopyShape::Many;
-        let target = |field: &str| {
-            if many {
-                format!("{}.$[copy].{field}", copy.path)
-            } else {
-                format!("{}.{field}", copy.path)
-            }
-        };
         let mut set = BsonDocument::new();
         let mut unset = BsonDocument::new();
+        let mut whole = doc! { "_id": id.clone() };
         for field in &copy.fields {
             match get_path(source, field) {
                 Some(value) => {
-                    set.insert(target(field), value);
+                    set.insert(copy.field_path(field), value.clone());
+                    insert_path(&mut whole, field, value);
                 }
                 None => {
-                    unset.insert(target(field), "");
+                    unset.insert(copy.field_path(field), "");
                 }
             }
         }
@@ -95,31 +96,36 @@ impl FanOut {
         if !unset.is_empty() {
             update.insert("$unset", unset);
         }
+        let filters = copy.field_filters(&id);
         Some(FanOut {
-            filter: doc! { copy.id_path(): id.clone() },
+            filter: doc! { copy.id_path(): id },
             update,
-            array_filters: many.then(|| vec![doc! { "copy._id": id }]),
+            array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
+            copy: Some(whole),
         })
     }
 
     /// What a deletion of source `id` does to the copies of `edge`: `None` for
     /// [`OnDelete::Keep`]; for [`OnDelete::Unset`] the copy set to `null` (an array of copies
-    /// loses the deleted source's elements instead).
+    /// loses the deleted source's elements instead), in every element of the arrays of values
+    /// it is inside that holds a copy of `id`.
     pub(crate) fn deleted(edge: &SyncEdge, id: &Bson) -> Option<FanOut> {
         if edge.copy.on_delete != OnDelete::Unset {
             return None;
         }
-        let path = edge.copy.path.as_str();
+        let path = edge.copy.element_path();
         let update = match edge.copy.shape {
             CopyShape::Many => doc! { "$pull": { path: { "_id": id.clone() } } },
             _ => doc! { "$set": { path: Bson::Null } },
         };
+        let filters = edge.copy.element_filters(id);
         Some(FanOut {
             filter: doc! { edge.copy.id_path(): id.clone() },
             update,
-            array_filters: None,
+            array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
+            copy: None,
         })
     }
 
@@ -143,20 +149,34 @@ impl FanOut {
         self
     }
 
-    /// The same update with extra conditions on the copy at `path`, keyed by copied field (a
-    /// repair that must not overwrite a copy rewritten since it was read). For an array of
-    /// copies they go into the array filter, so only elements still holding the values read
-    /// are rewritten.
-    pub(crate) fn when(mut self, path: &str, shape: CopyShape, conditions: BsonDocument) -> FanOut {
+    /// The same update with extra conditions on the values of the copy, keyed by copied field
+    /// (a repair that must not overwrite a copy rewritten since it was read). For an array of
+    /// copies, or a copy inside arrays of values, they go into the innermost array filter, so
+    /// only the elements still holding the values read are rewritten, and the copy is then set
+    /// whole, one path: the filter picks each element once, before any of its fields changes,
+    /// however a server applies the paths of one update (SecantusDB evaluates the array filters
+    /// again for each path, after the earlier paths changed the element; mongod once).
+    pub(crate) fn when(mut self, copy: &CopySpec, conditions: BsonDocument) -> FanOut {
+        let (slot, prefix) = copy.condition_slot();
+        let mut filtered = false;
         for (field, condition) in conditions {
-            match (&mut self.array_filters, shape) {
-                (Some(filters), CopyShape::Many) => {
-                    filters[0].insert(format!("copy.{field}"), condition);
+            let key = format!("{prefix}.{field}");
+            match (slot, &mut self.array_filters) {
+                (Some(i), Some(filters)) if i < filters.len() => {
+                    filters[i].insert(key, condition);
+                    filtered = true;
                 }
                 _ => {
-                    self.filter.insert(format!("{path}.{field}"), condition);
+                    self.filter.insert(key, condition);
                 }
             }
+        }
+        if let (true, Some(whole)) = (filtered, &self.copy) {
+            let path = match copy.shape {
+                CopyShape::Many => format!("{}.$[copy]", copy.element_path()),
+                _ => copy.element_path(),
+            };
+            self.update = doc! { "$set": { path: whole.clone() } };
         }
         self
     }
@@ -350,6 +370,23 @@ impl FanOut {
             }
         }
         Ok(outcome)
+    }
+}
+
+/// Sets `value` at the dotted `path` of `document`, creating the documents on the way.
+fn insert_path(document: &mut BsonDocument, path: &str, value: Bson) {
+    match path.split_once('.') {
+        None => {
+            document.insert(path, value);
+        }
+        Some((first, rest)) => {
+            if !matches!(document.get(first), Some(Bson::Document(_))) {
+                document.insert(first, BsonDocument::new());
+            }
+            if let Some(Bson::Document(inner)) = document.get_mut(first) {
+                insert_path(inner, rest, value);
+            }
+        }
     }
 }
 

@@ -50,6 +50,32 @@ pub(crate) fn get_path(doc: &BsonDocument, path: &str) -> Option<Bson> {
     Some(current)
 }
 
+/// The values at a dotted path of a document, through arrays as the query language goes
+/// through them: the path followed into each element of an array on the way (`lines.product`
+/// of every line), and the elements of an array at its end.
+pub(crate) fn values_at(doc: &BsonDocument, path: &str) -> Vec<Bson> {
+    fn follow(value: &Bson, segments: &[&str], out: &mut Vec<Bson>) {
+        match (value, segments.split_first()) {
+            (Bson::Array(items), _) => {
+                for item in items {
+                    follow(item, segments, out);
+                }
+            }
+            (value, None) => out.push(value.clone()),
+            (Bson::Document(doc), Some((first, rest))) => {
+                if let Some(next) = doc.get(*first) {
+                    follow(next, rest, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let segments: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::new();
+    follow(&Bson::Document(doc.clone()), &segments, &mut out);
+    out
+}
+
 /// A key under which equal ids meet, whatever their BSON number type (`Int32(7)`, `Int64(7)`
 /// and `Double(7.0)` are one `_id` to the server).
 pub(crate) fn id_key(id: &Bson) -> String {
@@ -100,6 +126,33 @@ mod tests {
             ["email", "address.zip", "names"].into_iter(),
             &fields
         ));
+    }
+
+    #[test]
+    fn values_are_read_through_arrays_of_values() {
+        use mongodb::bson::doc;
+        let order = doc! {
+            "lines": [
+                { "product": { "_id": "a" }, "quantity": 1 },
+                { "product": { "_id": "b" }, "quantity": 2 },
+                { "quantity": 3 },
+            ],
+            "shipping": { "carrier": { "_id": "dhl" } },
+            "parts": [{ "_id": 1 }, { "_id": 2 }],
+        };
+        assert_eq!(
+            values_at(&order, "lines.product"),
+            vec![
+                Bson::Document(doc! { "_id": "a" }),
+                Bson::Document(doc! { "_id": "b" })
+            ]
+        );
+        assert_eq!(
+            values_at(&order, "shipping.carrier"),
+            vec![Bson::Document(doc! { "_id": "dhl" })]
+        );
+        assert_eq!(values_at(&order, "parts").len(), 2);
+        assert!(values_at(&order, "missing.path").is_empty());
     }
 
     #[test]

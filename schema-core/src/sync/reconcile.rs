@@ -12,7 +12,7 @@ use mongodb::Database;
 use super::failures::{self, FailureLog};
 use super::fan_out::{FanOut, Writer};
 use super::walk::{walk_by_id, Visit};
-use super::{drifted, get_path, id_key};
+use super::{drifted, get_path, id_key, values_at};
 use crate::model::copy::{OnDelete, SyncEdge, SyncStrategy};
 use crate::Result;
 
@@ -255,7 +255,8 @@ fn unchanged(edge: &SyncEdge, copy: &BsonDocument) -> BsonDocument {
 
 /// A holder whose copy is missing: its field is absent or `null` and its reference beside it
 /// names a source, or the field holds that source's bare id (a reference the copy replaced).
-/// Only for a copy of one (an array of copies has no reference to fill it from).
+/// Only for a copy of one outside arrays (an array of copies, or the copies in an array of
+/// values, have no reference to fill them from).
 struct Missing {
     holder: Bson,
     source: Bson,
@@ -265,7 +266,7 @@ struct Missing {
 
 impl Missing {
     fn of(edge: &SyncEdge, holder_id: &Bson, holder: &BsonDocument) -> Option<Missing> {
-        if edge.copy.shape == crate::CopyShape::Many {
+        if edge.copy.shape == crate::CopyShape::Many || !edge.copy.arrays.is_empty() {
             return None;
         }
         let observed = get_path(holder, &edge.copy.path);
@@ -317,11 +318,9 @@ async fn reconcile_batch(
             missing.push(found);
             continue;
         }
-        let copies = match get_path(holder, &edge.copy.path) {
-            Some(Bson::Array(items)) => items,
-            Some(one) => vec![one],
-            None => Vec::new(),
-        };
+        // each copy on its own: every element of an array of copies, or of the arrays of
+        // values the copy is inside (`lines.product` of every line)
+        let copies = values_at(holder, &edge.copy.path);
         for copy in copies.into_iter().filter_map(|c| c.as_document().cloned()) {
             pairs.push((holder_id.clone(), copy));
         }
@@ -483,8 +482,9 @@ async fn reconcile_batch(
     let recreated = recreated_sources(db, edge, &repairs).await?;
     for repair in repairs {
         let fan_out = match repair.source {
-            Some(source) => FanOut::new(edge, source)
-                .map(|f| f.when(&edge.copy.path, edge.copy.shape, repair.conditions)),
+            Some(source) => {
+                FanOut::new(edge, source).map(|f| f.when(&edge.copy, repair.conditions))
+            }
             // a source recreated since it was looked up keeps its copies
             None if recreated.contains(&id_key(&repair.source_id)) => None,
             // a deleted source: the copy is unset while it still points at it
@@ -557,7 +557,7 @@ async fn reread_and_repeat(
             return Ok(());
         };
         let outcome = again
-            .when(&edge.copy.path, edge.copy.shape, unchanged(edge, &written))
+            .when(&edge.copy, unchanged(edge, &written))
             .only(holders.to_vec())
             .run_resilient(db, edge, id, log, writer)
             .await?;
@@ -665,7 +665,7 @@ mod tests {
         let source = doc! { "_id": 1, "name": "Ana", "tier": "gold" };
         let fan_out = FanOut::new(&edge, &source)
             .unwrap()
-            .when("customer", CopyShape::One, conditions.clone())
+            .when(&edge.copy, conditions.clone())
             .only(vec![Bson::Int32(7)]);
         assert_eq!(
             fan_out.filter,
@@ -690,15 +690,67 @@ mod tests {
         };
         let fan_out = FanOut::new(&many, &doc! { "_id": "p1", "name": "Wheel" })
             .unwrap()
-            .when(
-                "parts",
-                CopyShape::Many,
-                doc! { "name": { "$eq": "Wheeel" } },
-            );
+            .when(&many.copy, doc! { "name": { "$eq": "Wheeel" } });
         assert_eq!(
             fan_out.array_filters,
             Some(vec![
                 doc! { "copy._id": "p1", "copy.name": { "$eq": "Wheeel" } }
+            ])
+        );
+        assert_eq!(
+            fan_out.update,
+            doc! { "$set": { "parts.$[copy]": { "_id": "p1", "name": "Wheel" } } }
+        );
+    }
+
+    /// The copy `lines.product` of every order line, as the derives declare it.
+    fn line_product() -> SyncEdge {
+        let line = crate::CollectionSpec::new("", doc! {}).copy(CopySpec::new(
+            "product",
+            "products",
+            "Product",
+            &["name"],
+            SyncStrategy::Reconcile,
+            CopyShape::One,
+        ));
+        let orders =
+            crate::CollectionSpec::new("orders", doc! {}).embedded("lines", Some(line.in_array()));
+        SyncEdge {
+            reference: None,
+            holder: "orders".into(),
+            copy: orders.copies[0].clone(),
+        }
+    }
+
+    #[test]
+    fn a_repair_inside_an_array_of_values_rewrites_only_the_elements_still_as_read() {
+        let edge = line_product();
+        assert_eq!(edge.copy.path, "lines.product");
+        assert_eq!(edge.copy.arrays, ["lines"]);
+        assert_eq!(edge.copy.within.as_deref(), Some("lines[]"));
+        let fan_out = FanOut::new(&edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
+            .unwrap()
+            .when(&edge.copy, doc! { "name": { "$eq": "Blot" } });
+        assert_eq!(fan_out.filter, doc! { "lines.product._id": "bolt" });
+        // set whole: the filter picks the element once, before any of its fields changes
+        assert_eq!(
+            fan_out.update,
+            doc! { "$set": { "lines.$[e0].product": { "_id": "bolt", "name": "Hex bolt" } } }
+        );
+        // without conditions (the fan-out of a change), field by field
+        let plain = FanOut::new(&edge, &doc! { "_id": "bolt", "name": "Hex bolt" }).unwrap();
+        assert_eq!(
+            plain.update,
+            doc! { "$set": { "lines.$[e0].product.name": "Hex bolt" } }
+        );
+        assert_eq!(
+            plain.array_filters,
+            Some(vec![doc! { "e0.product._id": "bolt" }])
+        );
+        assert_eq!(
+            fan_out.array_filters,
+            Some(vec![
+                doc! { "e0.product._id": "bolt", "e0.product.name": { "$eq": "Blot" } }
             ])
         );
     }

@@ -151,9 +151,23 @@ fn uuid_checks(cont: &Container) -> TokenStream {
     checks
 }
 
-/// Whether `ty` is a scalar the derives know by name (it holds no references or copies).
-pub fn known_scalar(ty: &syn::Type) -> bool {
-    scalar_name(ty).is_some()
+/// Whether values of a field of type `ty` (bounded by `#[embed]` when `bounded`) may hold
+/// references or copies: not known scalars (under `Option`, `Box`, `&`, and the bounded
+/// collection), nor an unbounded array or map (an error of its own).
+pub fn may_hold_relations(ty: &syn::Type, bounded: bool) -> bool {
+    let inner = innermost(ty, bounded);
+    if scalar_name(inner).is_some() {
+        return false;
+    }
+    let unbounded = !bounded
+        && crate::ast::generic_arg(
+            inner,
+            &[
+                "Vec", "VecDeque", "HashSet", "BTreeSet", "HashMap", "BTreeMap",
+            ],
+        )
+        .is_some();
+    !unbounded
 }
 
 /// Scalar types the derives know by name (std, or bson through the prelude), which no

@@ -169,10 +169,16 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     field.display_name(),
                     type_name(source),
                 );
+                // how to fix it: the source's stored name (a field renamed in the source is
+                // renamed in `fields` too)
+                let suffix = format!(
+                    "; name the field in `fields` as `{}` names it now",
+                    type_name(source)
+                );
                 quote_spanned! {span=>
                     #[doc(hidden)]
                     pub const #key_const: u64 =
-                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #key, {
+                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #suffix, #key, {
                             ::core::panic!("{}", #private::message_text(&MESSAGE));
                         });
                 }

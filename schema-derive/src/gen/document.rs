@@ -1,7 +1,8 @@
 //! `impl Document`: collection name, validation settings and indexes.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use crate::ast::{Container, Data, Field, Repr, Variant};
 use crate::attr::{IndexKey, KeyKind};
@@ -89,7 +90,8 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
     let copies = crate::gen::copies::copy_specs(cont);
-    let embedded = embedded_calls(cont);
+    // a generic holder's impl does not bound its parameters by `BsonSchema`
+    let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
@@ -304,16 +306,13 @@ fn keys_document(cont: &Container, keys: &[IndexKey]) -> TokenStream {
     tokens
 }
 
-/// `.embedded("lines", true, <OrderLine as BsonSchema>::__embedded_relations())` for every field
-/// holding values of a struct the derive cannot see into (one, an `Option` of one, or a bounded
-/// array of them): the references and frozen copies those values hold, under the field's path.
-/// Only for named, non-generic element types that are not scalars; a generic or aliased type
-/// is not looked into.
+/// `.embedded("lines", <Lines as BoundedCollection>::__element_relations())` for every field
+/// that may hold values with references or copies (one, an `Option` of one, a bounded array of
+/// them, through aliases and generic arguments alike: the type system finds the relations the
+/// derive cannot see), so the holder declares them under the field's path. Fields of known
+/// scalars, relationship fields and fields stored through a helper hold none.
 pub fn embedded_calls(cont: &Container) -> TokenStream {
     let private = private();
-    if cont.is_generic() {
-        return TokenStream::new();
-    }
     cont.stored_fields()
         .filter(|field| {
             field.attrs.reference.is_none()
@@ -324,28 +323,25 @@ pub fn embedded_calls(cont: &Container) -> TokenStream {
                 && field.stored_type().is_none()
         })
         .filter_map(|field| {
-            let (kind, element) = crate::ast::copy_shape(field.ty);
-            let syn::Type::Path(path) = element else {
-                return None;
-            };
-            let last = path.path.segments.last()?;
-            if path.qself.is_some() || !last.arguments.is_empty() {
+            let ty = field.ty;
+            let bounded = field.attrs.embed.as_ref().and_then(|e| e.value.max).is_some();
+            if !crate::gen::checks::may_hold_relations(ty, bounded) {
                 return None;
             }
-            if crate::gen::checks::known_scalar(element) {
-                return None;
-            }
-            let many = kind == crate::ast::RefKind::Many;
             let stored = &field.stored_name;
-            Some(quote! {
-                .embedded(#stored, #many, <#element as #private::BsonSchema>::__embedded_relations())
-            })
+            // spanned as the field's schema is, so a type without it is one error
+            let relations = if bounded {
+                quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::__element_relations())
+            } else {
+                quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__embedded_relations())
+            };
+            Some(quote!(.embedded(#stored, #relations)))
         })
         .collect()
 }
 
-/// `fn __embedded_relations()` of a `BsonSchema` struct: its references and frozen copies,
-/// and those of the values it embeds, relative to it.
+/// `fn __embedded_relations()` of a `BsonSchema` struct: its references and copies, and those
+/// of the values it embeds, relative to it (`None` when it has none).
 pub fn embedded_relations_fn(cont: &Container) -> TokenStream {
     let private = private();
     if !matches!(cont.data, Data::Struct(_)) {
@@ -362,12 +358,11 @@ pub fn embedded_relations_fn(cont: &Container) -> TokenStream {
     }
     quote! {
         fn __embedded_relations() -> ::core::option::Option<#private::CollectionSpec> {
-            ::core::option::Option::Some(
-                #private::CollectionSpec::new("", #private::bson::Document::new())
-                    #references
-                    #copies
-                    #embedded
-            )
+            let relations = #private::CollectionSpec::new("", #private::bson::Document::new())
+                #references
+                #copies
+                #embedded;
+            relations.has_relations().then_some(relations)
         }
     }
 }

@@ -10,12 +10,19 @@ pub struct Customer {
     pub email: String,
 }
 
-// a snapshot compiles inside an embedded value; a copy kept in sync does not (yet)
+// a copy kept in sync compiles inside an embedded struct (its holder declares it under the
+// embedding field's path); a tuple struct has no field name to store it under
 #[derive(BsonSchema, Serialize, Deserialize)]
 pub struct Invoice {
     pub number: String,
     #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
     pub customer: InvoiceCustomer,
 }
+
+#[derive(BsonSchema, Serialize, Deserialize)]
+pub struct Billed(
+    pub String,
+    #[extended_ref(to = Customer, fields = "name", sync = "transactional")] pub String,
+);
 
 fn main() {}

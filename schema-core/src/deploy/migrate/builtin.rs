@@ -482,18 +482,41 @@ impl<T: Model> Copies<T> {
             .find(|c| c.path == self.field)
     }
 
-    /// The holders still to rewrite.
-    fn holders_filter(&self) -> Document {
+    /// The holders still to rewrite: of a copy inside arrays of values, those with one element
+    /// to rewrite (`$elemMatch` per array).
+    fn holders_filter(&self, copy: Option<&crate::CopySpec>) -> Document {
         let field = self.field.as_str();
-        match &self.at {
+        let conditions = match &self.at {
             IdAt::Field => {
                 doc! { field: { "$exists": true, "$ne": null, "$not": { "$type": "object" } } }
             }
             IdAt::CopyId => doc! { format!("{field}._id"): { "$exists": true } },
-            IdAt::Reference(reference) => doc! {
-                reference.as_str(): { "$exists": true, "$ne": null },
-                "$or": [{ field: { "$exists": false } }, { field: null }],
+            IdAt::Reference(reference) => match copy.filter(|c| !c.arrays.is_empty()) {
+                // in an element: `null` matches an absent field too
+                Some(copy) => {
+                    return copy.element_match(doc! {
+                        reference.as_str(): { "$exists": true, "$ne": null },
+                        field: null,
+                    })
+                }
+                None => doc! {
+                    reference.as_str(): { "$exists": true, "$ne": null },
+                    "$or": [{ field: { "$exists": false } }, { field: null }],
+                },
             },
+        };
+        match copy {
+            Some(copy) => copy.element_match(conditions),
+            None => conditions,
+        }
+    }
+
+    /// Where the source's id is read in a holder.
+    fn id_path(&self) -> String {
+        match &self.at {
+            IdAt::Field => self.field.clone(),
+            IdAt::CopyId => format!("{}._id", self.field),
+            IdAt::Reference(reference) => reference.clone(),
         }
     }
 }
@@ -530,7 +553,21 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
                 self.field,
                 self.name
             )),
-            Some(_) => {}
+            Some(copy) => {
+                // inside arrays of values, the reference is read in the copy's own element
+                let inner = copy.arrays.last().map(|a| format!("{a}."));
+                if let (IdAt::Reference(reference), Some(inner)) = (&self.at, inner) {
+                    if !reference.starts_with(&inner) {
+                        problems.push(format!(
+                            "`{}.{}` is a copy in each element of `{}[]`: {} reads its source from a reference in the same element (`{inner}...`), and `{reference}` is not one",
+                            T::COLLECTION,
+                            self.field,
+                            inner.trim_end_matches('.'),
+                            self.name
+                        ));
+                    }
+                }
+            }
         }
         if let IdAt::Reference(reference) = &self.at {
             problems.extend(field_problem(collections, T::COLLECTION, reference));
@@ -540,9 +577,10 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
 
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
+            let collections = [T::collection_spec()];
             Ok(db
                 .collection::<Document>(T::COLLECTION)
-                .count_documents(self.holders_filter())
+                .count_documents(self.holders_filter(self.copy(&collections)))
                 .await?)
         })
     }
@@ -574,16 +612,18 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
                                 value.insert(field.as_str(), v);
                             }
                         }
-                        let q = match &self.at {
-                            IdAt::Field => doc! { self.field.as_str(): id },
-                            IdAt::CopyId => doc! { format!("{}._id", self.field): id },
-                            IdAt::Reference(reference) => doc! { reference.as_str(): id },
-                        };
-                        Some(doc! {
-                            "q": q,
-                            "u": { "$set": { self.field.as_str(): value } },
+                        // inside arrays of values, every element whose id is the source's
+                        let at = self.id_path();
+                        let filters = copy.element_filters_at(&at, &id);
+                        let mut statement = doc! {
+                            "q": { at: id },
+                            "u": { "$set": { copy.element_path(): value } },
                             "multi": true,
-                        })
+                        };
+                        if !filters.is_empty() {
+                            statement.insert("arrayFilters", filters);
+                        }
+                        Some(statement)
                     })
                     .collect();
                 cx.ensure_lock()?;
