@@ -76,10 +76,7 @@ impl ProofReport {
         if failures.is_empty() {
             Ok(self)
         } else {
-            Err(crate::Error::Refused(format!(
-                "queries not served as declared: {}",
-                failures.join("; ")
-            )))
+            Err(crate::Error::NotServed { queries: failures })
         }
     }
 }

@@ -89,7 +89,7 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// The upsert that appends `entry` to the parent's open bucket (one with fewer than `max`
     /// entries), or starts a new bucket: `{ parent, count: { $lt: max } }` + `$push` + `$inc`,
     /// and `$min`/`$max` of the key into `first`/`last`. An entry whose key is missing or
-    /// `null` is refused ([`Error::Refused`]).
+    /// `null` is refused ([`Error::InvalidArgument`] naming `entry.<key>`).
     pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
         let entry =
             crate::model::document::stored_bson(entry).map_err(mongodb::error::Error::from)?;
@@ -102,13 +102,16 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
             .filter(|key| !matches!(key, Bson::Null | Bson::Undefined))
             .cloned()
             .ok_or_else(|| {
-                Error::Refused(format!(
-                    "a bucket entry without `{}` (or with `{}: null`): the entries of `{}` are \
-                     ordered by it",
-                    self.key,
-                    self.key,
-                    B::COLLECTION
-                ))
+                Error::invalid_argument(
+                    format!("entry.{}", self.key),
+                    format!(
+                        "a bucket entry without `{}` (or with `{}: null`): the entries of `{}` \
+                         are ordered by it",
+                        self.key,
+                        self.key,
+                        B::COLLECTION
+                    ),
+                )
             })?;
         let filter = doc! { self.parent: parent, self.count: { "$lt": self.max as i64 } };
         let update = doc! {

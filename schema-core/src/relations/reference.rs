@@ -16,18 +16,18 @@ use crate::{BsonSchema, Document, Error, Result};
 /// expression (every matching string) or JavaScript. A document without `$` keys, the stored
 /// form of a composite id (`{ region: "eu", n: 1 }`), matches exactly that document and passes.
 pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
-    let kind = match id {
-        Bson::Array(_) => "an array".to_owned(),
+    let (path, found) = match id {
+        Bson::Array(_) => (String::new(), crate::error::UnsafeKind::Array),
         other => match crate::literal::find_operator(other) {
-            Some(found) => format!("a value holding {found}"),
+            Some(found) => found,
             None => return Ok(()),
         },
     };
-    Err(Error::Refused(format!(
-        "{what} is {kind} ({id}): an id must be a single value (ObjectId, string, number, date, \
-         binary, or a composite id without `$` keys), since a filter would run {kind} as a query \
-         instead of matching it"
-    )))
+    Err(Error::UnsafeValue {
+        what: what.to_owned(),
+        path,
+        found,
+    })
 }
 
 /// The `_id` of a `T` document, typed by `T`: a `Ref<Part>` cannot be passed where a

@@ -41,7 +41,9 @@ fn field_problem(collections: &[CollectionSpec], collection: &str, field: &str) 
 }
 
 /// Sends one `update` command (several statements, unordered): its matched and modified
-/// counts; the first write error, if any, as an error naming the collection.
+/// counts; its write errors, if any, as the driver reports a bulk write's (a validation
+/// failure is [`Error::Validation`] with every write error of the batch), naming the
+/// collection.
 async fn update_command(
     db: &Database,
     collection: &str,
@@ -59,13 +61,8 @@ async fn update_command(
         })
         .await?;
     if let Ok(errors) = reply.get_array("writeErrors") {
-        if let Some(Bson::Document(first)) = errors.first() {
-            return Err(Error::Refused(format!(
-                "a write of the migration to `{collection}` failed ({} of the batch): code {}: {}",
-                errors.len(),
-                first.get_i32("code").unwrap_or_default(),
-                first.get_str("errmsg").unwrap_or_default()
-            )));
+        if !errors.is_empty() {
+            return Err(crate::error::from_write_errors(collection, errors));
         }
     }
     let number = |key: &str| match reply.get(key) {
@@ -553,7 +550,11 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
             let copy = self
                 .copy(&collections)
                 .cloned()
-                .ok_or_else(|| Error::Refused(self.problems(&collections).join("; ")))?;
+                .ok_or_else(|| {
+                    Error::Schema(crate::SchemaError {
+                        problems: self.problems(&collections),
+                    })
+                })?;
             let mut projection = doc! { "_id": 1 };
             for field in &copy.fields {
                 projection.insert(field.as_str(), 1);
