@@ -156,7 +156,8 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
             error,
             Error::Downgrade {
                 recorded: 2,
-                applying: 1
+                applying: 1,
+                ..
             }
         ),
         "{error:?}"
@@ -186,7 +187,8 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
         unversioned.apply(&db).await,
         Err(Error::Downgrade {
             recorded: 2,
-            applying: 0
+            applying: 0,
+            ..
         })
     ));
 
@@ -319,7 +321,8 @@ async fn an_interrupted_apply_is_shown_and_completed() {
         v2_schema().apply(&db).await,
         Err(Error::Downgrade {
             recorded: 3,
-            applying: 2
+            applying: 2,
+            ..
         })
     ));
     let report = v3.apply(&db).await.unwrap();
@@ -389,6 +392,7 @@ async fn eight_concurrent_applies_of_v1_and_v2_end_in_the_v2_state() {
                     Err(Error::Downgrade {
                         recorded: 2,
                         applying: 1,
+                        ..
                     }),
                 ) => v1_refused += 1,
                 (_, Err(error)) => panic!("a v1 apply failed otherwise: {error}"),
@@ -414,7 +418,8 @@ async fn eight_concurrent_applies_of_v1_and_v2_end_in_the_v2_state() {
             v1.apply(&db).await,
             Err(Error::Downgrade {
                 recorded: 2,
-                applying: 1
+                applying: 1,
+                ..
             })
         ));
     }
@@ -452,7 +457,7 @@ async fn services_sharing_a_database_keep_a_version_record_each() {
     // version is refused as a downgrade
     billing(None).apply(&db).await.unwrap();
     match orders(None).apply(&db).await {
-        Err(Error::Downgrade { recorded, applying }) => assert_eq!((recorded, applying), (5, 1)),
+        Err(Error::Downgrade { recorded, applying, .. }) => assert_eq!((recorded, applying), (5, 1)),
         other => panic!("expected a refused downgrade, got {other:?}"),
     }
     db.drop().await.unwrap();
@@ -615,7 +620,8 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
         v1_schema().apply(&db).await,
         Err(Error::Downgrade {
             recorded: 2,
-            applying: 1
+            applying: 1,
+            ..
         })
     ));
 }
@@ -674,7 +680,8 @@ async fn naming_an_unnamed_schema_adopts_its_record_and_keeps_the_fence() {
         v1_schema().apply(&db).await,
         Err(Error::Downgrade {
             recorded: 2,
-            applying: 1
+            applying: 1,
+            ..
         })
     ));
     assert_eq!(validator(&db).await, v2::Order::validator());

@@ -356,7 +356,8 @@ async fn a_service_through_three_versions_with_its_data_steps() {
         old.apply(&db).await,
         Err(Error::Downgrade {
             recorded: 2,
-            applying: 1
+            applying: 1,
+            ..
         })
     ));
     let serving = old.apply(&db).on_newer(OnNewer::Continue).await.unwrap();
@@ -422,9 +423,9 @@ async fn a_failed_step_is_recorded_and_resumes_from_its_checkpoint() {
                         break;
                     };
                     if run == 0 && batches == 1 {
-                        return Err(Error::Refused(
-                            "the first run fails in its second batch".into(),
-                        ));
+                        return Err(Error::Driver(mongodb::error::Error::custom(
+                            "the first run fails in its second batch",
+                        )));
                     }
                     let ids: Vec<Bson> =
                         batch.iter().filter_map(|o| o.get("_id").cloned()).collect();
@@ -776,7 +777,8 @@ async fn an_allowed_downgrade_reports_what_it_did() {
             refused,
             Err(Error::Downgrade {
                 recorded: 2,
-                applying: 1
+                applying: 1,
+                ..
             })
         ),
         "{refused:?}"

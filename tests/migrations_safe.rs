@@ -172,7 +172,11 @@ async fn a_failing_step_fails_its_version_and_the_older_version_rolls_back() {
             2,
             "always fails",
             migrate::custom::<unique_email::Account>("refuses", |_cx| {
-                Box::pin(async { Err(Error::Refused("this step always fails".to_owned())) })
+                Box::pin(async {
+                    Err(Error::Driver(mongodb::error::Error::custom(
+                        "this step always fails",
+                    )))
+                })
             }),
         )
         .build()

@@ -83,7 +83,7 @@ pub struct ValidationError {
     /// write.
     pub batch: Vec<BatchFailure>,
     /// The driver's error, when a server refused the write.
-    driver: Option<Box<DriverError>>,
+    pub(crate) driver: Option<Box<DriverError>>,
 }
 
 impl PartialEq for ValidationError {
