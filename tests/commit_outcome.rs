@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::gate::{Gate, Phase};
 use mongo_schema::bson::{doc, Document as BsonDocument};
-use mongo_schema::prelude::*;
 use mongo_schema::error::CommitUnknownCause;
+use mongo_schema::prelude::*;
 use mongo_schema::Error;
 use serde::{Deserialize, Serialize};
 

@@ -191,6 +191,7 @@ async fn a_late_coll_mod_after_the_newer_apply_is_drift_that_the_next_start_up_r
     println!("{plan}");
     assert!(plan.version.as_ref().unwrap().is_current(), "{plan}");
     assert!(drifted(&plan.warnings), "{plan}");
+    // display-text: the plan's sentence, read by a person
     assert!(plan.to_string().contains("DRIFT"), "{plan}");
     assert!(
         matches!(&plan.actions[..], [Action::UpdateValidator { .. }]),

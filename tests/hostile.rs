@@ -4,8 +4,8 @@
 
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
-use mongo_schema::prelude::*;
 use mongo_schema::error::UnsafeKind;
+use mongo_schema::prelude::*;
 use mongo_schema::{Error, PageCursor};
 use serde::{Deserialize, Serialize};
 

@@ -430,6 +430,7 @@ async fn a_duplicate_written_during_the_index_build_is_deduped_again_in_the_same
         "the index was built twice"
     );
     assert!(
+        // display-text: the report's sentence, read by a person
         report.to_string().contains("ran again"),
         "the report says the step ran again: {report}"
     );

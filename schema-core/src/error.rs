@@ -843,6 +843,7 @@ impl From<mongodb::error::Error> for Error {
 /// The collection, index and key of mongod's E11000 message:
 /// `E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: "a" }`.
 fn duplicate_parts(message: &str) -> (String, String, String) {
+    // display-text: reads the fields of the server's E11000 sentence, which it sends no other way
     let after = |label: &str| message.find(label).map(|at| &message[at + label.len()..]);
     let collection = after("collection: ")
         .and_then(|rest| rest.split_whitespace().next())
@@ -877,7 +878,10 @@ impl Error {
     }
 
     /// [`Error::InvalidArgument`].
-    pub(crate) fn invalid_argument(argument: impl Into<String>, reason: impl Into<String>) -> Error {
+    pub(crate) fn invalid_argument(
+        argument: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Error {
         Error::InvalidArgument {
             argument: argument.into(),
             reason: reason.into(),
@@ -1137,7 +1141,10 @@ mod tests {
 
         // validation: the ValidationError, whose own source is the driver's error
         let mut validation = ValidationError::from_err_info(&mongodb::bson::Document::new());
-        assert!(validation.source().is_none(), "a local failure keeps no driver error");
+        assert!(
+            validation.source().is_none(),
+            "a local failure keeps no driver error"
+        );
         validation.driver = Some(Box::new(driver()));
         let error = Error::Validation(Box::new(validation));
         let source = error.source().expect("the validation error");
@@ -1147,7 +1154,11 @@ mod tests {
         let schema = Error::Schema(SchemaError {
             problems: vec!["x".into()],
         });
-        assert!(schema.source().unwrap().downcast_ref::<SchemaError>().is_some());
+        assert!(schema
+            .source()
+            .unwrap()
+            .downcast_ref::<SchemaError>()
+            .is_some());
         for error in [
             Error::Apply {
                 action: "create".into(),
@@ -1162,7 +1173,10 @@ mod tests {
             Error::Driver(driver()),
         ] {
             let source = error.source().expect("the driver's error");
-            assert!(source.downcast_ref::<mongodb::error::Error>().is_some(), "{error}");
+            assert!(
+                source.downcast_ref::<mongodb::error::Error>().is_some(),
+                "{error}"
+            );
         }
 
         let last = || Some(Box::new(Error::Driver(driver())));
@@ -1219,8 +1233,8 @@ mod tests {
         let source = error.source().expect("the bson error");
         assert!(source.downcast_ref::<mongodb::bson::ser::Error>().is_some());
         same(Some(source), &ser.to_string());
-        let de = mongodb::bson::from_document::<String>(mongodb::bson::Document::new())
-            .unwrap_err();
+        let de =
+            mongodb::bson::from_document::<String>(mongodb::bson::Document::new()).unwrap_err();
         let error = Error::from(de);
         assert!(error
             .source()
@@ -1290,7 +1304,11 @@ mod tests {
                 matches!(&stopped, Error::Worker { kind: k, source: Some(_), .. } if *k == kind),
                 "{code}: {stopped:#?}"
             );
-            assert_eq!(stopped.code(), Some(code), "the driver's error is reachable");
+            assert_eq!(
+                stopped.code(),
+                Some(code),
+                "the driver's error is reachable"
+            );
         }
         // a worker error stays as it is
         let fenced = Error::worker_stopped_by(Error::worker(WorkerStop::FencedOff, ""));

@@ -246,36 +246,36 @@ mod tests {
         ] {
             assert!(refuse_hostile_id("the id", &fine).is_ok(), "{fine}");
         }
-        for (bad, kind) in [
-            (
-                Bson::Document(doc! { "$ne": null }),
-                "a value holding the operator `$ne`",
-            ),
+        use crate::error::UnsafeKind;
+        let operator = |key: &str| UnsafeKind::Operator(key.to_owned());
+        for (bad, at, kind) in [
+            (Bson::Document(doc! { "$ne": null }), "$ne", operator("$ne")),
             (
                 Bson::Document(doc! { "a": { "$gt": 1 } }),
-                "a value holding the operator `$gt`",
+                "a.$gt",
+                operator("$gt"),
             ),
             (
                 Bson::Document(doc! { "a": [{ "$where": "1" }] }),
-                "a value holding the operator `$where`",
+                "a.0.$where",
+                operator("$where"),
             ),
-            (Bson::Array(vec![Bson::Int32(1)]), "an array"),
+            (Bson::Array(vec![Bson::Int32(1)]), "", UnsafeKind::Array),
             (
                 Bson::RegularExpression(Regex {
                     pattern: ".".into(),
                     options: String::new(),
                 }),
-                "a value holding a regular expression",
+                "",
+                UnsafeKind::RegularExpression,
             ),
-            (
-                Bson::JavaScriptCode("1".into()),
-                "a value holding JavaScript",
-            ),
+            (Bson::JavaScriptCode("1".into()), "", UnsafeKind::JavaScript),
         ] {
-            let error = refuse_hostile_id("the id", &bad).unwrap_err().to_string();
+            let error = refuse_hostile_id("the id", &bad).unwrap_err();
             assert!(
-                error.starts_with(&format!("refused: the id is {kind}")),
-                "{error}"
+                matches!(&error, crate::Error::UnsafeValue { what, path, found }
+                    if what == "the id" && path == at && *found == kind),
+                "{error:#?}"
             );
         }
     }

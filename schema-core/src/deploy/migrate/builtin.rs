@@ -547,14 +547,11 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
         Box::pin(async move {
             let collections = [T::collection_spec()];
-            let copy = self
-                .copy(&collections)
-                .cloned()
-                .ok_or_else(|| {
-                    Error::Schema(crate::SchemaError {
-                        problems: self.problems(&collections),
-                    })
-                })?;
+            let copy = self.copy(&collections).cloned().ok_or_else(|| {
+                Error::Schema(crate::SchemaError {
+                    problems: self.problems(&collections),
+                })
+            })?;
             let mut projection = doc! { "_id": 1 };
             for field in &copy.fields {
                 projection.insert(field.as_str(), 1);
