@@ -138,8 +138,9 @@ impl Schema {
     }
 }
 
+/// A value that did not serialize is [`Error::Serialization`], as everywhere else.
 fn driver(error: impl Into<mongodb::error::Error>) -> Error {
-    Error::Driver(error.into())
+    Error::from(error.into())
 }
 
 impl<'a> Transaction<'a> {
