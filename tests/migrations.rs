@@ -424,9 +424,7 @@ async fn a_failed_step_is_recorded_and_resumes_from_its_checkpoint() {
                         break;
                     };
                     if run == 0 && batches == 1 {
-                        return Err(Error::Driver(mongodb::error::Error::custom(
-                            "the first run fails in its second batch",
-                        )));
+                        return Err(Error::other("the first run fails in its second batch"));
                     }
                     let ids: Vec<Bson> =
                         batch.iter().filter_map(|o| o.get("_id").cloned()).collect();

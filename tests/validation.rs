@@ -223,7 +223,10 @@ async fn insert_many_keeps_every_write_error_of_the_batch_and_the_drivers_error(
     // the driver's error is kept: its kind, its code, and `source()` reaches it
     let driver = validation.driver().expect("the driver's error");
     assert!(
-        matches!(driver.kind.as_ref(), mongodb::error::ErrorKind::InsertMany(_)),
+        matches!(
+            driver.kind.as_ref(),
+            mongodb::error::ErrorKind::InsertMany(_)
+        ),
         "{driver:?}"
     );
     assert!(std::ptr::eq(error.as_driver().unwrap(), driver));
@@ -315,7 +318,11 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
         .into_iter()
         .map(|c| c.id)
         .collect();
-    assert_eq!(ids, [1], "nothing of the value that does not serialize was written");
+    assert_eq!(
+        ids,
+        [1],
+        "nothing of the value that does not serialize was written"
+    );
 }
 
 #[tokio::test]

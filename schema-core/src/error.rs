@@ -186,6 +186,11 @@ pub enum Error {
         /// The error that stopped it, if any.
         source: Option<Box<Error>>,
     },
+    /// An error of the service's own code run by the library (a custom migration step, see
+    /// [`crate::migrate::custom`]), made with [`Error::other`]. Transparent: its `Display` and
+    /// `source` are the inner error's; [`Error::as_other`] gives the inner error to downcast.
+    /// Never classed transient.
+    Other(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
     /// `apply` of an older schema version than the one recorded in the database (see
     /// [`crate::SchemaBuilder::version`]); nothing was written. Deploy the recorded version or a
     /// later one, or apply with `allow_downgrade(true)`.
@@ -461,6 +466,20 @@ impl Error {
         matches!(self, Error::Duplicate { .. })
     }
 
+    /// An [`Error::Other`] of the service's own error (as `std::io::Error::other`): a custom
+    /// migration step fails with `Err(Error::other("the export is not ready"))`.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Error {
+        Error::Other(std::sync::Arc::from(error.into()))
+    }
+
+    /// The service's own error inside an [`Error::Other`], to downcast.
+    pub fn as_other(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            Error::Other(inner) => Some(inner.as_ref()),
+            _ => None,
+        }
+    }
+
     /// Whether a write's condition did not hold ([`Error::ConditionFailed`]): a lost
     /// compare-and-set or a `must_match` write that matched nothing, alone or in a
     /// transaction. Reload and decide again.
@@ -603,6 +622,7 @@ impl fmt::Debug for Error {
                 .field("detail", detail)
                 .field("source", source)
                 .finish(),
+            Error::Other(inner) => f.debug_tuple("Other").field(inner).finish(),
             Error::Downgrade { recorded, applying } => f
                 .debug_struct("Downgrade")
                 .field("recorded", recorded)
@@ -736,6 +756,7 @@ impl fmt::Display for Error {
                     None => Ok(()),
                 }
             }
+            Error::Other(inner) => inner.fmt(f),
             Error::Downgrade { recorded, applying } => write!(
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
@@ -798,6 +819,7 @@ impl std::error::Error for Error {
             | Error::Worker { source: last, .. } => last.as_deref().map(|e| e as _),
             Error::Migration { source, .. } => Some(source.as_ref()),
             Error::Serialization { source, .. } => Some(source.inner()),
+            Error::Other(inner) => inner.source(),
             Error::ConditionFailed { .. }
             | Error::BoundExceeded { .. }
             | Error::UnsafeValue { .. }
@@ -1243,6 +1265,17 @@ mod tests {
         // a driver error of a value that does not serialize is the same variant
         let error = Error::from(mongodb::error::Error::from(ser));
         assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+
+        // the service's own error: transparent
+        let inner = std::io::Error::other("the export is not ready");
+        let error = Error::other(inner);
+        assert_eq!(error.to_string(), "the export is not ready");
+        assert!(error.source().is_none(), "the inner error's own source");
+        assert!(error
+            .as_other()
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .is_some());
+        assert!(!error.is_transient());
 
         // the refusals keep nothing underneath
         for error in [

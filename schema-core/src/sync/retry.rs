@@ -62,6 +62,7 @@ impl ErrorClass {
             | Error::InvalidArgument { .. }
             | Error::LockLost { .. }
             | Error::NotServed { .. }
+            | Error::Other(_)
             | Error::Schema(_)
             | Error::Worker { .. }
             | Error::Downgrade { .. }

@@ -690,6 +690,8 @@ impl Work for Custom {
 /// `run` receives the [`StepContext`]: the database, the checkpoint an interrupted run saved,
 /// and [`StepContext::next_batch`] / [`StepContext::save`] to walk a collection in batches.
 /// Write it idempotent: after an interruption it runs again from the last saved checkpoint.
+/// A step fails with any [`crate::Error`]; an error of your own is `Err(Error::other(..))`
+/// ([`crate::Error::other`]).
 pub fn custom<T: Model>(
     description: &str,
     run: impl for<'a> Fn(&'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>
