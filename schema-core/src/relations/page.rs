@@ -190,11 +190,12 @@ impl<F: Document> ChildPage<F> {
 
     /// Reads the page with one `find` (the [`ChildPage::find_command`]).
     ///
-    /// Checked first, refused with [`crate::Error::Refused`] before anything is sent: a parent
-    /// id that is a document, an array, a regular expression or JavaScript (it would run as a
-    /// query); a cursor that came back from a client whose key or id is a document with `$`
-    /// keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript; a limit
-    /// outside `1..=`[`MAX_PAGE_SIZE`].
+    /// Checked first, refused before anything is sent: with [`crate::Error::UnsafeValue`] a
+    /// parent id that is a document, an array, a regular expression or JavaScript (it would run
+    /// as a query), and a cursor that came back from a client whose key or id is a document
+    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript;
+    /// with [`crate::Error::InvalidArgument`] (`limit`) a limit outside
+    /// `1..=`[`MAX_PAGE_SIZE`].
     pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
     where
         F: DeserializeOwned,
