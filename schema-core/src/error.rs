@@ -155,8 +155,8 @@ pub enum Error {
     Serialization {
         /// What was being (de)serialized: `a \`tickets\` document`, `a bucket entry`.
         what: String,
-        /// The bson crate's error.
-        source: BsonError,
+        /// The bson crate's error (boxed: it keeps `Error` small).
+        source: Box<BsonError>,
     },
     /// The state the call works on kept changing under it: it gave up after `attempts` tries
     /// (retrying later may succeed).
@@ -895,7 +895,7 @@ impl Error {
     pub(crate) fn serialization(what: impl Into<String>, source: impl Into<BsonError>) -> Error {
         Error::Serialization {
             what: what.into(),
-            source: source.into(),
+            source: Box::new(source.into()),
         }
     }
 
