@@ -168,7 +168,7 @@ pub enum Error {
         attempts: u32,
     },
     /// Declared queries that the server does not serve as declared (see
-    /// [`crate::ProofReport::into_result`]), one entry per query.
+    /// [`crate::query::ProofReport::into_result`]), one entry per query.
     #[non_exhaustive]
     NotServed {
         /// `` `collection.query`: why `` for each query.
