@@ -1245,11 +1245,12 @@ async fn migrate_in_order(
     Ok(())
 }
 
+/// The lock lapsed under this attempt: the next attempt takes it again (a retry, so this is
+/// the `last` error of a [`Error::Timeout`] if none succeeds).
 fn lock_lost() -> Error {
-    Error::Timeout {
-        operation: "holding the apply lock".to_owned(),
-        after: LEASE,
-        last: None,
+    Error::LockLost {
+        lock: crate::error::LockKind::Apply,
+        during: "apply's commands".to_owned(),
     }
 }
 
