@@ -181,6 +181,7 @@ async fn a_late_coll_mod_after_the_newer_apply_is_drift_that_the_next_start_up_r
         Err(Error::Downgrade {
             recorded: 2,
             applying: 1,
+            ..
         }) => {}
         other => panic!("version 1 should find version 2 recorded: {other:?}"),
     }
@@ -190,6 +191,7 @@ async fn a_late_coll_mod_after_the_newer_apply_is_drift_that_the_next_start_up_r
     println!("{plan}");
     assert!(plan.version.as_ref().unwrap().is_current(), "{plan}");
     assert!(drifted(&plan.warnings), "{plan}");
+    // display-text: the plan's sentence, read by a person
     assert!(plan.to_string().contains("DRIFT"), "{plan}");
     assert!(
         matches!(&plan.actions[..], [Action::UpdateValidator { .. }]),
@@ -252,6 +254,7 @@ async fn the_newer_holder_reads_again_after_its_last_write_and_writes_over_a_lat
         Err(Error::Downgrade {
             recorded: 2,
             applying: 1,
+            ..
         }) => {}
         other => panic!("version 1 should find version 2 recorded: {other:?}"),
     }

@@ -48,6 +48,7 @@ async fn on_a_replica_set_plan_and_apply_find_nothing_to_shard() {
         plan.sharding[0].state,
         ShardState::NotAShardedCluster(Topology::ReplicaSet)
     );
+    // display-text: the plan's sentence, read by a person
     assert!(plan.to_string().contains(
         "`follows` declares the shard key { \"follower\": 1 }; the database is on a replica set: nothing to shard"
     ));

@@ -102,6 +102,7 @@ fn the_holder_knows_the_copies_and_references_of_its_embedded_values() {
         .build()
         .unwrap_err();
     assert!(
+        // display-text: a SchemaError is its problems in words: the one a person reads names the missing model
         error.to_string().contains("products") || error.to_string().contains("Product"),
         "{error}"
     );

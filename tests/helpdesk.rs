@@ -235,17 +235,21 @@ async fn a_status_change_by_compare_and_set_reports_the_lost_race() {
         update.insert("$set", doc! { "status": status.as_str() });
         update
     };
-    let first = ticket
+    ticket
         .to_ref()
         .compare_and_set(&db, "status", "open", change(Status::Pending))
         .await
-        .unwrap();
+        .expect("the first agent wins");
     let second = ticket
         .to_ref()
         .compare_and_set(&db, "status", "open", change(Status::Closed))
         .await
-        .unwrap();
-    assert!(first && !second, "the second agent learns that it lost");
+        .expect_err("the second agent learns that it lost");
+    assert!(
+        matches!(&second, mongo_schema::Error::ConditionFailed { collection, position: None, .. } if collection == "tickets"),
+        "{second:#?}"
+    );
+    assert!(second.is_condition_failed());
     let stored = Ticket::collection(&db)
         .find_one(doc! { "_id": ticket.id })
         .await

@@ -977,6 +977,7 @@ fn query_operators_beside_json_schema_are_refused_not_passed() {
         doc! { "status": "open" },
     ] {
         let error = LocalValidator::new(&validator).unwrap_err().to_string();
+        // display-text: a SchemaError is its problems in words; this one names mongod's rule
         assert!(error.contains("`$jsonSchema` only"), "{validator}: {error}");
     }
     // the empty validator accepts everything, as a collection without one does
@@ -995,6 +996,7 @@ fn regexes_the_engines_read_differently_are_refused_at_new_and_the_rest_agree() 
             .unwrap_err()
             .to_string();
         assert!(
+            // display-text: a SchemaError is its problems in words; this one says why
             error.contains("cannot be evaluated locally"),
             "{pattern}: {error}"
         );

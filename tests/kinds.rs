@@ -206,6 +206,7 @@ async fn every_kind_is_accepted_read_back_and_indexed_on_its_own() {
         ]
     );
     assert!(
+        // display-text: the audit's table, read by a person
         audit.to_string().contains("kinds: type = \"mention\": 2"),
         "{audit}"
     );

@@ -212,6 +212,7 @@ fn a_validator_mongod_refuses_is_refused_with_mongods_rule() {
     .unwrap_err()
     .to_string();
     assert!(
+        // display-text: a SchemaError is its problems in words; this one names mongod's rule
         error.contains("maxLength") && error.contains("non-negative"),
         "{error}"
     );

@@ -172,7 +172,7 @@ async fn a_failing_step_fails_its_version_and_the_older_version_rolls_back() {
             2,
             "always fails",
             migrate::custom::<unique_email::Account>("refuses", |_cx| {
-                Box::pin(async { Err(Error::Refused("this step always fails".to_owned())) })
+                Box::pin(async { Err(Error::other("this step always fails")) })
             }),
         )
         .build()
@@ -426,6 +426,7 @@ async fn a_duplicate_written_during_the_index_build_is_deduped_again_in_the_same
         "the index was built twice"
     );
     assert!(
+        // display-text: the report's sentence, read by a person
         report.to_string().contains("ran again"),
         "the report says the step ran again: {report}"
     );
@@ -532,4 +533,77 @@ async fn next_batch_walks_every_id_type() {
         "numbers, strings and ObjectIds"
     );
     assert_eq!(report.migrations[0].counts.matched, 30);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
+    let db = seeded("safe_lock_lost", vec![account(1, "a@x", None, true)]).await;
+    let held_at_first = Arc::new(Mutex::new(None));
+    let seen = held_at_first.clone();
+    let v2 = mongo_schema::Schema::new()
+        .model::<unique_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "loses the lock",
+            migrate::custom::<unique_email::Account>("loses the lock", move |cx| {
+                let seen = seen.clone();
+                Box::pin(async move {
+                    // the positive control: the step starts under the lock
+                    *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
+                    // another instance takes the lock over (as after a long pause of this one)
+                    cx.db()
+                        .collection::<BsonDocument>(META_COLLECTION)
+                        .update_one(
+                            doc! { "_id": "schema" },
+                            doc! { "$set": { "locked_by": "another instance" } },
+                        )
+                        .await?;
+                    // apply renews its lease at a third of its length and finds it gone
+                    let started = std::time::Instant::now();
+                    while cx.ensure_lock().is_ok() {
+                        assert!(
+                            started.elapsed() < Duration::from_secs(30),
+                            "the lost lock is never noticed"
+                        );
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    cx.ensure_lock()?;
+                    cx.db()
+                        .collection::<BsonDocument>("accounts")
+                        .update_many(doc! {}, doc! { "$set": { "written": true } })
+                        .await?;
+                    Ok(migrate::StepCounts::default())
+                })
+            }),
+        )
+        .build()
+        .unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
+        .await
+        .expect("apply returns")
+        .unwrap_err();
+    println!("version 2: {failed}");
+    assert_eq!(*held_at_first.lock().unwrap(), Some(true));
+    let Error::Migration { source: lost, .. } = &failed else {
+        panic!("expected the step's failure, got {failed:#?}")
+    };
+    assert!(
+        matches!(
+            lost.as_ref(),
+            Error::LockLost {
+                lock: mongo_schema::error::LockKind::Apply,
+                ..
+            }
+        ),
+        "{failed:#?}"
+    );
+    // nothing after the check was written
+    assert_eq!(
+        db.collection::<BsonDocument>("accounts")
+            .count_documents(doc! { "written": true })
+            .await
+            .unwrap(),
+        0
+    );
 }

@@ -195,9 +195,11 @@ async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_wri
     let second = loan(&library, 2_000);
     let error = lend(&library, &second).await.unwrap_err();
     assert!(
-        matches!(&error, Error::Refused(m) if m.contains("write 3 of 3, `update_one books`, must match") && m.contains("nothing was written")),
-        "{error}"
+        matches!(&error, Error::ConditionFailed { collection, label, position: Some(p), .. }
+            if collection == "books" && label == "update_one books" && (p.number, p.of) == (3, 3)),
+        "{error:#?}"
     );
+    assert!(error.is_condition_failed() && !error.is_transient());
     let (member, book, loans) = state(&library).await;
     assert_eq!(member.active_count, 1, "the count was not incremented");
     assert_eq!(
@@ -340,10 +342,45 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .run()
         .await
         .unwrap_err();
+    let in_transaction = match &lost {
+        Error::ConditionFailed {
+            collection,
+            label,
+            position: Some(p),
+            ..
+        } if collection == "books" && (p.number, p.of) == (3, 3) => label.clone(),
+        other => panic!("expected a lost condition at write 3 of 3, got {other:#?}"),
+    };
+    assert_eq!(in_transaction, "compare_and_set books.copies_available");
+    // the same race lost standalone reads the same: the same variant and label, no position
+    let alone = library
+        .book
+        .to_ref()
+        .compare_and_set(
+            &library.db,
+            "copies_available",
+            5,
+            doc! { "$set": { "copies_available": 4 } },
+        )
+        .await
+        .unwrap_err();
     assert!(
-        matches!(&lost, Error::Refused(m) if m.contains("compare_and_set books.copies_available")),
-        "{lost}"
+        matches!(&alone, Error::ConditionFailed { collection, label, position: None, .. }
+            if collection == "books" && *label == in_transaction),
+        "{alone:#?}"
     );
+    // the control of both: with the value it holds, the same compare-and-set wins
+    library
+        .book
+        .to_ref()
+        .compare_and_set(
+            &library.db,
+            "copies_available",
+            1,
+            doc! { "$set": { "copies_available": 1 } },
+        )
+        .await
+        .expect("the expected value holds: won");
     let stored = Loan::collection(&library.db)
         .find_one(doc! {})
         .await
@@ -387,7 +424,10 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .run()
         .await
         .unwrap_err();
-    assert!(matches!(hostile, Error::Refused(_)), "{hostile}");
+    assert!(
+        matches!(&hostile, Error::UnsafeValue { what, .. } if what == "the expected value"),
+        "{hostile:#?}"
+    );
     assert!(
         library.log.names().is_empty(),
         "nothing sent: {:?}",

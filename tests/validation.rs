@@ -185,6 +185,147 @@ async fn insert_many_reports_which_document_failed() {
 }
 
 #[tokio::test]
+async fn insert_many_keeps_every_write_error_of_the_batch_and_the_drivers_error() {
+    let db = applied_db("validation_batch").await;
+    let mut long_team = ticket();
+    long_team.team = "x".repeat(41);
+    let mut high = ticket();
+    high.priority = 9;
+    let mut many_tags = ticket();
+    many_tags.tags = vec!["a".into(), "b".into(), "c".into(), "d".into()];
+    let batch = [ticket(), long_team, high, ticket(), many_tags];
+    let error = Ticket::collection(&db)
+        .insert_many(&batch)
+        .ordered(false)
+        .await
+        .in_collection("tickets")
+        .unwrap_err();
+    let Error::Validation(validation) = &error else {
+        panic!("expected a validation error, got {error:#?}")
+    };
+    // every write error, with its index, not only the first
+    let at: Vec<(usize, i32)> = validation.batch.iter().map(|f| (f.index, f.code)).collect();
+    assert_eq!(at, [(1, 121), (2, 121), (4, 121)], "{error}");
+    let paths: Vec<Vec<&str>> = validation
+        .batch
+        .iter()
+        .map(|f| f.failures.iter().map(|r| r.path.as_str()).collect())
+        .collect();
+    assert_eq!(paths, [vec!["team"], vec!["priority"], vec!["tags"]]);
+    assert_eq!(
+        validation.batch[1].document_id,
+        Some(Bson::ObjectId(batch[2].id))
+    );
+    assert_eq!(validation.rejected().count(), 3);
+    // the first is described in the error's own fields, as before
+    assert_eq!(validation.index, Some(1));
+    assert_eq!(rules(&error), [("team".to_owned(), "maxLength".to_owned())]);
+    // the driver's error is kept: its kind, its code, and `source()` reaches it
+    let driver = validation.driver().expect("the driver's error");
+    assert!(
+        matches!(
+            driver.kind.as_ref(),
+            mongodb::error::ErrorKind::InsertMany(_)
+        ),
+        "{driver:?}"
+    );
+    assert!(std::ptr::eq(error.as_driver().unwrap(), driver));
+    assert_eq!(error.code(), Some(121));
+    let source = std::error::Error::source(validation.as_ref()).expect("a source");
+    assert!(source.downcast_ref::<mongodb::error::Error>().is_some());
+    // the control: the two valid tickets of the unordered batch were written
+    assert_eq!(
+        Ticket::collection(&db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        2
+    );
+    // a single rejected insert keeps its driver error too, with no batch
+    let mut bad = ticket();
+    bad.priority = -1;
+    let single = Ticket::collection(&db)
+        .insert_one(&bad)
+        .await
+        .in_collection("tickets")
+        .unwrap_err();
+    let validation = single.as_validation().expect("a validation error");
+    assert!(validation.batch.is_empty() && validation.index.is_none());
+    assert!(matches!(
+        validation.driver().map(|d| d.kind.as_ref()),
+        Some(mongodb::error::ErrorKind::Write(
+            mongodb::error::WriteFailure::WriteError(w)
+        )) if w.code == 121
+    ));
+}
+
+/// A counter whose value may not fit the int64 BSON stores: `u64::MAX` does not serialize.
+#[derive(Document, Serialize, Deserialize, Clone, Debug)]
+#[collection(name = "counters")]
+pub struct Counter {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub value: u64,
+}
+
+#[tokio::test]
+async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_error() {
+    let db = mongo_schema_testkit::database("validation_unserializable").await;
+    let schema = Schema::new().model::<Counter>().build().unwrap();
+    schema.apply(&db).await.unwrap();
+    let fits = Counter { id: 1, value: 7 };
+    let too_big = Counter {
+        id: 2,
+        value: u64::MAX,
+    };
+    let is_bson_ser = |error: &Error| {
+        matches!(error, Error::Serialization { .. })
+            && std::error::Error::source(error)
+                .and_then(|s| s.downcast_ref::<mongo_schema::bson::ser::Error>())
+                .is_some()
+    };
+    // the local check, the library's transaction and the driver's own insert: one variant
+    let checked = Counter::check(&too_big).unwrap_err();
+    assert!(is_bson_ser(&checked), "{checked:#?}");
+    let in_transaction = schema
+        .transaction(&db)
+        .insert_one(&too_big)
+        .run()
+        .await
+        .unwrap_err();
+    assert!(is_bson_ser(&in_transaction), "{in_transaction:#?}");
+    let inserted = Counter::collection(&db)
+        .insert_one(&too_big)
+        .await
+        .in_collection(Counter::COLLECTION)
+        .unwrap_err();
+    assert!(is_bson_ser(&inserted), "{inserted:#?}");
+    // the control: a value that fits is checked, written and read back
+    Counter::check(&fits).unwrap();
+    schema
+        .transaction(&db)
+        .insert_one(&fits)
+        .run()
+        .await
+        .unwrap();
+    let ids: Vec<i64> = Counter::collection(&db)
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(
+        ids,
+        [1],
+        "nothing of the value that does not serialize was written"
+    );
+}
+
+#[tokio::test]
 async fn other_errors_stay_driver_errors() {
     let db = applied_db("validation_other").await;
     let t = ticket();

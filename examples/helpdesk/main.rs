@@ -249,9 +249,15 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
                 "$set",
                 doc! { "status": "pending", "updatedAt": DateTime::now() },
             );
-            let won = ticket
+            // a lost race is `Error::ConditionFailed`, the same as inside a transaction
+            let won = match ticket
                 .compare_and_set(&db, "status", after.status.as_str(), update)
-                .await?;
+                .await
+            {
+                Ok(()) => true,
+                Err(lost) if lost.is_condition_failed() => false,
+                Err(other) => return Err(other),
+            };
             Ok::<_, mongo_schema::Error>((who, won))
         })
     });

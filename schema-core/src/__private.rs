@@ -602,9 +602,12 @@ native! {
 
 /// The error of a declared query's `$in` argument longer than its `max`.
 pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {
-    crate::Error::Refused(format!(
-        "{len} values for `{path}` in a declared query whose `any_of({path}, max = {max})` takes at most {max}: the index fit (SORT_MERGE of at most 200 scans) was computed for {max}"
-    ))
+    // the index fit (SORT_MERGE of at most 200 scans) was computed for `max` values
+    crate::Error::BoundExceeded {
+        path: path.to_owned(),
+        max: max as u64,
+        attempted: len as u64,
+    }
 }
 
 /// Compile-time check of an index key, a sort or a range: the field's stored form orders like

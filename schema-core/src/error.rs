@@ -1,4 +1,5 @@
-//! The error type of the runtime.
+//! The error type of the runtime, [`Error`], and the small types its variants carry (which
+//! step of a transaction, which lock, why a worker stopped, ...).
 
 use std::fmt;
 use std::time::Duration;
@@ -10,17 +11,31 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What can go wrong at run time.
 ///
+/// Every failure a service may want to act on has its own variant, matched by pattern (never by
+/// its text): a lost race ([`Error::ConditionFailed`], standalone or inside a transaction), a
+/// bound ([`Error::BoundExceeded`]), a client value that would run as a query
+/// ([`Error::UnsafeValue`]), a bad argument ([`Error::InvalidArgument`]), a lost lock
+/// ([`Error::LockLost`]), a value that does not (de)serialize ([`Error::Serialization`]), a
+/// stopped sync worker ([`Error::Worker`] with its [`WorkerStop`]). Struct-like variants are
+/// `#[non_exhaustive]`: match them with `{ field, .. }`. [`Error::is_duplicate_key`],
+/// [`Error::is_transient`] and [`Error::is_condition_failed`] answer the common questions.
+///
 /// `Debug` shows the same sentence as `Display` (as `anyhow` does), so that
 /// `fn main() -> Result<(), mongo_schema::Error>` and `unwrap()` print what went wrong rather
 /// than a struct; `{:#?}` shows the structure.
 #[derive(Clone)]
 #[non_exhaustive]
 pub enum Error {
-    /// A write was rejected by the collection's validator (code 121).
+    /// A write was rejected by the collection's validator (code 121): every field and rule that
+    /// failed, the driver's error with its labels
+    /// ([`ValidationError::driver`](crate::ValidationError::driver)) and, for `insert_many` and
+    /// bulk writes, every write error of the batch with its index
+    /// ([`ValidationError::batch`](crate::ValidationError::batch)).
     Validation(Box<ValidationError>),
     /// The set of models is inconsistent (see [`crate::Schema::new`]).
     Schema(SchemaError),
     /// A command of `apply` failed; nothing after it was attempted.
+    #[non_exhaustive]
     Apply {
         /// What `apply` was doing.
         action: String,
@@ -48,6 +63,7 @@ pub enum Error {
     /// An operation gave up at its deadline: a transaction whose attempts did not commit in
     /// time (see [`crate::SchemaBuilder::transaction_deadline`]), or a sync worker that did not
     /// become ready (see [`crate::SyncWorker::ready_timeout`]).
+    #[non_exhaustive]
     Timeout {
         /// What was given up.
         operation: String,
@@ -59,27 +75,126 @@ pub enum Error {
     /// A transaction's `commitTransaction` was sent and whether it committed is unknown: the
     /// commit was cut at the transaction's deadline while in flight, or it failed with
     /// `UnknownTransactionCommitResult` (a network error or a write concern not satisfied) after
-    /// the driver's own retry. The transaction may have committed. Never classed transient and
-    /// never retried by the library: a retry of a write that is not idempotent (`$inc`, `$push`)
-    /// could apply it twice. Read the documents back to learn whether the write landed (or make
-    /// it idempotent, e.g. `$set` of values computed before, and retry it).
+    /// the driver's own retry ([`CommitUnknownCause`]). The transaction may have committed.
+    /// Never classed transient and never retried by the library: a retry of a write that is not
+    /// idempotent (`$inc`, `$push`) could apply it twice. Read the documents back to learn
+    /// whether the write landed (or make it idempotent, e.g. `$set` of values computed before,
+    /// and retry it).
+    #[non_exhaustive]
     CommitUnknown {
         /// What was being committed (`"transaction"`).
         operation: String,
-        /// Why the outcome is unknown, in words.
-        reason: String,
-        /// The commit's error, if it failed rather than being cut at the deadline.
+        /// Why the outcome is unknown.
+        cause: CommitUnknownCause,
+        /// The commit's error, if it failed rather than being cut at the deadline (for a cut,
+        /// the last error of an earlier attempt, if any).
         last: Option<Box<Error>>,
     },
-    /// The call was refused before anything was written, because carrying it out would break a
-    /// bound or a rule of the schema (for example a push of more items than an array's `max`).
-    Refused(String),
-    /// The sync worker ended on an error that retrying cannot fix (authentication, change
-    /// streams unsupported, a configuration the server refuses), or panicked.
-    Worker(String),
+    /// A write's condition did not hold, so nothing was written: a compare-and-set whose field
+    /// no longer held the expected value (another writer won the race), or a write marked
+    /// [`must_match`](crate::Transaction::must_match) whose filter matched nothing. The same
+    /// variant whether the write ran alone ([`crate::Ref::compare_and_set`], `position` `None`)
+    /// or inside [`crate::Schema::transaction`] (the whole transaction was aborted; `position`
+    /// says which write). Reload and decide again.
+    #[non_exhaustive]
+    ConditionFailed {
+        /// The collection the write was for.
+        collection: String,
+        /// What the write was: `compare_and_set books.copies_available`, `update_one books`.
+        label: String,
+        /// Where the write stood in its transaction; `None` for a standalone call.
+        position: Option<StepPosition>,
+    },
+    /// The call would put more into a bounded place than it holds, and was refused before
+    /// anything was written: a push of more items than an array's `max` (without `cap`), more
+    /// values for a declared query's `any_of` than its `max`.
+    #[non_exhaustive]
+    BoundExceeded {
+        /// The bounded place: `collection.path` of an array, the path of a query's argument.
+        path: String,
+        /// The most it holds.
+        max: u64,
+        /// What the call tried to put there.
+        attempted: u64,
+    },
+    /// A value that came from a client would run as a query instead of being compared as a
+    /// value (an id that is an operator document or an array, a cursor holding a regular
+    /// expression), and was refused before anything was sent.
+    #[non_exhaustive]
+    UnsafeValue {
+        /// Which value: `the parent id of a page`, `the expected value`, `the page cursor`.
+        what: String,
+        /// Where inside it the unsafe part is (`$ne`, `key.$gt`); empty for the value itself.
+        path: String,
+        /// What was found there.
+        found: UnsafeKind,
+    },
+    /// An argument of the call cannot be carried out as given, and was refused before anything
+    /// was sent: a page size outside `1..=MAX_PAGE_SIZE`, a bucket entry without its key, an
+    /// extra update that writes a bounded array, a compare-and-set on `_id`, a version that does
+    /// not fit the record.
+    #[non_exhaustive]
+    InvalidArgument {
+        /// The argument (or the part of it) that was refused: `limit`, `entry.at`, `field`.
+        argument: String,
+        /// Why, in words.
+        reason: String,
+    },
+    /// The lock the work ran under was lost (another instance may be doing the same work), and
+    /// the work stopped before its next write.
+    #[non_exhaustive]
+    LockLost {
+        /// Which lock.
+        lock: LockKind,
+        /// What was stopped (`a migration step`, `writing the schema's commands`).
+        during: String,
+    },
+    /// A value could not be turned into BSON, or BSON into a value; nothing was sent. The bson
+    /// crate's error is kept as `source`.
+    #[non_exhaustive]
+    Serialization {
+        /// What was being (de)serialized: `a \`tickets\` document`, `a bucket entry`.
+        what: String,
+        /// The bson crate's error (boxed: it keeps `Error` small).
+        source: Box<BsonError>,
+    },
+    /// The state the call works on kept changing under it: it gave up after `attempts` tries
+    /// (retrying later may succeed).
+    #[non_exhaustive]
+    Contended {
+        /// What gave up.
+        operation: String,
+        /// How many times it read the state again.
+        attempts: u32,
+    },
+    /// Declared queries that the server does not serve as declared (see
+    /// [`crate::query::ProofReport::into_result`]), one entry per query.
+    #[non_exhaustive]
+    NotServed {
+        /// `` `collection.query`: why `` for each query.
+        queries: Vec<String>,
+    },
+    /// The sync worker stopped: its lease was taken over, change streams are not supported,
+    /// authentication failed, the server refuses its configuration, or it panicked. `kind`
+    /// says which; the error underneath is kept as `source` when there is one.
+    #[non_exhaustive]
+    Worker {
+        /// Why the worker stopped.
+        kind: WorkerStop,
+        /// More about it in words (the panic's message), empty when `kind` says it all.
+        detail: String,
+        /// The error that stopped it, if any.
+        source: Option<Box<Error>>,
+    },
+    /// An error of the service's own code run by the library (a custom migration step, see
+    /// [`crate::migrate::custom`]), made with [`Error::other`]. Transparent: its `Display` and
+    /// `source` are the inner error's; [`Error::as_other`] gives the inner error to downcast.
+    /// Never classed transient.
+    Other(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
     /// `apply` of an older schema version than the one recorded in the database (see
     /// [`crate::SchemaBuilder::version`]); nothing was written. Deploy the recorded version or a
     /// later one, or apply with `allow_downgrade(true)`.
+    #[non_exhaustive]
     Downgrade {
         /// The version recorded in the database.
         recorded: u64,
@@ -89,6 +204,7 @@ pub enum Error {
     /// A migration step failed (see [`crate::SchemaBuilder::migration`]): its record in
     /// [`crate::migrate::MIGRATIONS_COLLECTION`] says `failed` with the error, and the next
     /// `apply` runs it again from its checkpoint.
+    #[non_exhaustive]
     Migration {
         /// The step's version.
         version: u64,
@@ -97,6 +213,215 @@ pub enum Error {
         /// What went wrong.
         source: Box<Error>,
     },
+}
+
+/// Where a write stood in a [`crate::Transaction`]: its number (from 1) among the transaction's
+/// writes (a subset's add is two writes: the child, then its parent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct StepPosition {
+    /// The write's number, from 1.
+    pub number: usize,
+    /// How many writes the transaction had.
+    pub of: usize,
+}
+
+impl StepPosition {
+    /// Write `number` (from 1) of `of`.
+    pub fn new(number: usize, of: usize) -> Self {
+        StepPosition { number, of }
+    }
+}
+
+impl fmt::Display for StepPosition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "write {} of {}", self.number, self.of)
+    }
+}
+
+/// Why the outcome of a commit is unknown ([`Error::CommitUnknown`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CommitUnknownCause {
+    /// The commit was in flight when the transaction's deadline cut it.
+    Deadline {
+        /// The deadline.
+        after: Duration,
+    },
+    /// The commit failed with `UnknownTransactionCommitResult` (a network error, a write
+    /// concern not satisfied) after the driver's own retry.
+    UnknownCommitResult,
+}
+
+impl fmt::Display for CommitUnknownCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommitUnknownCause::Deadline { after } => write!(
+                f,
+                "cut at the transaction deadline of {after:?} while the commit was in flight"
+            ),
+            CommitUnknownCause::UnknownCommitResult => {
+                f.write_str("the commit failed after the driver's retry")
+            }
+        }
+    }
+}
+
+/// What made a client value unsafe ([`Error::UnsafeValue`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnsafeKind {
+    /// A document key starting with `$` (the key, `$ne`).
+    Operator(String),
+    /// An array where an id belongs (it would match any of its elements).
+    Array,
+    /// A regular expression (it would match every string it matches).
+    RegularExpression,
+    /// JavaScript.
+    JavaScript,
+}
+
+impl fmt::Display for UnsafeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnsafeKind::Operator(key) => write!(f, "the operator `{key}`"),
+            UnsafeKind::Array => f.write_str("an array"),
+            UnsafeKind::RegularExpression => f.write_str("a regular expression"),
+            UnsafeKind::JavaScript => f.write_str("JavaScript"),
+        }
+    }
+}
+
+/// Which lock was lost ([`Error::LockLost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// The lock `apply` takes on the schema's version record, under which its commands and the
+    /// migration steps run.
+    Apply,
+    /// A sync worker's lease.
+    Lease,
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockKind::Apply => "apply's lock",
+            LockKind::Lease => "the sync worker's lease",
+        })
+    }
+}
+
+/// Why a sync worker stopped ([`Error::Worker`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WorkerStop {
+    /// Its lease was taken over by another worker of its name: its fenced writes were refused
+    /// (nothing was written after the takeover).
+    FencedOff,
+    /// The server does not support change streams (a standalone server, a stage it does not
+    /// know).
+    ChangeStreamsUnsupported,
+    /// Authentication failed or the user is not authorised.
+    Unauthorized,
+    /// The server refuses the worker's configuration or commands (an invalid option or
+    /// namespace, a command it does not support).
+    Refused,
+    /// It panicked.
+    Panicked,
+    /// It ended before it was ready, for no error it kept.
+    Ended,
+    /// Another error that retrying cannot cure (see `source`).
+    Other,
+}
+
+impl WorkerStop {
+    /// The kind of a permanent error that ended a worker.
+    pub(crate) fn of(error: &Error) -> WorkerStop {
+        use mongodb::error::ErrorKind;
+        if let Error::Worker { kind, .. } = error {
+            return *kind;
+        }
+        let Some(driver) = error.as_driver() else {
+            return WorkerStop::Other;
+        };
+        if matches!(driver.kind.as_ref(), ErrorKind::Authentication { .. }) {
+            return WorkerStop::Unauthorized;
+        }
+        if matches!(driver.kind.as_ref(), ErrorKind::SessionsNotSupported) {
+            return WorkerStop::ChangeStreamsUnsupported;
+        }
+        match server_code(driver) {
+            Some(13 | 18) => WorkerStop::Unauthorized,
+            Some(40573 | 40324) => WorkerStop::ChangeStreamsUnsupported,
+            Some(20 | 59 | 115 | 72 | 40415 | 73) => WorkerStop::Refused,
+            _ => WorkerStop::Other,
+        }
+    }
+}
+
+impl fmt::Display for WorkerStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WorkerStop::FencedOff => {
+                "a fenced write was refused: the sync worker's lease was taken over"
+            }
+            WorkerStop::ChangeStreamsUnsupported => "the server does not support change streams",
+            WorkerStop::Unauthorized => "authentication failed or the user is not authorised",
+            WorkerStop::Refused => "the server refuses the worker's configuration",
+            WorkerStop::Panicked => "the sync worker panicked",
+            WorkerStop::Ended => "the worker ended before it was ready",
+            WorkerStop::Other => "an error that retrying cannot cure",
+        })
+    }
+}
+
+/// The bson crate's error of a value that could not be (de)serialized ([`Error::Serialization`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum BsonError {
+    /// A Rust value could not be turned into BSON.
+    Serialize(mongodb::bson::ser::Error),
+    /// BSON could not be turned into the Rust value.
+    Deserialize(mongodb::bson::de::Error),
+}
+
+impl fmt::Display for BsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BsonError::Serialize(e) => e.fmt(f),
+            BsonError::Deserialize(e) => e.fmt(f),
+        }
+    }
+}
+
+impl BsonError {
+    /// The bson crate's error itself.
+    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        match self {
+            BsonError::Serialize(e) => e,
+            BsonError::Deserialize(e) => e,
+        }
+    }
+}
+
+/// Transparent: `Display` and `source` are the bson crate's error's own.
+impl std::error::Error for BsonError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner().source()
+    }
+}
+
+impl From<mongodb::bson::ser::Error> for BsonError {
+    fn from(error: mongodb::bson::ser::Error) -> Self {
+        BsonError::Serialize(error)
+    }
+}
+
+impl From<mongodb::bson::de::Error> for BsonError {
+    fn from(error: mongodb::bson::de::Error) -> Self {
+        BsonError::Deserialize(error)
+    }
 }
 
 impl Error {
@@ -108,10 +433,12 @@ impl Error {
         }
     }
 
-    /// The driver error underneath, if any (for a [`Error::Timeout`] or an
-    /// [`Error::CommitUnknown`], its last error's).
+    /// The driver error underneath, if any (for a [`Error::Timeout`], an
+    /// [`Error::CommitUnknown`] or an [`Error::Worker`], its last error's; for a validation
+    /// failure the server reported, the driver's error it came in).
     pub fn as_driver(&self) -> Option<&mongodb::error::Error> {
         match self {
+            Error::Validation(v) => v.driver(),
             Error::Duplicate { source, .. } => Some(source.as_ref()),
             Error::Driver(e) | Error::Apply { source: e, .. } => Some(e),
             Error::Timeout {
@@ -119,6 +446,9 @@ impl Error {
             }
             | Error::CommitUnknown {
                 last: Some(last), ..
+            }
+            | Error::Worker {
+                source: Some(last), ..
             } => last.as_driver(),
             _ => None,
         }
@@ -136,16 +466,38 @@ impl Error {
         matches!(self, Error::Duplicate { .. })
     }
 
+    /// An [`Error::Other`] of the service's own error (as `std::io::Error::other`): a custom
+    /// migration step fails with `Err(Error::other("the export is not ready"))`.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Error {
+        Error::Other(std::sync::Arc::from(error.into()))
+    }
+
+    /// The service's own error inside an [`Error::Other`], to downcast.
+    pub fn as_other(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            Error::Other(inner) => Some(inner.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Whether a write's condition did not hold ([`Error::ConditionFailed`]): a lost
+    /// compare-and-set or a `must_match` write that matched nothing, alone or in a
+    /// transaction. Reload and decide again.
+    pub fn is_condition_failed(&self) -> bool {
+        matches!(self, Error::ConditionFailed { .. })
+    }
+
     /// Whether the same call, retried later, may succeed: the server or the driver labelled
     /// the error `TransientTransactionError` or `RetryableWriteError`, the network or server
     /// selection failed, the server answered with a code it gives while it recovers (a
     /// primary stepping down, a write conflict, ...), or an operation gave up at its deadline
-    /// ([`Error::Timeout`]). A validation failure, a duplicate key, a refusal, an invalid
-    /// schema and a commit whose outcome is unknown ([`Error::CommitUnknown`]: it may have
-    /// landed) are not; nor is a driver error this list does not name.
+    /// ([`Error::Timeout`]), or the state it works on kept changing ([`Error::Contended`]). A
+    /// validation failure, a duplicate key, a lost condition, a refusal of an argument or a
+    /// value, an invalid schema and a commit whose outcome is unknown ([`Error::CommitUnknown`]:
+    /// it may have landed) are not; nor is a driver error this list does not name.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Timeout { .. } => true,
+            Error::Timeout { .. } | Error::Contended { .. } => true,
             Error::Migration { source, .. } => source.is_transient(),
             Error::Driver(e) | Error::Apply { source: e, .. } => known_transient(e),
             _ => false,
@@ -199,16 +551,78 @@ impl fmt::Debug for Error {
                 .finish(),
             Error::CommitUnknown {
                 operation,
-                reason,
+                cause,
                 last,
             } => f
                 .debug_struct("CommitUnknown")
                 .field("operation", operation)
-                .field("reason", reason)
+                .field("cause", cause)
                 .field("last", last)
                 .finish(),
-            Error::Refused(reason) => f.debug_tuple("Refused").field(reason).finish(),
-            Error::Worker(reason) => f.debug_tuple("Worker").field(reason).finish(),
+            Error::ConditionFailed {
+                collection,
+                label,
+                position,
+            } => f
+                .debug_struct("ConditionFailed")
+                .field("collection", collection)
+                .field("label", label)
+                .field("position", position)
+                .finish(),
+            Error::BoundExceeded {
+                path,
+                max,
+                attempted,
+            } => f
+                .debug_struct("BoundExceeded")
+                .field("path", path)
+                .field("max", max)
+                .field("attempted", attempted)
+                .finish(),
+            Error::UnsafeValue { what, path, found } => f
+                .debug_struct("UnsafeValue")
+                .field("what", what)
+                .field("path", path)
+                .field("found", found)
+                .finish(),
+            Error::InvalidArgument { argument, reason } => f
+                .debug_struct("InvalidArgument")
+                .field("argument", argument)
+                .field("reason", reason)
+                .finish(),
+            Error::LockLost { lock, during } => f
+                .debug_struct("LockLost")
+                .field("lock", lock)
+                .field("during", during)
+                .finish(),
+            Error::Serialization { what, source } => f
+                .debug_struct("Serialization")
+                .field("what", what)
+                .field("source", source)
+                .finish(),
+            Error::Contended {
+                operation,
+                attempts,
+            } => f
+                .debug_struct("Contended")
+                .field("operation", operation)
+                .field("attempts", attempts)
+                .finish(),
+            Error::NotServed { queries } => f
+                .debug_struct("NotServed")
+                .field("queries", queries)
+                .finish(),
+            Error::Worker {
+                kind,
+                detail,
+                source,
+            } => f
+                .debug_struct("Worker")
+                .field("kind", kind)
+                .field("detail", detail)
+                .field("source", source)
+                .finish(),
+            Error::Other(inner) => f.debug_tuple("Other").field(inner).finish(),
             Error::Downgrade { recorded, applying } => f
                 .debug_struct("Downgrade")
                 .field("recorded", recorded)
@@ -265,20 +679,84 @@ impl fmt::Display for Error {
             }
             Error::CommitUnknown {
                 operation,
-                reason,
+                cause,
                 last,
             } => {
                 write!(
                     f,
-                    "the outcome of the {operation}'s commit is unknown ({reason}): it may have committed; read back before retrying a write that is not idempotent"
+                    "the outcome of the {operation}'s commit is unknown ({cause}): it may have committed; read back before retrying a write that is not idempotent"
                 )?;
                 match last {
                     Some(last) => write!(f, "; last error: {last}"),
                     None => Ok(()),
                 }
             }
-            Error::Refused(reason) => write!(f, "refused: {reason}"),
-            Error::Worker(reason) => write!(f, "sync worker stopped: {reason}"),
+            Error::ConditionFailed {
+                collection,
+                label,
+                position: Some(position),
+            } => write!(
+                f,
+                "refused: {position}, `{label}`, must match a document of `{collection}` and matched none: the transaction was aborted and nothing was written"
+            ),
+            Error::ConditionFailed {
+                collection,
+                label,
+                position: None,
+            } => write!(
+                f,
+                "`{label}` matched no document of `{collection}` (another writer changed it first, or it is gone): nothing was written"
+            ),
+            Error::BoundExceeded {
+                path,
+                max,
+                attempted,
+            } => write!(
+                f,
+                "refused: {attempted} items for `{path}`, which holds at most {max}"
+            ),
+            Error::UnsafeValue { what, path, found } => {
+                write!(f, "refused: {what} holds {found}")?;
+                if !path.is_empty() {
+                    write!(f, " at `{path}`")?;
+                }
+                f.write_str(", which a filter would run as a query instead of matching as a value")
+            }
+            Error::InvalidArgument { argument, reason } => {
+                write!(f, "refused: `{argument}`: {reason}")
+            }
+            Error::LockLost { lock, during } => write!(
+                f,
+                "{lock} was lost during {during} (another instance may hold it): stopped before writing"
+            ),
+            Error::Serialization { what, source } => {
+                write!(f, "{what} cannot be serialized: {source}")
+            }
+            Error::Contended {
+                operation,
+                attempts,
+            } => write!(
+                f,
+                "{operation} gave up: the state it works on kept changing ({attempts} re-reads)"
+            ),
+            Error::NotServed { queries } => {
+                write!(f, "queries not served as declared: {}", queries.join("; "))
+            }
+            Error::Worker {
+                kind,
+                detail,
+                source,
+            } => {
+                write!(f, "sync worker stopped: {kind}")?;
+                if !detail.is_empty() {
+                    write!(f, ": {detail}")?;
+                }
+                match source {
+                    Some(source) => write!(f, ": {source}"),
+                    None => Ok(()),
+                }
+            }
+            Error::Other(inner) => inner.fmt(f),
             Error::Downgrade { recorded, applying } => write!(
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
@@ -336,17 +814,37 @@ impl std::error::Error for Error {
             Error::Schema(e) => Some(e),
             Error::Apply { source, .. } | Error::Driver(source) => Some(source),
             Error::Duplicate { source, .. } => Some(source.as_ref()),
-            Error::Timeout { last, .. } | Error::CommitUnknown { last, .. } => {
-                last.as_deref().map(|e| e as _)
-            }
+            Error::Timeout { last, .. }
+            | Error::CommitUnknown { last, .. }
+            | Error::Worker { source: last, .. } => last.as_deref().map(|e| e as _),
             Error::Migration { source, .. } => Some(source.as_ref()),
-            Error::Refused(_) | Error::Worker(_) | Error::Downgrade { .. } => None,
+            Error::Serialization { source, .. } => Some(source.inner()),
+            Error::Other(inner) => inner.source(),
+            Error::ConditionFailed { .. }
+            | Error::BoundExceeded { .. }
+            | Error::UnsafeValue { .. }
+            | Error::InvalidArgument { .. }
+            | Error::LockLost { .. }
+            | Error::Contended { .. }
+            | Error::NotServed { .. }
+            | Error::Downgrade { .. } => None,
         }
     }
 }
 
 impl From<mongodb::error::Error> for Error {
+    /// A validation failure (code 121) becomes [`Error::Validation`] (keeping the driver's
+    /// error), a duplicate key [`Error::Duplicate`], a value the driver could not (de)serialize
+    /// [`Error::Serialization`], anything else [`Error::Driver`].
     fn from(error: mongodb::error::Error) -> Self {
+        use mongodb::error::ErrorKind;
+        match error.kind.as_ref() {
+            ErrorKind::BsonSerialization(e) => return Error::serialization("a value", e.clone()),
+            ErrorKind::BsonDeserialization(e) => {
+                return Error::serialization("a document read", e.clone())
+            }
+            _ => {}
+        }
         if let Some(validation) = ValidationError::from_driver(&error) {
             return Error::Validation(Box::new(validation));
         }
@@ -367,6 +865,7 @@ impl From<mongodb::error::Error> for Error {
 /// The collection, index and key of mongod's E11000 message:
 /// `E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: "a" }`.
 fn duplicate_parts(message: &str) -> (String, String, String) {
+    // display-text: reads the fields of the server's E11000 sentence, which it sends no other way
     let after = |label: &str| message.find(label).map(|at| &message[at + label.len()..]);
     let collection = after("collection: ")
         .and_then(|rest| rest.split_whitespace().next())
@@ -377,6 +876,60 @@ fn duplicate_parts(message: &str) -> (String, String, String) {
         .unwrap_or_default();
     let key = after("dup key: ").map(str::trim).unwrap_or_default();
     (collection.to_owned(), index.to_owned(), key.to_owned())
+}
+
+impl From<mongodb::bson::ser::Error> for Error {
+    fn from(error: mongodb::bson::ser::Error) -> Self {
+        Error::serialization("a value", error)
+    }
+}
+
+impl From<mongodb::bson::de::Error> for Error {
+    fn from(error: mongodb::bson::de::Error) -> Self {
+        Error::serialization("a document read", error)
+    }
+}
+
+impl Error {
+    /// [`Error::Serialization`] of `what`.
+    pub(crate) fn serialization(what: impl Into<String>, source: impl Into<BsonError>) -> Error {
+        Error::Serialization {
+            what: what.into(),
+            source: Box::new(source.into()),
+        }
+    }
+
+    /// [`Error::InvalidArgument`].
+    pub(crate) fn invalid_argument(
+        argument: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Error {
+        Error::InvalidArgument {
+            argument: argument.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// [`Error::Worker`] of `kind`, with nothing underneath.
+    pub(crate) fn worker(kind: WorkerStop, detail: impl Into<String>) -> Error {
+        Error::Worker {
+            kind,
+            detail: detail.into(),
+            source: None,
+        }
+    }
+
+    /// The error a worker ends with when `error` (which retrying cannot cure) stopped it.
+    pub(crate) fn worker_stopped_by(error: Error) -> Error {
+        if matches!(error, Error::Worker { .. }) {
+            return error;
+        }
+        Error::Worker {
+            kind: WorkerStop::of(&error),
+            detail: String::new(),
+            source: Some(Box::new(error)),
+        }
+    }
 }
 
 impl From<ValidationError> for Error {
@@ -422,6 +975,33 @@ impl<T> ResultExt<T> for std::result::Result<T, mongodb::error::Error> {
             other => other,
         })
     }
+}
+
+/// The `writeErrors` of the reply to a write command sent with `run_command` (`update`,
+/// `insert`, `delete`), as the driver reports a bulk write's: each with its index, a
+/// validation failure [`Error::Validation`] holding the whole batch, named after `collection`.
+pub(crate) fn from_write_errors(collection: &str, errors: &[mongodb::bson::Bson]) -> Error {
+    let mut bulk = mongodb::error::BulkWriteError::default();
+    for (position, error) in errors
+        .iter()
+        .filter_map(mongodb::bson::Bson::as_document)
+        .enumerate()
+    {
+        let index = match error.get("index") {
+            Some(mongodb::bson::Bson::Int32(i)) => *i as usize,
+            Some(mongodb::bson::Bson::Int64(i)) => *i as usize,
+            _ => position,
+        };
+        if let Ok(write_error) =
+            mongodb::bson::from_document::<mongodb::error::WriteError>(error.clone())
+        {
+            bulk.write_errors.insert(index, write_error);
+        }
+    }
+    let driver = mongodb::error::Error::from(mongodb::error::ErrorKind::BulkWrite(bulk));
+    Err::<(), _>(driver)
+        .in_collection(collection)
+        .expect_err("an error stays an error")
 }
 
 /// A driver error that retrying may cure, by what it says of itself: a transient label, a
@@ -510,8 +1090,24 @@ mod tests {
         };
         assert!(timeout.is_transient());
         // the control: errors a retry cannot cure
-        let refused = Error::Refused("a push over the bound".into());
+        let refused = Error::BoundExceeded {
+            path: "tickets.tags".into(),
+            max: 2,
+            attempted: 3,
+        };
         assert!(!refused.is_transient() && !refused.is_duplicate_key());
+        let lost = Error::ConditionFailed {
+            collection: "books".into(),
+            label: "compare_and_set books.copies".into(),
+            position: None,
+        };
+        assert!(lost.is_condition_failed() && !lost.is_transient());
+        assert!(!refused.is_condition_failed());
+        let contended = Error::Contended {
+            operation: "apply".into(),
+            attempts: 5,
+        };
+        assert!(contended.is_transient());
         let other = Error::Driver(mongodb::error::Error::custom("something else"));
         assert!(
             !other.is_transient(),
@@ -539,14 +1135,224 @@ mod tests {
             "{debug}"
         );
         assert!(format!("{schema:#?}").starts_with("Schema("));
-        let refused = Error::Refused("a push of 3 items over `tags`' max of 2".into());
+        let refused = Error::BoundExceeded {
+            path: "tickets.tags".into(),
+            max: 2,
+            attempted: 3,
+        };
         assert_eq!(format!("{refused:?}"), refused.to_string());
+        assert!(format!("{refused:#?}").starts_with("BoundExceeded {"));
         let downgrade = Error::Downgrade {
             recorded: 5,
             applying: 4,
         };
         assert_eq!(format!("{downgrade:?}"), downgrade.to_string());
         assert!(format!("{downgrade:#?}").contains("recorded: 5"));
+    }
+
+    /// Each variant's `source()`: the error it keeps, and none for the refusals that keep
+    /// none.
+    #[test]
+    fn every_variant_gives_the_source_it_keeps() {
+        use std::error::Error as _;
+        let driver = || mongodb::error::Error::custom("the driver's error");
+        let same = |source: Option<&(dyn std::error::Error + 'static)>, expected: &str| {
+            assert_eq!(source.map(ToString::to_string).as_deref(), Some(expected));
+        };
+        let driver_text = driver().to_string();
+
+        // validation: the ValidationError, whose own source is the driver's error
+        let mut validation = ValidationError::from_err_info(&mongodb::bson::Document::new());
+        assert!(
+            validation.source().is_none(),
+            "a local failure keeps no driver error"
+        );
+        validation.driver = Some(Box::new(driver()));
+        let error = Error::Validation(Box::new(validation));
+        let source = error.source().expect("the validation error");
+        assert!(source.downcast_ref::<ValidationError>().is_some());
+        same(source.source(), &driver_text);
+
+        let schema = Error::Schema(SchemaError {
+            problems: vec!["x".into()],
+        });
+        assert!(schema
+            .source()
+            .unwrap()
+            .downcast_ref::<SchemaError>()
+            .is_some());
+        for error in [
+            Error::Apply {
+                action: "create".into(),
+                source: driver(),
+            },
+            Error::Duplicate {
+                collection: "c".into(),
+                index: "i".into(),
+                key: "k".into(),
+                source: Box::new(driver()),
+            },
+            Error::Driver(driver()),
+        ] {
+            let source = error.source().expect("the driver's error");
+            assert!(
+                source.downcast_ref::<mongodb::error::Error>().is_some(),
+                "{error}"
+            );
+        }
+
+        let last = || Some(Box::new(Error::Driver(driver())));
+        for error in [
+            Error::Timeout {
+                operation: "t".into(),
+                after: Duration::from_secs(1),
+                last: last(),
+            },
+            Error::CommitUnknown {
+                operation: "transaction".into(),
+                cause: CommitUnknownCause::UnknownCommitResult,
+                last: last(),
+            },
+            Error::Worker {
+                kind: WorkerStop::Unauthorized,
+                detail: String::new(),
+                source: last(),
+            },
+            Error::Migration {
+                version: 2,
+                name: "m".into(),
+                source: last().unwrap(),
+            },
+        ] {
+            let source = error.source().expect("the error underneath");
+            assert!(
+                matches!(source.downcast_ref::<Error>(), Some(Error::Driver(_))),
+                "{error}"
+            );
+        }
+        // without one underneath
+        for error in [
+            Error::Timeout {
+                operation: "t".into(),
+                after: Duration::from_secs(1),
+                last: None,
+            },
+            Error::CommitUnknown {
+                operation: "transaction".into(),
+                cause: CommitUnknownCause::Deadline {
+                    after: Duration::from_secs(1),
+                },
+                last: None,
+            },
+            Error::worker(WorkerStop::FencedOff, ""),
+        ] {
+            assert!(error.source().is_none(), "{error}");
+        }
+
+        // serialization: the bson crate's error itself
+        let ser = mongodb::bson::to_document(&1_i32).unwrap_err();
+        let error = Error::serialization("a number", ser.clone());
+        let source = error.source().expect("the bson error");
+        assert!(source.downcast_ref::<mongodb::bson::ser::Error>().is_some());
+        same(Some(source), &ser.to_string());
+        let de =
+            mongodb::bson::from_document::<String>(mongodb::bson::Document::new()).unwrap_err();
+        let error = Error::from(de);
+        assert!(error
+            .source()
+            .and_then(|s| s.downcast_ref::<mongodb::bson::de::Error>())
+            .is_some());
+        // a driver error of a value that does not serialize is the same variant
+        let error = Error::from(mongodb::error::Error::from(ser));
+        assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+
+        // the service's own error: transparent
+        let inner = std::io::Error::other("the export is not ready");
+        let error = Error::other(inner);
+        assert_eq!(error.to_string(), "the export is not ready");
+        assert!(error.source().is_none(), "the inner error's own source");
+        assert!(error
+            .as_other()
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .is_some());
+        assert!(!error.is_transient());
+
+        // the refusals keep nothing underneath
+        for error in [
+            Error::ConditionFailed {
+                collection: "c".into(),
+                label: "l".into(),
+                position: Some(StepPosition::new(1, 2)),
+            },
+            Error::BoundExceeded {
+                path: "p".into(),
+                max: 1,
+                attempted: 2,
+            },
+            Error::UnsafeValue {
+                what: "w".into(),
+                path: String::new(),
+                found: UnsafeKind::Array,
+            },
+            Error::invalid_argument("limit", "0"),
+            Error::LockLost {
+                lock: LockKind::Apply,
+                during: "a step".into(),
+            },
+            Error::Contended {
+                operation: "apply".into(),
+                attempts: 5,
+            },
+            Error::NotServed {
+                queries: vec!["q".into()],
+            },
+            Error::Downgrade {
+                recorded: 2,
+                applying: 1,
+            },
+        ] {
+            assert!(error.source().is_none(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_worker_stops_with_the_kind_of_its_error() {
+        let command = |code: i32| {
+            let reply = mongodb::bson::doc! { "ok": 0, "code": code, "errmsg": "no" };
+            let command: mongodb::error::CommandError =
+                mongodb::bson::from_document(reply).expect("a command error");
+            Error::Driver(mongodb::error::Error::from(
+                mongodb::error::ErrorKind::Command(command),
+            ))
+        };
+        for (code, kind) in [
+            (18, WorkerStop::Unauthorized),
+            (13, WorkerStop::Unauthorized),
+            (40573, WorkerStop::ChangeStreamsUnsupported),
+            (72, WorkerStop::Refused),
+            (2, WorkerStop::Other),
+        ] {
+            let stopped = Error::worker_stopped_by(command(code));
+            assert!(
+                matches!(&stopped, Error::Worker { kind: k, source: Some(_), .. } if *k == kind),
+                "{code}: {stopped:#?}"
+            );
+            assert_eq!(
+                stopped.code(),
+                Some(code),
+                "the driver's error is reachable"
+            );
+        }
+        // a worker error stays as it is
+        let fenced = Error::worker_stopped_by(Error::worker(WorkerStop::FencedOff, ""));
+        assert!(matches!(
+            fenced,
+            Error::Worker {
+                kind: WorkerStop::FencedOff,
+                source: None,
+                ..
+            }
+        ));
     }
 
     #[test]

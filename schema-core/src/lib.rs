@@ -11,7 +11,7 @@
 pub mod cli;
 mod concern;
 mod deploy;
-mod error;
+pub mod error;
 mod explain;
 mod json_schema;
 mod lease;
@@ -64,7 +64,7 @@ pub use sync::{
     FAILURES_COLLECTION, FAILURE_RECORD_TTL, FAN_OUT_CHUNK, TOKENS_COLLECTION,
     TRANSACTION_DEADLINE,
 };
-pub use validation::{LocalValidator, RuleFailure, ValidationError};
+pub use validation::{BatchFailure, LocalValidator, RuleFailure, ValidationError};
 
 /// The sync worker's metrics (`mongo_schema_sync_*`) and their names.
 pub use sync::metrics as sync_metrics;

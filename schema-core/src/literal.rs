@@ -4,32 +4,49 @@
 
 use mongodb::bson::Bson;
 
+use crate::error::UnsafeKind;
 use crate::{Error, Result};
 
 /// Refuses `value` (described as `what`) if, anywhere inside it, a document has a key starting
 /// with `$`, or it holds a regular expression or JavaScript.
 pub(crate) fn refuse_operators(what: &str, value: &Bson) -> Result<()> {
     match find_operator(value) {
-        Some(found) => Err(Error::Refused(format!(
-            "{what} holds {found}, which a filter would run as a query instead of matching as a value"
-        ))),
+        Some((path, found)) => Err(Error::UnsafeValue {
+            what: what.to_owned(),
+            path,
+            found,
+        }),
         None => Ok(()),
     }
 }
 
-/// What in `value` a filter would run as a query: a `$` key, a regular expression, JavaScript.
-pub(crate) fn find_operator(value: &Bson) -> Option<String> {
+/// What in `value` a filter would run as a query (a `$` key, a regular expression,
+/// JavaScript), and its dotted path inside `value` (empty for `value` itself).
+pub(crate) fn find_operator(value: &Bson) -> Option<(String, UnsafeKind)> {
+    let join = |head: &str, (tail, kind): (String, UnsafeKind)| {
+        let path = if tail.is_empty() {
+            head.to_owned()
+        } else {
+            format!("{head}.{tail}")
+        };
+        (path, kind)
+    };
     match value {
         Bson::Document(document) => document.iter().find_map(|(key, inner)| {
             if key.starts_with('$') {
-                Some(format!("the operator `{key}`"))
+                Some((key.clone(), UnsafeKind::Operator(key.clone())))
             } else {
-                find_operator(inner)
+                find_operator(inner).map(|found| join(key, found))
             }
         }),
-        Bson::Array(items) => items.iter().find_map(find_operator),
-        Bson::RegularExpression(_) => Some("a regular expression".to_owned()),
-        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => Some("JavaScript".to_owned()),
+        Bson::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| find_operator(item).map(|found| join(&i.to_string(), found))),
+        Bson::RegularExpression(_) => Some((String::new(), UnsafeKind::RegularExpression)),
+        Bson::JavaScriptCode(_) | Bson::JavaScriptCodeWithScope(_) => {
+            Some((String::new(), UnsafeKind::JavaScript))
+        }
         _ => None,
     }
 }
@@ -37,6 +54,7 @@ pub(crate) fn find_operator(value: &Bson) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::refuse_operators;
+    use crate::error::UnsafeKind;
     use mongodb::bson::{doc, Bson, Regex};
 
     #[test]
@@ -52,10 +70,19 @@ mod tests {
         ] {
             let error = refuse_operators("the key", &bad).unwrap_err();
             assert!(
-                error.to_string().starts_with("refused: the key holds"),
+                matches!(&error, crate::Error::UnsafeValue { what, .. } if what == "the key"),
                 "{error}"
             );
         }
+        let nested = refuse_operators(
+            "the key",
+            &Bson::Document(doc! { "a": { "b": [1, { "$gt": 2 }] } }),
+        );
+        assert!(
+            matches!(&nested, Err(crate::Error::UnsafeValue { path, found: UnsafeKind::Operator(op), .. })
+                if path == "a.b.1.$gt" && op == "$gt"),
+            "{nested:?}"
+        );
         for fine in [
             Bson::Int32(1),
             Bson::String("$ne".into()),

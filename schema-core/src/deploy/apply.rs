@@ -186,11 +186,14 @@ impl Target {
     /// Versions are stored as BSON int64.
     fn check(&self) -> Result<i64> {
         i64::try_from(self.version).map_err(|_| {
-            Error::Refused(format!(
-                "schema version {} does not fit the int64 the record stores (at most {})",
-                self.version,
-                i64::MAX
-            ))
+            Error::invalid_argument(
+                "version",
+                format!(
+                    "schema version {} does not fit the int64 the record stores (at most {})",
+                    self.version,
+                    i64::MAX
+                ),
+            )
         })
     }
 }
@@ -1002,9 +1005,10 @@ async fn locked(
                 push_once(kept, drift);
                 replans += 1;
                 if replans > MAX_REPLANS {
-                    return Err(Stop::Transient(Error::Refused(format!(
-                        "the schema's collections kept changing under this apply ({MAX_REPLANS} re-reads)"
-                    ))));
+                    return Err(Stop::Transient(Error::Contended {
+                        operation: "apply".to_owned(),
+                        attempts: MAX_REPLANS,
+                    }));
                 }
             }
             Err(Executed::Replan(error)) => {
@@ -1241,11 +1245,12 @@ async fn migrate_in_order(
     Ok(())
 }
 
+/// The lock lapsed under this attempt: the next attempt takes it again (a retry, so this is
+/// the `last` error of a [`Error::Timeout`] if none succeeds).
 fn lock_lost() -> Error {
-    Error::Timeout {
-        operation: "holding the apply lock".to_owned(),
-        after: LEASE,
-        last: None,
+    Error::LockLost {
+        lock: crate::error::LockKind::Apply,
+        during: "apply's commands".to_owned(),
     }
 }
 

@@ -1236,6 +1236,7 @@ mod prefix_tests {
             }
             other => panic!("{other:?}"),
         }
+        // display-text: the plan's advice, read by a person
         assert!(plan.to_string().contains("remove its `#[index]`"), "{plan}");
         // control: no warning without the prefix
         let spec = CollectionSpec::new("loans", doc! {})

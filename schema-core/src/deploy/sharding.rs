@@ -343,6 +343,7 @@ mod tests {
         let plan_unasked = plan(Topology::Mongos, Some(existing(None)), false);
         assert!(plan_unasked.is_empty());
         assert_eq!(plan_unasked.sharding[0].state, ShardState::NotRequested);
+        // display-text: the plan's advice, read by a person
         assert!(plan_unasked.to_string().contains("shard_collections(true)"));
 
         let asked = plan(Topology::Mongos, Some(existing(None)), true);
@@ -396,6 +397,7 @@ mod tests {
                 plan.sharding[0].state,
                 ShardState::NotAShardedCluster(Topology::ReplicaSet)
             );
+            // display-text: the plan's advice, read by a person
             assert!(plan.to_string().contains(
                 "`messages` declares the shard key { \"ticket_id\": 1, \"at\": 1 }; the database is on a replica set: nothing to shard"
             ), "{plan}");

@@ -66,8 +66,8 @@ pub trait Document: BsonSchema {
     ///
     /// `Err(Error::Validation(..))` carries the same paths and rules as the server's code 121
     /// would; [`Error::Schema`](crate::Error::Schema) says the validator cannot be evaluated
-    /// locally, and [`Error::Refused`](crate::Error::Refused) that the value cannot be
-    /// serialized.
+    /// locally, and [`Error::Serialization`](crate::Error::Serialization) that the value cannot
+    /// be serialized.
     fn check(value: &Self) -> crate::Result<()>
     where
         Self: serde::Serialize + Sized + 'static,
@@ -76,10 +76,10 @@ pub trait Document: BsonSchema {
         let raw = match mongodb::bson::to_raw_document_buf(value) {
             Ok(raw) => raw,
             Err(e) => {
-                return Err(crate::Error::Refused(format!(
-                    "a `{}` document cannot be serialized: {e}",
-                    Self::COLLECTION
-                )))
+                return Err(crate::Error::serialization(
+                    format!("a `{}` document", Self::COLLECTION),
+                    e,
+                ))
             }
         };
         let outcome = if crate::validation::has_id(&raw) {

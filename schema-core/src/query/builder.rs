@@ -11,7 +11,7 @@ use super::{Array, Numeric, Ordered, Value};
 use crate::Result;
 
 fn ser_error(e: mongodb::bson::ser::Error) -> crate::Error {
-    crate::Error::Driver(mongodb::error::Error::from(e))
+    crate::Error::serialization("a value of the filter or update", e)
 }
 
 /// A filter on the documents of `R`, built from typed paths: `{ team: "billing", status: "open" }`

@@ -60,7 +60,7 @@ impl ProofReport {
     /// `Ok(self)` when every query is served as declared, or an error listing the others.
     ///
     /// # Errors
-    /// [`crate::Error::Refused`] naming each query that is not served as declared.
+    /// [`crate::Error::NotServed`] naming each query that is not served as declared.
     pub fn into_result(self) -> Result<ProofReport> {
         let failures: Vec<String> = self
             .failures()
@@ -76,10 +76,7 @@ impl ProofReport {
         if failures.is_empty() {
             Ok(self)
         } else {
-            Err(crate::Error::Refused(format!(
-                "queries not served as declared: {}",
-                failures.join("; ")
-            )))
+            Err(crate::Error::NotServed { queries: failures })
         }
     }
 }

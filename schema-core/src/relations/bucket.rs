@@ -89,7 +89,7 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// The upsert that appends `entry` to the parent's open bucket (one with fewer than `max`
     /// entries), or starts a new bucket: `{ parent, count: { $lt: max } }` + `$push` + `$inc`,
     /// and `$min`/`$max` of the key into `first`/`last`. An entry whose key is missing or
-    /// `null` is refused ([`Error::Refused`]).
+    /// `null` is refused ([`Error::InvalidArgument`] naming `entry.<key>`).
     pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
         let entry =
             crate::model::document::stored_bson(entry).map_err(mongodb::error::Error::from)?;
@@ -102,13 +102,16 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
             .filter(|key| !matches!(key, Bson::Null | Bson::Undefined))
             .cloned()
             .ok_or_else(|| {
-                Error::Refused(format!(
-                    "a bucket entry without `{}` (or with `{}: null`): the entries of `{}` are \
-                     ordered by it",
-                    self.key,
-                    self.key,
-                    B::COLLECTION
-                ))
+                Error::invalid_argument(
+                    format!("entry.{}", self.key),
+                    format!(
+                        "a bucket entry without `{}` (or with `{}: null`): the entries of `{}` \
+                         are ordered by it",
+                        self.key,
+                        self.key,
+                        B::COLLECTION
+                    ),
+                )
             })?;
         let filter = doc! { self.parent: parent, self.count: { "$lt": self.max as i64 } };
         let update = doc! {
@@ -123,8 +126,9 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// Appends `entry` to `parent`'s open bucket with one upsert. Concurrent appenders never
     /// overfill a bucket: the update re-checks `count < max` atomically, and a full bucket makes
     /// the upsert start a new one. A parent id that is a document, an array, a regular
-    /// expression or JavaScript is refused ([`Error::Refused`]) before anything is sent: as a
-    /// filter it would select other parents' buckets.
+    /// expression or JavaScript is refused ([`Error::UnsafeValue`]) before anything is sent: as
+    /// a filter it would select other parents' buckets. An entry without its key is refused
+    /// ([`Error::InvalidArgument`] naming `entry.<key>`).
     pub async fn append<P: Document>(&self, db: &Database, parent: &Ref<P>, entry: &E) -> Result<()>
     where
         P::Id: Serialize,
@@ -170,10 +174,10 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     }
 
     /// A page of `parent`'s entries in key order (ties by bucket and position), continuing
-    /// after `after`. Refused with [`Error::Refused`] before anything is sent: a parent id that
-    /// is a document, an array, a regular expression or JavaScript; a cursor whose key or bucket
-    /// is an operator document, a regular expression or JavaScript; a `limit` outside
-    /// `1..=`[`crate::MAX_PAGE_SIZE`].
+    /// after `after`. Refused before anything is sent: with [`Error::UnsafeValue`] a parent id
+    /// that is a document, an array, a regular expression or JavaScript, and a cursor whose key
+    /// or bucket is an operator document, a regular expression or JavaScript; with
+    /// [`Error::InvalidArgument`] (`limit`) a `limit` outside `1..=`[`crate::MAX_PAGE_SIZE`].
     pub async fn entries<P: Document>(
         &self,
         db: &Database,

@@ -79,9 +79,10 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
     /// Pushes `items` into the array of the documents matching `filter` (with `extra` update
     /// operators merged in, e.g. `$set` of the status the history entry records).
     ///
-    /// Refused with [`Error::Refused`], before anything is sent, when the array has no `cap` and
-    /// `items` holds more than `max` (no document could take them), or when `extra` writes the
-    /// array itself (its bound would no longer be kept).
+    /// Refused before anything is sent with [`Error::BoundExceeded`] when the array has no `cap`
+    /// and `items` holds more than `max` (no document could take them), and with
+    /// [`Error::InvalidArgument`] (`extra`) when `extra` writes the array itself (its bound would
+    /// no longer be kept).
     pub async fn push(
         &self,
         db: &Database,
@@ -90,22 +91,23 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
         extra: Option<BsonDocument>,
     ) -> Result<PushOutcome> {
         if !self.cap && items.len() as u64 > self.max {
-            return Err(Error::Refused(format!(
-                "{} items pushed into `{}.{}`, which holds at most {} and has no `cap`",
-                items.len(),
-                P::COLLECTION,
-                self.path,
-                self.max
-            )));
+            return Err(Error::BoundExceeded {
+                path: format!("{}.{}", P::COLLECTION, self.path),
+                max: self.max,
+                attempted: items.len() as u64,
+            });
         }
         let mut update = self.push_update(items)?;
         if let Some(extra) = extra {
             if let Some(path) = writes_path(&extra, self.path) {
-                return Err(Error::Refused(format!(
-                    "the extra update writes `{path}`, inside the bounded array `{}.{}`: push to it only through this helper",
-                    P::COLLECTION,
-                    self.path
-                )));
+                return Err(Error::invalid_argument(
+                    "extra",
+                    format!(
+                        "the extra update writes `{path}`, inside the bounded array `{}.{}`: push to it only through this helper",
+                        P::COLLECTION,
+                        self.path
+                    ),
+                ));
             }
             for (operator, arguments) in extra {
                 match (update.get_mut(&operator), arguments) {

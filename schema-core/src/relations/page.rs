@@ -13,7 +13,7 @@ use super::relation::SortKey;
 use crate::{Document, Error, Result};
 
 /// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
-/// ([`Error::Refused`]) rather than read into memory at once; continue with the page's cursor.
+/// ([`Error::InvalidArgument`] naming `limit`) rather than read into memory at once; continue with the page's cursor.
 pub const MAX_PAGE_SIZE: i64 = 1000;
 
 /// Refuses a page size outside `1..=MAX_PAGE_SIZE` (`0` would mean "all" to the server).
@@ -21,10 +21,13 @@ pub(crate) fn check_page_size(limit: i64) -> Result<()> {
     if (1..=MAX_PAGE_SIZE).contains(&limit) {
         return Ok(());
     }
-    Err(Error::Refused(format!(
-        "a page of {limit} items: a page holds 1 to {MAX_PAGE_SIZE} (`MAX_PAGE_SIZE`); read \
-         more with the next page's cursor"
-    )))
+    Err(Error::invalid_argument(
+        "limit",
+        format!(
+            "a page of {limit} items: a page holds 1 to {MAX_PAGE_SIZE} (`MAX_PAGE_SIZE`); read \
+             more with the next page's cursor"
+        ),
+    ))
 }
 
 /// Where a child page continues: the sort key and `_id` of the last child returned.
@@ -187,11 +190,12 @@ impl<F: Document> ChildPage<F> {
 
     /// Reads the page with one `find` (the [`ChildPage::find_command`]).
     ///
-    /// Checked first, refused with [`crate::Error::Refused`] before anything is sent: a parent
-    /// id that is a document, an array, a regular expression or JavaScript (it would run as a
-    /// query); a cursor that came back from a client whose key or id is a document with `$`
-    /// keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript; a limit
-    /// outside `1..=`[`MAX_PAGE_SIZE`].
+    /// Checked first, refused before anything is sent: with [`crate::Error::UnsafeValue`] a
+    /// parent id that is a document, an array, a regular expression or JavaScript (it would run
+    /// as a query), and a cursor that came back from a client whose key or id is a document
+    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript;
+    /// with [`crate::Error::InvalidArgument`] (`limit`) a limit outside
+    /// `1..=`[`MAX_PAGE_SIZE`].
     pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
     where
         F: DeserializeOwned,

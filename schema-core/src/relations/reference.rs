@@ -16,18 +16,18 @@ use crate::{BsonSchema, Document, Error, Result};
 /// expression (every matching string) or JavaScript. A document without `$` keys, the stored
 /// form of a composite id (`{ region: "eu", n: 1 }`), matches exactly that document and passes.
 pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
-    let kind = match id {
-        Bson::Array(_) => "an array".to_owned(),
+    let (path, found) = match id {
+        Bson::Array(_) => (String::new(), crate::error::UnsafeKind::Array),
         other => match crate::literal::find_operator(other) {
-            Some(found) => format!("a value holding {found}"),
+            Some(found) => found,
             None => return Ok(()),
         },
     };
-    Err(Error::Refused(format!(
-        "{what} is {kind} ({id}): an id must be a single value (ObjectId, string, number, date, \
-         binary, or a composite id without `$` keys), since a filter would run {kind} as a query \
-         instead of matching it"
-    )))
+    Err(Error::UnsafeValue {
+        what: what.to_owned(),
+        path,
+        found,
+    })
 }
 
 /// The `_id` of a `T` document, typed by `T`: a `Ref<Part>` cannot be passed where a
@@ -246,36 +246,36 @@ mod tests {
         ] {
             assert!(refuse_hostile_id("the id", &fine).is_ok(), "{fine}");
         }
-        for (bad, kind) in [
-            (
-                Bson::Document(doc! { "$ne": null }),
-                "a value holding the operator `$ne`",
-            ),
+        use crate::error::UnsafeKind;
+        let operator = |key: &str| UnsafeKind::Operator(key.to_owned());
+        for (bad, at, kind) in [
+            (Bson::Document(doc! { "$ne": null }), "$ne", operator("$ne")),
             (
                 Bson::Document(doc! { "a": { "$gt": 1 } }),
-                "a value holding the operator `$gt`",
+                "a.$gt",
+                operator("$gt"),
             ),
             (
                 Bson::Document(doc! { "a": [{ "$where": "1" }] }),
-                "a value holding the operator `$where`",
+                "a.0.$where",
+                operator("$where"),
             ),
-            (Bson::Array(vec![Bson::Int32(1)]), "an array"),
+            (Bson::Array(vec![Bson::Int32(1)]), "", UnsafeKind::Array),
             (
                 Bson::RegularExpression(Regex {
                     pattern: ".".into(),
                     options: String::new(),
                 }),
-                "a value holding a regular expression",
+                "",
+                UnsafeKind::RegularExpression,
             ),
-            (
-                Bson::JavaScriptCode("1".into()),
-                "a value holding JavaScript",
-            ),
+            (Bson::JavaScriptCode("1".into()), "", UnsafeKind::JavaScript),
         ] {
-            let error = refuse_hostile_id("the id", &bad).unwrap_err().to_string();
+            let error = refuse_hostile_id("the id", &bad).unwrap_err();
             assert!(
-                error.starts_with(&format!("refused: the id is {kind}")),
-                "{error}"
+                matches!(&error, crate::Error::UnsafeValue { what, path, found }
+                    if what == "the id" && path == at && *found == kind),
+                "{error:#?}"
             );
         }
     }

@@ -119,8 +119,8 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
 
     /// The filter for the children of `parent`: `{ <field>: <id> }`, for a `find` or as the
     /// [`Lookup::filter`] of [`Relation::children`]. An id that is a document, an array, a
-    /// regular expression or JavaScript is refused ([`crate::Error::Refused`]): it would match
-    /// other parents' children.
+    /// regular expression or JavaScript is refused ([`crate::Error::UnsafeValue`]): it would
+    /// match other parents' children.
     pub fn children_filter(&self, parent: &Ref<T>) -> crate::Result<BsonDocument>
     where
         T::Id: Serialize,

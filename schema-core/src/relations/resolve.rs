@@ -51,8 +51,8 @@ impl<T: Document> Ref<T> {
     /// Fetches the referenced documents with one `$in` query on `_id`, returned in reference
     /// order; references with no document are reported in [`Resolved::missing`], not dropped.
     /// A reference whose id is a document, an array, a regular expression or JavaScript is
-    /// refused ([`crate::Error::Refused`]) before anything is sent: inside `$in` it would match
-    /// other documents.
+    /// refused ([`crate::Error::UnsafeValue`]) before anything is sent: inside `$in` it would
+    /// match other documents.
     pub async fn resolve_all<'a>(
         db: &Database,
         refs: impl IntoIterator<Item = &'a Ref<T>>,

@@ -44,6 +44,19 @@ enum Step {
     },
 }
 
+impl Step {
+    /// The collection the step writes.
+    fn collection(&self) -> &str {
+        match self {
+            Step::Insert { collection, .. }
+            | Step::Update { collection, .. }
+            | Step::Delete { collection, .. }
+            | Step::Source { collection, .. } => collection,
+            Step::Parent(update) => update.collection(),
+        }
+    }
+}
+
 /// A prepared step and whether it must match a document.
 #[derive(Debug, Clone)]
 struct Planned {
@@ -98,7 +111,7 @@ pub struct TransactionReport {
 ///         doc! { "_id": book, "copies_available": { "$gt": 0 } },
 ///         doc! { "$inc": { "copies_available": -1 } },
 ///     )
-///     .must_match() // no copy left: nothing is written, Error::Refused
+///     .must_match() // no copy left: nothing is written, Error::ConditionFailed
 ///     .run()
 ///     .await?;
 /// # Ok(()) }
@@ -125,8 +138,9 @@ impl Schema {
     }
 }
 
+/// A value that did not serialize is [`Error::Serialization`], as everywhere else.
 fn driver(error: impl Into<mongodb::error::Error>) -> Error {
-    Error::Driver(error.into())
+    Error::from(error.into())
 }
 
 impl<'a> Transaction<'a> {
@@ -298,7 +312,9 @@ impl<'a> Transaction<'a> {
 
     /// Applies `update` to the document `target` references only if its `field` still equals
     /// `expected` ([`Ref::compare_and_set`]); if another writer changed it first, the whole
-    /// transaction is aborted and [`Error::Refused`] returned (reload and decide again).
+    /// transaction is aborted and [`Error::ConditionFailed`] returned with the write's
+    /// position, the same error a standalone [`Ref::compare_and_set`] returns (reload and
+    /// decide again).
     pub fn compare_and_set<T: Document>(
         self,
         target: &Ref<T>,
@@ -326,8 +342,8 @@ impl<'a> Transaction<'a> {
 
     /// The write added last must match a document (an update's or delete's filter, a
     /// compare-and-set's expected value, after [`add`](Transaction::add) its parent): when it
-    /// matches none, the transaction is aborted, nothing is written, and [`Error::Refused`]
-    /// names the write. After an `add` of a child outside the subset's filter, the child's
+    /// matches none, the transaction is aborted, nothing is written, and
+    /// [`Error::ConditionFailed`] names the write (its collection, label and position). After an `add` of a child outside the subset's filter, the child's
     /// insert is what counts (the parent is left alone and nothing is refused).
     pub fn must_match(mut self) -> Self {
         if let Some(last) = self.steps.last_mut() {
@@ -356,11 +372,11 @@ impl<'a> Transaction<'a> {
                 for (position, planned) in steps.into_iter().enumerate() {
                     let outcome = run_step(&db, &planned, &mut *session).await?;
                     if planned.must_match && outcome.matched == 0 {
-                        return Err(Error::Refused(format!(
-                            "write {} of {count}, `{}`, must match a document and matched none: the transaction was aborted and nothing was written",
-                            position + 1,
-                            planned.label
-                        )));
+                        return Err(Error::ConditionFailed {
+                            collection: planned.step.collection().to_owned(),
+                            label: planned.label.clone(),
+                            position: Some(crate::error::StepPosition::new(position + 1, count)),
+                        });
                     }
                     outcomes.push(outcome);
                 }

@@ -28,6 +28,7 @@ use mongodb::bson::{doc, Document as BsonDocument};
 use mongodb::{Client, ClientSession, Collection};
 
 use super::retry::Backoff;
+use crate::error::WorkerStop;
 use crate::{Error, Result};
 
 /// Attempts of one fenced write before a transient error (a write conflict with another
@@ -41,16 +42,20 @@ const COMMIT_RETRIES: u32 = 3;
 const TRANSIENT: &str = "TransientTransactionError";
 const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
 
-const FENCED_OFF: &str = "a fenced write was refused: the sync worker's lease was taken over";
-
 /// The error a fenced pass returns when its writes were fenced off (the caller stands by).
 pub(crate) fn fenced_off() -> Error {
-    Error::Worker(FENCED_OFF.to_owned())
+    Error::worker(WorkerStop::FencedOff, "")
 }
 
 /// Whether `error` is [`fenced_off`]'s.
 pub(crate) fn is_fenced_off(error: &Error) -> bool {
-    matches!(error, Error::Worker(message) if message == FENCED_OFF)
+    matches!(
+        error,
+        Error::Worker {
+            kind: WorkerStop::FencedOff,
+            ..
+        }
+    )
 }
 
 /// The fence of one holder of a lease: its owner id and epoch, and the lease's lane documents.

@@ -56,12 +56,20 @@ impl ErrorClass {
         match error {
             Error::Validation(_) => ErrorClass::PerDocument,
             // a commit that may have landed is the caller's to judge, never retried here
-            Error::Refused(_)
+            Error::ConditionFailed { .. }
+            | Error::BoundExceeded { .. }
+            | Error::UnsafeValue { .. }
+            | Error::InvalidArgument { .. }
+            | Error::LockLost { .. }
+            | Error::NotServed { .. }
+            | Error::Other(_)
             | Error::Schema(_)
-            | Error::Worker(_)
+            | Error::Worker { .. }
             | Error::Downgrade { .. }
             | Error::CommitUnknown { .. } => ErrorClass::Permanent,
-            Error::Timeout { .. } => ErrorClass::Transient,
+            // as when it came as the driver's error: kept trying with back-off
+            Error::Serialization { .. } => ErrorClass::Transient,
+            Error::Timeout { .. } | Error::Contended { .. } => ErrorClass::Transient,
             Error::Migration { source, .. } => ErrorClass::of(source),
             Error::Driver(e) | Error::Apply { source: e, .. } => ErrorClass::of_driver(e),
             Error::Duplicate { source, .. } => ErrorClass::of_driver(source),
@@ -164,7 +172,7 @@ mod tests {
         ));
         assert_eq!(ErrorClass::of(&Error::Driver(io)), ErrorClass::Transient);
         assert_eq!(
-            ErrorClass::of(&Error::Refused("x".into())),
+            ErrorClass::of(&Error::invalid_argument("limit", "x")),
             ErrorClass::Permanent
         );
         // even with a transient driver error underneath, an unknown commit is not retried
@@ -174,7 +182,7 @@ mod tests {
         ));
         let unknown = Error::CommitUnknown {
             operation: "transaction".into(),
-            reason: "the commit failed".into(),
+            cause: crate::error::CommitUnknownCause::UnknownCommitResult,
             last: Some(Box::new(Error::Driver(reset))),
         };
         assert_eq!(ErrorClass::of(&unknown), ErrorClass::Permanent);

@@ -10,6 +10,7 @@ use mongodb::{ClientSession, Database};
 use tokio::time::Instant;
 
 use super::retry::Backoff;
+use crate::error::CommitUnknownCause;
 use crate::{Error, Result};
 
 const TRANSIENT: &str = "TransientTransactionError";
@@ -59,7 +60,7 @@ pub async fn in_transaction<R>(
                         // the driver retried the commit once already: it may have committed
                         Err(e) if e.contains_label(UNKNOWN_COMMIT) => {
                             return Err(commit_unknown(
-                                "the commit failed after the driver's retry".to_owned(),
+                                CommitUnknownCause::UnknownCommitResult,
                                 Some(e.into()),
                             ));
                         }
@@ -90,19 +91,17 @@ pub async fn in_transaction<R>(
     match outcome {
         Ok(result) => result,
         Err(_) if committing.load(Ordering::SeqCst) => Err(commit_unknown(
-            format!(
-                "cut at the transaction deadline of {deadline:?} while the commit was in flight"
-            ),
+            CommitUnknownCause::Deadline { after: deadline },
             last,
         )),
         Err(_) => Err(timeout(deadline, last)),
     }
 }
 
-fn commit_unknown(reason: String, last: Option<Error>) -> Error {
+fn commit_unknown(cause: CommitUnknownCause, last: Option<Error>) -> Error {
     Error::CommitUnknown {
         operation: "transaction".to_owned(),
-        reason,
+        cause,
         last: last.map(Box::new),
     }
 }

@@ -327,7 +327,7 @@ impl SyncWorker {
                     stats.set_last_error(&error);
                     if ErrorClass::of(&error) == ErrorClass::Permanent {
                         tracing::error!(worker = %self.name, %error, "sync worker stopped: this error cannot be retried");
-                        break Err(error);
+                        break Err(Error::worker_stopped_by(error));
                     }
                     WorkerStats::add(&stats.reopened, 1);
                     metrics::reopened(&self.name);
@@ -871,7 +871,8 @@ impl SyncWorkerHandle {
     /// Waits until the worker is either following (it holds the lease, its stream is open and
     /// any initial reconcile is done) or standing by behind another live worker of its name.
     /// Gives up after [`SyncWorker::ready_timeout`] with [`Error::Timeout`] carrying the last
-    /// error the worker saw; returns the worker's error at once if it ended.
+    /// error the worker saw; returns the worker's error at once if it ended (an
+    /// [`Error::Worker`], as [`SyncWorkerHandle::shutdown`] does).
     pub async fn ready(&self) -> Result<()> {
         let deadline = Instant::now() + self.ready_timeout;
         loop {
@@ -879,9 +880,10 @@ impl SyncWorkerHandle {
                 return Ok(());
             }
             if self.task.is_finished() {
-                return Err(self.stats.last_error().unwrap_or_else(|| {
-                    Error::Worker("the worker ended before it was ready".to_owned())
-                }));
+                return Err(self.stats.last_error().map_or_else(
+                    || Error::worker(crate::error::WorkerStop::Ended, ""),
+                    Error::worker_stopped_by,
+                ));
             }
             if Instant::now() >= deadline {
                 return Err(Error::Timeout {
@@ -896,12 +898,17 @@ impl SyncWorkerHandle {
 
     /// Stops after the batch in progress (its token saved), gives up the lease so a standby
     /// takes over at once, and waits for the worker to end. Returns the error that ended the
-    /// worker, if one did.
+    /// worker, if one did: [`Error::Worker`] whose [`WorkerStop`](crate::error::WorkerStop)
+    /// says why (authentication, change streams unsupported, a panic, ...) and whose `source`
+    /// is the error underneath.
     pub async fn shutdown(self) -> Result<()> {
         let _ = self.stop.send(true);
         match self.task.await {
             Ok(result) => result,
-            Err(join) => Err(Error::Worker(format!("the sync worker panicked: {join}"))),
+            Err(join) => Err(Error::worker(
+                crate::error::WorkerStop::Panicked,
+                join.to_string(),
+            )),
         }
     }
 

@@ -68,20 +68,78 @@ use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
 pub const DOCUMENT_VALIDATION_FAILURE: i32 = 121;
 
 /// A write rejected by a collection's validator: which document, and every field and rule that
-/// failed, read from the server's `errInfo`.
-#[derive(Debug, Clone, PartialEq)]
+/// failed, read from the server's `errInfo`; for a batch (`insert_many`, a bulk write) every
+/// write error of the batch with its index ([`ValidationError::batch`]); and the driver's error
+/// it came in, with its labels ([`ValidationError::driver`]).
+///
+/// Two validation errors are equal when they say the same (the driver's error is not
+/// compared: a local check and the server's verdict on one document are equal).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ValidationError {
     /// The collection written to, when known (see [`crate::ResultExt::in_collection`]).
     pub collection: Option<String>,
     /// `errInfo.failingDocumentId`.
     pub document_id: Option<Bson>,
-    /// For `insert_many`: the position of the rejected document in the batch.
+    /// For `insert_many` and bulk writes: the position of the (first) rejected document in the
+    /// batch.
     pub index: Option<usize>,
     /// The failed rules, one per field path and rule.
     pub failures: Vec<RuleFailure>,
     /// The server's `errInfo`, for anything not captured above.
     pub err_info: Option<Document>,
+    /// For `insert_many` and bulk writes: every write error of the batch, validation failures
+    /// and others (a duplicate key), each with its index, in index order. Empty for a single
+    /// write.
+    pub batch: Vec<BatchFailure>,
+    /// The driver's error, when a server refused the write.
+    pub(crate) driver: Option<Box<DriverError>>,
+}
+
+impl PartialEq for ValidationError {
+    fn eq(&self, other: &Self) -> bool {
+        self.collection == other.collection
+            && self.document_id == other.document_id
+            && self.index == other.index
+            && self.failures == other.failures
+            && self.err_info == other.err_info
+            && self.batch == other.batch
+    }
+}
+
+/// One write error of a batch ([`ValidationError::batch`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct BatchFailure {
+    /// The write's position in the batch (from 0).
+    pub index: usize,
+    /// The server's code (121 for a validation failure, 11000 for a duplicate key).
+    pub code: i32,
+    /// The server's message.
+    pub message: String,
+    /// For a validation failure: `errInfo.failingDocumentId`.
+    pub document_id: Option<Bson>,
+    /// For a validation failure: the failed rules, as in [`ValidationError::failures`].
+    pub failures: Vec<RuleFailure>,
+}
+
+impl BatchFailure {
+    fn new(index: usize, code: i32, message: &str, details: Option<&Document>) -> BatchFailure {
+        let parsed = (code == DOCUMENT_VALIDATION_FAILURE)
+            .then(|| ValidationError::from_err_info(details.unwrap_or(&Document::new())));
+        BatchFailure {
+            index,
+            code,
+            message: message.to_owned(),
+            document_id: parsed.as_ref().and_then(|p| p.document_id.clone()),
+            failures: parsed.map(|p| p.failures).unwrap_or_default(),
+        }
+    }
+
+    /// Whether the validator refused this write (code 121).
+    pub fn is_validation(&self) -> bool {
+        self.code == DOCUMENT_VALIDATION_FAILURE
+    }
 }
 
 /// One rule of the validator that a field did not satisfy.
@@ -104,30 +162,67 @@ pub struct RuleFailure {
 impl ValidationError {
     /// Recognises a validation failure in a driver error (`insert_one`, `update_*`,
     /// `replace_one`, `insert_many`, or a command); `None` for any other error.
+    ///
+    /// The driver's error is kept ([`ValidationError::driver`]); for `insert_many` and a bulk
+    /// write, every write error of the batch ([`ValidationError::batch`]), the first validation
+    /// failure described in the other fields.
     pub fn from_driver(error: &DriverError) -> Option<ValidationError> {
-        let (index, details) = match error.kind.as_ref() {
+        let mut batch = Vec::new();
+        let details = match error.kind.as_ref() {
             ErrorKind::Write(WriteFailure::WriteError(e))
                 if e.code == DOCUMENT_VALIDATION_FAILURE =>
             {
-                (None, e.details.clone())
+                e.details.clone()
             }
             ErrorKind::InsertMany(e) => {
-                let first = e
+                batch = e
                     .write_errors
+                    .iter()
+                    .flatten()
+                    .map(|e| BatchFailure::new(e.index, e.code, &e.message, e.details.as_ref()))
+                    .collect();
+                e.write_errors
                     .as_ref()?
                     .iter()
-                    .find(|e| e.code == DOCUMENT_VALIDATION_FAILURE)?;
-                (Some(first.index), first.details.clone())
+                    .find(|e| e.code == DOCUMENT_VALIDATION_FAILURE)?
+                    .details
+                    .clone()
             }
-            ErrorKind::Command(e) if e.code == DOCUMENT_VALIDATION_FAILURE => (None, None),
+            ErrorKind::BulkWrite(e) => {
+                batch = e
+                    .write_errors
+                    .iter()
+                    .map(|(index, e)| {
+                        BatchFailure::new(*index, e.code, &e.message, e.details.as_ref())
+                    })
+                    .collect();
+                batch.sort_by_key(|f| f.index);
+                let first = batch.iter().find(|f| f.is_validation())?.index;
+                e.write_errors[&first].details.clone()
+            }
+            ErrorKind::Command(e) if e.code == DOCUMENT_VALIDATION_FAILURE => None,
             _ => return None,
         };
-        let mut error = match details {
+        batch.sort_by_key(|f| f.index);
+        let mut validation = match details {
             Some(info) => ValidationError::from_err_info(&info),
             None => ValidationError::from_err_info(&Document::new()),
         };
-        error.index = index;
-        Some(error)
+        validation.index = batch.iter().find(|f| f.is_validation()).map(|f| f.index);
+        validation.batch = batch;
+        validation.driver = Some(Box::new(error.clone()));
+        Some(validation)
+    }
+
+    /// The driver's error the server's refusal came in (with its labels); `None` for a
+    /// failure found by [`LocalValidator`] or built from `errInfo`.
+    pub fn driver(&self) -> Option<&DriverError> {
+        self.driver.as_deref()
+    }
+
+    /// The write errors of the batch that are validation failures (code 121).
+    pub fn rejected(&self) -> impl Iterator<Item = &BatchFailure> + '_ {
+        self.batch.iter().filter(|f| f.is_validation())
     }
 
     /// Reads the server's `errInfo` document (`{ failingDocumentId, details: { operatorName:
@@ -143,6 +238,8 @@ impl ValidationError {
             index: None,
             failures,
             err_info: (!err_info.is_empty()).then(|| err_info.clone()),
+            batch: Vec::new(),
+            driver: None,
         }
     }
 
@@ -169,6 +266,8 @@ impl ValidationError {
             index: None,
             failures,
             err_info: None,
+            batch: Vec::new(),
+            driver: None,
         }
     }
 
@@ -462,6 +561,16 @@ impl fmt::Display for ValidationError {
             f.write_str(if i == 0 { " " } else { "; " })?;
             write!(f, "{failure}")?;
         }
+        let rejected = self.rejected().count();
+        if self.batch.len() > 1 {
+            let indexes: Vec<String> = self.batch.iter().map(|f| f.index.to_string()).collect();
+            write!(
+                f,
+                " ({} write errors in the batch, {rejected} of them validation failures, at indexes {})",
+                self.batch.len(),
+                indexes.join(", ")
+            )?;
+        }
         Ok(())
     }
 }
@@ -486,7 +595,12 @@ impl fmt::Display for RuleFailure {
     }
 }
 
-impl std::error::Error for ValidationError {}
+impl std::error::Error for ValidationError {
+    /// The driver's error, when a server refused the write.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.driver.as_deref().map(|e| e as _)
+    }
+}
 
 #[cfg(test)]
 mod tests {

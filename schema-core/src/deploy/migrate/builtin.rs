@@ -41,7 +41,9 @@ fn field_problem(collections: &[CollectionSpec], collection: &str, field: &str) 
 }
 
 /// Sends one `update` command (several statements, unordered): its matched and modified
-/// counts; the first write error, if any, as an error naming the collection.
+/// counts; its write errors, if any, as the driver reports a bulk write's (a validation
+/// failure is [`Error::Validation`] with every write error of the batch), naming the
+/// collection.
 async fn update_command(
     db: &Database,
     collection: &str,
@@ -59,13 +61,8 @@ async fn update_command(
         })
         .await?;
     if let Ok(errors) = reply.get_array("writeErrors") {
-        if let Some(Bson::Document(first)) = errors.first() {
-            return Err(Error::Refused(format!(
-                "a write of the migration to `{collection}` failed ({} of the batch): code {}: {}",
-                errors.len(),
-                first.get_i32("code").unwrap_or_default(),
-                first.get_str("errmsg").unwrap_or_default()
-            )));
+        if !errors.is_empty() {
+            return Err(crate::error::from_write_errors(collection, errors));
         }
     }
     let number = |key: &str| match reply.get(key) {
@@ -588,10 +585,11 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
         Box::pin(async move {
             let collections = [T::collection_spec()];
-            let copy = self
-                .copy(&collections)
-                .cloned()
-                .ok_or_else(|| Error::Refused(self.problems(&collections).join("; ")))?;
+            let copy = self.copy(&collections).cloned().ok_or_else(|| {
+                Error::Schema(crate::SchemaError {
+                    problems: self.problems(&collections),
+                })
+            })?;
             let mut projection = doc! { "_id": 1 };
             for field in &copy.fields {
                 projection.insert(field.as_str(), 1);
@@ -732,6 +730,8 @@ impl Work for Custom {
 /// `run` receives the [`StepContext`]: the database, the checkpoint an interrupted run saved,
 /// and [`StepContext::next_batch`] / [`StepContext::save`] to walk a collection in batches.
 /// Write it idempotent: after an interruption it runs again from the last saved checkpoint.
+/// A step fails with any [`crate::Error`]; an error of your own is `Err(Error::other(..))`
+/// ([`crate::Error::other`]).
 pub fn custom<T: Model>(
     description: &str,
     run: impl for<'a> Fn(&'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>

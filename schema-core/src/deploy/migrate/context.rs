@@ -69,15 +69,16 @@ impl StepContext {
         self.counts
     }
 
-    /// Fails with [`Error::Refused`] if `apply` lost its lock (another instance may be running
+    /// Fails with [`Error::LockLost`] if `apply` lost its lock (another instance may be running
     /// the step): a step checks it before each write.
     pub fn ensure_lock(&self) -> Result<()> {
         if (self.holds)() {
             Ok(())
         } else {
-            Err(Error::Refused(
-                "apply lost its lock while a migration step ran: stopped before writing".to_owned(),
-            ))
+            Err(Error::LockLost {
+                lock: crate::error::LockKind::Apply,
+                during: "a migration step".to_owned(),
+            })
         }
     }
 

@@ -75,9 +75,10 @@ pub(crate) async fn run(
 ) -> Result<()> {
     for (index, (migration, _)) in steps.iter().enumerate() {
         if !holds() {
-            return Err(Error::Refused(
-                "apply lost its lock before a migration step".to_owned(),
-            ));
+            return Err(Error::LockLost {
+                lock: crate::error::LockKind::Apply,
+                during: "the migration steps, before a step".to_owned(),
+            });
         }
         let key = migration.key(schema);
         let before = changelog::start(db, schema, migration).await?;
