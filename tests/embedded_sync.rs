@@ -584,6 +584,24 @@ fn rec_line(product: &Product, quantity: i32) -> RecLine {
     }
 }
 
+/// `count` orders of four lines each: bolt, nut, bolt, nut, with the quantities of `quantities`.
+fn rec_orders(count: i64, bolt: &Product, nut: &Product) -> Vec<RecOrder> {
+    (0..count)
+        .map(|i| {
+            let [a, b, c, d] = quantities(i);
+            RecOrder {
+                id: i,
+                lines: vec![
+                    rec_line(bolt, a),
+                    rec_line(nut, b),
+                    rec_line(bolt, c),
+                    rec_line(nut, d),
+                ],
+            }
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
     let db = mongo_schema_testkit::database("embedded_reconcile").await;
@@ -594,20 +612,7 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
         .insert_many([&bolt, &nut])
         .await
         .unwrap();
-    let orders: Vec<RecOrder> = (0..5)
-        .map(|i| {
-            let [a, b, c, d] = quantities(i);
-            RecOrder {
-                id: i,
-                lines: vec![
-                    rec_line(&bolt, a),
-                    rec_line(&nut, b),
-                    rec_line(&bolt, c),
-                    rec_line(&nut, d),
-                ],
-            }
-        })
-        .collect();
+    let orders = rec_orders(5, &bolt, &nut);
     RecOrder::collection(&db)
         .insert_many(&orders)
         .await
@@ -698,20 +703,7 @@ async fn fill_copies_in_a_migration_rewrites_every_line_from_its_product() {
         ])
         .await
         .unwrap();
-    let orders: Vec<RecOrder> = (0..4)
-        .map(|i| {
-            let [a, b, c, d] = quantities(i);
-            RecOrder {
-                id: i,
-                lines: vec![
-                    rec_line(&bolt, a),
-                    rec_line(&nut, b),
-                    rec_line(&bolt, c),
-                    rec_line(&nut, d),
-                ],
-            }
-        })
-        .collect();
+    let orders = rec_orders(4, &bolt, &nut);
     RecOrder::collection(&db)
         .insert_many(&orders)
         .await

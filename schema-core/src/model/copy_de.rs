@@ -142,3 +142,48 @@ where
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
+
+    use super::*;
+
+    type Slots = (
+        Option<ObjectId>,
+        (Option<String>, (Option<Option<i64>>, ())),
+    );
+    type Values = (ObjectId, (String, (Option<i64>, ())));
+
+    const FIELDS: &[&str] = &["_id", "name", "count"];
+
+    fn read(document: Document) -> Result<Values, mongodb::bson::de::Error> {
+        let decoders = (Decoder::Plain, (Decoder::Plain, (Decoder::Plain, ())));
+        deserialize_copy::<_, Slots, Values>(
+            mongodb::bson::Deserializer::new(Bson::Document(document)),
+            "Copy",
+            FIELDS,
+            decoders,
+            |values| values,
+        )
+    }
+
+    #[test]
+    fn reads_each_field_into_its_slot_and_ignores_unknown_keys() {
+        let id = ObjectId::new();
+        let read = read(doc! { "count": 3_i64, "extra": true, "name": "Ada", "_id": id }).unwrap();
+        assert_eq!(read, (id, ("Ada".to_owned(), (Some(3), ()))));
+    }
+
+    #[test]
+    fn a_missing_option_is_none_and_a_missing_value_is_refused() {
+        let id = ObjectId::new();
+        assert_eq!(
+            read(doc! { "_id": id, "name": "Ada" }).unwrap(),
+            (id, ("Ada".to_owned(), (None, ())))
+        );
+        // the control: the same document with `name` gone is no copy
+        assert!(read(doc! { "_id": id, "count": 1_i64 }).is_err());
+        assert!(read(doc! { "name": "Ada", "count": 1_i64 }).is_err());
+    }
+}
