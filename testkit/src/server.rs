@@ -135,6 +135,7 @@ pub struct TestServer {
     storage: Option<PathBuf>,
     log: PathBuf,
     inst: Installation,
+    args: Vec<String>,
     running: Option<Running>,
 }
 
@@ -158,6 +159,14 @@ impl TestServer {
         Self::launch(None, None, storage)
     }
 
+    /// Like [`start`](TestServer::start), with more `secantusd-py` flags, kept for restarts:
+    /// `--standalone` (the server answers `hello` as a standalone and refuses `$changeStream`
+    /// with code 40573, as a standalone mongod does) or `--auth` (every command but the
+    /// handshake needs a user; none exists, so they fail with code 13).
+    pub fn start_with_args(storage: Option<&Path>, args: &[&str]) -> io::Result<TestServer> {
+        Self::launch_with(None, None, storage, args)
+    }
+
     /// Like [`start`](TestServer::start), but on the given port (fails if it is taken).
     pub fn start_on_port(port: u16, storage: Option<&Path>) -> io::Result<TestServer> {
         Self::launch(None, Some(port), storage)
@@ -177,6 +186,15 @@ impl TestServer {
         port: Option<u16>,
         storage: Option<&Path>,
     ) -> io::Result<TestServer> {
+        Self::launch_with(name, port, storage, &[])
+    }
+
+    fn launch_with(
+        name: Option<&str>,
+        port: Option<u16>,
+        storage: Option<&Path>,
+        args: &[&str],
+    ) -> io::Result<TestServer> {
         let inst = ensure_installation().map_err(io::Error::other)?;
         let log = match name {
             Some(name) => new_log_path(name)?,
@@ -191,6 +209,7 @@ impl TestServer {
             storage: storage.map(Path::to_path_buf),
             log,
             inst,
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
             running: None,
         };
         server
@@ -334,6 +353,7 @@ impl TestServer {
             .arg(self.port.to_string())
             .arg("--storage-path")
             .arg(&storage)
+            .args(&self.args)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())
             .stdout(out)
