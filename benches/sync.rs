@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::WorkerStats;
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone)]
@@ -170,12 +169,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_await_time(AWAIT)
         .spawn();
     // caught up when the last change's rewrites are done (`applied` counts after the fan-outs)
-    while WorkerStats::get(&worker.stats().applied) < renames as u64 {
+    while worker.stats().snapshot().applied < renames as u64 {
         assert!(start.elapsed() < deadline, "the worker did not catch up");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let caught_up = start.elapsed();
-    let coalesced = WorkerStats::get(&worker.stats().coalesced);
+    let coalesced = worker.stats().snapshot().coalesced;
     worker.shutdown().await?;
     assert!(converged(&db, &agents, sizes.renames_each).await);
 
@@ -226,10 +225,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last_applied = 0;
     loop {
         assert!(start.elapsed() < deadline, "the worker did not converge");
-        let applied = WorkerStats::get(&worker.stats().applied);
+        let applied = worker.stats().snapshot().applied;
         if applied != last_applied {
             last_applied = applied;
-            samples.push(WorkerStats::get(&worker.stats().last_lag_ms));
+            samples.push(worker.stats().snapshot().last_lag_ms);
         }
         if written.is_finished() && applied >= renames as u64 {
             if converged(&db, &agents, sizes.renames_each).await {
@@ -240,12 +239,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let took = start.elapsed();
-    samples.push(WorkerStats::get(&worker.stats().last_lag_ms));
+    samples.push(worker.stats().snapshot().last_lag_ms);
     println!(
         "  following live: {renames} renames converged in {took:?}; lag p50 {} ms, p99 {} ms, max {} ms ({} samples)",
         percentile(&mut samples, 0.5),
         percentile(&mut samples, 0.99),
-        WorkerStats::get(&worker.stats().max_lag_ms),
+        worker.stats().snapshot().max_lag_ms,
         samples.len()
     );
     worker.shutdown().await?;
@@ -302,7 +301,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     log.clear();
     let start = Instant::now();
     rename_all(&db, &agents, 1).await;
-    while WorkerStats::get(&worker.stats().applied) < 1 {
+    while worker.stats().snapshot().applied < 1 {
         assert!(
             start.elapsed() < deadline,
             "the worker did not apply the rename"

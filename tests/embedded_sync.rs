@@ -15,7 +15,7 @@ use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate;
 use mongo_schema::prelude::*;
-use mongo_schema::{IndexReason, SyncStrategy, WorkerStats, FAN_OUT_CHUNK};
+use mongo_schema::{IndexReason, SyncStrategy, FAN_OUT_CHUNK};
 use serde::{Deserialize, Serialize};
 
 /// How long a worker may take to stop.
@@ -543,11 +543,11 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     eventually(
         Duration::from_secs(60),
         "every order was rewritten",
-        || async { WorkerStats::get(&stats.copies_rewritten) >= holders as u64 },
+        || async { stats.snapshot().copies_rewritten >= holders as u64 },
     )
     .await;
     assert_eq!(stored(&db, "async_orders").await, expected);
-    assert_eq!(WorkerStats::get(&stats.copies_rewritten), holders as u64);
+    assert_eq!(stats.snapshot().copies_rewritten, holders as u64);
     within(SHUTDOWN, "the worker shuts down", worker.shutdown())
         .await
         .expect("clean shutdown");

@@ -12,7 +12,6 @@ use common::{eventually, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::WorkerStats;
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -277,9 +276,9 @@ async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
     assert_eq!(one.last_pinned.map(|p| p.at), Some(20));
     assert_eq!((two.posts, two.pinned), (1, 1));
     let stats = worker.stats();
-    assert!(WorkerStats::get(&stats.previews_refreshed) >= 2);
+    assert!(stats.snapshot().previews_refreshed >= 2);
     // the pre-images were there for every change
-    assert_eq!(WorkerStats::get(&stats.unknown_parents), 0);
+    assert_eq!(stats.snapshot().unknown_parents, 0);
     stop(worker).await;
 }
 
@@ -331,8 +330,8 @@ async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
     .await;
     assert!(second.stats().is_active());
     // it resumed from the killed worker's token: no reconcile of its own
-    assert_eq!(WorkerStats::get(&second.stats().reconciles), 0);
-    assert_eq!(WorkerStats::get(&second.stats().takeovers), 1);
+    assert_eq!(second.stats().snapshot().reconciles, 0);
+    assert_eq!(second.stats().snapshot().takeovers, 1);
     let shown = stored(&db, 1).await;
     assert_eq!((shown.posts, shown.pinned), (3, 1));
     assert_eq!(
@@ -376,7 +375,7 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
             .any(|f| f.copy == "channels.newest" && f.holder == mongo_schema::bson::Bson::Int64(2))
     })
     .await;
-    assert!(WorkerStats::get(&worker.stats().failed) >= 1);
+    assert!(worker.stats().snapshot().failed >= 1);
     stop(worker).await;
     // mended: retry_failures sets the previews from the children and removes the records
     db.collection::<BsonDocument>("channels")
@@ -442,7 +441,7 @@ async fn a_child_leaving_the_filter_without_a_pre_image_refreshes_its_parent() {
     let shown = stored(&db, 1).await;
     assert_eq!(shown.pinned, 1);
     assert_eq!(shown.last_pinned.map(|p| p.at), Some(10));
-    assert!(WorkerStats::get(&worker.stats().unknown_parents) >= 1);
+    assert!(worker.stats().snapshot().unknown_parents >= 1);
     stop(worker).await;
 }
 
@@ -477,7 +476,7 @@ async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
         converged(&db, &[1, 2])
     })
     .await;
-    assert_eq!(WorkerStats::get(&worker.stats().unknown_parents), 0);
+    assert_eq!(worker.stats().snapshot().unknown_parents, 0);
     // the newest post of channel 1 is deleted, then a post is added to channel 2: once
     // channel 2 shows it, the worker has read the deletion (one stream, in order)
     posts.delete_one(doc! { "_id": 2 }).await.unwrap();
@@ -486,7 +485,7 @@ async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
         converged(&db, &[2])
     })
     .await;
-    assert!(WorkerStats::get(&worker.stats().unknown_parents) >= 1);
+    assert!(worker.stats().snapshot().unknown_parents >= 1);
     let stale = stored(&db, 1).await;
     assert_eq!(stale.posts, 2, "{stale:?}");
     assert_eq!(

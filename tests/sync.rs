@@ -17,7 +17,7 @@ use common::helpdesk::*;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{explain, SyncStrategy, WorkerStats, TOKENS_COLLECTION};
+use mongo_schema::{explain, SyncStrategy, TOKENS_COLLECTION};
 use serde::{Deserialize, Serialize};
 
 async fn applied(prefix: &str) -> mongodb::Database {
@@ -217,39 +217,36 @@ async fn async_copies_converge_and_lag_is_measured() {
     let seen = eventually(
         Duration::from_secs(30),
         "the non-copied change is seen",
-        || async { WorkerStats::get(&stats.events) >= 1001 },
+        || async { stats.snapshot().events >= 1001 },
     );
     let deadline = tokio::time::timeout(Duration::from_secs(31), seen).await;
     assert!(
         deadline.is_ok(),
         "events {} applied {} reopened {} reconciles {}",
-        WorkerStats::get(&stats.events),
-        WorkerStats::get(&stats.applied),
-        WorkerStats::get(&stats.reopened),
-        WorkerStats::get(&stats.reconciles)
+        stats.snapshot().events,
+        stats.snapshot().applied,
+        stats.snapshot().reopened,
+        stats.snapshot().reconciles
     );
     println!(
         "1,000 async renames (50 agents x 20, 20 tickets each): written in {written:?}, copies converged {:?} after the last write; \
          events {}, applied {}, tickets rewritten {}, last lag {} ms, max lag {} ms",
         converged,
-        WorkerStats::get(&stats.events),
-        WorkerStats::get(&stats.applied),
-        WorkerStats::get(&stats.copies_rewritten),
-        WorkerStats::get(&stats.last_lag_ms),
-        WorkerStats::get(&stats.max_lag_ms),
+        stats.snapshot().events,
+        stats.snapshot().applied,
+        stats.snapshot().copies_rewritten,
+        stats.snapshot().last_lag_ms,
+        stats.snapshot().max_lag_ms,
     );
     // delivery is at least once: 1,000 renames are 1,000 applied events or more, never fewer
     // (every copy is right, checked above); the team change is seen and not applied
-    let applied = WorkerStats::get(&stats.applied);
+    let applied = stats.snapshot().applied;
     assert!(applied >= 1000, "{applied}");
     assert!(
-        WorkerStats::get(&stats.events) > applied,
+        stats.snapshot().events > applied,
         "the team change touched no copied field"
     );
-    assert!(
-        WorkerStats::get(&stats.max_lag_ms) > 0,
-        "the lag is measured"
-    );
+    assert!(stats.snapshot().max_lag_ms > 0, "the lag is measured");
     within(SHUTDOWN, "the worker shuts down", worker.shutdown())
         .await
         .expect("clean shutdown");
@@ -325,12 +322,12 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
     )
     .await;
     assert_eq!(
-        WorkerStats::get(&worker.stats().reconciles),
+        worker.stats().snapshot().reconciles,
         0,
         "resumed from the token, no reconcile needed"
     );
     assert_eq!(
-        WorkerStats::get(&worker.stats().takeovers),
+        worker.stats().snapshot().takeovers,
         1,
         "it took the lease the killed worker left to expire"
     );
@@ -353,7 +350,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .lease(Duration::from_secs(1))
         .spawn();
     worker.ready().await.expect("the sync worker is ready");
-    assert_eq!(WorkerStats::get(&worker.stats().reconciles), 1);
+    assert_eq!(worker.stats().snapshot().reconciles, 1);
     assert_eq!(
         names_of_copies(&db, "assignee", bo.id).await,
         vec!["Bo 4"; 30],
@@ -437,10 +434,10 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     eventually(Duration::from_secs(30), "caught up", || converged("a")).await;
     let stats = behind.stats();
     eventually(Duration::from_secs(30), "every change applied", || async {
-        WorkerStats::get(&stats.applied) == 100
+        stats.snapshot().applied == 100
     })
     .await;
-    let coalesced = WorkerStats::get(&stats.coalesced);
+    let coalesced = stats.snapshot().coalesced;
     println!("default batches: 100 changes applied, {coalesced} coalesced");
     assert!(
         coalesced >= 50,
@@ -460,10 +457,10 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     // (the full document looked up for the first change already holds the last name)
     let stats = one_by_one.stats();
     eventually(Duration::from_secs(30), "every change applied", || async {
-        WorkerStats::get(&stats.applied) == 100
+        stats.snapshot().applied == 100
     })
     .await;
-    assert_eq!(WorkerStats::get(&stats.coalesced), 0);
+    assert_eq!(stats.snapshot().coalesced, 0);
     within(SHUTDOWN, "the worker shuts down", one_by_one.shutdown())
         .await
         .unwrap();
@@ -599,7 +596,7 @@ async fn async_copies_converge_across_a_server_restart() {
     let streams_after = opened.load(Ordering::SeqCst);
     println!(
         "after the restart the worker converged in {took:?}; change streams opened {streams_before} before, {streams_after} after (reopened by the worker {} time(s), the rest resumed by the driver)",
-        WorkerStats::get(&worker.stats().reopened)
+        worker.stats().snapshot().reopened
     );
     assert!(
         streams_after > streams_before,
@@ -625,7 +622,7 @@ async fn async_copies_converge_across_a_server_restart() {
     )
     .await;
     assert_eq!(
-        WorkerStats::get(&worker.stats().reconciles),
+        worker.stats().snapshot().reconciles,
         0,
         "resumed from the stored token"
     );

@@ -39,7 +39,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use model::*;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument, Timestamp};
 use mongo_schema::prelude::*;
-use mongo_schema::{RebuildProgress, SyncWorkerHandle, WorkerStats, TOKENS_COLLECTION};
+use mongo_schema::{RebuildProgress, SyncWorkerHandle, TOKENS_COLLECTION};
 
 const WRITERS: usize = 8;
 const RENAMES: usize = 2_000;
@@ -214,12 +214,12 @@ impl Workers {
 
     fn account(&mut self, handle: &SyncWorkerHandle) {
         let stats = handle.stats();
-        self.takeovers += WorkerStats::get(&stats.takeovers);
-        self.reopened += WorkerStats::get(&stats.reopened);
-        self.applied += WorkerStats::get(&stats.applied);
-        self.failed += WorkerStats::get(&stats.failed);
-        self.reconciles += WorkerStats::get(&stats.reconciles);
-        self.max_lag_ms = self.max_lag_ms.max(WorkerStats::get(&stats.max_lag_ms));
+        self.takeovers += stats.snapshot().takeovers;
+        self.reopened += stats.snapshot().reopened;
+        self.applied += stats.snapshot().applied;
+        self.failed += stats.snapshot().failed;
+        self.reconciles += stats.snapshot().reconciles;
+        self.max_lag_ms = self.max_lag_ms.max(stats.snapshot().max_lag_ms);
     }
 
     /// Kills the active worker (waiting for one to be active) and starts a fresh one.

@@ -14,7 +14,7 @@ use common::{eventually, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{WorkerStats, TOKENS_COLLECTION};
+use mongo_schema::TOKENS_COLLECTION;
 
 const LEASE: Duration = Duration::from_millis(600);
 const WORKER: &str = "fenced";
@@ -180,7 +180,7 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
         .unwrap();
     assert_eq!(lease.get_i64("epoch").unwrap(), epochs[0]);
     assert!(epochs[0] >= 2, "the takeover raised the epoch: {lease}");
-    assert!(WorkerStats::get(&standby.stats().takeovers) >= 1);
+    assert!(standby.stats().snapshot().takeovers >= 1);
 
     // the worker that was paused is a good standby: it takes over when the holder stops
     within(Duration::from_secs(30), "shutdown", standby.shutdown())

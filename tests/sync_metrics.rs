@@ -225,7 +225,7 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
     );
     assert_eq!(
         recorder.counter(names::HOLDERS_REWRITTEN, &wc),
-        mongo_schema::WorkerStats::get(&worker.stats().copies_rewritten),
+        worker.stats().snapshot().copies_rewritten,
         "the metric and the worker's own counter agree"
     );
     assert_eq!(recorder.counter(names::FAILURES, &wc), 0);

@@ -19,7 +19,7 @@ use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::error::WorkerStop;
 use mongo_schema::prelude::*;
-use mongo_schema::{Error, WorkerStats, FAILURES_COLLECTION, TOKENS_COLLECTION};
+use mongo_schema::{Error, FAILURES_COLLECTION, TOKENS_COLLECTION};
 
 async fn applied(prefix: &str) -> mongodb::Database {
     let db = mongo_schema_testkit::database(prefix).await;
@@ -167,7 +167,7 @@ async fn ready_gives_up_after_its_timeout_with_the_last_error() {
     assert!(worker.stats().last_error().is_some());
     assert!(!worker.stats().is_active());
     assert!(
-        WorkerStats::get(&worker.stats().reopened) >= 1,
+        worker.stats().snapshot().reopened >= 1,
         "transient errors are retried"
     );
     assert!(
@@ -278,7 +278,7 @@ async fn one_invalid_holder_never_blocks_the_others() {
         Ok("Bo"),
         "rejected"
     );
-    assert!(WorkerStats::get(&worker.stats().failed) >= 1);
+    assert!(worker.stats().snapshot().failed >= 1);
 
     let failures = schema.sync_failures(&db).await.unwrap();
     println!("recorded: {failures:#?}");
@@ -421,7 +421,7 @@ async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
         true
     })
     .await;
-    let applied = |w: &mongo_schema::SyncWorkerHandle| WorkerStats::get(&w.stats().applied);
+    let applied = |w: &mongo_schema::SyncWorkerHandle| w.stats().snapshot().applied;
     // the looked-up full documents of early events already carry late names: the copies can
     // converge before the last events are read, so wait for those too
     eventually(Duration::from_secs(30), "all 50 events applied", || async {
@@ -470,7 +470,7 @@ async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
         after >= before,
         "the token never moves backwards: {before:?} -> {after:?}"
     );
-    assert_eq!(WorkerStats::get(&second.stats().takeovers), 1);
+    assert_eq!(second.stats().snapshot().takeovers, 1);
     within(SHUTDOWN, "the worker shuts down", second.shutdown())
         .await
         .unwrap();
@@ -530,7 +530,7 @@ async fn deleted_sources_unset_or_keep_their_copies() {
         let stored = case_of(&db, c.id).await;
         assert_eq!(stored.team.unwrap().name, "Billing", "kept");
     }
-    assert!(WorkerStats::get(&worker.stats().copies_unset) >= 6);
+    assert!(worker.stats().snapshot().copies_unset >= 6);
 
     // reconcile counts the kept ones as missing sources, and unsets an `unset` copy whose
     // source is gone (here written by a client that skipped the library)

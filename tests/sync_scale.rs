@@ -16,7 +16,7 @@ use common::{eventually, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{WorkerStats, FAN_OUT_CHUNK};
+use mongo_schema::FAN_OUT_CHUNK;
 
 const HOLDERS: usize = 20_000;
 /// The bound SPEC §12 pins, written out so the test fails if the constant grows.
@@ -223,7 +223,7 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
     .await;
     let big_when_small_done = renamed(&db, "items", big.id, "Big 2").await;
     // the worker's figures, polled (a count of 20,000 holders each time would load the server)
-    let rewritten = || WorkerStats::get(&second.stats().copies_rewritten);
+    let rewritten = || second.stats().snapshot().copies_rewritten;
     let mut progress = Instant::now();
     let big_after = eventually(CONVERGE, "the worker rewrites all 20,001 holders", || {
         let done = rewritten();
@@ -294,10 +294,10 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
         writing.len()
     );
     assert_eq!(
-        WorkerStats::get(&second.stats().copies_rewritten),
+        second.stats().snapshot().copies_rewritten,
         HOLDERS as u64 + 1
     );
-    assert_eq!(WorkerStats::get(&second.stats().failed), 0);
+    assert_eq!(second.stats().snapshot().failed, 0);
     within(SHUTDOWN, "the worker shuts down", second.shutdown())
         .await
         .unwrap();
@@ -351,7 +351,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
     })
     .await;
     eventually(CONVERGE, "the refused holders are recorded", || async {
-        WorkerStats::get(&worker.stats().failed) == (STRICT - FAN_OUT_CHUNK) as u64
+        worker.stats().snapshot().failed == (STRICT - FAN_OUT_CHUNK) as u64
     })
     .await;
     assert_eq!(
@@ -438,11 +438,7 @@ async fn a_quiet_stream_saves_its_token_at_the_interval() {
         control_after, control_before,
         "without an interval save a quiet stream's token stays where it was"
     );
-    assert_eq!(
-        WorkerStats::get(&quiet.stats().events),
-        0,
-        "no event was applied"
-    );
+    assert_eq!(quiet.stats().snapshot().events, 0, "no event was applied");
     within(SHUTDOWN, "the workers shut down", async {
         quiet.shutdown().await.unwrap();
         control.shutdown().await.unwrap();
@@ -497,7 +493,7 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
     )
     .await;
     assert_eq!(
-        WorkerStats::get(&worker.stats().reopened),
+        worker.stats().snapshot().reopened,
         0,
         "the worker never replayed the event: {:?}",
         worker.stats().last_error()

@@ -26,8 +26,8 @@ use clap::{Parser, Subcommand};
 
 use model::*;
 use mongo_schema::bson::{doc, DateTime};
+use mongo_schema::explain;
 use mongo_schema::prelude::*;
-use mongo_schema::{explain, WorkerStats};
 
 const TICKETS: usize = 4000;
 
@@ -312,8 +312,8 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         "  \"{}\" -> \"{new_name}\": all {holders} tickets show it {} after the rename (worker lag {} ms, {} tickets rewritten)",
         busiest.name,
         ms(started.elapsed()),
-        WorkerStats::get(&worker.stats().last_lag_ms),
-        WorkerStats::get(&worker.stats().copies_rewritten)
+        worker.stats().snapshot().last_lag_ms,
+        worker.stats().snapshot().copies_rewritten
     );
     worker.shutdown().await?;
 

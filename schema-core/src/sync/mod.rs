@@ -35,8 +35,8 @@ pub use reconcile::{EdgeReconcile, ReconcileReport};
 pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
-    SyncWorker, SyncWorkerHandle, WorkerStats, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
-    DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
+    SyncWorker, SyncWorkerHandle, WorkerSnapshot, WorkerStats, DEFAULT_MAX_BATCH,
+    DEFAULT_READY_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
 };
 
 pub(crate) use fan_out::FanOut;

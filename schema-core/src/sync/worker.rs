@@ -69,43 +69,136 @@ const UNRESUMABLE: [i32; 5] = [
     222, // CloseChangeStream
 ];
 
+/// The counters of a running worker at one moment ([`WorkerStats::snapshot`]): plain numbers,
+/// copied out, so reading them can neither race with the worker nor change them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerSnapshot {
+    /// Change events received.
+    pub events: u64,
+    /// Events that touched a copied field (or deleted a source whose copies are unset) and
+    /// were applied. Delivery is at least once: after a takeover or a crash some are applied
+    /// again.
+    pub applied: u64,
+    /// Changes whose rewrite was folded into a later change of the same source document in
+    /// the same batch (its looked-up full document is newer).
+    pub coalesced: u64,
+    /// Holder documents rewritten.
+    pub copies_rewritten: u64,
+    /// Holder documents whose copy was unset because its source was deleted.
+    pub copies_unset: u64,
+    /// Holder documents that could not take their copy; each is recorded in
+    /// [`crate::FAILURES_COLLECTION`].
+    pub failed: u64,
+    /// Full reconciles run because no usable resume token existed.
+    pub reconciles: u64,
+    /// Times the stream was reopened after an error.
+    pub reopened: u64,
+    /// Times this worker took the lease (became the active worker of its name).
+    pub takeovers: u64,
+    /// Parents of an async subset whose previews and count were set from their children (the
+    /// refreshes of a batch coalesce per parent).
+    pub previews_refreshed: u64,
+    /// Changes of a child of an async subset whose parent before the change could not be
+    /// known (no pre-image: a deletion, or an update that may have moved the child); reconcile
+    /// repairs those parents.
+    pub unknown_parents: u64,
+    /// Milliseconds between the source change (its `wallTime`) and the copies being rewritten,
+    /// for the last applied event.
+    pub last_lag_ms: u64,
+    /// The largest such lag seen.
+    pub max_lag_ms: u64,
+}
+
 /// Counters and state of a running worker, readable at any time through
-/// [`SyncWorkerHandle::stats`].
+/// [`SyncWorkerHandle::stats`]; [`WorkerStats::snapshot`] copies the counters out.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     /// Change events received.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub events: AtomicU64,
     /// Events that touched a copied field (or deleted a source whose copies are unset) and
     /// were applied. Delivery is at least once: after a takeover or a crash some are applied
     /// again.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub applied: AtomicU64,
     /// Changes whose rewrite was folded into a later change of the same source document in
     /// the same batch (its looked-up full document is newer).
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub coalesced: AtomicU64,
     /// Holder documents rewritten.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub copies_rewritten: AtomicU64,
     /// Holder documents whose copy was unset because its source was deleted.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub copies_unset: AtomicU64,
     /// Holder documents that could not take their copy; each is recorded in
     /// [`crate::FAILURES_COLLECTION`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub failed: AtomicU64,
     /// Full reconciles run because no usable resume token existed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub reconciles: AtomicU64,
     /// Times the stream was reopened after an error.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub reopened: AtomicU64,
     /// Times this worker took the lease (became the active worker of its name).
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub takeovers: AtomicU64,
     /// Parents of an async subset whose previews and count were set from their children (the
     /// refreshes of a batch coalesce per parent).
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub previews_refreshed: AtomicU64,
     /// Changes of a child of an async subset whose parent before the change could not be
     /// known (no pre-image: a deletion, or an update that may have moved the child); reconcile
     /// repairs those parents.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub unknown_parents: AtomicU64,
     /// Milliseconds between the source change (its `wallTime`) and the copies being rewritten,
     /// for the last applied event.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub last_lag_ms: AtomicU64,
     /// The largest such lag seen.
+    #[deprecated(
+        since = "0.2.0",
+        note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
+    )]
     pub max_lag_ms: AtomicU64,
     ready: AtomicBool,
     active: AtomicBool,
@@ -119,8 +212,31 @@ impl WorkerStats {
     }
 
     /// Reads a counter.
+    #[deprecated(since = "0.2.0", note = "read `WorkerStats::snapshot()`")]
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+
+    /// The counters now, as plain numbers (each read on its own: a worker applying a batch
+    /// may move one between two reads).
+    #[allow(deprecated)]
+    pub fn snapshot(&self) -> WorkerSnapshot {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        WorkerSnapshot {
+            events: read(&self.events),
+            applied: read(&self.applied),
+            coalesced: read(&self.coalesced),
+            copies_rewritten: read(&self.copies_rewritten),
+            copies_unset: read(&self.copies_unset),
+            failed: read(&self.failed),
+            reconciles: read(&self.reconciles),
+            reopened: read(&self.reopened),
+            takeovers: read(&self.takeovers),
+            previews_refreshed: read(&self.previews_refreshed),
+            unknown_parents: read(&self.unknown_parents),
+            last_lag_ms: read(&self.last_lag_ms),
+            max_lag_ms: read(&self.max_lag_ms),
+        }
     }
 
     /// Whether this worker holds the lease, its change stream is open and any initial catch-up
@@ -286,6 +402,7 @@ impl SyncWorker {
         self.graph.by_strategy(SyncStrategy::Async).collect()
     }
 
+    #[allow(deprecated)] // the worker writes its own counters
     async fn run(self, mut stop: watch::Receiver<bool>, stats: Arc<WorkerStats>) -> Result<()> {
         let sources = self.graph.sources(SyncStrategy::Async);
         if sources.is_empty() && self.subsets.rules.is_empty() {
@@ -432,6 +549,7 @@ impl SyncWorker {
 
     /// Opens the stream (from the saved token, or fresh with a reconcile) and applies events
     /// until stopped, the lease is lost, or an error.
+    #[allow(deprecated)] // the worker writes its own counters
     async fn follow(
         &self,
         sources: &[String],
@@ -583,6 +701,7 @@ impl SyncWorker {
     /// [`super::fence`]). Measures the lag of the applied changes. `false`: a write was fenced
     /// off (the lease was taken over); the batch is the new holder's to apply.
     #[tracing::instrument(name = "sync_batch", level = "debug", skip_all, fields(worker = %self.name, events = batch.len()))]
+    #[allow(deprecated)] // the worker writes its own counters
     async fn apply_batch(
         &self,
         batch: &[ChangeStreamEvent<BsonDocument>],
@@ -796,6 +915,7 @@ fn token_time(token: &ResumeToken) -> Option<mongodb::bson::Timestamp> {
 /// them) is recorded in [`crate::FAILURES_COLLECTION`] (target `parents.path`, holder and source
 /// the parent) and the others go on.
 #[allow(clippy::too_many_arguments)]
+#[allow(deprecated)] // the worker writes its own counters
 async fn refresh_parent(
     subsets: &SubsetFollow,
     db: &Database,
