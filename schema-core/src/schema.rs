@@ -49,6 +49,7 @@ pub struct SchemaBuilder {
 /// `Debug` shows the same text as `Display`, one problem per line, so that `build()?` in a
 /// `main` returning `Result` prints sentences; `{:#?}` shows the structure.
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SchemaError {
     /// One sentence per problem.
     pub problems: Vec<String>,

@@ -463,6 +463,7 @@ impl SyncEdge {
 /// Every copied field of a schema: for each source collection and field, which collections
 /// and paths hold copies and by which strategy. Built by [`crate::Schema::sync_graph`].
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SyncGraph {
     /// The edges, in model order.
     pub edges: Vec<SyncEdge>,

@@ -28,6 +28,7 @@ use mongodb::bson::{doc, Bson, Document};
 
 /// What one `explain` reply says about how the server ran a query.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct PlanFacts {
     /// Every stage name of the winning plans, outermost first: for an aggregate the pipeline
     /// stages after the query layer (last first, `$sort`, `$group`, ...) and then the query

@@ -24,6 +24,7 @@ pub struct EmbeddedArray<P, E> {
 
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PushOutcome {
     /// Documents matched by the filter (and, without `cap`, with room for the items).
     pub matched: u64,

@@ -33,6 +33,7 @@ pub struct Lookup<L, R> {
 
 /// An outer document with the documents it is related to.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Joined<L, R> {
     /// The outer document.
     pub doc: L,

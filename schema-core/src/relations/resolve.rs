@@ -13,6 +13,7 @@ use super::reference::refuse_hostile_id;
 use crate::{Document, Ref, Result};
 
 /// The documents of a batch of references, fetched with one `$in` query.
+#[non_exhaustive]
 pub struct Resolved<T: Document> {
     /// The documents found, in the order of their first reference.
     pub documents: Vec<T>,
