@@ -307,7 +307,79 @@
 
 #![deny(missing_docs)]
 
+// The flat paths of 0.1 (`mongo_schema::Plan`, `mongo_schema::SyncWorker`, ...), kept for one
+// release so services upgrade without an error; the documented homes are the modules below.
+#[doc(hidden)]
 pub use mongo_schema_core::*;
+
+pub use mongo_schema_core::{
+    BsonSchema, Document, Error, Identified, LocalValidator, Ref, Result, ResultExt, Schema,
+    SchemaBuilder, SchemaError,
+};
+
+#[cfg(feature = "cli")]
+pub use mongo_schema_core::cli;
+pub use mongo_schema_core::{bson, error, migrate, mongodb, testing};
+
+/// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
+/// declared queries, the planner's fit of a query to an index, and the proof by `explain`.
+pub mod query {
+    pub use mongo_schema_core::query::*;
+    pub use mongo_schema_core::{explain, ExplainSummary};
+}
+
+/// Start-up: what [`Schema::plan`] computes and [`Schema::apply`] does (actions, the report,
+/// versions, warnings, sharding), the audit of stored documents, and the progress events.
+pub mod deploy {
+    pub use mongo_schema_core::{
+        Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport,
+        CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction,
+        PlanOptions, RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus,
+        Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION, PROGRESS_TARGET,
+    };
+}
+
+/// Keeping copies in sync: transactions over a source and its copies, the change-stream
+/// worker of `async` copies and subsets, reconcile and failure records, and the worker's
+/// metrics.
+pub mod sync {
+    pub use mongo_schema_core::sync_metrics as metrics;
+    pub use mongo_schema_core::{
+        EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
+        SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerSnapshot,
+        WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
+        DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION, FAILURE_RECORD_TTL, FAN_OUT_CHUNK,
+        TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    };
+}
+
+/// Relationships at run time: typed `$lookup`s and child pages of a reference, the batch
+/// resolver, bounded embedded arrays, subsets and buckets.
+pub mod relations {
+    pub use mongo_schema_core::{
+        Bucket, ChildOrder, ChildPage, CounterType, EmbeddedArray, EntryCursor, EntryPage, Joined,
+        Lookup, Page, PageCursor, ParentUpdate, PreviewFn, PushOutcome, RebuildProgress, Relation,
+        Resolved, RuleOf, SortKey, Subset, SubsetOf, SubsetReconcile, Unordered, MAX_PAGE_SIZE,
+        RELATED_FIELD,
+    };
+}
+
+/// What the derives describe and [`SchemaBuilder::build`] reads: collections, indexes, references,
+/// copies and their sync graph, bounds and document sizes.
+pub mod spec {
+    pub use mongo_schema_core::{
+        human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
+        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SubsetEdge,
+        SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
+        ValidationLevel, MAX_DOCUMENT_BYTES,
+    };
+}
+
+/// Validation without a server: the [`LocalValidator`] of a model's `$jsonSchema`, and the
+/// errors of a document it (or the server, code 121) refuses.
+pub mod validation {
+    pub use mongo_schema_core::{BatchFailure, LocalValidator, RuleFailure, ValidationError};
+}
 
 /// `#[derive(Document)]`: a collection root. Implements [`Document`] and [`BsonSchema`].
 pub use mongo_schema_derive::Document;

@@ -567,11 +567,13 @@ impl Plan {
         self.actions.is_empty() && self.migrations.is_empty()
     }
 
+    #[doc(hidden)]
     /// Plans every collection of `desired` against `observed`.
     pub fn compute(desired: &[CollectionSpec], observed: &Observed) -> Plan {
         Plan::compute_with(desired, observed, PlanOptions::default())
     }
 
+    #[doc(hidden)]
     /// [`Plan::compute`] with options.
     pub fn compute_with(
         desired: &[CollectionSpec],

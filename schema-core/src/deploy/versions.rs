@@ -393,6 +393,7 @@ pub enum VersionStatus {
 }
 
 impl VersionStatus {
+    #[doc(hidden)]
     /// Compares the version and fingerprint being applied with the record.
     pub fn of(applying: u64, fingerprint: &str, recorded: Option<&RecordedVersion>) -> Self {
         let Some(recorded) = recorded else {

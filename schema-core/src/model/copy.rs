@@ -358,6 +358,7 @@ pub struct SubsetSpec {
     /// Who keeps it current besides the helpers' transactions: `Transactional` (only they),
     /// `Async` (the sync worker follows the children) or `Reconcile`.
     pub strategy: SyncStrategy,
+    #[doc(hidden)]
     /// Builds a preview from a stored child (`V::from(&C)`), for reconcile and the worker.
     pub preview: Option<PreviewBuilder>,
 }

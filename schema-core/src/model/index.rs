@@ -252,6 +252,7 @@ impl IndexSpec {
         doc
     }
 
+    #[doc(hidden)]
     /// The differences between this index and one the server reports with the same keys (a
     /// `listIndexes` entry), as human-readable option names; empty when they are equivalent.
     pub fn differences(&self, existing: &Document) -> Vec<String> {

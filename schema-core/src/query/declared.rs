@@ -99,6 +99,7 @@ impl QuerySpec {
         self
     }
 
+    #[doc(hidden)]
     /// The projection of a `project = Row` (generated code): the row's stored fields.
     #[doc(hidden)]
     pub fn projection_of(mut self, stored: &[&str], has_id: bool, schema: Document) -> Self {
@@ -196,6 +197,7 @@ impl<'a, R, Row> DeclaredQuery<'a, R, Row>
 where
     R: crate::Document,
 {
+    #[doc(hidden)]
     /// Used by generated code.
     #[doc(hidden)]
     pub fn __new(db: &'a Database, spec: QuerySpec, filter: Result<Document>) -> Self {

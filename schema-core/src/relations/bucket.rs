@@ -49,6 +49,7 @@ pub struct EntryPage<E> {
 }
 
 impl<B, E> Bucket<B, E> {
+    #[doc(hidden)]
     /// Used by generated code.
     #[allow(clippy::too_many_arguments)]
     pub const fn new(
@@ -73,6 +74,7 @@ impl<B, E> Bucket<B, E> {
         }
     }
 
+    #[doc(hidden)]
     /// Used by generated code: the integer type of the count field.
     pub const fn count_type(mut self, count_type: crate::CounterType) -> Self {
         self.count_type = count_type;

@@ -33,6 +33,7 @@ pub struct PushOutcome {
 }
 
 impl<P, E> EmbeddedArray<P, E> {
+    #[doc(hidden)]
     /// Used by generated code.
     pub const fn new(path: &'static str, max: u64, cap: bool) -> Self {
         EmbeddedArray {

@@ -66,6 +66,7 @@ impl<F, T, O: Clone> Clone for Relation<F, T, O> {
 }
 
 impl<F, T> Relation<F, T, Unordered> {
+    #[doc(hidden)]
     /// A relation on the stored field `field`. Used by generated code.
     pub const fn new(field: &'static str, kind: RefKind) -> Self {
         Relation {

@@ -146,6 +146,7 @@ where
 }
 
 impl<P, C, V> Subset<P, C, V> {
+    #[doc(hidden)]
     /// Used by generated code.
     pub const fn new(
         path: &'static str,
@@ -170,6 +171,7 @@ impl<P, C, V> Subset<P, C, V> {
         }
     }
 
+    #[doc(hidden)]
     /// Used by generated code: builds a preview from a stored child, for reconcile and the
     /// sync worker (which work on BSON).
     pub const fn preview(mut self, preview: PreviewFn) -> Self {
@@ -177,6 +179,7 @@ impl<P, C, V> Subset<P, C, V> {
         self
     }
 
+    #[doc(hidden)]
     /// Used by generated code: the child's stored path holding the parent's `_id` (its
     /// `#[reference]`, or the `_id` of its `#[extended_ref]` to the parent).
     pub const fn parent(mut self, field: &'static str) -> Self {
@@ -184,6 +187,7 @@ impl<P, C, V> Subset<P, C, V> {
         self
     }
 
+    #[doc(hidden)]
     /// Used by generated code: only children matching `filter` (extended JSON, equalities on
     /// stored fields) are previewed and counted.
     pub const fn filter(mut self, filter: &'static str) -> Self {
@@ -191,6 +195,7 @@ impl<P, C, V> Subset<P, C, V> {
         self
     }
 
+    #[doc(hidden)]
     /// Used by generated code: who keeps the subset current besides the helpers
     /// (`sync = "async"`: the sync worker follows the children).
     pub const fn strategy(mut self, strategy: SyncStrategy) -> Self {
@@ -212,6 +217,7 @@ impl<P, C, V> Subset<P, C, V> {
         self.strategy
     }
 
+    #[doc(hidden)]
     /// Used by generated code: the integer type of the count field.
     pub const fn count_type(mut self, count_type: CounterType) -> Self {
         self.count_type = count_type;
@@ -220,6 +226,7 @@ impl<P, C, V> Subset<P, C, V> {
 }
 
 impl<P: Document, C: Document, V> Subset<P, C, V> {
+    #[doc(hidden)]
     /// The subset as the schema describes it (used by generated code: `collection_spec`).
     pub fn spec(&self, child_type: &'static str) -> crate::SubsetSpec {
         let mut spec = crate::SubsetSpec::new(
