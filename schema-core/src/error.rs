@@ -957,6 +957,10 @@ pub trait ResultExt<T> {
     /// Maps the error: a validation failure becomes [`Error::Validation`] with `collection`
     /// set, a duplicate key [`Error::Duplicate`] naming `collection`, anything else
     /// [`Error::Driver`].
+    ///
+    /// # Errors
+    ///
+    /// The mapped error, when `self` is an `Err`.
     fn in_collection(self, collection: &str) -> Result<T>;
 }
 

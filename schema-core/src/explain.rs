@@ -100,6 +100,11 @@ impl std::fmt::Display for ExplainSummary {
 
 /// Runs `explain` (verbosity `executionStats`) on a command such as those returned by
 /// `find_command`, `aggregate_command` or `resolve_command`.
+///
+/// # Errors
+///
+/// The driver's error when the server refuses the command (an unknown collection is no error:
+/// an empty plan).
 pub async fn explain(db: &Database, command: Document) -> Result<ExplainSummary> {
     let reply = db
         .run_command(doc! { "explain": command, "verbosity": "executionStats" })

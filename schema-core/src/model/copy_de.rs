@@ -21,6 +21,10 @@ pub trait CopySlots<'de>: Sized {
     /// Every slot empty.
     fn empty() -> Self;
     /// Reads the value of the field at `index` into its slot.
+    ///
+    /// # Errors
+    ///
+    /// The decoder's error.
     fn fill<A: MapAccess<'de>>(
         &mut self,
         index: usize,
@@ -29,6 +33,10 @@ pub trait CopySlots<'de>: Sized {
         fields: &'static [&'static str],
     ) -> Result<(), A::Error>;
     /// The values, a missing field read as serde's derive reads it (`None` for an `Option`).
+    ///
+    /// # Errors
+    ///
+    /// A missing field that is no `Option` (`_id` included).
     fn finish<E: de::Error>(self, fields: &'static [&'static str]) -> Result<Self::Values, E>;
 }
 
@@ -90,6 +98,11 @@ impl<'de, H: Deserialize<'de>, T: CopySlots<'de>> CopySlots<'de> for (Option<H>,
 
 /// Reads a copy type: a map (or a BSON document) of its stored fields, unknown keys ignored,
 /// each value through its decoder; `build` makes the copy from the values.
+///
+/// # Errors
+///
+/// The deserializer's error: not a map, a value its decoder refuses, `_id` or a non-`Option`
+/// field missing.
 pub fn deserialize_copy<'de, D, S, T>(
     deserializer: D,
     name: &'static str,

@@ -64,6 +64,8 @@ pub trait Document: BsonSchema {
     /// `insert_one` adds one) and evaluates [`Document::validator`] with mongod's `$jsonSchema`
     /// semantics (see [`crate::LocalValidator`]). The validator is compiled once per type.
     ///
+    /// # Errors
+    ///
     /// `Err(Error::Validation(..))` carries the same paths and rules as the server's code 121
     /// would; [`Error::Schema`](crate::Error::Schema) says the validator cannot be evaluated
     /// locally, and [`Error::Serialization`](crate::Error::Serialization) that the value cannot

@@ -990,6 +990,9 @@ impl SyncWorkerHandle {
 
     /// Waits until the worker is either following (it holds the lease, its stream is open and
     /// any initial reconcile is done) or standing by behind another live worker of its name.
+    ///
+    /// # Errors
+    ///
     /// Gives up after [`SyncWorker::ready_timeout`] with [`Error::Timeout`] carrying the last
     /// error the worker saw; returns the worker's error at once if it ended (an
     /// [`Error::Worker`], as [`SyncWorkerHandle::shutdown`] does).
@@ -1017,8 +1020,11 @@ impl SyncWorkerHandle {
     }
 
     /// Stops after the batch in progress (its token saved), gives up the lease so a standby
-    /// takes over at once, and waits for the worker to end. Returns the error that ended the
-    /// worker, if one did: [`Error::Worker`] whose [`WorkerStop`](crate::error::WorkerStop)
+    /// takes over at once, and waits for the worker to end.
+    ///
+    /// # Errors
+    ///
+    /// The error that ended the worker, if one did: [`Error::Worker`] whose [`WorkerStop`](crate::error::WorkerStop)
     /// says why (authentication, change streams unsupported, a panic, ...) and whose `source`
     /// is the error underneath.
     pub async fn shutdown(self) -> Result<()> {

@@ -56,7 +56,9 @@ impl LocalValidator {
     /// Compiles a validator as [`crate::Document::validator`] returns it and `apply` installs
     /// it (`{ "$jsonSchema": { ... } }`, hand-written ones too).
     ///
-    /// Returns [`Error::Schema`] for a schema mongod refuses (the rules `Schema::build` checks,
+    /// # Errors
+    ///
+    /// [`Error::Schema`] for a schema mongod refuses (the rules `Schema::build` checks,
     /// from the same code), for query operators beside `$jsonSchema` (which this evaluator does
     /// not implement: it says so rather than pass documents it did not judge), and for the few
     /// regexes and keywords it cannot evaluate as mongod does (see the module documentation of
@@ -91,8 +93,11 @@ impl LocalValidator {
         &self.validator
     }
 
-    /// Checks a document: `Ok` if mongod would accept it, or the failures as the server's code
-    /// 121 reports them.
+    /// Checks a document: `Ok` if mongod would accept it.
+    ///
+    /// # Errors
+    ///
+    /// The failures as the server's code 121 reports them (every path and rule).
     // the type a server's code 121 becomes, unboxed, as SPEC §11 pins it; the `Ok` path
     // returns nothing and a refusal is the rare one
     #[allow(clippy::result_large_err)]
@@ -110,6 +115,10 @@ impl LocalValidator {
 
     /// Checks a serialized document (as the driver sends it). Allocates nothing unless the
     /// document fails.
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalValidator::check`].
     #[allow(clippy::result_large_err)]
     pub fn check_raw(&self, document: &RawDocument) -> Result<(), ValidationError> {
         let Some(root) = &self.root else {

@@ -69,8 +69,11 @@ impl StepContext {
         self.counts
     }
 
-    /// Fails with [`Error::LockLost`] if `apply` lost its lock (another instance may be running
-    /// the step): a step checks it before each write.
+    /// Whether `apply` still holds its lock: a step checks it before each write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] if `apply` lost its lock (another instance may be running the step).
     pub fn ensure_lock(&self) -> Result<()> {
         if (self.holds)() {
             Ok(())
@@ -84,6 +87,11 @@ impl StepContext {
 
     /// Records that a batch is done: `checkpoint` is where the next run resumes, and `counts`
     /// are added to the step's figures. Checks the lock first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] when the lock is gone (nothing is recorded), and the driver's error
+    /// when the record cannot be written.
     pub async fn save(&mut self, checkpoint: Bson, counts: StepCounts) -> Result<()> {
         self.ensure_lock()?;
         self.counts += counts;
@@ -102,6 +110,10 @@ impl StepContext {
     /// checkpoint in `_id` order (call [`StepContext::save`] with the last `_id` once the batch
     /// is written). Empty when the walk is done. The walk visits every document whatever the
     /// BSON types of the `_id`s (numbers, strings, ObjectIds, ... in the server's order).
+    ///
+    /// # Errors
+    ///
+    /// The driver's error when the `find` fails (the server went away, the filter is refused).
     pub async fn next_batch(
         &self,
         collection: &str,
