@@ -137,7 +137,7 @@ where
     V: PreviewOf<C> + serde::Serialize,
 {
     let child: C =
-        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+        crate::bson_compat::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
     crate::relations::to_bson(&V::preview_of(&child))
 }
 
@@ -572,7 +572,7 @@ mod tests {
 // typed field paths (`field!`, `#[query]`)
 
 pub use crate::query::{
-    stored_read, stored_value, stored_with, Array, DeclaredQuery, Decoder, Encoder, Filter,
+    stored_read, stored_value, Array, DeclaredQuery, Decoder, Encoder, Filter,
     Ordered, Path, QuerySpec, Value,
 };
 
@@ -584,7 +584,7 @@ macro_rules! native {
     ($($name:ident: $ty:ty => $variant:ident,)*) => {$(
         #[doc(hidden)]
         #[inline]
-        pub fn $name(value: &$ty) -> Result<Bson, mongodb::bson::ser::Error> {
+        pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
             Ok(Bson::$variant(value.clone()))
         }
     )*};
