@@ -4,6 +4,8 @@ pub use mongodb;
 pub use mongodb::bson;
 pub use serde;
 
+pub use crate::bson_compat;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use mongodb::bson::{doc, Bson, Document};
