@@ -1253,9 +1253,17 @@ mod tests {
             .source()
             .and_then(|s| s.downcast_ref::<crate::bson_compat::DeError>())
             .is_some());
-        // a driver error of a value that does not serialize is the same variant
+        // a driver error of a value that does not serialize is the same variant under bson 2;
+        // under bson 3 the driver keeps it in `ErrorKind::Bson`, a variant that exists only
+        // with the driver's `bson-3` feature, so no code built for both can name it: it stays
+        // a driver error (known limit; the library's own conversions go straight to
+        // `Serialization`)
         let error = Error::from(mongodb::error::Error::from(ser));
-        assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+        if crate::bson_compat::BSON_MAJOR == 2 {
+            assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+        } else {
+            assert!(matches!(error, Error::Driver(_)), "{error:#?}");
+        }
 
         // the service's own error: transparent
         let inner = std::io::Error::other("the export is not ready");
