@@ -838,6 +838,8 @@ impl From<mongodb::error::Error> for Error {
             ErrorKind::BsonDeserialization(e) => {
                 return Error::serialization("a document read", e.clone())
             }
+            #[cfg(feature = "bson-3")]
+            ErrorKind::Bson(e) => return Error::serialization("a value", e.clone()),
             _ => {}
         }
         if let Some(validation) = ValidationError::from_driver(&error) {
@@ -1255,11 +1257,10 @@ mod tests {
             .is_some());
         // a driver error of a value that does not serialize is the same variant under bson 2;
         // under bson 3 the driver keeps it in `ErrorKind::Bson`, a variant that exists only
-        // with the driver's `bson-3` feature, so no code built for both can name it: it stays
-        // a driver error (known limit; the library's own conversions go straight to
-        // `Serialization`)
+        // with the driver's `bson-3` feature: named with this crate's `bson-3` feature, else it
+        // stays a driver error (the library's own conversions go straight to `Serialization`)
         let error = Error::from(mongodb::error::Error::from(ser));
-        if crate::bson_compat::BSON_MAJOR == 2 {
+        if crate::bson_compat::BSON_MAJOR == 2 || cfg!(feature = "bson-3") {
             assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
         } else {
             assert!(matches!(error, Error::Driver(_)), "{error:#?}");
