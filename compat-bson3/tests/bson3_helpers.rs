@@ -47,11 +47,13 @@ pub struct Bson3Helpers {
 }
 
 fn value(i: u32) -> Bson3Helpers {
-    let at = Utc.timestamp_millis_opt(1_700_000_000_000 + i64::from(i)).unwrap();
+    let at = Utc
+        .timestamp_millis_opt(1_700_000_000_000 + i64::from(i))
+        .unwrap();
     Bson3Helpers {
         id: uuid::Uuid::from_u128(0x7000_0000_0000_4000_8000_0000_0000_0000 + u128::from(i)),
         chrono: at,
-        maybe: (i % 2 == 0).then_some(at),
+        maybe: i.is_multiple_of(2).then_some(at),
         time: time::OffsetDateTime::from_unix_timestamp(1_700_000_000 + i64::from(i)).unwrap(),
         rfc3339: bson::DateTime::from_millis(1_600_000_000_000 + i64::from(i)),
         millis: 1_500_000_000_000 + i64::from(i),

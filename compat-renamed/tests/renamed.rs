@@ -47,7 +47,12 @@ async fn applied_and_written() {
     };
     Ticket::collection(&db).insert_one(&ticket).await.unwrap();
     let found = Customer::collection(&db)
-        .find_one(Filter::new().eq(field!(Customer, code), &7_u32).build().unwrap())
+        .find_one(
+            Filter::new()
+                .eq(field!(Customer, code), &7_u32)
+                .build()
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(found, Some(customer));

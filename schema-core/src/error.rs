@@ -1246,10 +1246,12 @@ mod tests {
         let ser = crate::bson_compat::to_document(&1_i32).unwrap_err();
         let error = Error::serialization("a number", ser.clone());
         let source = error.source().expect("the bson error");
-        assert!(source.downcast_ref::<crate::bson_compat::SerError>().is_some());
+        assert!(source
+            .downcast_ref::<crate::bson_compat::SerError>()
+            .is_some());
         same(Some(source), &ser.to_string());
-        let de =
-            crate::bson_compat::from_document::<String>(mongodb::bson::Document::new()).unwrap_err();
+        let de = crate::bson_compat::from_document::<String>(mongodb::bson::Document::new())
+            .unwrap_err();
         let error = Error::from(de);
         assert!(error
             .source()

@@ -496,14 +496,18 @@ mod tests {
             .flatten(map)
             .build();
         assert_eq!(schema.get_i64("maxProperties").ok(), Some(6));
-        assert_eq!(schema.get_document("additionalProperties").ok(), Some(&string()));
+        assert_eq!(
+            schema.get_document("additionalProperties").ok(),
+            Some(&string())
+        );
         let root = object()
             .property("name", string(), true)
             .flatten(doc! { "bsonType": "object", "maxProperties": 5_i64, "additionalProperties": string() })
             .root()
             .build();
         assert_eq!(
-            root.get_i64("maxProperties").ok(), Some(7),
+            root.get_i64("maxProperties").ok(),
+            Some(7),
             "room for the server's _id"
         );
     }

@@ -534,7 +534,10 @@ pub(crate) mod tests {
         check(SocketAddr::V4(socket));
         check(SocketAddr::V6(SocketAddrV6::new(v6, 1, 0, 0)));
         // the human-readable path writes a string instead
-        assert_eq!(crate::bson_compat::to_bson(&v4).unwrap(), Bson::from("10.0.0.1"));
+        assert_eq!(
+            crate::bson_compat::to_bson(&v4).unwrap(),
+            Bson::from("10.0.0.1")
+        );
         refused::<Ipv4Addr>(Bson::from("10.0.0.1"));
         refused::<Ipv4Addr>(Bson::from(vec![10, 0, 0, 256]));
         refused::<IpAddr>(mongodb::bson::bson!({ "V5": [1, 2, 3, 4] }));

@@ -336,7 +336,8 @@ mod tests {
             .unwrap();
         assert_eq!(lane.get_i64("epoch").ok(), Some(2));
         assert_eq!(
-            lane.get_i64("writes").ok(), Some(1),
+            lane.get_i64("writes").ok(),
+            Some(1),
             "one committed fenced write: {lane}"
         );
     }

@@ -383,7 +383,8 @@ impl SyncWorker {
         }
         match &token {
             Some(token) => {
-                let token = crate::bson_compat::to_bson(token).map_err(mongodb::error::Error::from)?;
+                let token =
+                    crate::bson_compat::to_bson(token).map_err(mongodb::error::Error::from)?;
                 set.insert("token", token);
             }
             None => {
