@@ -184,13 +184,11 @@ where
 }
 
 fn ser_error<E: std::fmt::Display + 'static>(error: E) -> BsonError {
-    BsonError::Serialize(same_or(error, |m| {
-        <SerError as serde::ser::Error>::custom(m)
-    }))
+    BsonError::Serialize(same_or(error, <SerError as serde::ser::Error>::custom))
 }
 
 fn de_error<E: std::fmt::Display + 'static>(error: E) -> BsonError {
-    BsonError::Deserialize(same_or(error, |m| <DeError as serde::de::Error>::custom(m)))
+    BsonError::Deserialize(same_or(error, <DeError as serde::de::Error>::custom))
 }
 
 impl IntoBsonError for bson2::ser::Error {
@@ -469,6 +467,38 @@ mod tests {
         assert_eq!(stored_value(&id).unwrap(), field);
         let read: mongodb::bson::oid::ObjectId = stored_read(field).unwrap();
         assert_eq!(read, id);
+    }
+
+    #[test]
+    fn an_error_of_either_major_converts() {
+        // the driver's major's error is kept itself, the other's by its message
+        let two = bson2::from_document::<String>(bson2::Document::new()).unwrap_err();
+        let message = two.to_string();
+        let converted = BsonError::from(two);
+        assert!(
+            matches!(converted, BsonError::Deserialize(_)),
+            "{converted:?}"
+        );
+        // display-text: the other major's error keeps only its message, shown as it was
+        assert!(converted.to_string().contains(&message), "{converted}");
+        let three = bson3::deserialize_from_document::<String>(bson3::Document::new()).unwrap_err();
+        let message = three.to_string();
+        let converted = BsonError::from(three);
+        assert!(
+            matches!(converted, BsonError::Serialize(_)),
+            "{converted:?}"
+        );
+        // display-text: the other major's error keeps only its message, shown as it was
+        assert!(converted.to_string().contains(&message), "{converted}");
+        let kept = |e: &BsonError| {
+            e.inner()
+                .downcast_ref::<bson2::de::Error>()
+                .map(|_| 2)
+                .or(e.inner().downcast_ref::<bson3::error::Error>().map(|_| 3))
+        };
+        let two =
+            BsonError::from(bson2::from_document::<String>(bson2::Document::new()).unwrap_err());
+        assert_eq!(kept(&two), Some(BSON_MAJOR));
     }
 
     #[test]
