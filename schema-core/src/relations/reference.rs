@@ -47,7 +47,7 @@ pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
 /// #     fn collection_spec() -> CollectionSpec { CollectionSpec::new("tickets", doc! {}) } }
 /// let id = ObjectId::new();
 /// let ticket: Ref<Ticket> = Ref::new(id);
-/// assert_eq!(crate::bson_compat::to_bson(&ticket).unwrap(), mongodb::bson::Bson::ObjectId(id));
+/// assert_eq!(mongo_schema_core::bson_compat::to_bson(&ticket).unwrap(), mongodb::bson::Bson::ObjectId(id));
 /// ```
 pub struct Ref<T: Document> {
     id: T::Id,
