@@ -501,6 +501,41 @@ mod tests {
         assert_eq!(kept(&two), Some(BSON_MAJOR));
     }
 
+    /// Writes and reads whether the serializer or deserializer presents itself as human readable.
+    struct Readable(bool);
+
+    impl Serialize for Readable {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let human = serializer.is_human_readable();
+            serializer.serialize_bool(human)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Readable {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            let human = deserializer.is_human_readable();
+            bool::deserialize(deserializer)?;
+            Ok(Readable(human))
+        }
+    }
+
+    #[test]
+    fn stored_values_are_written_and_read_as_the_driver_does_not_human_readable() {
+        assert_eq!(
+            stored_value(&Readable(false)).unwrap(),
+            Bson::Boolean(false)
+        );
+        let raw = to_raw_document_buf(&FieldOf {
+            v: &Readable(false),
+        })
+        .unwrap();
+        assert_eq!(raw.get("v").unwrap().and_then(|v| v.as_bool()), Some(false));
+        let read: Readable = stored_read(Bson::Boolean(true)).unwrap();
+        assert!(!read.0);
+        // and `to_bson` is human readable, as bson's own is
+        assert_eq!(to_bson(&Readable(false)).unwrap(), Bson::Boolean(true));
+    }
+
     #[test]
     fn a_generated_id_comes_first() {
         let raw = raw_from_document(&doc! { "a": 1 }).unwrap();
