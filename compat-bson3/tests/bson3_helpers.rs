@@ -193,3 +193,62 @@ impl Bson3Helpers {
         })
     }
 }
+
+/// A child referencing a root whose `_id` goes through bson 3's `uuid_1::AsBinary`.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "bson3Sessions")]
+pub struct Session {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub account: Ref<Bson3Helpers>,
+}
+
+/// The library's own filters write the `_id` through the converter as the driver stores it
+/// (binary of subtype 4) and read it back through it: a reference finds its document, and a
+/// relation its children.
+#[tokio::test]
+async fn references_through_a_bson_3_converter() {
+    let db = mongo_schema_testkit::database("bson3_refs").await;
+    Schema::new()
+        .model::<Bson3Helpers>()
+        .model::<Session>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    let account = value(7);
+    Bson3Helpers::collection(&db)
+        .insert_one(&account)
+        .await
+        .unwrap();
+    let session = Session {
+        id: ObjectId::new(),
+        account: account.to_ref(),
+    };
+    Session::collection(&db).insert_one(&session).await.unwrap();
+    let stored = db
+        .collection::<BsonDocument>(Session::COLLECTION)
+        .find_one(doc! {})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.get("account"), Some(&account.id_stored()));
+    assert_eq!(account.to_ref().to_bson(), account.id_stored());
+    let read: Session = mongo_schema::bson_compat::from_document(stored).unwrap();
+    assert_eq!(read, session);
+    let found = Bson3Helpers::collection(&db)
+        .find_one(account.to_ref().filter())
+        .await
+        .unwrap();
+    assert_eq!(found.as_ref(), Some(&account));
+    let resolved = Ref::resolve_all(&db, &[session.account]).await.unwrap();
+    assert_eq!(resolved.documents, vec![account.clone()]);
+    assert!(resolved.missing.is_empty());
+    let children = Session::collection(&db)
+        .count_documents(Session::ACCOUNT.children_filter(&account.to_ref()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(children, 1);
+}
