@@ -46,6 +46,9 @@
 //!   partial = "<filter as extended JSON>", expire_after_secs = N, name = "...")]`, repeatable.
 //!   Keys name Rust fields (translated through serde renames, checked at compile time) or quoted
 //!   stored paths (checked by [`SchemaBuilder::build`]).
+//! - `#[schema(crate = "path")]` (on a `Document` or `BsonSchema` type): the path this crate
+//!   is reached by, when the service renamed the dependency (`ms = { package = "mongo-schema" }`
+//!   and `#[schema(crate = "ms")]`); every path the derive generates starts there.
 //!
 //! Field attributes:
 //! - `#[embed(max = N)]` on a `Vec<T>`, `VecDeque<T>`, set, `[T; N]` or map with string keys

@@ -148,7 +148,7 @@ async fn the_price_on_an_order_line_is_a_snapshot_checked_by_the_validator() {
 
     // the validator checks the copied fields with the source's types: a price as text is refused
     let raw = db.collection::<BsonDocument>("orders");
-    let mut broken = mongo_schema::bson::to_document(&order).unwrap();
+    let mut broken = mongo_schema::bson_compat::to_document(&order).unwrap();
     broken.insert("_id", ObjectId::new());
     broken.insert(
         "lines",

@@ -337,7 +337,7 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
         .get_array("parts")
         .unwrap()
         .iter()
-        .map(|p| mongo_schema::bson::from_bson(p.clone()).unwrap())
+        .map(|p| mongo_schema::bson_compat::from_bson(p.clone()).unwrap())
         .collect();
     let mut sorted_ours = ours[0].related.clone();
     sorted_ours.sort_by(|a, b| a.id.cmp(&b.id));

@@ -281,7 +281,7 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     let is_bson_ser = |error: &Error| {
         matches!(error, Error::Serialization { .. })
             && std::error::Error::source(error)
-                .and_then(|s| s.downcast_ref::<mongo_schema::bson::ser::Error>())
+                .and_then(|s| s.downcast_ref::<mongo_schema::bson_compat::SerError>())
                 .is_some()
     };
     // the local check, the library's transaction and the driver's own insert: one variant

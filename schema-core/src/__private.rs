@@ -4,6 +4,8 @@ pub use mongodb;
 pub use mongodb::bson;
 pub use serde;
 
+pub use crate::bson_compat;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use mongodb::bson::{doc, Bson, Document};
@@ -137,7 +139,7 @@ where
     V: PreviewOf<C> + serde::Serialize,
 {
     let child: C =
-        mongodb::bson::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+        crate::bson_compat::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
     crate::relations::to_bson(&V::preview_of(&child))
 }
 
@@ -572,8 +574,8 @@ mod tests {
 // typed field paths (`field!`, `#[query]`)
 
 pub use crate::query::{
-    stored_read, stored_value, stored_with, Array, DeclaredQuery, Decoder, Encoder, Filter,
-    Ordered, Path, QuerySpec, Value,
+    stored_read, stored_value, Array, DeclaredQuery, Decoder, Encoder, Filter, Ordered, Path,
+    QuerySpec, Value,
 };
 
 /// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
@@ -584,7 +586,7 @@ macro_rules! native {
     ($($name:ident: $ty:ty => $variant:ident,)*) => {$(
         #[doc(hidden)]
         #[inline]
-        pub fn $name(value: &$ty) -> Result<Bson, mongodb::bson::ser::Error> {
+        pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
             Ok(Bson::$variant(value.clone()))
         }
     )*};

@@ -380,10 +380,10 @@ impl fmt::Display for WorkerStop {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum BsonError {
-    /// A Rust value could not be turned into BSON.
-    Serialize(mongodb::bson::ser::Error),
+    /// A Rust value could not be turned into BSON (bson 3's one error type reads as this too).
+    Serialize(crate::bson_compat::SerError),
     /// BSON could not be turned into the Rust value.
-    Deserialize(mongodb::bson::de::Error),
+    Deserialize(crate::bson_compat::DeError),
 }
 
 impl fmt::Display for BsonError {
@@ -412,15 +412,10 @@ impl std::error::Error for BsonError {
     }
 }
 
-impl From<mongodb::bson::ser::Error> for BsonError {
-    fn from(error: mongodb::bson::ser::Error) -> Self {
-        BsonError::Serialize(error)
-    }
-}
-
-impl From<mongodb::bson::de::Error> for BsonError {
-    fn from(error: mongodb::bson::de::Error) -> Self {
-        BsonError::Deserialize(error)
+/// bson 2's `ser::Error` and `de::Error`, bson 3's `error::Error`.
+impl<E: crate::bson_compat::IntoBsonError> From<E> for BsonError {
+    fn from(error: E) -> Self {
+        error.into_bson_error()
     }
 }
 
@@ -843,6 +838,8 @@ impl From<mongodb::error::Error> for Error {
             ErrorKind::BsonDeserialization(e) => {
                 return Error::serialization("a document read", e.clone())
             }
+            #[cfg(feature = "bson-3")]
+            ErrorKind::Bson(e) => return Error::serialization("a value", e.clone()),
             _ => {}
         }
         if let Some(validation) = ValidationError::from_driver(&error) {
@@ -878,15 +875,11 @@ fn duplicate_parts(message: &str) -> (String, String, String) {
     (collection.to_owned(), index.to_owned(), key.to_owned())
 }
 
-impl From<mongodb::bson::ser::Error> for Error {
-    fn from(error: mongodb::bson::ser::Error) -> Self {
-        Error::serialization("a value", error)
-    }
-}
-
-impl From<mongodb::bson::de::Error> for Error {
-    fn from(error: mongodb::bson::de::Error) -> Self {
-        Error::serialization("a document read", error)
+/// bson 2's `ser::Error` ("a value") and `de::Error` ("a document read"), bson 3's
+/// `error::Error` ("a value").
+impl<E: crate::bson_compat::IntoBsonError> From<E> for Error {
+    fn from(error: E) -> Self {
+        Error::serialization(E::WHAT, error.into_bson_error())
     }
 }
 
@@ -997,7 +990,7 @@ pub(crate) fn from_write_errors(collection: &str, errors: &[mongodb::bson::Bson]
             _ => position,
         };
         if let Ok(write_error) =
-            mongodb::bson::from_document::<mongodb::error::WriteError>(error.clone())
+            crate::bson_compat::from_document::<mongodb::error::WriteError>(error.clone())
         {
             bulk.write_errors.insert(index, write_error);
         }
@@ -1254,21 +1247,30 @@ mod tests {
         }
 
         // serialization: the bson crate's error itself
-        let ser = mongodb::bson::to_document(&1_i32).unwrap_err();
+        let ser = crate::bson_compat::to_document(&1_i32).unwrap_err();
         let error = Error::serialization("a number", ser.clone());
         let source = error.source().expect("the bson error");
-        assert!(source.downcast_ref::<mongodb::bson::ser::Error>().is_some());
+        assert!(source
+            .downcast_ref::<crate::bson_compat::SerError>()
+            .is_some());
         same(Some(source), &ser.to_string());
-        let de =
-            mongodb::bson::from_document::<String>(mongodb::bson::Document::new()).unwrap_err();
+        let de = crate::bson_compat::from_document::<String>(mongodb::bson::Document::new())
+            .unwrap_err();
         let error = Error::from(de);
         assert!(error
             .source()
-            .and_then(|s| s.downcast_ref::<mongodb::bson::de::Error>())
+            .and_then(|s| s.downcast_ref::<crate::bson_compat::DeError>())
             .is_some());
-        // a driver error of a value that does not serialize is the same variant
+        // a driver error of a value that does not serialize is the same variant under bson 2;
+        // under bson 3 the driver keeps it in `ErrorKind::Bson`, a variant that exists only
+        // with the driver's `bson-3` feature: named with this crate's `bson-3` feature, else it
+        // stays a driver error (the library's own conversions go straight to `Serialization`)
         let error = Error::from(mongodb::error::Error::from(ser));
-        assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+        if crate::bson_compat::BSON_MAJOR == 2 || cfg!(feature = "bson-3") {
+            assert!(matches!(error, Error::Serialization { .. }), "{error:#?}");
+        } else {
+            assert!(matches!(error, Error::Driver(_)), "{error:#?}");
+        }
 
         // the service's own error: transparent
         let inner = std::io::Error::other("the export is not ready");
@@ -1324,7 +1326,7 @@ mod tests {
         let command = |code: i32| {
             let reply = mongodb::bson::doc! { "ok": 0, "code": code, "errmsg": "no" };
             let command: mongodb::error::CommandError =
-                mongodb::bson::from_document(reply).expect("a command error");
+                crate::bson_compat::from_document(reply).expect("a command error");
             Error::Driver(mongodb::error::Error::from(
                 mongodb::error::ErrorKind::Command(command),
             ))

@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bson_compat;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod concern;

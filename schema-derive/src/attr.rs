@@ -106,6 +106,8 @@ pub struct Container {
     pub untagged: Option<TokenStream>,
     /// `#[schema(stored_as = T)]`, or serde's `into = "T"`: the value is stored as `T` is.
     pub stored_as: Option<Sp<syn::Type>>,
+    /// `#[schema(crate = "path")]`: the facade crate by another path (a renamed dependency).
+    pub crate_path: Option<Sp<syn::Path>>,
 }
 
 /// `#[bucket(parent = f, entries = f, count = f, key = "k", first = f, last = f)]`: Rust field
@@ -197,6 +199,7 @@ impl Container {
         let mut content = Slot::new(cx, "serde", CONTENT);
         let mut untagged = Slot::new(cx, "serde", UNTAGGED);
         let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
+        let mut crate_path: Slot<Option<syn::Path>> = Slot::new(cx, "schema", CRATE);
         let mut into: Option<Sp<syn::Type>> = None;
 
         for attr in &item.attrs {
@@ -237,8 +240,16 @@ impl Container {
                     } else if meta.path == STORED_AS {
                         let parsed = stored_type(&meta);
                         stored_as.set_or_poison(&meta.path, parsed);
+                    } else if meta.path == CRATE {
+                        let parsed = crate_path_of(&meta);
+                        crate_path.set_or_poison(&meta.path, parsed);
                     } else {
-                        unknown(cx, &meta, "schema", &["additional_properties", "stored_as"])?;
+                        unknown(
+                            cx,
+                            &meta,
+                            "schema",
+                            &["additional_properties", "stored_as", "crate"],
+                        )?;
                     }
                     Ok(())
                 });
@@ -318,8 +329,30 @@ impl Container {
                     })
                 })
                 .or(into),
+            crate_path: crate_path.get().and_then(|s| {
+                Some(Sp {
+                    value: s.value?,
+                    tokens: s.tokens,
+                })
+            }),
         }
     }
+}
+
+/// `crate = "path"`: a string holding the path the facade crate is reached by.
+fn crate_path_of(meta: &ParseNestedMeta) -> syn::Result<(TokenStream, Option<syn::Path>)> {
+    const EXAMPLE: &str = "crate = \"ms\"";
+    let lit = string(&value(meta)?, EXAMPLE)?;
+    let path: syn::Path = lit.parse_with(syn::Path::parse_mod_style).map_err(|_| {
+        syn::Error::new_spanned(
+            &lit,
+            format!(
+                "`crate` expects the path of the mongo-schema crate, e.g. `{EXAMPLE}` or `crate = \"::services::ms\"`; found `{}`",
+                lit.value()
+            ),
+        )
+    })?;
+    Ok((lit.to_token_stream(), Some(path)))
 }
 
 fn container_reason(path: &syn::Path) -> &'static str {

@@ -22,22 +22,31 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
     }
     if let Err(errors) = cx.check() {
         let mut tokens = errors.into_compile_error();
-        tokens.extend(fallback(input, cont.as_ref(), derive));
+        let facade = cont.as_ref().and_then(|c| c.attrs.crate_path.as_ref());
+        tokens.extend(gen::with_facade(facade.map(|path| &path.value), || {
+            fallback(input, cont.as_ref(), derive)
+        }));
         return Ok(tokens);
     }
     let cont = cont.expect("no model without errors");
+    let facade = cont.attrs.crate_path.as_ref().map(|path| &path.value);
+    Ok(gen::with_facade(facade, || generate(&cont, derive)))
+}
+
+/// The derive's items for a model without errors.
+fn generate(cont: &Container, derive: Derive) -> TokenStream {
     let private_use = gen::private_use();
-    let schema_impl = gen::json_schema::bson_schema_impl(&cont, derive);
-    let checks = gen::checks::type_checks(&cont);
-    let paths = gen::paths::field_paths(&cont, derive);
+    let schema_impl = gen::json_schema::bson_schema_impl(cont, derive);
+    let checks = gen::checks::type_checks(cont);
+    let paths = gen::paths::field_paths(cont, derive);
     let (document_impl, copy_types) = match derive {
         Derive::Document => (
-            gen::document::document_impl(&cont),
-            gen::copies::copy_types(&cont),
+            gen::document::document_impl(cont),
+            gen::copies::copy_types(cont),
         ),
-        Derive::BsonSchema => (TokenStream::new(), gen::copies::copy_types(&cont)),
+        Derive::BsonSchema => (TokenStream::new(), gen::copies::copy_types(cont)),
     };
-    Ok(quote! {
+    quote! {
         #copy_types
 
         #[doc(hidden)]
@@ -49,7 +58,7 @@ pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStre
             #checks
             #paths
         };
-    })
+    }
 }
 
 /// Impls with the right names but no behaviour, emitted next to the errors: with a model, every

@@ -35,7 +35,7 @@ use syn::{parse_macro_input, DeriveInput};
 /// Container attributes: `#[collection(name = "...", validation_level, validation_action,
 /// additional_properties, shard_key(...))]` (required), `#[index(keys(...), unique, sparse,
 /// partial, expire_after_secs, name)]`, `#[query(name, eq, any_of, range, sort, limit, project,
-/// index)]`, `#[bucket(...)]`, `#[schema(stored_as = T)]`. Field attributes: `#[embed(max = N,
+/// index)]`, `#[bucket(...)]`, `#[schema(stored_as = T, crate = "path")]`. Field attributes: `#[embed(max = N,
 /// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
 /// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync)]`,
 /// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as)]`. Each is described
@@ -70,7 +70,8 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 /// Generates the `$jsonSchema` fragment of the type, its typed field paths (for `field!`
 /// through an embedded value) and the field list a query's `project = Row` checks. Takes the
 /// field attributes `#[embed(max = N)]` (every array or map needs a bound) and `#[schema(...)]`
-/// constraints, and `#[schema(stored_as = T)]` on the type or a field; the collection-level
+/// constraints, `#[schema(stored_as = T)]` on the type or a field, and `#[schema(crate =
+/// "path")]` on the type (a renamed dependency); the collection-level
 /// attributes (`collection`, `index`, `query`, `subset`, `extended_ref`, `bucket`) belong on a
 /// `#[derive(Document)]` root and are refused here with a message that says so. See the
 /// `mongo-schema` crate's documentation, section *The attribute language*.

@@ -49,7 +49,7 @@ enum Stored {
 
 impl Stored {
     fn tokens(self) -> TokenStream {
-        let private = quote!(::mongo_schema::__private);
+        let private = crate::gen::private_path();
         match self {
             Stored::Date => quote!(#private::bson::DateTime),
             Stored::OptionalDate => quote!(::core::option::Option<#private::bson::DateTime>),

@@ -54,6 +54,7 @@ symbols! {
     MAXIMUM = "maximum",
     PATTERN = "pattern",
     STORED_AS = "stored_as",
+    CRATE = "crate",
     EQ = "eq",
     ANY_OF = "any_of",
     RANGE = "range",

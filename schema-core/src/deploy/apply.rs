@@ -1371,7 +1371,7 @@ mod tests {
         // the driver's own parsing of a server reply, as a failed command gives it
         let reply = doc! { "ok": 0, "code": code, "errmsg": "x" };
         let error: mongodb::error::CommandError =
-            mongodb::bson::from_document(reply).expect("a command error");
+            crate::bson_compat::from_document(reply).expect("a command error");
         mongodb::error::Error::from(ErrorKind::Command(error))
     }
 

@@ -857,7 +857,7 @@ pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
                 !seen
                     .indexes
                     .iter()
-                    .any(|index| index.get_str("name") == Ok(name.as_str()))
+                    .any(|index| index.get_str("name").ok() == Some(name.as_str()))
             }),
             Action::EnablePreImages { .. } => seen.is_some_and(|seen| seen.pre_images),
             Action::ShardCollection { .. } => true,

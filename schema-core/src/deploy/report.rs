@@ -432,7 +432,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
     for (i, kind_of) in kinds.iter().enumerate() {
         let kind = kind_of.schema;
         let required = kind.get_array("required").map(|r| r.len()).unwrap_or(0);
-        let strict = if kind.get_bool("additionalProperties") == Ok(false) {
+        let strict = if kind.get_bool("additionalProperties").ok() == Some(false) {
             ", no other fields allowed"
         } else {
             ""

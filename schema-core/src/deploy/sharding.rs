@@ -29,7 +29,7 @@ pub enum Topology {
 impl Topology {
     /// Reads a `hello` reply.
     pub fn from_hello(hello: &BsonDocument) -> Topology {
-        if hello.get_str("msg") == Ok("isdbgrid") {
+        if hello.get_str("msg").ok() == Some("isdbgrid") {
             Topology::Mongos
         } else if hello.contains_key("setName") {
             Topology::ReplicaSet

@@ -272,7 +272,7 @@ impl RecordedVersion {
             Bson::Double(v) if v.fract() == 0.0 && *v >= 0.0 => *v as u64,
             _ => return None,
         };
-        let failure = (doc.get_str("state") == Ok(FAILED)).then(|| {
+        let failure = (doc.get_str("state").ok() == Some(FAILED)).then(|| {
             doc.get_str("error")
                 .unwrap_or("no error recorded")
                 .to_owned()
@@ -280,7 +280,7 @@ impl RecordedVersion {
         Some(RecordedVersion {
             version,
             fingerprint: doc.get_str("fingerprint").unwrap_or_default().to_owned(),
-            completed: doc.get_str("state") == Ok(APPLIED),
+            completed: doc.get_str("state").ok() == Some(APPLIED),
             applied_at: doc.get_datetime("applied_at").ok().copied(),
             failure,
             // `[{ collection, print }]`: a collection name may hold a dot, a field name should not
@@ -583,7 +583,7 @@ pub(crate) async fn resolve_record(
             c.as_str()
                 .is_some_and(|c| collections.iter().any(|o| o == c))
         })
-    }) || default.get_str("fingerprint") == Ok(fingerprint);
+    }) || default.get_str("fingerprint").ok() == Some(fingerprint);
     if default.contains_key("renamed_to")
         || !ours
         || RecordedVersion::from_document(&default).is_none()
@@ -730,7 +730,7 @@ impl ApplyLock {
         let Some(after) = after else {
             return Ok(Claim::Busy);
         };
-        if after.get_str("locked_by") == Ok(self.lease.owner()) {
+        if after.get_str("locked_by").ok() == Some(self.lease.owner()) {
             self.lease.granted(sent);
             let recorded = RecordedVersion::from_document(&after).unwrap_or(RecordedVersion {
                 version: version as u64,

@@ -170,7 +170,7 @@ mod tests {
 
     const FIELDS: &[&str] = &["_id", "name", "count"];
 
-    fn read(document: Document) -> Result<Values, mongodb::bson::de::Error> {
+    fn read(document: Document) -> Result<Values, crate::bson_compat::DeError> {
         let decoders = (Decoder::Plain, (Decoder::Plain, (Decoder::Plain, ())));
         deserialize_copy::<_, Slots, Values>(
             mongodb::bson::Deserializer::new(Bson::Document(document)),

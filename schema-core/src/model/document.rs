@@ -75,7 +75,7 @@ pub trait Document: BsonSchema {
         Self: serde::Serialize + Sized + 'static,
     {
         let validator = Self::__local_validator().as_ref().map_err(Clone::clone)?;
-        let raw = match mongodb::bson::to_raw_document_buf(value) {
+        let raw = match crate::bson_compat::to_raw_document_buf(value) {
             Ok(raw) => raw,
             Err(e) => {
                 return Err(crate::Error::serialization(
@@ -491,14 +491,14 @@ impl CollectionSpec {
 /// goes through here.
 pub(crate) fn stored_bson<T: serde::Serialize + ?Sized>(
     value: &T,
-) -> Result<mongodb::bson::Bson, mongodb::bson::ser::Error> {
+) -> Result<mongodb::bson::Bson, crate::bson_compat::SerError> {
     #[derive(serde::Serialize)]
     struct Wrapped<'a, T: ?Sized> {
         v: &'a T,
     }
-    let raw = mongodb::bson::to_raw_document_buf(&Wrapped { v: value })?;
+    let raw = crate::bson_compat::to_raw_document_buf(&Wrapped { v: value })?;
     let document = mongodb::bson::Document::try_from(raw.as_ref())
-        .map_err(<mongodb::bson::ser::Error as serde::ser::Error>::custom)?;
+        .map_err(<crate::bson_compat::SerError as serde::ser::Error>::custom)?;
     Ok(document
         .get("v")
         .cloned()
@@ -510,7 +510,7 @@ pub(crate) fn stored_bson<T: serde::Serialize + ?Sized>(
 /// stored documents.
 pub(crate) fn stored_id<T: crate::Document>(
     id: &T::Id,
-) -> Result<mongodb::bson::Bson, mongodb::bson::ser::Error>
+) -> Result<mongodb::bson::Bson, crate::bson_compat::SerError>
 where
     T::Id: serde::Serialize,
 {
@@ -520,10 +520,10 @@ where
 /// A document as the driver stores it (see [`stored_bson`]).
 pub(crate) fn stored_document<T: serde::Serialize>(
     value: &T,
-) -> Result<mongodb::bson::Document, mongodb::bson::ser::Error> {
-    let raw = mongodb::bson::to_raw_document_buf(value)?;
+) -> Result<mongodb::bson::Document, crate::bson_compat::SerError> {
+    let raw = crate::bson_compat::to_raw_document_buf(value)?;
     mongodb::bson::Document::try_from(raw.as_ref())
-        .map_err(<mongodb::bson::ser::Error as serde::ser::Error>::custom)
+        .map_err(<crate::bson_compat::SerError as serde::ser::Error>::custom)
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ impl BsonSchema for rust_decimal::Decimal {
         struct Probe {
             value: rust_decimal::Decimal,
         }
-        let probe = mongodb::bson::to_raw_document_buf(&Probe {
+        let probe = crate::bson_compat::to_raw_document_buf(&Probe {
             value: rust_decimal::Decimal::ONE,
         })
         .ok()
@@ -363,7 +363,7 @@ pub(crate) mod tests {
 
     /// What `insert_one` stores for `value`: `bson::to_raw_document_buf`, as the driver calls it.
     pub(crate) fn stored<T: Serialize>(value: &T) -> Document {
-        let raw = mongodb::bson::to_raw_document_buf(value).expect("serializes");
+        let raw = crate::bson_compat::to_raw_document_buf(value).expect("serializes");
         Document::try_from(raw.as_ref()).expect("a valid document")
     }
 
@@ -534,7 +534,10 @@ pub(crate) mod tests {
         check(SocketAddr::V4(socket));
         check(SocketAddr::V6(SocketAddrV6::new(v6, 1, 0, 0)));
         // the human-readable path writes a string instead
-        assert_eq!(mongodb::bson::to_bson(&v4).unwrap(), Bson::from("10.0.0.1"));
+        assert_eq!(
+            crate::bson_compat::to_bson(&v4).unwrap(),
+            Bson::from("10.0.0.1")
+        );
         refused::<Ipv4Addr>(Bson::from("10.0.0.1"));
         refused::<Ipv4Addr>(Bson::from(vec![10, 0, 0, 256]));
         refused::<IpAddr>(mongodb::bson::bson!({ "V5": [1, 2, 3, 4] }));
@@ -564,7 +567,7 @@ pub(crate) mod tests {
         struct Field {
             v: Duration,
         }
-        assert!(mongodb::bson::to_raw_document_buf(&Field { v: too_long }).is_err());
+        assert!(crate::bson_compat::to_raw_document_buf(&Field { v: too_long }).is_err());
     }
 
     #[cfg(feature = "chrono-0_4")]
@@ -684,7 +687,7 @@ pub(crate) mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(
-            mongodb::bson::to_bson(&id).unwrap(),
+            crate::bson_compat::to_bson(&id).unwrap(),
             Bson::from("12345678-9abc-def0-1234-56789abcdef0")
         );
         refused::<uuid::Uuid>(Bson::from(id.to_string()));

@@ -266,7 +266,7 @@ mod tests {
         let bound = SizeBound::of(&schema);
         assert!(bound.is_known(), "{bound}");
         let worst = doc! { "t": [1, 2, 3, 4_i64] };
-        let encoded = mongodb::bson::to_vec(&worst).unwrap().len() as u64;
+        let encoded = crate::bson_compat::to_vec(&worst).unwrap().len() as u64;
         assert_eq!(bound.bytes, encoded);
         // room for items past the tuple: not known
         let schema = doc! { "bsonType": "array", "maxItems": 3, "items": [{ "bsonType": "int" }] };
@@ -286,7 +286,7 @@ mod tests {
         let bound = SizeBound::of(&schema);
         assert!(bound.is_known(), "{bound}");
         let worst = doc! { "a": 1, "s": "\u{1F600}\u{1F600}\u{1F600}", "t": [1_i64, 2_i64] };
-        let encoded = mongodb::bson::to_vec(&worst).unwrap().len() as u64;
+        let encoded = crate::bson_compat::to_vec(&worst).unwrap().len() as u64;
         assert_eq!(bound.bytes, encoded);
     }
 

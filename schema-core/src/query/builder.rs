@@ -10,7 +10,7 @@ use super::path::{encode, Path};
 use super::{Array, Numeric, Ordered, Value};
 use crate::Result;
 
-fn ser_error(e: mongodb::bson::ser::Error) -> crate::Error {
+fn ser_error(e: crate::bson_compat::SerError) -> crate::Error {
     crate::Error::serialization("a value of the filter or update", e)
 }
 

@@ -21,7 +21,7 @@ pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, QuerySpec};
 pub use fitting::QueryFit;
 #[doc(hidden)]
-pub use path::{stored_read, stored_value, stored_with};
+pub use path::{stored_read, stored_value};
 pub use path::{Decoder, Encoder, Path};
 pub use plan_reader::{PlanFacts, SortVerdict};
 pub use prove::{ProofReport, QueryProof};
@@ -37,39 +37,39 @@ use mongodb::bson::Bson;
 pub trait Value<T: ?Sized> {
     /// Serialized as the driver stores it.
     #[doc(hidden)]
-    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error>;
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError>;
     /// Serialized through the field's helper.
     #[doc(hidden)]
     fn custom(
         &self,
-        helper: fn(&T) -> Result<Bson, mongodb::bson::ser::Error>,
-    ) -> Result<Bson, mongodb::bson::ser::Error>;
+        helper: fn(&T) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError>;
 }
 
 impl<T: serde::Serialize + ?Sized> Value<T> for T {
     #[inline]
-    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
         stored_value(self)
     }
     #[inline]
     fn custom(
         &self,
-        helper: fn(&T) -> Result<Bson, mongodb::bson::ser::Error>,
-    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper: fn(&T) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
         helper(self)
     }
 }
 
 impl<T: serde::Serialize> Value<Option<T>> for T {
     #[inline]
-    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
         stored_value(self)
     }
     fn custom(
         &self,
-        _helper: fn(&Option<T>) -> Result<Bson, mongodb::bson::ser::Error>,
-    ) -> Result<Bson, mongodb::bson::ser::Error> {
-        Err(<mongodb::bson::ser::Error as serde::ser::Error>::custom(
+        _helper: fn(&Option<T>) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
+        Err(<crate::bson_compat::SerError as serde::ser::Error>::custom(
             "a field with a serde helper on its `Option` takes an `Option` value: pass `&Some(value)`",
         ))
     }
@@ -77,26 +77,26 @@ impl<T: serde::Serialize> Value<Option<T>> for T {
 
 impl Value<String> for str {
     #[inline]
-    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
         Ok(Bson::String(self.to_owned()))
     }
     fn custom(
         &self,
-        helper: fn(&String) -> Result<Bson, mongodb::bson::ser::Error>,
-    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper: fn(&String) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
         helper(&self.to_owned())
     }
 }
 
 impl Value<Option<String>> for str {
     #[inline]
-    fn plain(&self) -> Result<Bson, mongodb::bson::ser::Error> {
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
         Ok(Bson::String(self.to_owned()))
     }
     fn custom(
         &self,
-        helper: fn(&Option<String>) -> Result<Bson, mongodb::bson::ser::Error>,
-    ) -> Result<Bson, mongodb::bson::ser::Error> {
+        helper: fn(&Option<String>) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
         helper(&Some(self.to_owned()))
     }
 }

@@ -13,10 +13,10 @@ pub enum Encoder<T: ?Sized> {
     /// Serialized by the value's own `Serialize`, as `insert_one` writes it.
     Plain,
     /// Serialized through the field's serde helper.
-    Custom(fn(&T) -> Result<Bson, mongodb::bson::ser::Error>),
+    Custom(fn(&T) -> Result<Bson, crate::bson_compat::SerError>),
     /// The value's own stored form, built without serde (a BSON scalar such as an `ObjectId`):
     /// what `Plain` writes, faster.
-    Native(fn(&T) -> Result<Bson, mongodb::bson::ser::Error>),
+    Native(fn(&T) -> Result<Bson, crate::bson_compat::SerError>),
 }
 
 impl<T: ?Sized> Clone for Encoder<T> {
@@ -44,7 +44,7 @@ pub enum Decoder<T> {
     /// Deserialized by the value's own `Deserialize`.
     Plain,
     /// Deserialized through the field's serde helper, from the stored BSON value.
-    Custom(fn(Bson) -> Result<T, mongodb::bson::de::Error>),
+    Custom(fn(Bson) -> Result<T, crate::bson_compat::DeError>),
 }
 
 impl<T> Clone for Decoder<T> {
@@ -64,20 +64,13 @@ impl<T> fmt::Debug for Decoder<T> {
     }
 }
 
-/// `value` read through a serde helper's `deserialize` function, as the driver reads it (not
-/// human readable).
+/// `value` read as the driver reads a stored field (not human readable): the derive passes a
+/// wrapper whose `Deserialize` calls the field's serde helper.
 #[doc(hidden)]
-#[allow(deprecated)]
-pub fn stored_read<T, F>(value: Bson, helper: F) -> Result<T, mongodb::bson::de::Error>
-where
-    F: FnOnce(mongodb::bson::Deserializer) -> Result<T, mongodb::bson::de::Error>,
-{
-    let options = mongodb::bson::DeserializerOptions::builder()
-        .human_readable(false)
-        .build();
-    helper(mongodb::bson::Deserializer::new_with_options(
-        value, options,
-    ))
+pub fn stored_read<T: serde::de::DeserializeOwned>(
+    value: Bson,
+) -> Result<T, crate::bson_compat::DeError> {
+    crate::bson_compat::stored_read(value)
 }
 
 /// The types a [`Path`] carries and never holds.
@@ -151,7 +144,7 @@ impl<R: ?Sized, T: ?Sized, S: ?Sized> Path<R, T, S> {
 pub(crate) fn encode<T: ?Sized, V: super::Value<T> + ?Sized>(
     encoder: Encoder<T>,
     value: &V,
-) -> Result<Bson, mongodb::bson::ser::Error> {
+) -> Result<Bson, crate::bson_compat::SerError> {
     match encoder {
         Encoder::Plain => value.plain(),
         Encoder::Custom(f) | Encoder::Native(f) => value.custom(f),
@@ -161,28 +154,12 @@ pub(crate) fn encode<T: ?Sized, V: super::Value<T> + ?Sized>(
 /// A value as the driver stores it: serialized by a serializer that, like the one behind
 /// `insert_one`, is not human readable (so a `uuid::Uuid` is binary, as stored, and not a
 /// string). Byte for byte the form `bson::to_raw_document_buf` writes; unit-tested against it.
+/// The derive passes a field's serde helper as a wrapper whose `Serialize` calls it.
 #[doc(hidden)]
-#[allow(deprecated)] // bson 2.15 prefers a `HumanReadable` wrapper; the option is the same switch
 pub fn stored_value<T: serde::Serialize + ?Sized>(
     value: &T,
-) -> Result<Bson, mongodb::bson::ser::Error> {
-    let options = mongodb::bson::SerializerOptions::builder()
-        .human_readable(false)
-        .build();
-    mongodb::bson::to_bson_with_options(value, options)
-}
-
-/// `value` serialized through a serde helper's `serialize` function, as the driver stores it.
-#[doc(hidden)]
-#[allow(deprecated)]
-pub fn stored_with<T: ?Sized, F>(value: &T, helper: F) -> Result<Bson, mongodb::bson::ser::Error>
-where
-    F: Fn(&T, mongodb::bson::Serializer) -> Result<Bson, mongodb::bson::ser::Error>,
-{
-    let options = mongodb::bson::SerializerOptions::builder()
-        .human_readable(false)
-        .build();
-    helper(value, mongodb::bson::Serializer::new_with_options(options))
+) -> Result<Bson, crate::bson_compat::SerError> {
+    crate::bson_compat::stored_value(value)
 }
 
 #[cfg(test)]

@@ -220,7 +220,7 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
                     _ => 0,
                 },
             });
-            items.push(mongodb::bson::from_bson(entry).map_err(mongodb::error::Error::from)?);
+            items.push(crate::bson_compat::from_bson(entry).map_err(mongodb::error::Error::from)?);
         }
         if (rows.len() as i64) < limit {
             next = None;

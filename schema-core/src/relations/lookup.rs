@@ -181,11 +181,11 @@ impl<L: Document, R: Document> Lookup<L, R> {
             };
             let related = related
                 .into_iter()
-                .map(mongodb::bson::from_bson::<R>)
+                .map(crate::bson_compat::from_bson::<R>)
                 .collect::<std::result::Result<Vec<R>, _>>()
                 .map_err(mongodb::error::Error::from)?;
             let doc =
-                mongodb::bson::from_document::<L>(raw).map_err(mongodb::error::Error::from)?;
+                crate::bson_compat::from_document::<L>(raw).map_err(mongodb::error::Error::from)?;
             out.push(Joined { doc, related });
         }
         Ok(out)

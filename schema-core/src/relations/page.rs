@@ -225,7 +225,7 @@ impl<F: Document> ChildPage<F> {
         };
         let items = raw
             .iter()
-            .map(|child| mongodb::bson::from_slice::<F>(child.as_bytes()))
+            .map(|child| crate::bson_compat::from_slice::<F>(child.as_bytes()))
             .collect::<std::result::Result<Vec<F>, _>>()
             .map_err(mongodb::error::Error::from)?;
         Ok(Page { items, next })
@@ -239,7 +239,7 @@ fn raw_path(doc: &RawDocumentBuf, path: &str) -> Option<Bson> {
     while let Some(step) = steps.next() {
         let value = current.get(step).ok()??;
         if steps.peek().is_none() {
-            return Bson::try_from(value.to_raw_bson()).ok();
+            return crate::bson_compat::bson_from_raw(value);
         }
         current = value.as_document()?;
     }
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_raw_path_reads_nested_values_and_misses_cleanly() {
-        let doc = RawDocumentBuf::from_document(&doc! {
+        let doc = crate::bson_compat::raw_from_document(&doc! {
             "_id": 7_i64,
             "meta": { "at": 3_i32, "tags": ["a"] },
             "flat": "x",

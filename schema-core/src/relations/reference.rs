@@ -47,7 +47,7 @@ pub(crate) fn refuse_hostile_id(what: &str, id: &Bson) -> Result<()> {
 /// #     fn collection_spec() -> CollectionSpec { CollectionSpec::new("tickets", doc! {}) } }
 /// let id = ObjectId::new();
 /// let ticket: Ref<Ticket> = Ref::new(id);
-/// assert_eq!(mongodb::bson::to_bson(&ticket).unwrap(), mongodb::bson::Bson::ObjectId(id));
+/// assert_eq!(mongo_schema_core::bson_compat::to_bson(&ticket).unwrap(), mongodb::bson::Bson::ObjectId(id));
 /// ```
 pub struct Ref<T: Document> {
     id: T::Id,
@@ -224,7 +224,7 @@ pub trait Identified: Document {
 #[cfg(test)]
 mod tests {
     use super::refuse_hostile_id;
-    use mongodb::bson::{doc, oid::ObjectId, Binary, Bson, DateTime, Regex};
+    use mongodb::bson::{doc, oid::ObjectId, Binary, Bson, DateTime};
 
     #[test]
     fn single_values_pass_and_query_shaped_ids_are_refused() {
@@ -262,10 +262,7 @@ mod tests {
             ),
             (Bson::Array(vec![Bson::Int32(1)]), "", UnsafeKind::Array),
             (
-                Bson::RegularExpression(Regex {
-                    pattern: ".".into(),
-                    options: String::new(),
-                }),
+                Bson::RegularExpression(crate::bson_compat::regex(".", "").unwrap()),
                 "",
                 UnsafeKind::RegularExpression,
             ),

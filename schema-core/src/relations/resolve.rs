@@ -93,7 +93,7 @@ impl<T: Document> Ref<T> {
                 Some(doc) => {
                     delivered.insert(key, ());
                     documents.push(
-                        mongodb::bson::from_document::<T>(doc)
+                        crate::bson_compat::from_document::<T>(doc)
                             .map_err(mongodb::error::Error::from)?,
                     );
                 }

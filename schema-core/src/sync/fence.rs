@@ -131,8 +131,8 @@ impl Fence {
                 Err(e) => return Err(e.into()),
             };
             let mine = after.is_some_and(|lane| {
-                lane.get_str("owner") == Ok(self.owner.as_str())
-                    && lane.get_i64("epoch") == Ok(self.epoch)
+                lane.get_str("owner").ok() == Some(self.owner.as_str())
+                    && lane.get_i64("epoch").ok() == Some(self.epoch)
             });
             if !mine {
                 return Ok(false);
@@ -334,10 +334,10 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(lane.get_i64("epoch"), Ok(2));
+        assert_eq!(lane.get_i64("epoch").ok(), Some(2));
         assert_eq!(
-            lane.get_i64("writes"),
-            Ok(1),
+            lane.get_i64("writes").ok(),
+            Some(1),
             "one committed fenced write: {lane}"
         );
     }

@@ -129,7 +129,7 @@ impl Lease {
             Err(e) if crate::error::server_code(&e) == Some(11000) => None,
             Err(e) => return Err(e.into()),
         };
-        let mine = after.filter(|lease| lease.get_str("owner") == Ok(self.owner()));
+        let mine = after.filter(|lease| lease.get_str("owner").ok() == Some(self.owner()));
         let number = |lease: &BsonDocument, key: &str| match lease.get(key) {
             Some(Bson::Int64(n)) => Some(*n),
             Some(Bson::Int32(n)) => Some(i64::from(*n)),

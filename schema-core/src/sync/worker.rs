@@ -480,7 +480,7 @@ impl SyncWorker {
             .await?;
         Ok(stored
             .and_then(|d| d.get("token").cloned())
-            .and_then(|t| mongodb::bson::from_bson(t).ok()))
+            .and_then(|t| crate::bson_compat::from_bson(t).ok()))
     }
 
     /// Saves the token if this worker still owns the lease; `false` if it does not.
@@ -500,7 +500,8 @@ impl SyncWorker {
         }
         match &token {
             Some(token) => {
-                let token = mongodb::bson::to_bson(token).map_err(mongodb::error::Error::from)?;
+                let token =
+                    crate::bson_compat::to_bson(token).map_err(mongodb::error::Error::from)?;
                 set.insert("token", token);
             }
             None => {
@@ -891,7 +892,7 @@ impl SyncWorker {
 /// increment, big-endian); SecantusDB's are a BSON document with the timestamp under `t`.
 /// `None` for a token of another form.
 fn token_time(token: &ResumeToken) -> Option<mongodb::bson::Timestamp> {
-    let token = mongodb::bson::to_document(token).ok()?;
+    let token = crate::bson_compat::to_document(token).ok()?;
     let data = token.get_str("_data").ok()?;
     let bytes: Vec<u8> = (0..data.len() / 2)
         .map(|i| u8::from_str_radix(data.get(2 * i..2 * i + 2)?, 16).ok())
@@ -1058,7 +1059,7 @@ mod tests {
     #[test]
     fn a_token_tells_its_time() {
         let token = |data: &str| -> mongodb::change_stream::event::ResumeToken {
-            mongodb::bson::from_document(doc! { "_data": data }).unwrap()
+            crate::bson_compat::from_document(doc! { "_data": data }).unwrap()
         };
         // mongod: 130, then seconds 0x6757_1d2e and increment 3
         let mongod = token(
@@ -1090,7 +1091,7 @@ mod tests {
     #[test]
     fn a_truncated_array_touches_a_copied_field() {
         let fields = vec!["name".to_owned(), "tags".to_owned()];
-        let description: UpdateDescription = mongodb::bson::from_document(doc! {
+        let description: UpdateDescription = crate::bson_compat::from_document(doc! {
             "updatedFields": { "email": "x" },
             "removedFields": ["nick"],
             "truncatedArrays": [{ "field": "tags", "newSize": 2 }],
@@ -1099,7 +1100,7 @@ mod tests {
         let changed: Vec<&str> = changed_paths(&description).collect();
         assert_eq!(changed, ["email", "nick", "tags"]);
         assert!(touches(changed_paths(&description), &fields));
-        let untouched: UpdateDescription = mongodb::bson::from_document(doc! {
+        let untouched: UpdateDescription = crate::bson_compat::from_document(doc! {
             "updatedFields": { "email": "x" },
             "removedFields": [],
         })

@@ -102,7 +102,7 @@ impl LocalValidator {
     // returns nothing and a refusal is the rare one
     #[allow(clippy::result_large_err)]
     pub fn check(&self, document: &Document) -> Result<(), ValidationError> {
-        match RawDocumentBuf::from_document(document) {
+        match crate::bson_compat::raw_from_document(document) {
             Ok(raw) => self.check_raw(&raw),
             // a document the driver could not serialize either (a key with a NUL byte)
             Err(e) => Err(ValidationError::local(
@@ -461,7 +461,7 @@ impl Node {
                 .enumerate()
                 .map(|(i, v)| (i.to_string(), v.clone()))
                 .collect();
-            node.enumeration = RawDocumentBuf::from_document(&as_document).ok();
+            node.enumeration = crate::bson_compat::raw_from_document(&as_document).ok();
         }
         node.all_of = list("allOf", problems);
         node.any_of = list("anyOf", problems);

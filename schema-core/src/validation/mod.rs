@@ -13,7 +13,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
-use mongodb::bson::{oid::ObjectId, RawDocument, RawDocumentBuf};
+use mongodb::bson::{RawDocument, RawDocumentBuf};
 
 /// The compiled validator of a `Document` type, compiled on first use and kept for the life
 /// of the process (the derive emits a static per type instead, except for generic types).
@@ -51,12 +51,7 @@ pub(crate) fn has_id(document: &RawDocument) -> bool {
 /// The document with an `_id` first, as the driver's `insert_one` sends a document that has
 /// none.
 pub(crate) fn with_generated_id(document: &RawDocument) -> RawDocumentBuf {
-    let mut with_id = RawDocumentBuf::new();
-    with_id.append("_id", ObjectId::new());
-    for (key, value) in document.into_iter().flatten() {
-        with_id.append_ref(key, value);
-    }
-    with_id
+    crate::bson_compat::with_generated_id(document)
 }
 
 use std::fmt;
@@ -631,7 +626,7 @@ mod tests {
     fn check_adds_the_id_the_driver_adds_before_judging() {
         use crate::Document as _;
         let visit = Visit { path: "/".into() };
-        let raw = mongodb::bson::to_raw_document_buf(&visit).unwrap();
+        let raw = crate::bson_compat::to_raw_document_buf(&visit).unwrap();
         let local = LocalValidator::new(&Visit::validator()).unwrap();
         // as serialized: no `_id`
         let error = local.check_raw(&raw).unwrap_err();

@@ -154,7 +154,7 @@ impl<'a> Iterator for Elements<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mongodb::bson::{doc, oid::ObjectId, Binary, Decimal128, Regex, Timestamp};
+    use mongodb::bson::{doc, oid::ObjectId, Binary, Decimal128, Timestamp};
     use std::str::FromStr;
 
     #[test]
@@ -162,12 +162,12 @@ mod tests {
         let document = doc! {
             "d": 1.5, "s": "été", "o": { "a": 1 }, "a": [1, "x"], "b": Binary { subtype: mongodb::bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
             "u": Bson::Undefined, "id": ObjectId::new(), "t": true, "dt": mongodb::bson::DateTime::now(), "n": null,
-            "r": Regex { pattern: "^a".into(), options: "i".into() }, "js": Bson::JavaScriptCode("f()".into()),
+            "r": crate::bson_compat::regex("^a", "i").unwrap(), "js": Bson::JavaScriptCode("f()".into()),
             "sym": Bson::Symbol("sy".into()), "i": 7, "ts": Timestamp { time: 1, increment: 2 }, "l": 8_i64,
             "dec": Decimal128::from_str("1.5").unwrap(), "min": Bson::MinKey, "max": Bson::MaxKey,
             "cws": Bson::JavaScriptCodeWithScope(mongodb::bson::JavaScriptCodeWithScope { code: "g()".into(), scope: doc! { "x": 1 } }),
         };
-        let raw = RawDocumentBuf::from_document(&document).unwrap();
+        let raw = crate::bson_compat::raw_from_document(&document).unwrap();
         let walked: Vec<(String, Bson)> = Value::document(raw.as_bytes())
             .elements()
             .map(|(k, v)| (String::from_utf8(k.to_vec()).unwrap(), v.to_bson()))
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn a_truncated_element_ends_the_walk_as_malformed() {
-        let raw = RawDocumentBuf::from_document(&doc! { "a": "text", "b": 1 }).unwrap();
+        let raw = crate::bson_compat::raw_from_document(&doc! { "a": "text", "b": 1 }).unwrap();
         let mut bytes = raw.as_bytes().to_vec();
         bytes[4 + 3] = 0x7F; // the string's length now points past the end
         let kinds: Vec<u8> = Value::document(&bytes)

@@ -38,6 +38,7 @@ fn shape_tokens(kind: RefKind) -> TokenStream {
 /// `impl HasField<KEY> for T` for every stored named field of a collection root, and
 /// `impl Fields for T` listing them (but `_id`), which a copy type checks its fields against.
 pub fn has_field_impls(cont: &Container) -> TokenStream {
+    let facade = crate::gen::facade();
     let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
@@ -50,7 +51,7 @@ pub fn has_field_impls(cont: &Container) -> TokenStream {
             let ty = field.ty;
             if !cont.is_generic() && unbounded_type(ty) {
                 return Some(quote! {
-                    ::mongo_schema::__has_field!(#ident, #key, #ty, #member);
+                    #facade::__has_field!(#ident, #key, #ty, #member);
                 });
             }
             // spanned at the field's type, like the struct's own report of an ill-formed type,
@@ -118,6 +119,7 @@ fn unbounded_type(ty: &syn::Type) -> bool {
 /// The copy types of the `#[extended_ref]` fields: emitted next to the struct (not inside the
 /// derive's anonymous const), so the user names them in the field types.
 pub fn copy_types(cont: &Container) -> TokenStream {
+    let facade = crate::gen::facade();
     // the struct and its checked constants are outside the anonymous const: full paths
     let ms = private();
     let private = crate::gen::private_path();
@@ -178,7 +180,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 quote_spanned! {span=>
                     #[doc(hidden)]
                     pub const #key_const: u64 =
-                        ::mongo_schema::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #suffix, #key, {
+                        #facade::__copied_field_key!(#checked_source::NAMES, #f, #prefix, #suffix, #key, {
                             ::core::panic!("{}", #private::message_text(&MESSAGE));
                         });
                 }
@@ -279,7 +281,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     const DECODER: #ms::Decoder<Self::Type> = #checked_inner::ID_DECODER;
                 }
                 #(
-                    ::mongo_schema::__copied_field_path!(#name, #path_keys, #source, #name::#key_consts, #path_positions);
+                    #facade::__copied_field_path!(#name, #path_keys, #source, #name::#key_consts, #path_positions);
                 )*
                 #[automatically_derived]
                 impl #ms::Ordered for #name {}

@@ -42,10 +42,18 @@ pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
         quote!(#path)
     };
     let ty = field.ty;
+    // the helper is called with the serializer the library picks (bson 2 and 3 differ), through
+    // a wrapper whose `Serialize` is the helper, as serde's own `with` does
     Some(quote! {
         #private::Encoder::Custom({
-            fn __encode(value: &#ty) -> ::core::result::Result<#private::bson::Bson, #private::bson::ser::Error> {
-                #private::stored_with(value, |value, serializer| #call(value, serializer))
+            fn __encode(value: &#ty) -> ::core::result::Result<#private::bson::Bson, #private::bson_compat::SerError> {
+                struct __With<'__a>(&'__a #ty);
+                impl #private::serde::Serialize for __With<'_> {
+                    fn serialize<__S: #private::serde::Serializer>(&self, serializer: __S) -> ::core::result::Result<__S::Ok, __S::Error> {
+                        #call(self.0, serializer)
+                    }
+                }
+                #private::stored_value(&__With(value))
             }
             __encode
         })
@@ -65,8 +73,14 @@ pub fn decoder(cont: &Container, field: &Field) -> Option<TokenStream> {
     let ty = field.ty;
     Some(quote! {
         #private::Decoder::Custom({
-            fn __decode(value: #private::bson::Bson) -> ::core::result::Result<#ty, #private::bson::de::Error> {
-                #private::stored_read(value, |deserializer| #path(deserializer))
+            fn __decode(value: #private::bson::Bson) -> ::core::result::Result<#ty, #private::bson_compat::DeError> {
+                struct __With(#ty);
+                impl<'__de> #private::serde::Deserialize<'__de> for __With {
+                    fn deserialize<__D: #private::serde::Deserializer<'__de>>(deserializer: __D) -> ::core::result::Result<Self, __D::Error> {
+                        #path(deserializer).map(__With)
+                    }
+                }
+                #private::stored_read::<__With>(value).map(|with| with.0)
             }
             __decode
         })
@@ -98,6 +112,7 @@ fn native(ty: &Type) -> Option<syn::Ident> {
 /// `impl FieldPath<KEY>` for every stored named field; `Ordered` for the type; `Fields` for a
 /// `BsonSchema` struct (a collection root has its own, with its `HasField` impls).
 pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
+    let facade = crate::gen::facade();
     let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
@@ -149,7 +164,7 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
             });
         } else {
             out.extend(quote! {
-                ::mongo_schema::__field_path!(#ident, #key, #ty, #stored_ty, #stored, #encoder #decoder #cap);
+                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, #encoder #decoder #cap);
             });
         }
     }
