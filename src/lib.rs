@@ -322,7 +322,7 @@ pub use mongo_schema_core::{
 
 #[cfg(feature = "cli")]
 pub use mongo_schema_core::cli;
-pub use mongo_schema_core::{bson, error, migrate, mongodb, testing};
+pub use mongo_schema_core::{bson, bson_compat, error, migrate, mongodb, testing};
 
 /// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
 /// declared queries, the planner's fit of a query to an index, and the proof by `explain`.
