@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+pub mod action;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod concern;
@@ -45,7 +46,9 @@ pub use model::document::{
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use progress::PROGRESS_TARGET;
-pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
+#[allow(deprecated)]
+pub use relations::bucket::EntryPage;
+pub use relations::bucket::{Bucket, EntryCursor};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
 pub use relations::subset::{
@@ -53,8 +56,8 @@ pub use relations::subset::{
     SubsetReconcile,
 };
 pub use relations::{
-    ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,
-    Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
+    Attached, ChildOrder, ChildPage, Detached, Joined, Lookup, Page, PageCursor, Relation,
+    Resolved, SortKey, Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use crate::sync::failures::FailureLog;
 use crate::{
-    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SourceDelete,
-    SourceUpdate, SyncEdge, SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
+    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SyncEdge, SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
 };
 
 /// The collections of a service: built once from its `Document` types, then planned against or
@@ -125,39 +124,50 @@ impl Schema {
     /// have committed, so read the document back before retrying an update that is not
     /// idempotent (`$inc`). `async` copies follow through the [`SyncWorker`], `frozen` ones
     /// never change.
-    pub async fn update_source<T: Document>(
+    ///
+    /// With [`.session(&mut s)`](crate::action::UpdateSource::session) the update and its
+    /// fan-outs run inside the caller's transaction instead
+    /// (`schema.update_source::<Customer>(&db, &id, update).session(&mut s).await`).
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors ([`crate::Error::Validation`] of the source or a holder), and without a
+    /// session [`crate::Error::Timeout`] and [`crate::Error::CommitUnknown`].
+    pub fn update_source<'a, T: Document>(
         &self,
-        db: &Database,
+        db: &'a Database,
         id: &T::Id,
         update: mongodb::bson::Document,
-    ) -> Result<SourceUpdate>
+    ) -> crate::action::UpdateSource<'a>
     where
         T::Id: serde::Serialize,
     {
-        crate::sync::source::update_source::<T>(
-            db,
-            &self.graph,
-            self.transaction_deadline,
-            id,
-            update,
-        )
-        .await
+        crate::action::UpdateSource::new::<T>(db, &self.graph, self.transaction_deadline, id, update)
     }
 
     /// Deletes the `T` document `id` and, in the same transaction, sets to `null` every
     /// `transactional` copy of it declared `on_delete = "unset"` (copies that `keep` stay as they
     /// were; `async` copies are unset by the [`SyncWorker`], `reconcile` ones by
     /// [`Schema::reconcile`]). Retried like [`Schema::update_source`].
-    pub async fn delete_source<T: Document>(
+    ///
+    /// With [`.session(&mut s)`](crate::action::DeleteSource::session) it runs inside the
+    /// caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors, and without a session [`crate::Error::Timeout`] and
+    /// [`crate::Error::CommitUnknown`].
+    pub fn delete_source<'a, T: Document>(
         &self,
-        db: &Database,
+        db: &'a Database,
         id: &T::Id,
-    ) -> Result<SourceDelete>
+    ) -> crate::action::DeleteSource<'a>
     where
         T::Id: serde::Serialize,
     {
-        crate::sync::source::delete_source::<T>(db, &self.graph, self.transaction_deadline, id)
-            .await
+        crate::action::DeleteSource::new::<T>(db, &self.graph, self.transaction_deadline, id)
     }
 
     /// Compares every non-frozen copy with its source and rewrites the drifted ones (the

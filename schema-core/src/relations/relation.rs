@@ -4,10 +4,12 @@
 use std::marker::PhantomData;
 
 use mongodb::bson::{doc, Document as BsonDocument};
+use mongodb::Database;
 use serde::Serialize;
 
 use super::lookup::Lookup;
 use super::page::ChildPage;
+use super::Attached;
 use crate::{Document, Ref, RefKind};
 
 /// Marker: the reference has no sort key in a declared index, so it has no child pages.
@@ -117,6 +119,17 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
         Lookup::new(T::COLLECTION, F::COLLECTION, "_id", self.field, false)
     }
 
+    /// [`Relation::lookup`] read in `db`: set the outer stages, then await it.
+    /// `Message::TICKET_ID.lookup_in(&db).filter(doc! { "body": "hi" }).limit(10).await`.
+    pub fn lookup_in<'a>(&self, db: &'a Database) -> Lookup<F, T, Attached<'a>> {
+        self.lookup().attach(db)
+    }
+
+    /// [`Relation::children`] read in `db`: set the outer stages, then await it.
+    pub fn children_in<'a>(&self, db: &'a Database) -> Lookup<T, F, Attached<'a>> {
+        self.children().attach(db)
+    }
+
     /// The filter for the children of `parent`: `{ <field>: <id> }`, for a `find` or as the
     /// [`Lookup::filter`] of [`Relation::children`]. An id that is a document, an array, a
     /// regular expression or JavaScript is refused ([`crate::Error::UnsafeValue`]): it would
@@ -151,6 +164,19 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
             parent.to_bson(),
             self.order.sort_key(),
         )
+    }
+
+    /// The keyset page of [`Relation::page`], read in `db` when awaited (the driver's way: the
+    /// database where the call starts, options as setters):
+    /// `Message::TICKET_ID.page_in(&db, &ticket).after(cursor).limit(50).await`. With
+    /// [`.session(&mut s)`](ChildPage::session) it reads inside the caller's transaction.
+    /// (`page(&parent)`, the pinned form, stays the page's description.)
+    pub fn page_in<'a>(&self, db: &'a Database, parent: &Ref<T>) -> ChildPage<F, Attached<'a>>
+    where
+        T::Id: Serialize,
+        O: ChildOrder<F, T>,
+    {
+        self.page(parent).attach(db)
     }
 
     /// The sort key of the children (only for a relation with a [`SortKey`], see
