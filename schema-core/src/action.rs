@@ -27,3 +27,4 @@ pub use crate::relations::subset::{SubsetAdd, SubsetDelete, SubsetRebuild, Subse
 pub use crate::relations::{Attached, ChildPage, Detached, Lookup};
 pub use crate::sync::source::{DeleteSource, UpdateSource};
 pub use crate::sync::Transaction;
+pub use crate::schema::Reconcile;

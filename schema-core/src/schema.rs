@@ -183,7 +183,36 @@ impl Schema {
     /// children, the newest `max` in sort order and their number, and rewritten when they
     /// differ, on condition that the parent still holds what was read (one indexed query of the
     /// children per parent; [`ReconcileReport::subsets`]).
-    pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+    ///
+    /// Awaited directly, it repairs; `.dry_run(true)` only counts:
+    /// `schema.reconcile(&db).dry_run(true).await?`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads and of a repair's transaction (a holder that cannot
+    /// take its repair is recorded, not an error).
+    pub fn reconcile<'a>(&'a self, db: &'a Database) -> Reconcile<'a> {
+        Reconcile {
+            schema: self,
+            db,
+            dry_run: false,
+        }
+    }
+
+    /// The reconcile of the previous release, the dry run positional.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::reconcile`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `reconcile(&db).dry_run(dry_run)` and await it"
+    )]
+    pub async fn reconcile_dry_run(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+        self.reconcile(db).dry_run(dry_run).await
+    }
+
+    async fn reconcile_now(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let db = &crate::concern::pinned(db);
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
         let mut report = crate::sync::reconcile::reconcile(
@@ -745,5 +774,36 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(schema.collections().len(), 1);
+    }
+}
+
+/// [`Schema::reconcile`]: compare every non-frozen copy and subset with its source, and
+/// repair. Await it.
+#[must_use = "nothing is read or repaired until the action is awaited"]
+pub struct Reconcile<'a> {
+    schema: &'a Schema,
+    db: &'a Database,
+    dry_run: bool,
+}
+
+impl Reconcile<'_> {
+    /// Only count the drifted copies and subsets, repair none (default `false`).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for Reconcile<'a> {
+    type Output = Result<ReconcileReport>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    /// Reads, compares and (unless a dry run) repairs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::reconcile`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.schema.reconcile_now(self.db, self.dry_run).await })
     }
 }

@@ -131,7 +131,7 @@ impl<F: Document, D> ChildPage<F, D> {
         self
     }
 
-    /// Page size (default 50): 1 to [`MAX_PAGE_SIZE`]; [`ChildPage::fetch`] refuses any other
+    /// Page size (default 50): 1 to [`MAX_PAGE_SIZE`]; awaiting the page refuses any other
     /// (`0`, which the server reads as "no limit", included).
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = limit;
