@@ -290,7 +290,6 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     let in_transaction = schema
         .transaction(&db)
         .insert_one(&too_big)
-        .run()
         .await
         .unwrap_err();
     assert!(is_bson_ser(&in_transaction), "{in_transaction:#?}");
@@ -305,7 +304,6 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     schema
         .transaction(&db)
         .insert_one(&fits)
-        .run()
         .await
         .unwrap();
     let ids: Vec<i64> = Counter::collection(&db)

@@ -280,9 +280,10 @@ pub struct BucketEntries<'a, B, E> {
 }
 
 impl<'a, B: Document, E: Serialize + DeserializeOwned> BucketEntries<'a, B, E> {
-    /// Continue after `cursor` (the `next` of the previous page).
-    pub fn after(mut self, cursor: EntryCursor) -> Self {
-        self.after = Some(cursor);
+    /// Continue after `cursor` (the `next` of the previous page, or that `Option` itself:
+    /// `None` reads the first page).
+    pub fn after(mut self, cursor: impl Into<Option<EntryCursor>>) -> Self {
+        self.after = cursor.into();
         self
     }
 

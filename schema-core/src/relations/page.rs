@@ -125,9 +125,10 @@ impl<'a, F> ChildPage<F, Attached<'a>> {
 }
 
 impl<F: Document, D> ChildPage<F, D> {
-    /// Continue after `cursor` (the `next` of the previous page).
-    pub fn after(mut self, cursor: PageCursor) -> Self {
-        self.after = Some(cursor);
+    /// Continue after `cursor` (the `next` of the previous page, or that `Option` itself:
+    /// `None` reads the first page).
+    pub fn after(mut self, cursor: impl Into<Option<PageCursor>>) -> Self {
+        self.after = cursor.into();
         self
     }
 
