@@ -22,6 +22,8 @@ pub struct Member {
     #[subset(of = Loan, max = 3, sort = "-loaned_at", count = "active_count")]
     pub active_loans: Vec<LoanPreview>,
     pub active_count: i64,
+    #[embed(max = 3, cap)]
+    pub notes: Vec<String>,
 }
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -51,6 +53,7 @@ pub struct Book {
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "loans")]
 #[index(keys(member_id = 1, loaned_at = -1))]
+#[query(name = "loans_of", eq(member_id), sort(loaned_at = -1), limit = 10)]
 pub struct Loan {
     #[serde(rename = "_id")]
     pub id: ObjectId,
@@ -121,6 +124,7 @@ async fn desk(prefix: &str) -> Desk {
         name: "ada".into(),
         active_loans: vec![],
         active_count: 0,
+        notes: vec![],
     };
     Member::collection(&db).insert_one(&member).await.unwrap();
     let book = Book {
@@ -164,7 +168,7 @@ fn lend_update() -> BsonDocument {
 struct Seen {
     loans: Vec<Loan>,
     member: Member,
-    book: Book,
+    book: Option<Book>,
     desk_log: u64,
     visits: u64,
 }
@@ -186,7 +190,6 @@ async fn seen(desk: &Desk) -> Seen {
     let book = Book::collection(&desk.db)
         .find_one(doc! { "_id": desk.book.id })
         .await
-        .unwrap()
         .unwrap();
     let desk_log = DeskLog::collection(&desk.db)
         .count_documents(doc! {})
@@ -210,7 +213,7 @@ fn untouched(desk: &Desk) -> Seen {
     Seen {
         loans: vec![],
         member: desk.member.clone(),
-        book: desk.book.clone(),
+        book: Some(desk.book.clone()),
         desk_log: 0,
         visits: 0,
     }
@@ -399,8 +402,9 @@ async fn a_services_own_transaction_commits_every_helpers_writes_with_its_own() 
     assert_eq!(after.member.active_count, 1);
     assert_eq!(after.member.active_loans.len(), 1);
     assert_eq!(after.member.active_loans[0].title, "Dune");
+    let book = after.book.unwrap();
     assert_eq!(
-        (after.book.status.as_str(), after.book.title.as_str()),
+        (book.status.as_str(), book.title.as_str()),
         ("lent", "Dune (2nd ed.)")
     );
     assert_eq!((after.desk_log, after.visits), (1, 1));
@@ -534,7 +538,7 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
     let before_commit = seen(&desk).await;
     assert_eq!(before_commit.loans, [first.clone()], "visible before the commit");
     assert_eq!(before_commit.member.active_count, 1);
-    assert_eq!(before_commit.book.status, "lent");
+    assert_eq!(before_commit.book.unwrap().status, "lent");
     assert_eq!(before_commit.visits, 1);
     assert_eq!(before_commit.desk_log, 0, "only the service's own insert waits");
 
@@ -542,7 +546,7 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
     let after_abort = seen(&desk).await;
     assert_eq!(after_abort.loans, [first], "the abort cannot take them back");
     assert_eq!(after_abort.member.active_count, 1);
-    assert_eq!(after_abort.book.status, "lent");
+    assert_eq!(after_abort.book.unwrap().status, "lent");
     assert_eq!((after_abort.desk_log, after_abort.visits), (0, 1));
 }
 
@@ -620,4 +624,103 @@ async fn the_schemas_transaction_joins_a_session_and_takes_the_drivers_update_op
         "{error:#?}"
     );
     assert!(sent(&desk.log).is_empty(), "nothing sent");
+}
+
+/// The other helpers join the caller's transaction too: a subset's child update, delete and a
+/// parent's rebuild, `delete_source`, a bounded push; a declared query reads inside it. Before
+/// the commit nothing shows outside, an abort leaves nothing, a commit lands all of it.
+#[tokio::test]
+async fn subset_updates_deletes_rebuilds_source_deletes_pushes_and_queries_join_the_session() {
+    let desk = desk("sess_more").await;
+    let (kept, dropped) = (loan(&desk, 1_000), loan(&desk, 2_000));
+    Member::ACTIVE_LOANS.add(&desk.db, &kept).await.unwrap();
+    Member::ACTIVE_LOANS.add(&desk.db, &dropped).await.unwrap();
+    // a count gone wrong, for the rebuild to repair
+    Member::collection(&desk.db)
+        .update_one(
+            doc! { "_id": desk.member.id },
+            doc! { "$set": { "active_count": 7_i64 } },
+        )
+        .await
+        .unwrap();
+    let before = seen(&desk).await;
+    assert_eq!((before.loans.len(), before.member.active_count), (2, 7));
+
+    for commit in [false, true] {
+        let db = &desk.db;
+        let mut session = desk.client.start_session().await.unwrap();
+        session.start_transaction().await.unwrap();
+        desk.log.clear();
+        let matched = Member::ACTIVE_LOANS
+            .update(
+                db,
+                &kept.to_ref(),
+                doc! { "$set": { "loaned_at": DateTime::from_millis(5_000) } },
+            )
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert!(matched);
+        let deleted = Member::ACTIVE_LOANS
+            .delete(db, &dropped.to_ref())
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert!(deleted);
+        Member::ACTIVE_LOANS
+            .rebuild(db, &desk.member.to_ref())
+            .session(&mut session)
+            .await
+            .unwrap();
+        let pushed = Member::NOTES
+            .push(
+                db,
+                doc! { "_id": desk.member.id },
+                &["returned late".to_owned()],
+                None,
+            )
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert_eq!(pushed.matched, 1);
+        let gone = desk
+            .schema
+            .delete_source::<Book>(db, &desk.book.id)
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert!(gone.source.is_some());
+        let rows = Loan::loans_of(db, &desk.member.to_ref())
+            .session(&mut session)
+            .await
+            .unwrap();
+        assert_eq!(rows, [Loan { loaned_at: DateTime::from_millis(5_000), ..kept.clone() }]);
+
+        let commands = sent(&desk.log);
+        let callers = session_of(&commands[0]);
+        assert!(callers.1.is_some(), "{:?}", commands[0]);
+        assert!(
+            commands.iter().all(|c| session_of(c) == callers),
+            "every command in the caller's transaction: {commands:#?}"
+        );
+        assert!(
+            !commands.iter().any(|c| c.name == "commitTransaction" || c.name == "abortTransaction"),
+            "{commands:#?}"
+        );
+        assert_eq!(seen(&desk).await, before, "nothing outside before the commit");
+
+        if commit {
+            session.commit_transaction().await.unwrap();
+        } else {
+            session.abort_transaction().await.unwrap();
+            assert_eq!(seen(&desk).await, before, "the abort left nothing");
+        }
+    }
+    let after = seen(&desk).await;
+    assert_eq!(after.loans.len(), 1);
+    assert_eq!(after.loans[0].loaned_at, DateTime::from_millis(5_000));
+    assert_eq!(after.member.active_count, 1, "rebuilt from the one loan left");
+    assert_eq!(after.member.active_loans.len(), 1);
+    assert_eq!(after.member.notes, ["returned late"]);
+    assert_eq!(after.book, None, "the source deleted");
 }

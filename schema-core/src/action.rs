@@ -28,3 +28,5 @@ pub use crate::relations::{Attached, ChildPage, Detached, Lookup};
 pub use crate::sync::source::{DeleteSource, UpdateSource};
 pub use crate::sync::Transaction;
 pub use crate::schema::Reconcile;
+pub use crate::query::DeclaredQuery;
+pub use crate::relations::embedded::EmbeddedPush;
