@@ -166,13 +166,23 @@ async fn compare_and_set_bool_reads_a_lost_race_as_false() {
     let (db, shelf) = shelf("old_cas").await;
     let won = shelf
         .to_ref()
-        .compare_and_set_bool(&db, "status", "open", doc! { "$set": { "status": "closed" } })
+        .compare_and_set_bool(
+            &db,
+            "status",
+            "open",
+            doc! { "$set": { "status": "closed" } },
+        )
         .await
         .unwrap();
     assert!(won);
     let lost = shelf
         .to_ref()
-        .compare_and_set_bool(&db, "status", "open", doc! { "$set": { "status": "again" } })
+        .compare_and_set_bool(
+            &db,
+            "status",
+            "open",
+            doc! { "$set": { "status": "again" } },
+        )
         .await
         .unwrap();
     assert!(!lost, "a lost race is Ok(false) in the old form");
@@ -189,7 +199,12 @@ async fn compare_and_set_bool_reads_a_lost_race_as_false() {
     // the new form: the same lost race as ConditionFailed
     let error = shelf
         .to_ref()
-        .compare_and_set(&db, "status", "open", doc! { "$set": { "status": "again" } })
+        .compare_and_set(
+            &db,
+            "status",
+            "open",
+            doc! { "$set": { "status": "again" } },
+        )
         .await
         .unwrap_err();
     assert!(error.is_condition_failed(), "{error:#?}");

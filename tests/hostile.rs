@@ -252,14 +252,17 @@ async fn an_entry_cursor_holding_an_operator_is_refused() {
             .unwrap();
     }
     let first = Readings::BUCKET
-        .entries(&db, &shelf.to_ref()).limit(3)
+        .entries(&db, &shelf.to_ref())
+        .limit(3)
         .await
         .unwrap();
     let honest = first.next.clone().expect("a next page");
     let mut forged = honest.clone();
     forged.key = Bson::Document(doc! { "$gte": i64::MIN });
     let error = Readings::BUCKET
-        .entries(&db, &shelf.to_ref()).after(forged.clone()).limit(3)
+        .entries(&db, &shelf.to_ref())
+        .after(forged.clone())
+        .limit(3)
         .await
         .unwrap_err();
     println!("{error}");
@@ -277,7 +280,9 @@ async fn an_entry_cursor_holding_an_operator_is_refused() {
         Err(Error::UnsafeValue { what, .. }) if what == "the entry cursor's bucket"
     ));
     let second = Readings::BUCKET
-        .entries(&db, &shelf.to_ref()).after(honest.clone()).limit(3)
+        .entries(&db, &shelf.to_ref())
+        .after(honest.clone())
+        .limit(3)
         .await
         .unwrap();
     assert_eq!(
@@ -335,7 +340,8 @@ async fn a_bucket_entry_without_its_key_is_refused_before_anything_is_written() 
     }
     assert_eq!(buckets().await, 1);
     let read = Visits::BUCKET
-        .entries(&db, &shelf.to_ref()).limit(10)
+        .entries(&db, &shelf.to_ref())
+        .limit(10)
         .await
         .unwrap();
     assert_eq!(
@@ -451,7 +457,8 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
     let resolved = Ref::resolve_all(&db, [&red]).await.unwrap();
     assert_eq!(resolved.documents.len(), 1);
     let entries = TagVisits::BUCKET
-        .entries(&db, &red).limit(10)
+        .entries(&db, &red)
+        .limit(10)
         .await
         .unwrap();
     assert_eq!(entries.items, [Reading { at: 0 }]);
@@ -466,7 +473,8 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
             Note::TAG_ID.page_in(&db, &hostile).await.map(drop),
             Ref::resolve_all(&db, [&red, &hostile]).await.map(drop),
             TagVisits::BUCKET
-                .entries(&db, &hostile).limit(10)
+                .entries(&db, &hostile)
+                .limit(10)
                 .await
                 .map(drop),
             TagVisits::BUCKET

@@ -361,13 +361,7 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
     );
 
     assert_indexed(&db, "product lookup (outer)", outer_command, 1).await;
-    assert_indexed(
-        &db,
-        "product lookup (join into parts)",
-        join_command,
-        2,
-    )
-    .await;
+    assert_indexed(&db, "product lookup (join into parts)", join_command, 2).await;
     // the parts catalog searched by name, with its declared index
     assert_indexed(
         &db,
@@ -563,20 +557,8 @@ async fn child_to_parent_and_parent_to_children_lookups() {
         "the input is reduced before the join"
     );
 
-    assert_indexed(
-        &db,
-        "tickets with messages (outer)",
-        outer_command,
-        2,
-    )
-    .await;
-    assert_indexed(
-        &db,
-        "tickets with messages (join)",
-        join_command,
-        3,
-    )
-    .await;
+    assert_indexed(&db, "tickets with messages (outer)", outer_command, 2).await;
+    assert_indexed(&db, "tickets with messages (join)", join_command, 3).await;
 
     // optional reference: the agent's tickets, through the reference index
     let queue = Ticket::ASSIGNEE_ID

@@ -98,7 +98,10 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
         Ok("x"),
         "the copy equals the source after the repair: {copy}"
     );
-    assert_eq!(schema.reconcile(&db).dry_run(true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
 }
 
 #[tokio::test]

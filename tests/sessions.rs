@@ -310,7 +310,12 @@ async fn steps_in(
         .await?;
     assert_eq!(joined.len(), 1);
     assert_eq!(joined[0].one().map(|m| m.active_count), Some(1));
-    let book = desk.book.to_ref().resolve(db).session(&mut *session).await?;
+    let book = desk
+        .book
+        .to_ref()
+        .resolve(db)
+        .session(&mut *session)
+        .await?;
     assert_eq!(book.map(|b| b.status), Some("lent".to_owned()));
     let members = Ref::resolve_all(db, [&desk.member.to_ref()])
         .session(&mut *session)
@@ -322,7 +327,11 @@ async fn steps_in(
         .limit(10)
         .session(&mut *session)
         .await?;
-    assert_eq!(visits.items.len(), 1, "the bucket page read in the transaction");
+    assert_eq!(
+        visits.items.len(),
+        1,
+        "the bucket page read in the transaction"
+    );
     Ok(())
 }
 
@@ -339,7 +348,11 @@ async fn a_services_own_transaction_commits_every_helpers_writes_with_its_own() 
     let in_transaction = sent(&desk.log);
 
     // before the commit, nothing is visible outside the transaction
-    assert_eq!(seen(&desk).await, untouched(&desk), "nothing before the commit");
+    assert_eq!(
+        seen(&desk).await,
+        untouched(&desk),
+        "nothing before the commit"
+    );
 
     desk.log.clear();
     session.commit_transaction().await.unwrap();
@@ -367,8 +380,14 @@ async fn a_services_own_transaction_commits_every_helpers_writes_with_its_own() 
         "{in_transaction:#?}"
     );
     let callers = session_of(&in_transaction[0]);
-    assert_eq!(callers.0.as_ref(), Some(&Bson::Document(session.id().clone())));
-    assert!(callers.1.is_some(), "the service's insert is in a transaction");
+    assert_eq!(
+        callers.0.as_ref(),
+        Some(&Bson::Document(session.id().clone()))
+    );
+    assert!(
+        callers.1.is_some(),
+        "the service's insert is in a transaction"
+    );
     assert_eq!(
         in_transaction[0].command.get_bool("startTransaction"),
         Ok(true)
@@ -420,7 +439,11 @@ async fn an_abort_of_the_services_transaction_leaves_nothing_of_the_helpers() {
         .await
         .unwrap();
     session.abort_transaction().await.unwrap();
-    assert_eq!(seen(&desk).await, untouched(&desk), "every collection as before");
+    assert_eq!(
+        seen(&desk).await,
+        untouched(&desk),
+        "every collection as before"
+    );
 
     // a lost compare-and-set inside the caller's transaction is the same typed error as
     // standalone; the caller aborts, and the subset add and the insert before it go too
@@ -434,7 +457,11 @@ async fn an_abort_of_the_services_transaction_leaves_nothing_of_the_helpers() {
         "{error:#?}"
     );
     session.abort_transaction().await.unwrap();
-    assert_eq!(seen(&desk).await, untouched(&desk), "the lost race left nothing");
+    assert_eq!(
+        seen(&desk).await,
+        untouched(&desk),
+        "the lost race left nothing"
+    );
 }
 
 /// The driver's retry loop (what `with_transaction` does): run the body, commit, and run it
@@ -536,15 +563,26 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
     );
 
     let before_commit = seen(&desk).await;
-    assert_eq!(before_commit.loans, [first.clone()], "visible before the commit");
+    assert_eq!(
+        before_commit.loans,
+        std::slice::from_ref(&first),
+        "visible before the commit"
+    );
     assert_eq!(before_commit.member.active_count, 1);
     assert_eq!(before_commit.book.unwrap().status, "lent");
     assert_eq!(before_commit.visits, 1);
-    assert_eq!(before_commit.desk_log, 0, "only the service's own insert waits");
+    assert_eq!(
+        before_commit.desk_log, 0,
+        "only the service's own insert waits"
+    );
 
     session.abort_transaction().await.unwrap();
     let after_abort = seen(&desk).await;
-    assert_eq!(after_abort.loans, [first], "the abort cannot take them back");
+    assert_eq!(
+        after_abort.loans,
+        [first],
+        "the abort cannot take them back"
+    );
     assert_eq!(after_abort.member.active_count, 1);
     assert_eq!(after_abort.book.unwrap().status, "lent");
     assert_eq!((after_abort.desk_log, after_abort.visits), (0, 1));
@@ -581,11 +619,18 @@ async fn the_schemas_transaction_joins_a_session_and_takes_the_drivers_update_op
         .unwrap();
     assert_eq!(report.attempts, 1);
     assert_eq!(report.steps[2].label, "update_one books");
-    assert_eq!((report.steps[2].matched, report.steps[2].changed), (1, 1), "upserted");
+    assert_eq!(
+        (report.steps[2].matched, report.steps[2].changed),
+        (1, 1),
+        "upserted"
+    );
     let commands = sent(&desk.log);
     let callers = session_of(&commands[0]);
     assert!(callers.1.is_some());
-    assert!(commands.iter().all(|c| session_of(c) == callers), "{commands:#?}");
+    assert!(
+        commands.iter().all(|c| session_of(c) == callers),
+        "{commands:#?}"
+    );
     assert!(!commands.iter().any(|c| c.name == "commitTransaction"));
     let upsert = &commands[2].command.get_array("updates").unwrap()[0];
     let upsert = upsert.as_document().unwrap();
@@ -593,10 +638,18 @@ async fn the_schemas_transaction_joins_a_session_and_takes_the_drivers_update_op
     assert_eq!(upsert.get_document("hint"), Ok(&doc! { "_id": 1 }));
     let filtered = &commands[3].command.get_array("updates").unwrap()[0];
     assert_eq!(
-        filtered.as_document().unwrap().get_array("arrayFilters").unwrap()[0],
+        filtered
+            .as_document()
+            .unwrap()
+            .get_array("arrayFilters")
+            .unwrap()[0],
         Bson::Document(doc! { "loan.title": "Dune" })
     );
-    assert_eq!(seen(&desk).await, untouched(&desk), "nothing before the commit");
+    assert_eq!(
+        seen(&desk).await,
+        untouched(&desk),
+        "nothing before the commit"
+    );
 
     session.commit_transaction().await.unwrap();
     let after = seen(&desk).await;
@@ -694,7 +747,13 @@ async fn subset_updates_deletes_rebuilds_source_deletes_pushes_and_queries_join_
             .session(&mut session)
             .await
             .unwrap();
-        assert_eq!(rows, [Loan { loaned_at: DateTime::from_millis(5_000), ..kept.clone() }]);
+        assert_eq!(
+            rows,
+            [Loan {
+                loaned_at: DateTime::from_millis(5_000),
+                ..kept.clone()
+            }]
+        );
 
         let commands = sent(&desk.log);
         let callers = session_of(&commands[0]);
@@ -704,10 +763,16 @@ async fn subset_updates_deletes_rebuilds_source_deletes_pushes_and_queries_join_
             "every command in the caller's transaction: {commands:#?}"
         );
         assert!(
-            !commands.iter().any(|c| c.name == "commitTransaction" || c.name == "abortTransaction"),
+            !commands
+                .iter()
+                .any(|c| c.name == "commitTransaction" || c.name == "abortTransaction"),
             "{commands:#?}"
         );
-        assert_eq!(seen(&desk).await, before, "nothing outside before the commit");
+        assert_eq!(
+            seen(&desk).await,
+            before,
+            "nothing outside before the commit"
+        );
 
         if commit {
             session.commit_transaction().await.unwrap();
@@ -719,7 +784,10 @@ async fn subset_updates_deletes_rebuilds_source_deletes_pushes_and_queries_join_
     let after = seen(&desk).await;
     assert_eq!(after.loans.len(), 1);
     assert_eq!(after.loans[0].loaned_at, DateTime::from_millis(5_000));
-    assert_eq!(after.member.active_count, 1, "rebuilt from the one loan left");
+    assert_eq!(
+        after.member.active_count, 1,
+        "rebuilt from the one loan left"
+    );
     assert_eq!(after.member.active_loans.len(), 1);
     assert_eq!(after.member.notes, ["returned late"]);
     assert_eq!(after.book, None, "the source deleted");

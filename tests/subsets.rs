@@ -573,7 +573,10 @@ async fn reconcile_and_audit_find_and_repair_corrupted_previews_and_counts() {
     for id in [1, 3, 4, 5, 6, 7] {
         assert_current(&db, id, "reconcile").await;
     }
-    assert_eq!(schema.reconcile(&db).dry_run(true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     let text = schema.audit(&db).await.unwrap().to_string();
     assert!(!text.contains("subsets that disagree"), "{text}");
 }

@@ -747,7 +747,10 @@ async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
     let report = schema.reconcile(&db).await.unwrap();
     println!("repair:\n{report}");
     assert_eq!(report.repaired(), 7 + 4 + 2);
-    assert_eq!(schema.reconcile(&db).dry_run(true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     let product = Product::collection(&db)
         .find_one(doc! { "_id": "bike-1" })
         .await

@@ -905,7 +905,10 @@ async fn judged_by_reconcile(
     println!("{retry}");
     assert_eq!(retry.still_failing, 0);
     assert!(schema.sync_failures(db).await.unwrap().is_empty());
-    assert_eq!(schema.reconcile(db).dry_run(true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     (converged, failures)
 }
 

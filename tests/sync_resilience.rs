@@ -326,7 +326,10 @@ async fn one_invalid_holder_never_blocks_the_others() {
     assert_eq!((retry.retried, retry.resolved), (1, 1));
     assert_eq!(case_of(&db, bad).await.agent.unwrap().name, "Bo 2");
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
-    assert_eq!(schema.reconcile(&db).dry_run(true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     within(SHUTDOWN, "the worker shuts down", worker.shutdown())
         .await
         .unwrap();

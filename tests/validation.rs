@@ -301,11 +301,7 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     assert!(is_bson_ser(&inserted), "{inserted:#?}");
     // the control: a value that fits is checked, written and read back
     Counter::check(&fits).unwrap();
-    schema
-        .transaction(&db)
-        .insert_one(&fits)
-        .await
-        .unwrap();
+    schema.transaction(&db).insert_one(&fits).await.unwrap();
     let ids: Vec<i64> = Counter::collection(&db)
         .find(doc! {})
         .await

@@ -88,10 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             joined.related.iter().map(|p| &p.name).collect::<Vec<_>>()
         );
     }
-    println!(
-        "  join: {}",
-        explain(&db, join).await?
-    );
+    println!("  join: {}", explain(&db, join).await?);
     let product = ProductReferenced::collection(&db)
         .find_one(doc! { "_id": "bike-1" })
         .await?

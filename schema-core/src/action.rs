@@ -20,13 +20,13 @@
 //! # Ok(()) }
 //! ```
 
+pub use crate::query::DeclaredQuery;
 pub use crate::relations::bucket::{BucketAppend, BucketEntries};
 pub use crate::relations::compare::CompareAndSet;
+pub use crate::relations::embedded::EmbeddedPush;
 pub use crate::relations::resolve::{Resolve, ResolveAll};
 pub use crate::relations::subset::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
 pub use crate::relations::{Attached, ChildPage, Detached, Lookup};
+pub use crate::schema::Reconcile;
 pub use crate::sync::source::{DeleteSource, UpdateSource};
 pub use crate::sync::Transaction;
-pub use crate::schema::Reconcile;
-pub use crate::query::DeclaredQuery;
-pub use crate::relations::embedded::EmbeddedPush;

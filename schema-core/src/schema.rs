@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::sync::failures::FailureLog;
 use crate::{
-    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SyncEdge, SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
+    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SyncEdge,
+    SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
 };
 
 /// The collections of a service: built once from its `Document` types, then planned against or
@@ -143,7 +144,13 @@ impl Schema {
     where
         T::Id: serde::Serialize,
     {
-        crate::action::UpdateSource::new::<T>(db, &self.graph, self.transaction_deadline, id, update)
+        crate::action::UpdateSource::new::<T>(
+            db,
+            &self.graph,
+            self.transaction_deadline,
+            id,
+            update,
+        )
     }
 
     /// Deletes the `T` document `id` and, in the same transaction, sets to `null` every
@@ -719,6 +726,37 @@ fn collection_name_problem(name: &str) -> Option<String> {
     }
 }
 
+/// [`Schema::reconcile`]: compare every non-frozen copy and subset with its source, and
+/// repair. Await it.
+#[must_use = "nothing is read or repaired until the action is awaited"]
+pub struct Reconcile<'a> {
+    schema: &'a Schema,
+    db: &'a Database,
+    dry_run: bool,
+}
+
+impl Reconcile<'_> {
+    /// Only count the drifted copies and subsets, repair none (default `false`).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for Reconcile<'a> {
+    type Output = Result<ReconcileReport>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    /// Reads, compares and (unless a dry run) repairs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::reconcile`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.schema.reconcile_now(self.db, self.dry_run).await })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -774,36 +812,5 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(schema.collections().len(), 1);
-    }
-}
-
-/// [`Schema::reconcile`]: compare every non-frozen copy and subset with its source, and
-/// repair. Await it.
-#[must_use = "nothing is read or repaired until the action is awaited"]
-pub struct Reconcile<'a> {
-    schema: &'a Schema,
-    db: &'a Database,
-    dry_run: bool,
-}
-
-impl Reconcile<'_> {
-    /// Only count the drifted copies and subsets, repair none (default `false`).
-    pub fn dry_run(mut self, dry_run: bool) -> Self {
-        self.dry_run = dry_run;
-        self
-    }
-}
-
-impl<'a> std::future::IntoFuture for Reconcile<'a> {
-    type Output = Result<ReconcileReport>;
-    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
-
-    /// Reads, compares and (unless a dry run) repairs.
-    ///
-    /// # Errors
-    ///
-    /// As [`Schema::reconcile`].
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { self.schema.reconcile_now(self.db, self.dry_run).await })
     }
 }

@@ -461,7 +461,11 @@ async fn execute(schema: &Schema, command: SchemaCommand) -> Result<Printed, Str
         }
         SchemaCommand::Reconcile(args) => {
             let db = connect(&args.connection).await?;
-            let report = schema.reconcile(&db).dry_run(!args.repair).await.map_err(failed)?;
+            let report = schema
+                .reconcile(&db)
+                .dry_run(!args.repair)
+                .await
+                .map_err(failed)?;
             json::reconcile(&report, args.repair)
         }
         SchemaCommand::RetryFailures(connection) => {

@@ -3,9 +3,9 @@
 
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use futures_util::future::BoxFuture;
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -188,7 +188,11 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// # Errors
     ///
     /// See [`BucketEntries`]'s `into_future`.
-    pub fn entries<'a, P: Document>(&'a self, db: &'a Database, parent: &Ref<P>) -> BucketEntries<'a, B, E>
+    pub fn entries<'a, P: Document>(
+        &'a self,
+        db: &'a Database,
+        parent: &Ref<P>,
+    ) -> BucketEntries<'a, B, E>
     where
         P::Id: Serialize,
     {

@@ -1,7 +1,7 @@
 //! Compare-and-set on a referenced document (seed 003's status change).
 
-use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use futures_util::future::BoxFuture;
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 use serde::Serialize;
 

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use futures_util::future::BoxFuture;
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 
@@ -99,7 +99,6 @@ impl<'a, L, R> Lookup<L, R, Attached<'a>> {
 }
 
 impl<L: Document, R: Document, D> Lookup<L, R, D> {
-
     /// `$match` on the outer documents.
     pub fn filter(mut self, filter: BsonDocument) -> Self {
         self.before.push(doc! { "$match": filter });

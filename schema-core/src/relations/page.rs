@@ -2,9 +2,9 @@
 
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
-use futures_util::future::BoxFuture;
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

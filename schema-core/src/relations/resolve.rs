@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use futures_util::future::BoxFuture;
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::Serialize;

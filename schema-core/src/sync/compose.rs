@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use mongodb::bson::{Bson, Document as BsonDocument};
 use futures_util::future::BoxFuture;
+use mongodb::bson::{Bson, Document as BsonDocument};
 use mongodb::options::{Hint, UpdateModifications};
 use mongodb::{ClientSession, Database};
 use serde::Serialize;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::ReturnDocument;
-use futures_util::future::BoxFuture;
 use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
