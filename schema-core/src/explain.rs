@@ -100,6 +100,10 @@ impl std::fmt::Display for ExplainSummary {
 
 /// Runs `explain` (verbosity `executionStats`) on a command such as those returned by
 /// `find_command`, `aggregate_command` or `resolve_command`.
+///
+/// # Errors
+///
+/// The server's error for the command (an unknown collection is not one: its plan is empty).
 pub async fn explain(db: &Database, command: Document) -> Result<ExplainSummary> {
     let reply = db
         .run_command(doc! { "explain": command, "verbosity": "executionStats" })

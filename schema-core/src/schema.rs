@@ -239,6 +239,11 @@ impl Schema {
     /// The holders a sync path could not rewrite, as recorded in
     /// [`crate::FAILURES_COLLECTION`], all in memory: for many records use
     /// [`Schema::sync_failure_stream`].
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the read, and [`crate::Error::Serialization`] for a record that
+    /// does not decode.
     pub async fn sync_failures(&self, db: &Database) -> Result<Vec<SyncFailure>> {
         crate::sync::failures::list(db).await
     }
@@ -265,6 +270,11 @@ impl Schema {
     /// Re-applies each recorded sync failure to its holder (the source's current values, or
     /// `on_delete` if the source is gone) and removes the records that now succeed; those that
     /// fail again stay, with their error updated. The records are read 1,000 at a time.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of reading the records or of writing them back; a holder that fails
+    /// again is counted in the report, not an error.
     pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
         crate::sync::failures::retry(&crate::concern::pinned(db), &self.graph).await
     }
@@ -287,11 +297,19 @@ impl Schema {
     /// documents the current validator rejects, missing, unexpected and conflicting indexes;
     /// copies that drifted from their source (a reconcile dry run); and collections the schema
     /// does not know. Only reads. The result prints as a report section.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads (an audit only reads).
     pub async fn audit(&self, db: &Database) -> Result<crate::AuditReport> {
         self.audit_with_threshold(db, 1024 * 1024).await
     }
 
     /// [`Schema::audit`] flagging documents above `oversized_bytes`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::audit`].
     pub async fn audit_with_threshold(
         &self,
         db: &Database,

@@ -539,6 +539,12 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
     type IntoFuture =
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<Plan>> + Send + 'a>>;
 
+    /// Reads the database and computes the actions (nothing is written).
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads (`listCollections`, `listIndexes`, the violation
+    /// counts, the version record).
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let db = crate::concern::pinned(self.db);
@@ -624,6 +630,14 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
     type IntoFuture =
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
 
+    /// Plans and applies, under the schema's lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Downgrade`] when a newer version is recorded (unless
+    /// [`OnNewer::Continue`] or [`OnNewer::Downgrade`]), a validator change refused over
+    /// existing documents ([`OnViolations::Refuse`]), [`Error::Timeout`] past the deadline with
+    /// the last transient error, a migration step's error, and the driver's errors.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             // the violations counted, the record and the lock: primary, majority

@@ -84,6 +84,11 @@ impl StepContext {
 
     /// Records that a batch is done: `checkpoint` is where the next run resumes, and `counts`
     /// are added to the step's figures. Checks the lock first.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::LockLost`] when apply's lock was lost (another instance took it), and
+    /// the driver's errors.
     pub async fn save(&mut self, checkpoint: Bson, counts: StepCounts) -> Result<()> {
         self.ensure_lock()?;
         self.counts += counts;
@@ -102,6 +107,10 @@ impl StepContext {
     /// checkpoint in `_id` order (call [`StepContext::save`] with the last `_id` once the batch
     /// is written). Empty when the walk is done. The walk visits every document whatever the
     /// BSON types of the `_id`s (numbers, strings, ObjectIds, ... in the server's order).
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the read.
     pub async fn next_batch(
         &self,
         collection: &str,

@@ -348,6 +348,12 @@ where
     /// Inserts `child`, then updates the parent, without a transaction: cheaper, with a short
     /// window in which the parent is behind; [`Subset::rebuild`] repairs a parent whose second
     /// write was lost.
+    ///
+    /// # Errors
+    ///
+    /// A child that does not serialize ([`Error::Serialization`]) or whose parent id is an
+    /// operator ([`Error::UnsafeValue`]), refused before anything is sent; the driver's errors
+    /// of either write (after the insert, the parent may be behind until [`Subset::rebuild`]).
     pub async fn add_then_update(&self, db: &Database, child: &C) -> Result<()> {
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
@@ -634,6 +640,10 @@ where
     /// two-writes option), walking the parents by `_id` in batches, each parent in its own
     /// transaction. Returns the number of parents rebuilt. To resume after an error from the
     /// last parent done, use [`Subset::resume_rebuild_all`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Subset::resume_rebuild_all`].
     pub async fn rebuild_all(&self, db: &Database) -> Result<u64> {
         let mut progress = RebuildProgress::default();
         self.resume_rebuild_all(db, &mut progress).await?;
@@ -654,6 +664,11 @@ where
     /// println!("{} parents rebuilt", progress.rebuilt);
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first parent's rebuild that fails (its error, `progress.failed_at` naming it), or
+    /// the driver's error of reading the parents.
     pub async fn resume_rebuild_all(
         &self,
         db: &Database,
