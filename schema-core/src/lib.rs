@@ -45,6 +45,7 @@ pub use model::document::{
 };
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
+pub use model::sort::SortDirection;
 pub use progress::PROGRESS_TARGET;
 #[allow(deprecated)]
 pub use relations::bucket::EntryPage;

@@ -81,9 +81,13 @@ impl QuerySpec {
         self
     }
 
-    /// Adds a sort key.
-    pub fn sort(mut self, path: impl Into<String>, direction: i32) -> Self {
-        self.sort.push((path.into(), direction));
+    /// Adds a sort key (`1` / `-1` or a [`crate::SortDirection`]).
+    pub fn sort(
+        mut self,
+        path: impl Into<String>,
+        direction: impl Into<crate::SortDirection>,
+    ) -> Self {
+        self.sort.push((path.into(), direction.into().as_i32()));
         self
     }
 

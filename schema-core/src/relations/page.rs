@@ -189,7 +189,7 @@ impl<F: Document, D> ChildPage<F, D> {
             ranges.push(ties);
         }
         let null_key = matches!(after.key, Bson::Null | Bson::Undefined);
-        match (self.order.direction < 0, null_key) {
+        match (self.order.direction.is_descending(), null_key) {
             (false, false) => ranges.push(range(doc! { "$gt": after.key.clone() }.into())),
             (false, true) => ranges.push(range(doc! { "$ne": Bson::Null }.into())),
             (true, false) => {
@@ -233,7 +233,7 @@ impl<F: Document, D> ChildPage<F, D> {
     }
 
     fn op(&self) -> &'static str {
-        if self.order.direction < 0 {
+        if self.order.direction.is_descending() {
             "$lt"
         } else {
             "$gt"

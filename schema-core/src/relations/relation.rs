@@ -21,8 +21,8 @@ pub struct Unordered;
 pub struct SortKey {
     /// Stored path of the sort key.
     pub field: &'static str,
-    /// 1 or -1, as in the index.
-    pub direction: i32,
+    /// The key's direction in the index.
+    pub direction: crate::SortDirection,
     /// Whether (reference, sort key) is unique, which makes the key alone a page cursor.
     pub unique: bool,
 }
@@ -39,6 +39,14 @@ pub struct SortKey {
 pub trait ChildOrder<Child, Parent> {
     /// The sort key of the children.
     fn sort_key(&self) -> SortKey;
+}
+
+impl SortKey {
+    /// Used by generated code: the direction of an index key written `1` / `-1`.
+    #[doc(hidden)]
+    pub const fn direction_of(direction: i32) -> crate::SortDirection {
+        crate::SortDirection::from_sign(direction)
+    }
 }
 
 impl<Child, Parent> ChildOrder<Child, Parent> for SortKey {
