@@ -296,7 +296,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     doc! { "_id": ticket.id },
                     doc! { "$set": { "updatedAt": message.at } },
                 )
-                .run()
                 .await
                 .unwrap();
         },
@@ -429,9 +428,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &log,
         || async {
             let page = Message::TICKET_ID
-                .page(&busy.to_ref())
+                .page_in(&db, &busy.to_ref())
                 .limit(20)
-                .fetch(&db)
                 .await
                 .unwrap();
             assert!(!page.items.is_empty());
@@ -469,9 +467,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     Message::collection(&db).insert_many(&ties).await?;
     let first = Message::TICKET_ID
-        .page(&tied.to_ref())
+        .page_in(&db, &tied.to_ref())
         .limit(20)
-        .fetch(&db)
         .await?;
     let cursor = first.next.clone().expect("a second page");
     let (key, id) = (cursor.key.clone(), cursor.id.clone());
@@ -481,10 +478,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &log,
         || async {
             let page = Message::TICKET_ID
-                .page(&tied.to_ref())
+                .page_in(&db, &tied.to_ref())
                 .limit(20)
                 .after(cursor.clone())
-                .fetch(&db)
                 .await
                 .unwrap();
             assert_eq!(page.items.len(), 20);

@@ -309,6 +309,7 @@
 //! ```
 
 #![deny(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 
 // The flat paths of 0.1 (`mongo_schema::Plan`, `mongo_schema::SyncWorker`, ...), kept for one
 // release so services upgrade without an error; the documented homes are the modules below.
@@ -322,7 +323,7 @@ pub use mongo_schema_core::{
 
 #[cfg(feature = "cli")]
 pub use mongo_schema_core::cli;
-pub use mongo_schema_core::{bson, bson_compat, error, migrate, mongodb, testing};
+pub use mongo_schema_core::{action, bson, bson_compat, error, migrate, mongodb, testing};
 
 /// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
 /// declared queries, the planner's fit of a query to an index, and the proof by `explain`.
@@ -359,11 +360,13 @@ pub mod sync {
 /// Relationships at run time: typed `$lookup`s and child pages of a reference, the batch
 /// resolver, bounded embedded arrays, subsets and buckets.
 pub mod relations {
+    #[allow(deprecated)] // a deprecated alias stays where it was documented, for one release
+    pub use mongo_schema_core::EntryPage;
     pub use mongo_schema_core::{
-        Bucket, ChildOrder, ChildPage, CounterType, EmbeddedArray, EntryCursor, EntryPage, Joined,
-        Lookup, Page, PageCursor, ParentUpdate, PreviewFn, PushOutcome, RebuildProgress, Relation,
-        Resolved, RuleOf, SortKey, Subset, SubsetOf, SubsetReconcile, Unordered, MAX_PAGE_SIZE,
-        RELATED_FIELD,
+        Attached, Bucket, ChildOrder, ChildPage, CounterType, Detached, EmbeddedArray, EntryCursor,
+        Joined, Lookup, Page, PageCursor, ParentUpdate, PreviewFn, PushOutcome, RebuildProgress,
+        Relation, Resolved, RuleOf, SortKey, Subset, SubsetOf, SubsetReconcile, Unordered,
+        MAX_PAGE_SIZE, RELATED_FIELD,
     };
 }
 
@@ -372,8 +375,8 @@ pub mod relations {
 pub mod spec {
     pub use mongo_schema_core::{
         human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SubsetEdge,
-        SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
+        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SortDirection,
+        SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
         ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }

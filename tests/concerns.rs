@@ -156,7 +156,7 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
     )
     .await
     .unwrap();
-    schema.reconcile(&db, false).await.unwrap();
+    schema.reconcile(&db).await.unwrap();
     schema.retry_failures(&db).await.unwrap();
 
     let commands = log.commands();

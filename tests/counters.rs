@@ -203,7 +203,8 @@ async fn bucket_counts_keep_their_declared_integer_type() {
     assert_eq!(types_of(&db, "ticks32", "count").await, ["int"; 3]);
     assert_eq!(types_of(&db, "ticks64", "count").await, ["long"; 3]);
     let read = Ticks32::BUCKET
-        .entries(&db, &meter.to_ref(), None, 50)
+        .entries(&db, &meter.to_ref())
+        .limit(50)
         .await
         .unwrap();
     assert_eq!(read.items.len(), 12);

@@ -199,6 +199,6 @@ async fn the_price_on_an_order_line_is_a_snapshot_checked_by_the_validator() {
     assert_eq!(stored.lines[0].product.name, "Bolt");
     assert_eq!(stored.lines[0].product.price_cents, 120);
     // and reconcile does not touch a snapshot
-    let reconcile = schema.reconcile(&db, false).await.unwrap();
+    let reconcile = schema.reconcile(&db).await.unwrap();
     assert_eq!(reconcile.repaired(), 0, "{reconcile}");
 }

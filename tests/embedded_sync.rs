@@ -635,7 +635,7 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
             .cloned()
             .unwrap()
     };
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(
         (edge(&dry).checked, edge(&dry).drifted, edge(&dry).repaired),
         (5, 10, 0),
@@ -646,7 +646,7 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
         before,
         "a dry run writes nothing"
     );
-    let repaired = schema.reconcile(&db, false).await.unwrap();
+    let repaired = schema.reconcile(&db).await.unwrap();
     assert_eq!(
         (edge(&repaired).drifted, edge(&repaired).repaired),
         (10, 5),
@@ -661,7 +661,7 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
     );
     assert_eq!(changed, 10);
     assert_eq!(stored(&db, "rec_orders").await, expected);
-    let again = schema.reconcile(&db, true).await.unwrap();
+    let again = schema.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(edge(&again).drifted, 0, "{again}");
 
     // one element corrupted by a raw update: counted by the dry run (and the audit), then
@@ -675,12 +675,12 @@ async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
     .unwrap();
     let corrupted = stored(&db, "rec_orders").await;
     assert_ne!(corrupted, expected);
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!((edge(&dry).drifted, edge(&dry).repaired), (1, 0), "{dry}");
     let audit = schema.audit(&db).await.unwrap();
     assert_eq!(audit.drift.drifted(), 1, "{audit}");
     assert_eq!(stored(&db, "rec_orders").await, corrupted);
-    let repaired = schema.reconcile(&db, false).await.unwrap();
+    let repaired = schema.reconcile(&db).await.unwrap();
     assert_eq!(
         (edge(&repaired).drifted, edge(&repaired).repaired),
         (1, 1),
@@ -737,7 +737,7 @@ async fn fill_copies_in_a_migration_rewrites_every_line_from_its_product() {
     );
     assert_eq!(changed, 8);
     assert_eq!(stored(&db, "rec_orders").await, expected);
-    let reconcile = v2.reconcile(&db, true).await.unwrap();
+    let reconcile = v2.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(reconcile.drifted(), 0, "{reconcile}");
 }
 

@@ -138,7 +138,9 @@ async fn eight_concurrent_appenders_fill_bounded_buckets_and_the_reader_returns_
     let mut after = None;
     loop {
         let page = ReadingBucket::BUCKET
-            .entries(&db, &sensor.to_ref(), after.as_ref(), 50)
+            .entries(&db, &sensor.to_ref())
+            .after(after.clone())
+            .limit(50)
             .await
             .unwrap();
         read.extend(page.items.iter().map(|r| r.at));

@@ -152,9 +152,8 @@ async fn the_ticket_view_is_two_indexed_queries() {
         .unwrap()
         .unwrap();
     let page = Message::TICKET_ID
-        .page(&view.to_ref())
+        .page_in(&monitored, &view.to_ref())
         .limit(20)
-        .fetch(&monitored)
         .await
         .unwrap();
     assert_eq!(log.names(), ["find", "find"]);

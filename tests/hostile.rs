@@ -93,9 +93,8 @@ async fn a_page_cursor_holding_an_operator_is_refused() {
         .await
         .unwrap();
     let first = Book::SHELF_ID
-        .page(&shelf.to_ref())
+        .page_in(&db, &shelf.to_ref())
         .limit(2)
-        .fetch(&db)
         .await
         .unwrap();
     let honest: PageCursor = first.next.clone().expect("a next page");
@@ -105,9 +104,8 @@ async fn a_page_cursor_holding_an_operator_is_refused() {
     let mut forged = honest.clone();
     forged.key = Bson::Document(doc! { "$ne": null });
     let error = Book::SHELF_ID
-        .page(&shelf.to_ref())
+        .page_in(&db, &shelf.to_ref())
         .after(forged)
-        .fetch(&db)
         .await
         .unwrap_err();
     println!("{error}");
@@ -120,18 +118,16 @@ async fn a_page_cursor_holding_an_operator_is_refused() {
     forged.id = Bson::Document(doc! { "$gt": { "$minKey": 1 } });
     assert!(matches!(
         Book::SHELF_ID
-            .page(&shelf.to_ref())
+            .page_in(&db, &shelf.to_ref())
             .after(forged)
-            .fetch(&db)
             .await,
         Err(Error::UnsafeValue { found: UnsafeKind::Operator(op), .. }) if op == "$gt"
     ));
     // the honest cursor still pages on
     let second = Book::SHELF_ID
-        .page(&shelf.to_ref())
+        .page_in(&db, &shelf.to_ref())
         .limit(2)
         .after(honest)
-        .fetch(&db)
         .await
         .unwrap();
     assert_eq!(
@@ -256,14 +252,17 @@ async fn an_entry_cursor_holding_an_operator_is_refused() {
             .unwrap();
     }
     let first = Readings::BUCKET
-        .entries(&db, &shelf.to_ref(), None, 3)
+        .entries(&db, &shelf.to_ref())
+        .limit(3)
         .await
         .unwrap();
     let honest = first.next.clone().expect("a next page");
     let mut forged = honest.clone();
     forged.key = Bson::Document(doc! { "$gte": i64::MIN });
     let error = Readings::BUCKET
-        .entries(&db, &shelf.to_ref(), Some(&forged), 3)
+        .entries(&db, &shelf.to_ref())
+        .after(forged.clone())
+        .limit(3)
         .await
         .unwrap_err();
     println!("{error}");
@@ -276,12 +275,14 @@ async fn an_entry_cursor_holding_an_operator_is_refused() {
     forged.bucket = Bson::Document(doc! { "$ne": null });
     assert!(matches!(
         Readings::BUCKET
-            .entries(&db, &shelf.to_ref(), Some(&forged), 3)
+            .entries(&db, &shelf.to_ref()).after(forged.clone()).limit(3)
             .await,
         Err(Error::UnsafeValue { what, .. }) if what == "the entry cursor's bucket"
     ));
     let second = Readings::BUCKET
-        .entries(&db, &shelf.to_ref(), Some(&honest), 3)
+        .entries(&db, &shelf.to_ref())
+        .after(honest.clone())
+        .limit(3)
         .await
         .unwrap();
     assert_eq!(
@@ -339,7 +340,8 @@ async fn a_bucket_entry_without_its_key_is_refused_before_anything_is_written() 
     }
     assert_eq!(buckets().await, 1);
     let read = Visits::BUCKET
-        .entries(&db, &shelf.to_ref(), None, 10)
+        .entries(&db, &shelf.to_ref())
+        .limit(10)
         .await
         .unwrap();
     assert_eq!(
@@ -448,12 +450,13 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
     assert_eq!(every, 4, "an operator id selects other parents' children");
     // the positive control: an honest id of the same type pages, resolves and reads its bucket
     let red = Ref::<Tag>::new(Bson::String("red".into()));
-    let page = Note::TAG_ID.page(&red).limit(5).fetch(&db).await.unwrap();
+    let page = Note::TAG_ID.page_in(&db, &red).limit(5).await.unwrap();
     assert_eq!(page.items.iter().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
     let resolved = Ref::resolve_all(&db, [&red]).await.unwrap();
     assert_eq!(resolved.documents.len(), 1);
     let entries = TagVisits::BUCKET
-        .entries(&db, &red, None, 10)
+        .entries(&db, &red)
+        .limit(10)
         .await
         .unwrap();
     assert_eq!(entries.items, [Reading { at: 0 }]);
@@ -465,10 +468,11 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
     for id in hostile_ids() {
         let hostile = Ref::<Tag>::new(id.clone());
         let refusals = [
-            Note::TAG_ID.page(&hostile).fetch(&db).await.map(drop),
+            Note::TAG_ID.page_in(&db, &hostile).await.map(drop),
             Ref::resolve_all(&db, [&red, &hostile]).await.map(drop),
             TagVisits::BUCKET
-                .entries(&db, &hostile, None, 10)
+                .entries(&db, &hostile)
+                .limit(10)
                 .await
                 .map(drop),
             TagVisits::BUCKET
@@ -478,7 +482,6 @@ async fn hostile_ids_are_refused_by_page_bucket_lookup_and_resolve_before_anythi
             schema()
                 .transaction(&db)
                 .append(&TagVisits::BUCKET, &hostile, &Reading { at: 9 })
-                .run()
                 .await
                 .map(drop),
         ];
@@ -523,12 +526,12 @@ async fn a_page_of_zero_or_above_the_maximum_is_refused() {
     let red = Ref::<Tag>::new(Bson::String("red".into()));
     log.clear();
     for limit in [0, -1, mongo_schema::MAX_PAGE_SIZE + 1] {
-        let page = Note::TAG_ID.page(&red).limit(limit).fetch(&db).await;
+        let page = Note::TAG_ID.page_in(&db, &red).limit(limit).await;
         assert!(
             matches!(&page, Err(Error::InvalidArgument { argument, .. }) if argument == "limit"),
             "limit {limit}: {page:?}"
         );
-        let entries = TagVisits::BUCKET.entries(&db, &red, None, limit).await;
+        let entries = TagVisits::BUCKET.entries(&db, &red).limit(limit).await;
         assert!(
             matches!(&entries, Err(Error::InvalidArgument { argument, .. }) if argument == "limit"),
             "limit {limit}: {entries:?}"
@@ -537,9 +540,8 @@ async fn a_page_of_zero_or_above_the_maximum_is_refused() {
     assert!(log.names().is_empty(), "{:?}", log.names());
     // the largest page is read, with one find
     let page = Note::TAG_ID
-        .page(&red)
+        .page_in(&db, &red)
         .limit(mongo_schema::MAX_PAGE_SIZE)
-        .fetch(&db)
         .await
         .unwrap();
     assert_eq!(page.items.len(), 2);

@@ -178,11 +178,11 @@ macro_rules! id_family {
                     )
                     .await
                     .unwrap();
-                let report = schema.reconcile(&db, false).await.unwrap();
+                let report = schema.reconcile(&db).await.unwrap();
                 let auditor = report.edges.iter().find(|e| e.copy == "orders.auditor").unwrap();
                 assert_eq!((auditor.drifted, auditor.repaired, auditor.missing_sources), (28, 28, 0), "{report}");
                 assert_eq!(holders("auditor", "Ana T").await, 25);
-                assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+                assert_eq!(schema.reconcile(&db).dry_run(true).await.unwrap().drifted(), 0);
 
                 // pages of Ana's orders through the extended reference, newest first, as the
                 // hand-written query returns them
@@ -199,12 +199,12 @@ macro_rules! id_family {
                     .collect();
                 assert_eq!(expected.len(), 25);
                 let mut pages = Vec::new();
-                let mut page = Order::CUSTOMER.page(&ana.to_ref()).limit(10);
+                let mut after = None;
                 loop {
-                    let result = page.fetch(&db).await.unwrap();
+                    let result = Order::CUSTOMER.page_in(&db, &ana.to_ref()).limit(10).after(after.take()).await.unwrap();
                     pages.push(result.items.iter().map(|o| o.id).collect::<Vec<_>>());
                     match result.next {
-                        Some(next) => page = Order::CUSTOMER.page(&ana.to_ref()).limit(10).after(next),
+                        Some(next) => after = Some(next),
                         None => break,
                     }
                 }

@@ -394,7 +394,7 @@ async fn a_service_through_three_versions_with_its_data_steps() {
             .count(),
         40
     );
-    let reconcile = v3.reconcile(&db, true).await.unwrap();
+    let reconcile = v3.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(reconcile.drifted(), 0, "{reconcile}");
     assert_eq!(reconcile.missing_sources(), 0, "{reconcile}");
     let orders = options(&db, "orders").await;
@@ -830,7 +830,7 @@ async fn missing_copies_are_drift_that_reconcile_fills() {
         .on_violations(mongo_schema::OnViolations::Moderate)
         .await
         .unwrap();
-    let dry = bare.reconcile(&db, true).await.unwrap();
+    let dry = bare.reconcile(&db).dry_run(true).await.unwrap();
     let orders = dry
         .edges
         .iter()
@@ -843,12 +843,12 @@ async fn missing_copies_are_drift_that_reconcile_fills() {
     );
     let audit = bare.audit(&db).await.unwrap().to_string();
     assert!(audit.contains("3000 of them without their copy"), "{audit}");
-    let fixed = bare.reconcile(&db, false).await.unwrap();
+    let fixed = bare.reconcile(&db).await.unwrap();
     assert_eq!(fixed.repaired(), 3000, "{fixed}");
     assert_eq!(
         count(&db, "orders", doc! { "customer.name": { "$exists": true } }).await,
         3000
     );
-    let again = bare.reconcile(&db, true).await.unwrap();
+    let again = bare.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!((again.drifted(), again.missing_copies()), (0, 0), "{again}");
 }

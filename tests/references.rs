@@ -321,7 +321,7 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
         .unwrap();
 
     let lookup = ProductReferenced::PART_IDS
-        .lookup()
+        .lookup_in(&db)
         .filter(doc! { "_id": "bike-1" });
     assert_eq!(
         lookup.pipeline(),
@@ -330,7 +330,10 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
             doc! { "$lookup": { "from": "parts", "localField": "partIds", "foreignField": "_id", "as": "__related" } },
         ]
     );
-    let ours = lookup.run(&db).await.unwrap();
+    let outer_command = lookup.aggregate_command();
+    let join_command =
+        lookup.related_find_command(Bson::Array(vec!["wheel-1".into(), "brake-1".into()]));
+    let ours = lookup.await.unwrap();
     assert_eq!(ours.len(), 1);
     assert_eq!(ours[0].doc, bike);
     let seed_parts: Vec<Part> = seed[0]
@@ -357,14 +360,8 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
         ["wheel-1", "brake-1"]
     );
 
-    assert_indexed(&db, "product lookup (outer)", lookup.aggregate_command(), 1).await;
-    assert_indexed(
-        &db,
-        "product lookup (join into parts)",
-        lookup.related_find_command(Bson::Array(vec!["wheel-1".into(), "brake-1".into()])),
-        2,
-    )
-    .await;
+    assert_indexed(&db, "product lookup (outer)", outer_command, 1).await;
+    assert_indexed(&db, "product lookup (join into parts)", join_command, 2).await;
     // the parts catalog searched by name, with its declared index
     assert_indexed(
         &db,
@@ -424,14 +421,19 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
 
     // pages of 50 by followerId, continuing with $gt on the last key
     let mut seen = Vec::new();
-    let mut page = Follow::FOLLOWED_ID.page(&u1);
+    let mut after = None;
     let mut pages = 0;
     loop {
-        let result = page.fetch(&db).await.unwrap();
+        let page = Follow::FOLLOWED_ID.page(&u1).after(after.clone());
+        let result = Follow::FOLLOWED_ID
+            .page_in(&db, &u1)
+            .after(after.take())
+            .await
+            .unwrap();
         assert!(result.items.len() <= 50);
         pages += 1;
         if pages == 2 {
-            let filter = page.filter();
+            let filter = page.find_filter();
             assert_eq!(
                 filter
                     .get_document("followerId")
@@ -451,7 +453,7 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
         }
         seen.extend(result.items.iter().map(|f| f.follower_id.id().clone()));
         match result.next {
-            Some(cursor) => page = Follow::FOLLOWED_ID.page(&u1).after(cursor),
+            Some(cursor) => after = Some(cursor),
             None => break,
         }
     }
@@ -461,7 +463,7 @@ async fn followers_unique_follow_and_pages_of_50_in_follower_order() {
 
     // "who does f0042 follow?" uses the reversed index
     let f42: Ref<User> = Ref::new("f0042".into());
-    let following = Follow::FOLLOWER_ID.page(&f42).fetch(&db).await.unwrap();
+    let following = Follow::FOLLOWER_ID.page_in(&db, &f42).await.unwrap();
     assert_eq!(
         following
             .items
@@ -512,11 +514,10 @@ async fn child_to_parent_and_parent_to_children_lookups() {
 
     // child -> parent: a page of messages with their ticket
     let with_ticket = Message::TICKET_ID
-        .lookup()
+        .lookup_in(&db)
         .filter(doc! { "ticket_id": tickets[4].id })
         .sort(doc! { "ticket_id": 1, "at": -1 })
         .limit(5)
-        .run(&db)
         .await
         .unwrap();
     assert_eq!(with_ticket.len(), 5);
@@ -527,12 +528,16 @@ async fn child_to_parent_and_parent_to_children_lookups() {
 
     // parent -> children: two tickets with their 3 newest messages
     let lookup = Message::TICKET_ID
-        .children()
+        .children_in(&db)
         .filter(doc! { "_id": { "$in": [tickets[1].id, tickets[2].id] } })
         .sort(doc! { "_id": 1 })
         .related_sort(doc! { "at": -1 })
         .related_limit(3);
-    let threads = lookup.run(&db).await.unwrap();
+    // the commands, for explain, before the lookup is awaited (and consumed)
+    let pipeline = lookup.pipeline();
+    let outer_command = lookup.aggregate_command();
+    let join_command = lookup.related_find_command(Bson::ObjectId(tickets[1].id));
+    let threads = lookup.await.unwrap();
     assert_eq!(threads.len(), 2);
     for thread in &threads {
         assert_eq!(thread.related.len(), 3);
@@ -542,7 +547,6 @@ async fn child_to_parent_and_parent_to_children_lookups() {
             .all(|m| m.ticket_id.id() == &thread.doc.id));
         assert!(thread.related.windows(2).all(|w| w[0].at > w[1].at));
     }
-    let pipeline = lookup.pipeline();
     let stages: Vec<&str> = pipeline
         .iter()
         .map(|s| s.keys().next().unwrap().as_str())
@@ -553,26 +557,13 @@ async fn child_to_parent_and_parent_to_children_lookups() {
         "the input is reduced before the join"
     );
 
-    assert_indexed(
-        &db,
-        "tickets with messages (outer)",
-        lookup.aggregate_command(),
-        2,
-    )
-    .await;
-    assert_indexed(
-        &db,
-        "tickets with messages (join)",
-        lookup.related_find_command(Bson::ObjectId(tickets[1].id)),
-        3,
-    )
-    .await;
+    assert_indexed(&db, "tickets with messages (outer)", outer_command, 2).await;
+    assert_indexed(&db, "tickets with messages (join)", join_command, 3).await;
 
     // optional reference: the agent's tickets, through the reference index
     let queue = Ticket::ASSIGNEE_ID
-        .children()
+        .children_in(&db)
         .filter(doc! { "_id": ana.id })
-        .run(&db)
         .await
         .unwrap();
     assert_eq!(queue[0].related.len(), 10);
@@ -587,18 +578,18 @@ async fn child_to_parent_and_parent_to_children_lookups() {
     .await;
 
     // keyset page of a ticket's messages by `at` (not unique: _id breaks ties)
-    let mut page = Message::TICKET_ID.page(&tickets[7].to_ref()).limit(4);
+    let mut after = None;
     let mut bodies = Vec::new();
     loop {
-        let result = page.fetch(&db).await.unwrap();
+        let result = Message::TICKET_ID
+            .page_in(&db, &tickets[7].to_ref())
+            .limit(4)
+            .after(after.take())
+            .await
+            .unwrap();
         bodies.extend(result.items.into_iter().map(|m| m.body));
         match result.next {
-            Some(next) => {
-                page = Message::TICKET_ID
-                    .page(&tickets[7].to_ref())
-                    .limit(4)
-                    .after(next)
-            }
+            Some(next) => after = Some(next),
             None => break,
         }
     }
@@ -749,17 +740,23 @@ async fn pages_on_a_key_that_is_not_unique_return_every_tied_child_once() {
         .unwrap();
     messages.sort_by_key(|m| (m.at, m.id));
     let mut read = Vec::new();
-    let mut page = Message::TICKET_ID.page(&ticket.to_ref()).limit(3);
+    let mut after = None;
     loop {
-        let result = page.fetch(&db).await.unwrap();
+        let result = Message::TICKET_ID
+            .page_in(&db, &ticket.to_ref())
+            .limit(3)
+            .after(after.take())
+            .await
+            .unwrap();
         read.extend(result.items.into_iter().map(|m| m.id));
         match result.next {
             Some(next) => {
-                page = Message::TICKET_ID
+                let page = Message::TICKET_ID
                     .page(&ticket.to_ref())
                     .limit(3)
-                    .after(next);
+                    .after(next.clone());
                 assert_tie_page(&db, page.find_command(), 3).await;
+                after = Some(next);
             }
             None => break,
         }
@@ -812,11 +809,12 @@ async fn pages_cross_from_dates_to_missing_and_null_keys_in_both_directions() {
             let mut read = Vec::new();
             let mut next: Option<PageCursor> = None;
             for _ in 0..20 {
-                let mut page = relation.page(&sensor.to_ref()).limit(limit);
-                if let Some(cursor) = next.take() {
-                    page = page.after(cursor);
-                }
-                let result = page.fetch(&db).await.unwrap();
+                let result = relation
+                    .page_in(&db, &sensor.to_ref())
+                    .limit(limit)
+                    .after(next.take())
+                    .await
+                    .unwrap();
                 read.extend(
                     result
                         .items
@@ -844,7 +842,7 @@ async fn pages_cross_from_dates_to_missing_and_null_keys_in_both_directions() {
             key: Bson::DateTime(DateTime::from_millis(1_010)),
             id: Bson::Int64(1),
         });
-    let filter = page.filter();
+    let filter = page.find_filter();
     let ranges = filter.get_array("$or").expect("a rooted $or");
     assert_eq!(ranges.len(), 3, "{filter}");
     assert_eq!(
@@ -948,11 +946,18 @@ async fn one_index_serves_a_declared_order_and_the_pages_of_the_children() {
         "member_id_1_loaned_at_-1__id_-1",
     )
     .await;
+    let mut after = None;
     loop {
-        let result = page.fetch(&db).await.unwrap();
+        let result = Loan::MEMBER_ID
+            .page_in(&db, &member.to_ref())
+            .limit(2)
+            .after(after.take())
+            .await
+            .unwrap();
         read.extend(result.items.into_iter().map(|l| l.id));
         match result.next {
             Some(next) => {
+                after = Some(next.clone());
                 page = Loan::MEMBER_ID.page(&member.to_ref()).limit(2).after(next);
                 assert_ranges_page(
                     &db,

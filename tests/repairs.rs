@@ -70,7 +70,7 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
     .await;
     let repairing = {
         let (schema, db) = (schema.clone(), client.database(db.name()));
-        tokio::spawn(async move { schema.reconcile(&db, false).await })
+        tokio::spawn(async move { schema.reconcile(&db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
         .await
@@ -98,7 +98,10 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
         Ok("x"),
         "the copy equals the source after the repair: {copy}"
     );
-    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -124,7 +127,7 @@ async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
     })
     .await
     .unwrap();
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.recorded_failures(), 1, "{report}");
     // mended: the validator allows the new name again
     db.run_command(doc! { "collMod": "holders", "validator": {} })
@@ -196,7 +199,7 @@ async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
     .await;
     let filling = {
         let (schema, db) = (schema.clone(), client.database(db.name()));
-        tokio::spawn(async move { schema.reconcile(&db, false).await })
+        tokio::spawn(async move { schema.reconcile(&db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
         .await

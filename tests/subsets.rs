@@ -405,7 +405,6 @@ async fn must_match_after_a_filtered_add_counts_the_child_write() {
         .transaction(&db)
         .add(&Member::LAST_ACTIVE, &loan(1, 1, 10, "returned"))
         .must_match()
-        .run()
         .await
         .expect("a child outside the filter is no miss");
     assert_eq!(report.steps.len(), 2, "{report:?}");
@@ -425,7 +424,6 @@ async fn must_match_after_a_filtered_add_counts_the_child_write() {
         .transaction(&db)
         .add(&Member::LAST_ACTIVE, &loan(2, 99, 20, "active"))
         .must_match()
-        .run()
         .await
         .expect_err("no member 99");
     assert!(
@@ -511,7 +509,7 @@ async fn reconcile_and_audit_find_and_repair_corrupted_previews_and_counts() {
             .unwrap();
     }
     let schema = schema();
-    let clean = schema.reconcile(&db, true).await.unwrap();
+    let clean = schema.reconcile(&db).dry_run(true).await.unwrap();
     let subsets: Vec<_> = clean
         .subsets
         .iter()
@@ -567,15 +565,18 @@ async fn reconcile_and_audit_find_and_repair_corrupted_previews_and_counts() {
         text.contains("members.last_active (transactional): 3 of 40 parents"),
         "{text}"
     );
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(dry.drifted(), 7);
     assert_eq!(dry.repaired(), 0);
-    let fixed = schema.reconcile(&db, false).await.unwrap();
+    let fixed = schema.reconcile(&db).await.unwrap();
     assert_eq!(fixed.repaired(), 7, "{fixed}");
     for id in [1, 3, 4, 5, 6, 7] {
         assert_current(&db, id, "reconcile").await;
     }
-    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     let text = schema.audit(&db).await.unwrap().to_string();
     assert!(!text.contains("subsets that disagree"), "{text}");
 }
@@ -598,7 +599,7 @@ async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
         .await;
     let reconciling = tokio::spawn({
         let db = client.database(db.name());
-        async move { schema().reconcile(&db, false).await }
+        async move { schema().reconcile(&db).await }
     });
     tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(30)))
         .await
@@ -626,7 +627,7 @@ async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
     );
     // the other writer's value stays; the next pass repairs it
     assert_eq!(stored(&db, 1).await.loan_count, 42);
-    schema().reconcile(&db, false).await.unwrap();
+    schema().reconcile(&db).await.unwrap();
     assert_current(&db, 1, "the next pass").await;
 }
 

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use common::{eventually, within};
@@ -498,7 +499,7 @@ async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
     let report = within(
         Duration::from_secs(30),
         "reconcile",
-        schema.reconcile(&db, false),
+        schema.reconcile(&db).into_future(),
     )
     .await
     .unwrap();

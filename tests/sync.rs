@@ -718,7 +718,7 @@ async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
         .await
         .unwrap();
 
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     println!("dry run:\n{dry}");
     let figures = |report: &mongo_schema::ReconcileReport, copy: &str| {
         report
@@ -741,10 +741,13 @@ async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
         "frozen copies are not even read"
     );
 
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     println!("repair:\n{report}");
     assert_eq!(report.repaired(), 7 + 4 + 2);
-    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     let product = Product::collection(&db)
         .find_one(doc! { "_id": "bike-1" })
         .await
@@ -800,7 +803,7 @@ async fn frozen_copies_survive_a_rename_under_every_strategy() {
         )
         .await
         .unwrap();
-    let repaired = schema.reconcile(&db, false).await.unwrap();
+    let repaired = schema.reconcile(&db).await.unwrap();
     assert_eq!(repaired.repaired(), 1, "{repaired}");
     assert!(repaired.edges.iter().all(|e| e.copy != "orders.customer"));
     assert_eq!(ticket_customer(db.clone()).await, "Ana R");

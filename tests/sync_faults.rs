@@ -596,7 +596,7 @@ async fn chaos(repairs_alongside: bool) {
         tokio::spawn(async move {
             let (mut reconciles, mut repaired, mut errors) = (0u64, 0u64, 0u64);
             while writing.load(Ordering::Relaxed) {
-                match schema.reconcile(&db, false).await {
+                match schema.reconcile(&db).await {
                     Ok(report) => {
                         reconciles += 1;
                         repaired += report.repaired();
@@ -853,7 +853,7 @@ async fn judged_by_reconcile(
 ) -> (Duration, Duration) {
     // the copies converge: every async copy equals its source, except the invalid cases
     let converged = eventually(Duration::from_secs(120), "the copies converge", || async {
-        match schema.reconcile(db, true).await {
+        match schema.reconcile(db).dry_run(true).await {
             Ok(report) => report.drifted() as usize == INVALID,
             Err(_) => false,
         }
@@ -884,7 +884,7 @@ async fn judged_by_reconcile(
         recorded_holders, *invalid_ids,
         "the only recorded failures are the invalid holders: {recorded:#?}"
     );
-    let dry = schema.reconcile(db, true).await.unwrap();
+    let dry = schema.reconcile(db).dry_run(true).await.unwrap();
     println!("after the chaos, a dry-run reconcile:\n{dry}");
     let agent_copies = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
     assert_eq!(agent_copies.drifted as usize, INVALID);
@@ -905,7 +905,10 @@ async fn judged_by_reconcile(
     println!("{retry}");
     assert_eq!(retry.still_failing, 0);
     assert!(schema.sync_failures(db).await.unwrap().is_empty());
-    assert_eq!(schema.reconcile(db, true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     (converged, failures)
 }
 

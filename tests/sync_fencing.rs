@@ -215,7 +215,7 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
         .delete_one(doc! { "_id": agent.id })
         .await
         .unwrap();
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     let agents = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
     assert_eq!((agents.missing_sources, agents.drifted), (3, 3), "{dry}");
 
@@ -234,7 +234,7 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
     let held_db = client.database(db.name());
     let repair = {
         let schema = schema.clone();
-        tokio::spawn(async move { schema.reconcile(&held_db, false).await })
+        tokio::spawn(async move { schema.reconcile(&held_db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
         .await
@@ -274,7 +274,7 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
         .delete_one(doc! { "_id": agent.id })
         .await
         .unwrap();
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     let agents = report
         .edges
         .iter()

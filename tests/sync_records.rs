@@ -223,13 +223,13 @@ async fn a_record_goes_with_the_next_successful_rewrite_without_retry_failures()
     // the same pass
     set_title(&db, bad, Bson::Int32(42)).await;
     rename(&db, 2, "two, unfollowed").await;
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.recorded_failures(), 1, "{report}");
     let recorded = schema.sync_failures(&db).await.unwrap();
     assert_eq!(recorded[0].source, Bson::Int64(2));
     assert_eq!(recorded[0].worker, "reconcile");
     set_title(&db, bad, "mended again".into()).await;
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.repaired(), 1, "{report}");
     assert_eq!(
         report.recorded_failures(),
@@ -250,7 +250,7 @@ async fn a_record_goes_with_the_next_successful_rewrite_without_retry_failures()
         })
         .await
         .unwrap();
-    let report = schema.reconcile(&db, false).await.unwrap();
+    let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.drifted(), 0, "{report}");
     assert_eq!(report.recorded_failures(), 0, "the copy agrees: {report}");
 }

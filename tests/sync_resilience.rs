@@ -291,7 +291,7 @@ async fn one_invalid_holder_never_blocks_the_others() {
     assert_eq!(failure.worker, "invalid");
 
     // reconcile and audit report it
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     println!("{dry}");
     let agent_copy = dry.edges.iter().find(|e| e.copy == "cases.agent").unwrap();
     assert_eq!(agent_copy.drifted, 1);
@@ -326,7 +326,10 @@ async fn one_invalid_holder_never_blocks_the_others() {
     assert_eq!((retry.retried, retry.resolved), (1, 1));
     assert_eq!(case_of(&db, bad).await.agent.unwrap().name, "Bo 2");
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
-    assert_eq!(schema.reconcile(&db, true).await.unwrap().drifted(), 0);
+    assert_eq!(
+        schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
+        0
+    );
     within(SHUTDOWN, "the worker shuts down", worker.shutdown())
         .await
         .unwrap();
@@ -538,7 +541,7 @@ async fn deleted_sources_unset_or_keep_their_copies() {
     let mut orphan = case(&customer("Eve"), &ghost, &billing, 99);
     orphan.customer = None;
     Case::collection(&db).insert_one(&orphan).await.unwrap();
-    let dry = schema.reconcile(&db, true).await.unwrap();
+    let dry = schema.reconcile(&db).dry_run(true).await.unwrap();
     println!("{dry}");
     let figures = |copy: &str| dry.edges.iter().find(|e| e.copy == copy).unwrap().clone();
     assert_eq!(figures("cases.team").missing_sources, 7);
@@ -553,7 +556,7 @@ async fn deleted_sources_unset_or_keep_their_copies() {
         1,
         "an `unset` copy of a deleted source"
     );
-    let repair = schema.reconcile(&db, false).await.unwrap();
+    let repair = schema.reconcile(&db).await.unwrap();
     assert_eq!(repair.repaired(), 1);
     assert_eq!(case_of(&db, orphan.id).await.agent, None);
     // deleting what is not there
@@ -597,7 +600,7 @@ async fn a_reconcile_repair_never_overwrites_a_newer_copy() {
     let paused_db = client.database(db.name());
     let repair = {
         let schema = schema.clone();
-        tokio::spawn(async move { schema.reconcile(&paused_db, false).await })
+        tokio::spawn(async move { schema.reconcile(&paused_db).await })
     };
     tokio::task::spawn_blocking(move || paused.recv_timeout(Duration::from_secs(30)))
         .await
@@ -893,7 +896,7 @@ async fn reconcile_across_a_restart(
     let held_db = held_client.database("resume");
     let reconcile = {
         let schema = schema.clone();
-        tokio::spawn(async move { schema.reconcile(&held_db, false).await })
+        tokio::spawn(async move { schema.reconcile(&held_db).await })
     };
     let server = tokio::task::spawn_blocking(move || {
         held.recv_timeout(Duration::from_secs(60))
@@ -922,7 +925,7 @@ async fn reconcile_across_a_restart(
         copied_names(&db, "customer", ana.id).await,
         vec!["Ana"; 6_500]
     );
-    let again = schema.reconcile(&db, true).await.unwrap();
+    let again = schema.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(again.drifted(), 0, "{again}");
     drop(server);
     let _ = std::fs::remove_dir_all(&storage);

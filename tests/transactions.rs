@@ -130,7 +130,6 @@ async fn lend(
             doc! { "$inc": { "copies_available": -1 } },
         )
         .must_match()
-        .run()
         .await
 }
 
@@ -224,7 +223,6 @@ async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
             doc! { "_id": library.book.id },
             doc! { "$inc": { "copies_available": -1 } },
         )
-        .run()
         .await
         .unwrap_err();
     let validation = error
@@ -305,7 +303,6 @@ async fn update_source_compare_and_set_and_inserts_compose() {
             doc! { "$set": { "title": "Dune (1965)" } },
         )
         .insert_one(&entry)
-        .run()
         .await
         .unwrap();
     // the source and its one transactional copy; the log line
@@ -339,7 +336,6 @@ async fn update_source_compare_and_set_and_inserts_compose() {
             5,
             doc! { "$set": { "copies_available": 4 } },
         )
-        .run()
         .await
         .unwrap_err();
     let in_transaction = match &lost {
@@ -421,7 +417,6 @@ async fn update_source_compare_and_set_and_inserts_compose() {
             doc! { "$gt": 0 },
             doc! { "$set": { "copies_available": 0 } },
         )
-        .run()
         .await
         .unwrap_err();
     assert!(

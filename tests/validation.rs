@@ -290,7 +290,6 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     let in_transaction = schema
         .transaction(&db)
         .insert_one(&too_big)
-        .run()
         .await
         .unwrap_err();
     assert!(is_bson_ser(&in_transaction), "{in_transaction:#?}");
@@ -302,12 +301,7 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     assert!(is_bson_ser(&inserted), "{inserted:#?}");
     // the control: a value that fits is checked, written and read back
     Counter::check(&fits).unwrap();
-    schema
-        .transaction(&db)
-        .insert_one(&fits)
-        .run()
-        .await
-        .unwrap();
+    schema.transaction(&db).insert_one(&fits).await.unwrap();
     let ids: Vec<i64> = Counter::collection(&db)
         .find(doc! {})
         .await

@@ -56,11 +56,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!("\nu1's followers, 50 at a time, in followerId order:");
-    let mut page = Follow::FOLLOWED_ID.page(&u1);
+    let mut after = None;
     let mut pages = 0;
     let mut total = 0;
     loop {
-        let result = page.fetch(&db).await?;
+        // the page as a description (its filter, for explain) and read
+        let page = Follow::FOLLOWED_ID.page(&u1).after(after.clone());
+        let result = Follow::FOLLOWED_ID
+            .page_in(&db, &u1)
+            .after(after.take())
+            .await?;
         pages += 1;
         total += result.items.len();
         if pages <= 3 || result.next.is_none() {
@@ -78,11 +83,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         if pages == 2 {
-            println!("    filter {} sort {}", page.filter(), page.sort());
+            println!("    filter {} sort {}", page.find_filter(), page.sort());
             println!("    explain: {}", explain(&db, page.find_command()).await?);
         }
         match result.next {
-            Some(cursor) => page = Follow::FOLLOWED_ID.page(&u1).after(cursor),
+            Some(cursor) => after = Some(cursor),
             None => break,
         }
     }
@@ -90,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // the first page is also the declared query `followers_of`: the same 50, in the same order
     let declared = Follow::followers_of(&db, &u1).await?;
-    let first = Follow::FOLLOWED_ID.page(&u1).fetch(&db).await?;
+    let first = Follow::FOLLOWED_ID.page_in(&db, &u1).await?;
     assert_eq!(
         declared, first.items,
         "the declared query is the first page"
@@ -102,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", schema.prove(&db).await?);
 
     println!("\nwho does u1 follow? (the reversed index)");
-    let following = Follow::FOLLOWER_ID.page(&u1).fetch(&db).await?;
+    let following = Follow::FOLLOWER_ID.page_in(&db, &u1).await?;
     println!(
         "  {} users: {} ..",
         following.items.len(),

@@ -169,9 +169,8 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         .pop()
         .expect("seeded");
     let page = Message::TICKET_ID
-        .page(&view.to_ref())
+        .page_in(&db, &view.to_ref())
         .limit(20)
-        .fetch(&db)
         .await?;
     let took = started.elapsed();
     println!(
@@ -336,7 +335,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 
     section("7. safety net: reconcile finds nothing to repair");
     let started = Instant::now();
-    let report = schema.reconcile(&db, true).await?;
+    let report = schema.reconcile(&db).dry_run(true).await?;
     print!("{report}");
     println!("  checked in {}", ms(started.elapsed()));
     Ok(())

@@ -74,26 +74,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     let lookup = ProductReferenced::PART_IDS
-        .lookup()
+        .lookup_in(&db)
         .filter(doc! { "_id": "bike-1" });
     for stage in lookup.pipeline() {
         println!("  {stage}");
     }
-    for joined in lookup.run(&db).await? {
+    // the join's command, for explain, before the lookup is awaited (and consumed)
+    let join = lookup.related_find_command(vec!["wheel-1", "brake-1"].into());
+    for joined in lookup.await? {
         println!(
             "  {} with {:?}",
             joined.doc.name,
             joined.related.iter().map(|p| &p.name).collect::<Vec<_>>()
         );
     }
-    println!(
-        "  join: {}",
-        explain(
-            &db,
-            lookup.related_find_command(vec!["wheel-1", "brake-1"].into())
-        )
-        .await?
-    );
+    println!("  join: {}", explain(&db, join).await?);
     let product = ProductReferenced::collection(&db)
         .find_one(doc! { "_id": "bike-1" })
         .await?

@@ -16,7 +16,7 @@ pub use crate::json_schema::compose::{
 pub use crate::json_schema::{constrain, not_null};
 pub use crate::model::copy_de::{deserialize_copy, CopySlots};
 pub use crate::model::stored;
-/// The transaction loop of `update_source`, `Transaction::run` and the subset helpers, for a
+/// The transaction loop of `update_source`, a `Transaction` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
 pub use crate::sync::transaction::in_transaction;
 pub use crate::validation::compiled_in;

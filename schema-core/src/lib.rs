@@ -6,7 +6,9 @@
 //! so the logic is testable without a macro in sight.
 
 #![deny(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 
+pub mod action;
 pub mod bson_compat;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -45,8 +47,11 @@ pub use model::document::{
 };
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
+pub use model::sort::SortDirection;
 pub use progress::PROGRESS_TARGET;
-pub use relations::bucket::{Bucket, EntryCursor, EntryPage};
+#[allow(deprecated)]
+pub use relations::bucket::EntryPage;
+pub use relations::bucket::{Bucket, EntryCursor};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
 pub use relations::subset::{
@@ -54,8 +59,8 @@ pub use relations::subset::{
     SubsetReconcile,
 };
 pub use relations::{
-    ChildOrder, ChildPage, Joined, Lookup, Page, PageCursor, Relation, Resolved, SortKey,
-    Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
+    Attached, ChildOrder, ChildPage, Detached, Joined, Lookup, Page, PageCursor, Relation,
+    Resolved, SortKey, Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{

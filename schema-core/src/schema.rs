@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::sync::failures::FailureLog;
 use crate::{
-    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SourceDelete,
-    SourceUpdate, SyncEdge, SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
+    json_schema, CollectionSpec, Document, ReconcileReport, Result, RetryReport, SyncEdge,
+    SyncFailure, SyncGraph, SyncWorker, TRANSACTION_DEADLINE,
 };
 
 /// The collections of a service: built once from its `Document` types, then planned against or
@@ -126,39 +126,56 @@ impl Schema {
     /// have committed, so read the document back before retrying an update that is not
     /// idempotent (`$inc`). `async` copies follow through the [`SyncWorker`], `frozen` ones
     /// never change.
-    pub async fn update_source<T: Document>(
+    ///
+    /// With [`.session(&mut s)`](crate::action::UpdateSource::session) the update and its
+    /// fan-outs run inside the caller's transaction instead
+    /// (`schema.update_source::<Customer>(&db, &id, update).session(&mut s).await`).
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors ([`crate::Error::Validation`] of the source or a holder), and without a
+    /// session [`crate::Error::Timeout`] and [`crate::Error::CommitUnknown`].
+    pub fn update_source<'a, T: Document>(
         &self,
-        db: &Database,
+        db: &'a Database,
         id: &T::Id,
         update: mongodb::bson::Document,
-    ) -> Result<SourceUpdate>
+    ) -> crate::action::UpdateSource<'a>
     where
         T::Id: serde::Serialize,
     {
-        crate::sync::source::update_source::<T>(
+        crate::action::UpdateSource::new::<T>(
             db,
             &self.graph,
             self.transaction_deadline,
             id,
             update,
         )
-        .await
     }
 
     /// Deletes the `T` document `id` and, in the same transaction, sets to `null` every
     /// `transactional` copy of it declared `on_delete = "unset"` (copies that `keep` stay as they
     /// were; `async` copies are unset by the [`SyncWorker`], `reconcile` ones by
     /// [`Schema::reconcile`]). Retried like [`Schema::update_source`].
-    pub async fn delete_source<T: Document>(
+    ///
+    /// With [`.session(&mut s)`](crate::action::DeleteSource::session) it runs inside the
+    /// caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors, and without a session [`crate::Error::Timeout`] and
+    /// [`crate::Error::CommitUnknown`].
+    pub fn delete_source<'a, T: Document>(
         &self,
-        db: &Database,
+        db: &'a Database,
         id: &T::Id,
-    ) -> Result<SourceDelete>
+    ) -> crate::action::DeleteSource<'a>
     where
         T::Id: serde::Serialize,
     {
-        crate::sync::source::delete_source::<T>(db, &self.graph, self.transaction_deadline, id)
-            .await
+        crate::action::DeleteSource::new::<T>(db, &self.graph, self.transaction_deadline, id)
     }
 
     /// Compares every non-frozen copy with its source and rewrites the drifted ones (the
@@ -174,7 +191,36 @@ impl Schema {
     /// children, the newest `max` in sort order and their number, and rewritten when they
     /// differ, on condition that the parent still holds what was read (one indexed query of the
     /// children per parent; [`ReconcileReport::subsets`]).
-    pub async fn reconcile(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+    ///
+    /// Awaited directly, it repairs; `.dry_run(true)` only counts:
+    /// `schema.reconcile(&db).dry_run(true).await?`.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads and of a repair's transaction (a holder that cannot
+    /// take its repair is recorded, not an error).
+    pub fn reconcile<'a>(&'a self, db: &'a Database) -> Reconcile<'a> {
+        Reconcile {
+            schema: self,
+            db,
+            dry_run: false,
+        }
+    }
+
+    /// The reconcile of the previous release, the dry run positional.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::reconcile`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `reconcile(&db).dry_run(dry_run)` and await it"
+    )]
+    pub async fn reconcile_dry_run(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
+        self.reconcile(db).dry_run(dry_run).await
+    }
+
+    async fn reconcile_now(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let db = &crate::concern::pinned(db);
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
         let mut report = crate::sync::reconcile::reconcile(
@@ -194,6 +240,11 @@ impl Schema {
     /// The holders a sync path could not rewrite, as recorded in
     /// [`crate::FAILURES_COLLECTION`], all in memory: for many records use
     /// [`Schema::sync_failure_stream`].
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the read, and [`crate::Error::Serialization`] for a record that
+    /// does not decode.
     pub async fn sync_failures(&self, db: &Database) -> Result<Vec<SyncFailure>> {
         crate::sync::failures::list(db).await
     }
@@ -220,6 +271,11 @@ impl Schema {
     /// Re-applies each recorded sync failure to its holder (the source's current values, or
     /// `on_delete` if the source is gone) and removes the records that now succeed; those that
     /// fail again stay, with their error updated. The records are read 1,000 at a time.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of reading the records or of writing them back; a holder that fails
+    /// again is counted in the report, not an error.
     pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
         crate::sync::failures::retry(&crate::concern::pinned(db), &self.graph).await
     }
@@ -242,11 +298,19 @@ impl Schema {
     /// documents the current validator rejects, missing, unexpected and conflicting indexes;
     /// copies that drifted from their source (a reconcile dry run); and collections the schema
     /// does not know. Only reads. The result prints as a report section.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads (an audit only reads).
     pub async fn audit(&self, db: &Database) -> Result<crate::AuditReport> {
         self.audit_with_threshold(db, 1024 * 1024).await
     }
 
     /// [`Schema::audit`] flagging documents above `oversized_bytes`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::audit`].
     pub async fn audit_with_threshold(
         &self,
         db: &Database,
@@ -439,6 +503,10 @@ impl SchemaBuilder {
     /// parser (hand-written ones included; a lenient server may accept what mongod refuses),
     /// every index key names a field of the collection's schema, no two indexes share a key
     /// pattern, and every reference target is part of the schema.
+    ///
+    /// # Errors
+    ///
+    /// A [`SchemaError`] with every problem found, not only the first.
     pub fn build(mut self) -> Result<Schema, SchemaError> {
         let mut problems = Vec::new();
         // queries first: the indexes they derive are checked with the declared ones below
@@ -678,6 +746,37 @@ fn collection_name_problem(name: &str) -> Option<String> {
         ))
     } else {
         None
+    }
+}
+
+/// [`Schema::reconcile`]: compare every non-frozen copy and subset with its source, and
+/// repair. Await it.
+#[must_use = "nothing is read or repaired until the action is awaited"]
+pub struct Reconcile<'a> {
+    schema: &'a Schema,
+    db: &'a Database,
+    dry_run: bool,
+}
+
+impl Reconcile<'_> {
+    /// Only count the drifted copies and subsets, repair none (default `false`).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for Reconcile<'a> {
+    type Output = Result<ReconcileReport>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    /// Reads, compares and (unless a dry run) repairs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Schema::reconcile`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.schema.reconcile_now(self.db, self.dry_run).await })
     }
 }
 

@@ -264,6 +264,8 @@ pub enum OnNewerArg {
     Fail,
     /// Write nothing and exit 0.
     Continue,
+    /// Apply over it (a deliberate rollback), as `--allow-downgrade`.
+    Downgrade,
 }
 
 impl From<ViolationsArg> for OnViolations {
@@ -281,6 +283,7 @@ impl From<OnNewerArg> for OnNewer {
         match arg {
             OnNewerArg::Fail => OnNewer::Fail,
             OnNewerArg::Continue => OnNewer::Continue,
+            OnNewerArg::Downgrade => OnNewer::Downgrade,
         }
     }
 }
@@ -439,8 +442,11 @@ async fn execute(schema: &Schema, command: SchemaCommand) -> Result<Printed, Str
                 .on_violations(args.plan.on_violations.into())
                 .drop_stale_indexes(args.plan.drop_stale_indexes)
                 .shard_collections(args.plan.shard_collections)
-                .allow_downgrade(args.allow_downgrade)
-                .on_newer(args.on_newer.into())
+                .on_newer(if args.allow_downgrade {
+                    OnNewer::Downgrade
+                } else {
+                    args.on_newer.into()
+                })
                 .await
                 .map_err(failed)?;
             json::apply(&report)
@@ -455,7 +461,11 @@ async fn execute(schema: &Schema, command: SchemaCommand) -> Result<Printed, Str
         }
         SchemaCommand::Reconcile(args) => {
             let db = connect(&args.connection).await?;
-            let report = schema.reconcile(&db, !args.repair).await.map_err(failed)?;
+            let report = schema
+                .reconcile(&db)
+                .dry_run(!args.repair)
+                .await
+                .map_err(failed)?;
             json::reconcile(&report, args.repair)
         }
         SchemaCommand::RetryFailures(connection) => {

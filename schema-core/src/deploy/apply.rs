@@ -215,7 +215,6 @@ pub struct ApplyAction<'a> {
     db: &'a Database,
     options: PlanOptions,
     target: Target,
-    allow_downgrade: bool,
     deadline: Duration,
     migrations: &'a [Migration],
     on_newer: OnNewer,
@@ -234,6 +233,10 @@ pub enum OnNewer {
     /// its writes satisfy them (ship new required fields as optional first, see the README's
     /// expand/contract).
     Continue,
+    /// Apply anyway (a deliberate rollback): the record then says this version. Indexes are
+    /// never dropped over a newer recorded version. The same as
+    /// [`ApplyAction::allow_downgrade`]`(true)`.
+    Downgrade,
 }
 
 impl<'a> PlanAction<'a> {
@@ -453,7 +456,6 @@ impl<'a> ApplyAction<'a> {
             db,
             options: PlanOptions::default(),
             target,
-            allow_downgrade: false,
             deadline: APPLY_DEADLINE,
             migrations: &[],
             on_newer: OnNewer::Fail,
@@ -467,7 +469,8 @@ impl<'a> ApplyAction<'a> {
 
     /// What to do when the database records a newer schema version (default
     /// [`OnNewer::Fail`]): `.on_newer(OnNewer::Continue)` lets an older instance keep serving
-    /// during a rolling deploy, writing nothing.
+    /// during a rolling deploy, writing nothing; `.on_newer(OnNewer::Downgrade)` applies this
+    /// older version over it (a deliberate rollback).
     pub fn on_newer(mut self, decision: OnNewer) -> Self {
         self.on_newer = decision;
         self
@@ -491,9 +494,21 @@ impl<'a> ApplyAction<'a> {
     /// Apply even if the database records a newer schema version (a deliberate rollback); the
     /// record then says this version. Without it such an apply writes nothing and returns
     /// [`Error::Downgrade`]. Indexes are never dropped over a newer recorded version.
+    ///
+    /// The same as `.on_newer(OnNewer::Downgrade)` (`false` undoes it, back to
+    /// [`OnNewer::Fail`]); kept beside it because the specification pins this name.
     pub fn allow_downgrade(mut self, allow: bool) -> Self {
-        self.allow_downgrade = allow;
+        if allow {
+            self.on_newer = OnNewer::Downgrade;
+        } else if self.on_newer == OnNewer::Downgrade {
+            self.on_newer = OnNewer::Fail;
+        }
         self
+    }
+
+    /// Whether this apply writes over a newer recorded version.
+    fn downgrades(&self) -> bool {
+        self.on_newer == OnNewer::Downgrade
     }
 
     /// On a mongos (`hello.msg == "isdbgrid"`), shard each collection that declares a shard key
@@ -524,6 +539,12 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
     type IntoFuture =
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<Plan>> + Send + 'a>>;
 
+    /// Reads the database and computes the actions (nothing is written).
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors of the reads (`listCollections`, `listIndexes`, the violation
+    /// counts, the version record).
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let db = crate::concern::pinned(self.db);
@@ -609,6 +630,14 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
     type IntoFuture =
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<ApplyReport>> + Send + 'a>>;
 
+    /// Plans and applies, under the schema's lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Downgrade`] when a newer version is recorded (unless
+    /// [`OnNewer::Continue`] or [`OnNewer::Downgrade`]), a validator change refused over
+    /// existing documents ([`OnViolations::Refuse`]), [`Error::Timeout`] past the deadline with
+    /// the last transient error, a migration step's error, and the driver's errors.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             // the violations counted, the record and the lock: primary, majority
@@ -891,7 +920,7 @@ async fn attempt(
     };
     let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
     if let VersionStatus::Downgrade { recorded, applying } = status {
-        if !apply.allow_downgrade {
+        if !apply.downgrades() {
             if apply.on_newer == OnNewer::Continue {
                 tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
                 report.version = Some(status.clone());
@@ -931,7 +960,7 @@ async fn attempt(
             target.version,
             &target.fingerprint,
             &collection_names(apply.specs),
-            apply.allow_downgrade,
+            apply.downgrades(),
         )
         .await
         .map_err(stop)?
@@ -1170,7 +1199,6 @@ async fn migrate_in_order(
         db: apply.db,
         options: apply.options,
         target: apply.target.clone(),
-        allow_downgrade: apply.allow_downgrade,
         deadline: apply.deadline,
         migrations: apply.migrations,
         on_newer: apply.on_newer,

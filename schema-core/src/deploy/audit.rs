@@ -225,7 +225,7 @@ pub(crate) async fn audit(
     }
     report.unknown_collections =
         unknown_collections(db, |n| schema.collection(n).is_some()).await?;
-    report.drift = schema.reconcile(db, true).await?;
+    report.drift = schema.reconcile(db).dry_run(true).await?;
     Ok(report)
 }
 

@@ -344,8 +344,8 @@ pub struct SubsetSpec {
     pub max: u64,
     /// Stored field of the preview and the child that orders them.
     pub sort_field: String,
-    /// 1 or -1 (`-at`: newest first).
-    pub sort_direction: i32,
+    /// The order of the previews (`-at`: [`crate::SortDirection::Descending`], newest first).
+    pub sort_direction: crate::SortDirection,
     /// Stored field of the parent counting all children, if declared.
     pub count: Option<String>,
     /// The integer type of the count.
@@ -399,7 +399,7 @@ impl SubsetSpec {
             child_type: child_type.into(),
             max,
             sort_field: sort_field.into(),
-            sort_direction,
+            sort_direction: crate::SortDirection::from_sign(sort_direction),
             count: count.map(str::to_owned),
             count_type: crate::CounterType::Int64,
             parent_field: String::new(),

@@ -11,4 +11,5 @@ pub(crate) mod document;
 pub(crate) mod ecosystem;
 pub(crate) mod index;
 pub(crate) mod size;
+pub(crate) mod sort;
 pub mod stored;

@@ -81,9 +81,13 @@ impl QuerySpec {
         self
     }
 
-    /// Adds a sort key.
-    pub fn sort(mut self, path: impl Into<String>, direction: i32) -> Self {
-        self.sort.push((path.into(), direction));
+    /// Adds a sort key (`1` / `-1` or a [`crate::SortDirection`]).
+    pub fn sort(
+        mut self,
+        path: impl Into<String>,
+        direction: impl Into<crate::SortDirection>,
+    ) -> Self {
+        self.sort.push((path.into(), direction.into().as_i32()));
         self
     }
 
@@ -180,6 +184,7 @@ pub struct DeclaredQuery<'a, R, Row = R> {
     collection: &'static str,
     spec: QuerySpec,
     filter: Result<Document>,
+    session: Option<&'a mut mongodb::ClientSession>,
     _types: PhantomData<fn() -> (R, Row)>,
 }
 
@@ -206,6 +211,7 @@ where
             collection: R::COLLECTION,
             spec,
             filter,
+            session: None,
             _types: PhantomData,
         }
     }
@@ -213,6 +219,13 @@ where
     /// Returns at most `limit` documents instead of the declared limit.
     pub fn limit(mut self, limit: i64) -> Self {
         self.spec.limit = Some(limit);
+        self
+    }
+
+    /// Reads in `session` (inside the caller's transaction when one is started: the rows
+    /// include the transaction's own writes).
+    pub fn session(mut self, session: &'a mut mongodb::ClientSession) -> Self {
+        self.session = Some(session);
         self
     }
 
@@ -256,6 +269,13 @@ where
     type Output = Result<Vec<Row>>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Vec<Row>>> + Send + 'a>>;
 
+    /// Sends the `find` ([`DeclaredQuery::command`]).
+    ///
+    /// # Errors
+    ///
+    /// A value that could not be serialized as its field is stored
+    /// ([`crate::Error::Serialization`], nothing sent), the driver's errors, and
+    /// [`crate::Error::Serialization`] for a row that does not decode as `Row`.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let filter = self.filter?;
@@ -270,7 +290,13 @@ where
             if let Some(limit) = self.spec.limit {
                 find = find.limit(limit);
             }
-            let rows: Vec<Row> = find.await?.try_collect().await?;
+            let rows: Vec<Row> = match self.session {
+                Some(session) => {
+                    let mut cursor = find.session(&mut *session).await?;
+                    cursor.stream(&mut *session).try_collect().await?
+                }
+                None => find.await?.try_collect().await?,
+            };
             Ok(rows)
         })
     }

@@ -3,13 +3,14 @@
 
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::page::check_page_size;
+use super::page::{check_page_size, Page};
 use super::reference::refuse_hostile_id;
 use crate::{Document, Error, Ref, Result};
 
@@ -39,14 +40,9 @@ pub struct EntryCursor {
     pub position: i64,
 }
 
-/// A page of entries in key order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EntryPage<E> {
-    /// The entries.
-    pub items: Vec<E>,
-    /// Where the next page starts, `None` after the last.
-    pub next: Option<EntryCursor>,
-}
+/// A page of entries in key order: the one [`Page`] type, with an [`EntryCursor`].
+#[deprecated(since = "0.2.0", note = "use `Page<E, EntryCursor>`")]
+pub type EntryPage<E> = Page<E, EntryCursor>;
 
 impl<B, E> Bucket<B, E> {
     #[doc(hidden)]
@@ -91,7 +87,12 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
     /// The upsert that appends `entry` to the parent's open bucket (one with fewer than `max`
     /// entries), or starts a new bucket: `{ parent, count: { $lt: max } }` + `$push` + `$inc`,
     /// and `$min`/`$max` of the key into `first`/`last`. An entry whose key is missing or
-    /// `null` is refused ([`Error::InvalidArgument`] naming `entry.<key>`).
+    /// `null` is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming `entry.<key>` for an entry without its key, and
+    /// [`Error::Serialization`] for an entry that does not serialize.
     pub fn append_update(&self, parent: Bson, entry: &E) -> Result<(BsonDocument, BsonDocument)> {
         let entry =
             crate::model::document::stored_bson(entry).map_err(mongodb::error::Error::from)?;
@@ -127,22 +128,34 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
 
     /// Appends `entry` to `parent`'s open bucket with one upsert. Concurrent appenders never
     /// overfill a bucket: the update re-checks `count < max` atomically, and a full bucket makes
-    /// the upsert start a new one. A parent id that is a document, an array, a regular
-    /// expression or JavaScript is refused ([`Error::UnsafeValue`]) before anything is sent: as
-    /// a filter it would select other parents' buckets. An entry without its key is refused
-    /// ([`Error::InvalidArgument`] naming `entry.<key>`).
-    pub async fn append<P: Document>(&self, db: &Database, parent: &Ref<P>, entry: &E) -> Result<()>
+    /// the upsert start a new one. With [`.session(&mut s)`](BucketAppend::session) the upsert
+    /// is one write of the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// Refused before anything is sent: a parent id that is a document, an array, a regular
+    /// expression or JavaScript ([`Error::UnsafeValue`]: as a filter it would select other
+    /// parents' buckets), an entry without its key ([`Error::InvalidArgument`] naming
+    /// `entry.<key>`) or that does not serialize ([`Error::Serialization`]). Then the driver's
+    /// errors ([`Error::Validation`]).
+    pub fn append<'a, P: Document>(
+        &self,
+        db: &'a Database,
+        parent: &Ref<P>,
+        entry: &E,
+    ) -> BucketAppend<'a>
     where
         P::Id: Serialize,
     {
         let parent = parent.to_bson();
-        refuse_hostile_id("the parent id of a bucket", &parent)?;
-        let (filter, update) = self.append_update(parent, entry)?;
-        db.collection::<BsonDocument>(B::COLLECTION)
-            .update_one(filter, update)
-            .upsert(true)
-            .await?;
-        Ok(())
+        let prepared = refuse_hostile_id("the parent id of a bucket", &parent)
+            .and_then(|()| self.append_update(parent, entry));
+        BucketAppend {
+            db,
+            collection: B::COLLECTION,
+            prepared,
+            session: None,
+        }
     }
 
     /// The aggregation that reads a page of `parent`'s entries in key order after `after`:
@@ -175,42 +188,161 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
         pipeline
     }
 
-    /// A page of `parent`'s entries in key order (ties by bucket and position), continuing
-    /// after `after`. Refused before anything is sent: with [`Error::UnsafeValue`] a parent id
-    /// that is a document, an array, a regular expression or JavaScript, and a cursor whose key
-    /// or bucket is an operator document, a regular expression or JavaScript; with
-    /// [`Error::InvalidArgument`] (`limit`) a `limit` outside `1..=`[`crate::MAX_PAGE_SIZE`].
-    pub async fn entries<P: Document>(
+    /// A page of `parent`'s entries in key order (ties by bucket and position): set where it
+    /// continues and its size, then await it:
+    /// `Log::BUCKET.entries(&db, &parent).after(cursor).limit(100).await`.
+    ///
+    /// # Errors
+    ///
+    /// See [`BucketEntries`]'s `into_future`.
+    pub fn entries<'a, P: Document>(
+        &'a self,
+        db: &'a Database,
+        parent: &Ref<P>,
+    ) -> BucketEntries<'a, B, E>
+    where
+        P::Id: Serialize,
+    {
+        BucketEntries {
+            bucket: self,
+            db,
+            parent: parent.to_bson(),
+            after: None,
+            limit: 50,
+            session: None,
+        }
+    }
+
+    /// The entry page of the previous release, every option positional.
+    ///
+    /// # Errors
+    ///
+    /// As awaiting [`Bucket::entries`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `entries(&db, &parent).after(cursor).limit(n)` and await it"
+    )]
+    pub async fn entries_after<P: Document>(
         &self,
         db: &Database,
         parent: &Ref<P>,
         after: Option<&EntryCursor>,
         limit: i64,
-    ) -> Result<EntryPage<E>>
+    ) -> Result<Page<E, EntryCursor>>
     where
         P::Id: Serialize,
     {
-        let parent = parent.to_bson();
+        let mut entries = self.entries(db, parent).limit(limit);
+        entries.after = after.cloned();
+        entries.read().await
+    }
+}
+
+/// [`Bucket::append`]: one upsert. Await it.
+#[must_use = "nothing is written until the action is awaited"]
+pub struct BucketAppend<'a> {
+    db: &'a Database,
+    collection: &'static str,
+    prepared: Result<(BsonDocument, BsonDocument)>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> BucketAppend<'a> {
+    /// Sends the upsert in `session`: one write of the caller's transaction when one is
+    /// started.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for BucketAppend<'a> {
+    type Output = Result<()>;
+    type IntoFuture = BoxFuture<'a, Result<()>>;
+
+    /// Sends the upsert.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bucket::append`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (filter, update) = self.prepared?;
+            let buckets = self.db.collection::<BsonDocument>(self.collection);
+            let upsert = buckets.update_one(filter, update).upsert(true);
+            match self.session {
+                Some(session) => upsert.session(session).await?,
+                None => upsert.await?,
+            };
+            Ok(())
+        })
+    }
+}
+
+/// [`Bucket::entries`]: a page of a parent's entries in key order. Await it.
+#[must_use = "nothing is read until the action is awaited"]
+pub struct BucketEntries<'a, B, E> {
+    bucket: &'a Bucket<B, E>,
+    db: &'a Database,
+    parent: Bson,
+    after: Option<EntryCursor>,
+    limit: i64,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a, B: Document, E: Serialize + DeserializeOwned> BucketEntries<'a, B, E> {
+    /// Continue after `cursor` (the `next` of the previous page, or that `Option` itself:
+    /// `None` reads the first page).
+    pub fn after(mut self, cursor: impl Into<Option<EntryCursor>>) -> Self {
+        self.after = cursor.into();
+        self
+    }
+
+    /// Page size (default 50): 1 to [`crate::MAX_PAGE_SIZE`]; any other is refused.
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Reads in `session` (inside the caller's transaction when one is started: the page sees
+    /// the transaction's own appends).
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    async fn read(self) -> Result<Page<E, EntryCursor>> {
+        let BucketEntries {
+            bucket,
+            db,
+            parent,
+            after,
+            limit,
+            session,
+        } = self;
         refuse_hostile_id("the parent id of a bucket", &parent)?;
         check_page_size(limit)?;
-        if let Some(after) = after {
+        if let Some(after) = &after {
             crate::literal::refuse_operators("the entry cursor's key", &after.key)?;
             crate::literal::refuse_operators("the entry cursor's bucket", &after.bucket)?;
         }
-        let rows: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(B::COLLECTION)
-            .aggregate(self.page_pipeline(parent, after, limit))
-            .await?
-            .try_collect()
-            .await?;
+        let buckets = db.collection::<BsonDocument>(B::COLLECTION);
+        let aggregate = buckets.aggregate(bucket.page_pipeline(parent, after.as_ref(), limit));
+        let rows: Vec<BsonDocument> = match session {
+            Some(session) => {
+                let mut cursor = aggregate.session(&mut *session).await?;
+                cursor.stream(&mut *session).try_collect().await?
+            }
+            None => aggregate.await?.try_collect().await?,
+        };
         let mut items = Vec::with_capacity(rows.len());
         let mut next = None;
         for row in &rows {
-            let entry = row.get(self.entries).cloned().unwrap_or(Bson::Null);
+            let entry = row.get(bucket.entries).cloned().unwrap_or(Bson::Null);
             next = Some(EntryCursor {
                 key: entry
                     .as_document()
-                    .and_then(|e| e.get(self.key))
+                    .and_then(|e| e.get(bucket.key))
                     .cloned()
                     .unwrap_or(Bson::Null),
                 bucket: row.get("_id").cloned().unwrap_or(Bson::Null),
@@ -225,6 +357,29 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
         if (rows.len() as i64) < limit {
             next = None;
         }
-        Ok(EntryPage { items, next })
+        Ok(Page { items, next })
+    }
+}
+
+impl<'a, B, E> std::future::IntoFuture for BucketEntries<'a, B, E>
+where
+    B: Document + 'a,
+    E: Serialize + DeserializeOwned + Send + 'a,
+{
+    type Output = Result<Page<E, EntryCursor>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    /// Reads the page with one aggregation.
+    ///
+    /// # Errors
+    ///
+    /// Refused before anything is sent: with [`Error::UnsafeValue`] a parent id that is a
+    /// document, an array, a regular expression or JavaScript, and a cursor whose key or
+    /// bucket is an operator document, a regular expression or JavaScript; with
+    /// [`Error::InvalidArgument`] (`limit`) a `limit` outside `1..=`[`crate::MAX_PAGE_SIZE`].
+    /// Then the driver's errors, and [`Error::Serialization`] for an entry that does not decode
+    /// as `E`.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.read())
     }
 }

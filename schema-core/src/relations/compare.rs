@@ -1,7 +1,8 @@
 //! Compare-and-set on a referenced document (seed 003's status change).
 
+use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
 use crate::{Document, Error, Ref, Result, ResultExt};
@@ -32,7 +33,9 @@ where
 {
     /// Compare-and-set: applies `update` to the referenced document only if `field` still
     /// equals `expected` (seed 003's status change). `Ok(())` when this call won (the document
-    /// matched, even if the update left it as it was).
+    /// matched, even if the update left it as it was). With
+    /// [`.session(&mut s)`](CompareAndSet::session) it is one write of the caller's
+    /// transaction: `ticket.compare_and_set(&db, "status", "open", update).session(&mut s).await`.
     ///
     /// # Errors
     ///
@@ -49,27 +52,95 @@ where
     ///   operator document, a regular expression or JavaScript (it would run as a query instead
     ///   of being compared as a value).
     /// - The driver's errors, a validation failure of the update ([`Error::Validation`]).
-    pub async fn compare_and_set(
+    pub fn compare_and_set<'a>(
+        &self,
+        db: &'a Database,
+        field: &str,
+        expected: impl Into<Bson>,
+        update: BsonDocument,
+    ) -> CompareAndSet<'a> {
+        CompareAndSet {
+            db,
+            collection: T::COLLECTION,
+            label: format!("compare_and_set {}.{field}", T::COLLECTION),
+            filter: compare_and_set_filter(self, field, expected.into()),
+            update,
+            session: None,
+        }
+    }
+
+    /// The compare-and-set of the previous release, `Ok(false)` on a lost race.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ref::compare_and_set`], except a lost race, which is `Ok(false)` here.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `compare_and_set`, which returns `Err(Error::ConditionFailed)` on a lost race (`Error::is_condition_failed`)"
+    )]
+    pub async fn compare_and_set_bool(
         &self,
         db: &Database,
         field: &str,
         expected: impl Into<Bson>,
         update: BsonDocument,
-    ) -> Result<()> {
-        let filter = compare_and_set_filter(self, field, expected.into())?;
-        let result = db
-            .collection::<BsonDocument>(T::COLLECTION)
-            .update_one(filter, update)
-            .await
-            .in_collection(T::COLLECTION)?;
-        if result.matched_count == 1 {
-            Ok(())
-        } else {
-            Err(Error::ConditionFailed {
-                collection: T::COLLECTION.to_owned(),
-                label: format!("compare_and_set {}.{field}", T::COLLECTION),
-                position: None,
-            })
+    ) -> Result<bool> {
+        match self.compare_and_set(db, field, expected, update).await {
+            Ok(()) => Ok(true),
+            Err(Error::ConditionFailed { .. }) => Ok(false),
+            Err(other) => Err(other),
         }
+    }
+}
+
+/// [`Ref::compare_and_set`]: one conditional `update`. Await it.
+#[must_use = "nothing is written until the action is awaited"]
+pub struct CompareAndSet<'a> {
+    db: &'a Database,
+    collection: &'static str,
+    label: String,
+    filter: Result<BsonDocument>,
+    update: BsonDocument,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> CompareAndSet<'a> {
+    /// Sends the update in `session`: inside the caller's transaction when one is started,
+    /// where a lost race ([`Error::ConditionFailed`]) is the caller's to abort on.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for CompareAndSet<'a> {
+    type Output = Result<()>;
+    type IntoFuture = BoxFuture<'a, Result<()>>;
+
+    /// Sends the conditional update.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ref::compare_and_set`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let filter = self.filter?;
+            let collection = self.db.collection::<BsonDocument>(self.collection);
+            let action = collection.update_one(filter, self.update);
+            let result = match self.session {
+                Some(session) => action.session(session).await,
+                None => action.await,
+            }
+            .in_collection(self.collection)?;
+            if result.matched_count == 1 {
+                Ok(())
+            } else {
+                Err(Error::ConditionFailed {
+                    collection: self.collection.to_owned(),
+                    label: self.label,
+                    position: None,
+                })
+            }
+        })
     }
 }

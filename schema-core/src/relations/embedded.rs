@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
 use crate::{Document, Error, Result};
@@ -57,6 +57,10 @@ impl<P, E> EmbeddedArray<P, E> {
 
 impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
     /// The `$push` of `items`: with `cap`, `$each` + `$slice: -max`.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Serialization`] for an item that does not serialize.
     pub fn push_update(&self, items: &[E]) -> Result<BsonDocument> {
         let items: Vec<Bson> = items.iter().map(to_bson).collect::<Result<_>>()?;
         let mut push = doc! { "$each": items };
@@ -79,19 +83,38 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
     }
 
     /// Pushes `items` into the array of the documents matching `filter` (with `extra` update
-    /// operators merged in, e.g. `$set` of the status the history entry records).
+    /// operators merged in, e.g. `$set` of the status the history entry records). Await it;
+    /// with [`.session(&mut s)`](EmbeddedPush::session) it is one write of the caller's
+    /// transaction.
+    ///
+    /// # Errors
     ///
     /// Refused before anything is sent with [`Error::BoundExceeded`] when the array has no `cap`
-    /// and `items` holds more than `max` (no document could take them), and with
+    /// and `items` holds more than `max` (no document could take them), with
     /// [`Error::InvalidArgument`] (`extra`) when `extra` writes the array itself (its bound would
-    /// no longer be kept).
-    pub async fn push(
+    /// no longer be kept), and [`Error::Serialization`] for an item that does not serialize.
+    /// Then the driver's errors ([`Error::Validation`]).
+    pub fn push<'a>(
         &self,
-        db: &Database,
+        db: &'a Database,
         filter: BsonDocument,
         items: &[E],
         extra: Option<BsonDocument>,
-    ) -> Result<PushOutcome> {
+    ) -> EmbeddedPush<'a> {
+        EmbeddedPush {
+            db,
+            collection: P::COLLECTION,
+            prepared: self.prepare_push(filter, items, extra),
+            session: None,
+        }
+    }
+
+    fn prepare_push(
+        &self,
+        filter: BsonDocument,
+        items: &[E],
+        extra: Option<BsonDocument>,
+    ) -> Result<(BsonDocument, BsonDocument)> {
         if !self.cap && items.len() as u64 > self.max {
             return Err(Error::BoundExceeded {
                 path: format!("{}.{}", P::COLLECTION, self.path),
@@ -120,13 +143,50 @@ impl<P: Document, E: Serialize> EmbeddedArray<P, E> {
                 }
             }
         }
-        let result = db
-            .collection::<BsonDocument>(P::COLLECTION)
-            .update_many(self.push_filter(filter, items.len()), update)
-            .await?;
-        Ok(PushOutcome {
-            matched: result.matched_count,
-            modified: result.modified_count,
+        Ok((self.push_filter(filter, items.len()), update))
+    }
+}
+
+/// [`EmbeddedArray::push`]: one `updateMany`. Await it.
+#[must_use = "nothing is written until the action is awaited"]
+pub struct EmbeddedPush<'a> {
+    db: &'a Database,
+    collection: &'static str,
+    prepared: Result<(BsonDocument, BsonDocument)>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> EmbeddedPush<'a> {
+    /// Sends the update in `session`: one write of the caller's transaction when one is
+    /// started.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for EmbeddedPush<'a> {
+    type Output = Result<PushOutcome>;
+    type IntoFuture = futures_util::future::BoxFuture<'a, Self::Output>;
+
+    /// Sends the `updateMany`.
+    ///
+    /// # Errors
+    ///
+    /// As [`EmbeddedArray::push`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (filter, update) = self.prepared?;
+            let holders = self.db.collection::<BsonDocument>(self.collection);
+            let action = holders.update_many(filter, update);
+            let result = match self.session {
+                Some(session) => action.session(session).await?,
+                None => action.await?,
+            };
+            Ok(PushOutcome {
+                matched: result.matched_count,
+                modified: result.modified_count,
+            })
         })
     }
 }

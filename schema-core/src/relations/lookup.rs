@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 
-use super::id_key;
+use super::{id_key, Attached, Detached};
 use crate::{Document, Result};
 
 /// The field the related documents are put in by the generated `$lookup`, removed again before
@@ -18,9 +19,12 @@ pub const RELATED_FIELD: &str = "__related";
 
 /// An aggregation: stages on the outer collection, then one `$lookup`. Filters, sorts and
 /// limits always run before the `$lookup`, so only the documents kept are joined (seed 003:
-/// "reduce the input first").
+/// "reduce the input first"). Described by [`crate::Relation::lookup`] and
+/// [`crate::Relation::children`] (`D` = [`Detached`]: the pipeline, for `explain`), read by
+/// [`crate::Relation::lookup_in`] and [`crate::Relation::children_in`] (`D` = [`Attached`]:
+/// await it).
 #[derive(Debug, Clone)]
-pub struct Lookup<L, R> {
+pub struct Lookup<L, R, D = Detached> {
     outer: &'static str,
     from: &'static str,
     local_field: &'static str,
@@ -28,6 +32,7 @@ pub struct Lookup<L, R> {
     in_local_order: bool,
     before: Vec<BsonDocument>,
     related: Vec<BsonDocument>,
+    on: D,
     types: PhantomData<fn() -> (L, R)>,
 }
 
@@ -64,10 +69,37 @@ impl<L: Document, R: Document> Lookup<L, R> {
             in_local_order,
             before: Vec::new(),
             related: Vec::new(),
+            on: Detached,
             types: PhantomData,
         }
     }
 
+    /// The same aggregation, run in `db` when awaited.
+    pub(super) fn attach<'a>(self, db: &'a Database) -> Lookup<L, R, Attached<'a>> {
+        Lookup {
+            outer: self.outer,
+            from: self.from,
+            local_field: self.local_field,
+            foreign_field: self.foreign_field,
+            in_local_order: self.in_local_order,
+            before: self.before,
+            related: self.related,
+            on: Attached::new(db),
+            types: PhantomData,
+        }
+    }
+}
+
+impl<'a, L, R> Lookup<L, R, Attached<'a>> {
+    /// Runs the aggregation in `session` (inside the caller's transaction when one is
+    /// started: the join sees the transaction's own writes).
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.on.session = Some(session);
+        self
+    }
+}
+
+impl<L: Document, R: Document, D> Lookup<L, R, D> {
     /// `$match` on the outer documents.
     pub fn filter(mut self, filter: BsonDocument) -> Self {
         self.before.push(doc! { "$match": filter });
@@ -158,18 +190,28 @@ impl<L: Document, R: Document> Lookup<L, R> {
         command
     }
 
-    /// Runs the aggregation and deserializes each outer document with its related ones.
-    pub async fn run(&self, db: &Database) -> Result<Vec<Joined<L, R>>>
+    /// Runs the aggregation (in `session` if given) and deserializes each outer document with
+    /// its related ones.
+    async fn read(
+        &self,
+        db: &Database,
+        session: Option<&mut ClientSession>,
+    ) -> Result<Vec<Joined<L, R>>>
     where
         L: DeserializeOwned,
         R: DeserializeOwned,
     {
-        let mut cursor = db
-            .collection::<BsonDocument>(self.outer)
-            .aggregate(self.pipeline())
-            .await?;
-        let mut out = Vec::new();
-        while let Some(mut raw) = cursor.try_next().await? {
+        let outer = db.collection::<BsonDocument>(self.outer);
+        let aggregate = outer.aggregate(self.pipeline());
+        let rows: Vec<BsonDocument> = match session {
+            Some(session) => {
+                let mut cursor = aggregate.session(&mut *session).await?;
+                cursor.stream(&mut *session).try_collect().await?
+            }
+            None => aggregate.await?.try_collect().await?,
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for mut raw in rows {
             let related = match raw.remove(RELATED_FIELD) {
                 Some(Bson::Array(related)) => related,
                 _ => Vec::new(),
@@ -189,6 +231,66 @@ impl<L: Document, R: Document> Lookup<L, R> {
             out.push(Joined { doc, related });
         }
         Ok(out)
+    }
+}
+
+impl<L: Document, R: Document> Lookup<L, R> {
+    /// Runs the aggregation and deserializes each outer document with its related ones.
+    ///
+    /// # Errors
+    ///
+    /// As awaiting [`crate::Relation::lookup_in`]'s lookup.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Relation::lookup_in(&db)` or `Relation::children_in(&db)` (the same setters, plus `.session`) and await it"
+    )]
+    pub async fn run(&self, db: &Database) -> Result<Vec<Joined<L, R>>>
+    where
+        L: DeserializeOwned,
+        R: DeserializeOwned,
+    {
+        self.read(db, None).await
+    }
+}
+
+impl<'a, L, R> std::future::IntoFuture for Lookup<L, R, Attached<'a>>
+where
+    L: Document + DeserializeOwned + 'a,
+    R: Document + DeserializeOwned + 'a,
+{
+    type Output = Result<Vec<Joined<L, R>>>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    /// Runs the aggregation: each outer document with its related ones.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors, and [`crate::Error::Serialization`] for a document that does not
+    /// decode as `L` or `R`.
+    fn into_future(self) -> Self::IntoFuture {
+        let Lookup {
+            outer,
+            from,
+            local_field,
+            foreign_field,
+            in_local_order,
+            before,
+            related,
+            on,
+            types,
+        } = self;
+        let lookup = Lookup {
+            outer,
+            from,
+            local_field,
+            foreign_field,
+            in_local_order,
+            before,
+            related,
+            on: Detached,
+            types,
+        };
+        Box::pin(async move { lookup.read(on.db, on.session).await })
     }
 }
 

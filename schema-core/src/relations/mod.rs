@@ -24,6 +24,33 @@ pub use page::{ChildPage, Page, PageCursor, MAX_PAGE_SIZE};
 pub use relation::{ChildOrder, Relation, SortKey, Unordered};
 pub use resolve::Resolved;
 
+/// The state of a described call ([`ChildPage`], [`Lookup`]) with no database yet: its
+/// commands can be read (for `explain`), and nothing can be sent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Detached;
+
+/// The state of a call given its database where it started ([`crate::Relation::page_in`],
+/// [`crate::Relation::lookup_in`]), and optionally the caller's session: await it.
+pub struct Attached<'a> {
+    pub(crate) db: &'a mongodb::Database,
+    pub(crate) session: Option<&'a mut mongodb::ClientSession>,
+}
+
+impl<'a> Attached<'a> {
+    pub(crate) fn new(db: &'a mongodb::Database) -> Self {
+        Attached { db, session: None }
+    }
+}
+
+impl std::fmt::Debug for Attached<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attached")
+            .field("db", &self.db.name())
+            .field("session", &self.session.is_some())
+            .finish()
+    }
+}
+
 /// `value` as the driver stores it, with the driver's error type.
 pub(crate) fn to_bson<V: serde::Serialize + ?Sized>(
     value: &V,

@@ -2,14 +2,16 @@
 
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::reference::refuse_hostile_id;
 use super::relation::SortKey;
+use super::{Attached, Detached};
 use crate::{Document, Error, Result};
 
 /// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
@@ -39,24 +41,41 @@ pub struct PageCursor {
     pub id: Bson,
 }
 
-/// One page of children.
+/// One page of items and where the next one starts: a parent's children
+/// ([`crate::Relation::page_in`], cursor [`PageCursor`]) or a bucket's entries
+/// ([`crate::Bucket::entries`], cursor [`crate::EntryCursor`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Page<F> {
-    /// The children, in index order.
-    pub items: Vec<F>,
-    /// The cursor of the next page, `None` after the last page.
-    pub next: Option<PageCursor>,
+#[non_exhaustive]
+pub struct Page<T, C = PageCursor> {
+    /// The items, in the order of the read (index order, key order).
+    pub items: Vec<T>,
+    /// The cursor of the next page (pass it to `after`), `None` after the last page.
+    pub next: Option<C>,
 }
 
-/// A keyset page of a parent's children (see [`crate::Relation::page`]).
+/// A keyset page of a parent's children: described by [`crate::Relation::page`] (`D` =
+/// [`Detached`]: its filter, sort and `find` command, for `explain`), read by
+/// [`crate::Relation::page_in`] (`D` = [`Attached`]: await it).
+///
+/// ```no_run
+/// # use mongo_schema_core::*;
+/// # async fn f<C: Document + serde::de::DeserializeOwned + Send, P: Document>(
+/// #     db: &mongodb::Database, relation: &Relation<C, P, SortKey>, parent: &Ref<P>,
+/// #     cursor: PageCursor) -> Result<()>
+/// # where P::Id: serde::Serialize {
+/// let page = relation.page_in(db, parent).after(cursor).limit(50).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
-pub struct ChildPage<F> {
+pub struct ChildPage<F, D = Detached> {
     collection: &'static str,
     field: &'static str,
     parent: Bson,
     order: SortKey,
     after: Option<PageCursor>,
     limit: i64,
+    also: Option<BsonDocument>,
+    on: D,
     item: PhantomData<fn() -> F>,
 }
 
@@ -75,20 +94,58 @@ impl<F: Document> ChildPage<F> {
             order,
             after: None,
             limit: 50,
+            also: None,
+            on: Detached,
             item: PhantomData,
         }
     }
 
-    /// Continue after `cursor` (the `next` of the previous page).
-    pub fn after(mut self, cursor: PageCursor) -> Self {
-        self.after = Some(cursor);
+    /// The same page, read in `db` when awaited.
+    pub(super) fn attach<'a>(self, db: &'a Database) -> ChildPage<F, Attached<'a>> {
+        ChildPage {
+            collection: self.collection,
+            field: self.field,
+            parent: self.parent,
+            order: self.order,
+            after: self.after,
+            limit: self.limit,
+            also: self.also,
+            on: Attached::new(db),
+            item: PhantomData,
+        }
+    }
+}
+
+impl<'a, F> ChildPage<F, Attached<'a>> {
+    /// Reads the page in `session` (inside the caller's transaction when one is started: the
+    /// page sees the transaction's own writes).
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.on.session = Some(session);
+        self
+    }
+}
+
+impl<F: Document, D> ChildPage<F, D> {
+    /// Continue after `cursor` (the `next` of the previous page, or that `Option` itself:
+    /// `None` reads the first page).
+    pub fn after(mut self, cursor: impl Into<Option<PageCursor>>) -> Self {
+        self.after = cursor.into();
         self
     }
 
-    /// Page size (default 50): 1 to [`MAX_PAGE_SIZE`]; [`ChildPage::fetch`] refuses any other
+    /// Page size (default 50): 1 to [`MAX_PAGE_SIZE`]; awaiting the page refuses any other
     /// (`0`, which the server reads as "no limit", included).
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = limit;
+        self
+    }
+
+    /// Only children that also match `filter` (the service's own condition, as
+    /// [`crate::Lookup::filter`] sets one): the page's filter becomes
+    /// `{ $and: [<keyset filter>, filter] }`. A condition on fields outside the page's index
+    /// is read from each child the index range yields.
+    pub fn filter(mut self, filter: BsonDocument) -> Self {
+        self.also = Some(filter);
         self
     }
 
@@ -109,7 +166,17 @@ impl<F: Document> ChildPage<F> {
     /// One range is the filter itself; several are a rooted `$or`, which mongod reads as one
     /// index range each, merged in index order (a `SORT_MERGE`): one `find` per page, no
     /// in-memory sort, nothing examined beyond the page.
-    pub fn filter(&self) -> BsonDocument {
+    ///
+    /// With a [`filter`](ChildPage::filter) of the service's, both: `{ $and: [<this>, filter] }`.
+    pub fn find_filter(&self) -> BsonDocument {
+        let keyset = self.keyset_filter();
+        match &self.also {
+            Some(also) => doc! { "$and": [keyset, also.clone()] },
+            None => keyset,
+        }
+    }
+
+    fn keyset_filter(&self) -> BsonDocument {
         let Some(after) = &self.after else {
             return doc! { self.field: self.parent.clone() };
         };
@@ -123,7 +190,7 @@ impl<F: Document> ChildPage<F> {
             ranges.push(ties);
         }
         let null_key = matches!(after.key, Bson::Null | Bson::Undefined);
-        match (self.order.direction < 0, null_key) {
+        match (self.order.direction.is_descending(), null_key) {
             (false, false) => ranges.push(range(doc! { "$gt": after.key.clone() }.into())),
             (false, true) => ranges.push(range(doc! { "$ne": Bson::Null }.into())),
             (true, false) => {
@@ -167,7 +234,7 @@ impl<F: Document> ChildPage<F> {
     }
 
     fn op(&self) -> &'static str {
-        if self.order.direction < 0 {
+        if self.order.direction.is_descending() {
             "$lt"
         } else {
             "$gt"
@@ -185,37 +252,40 @@ impl<F: Document> ChildPage<F> {
 
     /// The `find` command of this page (for `explain`).
     pub fn find_command(&self) -> BsonDocument {
-        doc! { "find": self.collection, "filter": self.filter(), "sort": self.sort(), "limit": self.limit }
+        doc! { "find": self.collection, "filter": self.find_filter(), "sort": self.sort(), "limit": self.limit }
     }
 
-    /// Reads the page with one `find` (the [`ChildPage::find_command`]).
-    ///
-    /// Checked first, refused before anything is sent: with [`crate::Error::UnsafeValue`] a
-    /// parent id that is a document, an array, a regular expression or JavaScript (it would run
-    /// as a query), and a cursor that came back from a client whose key or id is a document
-    /// with `$` keys (an operator such as `{"$ne": null}`), a regular expression or JavaScript;
-    /// with [`crate::Error::InvalidArgument`] (`limit`) a limit outside
-    /// `1..=`[`MAX_PAGE_SIZE`].
-    pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
-    where
-        F: DeserializeOwned,
-    {
+    /// Refuses what would run as a query (checked before anything is sent).
+    fn check(&self) -> Result<()> {
         refuse_hostile_id("the parent id of a page", &self.parent)?;
         check_page_size(self.limit)?;
         if let Some(after) = &self.after {
             crate::literal::refuse_operators("the page cursor's key", &after.key)?;
             crate::literal::refuse_operators("the page cursor's id", &after.id)?;
         }
+        Ok(())
+    }
+
+    /// Reads the page with one `find` (the [`ChildPage::find_command`]), in `session` if given.
+    async fn read(&self, db: &Database, session: Option<&mut ClientSession>) -> Result<Page<F>>
+    where
+        F: DeserializeOwned,
+    {
+        self.check()?;
         // raw documents: each child is decoded once, straight from its bytes, as a typed
         // cursor would; only the last one's key and `_id` are read as values
-        let raw: Vec<RawDocumentBuf> = db
-            .collection::<RawDocumentBuf>(self.collection)
-            .find(self.filter())
+        let children = db.collection::<RawDocumentBuf>(self.collection);
+        let find = children
+            .find(self.find_filter())
             .sort(self.sort())
-            .limit(self.limit)
-            .await?
-            .try_collect()
-            .await?;
+            .limit(self.limit);
+        let raw: Vec<RawDocumentBuf> = match session {
+            Some(session) => {
+                let mut cursor = find.session(&mut *session).await?;
+                cursor.stream(&mut *session).try_collect().await?
+            }
+            None => find.await?.try_collect().await?,
+        };
         let next = match raw.last() {
             Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
                 key: raw_path(last, self.order.field).unwrap_or(Bson::Null),
@@ -229,6 +299,69 @@ impl<F: Document> ChildPage<F> {
             .collect::<std::result::Result<Vec<F>, _>>()
             .map_err(mongodb::error::Error::from)?;
         Ok(Page { items, next })
+    }
+}
+
+impl<F: Document> ChildPage<F> {
+    /// Reads the page with one `find` (the [`ChildPage::find_command`]).
+    ///
+    /// # Errors
+    ///
+    /// As awaiting [`crate::Relation::page_in`]'s page.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Relation::page_in(&db, &parent)` (setters `.after`, `.limit`, `.session`) and await it"
+    )]
+    pub async fn fetch(&self, db: &Database) -> Result<Page<F>>
+    where
+        F: DeserializeOwned,
+    {
+        self.read(db, None).await
+    }
+}
+
+impl<'a, F> std::future::IntoFuture for ChildPage<F, Attached<'a>>
+where
+    F: Document + DeserializeOwned + 'a,
+{
+    type Output = Result<Page<F>>;
+    type IntoFuture = BoxFuture<'a, Result<Page<F>>>;
+
+    /// Reads the page with one `find` (the [`ChildPage::find_command`]).
+    ///
+    /// # Errors
+    ///
+    /// Refused before anything is sent: with [`crate::Error::UnsafeValue`] a parent id that is
+    /// a document, an array, a regular expression or JavaScript (it would run as a query), and
+    /// a cursor that came back from a client whose key or id is a document with `$` keys (an
+    /// operator such as `{"$ne": null}`), a regular expression or JavaScript; with
+    /// [`crate::Error::InvalidArgument`] (`limit`) a limit outside `1..=`[`MAX_PAGE_SIZE`].
+    /// Then the driver's errors, and [`crate::Error::Serialization`] for a child that does not
+    /// decode as `F`.
+    fn into_future(self) -> Self::IntoFuture {
+        let ChildPage {
+            collection,
+            field,
+            parent,
+            order,
+            after,
+            limit,
+            also,
+            on,
+            item,
+        } = self;
+        let page = ChildPage {
+            collection,
+            field,
+            parent,
+            order,
+            after,
+            limit,
+            also,
+            on: Detached,
+            item,
+        };
+        Box::pin(async move { page.read(on.db, on.session).await })
     }
 }
 

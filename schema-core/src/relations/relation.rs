@@ -4,10 +4,12 @@
 use std::marker::PhantomData;
 
 use mongodb::bson::{doc, Document as BsonDocument};
+use mongodb::Database;
 use serde::Serialize;
 
 use super::lookup::Lookup;
 use super::page::ChildPage;
+use super::Attached;
 use crate::{Document, Ref, RefKind};
 
 /// Marker: the reference has no sort key in a declared index, so it has no child pages.
@@ -19,8 +21,8 @@ pub struct Unordered;
 pub struct SortKey {
     /// Stored path of the sort key.
     pub field: &'static str,
-    /// 1 or -1, as in the index.
-    pub direction: i32,
+    /// The key's direction in the index.
+    pub direction: crate::SortDirection,
     /// Whether (reference, sort key) is unique, which makes the key alone a page cursor.
     pub unique: bool,
 }
@@ -37,6 +39,14 @@ pub struct SortKey {
 pub trait ChildOrder<Child, Parent> {
     /// The sort key of the children.
     fn sort_key(&self) -> SortKey;
+}
+
+impl SortKey {
+    /// Used by generated code: the direction of an index key written `1` / `-1`.
+    #[doc(hidden)]
+    pub const fn direction_of(direction: i32) -> crate::SortDirection {
+        crate::SortDirection::from_sign(direction)
+    }
 }
 
 impl<Child, Parent> ChildOrder<Child, Parent> for SortKey {
@@ -118,10 +128,24 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
         Lookup::new(T::COLLECTION, F::COLLECTION, "_id", self.field, false)
     }
 
+    /// [`Relation::lookup`] read in `db`: set the outer stages, then await it.
+    /// `Message::TICKET_ID.lookup_in(&db).filter(doc! { "body": "hi" }).limit(10).await`.
+    pub fn lookup_in<'a>(&self, db: &'a Database) -> Lookup<F, T, Attached<'a>> {
+        self.lookup().attach(db)
+    }
+
+    /// [`Relation::children`] read in `db`: set the outer stages, then await it.
+    pub fn children_in<'a>(&self, db: &'a Database) -> Lookup<T, F, Attached<'a>> {
+        self.children().attach(db)
+    }
+
     /// The filter for the children of `parent`: `{ <field>: <id> }`, for a `find` or as the
-    /// [`Lookup::filter`] of [`Relation::children`]. An id that is a document, an array, a
-    /// regular expression or JavaScript is refused ([`crate::Error::UnsafeValue`]): it would
-    /// match other parents' children.
+    /// [`Lookup::filter`] of [`Relation::children`].
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::UnsafeValue`] for an id that is a document, an array, a regular
+    /// expression or JavaScript: it would match other parents' children.
     pub fn children_filter(&self, parent: &Ref<T>) -> crate::Result<BsonDocument>
     where
         T::Id: Serialize,
@@ -152,6 +176,19 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
             parent.to_bson(),
             self.order.sort_key(),
         )
+    }
+
+    /// The keyset page of [`Relation::page`], read in `db` when awaited (the driver's way: the
+    /// database where the call starts, options as setters):
+    /// `Message::TICKET_ID.page_in(&db, &ticket).after(cursor).limit(50).await`. With
+    /// [`.session(&mut s)`](ChildPage::session) it reads inside the caller's transaction.
+    /// (`page(&parent)`, the pinned form, stays the page's description.)
+    pub fn page_in<'a>(&self, db: &'a Database, parent: &Ref<T>) -> ChildPage<F, Attached<'a>>
+    where
+        T::Id: Serialize,
+        O: ChildOrder<F, T>,
+    {
+        self.page(parent).attach(db)
     }
 
     /// The sort key of the children (only for a relation with a [`SortKey`], see

@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use mongodb::bson::{Bson, Document as BsonDocument};
-use mongodb::options::UpdateModifications;
+use mongodb::options::{Hint, UpdateModifications};
 use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
-use super::transaction::in_transaction;
+use super::transaction::in_transaction_or;
 use crate::model::copy::SyncEdge;
 use crate::model::document::stored_document;
 use crate::relations::subset::{update_parent_in, ParentUpdate};
@@ -29,6 +30,8 @@ enum Step {
         update: UpdateModifications,
         many: bool,
         upsert: bool,
+        array_filters: Option<Vec<BsonDocument>>,
+        hint: Option<Hint>,
     },
     Delete {
         collection: &'static str,
@@ -77,7 +80,7 @@ pub struct StepOutcome {
     pub changed: u64,
 }
 
-/// What [`Transaction::run`] did: every write committed together.
+/// What awaiting a [`Transaction`] did: every write committed together.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TransactionReport {
@@ -91,8 +94,8 @@ pub struct TransactionReport {
 /// `update_source`, bucket appends, compare-and-set) and the service's own writes on typed
 /// collections, in one transaction under the schema's
 /// [`transaction_deadline`](crate::SchemaBuilder::transaction_deadline), retried as a whole on
-/// transient errors. Built with [`Schema::transaction`]; nothing is sent before
-/// [`run`](Transaction::run), and a value that cannot be written (it does not serialize, a
+/// transient errors. Built with [`Schema::transaction`]; nothing is sent before it is
+/// awaited, and a value that cannot be written (it does not serialize, a
 /// bucket entry without its key, an operator where a value belongs) is refused there before
 /// anything is sent.
 ///
@@ -112,14 +115,18 @@ pub struct TransactionReport {
 ///         doc! { "$inc": { "copies_available": -1 } },
 ///     )
 ///     .must_match() // no copy left: nothing is written, Error::ConditionFailed
-///     .run()
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[must_use = "nothing is written until `run().await`"]
+///
+/// A service that runs its own transaction gives its session instead
+/// ([`session`](Transaction::session)): the steps are then sent inside it, once, and the
+/// caller commits.
+#[must_use = "nothing is written until the transaction is awaited"]
 pub struct Transaction<'a> {
     schema: &'a Schema,
     db: &'a Database,
+    session: Option<&'a mut ClientSession>,
     steps: Vec<Planned>,
     /// The first value that could not be prepared: returned by `run`, before anything is sent.
     refused: Option<Error>,
@@ -132,6 +139,7 @@ impl Schema {
         Transaction {
             schema: self,
             db,
+            session: None,
             steps: Vec::new(),
             refused: None,
         }
@@ -239,6 +247,8 @@ impl<'a> Transaction<'a> {
                 update,
                 many,
                 upsert: false,
+                array_filters: None,
+                hint: None,
             }),
         )
     }
@@ -306,6 +316,8 @@ impl<'a> Transaction<'a> {
                     update: update.into(),
                     many: false,
                     upsert: true,
+                    array_filters: None,
+                    hint: None,
                 });
         self.push(format!("append to {}", B::COLLECTION), step)
     }
@@ -335,6 +347,8 @@ impl<'a> Transaction<'a> {
                 update: update.into(),
                 many: false,
                 upsert: false,
+                array_filters: None,
+                hint: None,
             }),
         )
         .must_match()
@@ -352,19 +366,84 @@ impl<'a> Transaction<'a> {
         self
     }
 
-    /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
-    /// a whole on transient errors (write conflicts, a primary that went away) within the
-    /// schema's transaction deadline; past it, [`Error::Timeout`]. A commit whose outcome is
-    /// unknown (cut at the deadline while in flight, or failed after the driver's retry) is
-    /// [`Error::CommitUnknown`] and is not retried: the writes may have landed.
+    /// The update added last ([`update_one`](Transaction::update_one),
+    /// [`update_many`](Transaction::update_many)) inserts a document when its filter matches
+    /// none (the driver's `upsert`).
+    pub fn upsert(self, upsert: bool) -> Self {
+        self.update_option("upsert", |step| {
+            if let Step::Update { upsert: slot, .. } = step {
+                *slot = upsert;
+            }
+        })
+    }
+
+    /// The `arrayFilters` of the update added last (the driver's `array_filters`): the
+    /// identifiers its `$[name]` paths use.
+    pub fn array_filters(self, filters: impl IntoIterator<Item = BsonDocument>) -> Self {
+        let filters: Vec<BsonDocument> = filters.into_iter().collect();
+        self.update_option("array_filters", move |step| {
+            if let Step::Update { array_filters, .. } = step {
+                *array_filters = Some(filters);
+            }
+        })
+    }
+
+    /// The index the update added last uses (the driver's `hint`).
+    pub fn hint(self, hint: Hint) -> Self {
+        self.update_option("hint", move |step| {
+            if let Step::Update { hint: slot, .. } = step {
+                *slot = Some(hint);
+            }
+        })
+    }
+
+    /// Sets an option of the last step, which must be an update of the service's own
+    /// (otherwise the transaction is refused before anything is sent,
+    /// [`Error::InvalidArgument`] naming the option).
+    fn update_option(mut self, option: &str, set: impl FnOnce(&mut Step)) -> Self {
+        match self.steps.last_mut() {
+            Some(Planned {
+                step: step @ Step::Update { .. },
+                ..
+            }) => set(step),
+            _ => {
+                self.refused.get_or_insert(Error::invalid_argument(
+                    option,
+                    format!("`{option}` applies to the update added just before it (`update_one`, `update_many`)"),
+                ));
+            }
+        }
+        self
+    }
+
+    /// Sends the steps inside `session`'s transaction instead of one of the library's own:
+    /// once, no retry, no commit (the caller owns the commit, the abort and the retry; a
+    /// transient error comes back with its labels). [`TransactionReport::attempts`] is then
+    /// `1`. Start the transaction first: in a session without one the writes are sent one by
+    /// one, not atomically.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Sends the writes in one transaction and commits.
+    ///
+    /// # Errors
+    ///
+    /// As awaiting the transaction.
+    #[deprecated(since = "0.2.0", note = "await the transaction itself (`IntoFuture`)")]
     pub async fn run(self) -> Result<TransactionReport> {
+        self.send().await
+    }
+
+    async fn send(self) -> Result<TransactionReport> {
         if let Some(refused) = self.refused {
             return Err(refused);
         }
         let deadline: Duration = self.schema.transaction_deadline_value();
         let steps = self.steps;
         let db = self.db;
-        let (outcomes, attempts) = in_transaction(db, deadline, |session| {
+        let (outcomes, attempts) = in_transaction_or(db, deadline, self.session, |session| {
             let (db, steps) = (db.clone(), steps.clone());
             Box::pin(async move {
                 let mut outcomes = Vec::with_capacity(steps.len());
@@ -388,6 +467,31 @@ impl<'a> Transaction<'a> {
             steps: outcomes,
             attempts,
         })
+    }
+}
+
+impl<'a> std::future::IntoFuture for Transaction<'a> {
+    type Output = Result<TransactionReport>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
+    /// a whole on transient errors (write conflicts, a primary that went away) within the
+    /// schema's transaction deadline. With [`session`](Transaction::session), the writes are
+    /// sent once inside the caller's transaction, which the caller commits.
+    ///
+    /// # Errors
+    ///
+    /// What a step refused before anything was sent (a value that does not serialize,
+    /// [`Error::Serialization`]; a bucket entry without its key, [`Error::InvalidArgument`];
+    /// an operator where a value belongs, [`Error::UnsafeValue`]; an update option after a
+    /// step that is not an update); a [`must_match`](Transaction::must_match) step or
+    /// compare-and-set that matched nothing, [`Error::ConditionFailed`] (nothing written);
+    /// the driver's errors. Without a session: past the deadline, [`Error::Timeout`]; a commit
+    /// whose outcome is unknown (cut at the deadline while in flight, or failed after the
+    /// driver's retry) is [`Error::CommitUnknown`] and is not retried: the writes may have
+    /// landed.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.send())
     }
 }
 
@@ -416,17 +520,25 @@ async fn run_step(
             update,
             many,
             upsert,
+            array_filters,
+            hint,
         } => {
+            let options = mongodb::options::UpdateOptions::builder()
+                .upsert(*upsert)
+                .array_filters(array_filters.clone())
+                .hint(hint.clone())
+                .build();
             let result = if *many {
                 collection(name)
                     .update_many(filter.clone(), update.clone())
+                    .with_options(options)
                     .session(&mut *session)
                     .await
                     .in_collection(name)?
             } else {
                 collection(name)
                     .update_one(filter.clone(), update.clone())
-                    .upsert(*upsert)
+                    .with_options(options)
                     .session(&mut *session)
                     .await
                     .in_collection(name)?

@@ -3,14 +3,15 @@
 
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::ReturnDocument;
-use mongodb::Database;
+use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
 use super::fan_out::FanOut;
 use super::touches;
-use super::transaction::in_transaction;
+use super::transaction::in_transaction_or;
 use crate::model::copy::{SyncEdge, SyncStrategy};
 use crate::{Document, Result, ResultExt};
 
@@ -126,46 +127,110 @@ pub(crate) fn pending_async(
     touched(edges, update).iter().map(SyncEdge::label).collect()
 }
 
-pub(crate) async fn update_source<T: Document>(
-    db: &Database,
-    graph: &crate::SyncGraph,
+/// [`crate::Schema::update_source`]: the source's update and its transactional copies'
+/// fan-outs in one transaction. Await it; with [`session`](UpdateSource::session) it runs
+/// inside the caller's transaction.
+#[must_use = "nothing is written until the action is awaited"]
+pub struct UpdateSource<'a> {
+    db: &'a Database,
     deadline: Duration,
-    id: &T::Id,
+    collection: &'static str,
+    /// The stored id, or why it could not be prepared.
+    id: Result<Bson>,
     update: BsonDocument,
-) -> Result<SourceUpdate>
-where
-    T::Id: Serialize,
-{
-    let id = crate::model::document::stored_id::<T>(id).map_err(mongodb::error::Error::from)?;
-    let edges = touched_edges(graph, T::COLLECTION, &update);
-    let pending = pending_async(graph, T::COLLECTION, &update);
-    let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
-        .iter()
-        .filter(|e| !edges.contains(e))
-        .map(SyncEdge::label)
-        .collect();
-    let (mut report, attempts) = in_transaction(db, deadline, |session| {
-        let (db, id, update, edges) = (db.clone(), id.clone(), update.clone(), edges.clone());
-        Box::pin(async move {
-            let (source, copies_rewritten) =
-                update_source_in(&db, T::COLLECTION, id, update, &edges, session).await?;
-            Ok(SourceUpdate {
-                source,
-                copies_rewritten,
-                pending_async: Vec::new(),
-                attempts: 0,
-            })
-        })
-    })
-    .await?;
-    if report.source.is_some() {
-        report
-            .copies_rewritten
-            .extend(untouched.into_iter().map(|label| (label, 0)));
-        report.pending_async = pending;
+    edges: Vec<SyncEdge>,
+    pending: Vec<String>,
+    untouched: Vec<String>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> UpdateSource<'a> {
+    pub(crate) fn new<T: Document>(
+        db: &'a Database,
+        graph: &crate::SyncGraph,
+        deadline: Duration,
+        id: &T::Id,
+        update: BsonDocument,
+    ) -> Self
+    where
+        T::Id: Serialize,
+    {
+        let id = crate::model::document::stored_id::<T>(id)
+            .map_err(|e| mongodb::error::Error::from(e).into());
+        let edges = touched_edges(graph, T::COLLECTION, &update);
+        let pending = pending_async(graph, T::COLLECTION, &update);
+        let untouched: Vec<String> = transactional_edges(graph, T::COLLECTION)
+            .iter()
+            .filter(|e| !edges.contains(e))
+            .map(SyncEdge::label)
+            .collect();
+        UpdateSource {
+            db,
+            deadline,
+            collection: T::COLLECTION,
+            id,
+            update,
+            edges,
+            pending,
+            untouched,
+            session: None,
+        }
     }
-    report.attempts = attempts;
-    Ok(report)
+
+    /// Runs inside `session`'s transaction instead of one of the library's own: the source's
+    /// update and every fan-out of its transactional copies commit or abort with the caller's
+    /// writes (the caller owns the commit, the abort and the retry; a transient error comes
+    /// back with its labels). Start the transaction first: in a session without one the
+    /// writes are sent one by one, not atomically. [`SourceUpdate::attempts`] is then `1`.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for UpdateSource<'a> {
+    type Output = Result<SourceUpdate>;
+    type IntoFuture = BoxFuture<'a, Result<SourceUpdate>>;
+
+    /// Sends the update and the fan-outs.
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors ([`crate::Error::Validation`] of the source or of a holder), and without
+    /// a session the library's transaction's [`crate::Error::Timeout`] and
+    /// [`crate::Error::CommitUnknown`].
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let id = self.id?;
+            let (db, collection, update, edges) =
+                (self.db, self.collection, self.update, self.edges);
+            let (mut report, attempts) =
+                in_transaction_or(db, self.deadline, self.session, |session| {
+                    let (db, id, update, edges) =
+                        (db.clone(), id.clone(), update.clone(), edges.clone());
+                    Box::pin(async move {
+                        let (source, copies_rewritten) =
+                            update_source_in(&db, collection, id, update, &edges, session).await?;
+                        Ok(SourceUpdate {
+                            source,
+                            copies_rewritten,
+                            pending_async: Vec::new(),
+                            attempts: 0,
+                        })
+                    })
+                })
+                .await?;
+            if report.source.is_some() {
+                report
+                    .copies_rewritten
+                    .extend(self.untouched.into_iter().map(|label| (label, 0)));
+                report.pending_async = self.pending;
+            }
+            report.attempts = attempts;
+            Ok(report)
+        })
+    }
 }
 
 /// The writes of `update_source` in `session`: the source's update (returning it as updated),
@@ -198,44 +263,96 @@ pub(crate) async fn update_source_in(
     Ok((source, copies_rewritten))
 }
 
-pub(crate) async fn delete_source<T: Document>(
-    db: &Database,
-    graph: &crate::SyncGraph,
+/// [`crate::Schema::delete_source`]: the source's delete and its transactional copies'
+/// `on_delete` in one transaction. Await it; with [`session`](DeleteSource::session) it runs
+/// inside the caller's transaction.
+#[must_use = "nothing is written until the action is awaited"]
+pub struct DeleteSource<'a> {
+    db: &'a Database,
     deadline: Duration,
-    id: &T::Id,
-) -> Result<SourceDelete>
-where
-    T::Id: Serialize,
-{
-    let id = crate::model::document::stored_id::<T>(id).map_err(mongodb::error::Error::from)?;
-    let edges = transactional_edges(graph, T::COLLECTION);
-    let (mut report, attempts) = in_transaction(db, deadline, |session| {
-        let (db, id, edges) = (db.clone(), id.clone(), edges.clone());
+    collection: &'static str,
+    id: Result<Bson>,
+    edges: Vec<SyncEdge>,
+    session: Option<&'a mut ClientSession>,
+}
+
+impl<'a> DeleteSource<'a> {
+    pub(crate) fn new<T: Document>(
+        db: &'a Database,
+        graph: &crate::SyncGraph,
+        deadline: Duration,
+        id: &T::Id,
+    ) -> Self
+    where
+        T::Id: Serialize,
+    {
+        DeleteSource {
+            db,
+            deadline,
+            collection: T::COLLECTION,
+            id: crate::model::document::stored_id::<T>(id)
+                .map_err(|e| mongodb::error::Error::from(e).into()),
+            edges: transactional_edges(graph, T::COLLECTION),
+            session: None,
+        }
+    }
+
+    /// Runs inside `session`'s transaction instead of one of the library's own: the delete and
+    /// the unset copies commit or abort with the caller's writes (the caller owns the commit,
+    /// the abort and the retry). Start the transaction first: in a session without one the
+    /// writes are sent one by one, not atomically.
+    pub fn session(mut self, session: &'a mut ClientSession) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for DeleteSource<'a> {
+    type Output = Result<SourceDelete>;
+    type IntoFuture = BoxFuture<'a, Result<SourceDelete>>;
+
+    /// Sends the delete and the fan-outs.
+    ///
+    /// # Errors
+    ///
+    /// An id that does not serialize ([`crate::Error::Serialization`], nothing sent), the
+    /// driver's errors, and without a session the library's transaction's
+    /// [`crate::Error::Timeout`] and [`crate::Error::CommitUnknown`].
+    fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let source = db
-                .collection::<BsonDocument>(T::COLLECTION)
-                .find_one_and_delete(doc! { "_id": id.clone() })
-                .session(&mut *session)
+            let id = self.id?;
+            let (db, collection, edges) = (self.db, self.collection, self.edges);
+            let (mut report, attempts) =
+                in_transaction_or(db, self.deadline, self.session, |session| {
+                    let (db, id, edges) = (db.clone(), id.clone(), edges.clone());
+                    Box::pin(async move {
+                        let source = db
+                            .collection::<BsonDocument>(collection)
+                            .find_one_and_delete(doc! { "_id": id.clone() })
+                            .session(&mut *session)
+                            .await?;
+                        let mut copies_unset = Vec::new();
+                        if source.is_some() {
+                            for edge in &edges {
+                                if let Some(fan_out) = FanOut::deleted(edge, &id) {
+                                    let n =
+                                        fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
+                                    copies_unset.push((edge.label(), n));
+                                }
+                            }
+                        }
+                        Ok(SourceDelete {
+                            source,
+                            copies_unset,
+                            attempts: 0,
+                        })
+                    })
+                })
                 .await?;
-            let mut copies_unset = Vec::new();
-            if source.is_some() {
-                for edge in &edges {
-                    if let Some(fan_out) = FanOut::deleted(edge, &id) {
-                        let n = fan_out.run(&db, &edge.holder, Some(&mut *session)).await?;
-                        copies_unset.push((edge.label(), n));
-                    }
-                }
-            }
-            Ok(SourceDelete {
-                source,
-                copies_unset,
-                attempts: 0,
-            })
+            report.attempts = attempts;
+            Ok(report)
         })
-    })
-    .await?;
-    report.attempts = attempts;
-    Ok(report)
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,36 @@ pub const TRANSACTION_DEADLINE: Duration = Duration::from_secs(120);
 /// body run again could apply its writes twice).
 ///
 /// Returns the body's result and the number of attempts.
+///
+/// # Errors
+///
+/// The body's error (after the retries of a transient one), [`Error::Timeout`] past the
+/// deadline, and [`Error::CommitUnknown`].
 pub async fn in_transaction<R>(
+    db: &Database,
+    deadline: Duration,
+    body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
+) -> Result<(R, u32)> {
+    in_transaction_or(db, deadline, None, body).await
+}
+
+/// [`in_transaction`], or with `caller`'s session the body alone, once, inside the caller's
+/// transaction: the caller owns the commit, the abort and the retry (a transient error is
+/// returned with its labels, for the caller's retry loop to see), and no deadline of the
+/// library's applies. Returns the body's result and `1`.
+pub(crate) async fn in_transaction_or<R>(
+    db: &Database,
+    deadline: Duration,
+    caller: Option<&mut ClientSession>,
+    mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
+) -> Result<(R, u32)> {
+    if let Some(session) = caller {
+        return Ok((body(session).await?, 1));
+    }
+    own_transaction(db, deadline, body).await
+}
+
+async fn own_transaction<R>(
     db: &Database,
     deadline: Duration,
     mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,

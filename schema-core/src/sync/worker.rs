@@ -997,6 +997,11 @@ impl SyncWorkerHandle {
     /// Gives up after [`SyncWorker::ready_timeout`] with [`Error::Timeout`] carrying the last
     /// error the worker saw; returns the worker's error at once if it ended (an
     /// [`Error::Worker`], as [`SyncWorkerHandle::shutdown`] does).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Timeout`] after the worker's `ready_timeout` (30 s by default), or the worker's
+    /// own error if it stopped before it was ready.
     pub async fn ready(&self) -> Result<()> {
         let deadline = Instant::now() + self.ready_timeout;
         loop {
@@ -1028,6 +1033,10 @@ impl SyncWorkerHandle {
     /// The error that ended the worker, if one did: [`Error::Worker`] whose [`WorkerStop`](crate::error::WorkerStop)
     /// says why (authentication, change streams unsupported, a panic, ...) and whose `source`
     /// is the error underneath.
+    ///
+    /// # Errors
+    ///
+    /// The worker's final error, if it stopped on one.
     pub async fn shutdown(self) -> Result<()> {
         let _ = self.stop.send(true);
         match self.task.await {

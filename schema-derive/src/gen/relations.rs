@@ -160,7 +160,7 @@ fn relation_const(
             pub const #name: #private::Relation<Self, #target, #private::SortKey> =
                 #private::Relation::new(#stored, #kind).ordered(#private::SortKey {
                     field: #key,
-                    direction: #direction,
+                    direction: #private::SortKey::direction_of(#direction),
                     unique: #unique,
                 });
         },

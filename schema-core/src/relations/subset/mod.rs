@@ -6,17 +6,20 @@ use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
-use mongodb::options::{ReturnDocument, UpdateModifications};
+use mongodb::options::UpdateModifications;
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::relations::embedded;
-use crate::sync::transaction::{in_transaction, TRANSACTION_DEADLINE};
+use crate::sync::transaction::TRANSACTION_DEADLINE;
 use crate::{Document, Error, Ref, Result, SchemaError, SyncStrategy};
 
+mod action;
 pub(crate) mod reconcile;
 mod rule;
+
+pub use action::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
 
 pub use reconcile::SubsetReconcile;
 pub use rule::PreviewFn;
@@ -85,6 +88,11 @@ type Types<P, C, V> = fn() -> (P, C, V);
 /// transaction, with the child inserted once.
 pub trait SubsetOf<C> {
     /// The parent collection, the parent's id, an optional condition and the update.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serialization`] for a child whose preview does not serialize, and the
+    /// refusals of the child's reference (an unsafe id).
     fn parent_update(&self, child: &C) -> Result<ParentUpdate>;
 
     /// The subset as data, for [`Subset::delete_with`] and [`Subset::update_with`].
@@ -261,6 +269,11 @@ where
     }
 
     /// The child's field that references the parent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Schema`] when the subset names none and the child holds not exactly one
+    /// `#[reference]` to the parent.
     pub fn parent_field(&self) -> Result<String> {
         if !self.parent.is_empty() {
             return Ok(self.parent.to_owned());
@@ -297,6 +310,10 @@ where
     /// `$slice` (the array never exceeds `max`), or for `max = 1` a `$set`; plus `$inc` on the
     /// count. For `max = 1` the filter returned keeps an older preview from replacing a newer
     /// one; `None` means no condition.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serialization`] for a preview that does not serialize.
     pub fn update_for(&self, preview: &V) -> Result<(Option<BsonDocument>, BsonDocument)> {
         Ok(self.update_for_bson(to_bson(preview)?))
     }
@@ -304,46 +321,60 @@ where
     /// Inserts `child` and updates its parent's subset and count in one transaction (seed 003:
     /// "if the queue must never show a preview that disagrees with the thread"), retried on
     /// write conflicts. When the parent keeps several subsets of the same child, use
-    /// [`Subset::add_with`] so the child is inserted once.
-    pub async fn add(&self, db: &Database, child: &C) -> Result<()> {
-        self.add_with(db, child, &[]).await
+    /// [`Subset::add_with`] so the child is inserted once. With
+    /// [`.session(&mut s)`](SubsetAdd::session) it runs inside the caller's transaction:
+    /// `Ticket::LAST_MESSAGE.add(&db, &message).session(&mut s).await`.
+    ///
+    /// # Errors
+    ///
+    /// See [`SubsetAdd`]'s `into_future`: a child that does not serialize or whose parent id is
+    /// an operator is refused before anything is sent; the driver's errors
+    /// ([`Error::Duplicate`], [`Error::Validation`]); without a session, the library's
+    /// transaction's [`Error::Timeout`] and [`Error::CommitUnknown`].
+    pub fn add<'a>(&self, db: &'a Database, child: &C) -> SubsetAdd<'a> {
+        self.add_with(db, child, &[])
     }
 
     /// Like [`Subset::add`], also applying the updates of `others`, the other subsets of the
     /// same child (`Ticket::LAST_MESSAGE.add_with(&db, &message, &[&Ticket::RECENT])`), in the
     /// same transaction.
-    pub async fn add_with(
+    ///
+    /// # Errors
+    ///
+    /// As [`Subset::add`].
+    pub fn add_with<'a>(
         &self,
-        db: &Database,
+        db: &'a Database,
         child: &C,
         others: &[&(dyn SubsetOf<C> + Sync)],
-    ) -> Result<()> {
-        let raw =
-            crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
-        let mut updates = vec![self.parent_update(child)?];
-        for other in others {
-            updates.push(other.parent_update(child)?);
+    ) -> SubsetAdd<'a> {
+        let prepared = (|| {
+            let raw = crate::model::document::stored_document(child)
+                .map_err(mongodb::error::Error::from)?;
+            let mut updates = vec![self.parent_update(child)?];
+            for other in others {
+                updates.push(other.parent_update(child)?);
+            }
+            Ok((raw, updates))
+        })();
+        SubsetAdd {
+            db,
+            children: C::COLLECTION,
+            deadline: self.deadline,
+            prepared,
+            session: None,
         }
-        in_transaction(db, self.deadline, |session| {
-            let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
-            Box::pin(async move {
-                db.collection::<BsonDocument>(C::COLLECTION)
-                    .insert_one(raw)
-                    .session(&mut *session)
-                    .await?;
-                for u in updates {
-                    update_parent_in(&db, u, &mut *session).await?;
-                }
-                Ok(())
-            })
-        })
-        .await?;
-        Ok(())
     }
 
     /// Inserts `child`, then updates the parent, without a transaction: cheaper, with a short
     /// window in which the parent is behind; [`Subset::rebuild`] repairs a parent whose second
     /// write was lost.
+    ///
+    /// # Errors
+    ///
+    /// A child that does not serialize ([`Error::Serialization`]) or whose parent id is an
+    /// operator ([`Error::UnsafeValue`]), refused before anything is sent; the driver's errors
+    /// of either write (after the insert, the parent may be behind until [`Subset::rebuild`]).
     pub async fn add_then_update(&self, db: &Database, child: &C) -> Result<()> {
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
@@ -435,30 +466,36 @@ where
 
     /// Recomputes one parent's subset and count from its children, reading the children and
     /// writing the parent in one transaction: a child added meanwhile by [`Subset::add`]
-    /// conflicts with it and one of the two is retried, so no increment is lost.
-    pub async fn rebuild(&self, db: &Database, parent: &Ref<P>) -> Result<()>
+    /// conflicts with it and one of the two is retried, so no increment is lost. With
+    /// [`.session(&mut s)`](SubsetRebuild::session) it runs inside the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// A parent id that is an operator ([`Error::UnsafeValue`], nothing sent), the driver's
+    /// errors; without a session, the library's transaction's [`Error::Timeout`] and
+    /// [`Error::CommitUnknown`].
+    pub fn rebuild<'a>(&self, db: &'a Database, parent: &Ref<P>) -> SubsetRebuild<'a>
     where
         P::Id: Serialize,
     {
-        self.rebuild_id(db, parent.to_bson()).await
+        let parent = parent.to_bson();
+        let prepared = (|| {
+            crate::relations::reference::refuse_hostile_id("the parent's id", &parent)?;
+            Ok((parent, Subset::rule(self)?))
+        })();
+        SubsetRebuild {
+            db,
+            parents: P::COLLECTION,
+            deadline: self.deadline,
+            prepared,
+            session: None,
+        }
     }
 
     async fn rebuild_id(&self, db: &Database, parent: Bson) -> Result<()> {
         crate::relations::reference::refuse_hostile_id("the parent's id", &parent)?;
         let rule = Subset::rule(self)?;
-        in_transaction(db, self.deadline, |session| {
-            let (db, parent, rule) = (db.clone(), parent.clone(), rule.clone());
-            Box::pin(async move {
-                let state = rule.state(&db, Some(&mut *session), &parent).await?;
-                db.collection::<BsonDocument>(P::COLLECTION)
-                    .update_one(doc! { "_id": parent }, rule.set_update(&state))
-                    .session(&mut *session)
-                    .await?;
-                Ok(())
-            })
-        })
-        .await?;
-        Ok(())
+        action::rebuild_in(db, P::COLLECTION, self.deadline, parent, rule, None).await
     }
 
     /// Whether the subset shows and counts `child` (always without a filter: no rule is built
@@ -502,48 +539,48 @@ where
     /// previews are refilled from the remaining children in sort order (one query on the
     /// reference index with the sort key), so deleting the newest of a full subset brings in
     /// the next one. Returns whether a child was deleted. For several subsets of the same
-    /// child, use [`Subset::delete_with`].
-    pub async fn delete(&self, db: &Database, child: &Ref<C>) -> Result<bool>
+    /// child, use [`Subset::delete_with`]. With [`.session(&mut s)`](SubsetDelete::session) it
+    /// runs inside the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// A child id that is an operator ([`Error::UnsafeValue`], nothing sent), the driver's
+    /// errors; without a session, the library's transaction's [`Error::Timeout`] and
+    /// [`Error::CommitUnknown`].
+    pub fn delete<'a>(&self, db: &'a Database, child: &Ref<C>) -> SubsetDelete<'a>
     where
         C::Id: Serialize,
     {
-        self.delete_with(db, child, &[]).await
+        self.delete_with(db, child, &[])
     }
 
     /// Like [`Subset::delete`], also keeping `others`, the other subsets of the same child,
     /// in the same transaction.
-    pub async fn delete_with(
+    ///
+    /// # Errors
+    ///
+    /// As [`Subset::delete`].
+    pub fn delete_with<'a>(
         &self,
-        db: &Database,
+        db: &'a Database,
         child: &Ref<C>,
         others: &[&(dyn SubsetOf<C> + Sync)],
-    ) -> Result<bool>
+    ) -> SubsetDelete<'a>
     where
         C::Id: Serialize,
     {
         let id = child.to_bson();
-        crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
-        let rules = self.rules_with(others)?;
-        let (deleted, _) = in_transaction(db, self.deadline, |session| {
-            let (db, id, rules) = (db.clone(), id.clone(), rules.clone());
-            Box::pin(async move {
-                let Some(before) = db
-                    .collection::<BsonDocument>(C::COLLECTION)
-                    .find_one_and_delete(doc! { "_id": id })
-                    .session(&mut *session)
-                    .await?
-                else {
-                    return Ok(false);
-                };
-                for rule in &rules {
-                    rule.refresh_in(&db, &mut *session, Some(&before), None)
-                        .await?;
-                }
-                Ok(true)
-            })
-        })
-        .await?;
-        Ok(deleted)
+        let prepared = (|| {
+            crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
+            Ok((id, self.rules_with(others)?))
+        })();
+        SubsetDelete {
+            db,
+            children: C::COLLECTION,
+            deadline: self.deadline,
+            prepared,
+            session: None,
+        }
     }
 
     /// Applies `update` to the child `child` references and, in the same transaction,
@@ -551,86 +588,83 @@ where
     /// key changed, enters or leaves the subset when the child crosses the cut or the filter
     /// (the count follows the filter), and moves to the new parent when the reference
     /// changed. Returns whether a child matched. For several subsets of the same child, use
-    /// [`Subset::update_with`].
-    pub async fn update(
+    /// [`Subset::update_with`]. With [`.session(&mut s)`](SubsetUpdate::session) it runs
+    /// inside the caller's transaction.
+    ///
+    /// # Errors
+    ///
+    /// A child id that is an operator ([`Error::UnsafeValue`], nothing sent), the driver's
+    /// errors ([`Error::Validation`] of the update); without a session, the library's
+    /// transaction's [`Error::Timeout`] and [`Error::CommitUnknown`].
+    pub fn update<'a>(
         &self,
-        db: &Database,
+        db: &'a Database,
         child: &Ref<C>,
         update: impl Into<UpdateModifications>,
-    ) -> Result<bool>
+    ) -> SubsetUpdate<'a>
     where
         C::Id: Serialize,
     {
-        self.update_with(db, child, update, &[]).await
+        self.update_with(db, child, update, &[])
     }
 
     /// Like [`Subset::update`], also keeping `others`, the other subsets of the same child,
     /// in the same transaction.
-    pub async fn update_with(
+    ///
+    /// # Errors
+    ///
+    /// As [`Subset::update`].
+    pub fn update_with<'a>(
         &self,
-        db: &Database,
+        db: &'a Database,
         child: &Ref<C>,
         update: impl Into<UpdateModifications>,
         others: &[&(dyn SubsetOf<C> + Sync)],
-    ) -> Result<bool>
+    ) -> SubsetUpdate<'a>
     where
         C::Id: Serialize,
     {
         let id = child.to_bson();
-        crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
         let update = update.into();
-        let rules = self.rules_with(others)?;
+        let rules = self.rules_with(others);
         // the document after the update is enough unless the update may move the child to
         // another parent, or a subset filters (then the document before it decides too)
-        let filtered = rules.iter().any(|r| r.filter.is_some());
-        let moves = match &update {
-            UpdateModifications::Document(update) => rules
-                .iter()
-                .any(|r| embedded::writes_path(update, &r.parent_field).is_some()),
-            _ => true,
+        let read_after = match &rules {
+            Ok(rules) => {
+                let filtered = rules.iter().any(|r| r.filter.is_some());
+                let moves = match &update {
+                    UpdateModifications::Document(update) => rules
+                        .iter()
+                        .any(|r| embedded::writes_path(update, &r.parent_field).is_some()),
+                    _ => true,
+                };
+                filtered || moves
+            }
+            Err(_) => true,
         };
-        let read_after = filtered || moves;
-        let (matched, _) = in_transaction(db, self.deadline, |session| {
-            let (db, id, update, rules) = (db.clone(), id.clone(), update.clone(), rules.clone());
-            Box::pin(async move {
-                let children = db.collection::<BsonDocument>(C::COLLECTION);
-                let before = children
-                    .find_one_and_update(doc! { "_id": id.clone() }, update)
-                    .return_document(if read_after {
-                        ReturnDocument::Before
-                    } else {
-                        ReturnDocument::After
-                    })
-                    .session(&mut *session)
-                    .await?;
-                let Some(first) = before else {
-                    return Ok(false);
-                };
-                let (before, after) = if read_after {
-                    let after = children
-                        .find_one(doc! { "_id": id })
-                        .session(&mut *session)
-                        .await?;
-                    (first, after)
-                } else {
-                    // parent and filter unchanged: the refill reads the new values anyway
-                    (first.clone(), Some(first))
-                };
-                for rule in &rules {
-                    rule.refresh_in(&db, &mut *session, Some(&before), after.as_ref())
-                        .await?;
-                }
-                Ok(true)
-            })
-        })
-        .await?;
-        Ok(matched)
+        let prepared = (|| {
+            crate::relations::reference::refuse_hostile_id("the child's id", &id)?;
+            Ok((id, rules?))
+        })();
+        SubsetUpdate {
+            db,
+            children: C::COLLECTION,
+            deadline: self.deadline,
+            prepared,
+            update,
+            read_after,
+            session: None,
+        }
     }
 
     /// Recomputes every parent's subset and count from the children (the repair job of the
     /// two-writes option), walking the parents by `_id` in batches, each parent in its own
     /// transaction. Returns the number of parents rebuilt. To resume after an error from the
     /// last parent done, use [`Subset::resume_rebuild_all`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Subset::resume_rebuild_all`].
     pub async fn rebuild_all(&self, db: &Database) -> Result<u64> {
         let mut progress = RebuildProgress::default();
         self.resume_rebuild_all(db, &mut progress).await?;
@@ -651,6 +685,11 @@ where
     /// println!("{} parents rebuilt", progress.rebuilt);
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first parent's rebuild that fails (its error, `progress.failed_at` naming it), or
+    /// the driver's error of reading the parents.
     pub async fn resume_rebuild_all(
         &self,
         db: &Database,

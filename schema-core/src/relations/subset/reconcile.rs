@@ -107,7 +107,7 @@ pub(crate) fn rule_of(
         path: subset.path.clone().into(),
         max: subset.max,
         sort_field: subset.sort_field.clone().into(),
-        sort_direction: subset.sort_direction,
+        sort_direction: subset.sort_direction.as_i32(),
         count: subset.count.clone().map(Into::into),
         count_type: subset.count_type,
         parent_field: parent_field.into(),
