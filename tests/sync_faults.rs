@@ -213,13 +213,13 @@ impl Workers {
     }
 
     fn account(&mut self, handle: &SyncWorkerHandle) {
-        let stats = handle.stats();
-        self.takeovers += stats.snapshot().takeovers;
-        self.reopened += stats.snapshot().reopened;
-        self.applied += stats.snapshot().applied;
-        self.failed += stats.snapshot().failed;
-        self.reconciles += stats.snapshot().reconciles;
-        self.max_lag_ms = self.max_lag_ms.max(stats.snapshot().max_lag_ms);
+        let stats = handle.stats().snapshot();
+        self.takeovers += stats.takeovers;
+        self.reopened += stats.reopened;
+        self.applied += stats.applied;
+        self.failed += stats.failed;
+        self.reconciles += stats.reconciles;
+        self.max_lag_ms = self.max_lag_ms.max(stats.max_lag_ms);
     }
 
     /// Kills the active worker (waiting for one to be active) and starts a fresh one.

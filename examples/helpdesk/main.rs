@@ -307,12 +307,13 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let stats = worker.stats().snapshot();
     println!(
         "  \"{}\" -> \"{new_name}\": all {holders} tickets show it {} after the rename (worker lag {} ms, {} tickets rewritten)",
         busiest.name,
         ms(started.elapsed()),
-        worker.stats().snapshot().last_lag_ms,
-        worker.stats().snapshot().copies_rewritten
+        stats.last_lag_ms,
+        stats.copies_rewritten
     );
     worker.shutdown().await?;
 
