@@ -143,6 +143,51 @@ mod model {
     }
 }
 
+/// The library's warnings and errors of this process (both runs), newest last, for a failure
+/// message: a worker that cannot take over says why in its log.
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Installs the process-wide layer that keeps [`WARNINGS`] (the workers run on tokio's threads,
+/// so a thread-local subscriber would not see them).
+fn keep_warnings() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    struct Line(String);
+    impl tracing::field::Visit for Line {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={value:?}", field.name()));
+        }
+    }
+    struct Keep;
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Keep {
+        fn on_event(
+            &self,
+            event: &tracing::Event<'_>,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            if *event.metadata().level() > tracing::Level::WARN {
+                return;
+            }
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let mut line = Line(format!(
+                "{:.3} {}",
+                at.as_secs_f64(),
+                event.metadata().level()
+            ));
+            event.record(&mut line);
+            let mut kept = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() >= 400 {
+                kept.remove(0);
+            }
+            kept.push(line.0);
+        }
+    }
+    // both runs call this; the first installs it
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(Keep));
+}
+
 /// xorshift64*, seeded from the clock; the seed is printed so a run can be replayed.
 struct Rng(u64);
 
@@ -222,6 +267,46 @@ impl Workers {
         self.max_lag_ms = self.max_lag_ms.max(stats.max_lag_ms);
     }
 
+    /// What each worker and the lease documents on the server say, for a failure message.
+    async fn diagnosis(&self) -> String {
+        let mut lines: Vec<String> = self
+            .handles
+            .iter()
+            .map(|h| {
+                format!(
+                    "worker: standby {}, finished {}, ready {}, last error {:?}",
+                    h.stats().is_standby(),
+                    h.is_finished(),
+                    h.stats().is_ready(),
+                    h.stats().last_error()
+                )
+            })
+            .collect();
+        let leases = tokio::time::timeout(Duration::from_secs(10), async {
+            let found = self
+                .db
+                .collection::<BsonDocument>(TOKENS_COLLECTION)
+                .find(doc! { "$or": [{ "_id": WORKER }, { "_id.lease": WORKER }] })
+                .projection(doc! { "token": 0 })
+                .await?;
+            found.try_collect::<Vec<_>>().await
+        })
+        .await;
+        match leases {
+            Ok(Ok(docs)) => lines.extend(docs.iter().map(|d| format!("lease document: {d}"))),
+            Ok(Err(e)) => lines.push(format!("lease documents unreadable: {e}")),
+            Err(_) => lines.push("lease documents: no reply within 10 s".into()),
+        }
+        lines.push(format!("now: {:?}", std::time::SystemTime::now()));
+        let warnings = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push(format!(
+            "the last {} warnings of this process:",
+            warnings.len().min(60)
+        ));
+        lines.extend(warnings.iter().rev().take(60).rev().cloned());
+        lines.join("\n")
+    }
+
     /// Kills the active worker (waiting for one to be active) and starts a fresh one.
     async fn kill_active(&mut self) {
         let start = Instant::now();
@@ -229,10 +314,12 @@ impl Workers {
             if let Some(i) = self.handles.iter().position(|h| h.stats().is_active()) {
                 break i;
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "no worker became active within 60 s"
-            );
+            if start.elapsed() >= Duration::from_secs(60) {
+                panic!(
+                    "no worker became active within 60 s\n{}",
+                    self.diagnosis().await
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         let handle = self.handles.remove(active);
@@ -356,6 +443,7 @@ async fn chaos(repairs_alongside: bool) {
         .as_nanos() as u64
         | 1;
     println!("fault test seed {seed}");
+    keep_warnings();
     let mut rng = Rng(seed);
 
     // a storage of each run's own: the two runs go in parallel
