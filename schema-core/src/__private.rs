@@ -143,18 +143,6 @@ where
     crate::relations::to_bson(&V::preview_of(&child))
 }
 
-/// A stored field of a collection root, keyed by a hash of its Rust name; implemented by
-/// `#[derive(Document)]` so that `#[extended_ref(fields = "...")]` of another type can name the
-/// field's type and stored name.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` has no field listed in `#[extended_ref(fields = ...)]`",
-    label = "every copied field must be a stored field of `{Self}`"
-)]
-pub trait HasField<const KEY: u64>: FieldPath<KEY> {
-    /// The field of `self` (its type and stored name are the field's [`FieldPath`]'s).
-    fn field(&self) -> &<Self as FieldPath<KEY>>::Type;
-}
-
 /// The stored named fields of a collection root (all but `_id`): their Rust names and, in the
 /// same order, their stored names. Implemented by `#[derive(Document)]`, read by the copy types
 /// of other derives to check `#[extended_ref(fields = ...)]` while evaluating a constant.
@@ -222,6 +210,85 @@ impl<T: crate::Identified + Fields> CopySource<0> for T {
     #[inline]
     fn source_schema() -> Document {
         <T as crate::BsonSchema>::bson_schema()
+    }
+}
+
+/// A copy type's source, or one of its copied fields, as the copy type's checked constant names
+/// it: `Checked<Source, { Copy::__SOURCE }>` and `Checked<Source, { Copy::__FIELD_name }>`,
+/// each spelled once in a hidden type alias next to the copy type. Every item of the copy type
+/// reads the alias ([`CheckedSource`], [`CheckedField`]), so rustc evaluates one anonymous
+/// constant per source and per copied field instead of one per use (a copy type named its
+/// checked constants about forty times). A failed check makes the alias an error type, about
+/// which rustc reports nothing more: one mistake is still one error.
+pub struct Checked<S: ?Sized, const C: u64>(core::marker::PhantomData<S>);
+
+/// The source of a copy type through its checked alias (see [`Checked`]): what [`CopySource`]
+/// gives, without a constant argument to evaluate at each use.
+pub trait CheckedSource {
+    /// The source type.
+    type Of: ?Sized;
+    /// The source's `_id` type.
+    type Id;
+    /// Rust names of the source's stored named fields.
+    const NAMES: &'static [&'static str];
+    /// Their stored names.
+    const STORED: &'static [&'static str];
+    /// The source's collection.
+    const COLLECTION: &'static str;
+    /// How the source's `_id` is written.
+    const ID_ENCODER: Encoder<Self::Id>;
+    /// How the source's stored `_id` is read.
+    const ID_DECODER: Decoder<Self::Id>;
+    /// The source's `_id`.
+    fn source_id(source: &Self::Of) -> &Self::Id;
+    /// The source's `$jsonSchema`.
+    fn source_schema() -> Document;
+}
+
+impl<S: CopySource<C> + ?Sized, const C: u64> CheckedSource for Checked<S, C> {
+    type Of = S;
+    type Id = S::Id;
+    const NAMES: &'static [&'static str] = S::NAMES;
+    const STORED: &'static [&'static str] = S::STORED;
+    const COLLECTION: &'static str = S::COLLECTION;
+    const ID_ENCODER: Encoder<S::Id> = S::ID_ENCODER;
+    const ID_DECODER: Decoder<S::Id> = S::ID_DECODER;
+    #[inline]
+    fn source_id(source: &S) -> &S::Id {
+        source.source_id()
+    }
+    #[inline]
+    fn source_schema() -> Document {
+        S::source_schema()
+    }
+}
+
+/// A copied field through its copy type's checked alias (see [`Checked`]): the source field's
+/// type, stored form and serde helpers, and the field of a source value.
+pub trait CheckedField {
+    /// The source type.
+    type Of: ?Sized;
+    /// The field's Rust type.
+    type Type;
+    /// What describes its stored form.
+    type Stored: ?Sized;
+    /// How values are written.
+    const ENCODER: Encoder<Self::Type>;
+    /// How stored values are read back.
+    const DECODER: Decoder<Self::Type>;
+    /// The field of `source`.
+    fn field(source: &Self::Of) -> &Self::Type;
+}
+
+impl<S: FieldPath<K> + ?Sized, const K: u64> CheckedField for Checked<S, K> {
+    type Of = S;
+    type Type = <S as FieldPath<K>>::Type;
+    type Stored = <S as FieldPath<K>>::Stored;
+    const ENCODER: Encoder<Self::Type> = <S as FieldPath<K>>::ENCODER;
+    const DECODER: Decoder<Self::Type> = <S as FieldPath<K>>::DECODER;
+    #[inline]
+    fn field(source: &S) -> &Self::Type {
+        <S as FieldPath<K>>::field(source)
     }
 }
 
@@ -654,6 +721,14 @@ pub trait FieldPath<const KEY: u64> {
     const DECODER: Decoder<Self::Type> = Decoder::Plain;
     /// `#[embed(max = N, cap)]`: the cap.
     const CAP: Option<u32> = None;
+    /// The field of `self`: what a copy type of another struct reads (`From<&Source>`).
+    /// `#[derive(Document)]` implements it for the fields of a collection root struct, the only
+    /// sources a copy type's checked constants admit; everywhere else (an enum's fields, a value
+    /// embedded in a document, the forwarding impls) it is never called.
+    #[inline]
+    fn field(&self) -> &Self::Type {
+        unreachable!("mongo-schema: `FieldPath::field` of a field that is no collection root's")
+    }
 }
 
 /// The `FieldPath` impl of one stored named field of a non-generic derived type, the consts
@@ -662,6 +737,20 @@ pub trait FieldPath<const KEY: u64> {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __field_path {
+    // a collection root's field: its accessor too (see `FieldPath::field`)
+    ($ty:ty, $key:literal, $t:ty, $stored_ty:ty, $stored:literal, .$member:tt $(, $($rest:tt)*)?) => {
+        #[automatically_derived]
+        impl $crate::__private::FieldPath<$key> for $ty {
+            type Type = $t;
+            type Stored = $stored_ty;
+            const STORED: &'static str = $stored;
+            $($($rest)*)?
+            #[inline]
+            fn field(&self) -> &$t {
+                &self.$member
+            }
+        }
+    };
     ($ty:ty, $key:literal, $t:ty, $stored_ty:ty, $stored:literal $(, $($rest:tt)*)?) => {
         #[automatically_derived]
         impl $crate::__private::FieldPath<$key> for $ty {
@@ -673,37 +762,21 @@ macro_rules! __field_path {
     };
 }
 
-/// The `HasField` impl of one stored named field of a non-generic collection root (see
-/// [`__field_path!`](crate::__field_path)).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __has_field {
-    ($ty:ty, $key:literal, $t:ty, $member:ident) => {
-        #[automatically_derived]
-        impl $crate::__private::HasField<$key> for $ty {
-            #[inline]
-            fn field(&self) -> &$t {
-                &self.$member
-            }
-        }
-    };
-}
-
 /// The `FieldPath` impl of a field of a copy type generated by `#[extended_ref]`: the source
 /// field's type, stored form and helpers, the copy's stored name at `$index` of its table.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __copied_field_path {
-    ($copy:ty, $key:literal, $source:ty, $source_key:expr, $index:literal) => {
+    ($copy:ty, $key:literal, $checked:ty, $index:literal) => {
         #[automatically_derived]
         impl $crate::__private::FieldPath<$key> for $copy {
-            type Type = <$source as $crate::__private::FieldPath<{ $source_key }>>::Type;
-            type Stored = <$source as $crate::__private::FieldPath<{ $source_key }>>::Stored;
+            type Type = <$checked as $crate::__private::CheckedField>::Type;
+            type Stored = <$checked as $crate::__private::CheckedField>::Stored;
             const STORED: &'static str = <$copy>::__STORED[$index];
             const ENCODER: $crate::__private::Encoder<Self::Type> =
-                <$source as $crate::__private::FieldPath<{ $source_key }>>::ENCODER;
+                <$checked as $crate::__private::CheckedField>::ENCODER;
             const DECODER: $crate::__private::Decoder<Self::Type> =
-                <$source as $crate::__private::FieldPath<{ $source_key }>>::DECODER;
+                <$checked as $crate::__private::CheckedField>::DECODER;
         }
     };
 }
@@ -771,7 +844,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Decode
     }
 }
 
-/// FNV-1a of a Rust field name: the key of [`FieldPath`] and [`HasField`] (the derive computes
+/// FNV-1a of a Rust field name: the key of [`FieldPath`] (the derive computes
 /// the same).
 pub const fn field_key(name: &str) -> u64 {
     let bytes = name.as_bytes();

@@ -1,5 +1,5 @@
 //! What copies generate: the extended-reference copy types (their field types taken from the
-//! source through `HasField`), the hidden `HasField` impls every collection root offers, the
+//! source's `FieldPath` impls), the hidden `Fields` list every collection root offers, the
 //! copy and subset tables, and the `Subset` / `EmbeddedArray` constants.
 
 use proc_macro2::{Span, TokenStream};
@@ -35,62 +35,32 @@ fn shape_tokens(kind: RefKind) -> TokenStream {
     }
 }
 
-/// `impl HasField<KEY> for T` for every stored named field of a collection root, and
-/// `impl Fields for T` listing them (but `_id`), which a copy type checks its fields against.
-pub fn has_field_impls(cont: &Container) -> TokenStream {
-    let facade = crate::gen::facade();
+/// `impl Fields for T` of a collection root, listing its stored named fields (but `_id`), which
+/// a copy type checks its fields against (the fields' accessors are their `FieldPath` impls').
+pub fn fields_impl(cont: &Container) -> TokenStream {
     let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
-    let mut out: TokenStream = cont
-        .stored_fields()
-        .filter_map(|field| {
-            let member = field.ident?;
-            let name = unraw(member);
-            let key = field_key(&name);
-            let ty = field.ty;
-            if !cont.is_generic() && unbounded_type(ty) {
-                return Some(quote! {
-                    #facade::__has_field!(#ident, #key, #ty, #member);
-                });
-            }
-            // spanned at the field's type, like the struct's own report of an ill-formed type,
-            // which rustc then reports once
-            let field_fn = quote_spanned! {ty.span()=>
-                #[inline]
-                fn field(&self) -> &#ty {
-                    &self.#member
-                }
-            };
-            Some(quote! {
-                #[automatically_derived]
-                impl #impl_generics #private::HasField<#key> for #ident #ty_generics #where_clause {
-                    #field_fn
-                }
-            })
-        })
-        .collect();
     let (names, stored): (Vec<String>, Vec<&String>) = cont
         .stored_fields()
         .filter(|field| field.stored_name != "_id")
         .filter_map(|field| Some((unraw(field.ident?), &field.stored_name)))
         .unzip();
     let has_id = cont.stored_fields().any(|f| f.stored_name == "_id");
-    out.extend(quote! {
+    quote! {
         #[automatically_derived]
         impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
             const NAMES: &'static [&'static str] = &[#(#names),*];
             const STORED: &'static [&'static str] = &[#(#stored),*];
             const HAS_ID: bool = #has_id;
         }
-    });
-    out
+    }
 }
 
 /// Whether `ty` names no type with bounds on its parameters (a plain path, or std's containers of
 /// such): a type whose well-formedness rustc checks again at the accessor's signature would be
 /// reported a second time inside the macro, so those keep an accessor spanned at the type.
-fn unbounded_type(ty: &syn::Type) -> bool {
+pub fn unbounded_type(ty: &syn::Type) -> bool {
     let syn::Type::Path(path) = ty else {
         return false;
     };
@@ -148,14 +118,22 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             .collect();
         // Every item below reaches the source through the constants checked here, each of which
         // fails to evaluate when its check fails: the types naming a failed constant are error
-        // types, about which rustc reports nothing more, so one mistake is one error.
+        // types, about which rustc reports nothing more, so one mistake is one error. Each
+        // checked constant is named once, in a hidden alias (`Checked<Source, { .. }>`), that
+        // the items read: one anonymous constant for rustc to evaluate, not one per use.
+        let source_alias = format_ident!("__{}_source_", name);
         let checked_source =
-            quote_spanned!(source_span=> <#source as #private::CopySource<{ #name::__SOURCE }>>);
+            quote_spanned!(source_span=> <#source_alias as #private::CheckedSource>);
         // named after the field: rustc's error says "evaluation of `LoanBook::__FIELD_titel`"
         let key_consts: Vec<Ident> = extended
             .fields
             .iter()
             .map(|f| format_ident!("__FIELD_{}", f))
+            .collect();
+        let field_aliases: Vec<Ident> = extended
+            .fields
+            .iter()
+            .map(|f| format_ident!("__{}_field_{}", name, f))
             .collect();
         let field_checks = extended
             .fields
@@ -185,20 +163,17 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                         });
                 }
             });
-        let field_types: Vec<TokenStream> = key_consts
+        let field_types: Vec<TokenStream> = field_aliases
             .iter()
-            .map(|key_const| {
-                quote_spanned!(span=> <#source as #private::FieldPath<{ #name::#key_const }>>::Type)
-            })
+            .map(|alias| quote_spanned!(span=> <#alias as #private::CheckedField>::Type))
             .collect();
-        let field_values = key_consts.iter().map(|key_const| {
-            quote_spanned!(span=> <#source as #private::HasField<{ #name::#key_const }>>::field(source))
-        });
+        let field_values = field_aliases
+            .iter()
+            .map(|alias| quote_spanned!(span=> <#alias as #private::CheckedField>::field(source)));
         let stored_names = extended.fields.iter().map(
             |f| quote!(#private::stored_name(#checked_source::NAMES, #checked_source::STORED, #f)),
         );
-        let checked_inner =
-            quote_spanned!(source_span=> <#source as #ms::CopySource<{ #name::__SOURCE }>>);
+        let checked_inner = quote_spanned!(source_span=> <#source_alias as #ms::CheckedSource>);
         let document_check =
             quote_spanned!(source_span=> #private::copy_from_document::<#source>());
         let source_check = quote_spanned!(source_span=>
@@ -230,9 +205,10 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             |tail, ty| quote!((::core::option::Option<#ty>, #tail)),
         );
         let slots = quote!((::core::option::Option<#checked_inner::Id>, #slots));
-        let decoders = key_consts.iter().rev().fold(quote!(()), |tail, key_const| {
-            quote!((<#source as #ms::FieldPath<{ #name::#key_const }>>::DECODER, #tail))
-        });
+        let decoders = field_aliases.iter().rev().fold(
+            quote!(()),
+            |tail, alias| quote!((<#alias as #ms::CheckedField>::DECODER, #tail)),
+        );
         let decoders = quote!((#checked_inner::ID_DECODER, #decoders));
         let values = locals
             .iter()
@@ -242,7 +218,21 @@ pub fn copy_types(cont: &Container) -> TokenStream {
         let id_key = field_key("id");
         let path_keys: Vec<u64> = extended.fields.iter().map(|f| field_key(f)).collect();
         let path_positions: Vec<usize> = (0..n).collect();
+        let source_checked =
+            quote_spanned!(source_span=> #private::Checked<#source, { #name::__SOURCE }>);
+        let fields_checked = key_consts.iter().map(
+            |key_const| quote_spanned!(span=> #private::Checked<#source, { #name::#key_const }>),
+        );
         out.extend(quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types)]
+            type #source_alias = #source_checked;
+            #(
+                #[doc(hidden)]
+                #[allow(non_camel_case_types)]
+                type #field_aliases = #fields_checked;
+            )*
+
             #[doc = #doc]
             #[derive(Debug, Clone, PartialEq)]
             #vis struct #name {
@@ -281,7 +271,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     const DECODER: #ms::Decoder<Self::Type> = #checked_inner::ID_DECODER;
                 }
                 #(
-                    #facade::__copied_field_path!(#name, #path_keys, #source, #name::#key_consts, #path_positions);
+                    #facade::__copied_field_path!(#name, #path_keys, #field_aliases, #path_positions);
                 )*
                 #[automatically_derived]
                 impl #ms::Ordered for #name {}
@@ -304,7 +294,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                         let mut state = serializer.serialize_struct(#name_str, #count)?;
                         // each value as its source field is stored: through its helper
                         state.serialize_field("_id", &#ms::Encoded(&self.id, #checked_inner::ID_ENCODER))?;
-                        #( state.serialize_field(#stored, &#ms::Encoded(&self.#idents, <#source as #ms::FieldPath<{ #name::#key_consts }>>::ENCODER))?; )*
+                        #( state.serialize_field(#stored, &#ms::Encoded(&self.#idents, <#field_aliases as #ms::CheckedField>::ENCODER))?; )*
                         state.end()
                     }
                 }
@@ -358,6 +348,7 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
                 continue;
             };
             let copy_type = copy_type_name(cont, field);
+            let source_alias = format_ident!("__{}_source_", copy_type);
             let sync = format_ident!("{}", sync.variant());
             let shape = shape_tokens(copy_shape(field.ty).0);
             let source_name = type_name(source);
@@ -372,7 +363,7 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
             out.extend(quote! {
                 .copy(#private::CopySpec::new(
                     #path,
-                    <#source as #private::CopySource<{ #copy_type::__SOURCE }>>::COLLECTION,
+                    <#source_alias as #private::CheckedSource>::COLLECTION,
                     #source_name,
                     &#copy_type::__STORED,
                     #private::SyncStrategy::#sync,

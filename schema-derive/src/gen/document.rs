@@ -95,7 +95,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let references_fn = crate::gen::relations::references_fn(cont);
-    let has_fields = has_field_impls(cont);
+    let has_fields = fields_impl(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
@@ -215,12 +215,12 @@ fn identified_impl(cont: &Container) -> Option<TokenStream> {
     })
 }
 
-/// The `HasField` impls another struct's copy types read; none for a whole-document enum, whose
+/// The `Fields` list another struct's copy types check; none for a whole-document enum, whose
 /// fields belong to its kinds.
-fn has_field_impls(cont: &Container) -> TokenStream {
+fn fields_impl(cont: &Container) -> TokenStream {
     match cont.data {
         Data::Enum(_) => TokenStream::new(),
-        _ => crate::gen::copies::has_field_impls(cont),
+        _ => crate::gen::copies::fields_impl(cont),
     }
 }
 
@@ -246,7 +246,7 @@ fn kind_ids(variants: &[Variant]) -> Option<TokenStream> {
 
 /// What the derive emits next to its errors for a collection root it could model: every item
 /// uses elsewhere name (the `Document` impl with its collection name and id type, `Identified`,
-/// the relation, subset and array constants, the `HasField` impls a copy type of another struct
+/// the relation, subset and array constants, the `Fields` list and `FieldPath` impls a copy type of another struct
 /// reads), with bodies that are never run, so that one mistake in the attributes is one error
 /// and not one more per use of a generated item.
 pub fn fallback_document_items(cont: &Container) -> TokenStream {
@@ -262,8 +262,8 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let id_type = id_type(cont);
     let identified = identified_impl(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
-    let has_fields = has_field_impls(cont);
-    // `HasField` stands on `FieldPath`
+    let has_fields = fields_impl(cont);
+    // a copy type of another struct reads the fields through their `FieldPath` impls
     let paths = match cont.data {
         Data::Enum(_) => TokenStream::new(),
         _ => crate::gen::paths::field_paths(cont, crate::expand::Derive::Document),

@@ -3,7 +3,8 @@
 //! list of a `BsonSchema` struct (read by a query's `project = Row`).
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::Type;
 
 use crate::ast::{field_key, unraw, Container, Data, Field, Repr};
@@ -110,7 +111,7 @@ fn native(ty: &Type) -> Option<syn::Ident> {
 }
 
 /// `impl FieldPath<KEY>` for every stored named field; `Ordered` for the type; `Fields` for a
-/// `BsonSchema` struct (a collection root has its own, with its `HasField` impls).
+/// `BsonSchema` struct (a collection root has its own, beside its fields' accessors).
 pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
     let facade = crate::gen::facade();
     let private = private();
@@ -125,8 +126,12 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
         }
         _ => Vec::new(),
     };
+    // a collection root struct's fields are the sources of other structs' copies: their
+    // `FieldPath` impls carry the accessor `From<&Source>` reads
+    let root = derive == Derive::Document && matches!(cont.data, Data::Struct(_));
     for field in &fields {
-        let key = field_key(&unraw(field.ident.expect("named")));
+        let member = field.ident.expect("named");
+        let key = field_key(&unraw(member));
         let ty = field.ty;
         let stored_ty = stored_form(field);
         // a flattened value's fields are stored at this level: its segment is empty, and
@@ -150,7 +155,18 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                 let max = u32::try_from(max).unwrap_or(u32::MAX);
                 quote!(const CAP: ::core::option::Option<u32> = ::core::option::Option::Some(#max);)
             });
-        if cont.is_generic() {
+        // a type with bounds on its parameters keeps its accessor spanned at the type, as the
+        // struct's own report of an ill-formed type is, which rustc then reports once
+        let spanned_accessor = root && !crate::gen::copies::unbounded_type(ty);
+        if cont.is_generic() || spanned_accessor {
+            let accessor = root.then(|| {
+                quote_spanned! {ty.span()=>
+                    #[inline]
+                    fn field(&self) -> &#ty {
+                        &self.#member
+                    }
+                }
+            });
             out.extend(quote! {
                 #[automatically_derived]
                 impl #impl_generics #private::FieldPath<#key> for #ident #ty_generics #where_clause {
@@ -160,7 +176,12 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                     #encoder
                     #decoder
                     #cap
+                    #accessor
                 }
+            });
+        } else if root {
+            out.extend(quote! {
+                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, .#member, #encoder #decoder #cap);
             });
         } else {
             out.extend(quote! {
