@@ -19,7 +19,6 @@ pub use crate::model::stored;
 /// The transaction loop of `update_source`, a `Transaction` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
 pub use crate::sync::transaction::in_transaction;
-pub use crate::validation::compiled_in;
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {

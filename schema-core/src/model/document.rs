@@ -92,8 +92,7 @@ pub trait Document: BsonSchema {
         outcome.map_err(|e| crate::Error::Validation(Box::new(e.with_collection(Self::COLLECTION))))
     }
 
-    /// The compiled validator of [`Document::check`]: a static per type in the derive's code,
-    /// a registry keyed by type for generic types.
+    /// The compiled validator of [`Document::check`], kept in a registry keyed by type.
     #[doc(hidden)]
     fn __local_validator() -> &'static crate::Result<crate::LocalValidator>
     where

@@ -16,29 +16,31 @@ use std::sync::{OnceLock, RwLock};
 use mongodb::bson::{RawDocument, RawDocumentBuf};
 
 /// The compiled validator of a `Document` type, compiled on first use and kept for the life
-/// of the process (the derive emits a static per type instead, except for generic types).
+/// of the process.
 pub(crate) fn compiled<T: crate::Document + 'static>() -> &'static crate::Result<LocalValidator> {
+    compiled_for(TypeId::of::<T>(), T::validator)
+}
+
+/// The registry behind [`compiled`], not generic: one copy in the library, whatever the number
+/// of models. A read lock and a hash lookup per call, next to a validation's microseconds, is
+/// what keeps a static and its initializer out of every derived model (a static per model was
+/// about a tenth of the derive's compile time).
+fn compiled_for(
+    key: TypeId,
+    validator: fn() -> mongodb::bson::Document,
+) -> &'static crate::Result<LocalValidator> {
     type Registry = RwLock<HashMap<TypeId, &'static crate::Result<LocalValidator>>>;
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     let registry = REGISTRY.get_or_init(Default::default);
-    let key = TypeId::of::<T>();
     if let Some(found) = registry.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return found;
     }
+    // compiled outside the lock: a validator that takes long does not hold up other types
+    let compiled = LocalValidator::new(&validator());
     let mut registry = registry.write().unwrap_or_else(|e| e.into_inner());
     registry
         .entry(key)
-        .or_insert_with(|| Box::leak(Box::new(LocalValidator::new(&T::validator()))))
-}
-
-/// The compiled validator kept in `cell`, a static of the derive's code per type: compiled on
-/// first use from `validator`. Not generic, so the derive's function that calls it is a few
-/// instructions that only the crates calling `check` compile.
-pub fn compiled_in(
-    cell: &'static OnceLock<crate::Result<LocalValidator>>,
-    validator: fn() -> mongodb::bson::Document,
-) -> &'static crate::Result<LocalValidator> {
-    cell.get_or_init(|| LocalValidator::new(&validator()))
+        .or_insert_with(|| Box::leak(Box::new(compiled)))
 }
 
 /// Whether a serialized document has an `_id` (usually its first field).

@@ -109,7 +109,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         _ => None,
     };
     let identified = identified_impl(cont);
-    let local_validator = local_validator_fn(cont);
     quote! {
         #child_of
         #query_items
@@ -118,8 +117,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
             #id_encoder
-
-            #local_validator
 
             #[inline]
             fn collection_spec() -> #private::CollectionSpec {
@@ -141,26 +138,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         #relation_consts
         #has_fields
     }
-}
-
-/// `Document::__local_validator` with a static of its own, so `T::check` compiles the
-/// validator once and then finds it without a lookup. A generic type keeps the trait's
-/// default (a registry keyed by type): a static in a generic function would be shared by every
-/// instantiation.
-fn local_validator_fn(cont: &Container) -> Option<TokenStream> {
-    if !cont.original.generics.params.is_empty() {
-        return None;
-    }
-    let private = private();
-    Some(quote! {
-        // inline: compiled only by the crates that call `check`, the work in the library
-        #[inline]
-        fn __local_validator() -> &'static #private::Result<#private::LocalValidator> {
-            static COMPILED: ::std::sync::OnceLock<#private::Result<#private::LocalValidator>> =
-                ::std::sync::OnceLock::new();
-            #private::compiled_in(&COMPILED, <Self as #private::Document>::validator)
-        }
-    })
 }
 
 /// The field stored as `_id`, and the `T` of an `Option<T>` one (skipped when `None`, checked:
