@@ -2,6 +2,7 @@
 # Compile time of the derives against serde's alone, on the same generated models.
 #
 #   benches/compile-time.sh [MODELS] [RUNS]      (defaults: 200 models, 3 runs)
+#   COUNT=instructions benches/compile-time.sh [MODELS]
 #
 # Generates MODELS collection roots twice into a scratch workspace: `ours` as users write them
 # (`#[derive(Document, Serialize, Deserialize)]` with indexes, a declared query, constraints,
@@ -9,6 +10,12 @@
 # types written out by hand). Both crates have the same dependencies. Each run touches the model
 # file of each crate and rebuilds it (`cargo build`, dev profile), alternating which goes first;
 # prints the median of each and the ratio ours / plain.
+#
+# Wall-clock times on a shared virtual machine vary by a third between identical rebuilds, so
+# `COUNT=instructions` counts instead what rustc executes for each crate's touched rebuild,
+# under valgrind's callgrind (the same count on every run of the same inputs, whatever else the
+# machine is doing; about 50x slower, so use fewer models, e.g. 60): one run of each, their
+# ratio printed the same way.
 #
 # The scratch workspace and its own target dir live under ${COMPILE_TIME_DIR:-/tmp/mongo-schema-compile-time},
 # so the shared target dir is left alone; the first build compiles the dependencies (minutes).
@@ -149,6 +156,36 @@ build_seconds() {
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+if [[ ${COUNT:-} == instructions ]]; then
+    command -v valgrind >/dev/null || {
+        echo "COUNT=instructions needs valgrind (apt-get install valgrind)" >&2
+        exit 1
+    }
+    # a rustc wrapper that runs only the two bench crates under callgrind
+    cat >"$dir/count-rustc.sh" <<'WRAP'
+#!/usr/bin/env bash
+rustc=$1
+shift
+for arg in "$@"; do
+    case $arg in compile_time_ours | compile_time_plain)
+        exec valgrind --tool=callgrind --callgrind-out-file=/dev/null "$rustc" "$@" 2>"$COUNT_DIR/$arg.log"
+        ;;
+    esac
+done
+exec "$rustc" "$@"
+WRAP
+    chmod +x "$dir/count-rustc.sh"
+    counts=()
+    for crate in ours plain; do
+        touch "$dir/$crate/src/models.rs"
+        COUNT_DIR=$dir RUSTC_WRAPPER="$dir/count-rustc.sh" cargo build --quiet -p "compile-time-$crate"
+        counts+=("$(grep -o 'Collected : [0-9]*' "$dir/compile_time_$crate.log" | grep -o '[0-9]*$')")
+    done
+    printf '%d models, instructions of a touched rebuild: ours %d, serde alone %d, ratio %.3f\n' \
+        "$models" "${counts[0]}" "${counts[1]}" "$(echo "${counts[0]} / ${counts[1]}" | bc -l)"
+    exit 0
+fi
 
 ours=() plain=()
 for ((run = 0; run < runs; run++)); do
