@@ -1,7 +1,7 @@
 //! Type-level checks: the rules only rustc can decide, spanned at the user's tokens.
 
 use proc_macro2::TokenStream;
-use quote::quote_spanned;
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::ast::Container;
@@ -72,6 +72,7 @@ pub fn type_checks(cont: &Container) -> TokenStream {
     }
     let private = private();
     let mut checks = uuid_checks(cont);
+    let mut root_checks = TokenStream::new();
     for field in cont.stored_fields() {
         if field.attrs.reference.is_some()
             || field.attrs.extended_ref.is_some()
@@ -101,9 +102,14 @@ pub fn type_checks(cont: &Container) -> TokenStream {
             type_name(inner),
             if generic { "which contains a collection root" } else { "a collection root" },
         );
-        checks.extend(quote_spanned! {ty.span()=>
-            const _: () = if #is_root { ::core::panic!(#message) };
+        root_checks.extend(quote_spanned! {ty.span()=>
+            if #is_root { ::core::panic!(#message) }
         });
+    }
+    // one constant for the model's fields: one body for rustc to check and evaluate, not one
+    // per embedded field (each `panic!` keeps its field's span)
+    if !root_checks.is_empty() {
+        checks.extend(quote!(const _: () = { #root_checks };));
     }
     checks
 }

@@ -94,7 +94,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
-    let references_fn = crate::gen::relations::references_fn(cont);
     let has_fields = fields_impl(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
@@ -131,8 +130,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #buckets
                     #queries
             }
-
-            #references_fn
         }
         #identified
         #relation_consts

@@ -110,7 +110,7 @@ fn native(ty: &Type) -> Option<syn::Ident> {
     Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
 }
 
-/// `impl FieldPath<KEY>` for every stored named field; `Ordered` for the type; `Fields` for a
+/// `impl FieldPath<KEY>` for every stored named field; `Ordered` for an embeddable type; `Fields` for a
 /// `BsonSchema` struct (a collection root has its own, beside its fields' accessors).
 pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
     let facade = crate::gen::facade();
@@ -189,7 +189,9 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
             });
         }
     }
-    if ordered(cont) {
+    // a collection root is never a stored value of another document (rule 3), so never a sort
+    // key's or a range's type: only embeddable types need the marker
+    if derive == Derive::BsonSchema && ordered(cont) {
         out.extend(quote! {
             #[automatically_derived]
             impl #impl_generics #private::Ordered for #ident #ty_generics #where_clause {}

@@ -24,21 +24,6 @@ fn references<'c, 'a>(cont: &'c Container<'a>) -> impl Iterator<Item = &'c Field
     cont.stored_fields().filter(|f| f.attrs.reference.is_some())
 }
 
-/// The body of `Document::references()`: the specs alone, without building the validator
-/// (the subset helpers ask for them on every write).
-pub fn references_fn(cont: &Container) -> TokenStream {
-    let private = private();
-    let calls = reference_specs(cont);
-    quote! {
-        #[inline]
-        fn references() -> ::std::vec::Vec<#private::ReferenceSpec> {
-            #private::CollectionSpec::new("", #private::bson::Document::new())
-                #calls
-                .references
-        }
-    }
-}
-
 /// `.reference(ReferenceSpec::new(...))` calls for `CollectionSpec`.
 pub fn reference_specs(cont: &Container) -> TokenStream {
     let private = private();
