@@ -14,11 +14,13 @@ pub use crate::json_schema::compose::{
     enum_schema, object, tuple, ObjectSchema, Tagging, VariantSchema,
 };
 pub use crate::json_schema::{constrain, not_null};
+pub use crate::model::bson_schema::FieldList;
 pub use crate::model::copy_de::{deserialize_copy, CopySlots};
 pub use crate::model::stored;
 /// The transaction loop of `update_source`, a `Transaction` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
 pub use crate::sync::transaction::in_transaction;
+use crate::BsonSchema;
 
 /// The schema of a unit-only enum stored as its variant names.
 pub fn string_enum(values: &[&str]) -> Document {
@@ -142,9 +144,11 @@ where
     crate::relations::to_bson(&V::preview_of(&child))
 }
 
-/// The stored named fields of a collection root (all but `_id`): their Rust names and, in the
-/// same order, their stored names. Implemented by `#[derive(Document)]`, read by the copy types
-/// of other derives to check `#[extended_ref(fields = ...)]` while evaluating a constant.
+/// The stored named fields of a struct the derives model (all but `_id`): their Rust names
+/// and, in the same order, their stored names, read from [`BsonSchema::__FIELDS`] (empty for
+/// other types, which [`Fields::IS_STRUCT`] tells apart). Read by the copy types of other
+/// derives to check `#[extended_ref(fields = ...)]`, and by a query's projection check, while
+/// evaluating a constant.
 pub trait Fields {
     /// Rust names.
     const NAMES: &'static [&'static str];
@@ -152,6 +156,24 @@ pub trait Fields {
     const STORED: &'static [&'static str];
     /// Whether the type stores an `_id`.
     const HAS_ID: bool = false;
+    /// Whether the type is a struct the derives model.
+    const IS_STRUCT: bool = false;
+}
+
+impl<T: BsonSchema + ?Sized> Fields for T {
+    const NAMES: &'static [&'static str] = match T::__FIELDS {
+        Some(fields) => fields.names,
+        None => &[],
+    };
+    const STORED: &'static [&'static str] = match T::__FIELDS {
+        Some(fields) => fields.stored,
+        None => &[],
+    };
+    const HAS_ID: bool = match T::__FIELDS {
+        Some(fields) => fields.has_id,
+        None => false,
+    };
+    const IS_STRUCT: bool = T::__FIELDS.is_some();
 }
 
 /// Compile-time check that `T` is a collection root, the first of a copy type's checks: the
@@ -165,7 +187,10 @@ pub const fn copy_from_document<T: crate::Document + ?Sized>() -> u64 {
 
 /// The second check of a copy type's source, in its constant `__SOURCE`: a collection root
 /// (`C` is the first check's constant) with an `_id` field.
-pub const fn copy_source<T: CopySource<C> + ?Sized, const C: u64>() -> u64 {
+pub const fn copy_source<T: CopySource<C> + Fields + ?Sized, const C: u64>() -> u64 {
+    if !T::IS_STRUCT {
+        panic!("the source of an `#[extended_ref]` copy is a collection root struct: a whole-document enum's fields belong to its kinds");
+    }
     C
 }
 
@@ -684,6 +709,9 @@ pub const fn require_ordered<T: Ordered + ?Sized>() {}
 
 /// Compile-time check of `#[query(project = Row)]`: every stored field of `Row` is one of `R`.
 pub const fn check_projection<R: Fields + ?Sized, Row: Fields + ?Sized>() {
+    if !Row::IS_STRUCT {
+        panic!("the `project = ...` type of this `#[query]` is not a struct deriving `BsonSchema`: a projection row is a struct of the fields it reads");
+    }
     let mut i = 0;
     while i < Row::STORED.len() {
         if position(R::STORED, Row::STORED[i]).is_none() {

@@ -70,6 +70,12 @@ fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) 
     let private = gen::private();
     let private_use = gen::private_use();
     let collection_root = matches!(cont.map(|c| &c.data), Some(crate::ast::Data::Struct(_)));
+    // the fields other structs' copies check theirs against, so that a mistake here is not
+    // one more error in each of them
+    let field_list = match (derive, cont) {
+        (Derive::Document, Some(cont)) => gen::copies::field_list(cont, derive),
+        _ => TokenStream::new(),
+    };
     let (document, copy_types) = match derive {
         Derive::Document if collection_root => {
             let cont = cont.expect("a struct was modelled");
@@ -108,6 +114,7 @@ fn fallback(input: &syn::DeriveInput, cont: Option<&Container>, derive: Derive) 
                 fn bson_schema() -> #private::bson::Document {
                     ::core::unimplemented!("mongo-schema: the derive reported errors")
                 }
+                #field_list
             }
             #document
         };

@@ -30,6 +30,13 @@ pub trait BsonSchema {
     #[doc(hidden)]
     const __COLLECTION_ROOT: bool = false;
 
+    /// The stored named fields of a struct the derives model (`None` for every other type):
+    /// what a copy type of another struct checks its `fields` against, and a declared query's
+    /// `project = Row` its row against. A constant of this impl rather than an impl of its own
+    /// per model (each impl is checked, hashed and saved by rustc: the derive's compile time).
+    #[doc(hidden)]
+    const __FIELDS: Option<FieldList> = None;
+
     /// `true` for `uuid::Uuid` (and `Option`s of it), which serde stores as binary subtype 0
     /// where `doc!`, mongosh and the other drivers write subtype 4: a field of it needs a helper
     /// or `stored_as` (checked by the derives).
@@ -151,6 +158,19 @@ impl BsonSchema for std::borrow::Cow<'_, str> {
     fn bson_schema() -> Document {
         bson_type("string")
     }
+}
+
+/// The stored named fields of a struct (see [`BsonSchema::__FIELDS`]): Rust names and, in the
+/// same order, stored names (`_id` left out), and whether the struct stores an `_id`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct FieldList {
+    /// Rust names.
+    pub names: &'static [&'static str],
+    /// Stored names.
+    pub stored: &'static [&'static str],
+    /// Whether the struct stores an `_id`.
+    pub has_id: bool,
 }
 
 impl<T: BsonSchema + ?Sized> BsonSchema for &T {

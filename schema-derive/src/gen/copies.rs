@@ -1,5 +1,5 @@
 //! What copies generate: the extended-reference copy types (their field types taken from the
-//! source's `FieldPath` impls), the hidden `Fields` list every collection root offers, the
+//! source's `FieldPath` impls), the hidden field list every collection root offers, the
 //! copy and subset tables, and the `Subset` / `EmbeddedArray` constants.
 
 use proc_macro2::{Span, TokenStream};
@@ -35,25 +35,29 @@ fn shape_tokens(kind: RefKind) -> TokenStream {
     }
 }
 
-/// `impl Fields for T` of a collection root, listing its stored named fields (but `_id`), which
-/// a copy type checks its fields against (the fields' accessors are their `FieldPath` impls').
-pub fn fields_impl(cont: &Container) -> TokenStream {
+/// `const __FIELDS` of a struct's `BsonSchema` impl: its stored named fields (but `_id`), which
+/// a copy type of another struct checks its `fields` against (a collection root's list, its
+/// flattened fields included, as `fields` names them) and a query's `project = Row` its row
+/// (an embedded struct's, flattened fields left out). Nothing for other types.
+pub fn field_list(cont: &Container, derive: crate::expand::Derive) -> TokenStream {
     let private = private();
-    let ident = cont.ident;
-    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    if !matches!(cont.data, crate::ast::Data::Struct(_)) {
+        return TokenStream::new();
+    }
+    let root = derive == crate::expand::Derive::Document;
     let (names, stored): (Vec<String>, Vec<&String>) = cont
         .stored_fields()
-        .filter(|field| field.stored_name != "_id")
+        .filter(|field| field.stored_name != "_id" && (root || field.attrs.flatten.is_none()))
         .filter_map(|field| Some((unraw(field.ident?), &field.stored_name)))
         .unzip();
     let has_id = cont.stored_fields().any(|f| f.stored_name == "_id");
     quote! {
-        #[automatically_derived]
-        impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
-            const NAMES: &'static [&'static str] = &[#(#names),*];
-            const STORED: &'static [&'static str] = &[#(#stored),*];
-            const HAS_ID: bool = #has_id;
-        }
+        const __FIELDS: ::core::option::Option<#private::FieldList> =
+            ::core::option::Option::Some(#private::FieldList {
+                names: &[#(#names),*],
+                stored: &[#(#stored),*],
+                has_id: #has_id,
+            });
     }
 }
 

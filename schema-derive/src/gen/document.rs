@@ -94,7 +94,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
-    let has_fields = fields_impl(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
@@ -133,7 +132,6 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         }
         #identified
         #relation_consts
-        #has_fields
     }
 }
 
@@ -189,15 +187,6 @@ fn identified_impl(cont: &Container) -> Option<TokenStream> {
     })
 }
 
-/// The `Fields` list another struct's copy types check; none for a whole-document enum, whose
-/// fields belong to its kinds.
-fn fields_impl(cont: &Container) -> TokenStream {
-    match cont.data {
-        Data::Enum(_) => TokenStream::new(),
-        _ => crate::gen::copies::fields_impl(cont),
-    }
-}
-
 /// The body of `Identified::id` of a whole-document enum whose every kind holds `_id` (checked
 /// to be of one type): a match on the kinds.
 fn kind_ids(variants: &[Variant]) -> Option<TokenStream> {
@@ -236,7 +225,6 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let id_type = id_type(cont);
     let identified = identified_impl(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
-    let has_fields = fields_impl(cont);
     // a copy type of another struct reads the fields through their `FieldPath` impls
     let paths = match cont.data {
         Data::Enum(_) => TokenStream::new(),
@@ -255,7 +243,6 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
         }
         #identified
         #relation_consts
-        #has_fields
     }
 }
 

@@ -41,6 +41,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let root = quote!(#root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*);
     let embedded =
         (derive == Derive::BsonSchema).then(|| crate::gen::document::embedded_relations_fn(cont));
+    let field_list = crate::gen::copies::field_list(cont, derive);
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BsonSchema for #ident #ty_generics #where_clause {
@@ -50,6 +51,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
                 #body
             }
             const __COLLECTION_ROOT: bool = #root;
+            #field_list
             #embedded
         }
     }

@@ -110,8 +110,8 @@ fn native(ty: &Type) -> Option<syn::Ident> {
     Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
 }
 
-/// `impl FieldPath<KEY>` for every stored named field; `Ordered` for an embeddable type; `Fields` for a
-/// `BsonSchema` struct (a collection root has its own, beside its fields' accessors).
+/// `impl FieldPath<KEY>` for every stored named field (a collection root's with the field's
+/// accessor), and `Ordered` for an embeddable type.
 pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
     let facade = crate::gen::facade();
     let private = private();
@@ -196,24 +196,6 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
             #[automatically_derived]
             impl #impl_generics #private::Ordered for #ident #ty_generics #where_clause {}
         });
-    }
-    if derive == Derive::BsonSchema {
-        if let Data::Struct(_) = cont.data {
-            let (names, stored): (Vec<String>, Vec<&String>) = fields
-                .iter()
-                .filter(|field| field.stored_name != "_id" && field.attrs.flatten.is_none())
-                .map(|field| (unraw(field.ident.expect("named")), &field.stored_name))
-                .unzip();
-            let has_id = fields.iter().any(|f| f.stored_name == "_id");
-            out.extend(quote! {
-                #[automatically_derived]
-                impl #impl_generics #private::Fields for #ident #ty_generics #where_clause {
-                    const NAMES: &'static [&'static str] = &[#(#names),*];
-                    const STORED: &'static [&'static str] = &[#(#stored),*];
-                    const HAS_ID: bool = #has_id;
-                }
-            });
-        }
     }
     out
 }
