@@ -155,9 +155,9 @@ pub trait Fields {
     /// Stored names.
     const STORED: &'static [&'static str];
     /// Whether the type stores an `_id`.
-    const HAS_ID: bool = false;
+    const HAS_ID: bool;
     /// Whether the type is a struct the derives model.
-    const IS_STRUCT: bool = false;
+    const IS_STRUCT: bool;
 }
 
 impl<T: BsonSchema + ?Sized> Fields for T {
@@ -186,10 +186,11 @@ pub const fn copy_from_document<T: crate::Document + ?Sized>() -> u64 {
 }
 
 /// The second check of a copy type's source, in its constant `__SOURCE`: a collection root
-/// (`C` is the first check's constant) with an `_id` field.
+/// (`C` is the first check's constant) with an `_id` field, and a struct (a whole-document
+/// enum's fields are its kinds').
 pub const fn copy_source<T: CopySource<C> + Fields + ?Sized, const C: u64>() -> u64 {
     if !T::IS_STRUCT {
-        panic!("the source of an `#[extended_ref]` copy is a collection root struct: a whole-document enum's fields belong to its kinds");
+        panic!("the source of an `#[extended_ref]` copy is a collection root struct: a whole-document enum's fields belong to its kinds; hold its id with `#[reference]` instead");
     }
     C
 }
@@ -764,19 +765,14 @@ pub trait FieldPath<const KEY: u64> {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __field_path {
-    // a collection root's field: its accessor too (see `FieldPath::field`)
+    // a collection root's field: its accessor too (see `FieldPath::field`), after the consts
     ($ty:ty, $key:literal, $t:ty, $stored_ty:ty, $stored:literal, .$member:tt $(, $($rest:tt)*)?) => {
-        #[automatically_derived]
-        impl $crate::__private::FieldPath<$key> for $ty {
-            type Type = $t;
-            type Stored = $stored_ty;
-            const STORED: &'static str = $stored;
-            $($($rest)*)?
+        $crate::__field_path!($ty, $key, $t, $stored_ty, $stored, $($($rest)*)?
             #[inline]
             fn field(&self) -> &$t {
                 &self.$member
             }
-        }
+        );
     };
     ($ty:ty, $key:literal, $t:ty, $stored_ty:ty, $stored:literal $(, $($rest:tt)*)?) => {
         #[automatically_derived]

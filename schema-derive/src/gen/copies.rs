@@ -180,8 +180,10 @@ pub fn copy_types(cont: &Container) -> TokenStream {
         let checked_inner = quote_spanned!(source_span=> <#source_alias as #ms::CheckedSource>);
         let document_check =
             quote_spanned!(source_span=> #private::copy_from_document::<#source>());
-        let source_check = quote_spanned!(source_span=>
-            #private::copy_source::<#source, { #name::__DOCUMENT }>()
+        // every token at the source's, so that a failed evaluation points at `to = Source`
+        let source_check = respan(
+            quote!(#private::copy_source::<#source, { #name::__DOCUMENT }>()),
+            source_span,
         );
         let n = extended.fields.len();
         let stored: Vec<TokenStream> = (0..n).map(|i| quote!(#name::__STORED[#i])).collect();

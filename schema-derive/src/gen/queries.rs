@@ -301,9 +301,11 @@ pub fn query_items(cont: &Container) -> TokenStream {
     }
     let projections = cont.attrs.queries.iter().filter_map(|q| {
         let row = &q.value.project.as_ref()?.value;
-        Some(
-            quote_spanned!(row.span()=> #private::check_projection::<#ident #ty_generics, #row>();),
-        )
+        // every token at the row's, so that a failed evaluation points at `project = Row`
+        Some(crate::gen::copies::respan(
+            quote!(#private::check_projection::<#ident #ty_generics, #row>();),
+            row.span(),
+        ))
     });
     let generic = cont.is_generic();
     let const_checks = (!generic).then(|| {
