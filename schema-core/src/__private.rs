@@ -301,6 +301,8 @@ pub trait CheckedField {
     const ENCODER: Encoder<Self::Type>;
     /// How stored values are read back.
     const DECODER: Decoder<Self::Type>;
+    /// Whether the field is an array or a set.
+    const IS_ARRAY: bool;
     /// The field of `source`.
     fn field(source: &Self::Of) -> &Self::Type;
 }
@@ -311,6 +313,7 @@ impl<S: FieldPath<K> + ?Sized, const K: u64> CheckedField for Checked<S, K> {
     type Stored = <S as FieldPath<K>>::Stored;
     const ENCODER: Encoder<Self::Type> = <S as FieldPath<K>>::ENCODER;
     const DECODER: Decoder<Self::Type> = <S as FieldPath<K>>::DECODER;
+    const IS_ARRAY: bool = <S as FieldPath<K>>::IS_ARRAY;
     #[inline]
     fn field(source: &S) -> &Self::Type {
         <S as FieldPath<K>>::field(source)
@@ -749,6 +752,9 @@ pub trait FieldPath<const KEY: u64> {
     const DECODER: Decoder<Self::Type> = Decoder::Plain;
     /// `#[embed(max = N, cap)]`: the cap.
     const CAP: Option<u32> = None;
+    /// Whether the field is an array or a set (a bounded collection that is no map): a declared
+    /// query's `eq` on it takes one element.
+    const IS_ARRAY: bool = false;
     /// The field of `self`: what a copy type of another struct reads (`From<&Source>`).
     /// `#[derive(Document)]` implements it for the fields of a collection root struct, the only
     /// sources a copy type's checked constants admit; everywhere else (an enum's fields, a value
@@ -800,6 +806,7 @@ macro_rules! __copied_field_path {
                 <$checked as $crate::__private::CheckedField>::ENCODER;
             const DECODER: $crate::__private::Decoder<Self::Type> =
                 <$checked as $crate::__private::CheckedField>::DECODER;
+            const IS_ARRAY: bool = <$checked as $crate::__private::CheckedField>::IS_ARRAY;
         }
     };
 }
@@ -813,6 +820,7 @@ macro_rules! forward_field_path {
             const ENCODER: Encoder<Self::Type> = T::ENCODER;
             const DECODER: Decoder<Self::Type> = T::DECODER;
             const CAP: Option<u32> = T::CAP;
+            const IS_ARRAY: bool = T::IS_ARRAY;
         }
     };
 }
@@ -831,6 +839,105 @@ impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N
     const ENCODER: Encoder<Self::Type> = T::ENCODER;
     const DECODER: Decoder<Self::Type> = T::DECODER;
     const CAP: Option<u32> = T::CAP;
+    const IS_ARRAY: bool = T::IS_ARRAY;
+}
+
+/// The field list of the struct a value of this type holds, through `Option`, `Box`, arrays and
+/// sets: what a declared query's quoted path walks (`"lines.sku"`, `"author._id"`).
+#[diagnostic::on_unimplemented(
+    message = "a quoted path of `#[query]` walks through `{Self}`, which holds no struct the derives model",
+    label = "no stored fields to name here",
+    note = "write the path with Rust field names instead: `eq(author.id)`"
+)]
+pub trait Embedded {
+    /// The struct's field list (`None` for a type that is no derived struct).
+    const FIELDS: Option<crate::model::bson_schema::FieldList>;
+}
+
+impl<T: crate::BsonSchema + ?Sized> Embedded for T {
+    const FIELDS: Option<crate::model::bson_schema::FieldList> = T::__INNER_FIELDS;
+}
+
+macro_rules! embedded_sequence {
+    ($($ty:ident < T $(, $extra:ident)* >),*) => {$(
+        impl<T: Embedded, $($extra,)*> Embedded for $ty<T $(, $extra)*> {
+            const FIELDS: Option<crate::model::bson_schema::FieldList> = T::FIELDS;
+        }
+        impl<T: Embedded, $($extra,)*> Embedded for Option<$ty<T $(, $extra)*>> {
+            const FIELDS: Option<crate::model::bson_schema::FieldList> = T::FIELDS;
+        }
+    )*};
+}
+
+embedded_sequence!(Vec<T>, VecDeque<T>, BTreeSet<T>, HashSet<T, H>);
+
+/// The key of [`FieldPath`] of the field stored as `stored` in the struct whose field list is
+/// `fields`: a quoted path's segment after the first, resolved while the declared query's
+/// signature is type-checked, so a name the struct does not store fails `cargo check`.
+pub const fn stored_key(fields: Option<crate::model::bson_schema::FieldList>, stored: &str) -> u64 {
+    let Some(fields) = fields else {
+        panic!("a quoted path of `#[query]` goes through a field that holds no struct deriving `BsonSchema` or `Document`: name a field of such a struct, or write the path with Rust names (`eq(author.id)`)");
+    };
+    if same(stored, "_id") {
+        if fields.id.is_empty() {
+            panic!("a quoted path of `#[query]` names `_id` in a struct that stores none");
+        }
+        return field_key(fields.id);
+    }
+    match position(fields.stored, stored) {
+        Some(i) => field_key(fields.names[i]),
+        None => panic!("a quoted path of `#[query]` names a stored field that its struct does not have: check the spelling against the stored (serde) names, or write the path with Rust names (`eq(author.id)`)"),
+    }
+}
+
+/// The value a declared query's equality compares a field with: the field's own type, or one
+/// element when the field is an array or a set (`ARRAY`, the field's [`FieldPath::IS_ARRAY`]),
+/// as mongod's `{ tags: "rust" }` matches every document whose array holds `"rust"`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is stored as an array, but its Rust type is no array or set",
+    label = "a declared query's `eq` on an array field takes one element",
+    note = "query it with `field!` and `Filter::elem_match`"
+)]
+pub trait QueryElem<const ARRAY: bool> {
+    /// What is compared.
+    type Elem: ?Sized;
+    /// How one compared value is written: the field's encoder, or for an element, the plain
+    /// one (a serde helper of the whole array cannot write one element: the value is refused).
+    fn encoder(field: Encoder<Self>) -> Encoder<Self::Elem>;
+}
+
+impl<T: ?Sized> QueryElem<false> for T {
+    type Elem = T;
+    #[inline]
+    fn encoder(field: Encoder<T>) -> Encoder<T> {
+        field
+    }
+}
+
+impl<T: crate::query::Array + ?Sized> QueryElem<true> for T {
+    type Elem = T::Elem;
+    #[inline]
+    fn encoder(field: Encoder<T>) -> Encoder<T::Elem> {
+        match field {
+            Encoder::Plain | Encoder::Native(_) => Encoder::Plain,
+            Encoder::Custom(_) => Encoder::Custom(refuse_element::<T::Elem>),
+        }
+    }
+}
+
+fn refuse_element<E>(_: &E) -> Result<crate::bson::Bson, crate::bson_compat::SerError> {
+    Err(<crate::bson_compat::SerError as serde::ser::Error>::custom(
+        "this array field is written by a serde helper of the whole array, which cannot write one element: query it with `field!` and `Filter::elem_match`",
+    ))
+}
+
+/// The path a declared query's equality or `$in` compares: `path` itself, or its elements
+/// (see [`QueryElem`]).
+#[inline]
+pub fn query_elem<R: ?Sized, T: QueryElem<A> + ?Sized, S: ?Sized, const A: bool>(
+    path: Path<R, T, S>,
+) -> Path<R, T::Elem, T::Elem> {
+    Path::__new(path.as_str(), T::encoder(path.encoder()), None)
 }
 
 /// A value serialized as a field whose encoder is `.1` is stored: through the field's serde

@@ -166,6 +166,11 @@ impl KeyField {
     pub fn tokens(&self) -> TokenStream {
         match self {
             KeyField::Rust(ident) => ident.to_token_stream(),
+            KeyField::Nested(idents) => {
+                let first = &idents[0];
+                let rest = &idents[1..];
+                quote::quote!(#first #(. #rest)*)
+            }
             KeyField::Path(lit) => lit.to_token_stream(),
         }
     }
@@ -175,6 +180,9 @@ impl KeyField {
 pub enum KeyField {
     /// A Rust field name, translated through serde renames.
     Rust(Ident),
+    /// A dotted path of Rust field names through embedded structs, options and copies
+    /// (`author.id`), as `field!` takes it: at least two segments.
+    Nested(Vec<Ident>),
     /// A stored path written as a string, e.g. `"customer._id"`.
     Path(LitStr),
 }
@@ -709,23 +717,43 @@ struct KeyFieldArg(KeyField);
 
 impl Parse for KeyFieldArg {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        if input.peek(LitStr) {
-            Ok(KeyFieldArg(KeyField::Path(input.parse()?)))
-        } else {
-            Ok(KeyFieldArg(KeyField::Rust(
-                input.call(syn::ext::IdentExt::parse_any)?,
-            )))
+        KeyField::parse(input).map(KeyFieldArg)
+    }
+}
+
+impl KeyField {
+    /// The Rust field a Rust name or a dotted path starts at.
+    pub fn first_ident(&self) -> Option<&Ident> {
+        match self {
+            KeyField::Rust(ident) => Some(ident),
+            KeyField::Nested(idents) => idents.first(),
+            KeyField::Path(_) => None,
         }
+    }
+}
+
+impl Parse for KeyField {
+    /// A quoted stored path, a Rust field name, or a dotted path of Rust names (`author.id`).
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            return Ok(KeyField::Path(input.parse()?));
+        }
+        let first = input.call(syn::ext::IdentExt::parse_any)?;
+        if !input.peek(Token![.]) {
+            return Ok(KeyField::Rust(first));
+        }
+        let mut segments = vec![first];
+        while input.peek(Token![.]) {
+            input.parse::<Token![.]>()?;
+            segments.push(input.call(syn::ext::IdentExt::parse_any)?);
+        }
+        Ok(KeyField::Nested(segments))
     }
 }
 
 impl Parse for IndexKey {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let field = if input.peek(LitStr) {
-            KeyField::Path(input.parse()?)
-        } else {
-            KeyField::Rust(input.call(syn::ext::IdentExt::parse_any)?)
-        };
+        let field = KeyField::parse(input)?;
         input.parse::<Token![=]>()?;
         let mut kind_tokens = TokenStream::new();
         let kind = if input.peek(LitStr) {

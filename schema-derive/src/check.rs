@@ -184,8 +184,8 @@ fn check_kind_ids(cx: &Ctxt, variants: &[Variant]) {
 /// A key of a kind's index names a field of that kind.
 fn check_kind_key(cx: &Ctxt, variant: &Variant, key: &IndexKey) {
     let found = match &key.field {
-        KeyField::Rust(ident) => {
-            let wanted = crate::ast::unraw(ident);
+        KeyField::Rust(_) | KeyField::Nested(_) => {
+            let wanted = crate::ast::unraw(key.field.first_ident().expect("a Rust name"));
             variant
                 .fields
                 .iter()
@@ -671,6 +671,15 @@ fn check_unique_indexes_start_with_shard_key(cx: &Ctxt, cont: &Container) {
 
 /// The stored name of an index key, reporting names that are not stored fields.
 pub fn resolve_key(cx: &Ctxt, cont: &Container, key: &IndexKey) -> String {
+    if let KeyField::Nested(idents) = &key.field {
+        cx.error_spanned_by(
+            key.field.tokens(),
+            format!(
+                "an index or shard key names a Rust field (`{}`) or a quoted stored path (\"customer._id\"), not a dotted Rust path",
+                idents[0]
+            ),
+        );
+    }
     resolve_field(cx, cont, &key.field)
 }
 
@@ -917,6 +926,15 @@ fn check_stored_order(cx: &Ctxt, cont: &Container, key: &KeyField) {
 /// The stored path a key names (a Rust field through serde's renames, or a quoted path).
 pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
     match key {
+        // the first segment's stored name, then Rust names: the stored path of the rest is
+        // computed by rustc from the embedded types' `FieldPath` impls (see `gen::queries`)
+        KeyField::Nested(idents) => {
+            let first = resolve_field(cx, cont, &KeyField::Rust(idents[0].clone()));
+            std::iter::once(first)
+                .chain(idents[1..].iter().map(crate::ast::unraw))
+                .collect::<Vec<_>>()
+                .join(".")
+        }
         KeyField::Rust(ident) => {
             let wanted = crate::ast::unraw(ident);
             let all: Vec<&Field> = match &cont.data {

@@ -37,6 +37,12 @@ pub trait BsonSchema {
     #[doc(hidden)]
     const __FIELDS: Option<FieldList> = None;
 
+    /// The field list of the struct a value of this type holds: its own for a struct, its
+    /// value's through `Option`, `Box`, a reference and a fixed-size array (what a declared
+    /// query's quoted path `"author._id"` walks through).
+    #[doc(hidden)]
+    const __INNER_FIELDS: Option<FieldList> = Self::__FIELDS;
+
     /// `true` for `uuid::Uuid` (and `Option`s of it), which serde stores as binary subtype 0
     /// where `doc!`, mongosh and the other drivers write subtype 4: a field of it needs a helper
     /// or `stored_as` (checked by the derives).
@@ -95,6 +101,15 @@ pub trait BoundedCollection {
     fn __element_relations() -> Option<crate::CollectionSpec> {
         None
     }
+
+    /// `true` for an array or a set, `false` for a map: whether a declared query's `eq` on the
+    /// field compares one element (mongod's `{ tags: "rust" }` matches an array holding it).
+    #[doc(hidden)]
+    const __IS_SEQUENCE: bool = true;
+
+    /// The field list of the struct the elements are (see [`BsonSchema::__INNER_FIELDS`]).
+    #[doc(hidden)]
+    const __ELEMENT_FIELDS: Option<FieldList> = None;
 }
 
 /// A map key type: serialized as a BSON field name.
@@ -171,12 +186,15 @@ pub struct FieldList {
     pub stored: &'static [&'static str],
     /// Whether the struct stores an `_id`.
     pub has_id: bool,
+    /// The Rust name of the field stored as `_id` (empty when there is none).
+    pub id: &'static str,
 }
 
 impl<T: BsonSchema + ?Sized> BsonSchema for &T {
     fn bson_schema() -> Document {
         T::bson_schema()
     }
+    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
     const __GENERIC_UUID: bool = T::__GENERIC_UUID;
     fn __embedded_relations() -> Option<crate::CollectionSpec> {
@@ -188,6 +206,7 @@ impl<T: BsonSchema + ?Sized> BsonSchema for Box<T> {
     fn bson_schema() -> Document {
         T::bson_schema()
     }
+    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
     const __GENERIC_UUID: bool = T::__GENERIC_UUID;
     fn __embedded_relations() -> Option<crate::CollectionSpec> {
@@ -201,6 +220,7 @@ impl<T: BsonSchema> BsonSchema for Option<T> {
     fn bson_schema() -> Document {
         json_schema::nullable(T::bson_schema())
     }
+    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
     const __GENERIC_UUID: bool = T::__GENERIC_UUID;
     fn __embedded_relations() -> Option<crate::CollectionSpec> {
@@ -213,6 +233,7 @@ impl<T: BsonSchema, const N: usize> BsonSchema for [T; N] {
     fn bson_schema() -> Document {
         json_schema::array(T::bson_schema(), Some(N as u64), N as u64)
     }
+    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
     const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
     const __GENERIC_UUID: bool = T::__GENERIC_UUID;
     fn __embedded_relations() -> Option<crate::CollectionSpec> {
@@ -273,6 +294,7 @@ macro_rules! bounded_sequence {
             fn __element_relations() -> Option<crate::CollectionSpec> {
                 T::__embedded_relations().map(crate::CollectionSpec::in_array)
             }
+            const __ELEMENT_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
         }
     )*};
 }
@@ -294,6 +316,7 @@ impl<T: BsonSchema, const N: usize> BoundedCollection for [T; N] {
     fn __element_relations() -> Option<crate::CollectionSpec> {
         T::__embedded_relations().map(crate::CollectionSpec::in_array)
     }
+    const __ELEMENT_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
 }
 
 macro_rules! bounded_map {
@@ -308,6 +331,7 @@ macro_rules! bounded_map {
             }
             const __ELEMENT_COLLECTION_ROOT: bool = V::__COLLECTION_ROOT;
             const __ELEMENT_GENERIC_UUID: bool = V::__GENERIC_UUID;
+            const __IS_SEQUENCE: bool = false;
         }
     )*};
 }
@@ -326,6 +350,8 @@ impl<C: BoundedCollection> BoundedCollection for Option<C> {
     fn __element_relations() -> Option<crate::CollectionSpec> {
         C::__element_relations()
     }
+    const __IS_SEQUENCE: bool = C::__IS_SEQUENCE;
+    const __ELEMENT_FIELDS: Option<FieldList> = C::__ELEMENT_FIELDS;
 }
 
 impl<C: BoundedCollection> BoundedCollection for Box<C> {

@@ -50,13 +50,20 @@ pub fn field_list(cont: &Container, derive: crate::expand::Derive) -> TokenStrea
         .filter(|field| field.stored_name != "_id" && (root || field.attrs.flatten.is_none()))
         .filter_map(|field| Some((unraw(field.ident?), &field.stored_name)))
         .unzip();
-    let has_id = cont.stored_fields().any(|f| f.stored_name == "_id");
+    let id = cont
+        .stored_fields()
+        .find(|f| f.stored_name == "_id")
+        .and_then(|f| f.ident)
+        .map(unraw);
+    let has_id = id.is_some();
+    let id = id.unwrap_or_default();
     quote! {
         const __FIELDS: ::core::option::Option<#private::FieldList> =
             ::core::option::Option::Some(#private::FieldList {
                 names: &[#(#names),*],
                 stored: &[#(#stored),*],
                 has_id: #has_id,
+                id: #id,
             });
     }
 }
@@ -120,6 +127,7 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             .iter()
             .map(|f| Ident::new(f, span))
             .collect();
+        let copied_names = &extended.fields;
         // Every item below reaches the source through the constants checked here, each of which
         // fails to evaluate when its check fails: the types naming a failed constant are error
         // types, about which rustc reports nothing more, so one mistake is one error. Each
@@ -326,6 +334,13 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                     fn bson_schema() -> #ms::bson::Document {
                         #ms::copy_schema(#checked_inner::source_schema(), &#name::__STORED)
                     }
+                    const __FIELDS: ::core::option::Option<#ms::FieldList> =
+                        ::core::option::Option::Some(#ms::FieldList {
+                            names: &[#(#copied_names),*],
+                            stored: &#name::__STORED,
+                            has_id: true,
+                            id: "id",
+                        });
                 }
             };
         });

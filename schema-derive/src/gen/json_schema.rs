@@ -143,12 +143,11 @@ fn enum_schema(cont: &Container, variants: &[Variant], closed: bool, root: bool)
     }
 }
 
-/// The schema expression of one field: its type's schema, or its bounded collection schema,
-/// with `#[schema(...)]` constraints applied.
-pub fn field_schema(field: &Field) -> TokenStream {
-    let private = private();
-    let ty = field.ty;
-    let bound = field
+/// The bound of a field stored as a bounded collection (`#[embed(max)]`, `#[reference(max)]`,
+/// `#[extended_ref(max)]`, a subset of more than one preview): its type implements
+/// `BoundedCollection`.
+pub fn collection_bound(field: &Field) -> Option<u64> {
+    field
         .attrs
         .embed
         .as_ref()
@@ -163,7 +162,15 @@ pub fn field_schema(field: &Field) -> TokenStream {
                 .as_ref()
                 .and_then(|s| s.value.max)
                 .filter(|m| *m > 1)
-        });
+        })
+}
+
+/// The schema expression of one field: its type's schema, or its bounded collection schema,
+/// with `#[schema(...)]` constraints applied.
+pub fn field_schema(field: &Field) -> TokenStream {
+    let private = private();
+    let ty = field.ty;
+    let bound = collection_bound(field);
     let helper = match &field.attrs.stored_as {
         Some(stored) => Some(stored.value.to_token_stream()),
         None => field

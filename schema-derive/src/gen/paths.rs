@@ -155,6 +155,10 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                 let max = u32::try_from(max).unwrap_or(u32::MAX);
                 quote!(const CAP: ::core::option::Option<u32> = ::core::option::Option::Some(#max);)
             });
+        // an array or a set: a declared query's `eq` compares one element
+        let is_array = crate::gen::json_schema::collection_bound(field).map(
+            |_| quote!(const IS_ARRAY: bool = <#ty as #private::BoundedCollection>::__IS_SEQUENCE;),
+        );
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
         let spanned_accessor = root && !crate::gen::copies::unbounded_type(ty);
@@ -176,16 +180,17 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                     #encoder
                     #decoder
                     #cap
+                    #is_array
                     #accessor
                 }
             });
         } else if root {
             out.extend(quote! {
-                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, .#member, #encoder #decoder #cap);
+                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, .#member, #encoder #decoder #cap #is_array);
             });
         } else {
             out.extend(quote! {
-                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, #encoder #decoder #cap);
+                #facade::__field_path!(#ident, #key, #ty, #stored_ty, #stored, #encoder #decoder #cap #is_array);
             });
         }
     }

@@ -2,7 +2,7 @@
 //! typed function that runs it, and the compile-time checks of its fields.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::Ident;
 
@@ -20,11 +20,165 @@ fn stored(cont: &Container, field: &KeyField) -> String {
     path
 }
 
+/// The stored path of `field` in generated code: computed by rustc for a dotted Rust path.
+fn stored_tokens(cont: &Container, field: &KeyField) -> TokenStream {
+    match typed(cont, field) {
+        Some(typed) => typed.stored,
+        None => {
+            let path = stored(cont, field);
+            quote!(#path)
+        }
+    }
+}
+
 fn span_of(field: &KeyField) -> Span {
     match field {
         KeyField::Rust(ident) => ident.span(),
+        KeyField::Nested(idents) => idents
+            .first()
+            .expect("a dotted path has segments")
+            .span()
+            .join(idents.last().expect("a dotted path has segments").span())
+            .unwrap_or_else(|| idents[0].span()),
         KeyField::Path(lit) => lit.span(),
     }
+}
+
+/// A declared query's field, typed: the struct that holds its last segment and that segment's
+/// `FieldPath` key, and its stored path. Every form (a Rust name, a dotted Rust path, a quoted
+/// stored path) resolves to one, so every argument has the field's type and is encoded through
+/// the field's serde path.
+struct Typed {
+    /// The type whose `FieldPath<key>` impl is the field's.
+    holder: TokenStream,
+    /// The key: a literal, or a constant block looking a stored name up.
+    key: TokenStream,
+    /// The stored path: a literal, or a constant block joining the segments' stored names.
+    stored: TokenStream,
+}
+
+impl Typed {
+    /// `<Holder as FieldPath<KEY>>`.
+    fn field(&self) -> TokenStream {
+        let (private, holder, key) = (private(), &self.holder, &self.key);
+        quote!(<#holder as #private::FieldPath<#key>>)
+    }
+
+    /// The field's Rust type.
+    fn ty(&self) -> TokenStream {
+        let field = self.field();
+        quote!(#field::Type)
+    }
+
+    /// What describes its stored form.
+    fn stored_ty(&self) -> TokenStream {
+        let field = self.field();
+        quote!(#field::Stored)
+    }
+
+    /// Whether the field is an array or a set, as a const generic argument.
+    fn is_array(&self) -> TokenStream {
+        let field = self.field();
+        quote!({ #field::IS_ARRAY })
+    }
+
+    /// The typed path (`Path<Self, Type, Stored>`), with the field's encoder.
+    fn path(&self) -> TokenStream {
+        let (private, holder, key, stored) = (private(), &self.holder, &self.key, &self.stored);
+        quote!(#private::nested_path::<Self, #holder, #key>(#stored))
+    }
+}
+
+/// `field` typed as rustc resolves it. `None` where `check_queries` reported an error, or where
+/// a generic struct's parameters would have to appear in a constant (a path of more than one
+/// segment in a generic struct, refused by `check_queries`).
+fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
+    let private = private();
+    let generic = cont.is_generic();
+    let root = if generic {
+        quote!(Self)
+    } else {
+        let ident = cont.ident;
+        quote!(#ident)
+    };
+    let own_rust = |name: &Ident| {
+        let name = unraw(name);
+        cont.stored_fields()
+            .find(|f| f.ident.is_some_and(|i| unraw(i) == name))
+    };
+    let (holder, key, stored) = match field {
+        KeyField::Rust(ident) => {
+            let first = own_rust(ident)?;
+            let key = field_key(&unraw(ident));
+            let stored = &first.stored_name;
+            (root, quote!(#key), quote!(#stored))
+        }
+        KeyField::Nested(idents) => {
+            let first = own_rust(&idents[0])?;
+            if generic {
+                return None;
+            }
+            let mut holder = root;
+            let mut key = TokenStream::new();
+            let mut segments = Vec::new();
+            for (i, ident) in idents.iter().enumerate() {
+                if i > 0 {
+                    holder = quote!(<#holder as #private::FieldPath<#key>>::Type);
+                }
+                let k = field_key(&unraw(ident));
+                key = quote!(#k);
+                segments.push(if i == 0 {
+                    let stored = &first.stored_name;
+                    quote!(#stored)
+                } else {
+                    quote!(<#holder as #private::FieldPath<#key>>::STORED)
+                });
+            }
+            let stored = quote!({
+                const __SEGMENTS: &[&str] = &[#(#segments),*];
+                const __LEN: usize = #private::joined_len(__SEGMENTS);
+                const __BYTES: [u8; __LEN] = #private::join::<__LEN>(__SEGMENTS);
+                const __PATH: &str = #private::message_text(&__BYTES);
+                __PATH
+            });
+            (holder, key, stored)
+        }
+        KeyField::Path(lit) => {
+            let path = lit.value();
+            let mut segments = path.split('.');
+            let first_name = segments.next().unwrap_or_default();
+            let first = cont
+                .stored_fields()
+                .find(|f| f.ident.is_some() && f.stored_name == first_name)?;
+            let first_key = field_key(&unraw(first.ident?));
+            let rest: Vec<&str> = segments.collect();
+            if !rest.is_empty() && generic {
+                return None;
+            }
+            // the first field's elements when it is a bounded collection, its value otherwise
+            let first_ty = first.ty;
+            let mut fields = if crate::gen::json_schema::collection_bound(first).is_some() {
+                quote!(<#first_ty as #private::BoundedCollection>::__ELEMENT_FIELDS)
+            } else {
+                quote!(<#first_ty as #private::Embedded>::FIELDS)
+            };
+            let mut holder = root;
+            let mut key = quote!(#first_key);
+            for segment in rest {
+                holder = quote!(<#holder as #private::FieldPath<#key>>::Type);
+                key = quote!({ #private::stored_key(#fields, #segment) });
+                fields = quote!(<<#holder as #private::FieldPath<#key>>::Type as #private::Embedded>::FIELDS);
+            }
+            (holder, key, quote!(#path))
+        }
+    };
+    // every token at the field's, so that rustc's errors point there
+    let span = span_of(field);
+    Some(Typed {
+        holder: crate::gen::copies::respan(holder, span),
+        key: crate::gen::copies::respan(key, span),
+        stored,
+    })
 }
 
 /// The `QuerySpec` of a declared query.
@@ -36,20 +190,20 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
         .map(|n| n.value.value())
         .unwrap_or_default();
     let eq = query.eq.iter().map(|f| {
-        let path = stored(cont, f);
+        let path = stored_tokens(cont, f);
         quote!(.eq(#path))
     });
     let any_of = query.any_of.iter().map(|(f, max)| {
-        let path = stored(cont, f);
+        let path = stored_tokens(cont, f);
         let max = *max as usize;
         quote!(.any_of(#path, #max))
     });
     let range = query.range.iter().map(|f| {
-        let path = stored(cont, f);
+        let path = stored_tokens(cont, f);
         quote!(.range(#path))
     });
     let sort = query.sort.iter().map(|k| {
-        let path = stored(cont, &k.field);
+        let path = stored_tokens(cont, &k.field);
         let direction = match k.kind {
             KeyKind::Direction(d) => d,
             KeyKind::Special(_) => 1,
@@ -89,25 +243,10 @@ pub fn query_specs(cont: &Container) -> TokenStream {
         .collect()
 }
 
-/// The path of a key in generated code: typed through `FieldPath` for a Rust field, a plain
-/// path for a quoted one.
-fn path_tokens(cont: &Container, field: &KeyField, value_ty: &TokenStream) -> TokenStream {
-    let private = private();
-    match field {
-        KeyField::Rust(ident) => {
-            let key = field_key(&unraw(ident));
-            quote_spanned!(ident.span()=> #private::field_path::<Self, #key>())
-        }
-        KeyField::Path(lit) => {
-            let path = stored(cont, field);
-            quote_spanned!(lit.span()=> #private::Path::<Self, #value_ty, #private::bson::Bson>::__new(#path, #private::Encoder::Plain, ::core::option::Option::None))
-        }
-    }
-}
-
 fn param_name(field: &KeyField, taken: &mut Vec<String>) -> Ident {
     let base = match field {
         KeyField::Rust(ident) => unraw(ident),
+        KeyField::Nested(idents) => idents.iter().map(unraw).collect::<Vec<_>>().join("_"),
         KeyField::Path(lit) => lit
             .value()
             .chars()
@@ -151,68 +290,84 @@ fn query_fn(cont: &Container, query: &Query) -> TokenStream {
     let mut params = Vec::new();
     let mut steps = Vec::new();
     let mut docs = Vec::new();
-    let field_type = |field: &KeyField| match field {
-        KeyField::Rust(ident) => {
-            let key = field_key(&unraw(ident));
-            Some(quote!(<Self as #private::FieldPath<#key>>::Type))
-        }
-        KeyField::Path(_) => None,
-    };
-    for (i, field) in query.eq.iter().enumerate() {
+    // a field `check_queries` refused: the argument takes any value and the function is still
+    // emitted, so that its callers compile against its signature (one mistake, one error)
+    fn untyped(
+        param: &Ident,
+        sized: bool,
+        generics: &mut Vec<TokenStream>,
+        steps: &mut Vec<TokenStream>,
+    ) -> Ident {
+        let g = format_ident!("__Arg{}", generics.len());
+        generics.push(if sized {
+            quote!(#g)
+        } else {
+            quote!(#g: ?::core::marker::Sized)
+        });
+        steps.push(quote!(let _ = #param;));
+        g
+    }
+    for field in &query.eq {
         let param = param_name(field, &mut taken);
-        let (ty, value_ty) = match field_type(field) {
-            Some(t) => (quote!(&(impl #private::Value<#t> + ?Sized)), t),
-            None => {
-                let g = format_ident!("__Eq{}", i);
-                generics.push(quote!(#g: #private::serde::Serialize + ?Sized));
-                (quote!(&#g), quote!(#g))
+        match typed(cont, field) {
+            Some(typed) => {
+                let (ty, array, path) = (typed.ty(), typed.is_array(), typed.path());
+                params.push(quote!(#param: &(impl #private::Value<<#ty as #private::QueryElem<#array>>::Elem> + ?::core::marker::Sized)));
+                steps.push(quote! {
+                    let __filter = __filter.eq(#private::query_elem::<Self, _, _, #array>(#path), #param);
+                });
             }
-        };
-        let path = path_tokens(cont, field, &value_ty);
-        params.push(quote!(#param: #ty));
-        steps.push(quote!(let __filter = __filter.eq(#path, #param);));
+            None => {
+                let g = untyped(&param, false, &mut generics, &mut steps);
+                params.push(quote!(#param: &#g));
+            }
+        }
         docs.push(format!("`{}` equal to `{param}`", stored(cont, field)));
     }
     let mut limits = Vec::new();
-    for (i, (field, max)) in query.any_of.iter().enumerate() {
+    for (field, max) in &query.any_of {
         let param = param_name(field, &mut taken);
-        let (ty, value_ty) = match field_type(field) {
-            Some(t) => (quote!(&[#t]), t),
-            None => {
-                let g = format_ident!("__In{}", i);
-                generics.push(quote!(#g: #private::serde::Serialize));
-                (quote!(&[#g]), quote!(#g))
-            }
-        };
-        let path = path_tokens(cont, field, &value_ty);
-        let max = *max as usize;
         let stored_path = stored(cont, field);
-        params.push(quote!(#param: #ty));
-        limits.push(quote! {
-            if #param.len() > #max {
-                return #private::DeclaredQuery::__new(__db, __spec, ::core::result::Result::Err(#private::query_refused(#stored_path, #param.len(), #max)));
+        match typed(cont, field) {
+            Some(typed) => {
+                let (ty, array, path) = (typed.ty(), typed.is_array(), typed.path());
+                let max = *max as usize;
+                params.push(quote!(#param: &[<#ty as #private::QueryElem<#array>>::Elem]));
+                let stored = &typed.stored;
+                limits.push(quote! {
+                    if #param.len() > #max {
+                        return #private::DeclaredQuery::__new(__db, __spec, ::core::result::Result::Err(#private::query_refused(#stored, #param.len(), #max)));
+                    }
+                });
+                steps.push(quote! {
+                    let __filter = __filter.is_in(#private::query_elem::<Self, _, _, #array>(#path), #param.iter());
+                });
             }
-        });
-        steps.push(quote!(let __filter = __filter.is_in(#path, #param.iter());));
+            None => {
+                let g = untyped(&param, true, &mut generics, &mut steps);
+                params.push(quote!(#param: &[#g]));
+            }
+        }
         docs.push(format!(
             "`{stored_path}` one of `{param}` (at most {max} values)"
         ));
     }
-    for (i, field) in query.range.iter().enumerate() {
+    for field in &query.range {
         let param = param_name(field, &mut taken);
-        let (ty, value_ty) = match field_type(field) {
-            Some(t) => (quote!(impl ::core::ops::RangeBounds<#t>), t),
-            None => {
-                let g = format_ident!("__Range{}", i);
-                generics.push(quote!(#g: #private::serde::Serialize));
-                (quote!(impl ::core::ops::RangeBounds<#g>), quote!(#g))
+        match typed(cont, field) {
+            Some(typed) => {
+                let (ty, path) = (typed.ty(), typed.path());
+                params.push(quote!(#param: impl ::core::ops::RangeBounds<#ty>));
+                // the field's order is checked once, by `query_items`, at its token
+                steps.push(
+                    quote!(let __filter = __filter.__range_checked_elsewhere(#path, #param);),
+                );
             }
-        };
-        let path = path_tokens(cont, field, &value_ty);
-        params.push(quote!(#param: #ty));
-        let span = span_of(field);
-        // the field's order is checked once, by `query_items`, at its token
-        steps.push(quote_spanned!(span=> let __filter = __filter.__range_checked_elsewhere(#path, #param);));
+            None => {
+                let g = untyped(&param, true, &mut generics, &mut steps);
+                params.push(quote!(#param: impl ::core::ops::RangeBounds<#g>));
+            }
+        }
         docs.push(format!("`{}` in the range `{param}`", stored(cont, field)));
     }
     let sort: Vec<String> = query
@@ -271,6 +426,19 @@ pub fn query_items(cont: &Container) -> TokenStream {
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
     let fns = cont.attrs.queries.iter().map(|q| query_fn(cont, &q.value));
     let mut order_checks = Vec::new();
+    // a query's range or sort, in every path form
+    for query in &cont.attrs.queries {
+        let fields = query.value.range.iter();
+        for field in fields.chain(query.value.sort.iter().map(|k| &k.field)) {
+            if let Some(typed) = typed(cont, field) {
+                let stored = typed.stored_ty();
+                order_checks.push(crate::gen::copies::respan(
+                    quote!(#private::require_ordered::<#stored>();),
+                    span_of(field),
+                ));
+            }
+        }
+    }
     // an index key on an array indexes its elements (multikey): those must order
     let mut add = |field: &KeyField, elements: bool| {
         if let (KeyField::Rust(key_ident), Some(f)) = (field, rust_field(cont, field)) {
@@ -288,10 +456,6 @@ pub fn query_items(cont: &Container) -> TokenStream {
             ));
         }
     };
-    for query in &cont.attrs.queries {
-        query.value.range.iter().for_each(|f| add(f, false));
-        query.value.sort.iter().for_each(|k| add(&k.field, false));
-    }
     for index in &cont.attrs.indexes {
         for key in index.value.keys.iter().flat_map(|k| &k.value) {
             if matches!(key.kind, KeyKind::Direction(_)) {

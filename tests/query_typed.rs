@@ -1,0 +1,169 @@
+//! Declared queries take the field's type in every path form and encode it as the field is
+//! stored: the social trial's two silent wrong results (a uuid copy id found with a plain
+//! `Uuid` through the quoted and the dotted path; `eq(tags)` with one tag finding every post that
+//! holds it), checked against the ids of the documents written.
+
+use std::collections::BTreeSet;
+
+use mongo_schema::bson::{oid::ObjectId, DateTime};
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "users")]
+pub struct User {
+    #[serde(
+        rename = "_id",
+        with = "mongo_schema::bson::serde_helpers::uuid_1_as_binary"
+    )]
+    pub id: uuid::Uuid,
+    pub name: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Place {
+    pub city_name: String,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "posts")]
+#[serde(rename_all = "camelCase")]
+#[query(name = "by_author_quoted", eq("author._id"), sort(posted_at = -1))]
+#[query(name = "by_author_path", eq(author.id), sort(posted_at = -1))]
+#[query(name = "by_author_name", eq(author.name))]
+#[query(name = "tagged", eq(tags), sort(posted_at = -1))]
+#[query(name = "tagged_any", any_of(tags, max = 3))]
+#[query(name = "in_city", eq(place.city_name))]
+#[query(name = "in_city_quoted", eq("place.cityName"))]
+#[query(name = "mentioning", eq("mentions._id"))]
+pub struct Post {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[extended_ref(to = User, fields = "name", sync = "transactional")]
+    pub author: PostAuthor,
+    #[embed(max = 10)]
+    pub tags: Vec<String>,
+    pub place: Option<Place>,
+    #[extended_ref(to = User, fields = "name", sync = "frozen", max = 5, as = Mention)]
+    pub mentions: Vec<Mention>,
+    pub posted_at: DateTime,
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<User>()
+        .model::<Post>()
+        .build()
+        .expect("the social schema is consistent")
+}
+
+fn ids(posts: &[Post]) -> BTreeSet<ObjectId> {
+    posts.iter().map(|p| p.id).collect()
+}
+
+#[tokio::test]
+async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
+    let db = mongo_schema_testkit::database("query_typed").await;
+    schema().apply(&db).await.unwrap();
+    let ada = User {
+        id: uuid::Uuid::new_v4(),
+        name: "Ada".into(),
+    };
+    let bo = User {
+        id: uuid::Uuid::new_v4(),
+        name: "Bo".into(),
+    };
+    User::collection(&db)
+        .insert_many([&ada, &bo])
+        .await
+        .unwrap();
+    let post =
+        |author: &User, tags: &[&str], city: Option<&str>, mention: Option<&User>, i: i64| Post {
+            id: ObjectId::new(),
+            author: PostAuthor::from(author),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            place: city.map(|c| Place {
+                city_name: c.to_owned(),
+            }),
+            mentions: mention.into_iter().map(Mention::from).collect(),
+            posted_at: DateTime::from_millis(1_700_000_000_000 + i * 1000),
+        };
+    let posts = vec![
+        post(&ada, &["rust"], Some("Lyon"), Some(&bo), 1),
+        post(&ada, &["rust", "mongodb"], None, None, 2),
+        post(&ada, &["go"], Some("Lyon"), None, 3),
+        post(
+            &bo,
+            &["mongodb", "rust", "serde"],
+            Some("Oslo"),
+            Some(&ada),
+            4,
+        ),
+        post(&bo, &[], None, None, 5),
+    ];
+    Post::collection(&db).insert_many(&posts).await.unwrap();
+    let written =
+        |pick: &[usize]| -> BTreeSet<ObjectId> { pick.iter().map(|&i| posts[i].id).collect() };
+
+    // a plain `Uuid`, encoded through the id's helper (binary subtype 4), in both path forms
+    let quoted = Post::by_author_quoted(&db, &ada.id).await.unwrap();
+    assert_eq!(
+        ids(&quoted),
+        written(&[0, 1, 2]),
+        "the quoted path `author._id`"
+    );
+    assert_eq!(
+        quoted.iter().map(|p| p.posted_at).collect::<Vec<_>>(),
+        vec![posts[2].posted_at, posts[1].posted_at, posts[0].posted_at],
+        "newest first"
+    );
+    let dotted = Post::by_author_path(&db, &bo.id).await.unwrap();
+    assert_eq!(
+        ids(&dotted),
+        written(&[3, 4]),
+        "the dotted path `author.id`"
+    );
+    let by_name = Post::by_author_name(&db, "Bo").await.unwrap();
+    assert_eq!(
+        ids(&by_name),
+        written(&[3, 4]),
+        "a copied field by its borrowed form"
+    );
+
+    // `eq` on an array field takes one element and matches every array holding it
+    let rust = Post::tagged(&db, "rust").await.unwrap();
+    assert_eq!(
+        ids(&rust),
+        written(&[0, 1, 3]),
+        "one tag finds posts with one and several tags"
+    );
+    let mongodb = Post::tagged(&db, &String::from("mongodb")).await.unwrap();
+    assert_eq!(ids(&mongodb), written(&[1, 3]));
+    let none = Post::tagged(&db, "java").await.unwrap();
+    assert!(none.is_empty(), "a tag no post holds finds none");
+    let any = Post::tagged_any(&db, &["go".to_owned(), "serde".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&any),
+        written(&[2, 3]),
+        "any_of on an array takes elements"
+    );
+
+    // through an `Option` of an embedded struct, by Rust path and by stored path
+    let lyon = Post::in_city(&db, "Lyon").await.unwrap();
+    assert_eq!(ids(&lyon), written(&[0, 2]));
+    let oslo = Post::in_city_quoted(&db, "Oslo").await.unwrap();
+    assert_eq!(
+        ids(&oslo),
+        written(&[3]),
+        "the quoted path `place.cityName`"
+    );
+
+    // through an array of copies: the element's id, encoded through the source id's helper
+    let mentions_ada = Post::mentioning(&db, &ada.id).await.unwrap();
+    assert_eq!(ids(&mentions_ada), written(&[3]));
+    let mentions_bo = Post::mentioning(&db, &bo.id).await.unwrap();
+    assert_eq!(ids(&mentions_bo), written(&[0]));
+}
