@@ -885,9 +885,11 @@ async fn chaos(repairs_alongside: bool) {
     let _ = tokio::time::timeout(Duration::from_secs(10), watcher).await;
     let times = token_times.lock().unwrap().clone();
     let backwards = times.windows(2).filter(|w| w[1] < w[0]).count();
+    // the guarantee is the order of the saves; how many the watcher sees is scheduling's (a
+    // busy machine batches more events per save), and two are the fewest that show an order
     assert!(
-        times.len() >= 10,
-        "the token saves were watched: {}",
+        times.len() >= 2,
+        "the token saves were watched (at least two, to compare): {}",
         times.len()
     );
     assert_eq!(backwards, 0, "a saved token moved backwards: {times:?}");
