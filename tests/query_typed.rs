@@ -167,3 +167,61 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
     let mentions_bo = Post::mentioning(&db, &bo.id).await.unwrap();
     assert_eq!(ids(&mentions_bo), written(&[0]));
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "follows")]
+#[index(keys(followed_id = 1, follower_id = 1), name = "by_followed")]
+#[query(
+    name = "following_page",
+    eq(follower_id),
+    range(followed_id),
+    sort(followed_id = 1),
+    limit = 20
+)]
+#[query(name = "queue", eq(team, status), sort(priority = -1), limit = 10)]
+#[query(
+    name = "queue_reversed",
+    eq(status, team),
+    sort(priority = 1),
+    limit = 10
+)]
+pub struct Follow {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub follower_id: ObjectId,
+    pub followed_id: ObjectId,
+    pub team: String,
+    pub status: String,
+    pub priority: i32,
+}
+
+#[test]
+fn the_fit_derives_by_esr_and_merges_equalities_as_a_set() {
+    use mongo_schema::bson::doc;
+    let schema = Schema::new().model::<Follow>().build().unwrap();
+    let follows = schema.collection("follows").unwrap();
+    let keys: Vec<_> = follows.indexes.iter().map(|i| i.keys.clone()).collect();
+    // the declared index gives the order but walks every `followed_id` of the range: the ESR
+    // index is derived beside it
+    assert!(
+        keys.contains(&doc! { "follower_id": 1, "followed_id": 1 }),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&doc! { "followed_id": 1, "follower_id": 1 }),
+        "{keys:?}"
+    );
+    // the queue and its reverse with the equalities the other way round: one index
+    let queues: Vec<_> = keys.iter().filter(|k| k.contains_key("priority")).collect();
+    assert_eq!(queues.len(), 1, "{keys:?}");
+    let fit = |name: &str| {
+        follows
+            .queries
+            .iter()
+            .find(|q| q.name == name)
+            .and_then(|q| q.fit.clone())
+            .unwrap_or_else(|| panic!("query {name} is fitted"))
+    };
+    assert_ne!(fit("following_page").index.as_deref(), Some("by_followed"));
+    assert_eq!(fit("queue").index, fit("queue_reversed").index);
+}

@@ -153,6 +153,10 @@ pub enum Verdict {
     },
     /// The index bounds the scan, but mongod sorts the results in memory.
     BlockingSort(Rule),
+    /// The index gives the order, but an equality of the query lies behind a key it does not
+    /// bound to points (ESR: equalities, then sort, then ranges): mongod examines every key of
+    /// that key's range and filters the equality on them.
+    Examines(Rule),
     /// mongod does not use the index for this query.
     Unusable(Rule),
 }
@@ -295,6 +299,19 @@ pub enum Rule {
         index: String,
         /// The hashed key.
         key: String,
+    },
+    /// An equality (or `$in`) of the query is not in the index's prefix of point-bounded keys
+    /// (ESR).
+    EqualityBehind {
+        /// Index name.
+        index: String,
+        /// The equality's path.
+        key: String,
+        /// The index key in front of it that the query does not bound to points (`None` when the
+        /// index has no key on the equality's path).
+        behind: Option<String>,
+        /// What bounds that key.
+        cut: Cut,
     },
     /// The index does not provide the sort for a reason none of the others names (not expected;
     /// kept so that a verdict is always total).
@@ -466,6 +483,34 @@ impl fmt::Display for Rule {
                 "key `{key}` of index `{index}` is hashed and has no equality: it orders by \
                  hash, so {SORTS}"
             ),
+            Rule::EqualityBehind {
+                index,
+                key,
+                behind: None,
+                ..
+            } => write!(
+                f,
+                "the equality on `{key}` is not in index `{index}`: mongod examines every key \
+                 the other predicates bound and filters `{key}` on each document"
+            ),
+            Rule::EqualityBehind {
+                index,
+                key,
+                behind: Some(behind),
+                cut,
+            } => {
+                let what = match cut {
+                    Cut::Range => format!("the whole range of `{behind}`"),
+                    Cut::Unconstrained => format!("every `{behind}`"),
+                    Cut::In(n) => format!("the {n} values of `{behind}`"),
+                    Cut::EqualityAfterIn(_) => format!("the keys of `{behind}`"),
+                };
+                write!(
+                    f,
+                    "the equality on `{key}` sits behind `{behind}` in index `{index}`: mongod \
+                     examines {what} and filters `{key}` on each key (equalities first: ESR)"
+                )
+            }
             Rule::SortNotProvided { index, sort, keys } => write!(
                 f,
                 "index `{index}` {} does not provide sort {}: {SORTS}",
@@ -538,16 +583,100 @@ fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
 }
 
 fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
+    // planner_ixselect.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
+    // under one array path cannot both get bounds (the values may come from different
+    // elements): the first key under it keeps its bounds, the later ones are scanned whole
+    let mut bounded_arrays: Vec<&str> = Vec::new();
     index
         .keys
         .iter()
-        .map(|(path, dir)| Key {
-            path,
-            dir,
-            bound: bound_of(path, dir, query),
-            multikey: is_multikey(path, index, query),
+        .map(|(path, dir)| {
+            let mut bound = bound_of(path, dir, query);
+            let multikey = is_multikey(path, index, query);
+            if bound != Bound::None && multikey {
+                let arrays = array_prefixes(path, index, query);
+                if arrays.iter().any(|a| bounded_arrays.contains(a)) {
+                    bound = Bound::None;
+                } else {
+                    bounded_arrays.extend(arrays);
+                }
+            }
+            Key {
+                path,
+                dir,
+                bound,
+                multikey,
+            }
         })
         .collect()
+}
+
+/// The array paths that are `path` or a dotted prefix of it.
+fn array_prefixes<'q>(path: &str, index: &'q IndexShape, query: &'q QueryShape) -> Vec<&'q str> {
+    index
+        .multikey_paths
+        .iter()
+        .chain(query.multikey_paths.iter())
+        .filter(|m| {
+            path == m.as_str()
+                || (path.len() > m.len()
+                    && path.starts_with(m.as_str())
+                    && path.as_bytes()[m.len()] == b'.')
+        })
+        .map(String::as_str)
+        .collect()
+}
+
+/// ESR: every equality and `$in` of the query on a key of the index's prefix of point-bounded
+/// keys. A unique index whose every key is a point finds one document, whatever else the query
+/// says.
+fn equality_behind(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> Option<Rule> {
+    let points = |k: &Key<'_>| matches!(k.bound, Bound::Point | Bound::Points(_));
+    if index.unique && keys.iter().all(points) {
+        return None;
+    }
+    // an `$in` of several values may follow the sort keys (where `esr_keys` puts one the
+    // explosion cannot take): it bounds the scan without cutting the order
+    let equalities = query.eq.iter().map(|p| (p, false)).chain(
+        query
+            .in_
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(p, n)| (p, *n > 1)),
+    );
+    let sorted = |k: &Key<'_>| query.sort.iter().any(|(p, _)| p == k.path);
+    for (key, after_sort) in equalities {
+        let Some(at) = keys.iter().position(|k| k.path == key && points(k)) else {
+            // not in the index, or in it without point bounds (a multikey path under an array
+            // already bounded): filtered on fetch
+            let behind = keys
+                .iter()
+                .find(|k| k.path == key)
+                .map(|k| k.path.to_owned());
+            return Some(Rule::EqualityBehind {
+                index: index.name.clone(),
+                key: key.clone(),
+                behind,
+                cut: Cut::Unconstrained,
+            });
+        };
+        if let Some(front) = keys[..at]
+            .iter()
+            .find(|k| !points(k) && !(after_sort && k.bound == Bound::None && sorted(k)))
+        {
+            return Some(Rule::EqualityBehind {
+                index: index.name.clone(),
+                key: key.clone(),
+                behind: Some(front.path.to_owned()),
+                cut: if front.bound == Bound::Range {
+                    Cut::Range
+                } else {
+                    Cut::Unconstrained
+                },
+            });
+        }
+    }
+    None
 }
 
 /// Where an order built from the key pattern stops before the pattern's end.
@@ -747,10 +876,15 @@ pub fn fit(index: &IndexShape, query: &QueryShape) -> Verdict {
     if first.bound == Bound::None {
         return whole_index(index, &keys, query);
     }
-    let served = |reverse, merge_scans| Verdict::Served {
-        reverse,
-        merge_scans,
-        full_scan: false,
+    // the order first (a blocking sort is the worse news), then what the scan examines
+    let esr = equality_behind(index, &keys, query);
+    let served = |reverse, merge_scans| match &esr {
+        Some(rule) => Verdict::Examines(rule.clone()),
+        None => Verdict::Served {
+            reverse,
+            merge_scans,
+            full_scan: false,
+        },
     };
     if query.sort.is_empty() {
         return served(false, 1);
@@ -1107,6 +1241,12 @@ pub fn covers(a: &IndexShape, b: &IndexShape) -> bool {
     prefix(false) || prefix(true)
 }
 
+/// Whether two key patterns name the same paths, in any order (the equality prefix of a derived
+/// index is a set: the fit decides whether the order of the rest serves).
+fn same_paths(a: &[(String, KeyDir)], b: &[(String, KeyDir)]) -> bool {
+    a.len() == b.len() && a.iter().all(|(p, _)| b.iter().any(|(q, _)| p == q))
+}
+
 /// One index of [`merge_derived`]'s result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Merged {
@@ -1146,11 +1286,7 @@ pub fn merge_derived(derived: &[(IndexShape, QueryShape)]) -> Vec<Merged> {
                 || (!index.unique
                     && !m.index.unique
                     && index.keys.len() <= m.index.keys.len()
-                    && index
-                        .keys
-                        .iter()
-                        .zip(&m.index.keys)
-                        .all(|((b, _), (a, _))| a == b)
+                    && same_paths(&index.keys, &m.index.keys[..index.keys.len()])
                     && m.index.sparse == index.sparse
                     && !m.index.partial
                     && !index.partial
@@ -1290,6 +1426,15 @@ mod tests {
         })
     }
 
+    fn examines(key: &str, behind: Option<&str>, cut: Cut) -> Verdict {
+        Verdict::Examines(Rule::EqualityBehind {
+            index: s("x"),
+            key: s(key),
+            behind: behind.map(s),
+            cut,
+        })
+    }
+
     fn missing(key: &str) -> Verdict {
         Verdict::BlockingSort(Rule::SortKeyMissing {
             index: s("x"),
@@ -1356,17 +1501,73 @@ mod tests {
                 served(false, 1),
                 "eq in any order",
             ),
+            // The order holds, but ESR does not: the scan walks every `c` of the `a` and
+            // filters `b` on each key.
             (
                 ix("a:1,c:1,b:1"),
                 q().eq("a,b").sort("c:1"),
-                served(false, 1),
+                examines("b", Some("c"), u.clone()),
                 "eq after the sort",
             ),
             (
                 ix("a:1,s:1,e:1,t:1"),
                 q().eq("a,e").sort("s:1,t:1"),
-                served(false, 1),
+                examines("e", Some("s"), u.clone()),
                 "eq inside",
+            ),
+            // The social trial's follows: the range walks the whole of `followed_id` and the
+            // equality only filters; `{ follower_id, followed_id }` is the ESR index.
+            (
+                ix("followed_id:1,follower_id:1"),
+                q().eq("follower_id")
+                    .range("followed_id")
+                    .sort("followed_id:1"),
+                examines("follower_id", Some("followed_id"), r.clone()),
+                "eq behind a range that is also the sort",
+            ),
+            (
+                ix("follower_id:1,followed_id:1"),
+                q().eq("follower_id")
+                    .range("followed_id")
+                    .sort("followed_id:1"),
+                served(false, 1),
+                "the ESR index of the follows",
+            ),
+            (
+                ix("a:1,r:1,b:1"),
+                q().eq("a,b").range("r"),
+                examines("b", Some("r"), r.clone()),
+                "eq behind a range, no sort",
+            ),
+            (
+                ix("a:1"),
+                q().eq("a,b"),
+                examines("b", None, u.clone()),
+                "eq not in the index, no sort",
+            ),
+            (
+                with(ix("a:1"), |i| i.unique = true),
+                q().eq("a,b"),
+                served(false, 1),
+                "a unique index on points finds one document",
+            ),
+            // canAssignPredToIndex: `a` is an array, so `a.c` gets no bounds beside `a.b`; `x`
+            // follows an unbounded key and gives no order (and the eq on `a.c` is filtered).
+            (
+                ix("a.b:1,a.c:1,x:1"),
+                q().eq("a.b,a.c").sort("x:1").mk("a"),
+                Verdict::BlockingSort(Rule::MultikeySort {
+                    index: s("x"),
+                    key: s("a.c"),
+                    cause: MultikeyCause::SharedPrefix(s("a.b")),
+                }),
+                "one predicate per multikey path prefix gets bounds",
+            ),
+            (
+                ix("a.b:1,c:1,x:1"),
+                q().eq("a.b,c").sort("x:1").mk("a"),
+                served(false, 1),
+                "bounds on paths under different prefixes",
             ),
             (
                 ix("a:1,b:1"),
@@ -1858,7 +2059,9 @@ mod tests {
     #[test]
     fn messages() {
         let text = |index: IndexShape, query: QueryShape| match fit(&index, &query) {
-            Verdict::BlockingSort(rule) | Verdict::Unusable(rule) => rule.to_string(),
+            Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) => {
+                rule.to_string()
+            }
             served => panic!("expected a rule, got {served:?}"),
         };
         assert_eq!(
@@ -2130,6 +2333,42 @@ mod tests {
                 serves: vec![0, 1, 2]
             }]
         );
+    }
+
+    #[test]
+    fn merge_treats_equalities_as_a_set() {
+        // the reversed queue with its equalities the other way round: one index
+        let queue = q().eq("team,status").sort("priority:-1");
+        let reversed = q().eq("status,team").sort("priority:1");
+        let derived = vec![
+            (ix(&pattern_of(&esr_keys(&queue))), queue.clone()),
+            (ix(&pattern_of(&esr_keys(&reversed))), reversed.clone()),
+        ];
+        let merged = merge_derived(&derived);
+        assert_eq!(merged.len(), 1, "{merged:?}");
+        assert_eq!(merged[0].serves, vec![0, 1]);
+        // a query whose equality would sit behind the kept index's sort key is not merged
+        let other = q().eq("team").sort("priority:-1");
+        let apart = merge_derived(&[
+            (
+                ix("team:1,priority:-1,status:1"),
+                q().eq("team,status").range("priority"),
+            ),
+            (ix("team:1,status:1"), q().eq("status,team")),
+            (ix("team:1,priority:-1"), other),
+        ]);
+        assert_eq!(
+            apart.iter().map(|m| m.serves.clone()).collect::<Vec<_>>(),
+            vec![vec![0, 2], vec![1]],
+            "{apart:?}"
+        );
+    }
+
+    fn pattern_of(keys: &[(String, KeyDir)]) -> String {
+        keys.iter()
+            .map(|(p, d)| format!("{p}:{}", d.to_string().trim_matches('"')))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     #[test]

@@ -859,7 +859,7 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         Verdict::Served { .. } => format!(
             "index `{name}` does not start with a field the query constrains: mongod would scan all of it for the order"
         ),
-        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) => rule.to_string(),
+        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) => rule.to_string(),
     };
     let esr: Vec<String> = esr_keys(&shape)
         .iter()

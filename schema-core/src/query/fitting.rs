@@ -211,7 +211,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
                 }
                 Some((_, verdict)) => {
                     let rule = match verdict {
-                        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) => rule.to_string(),
+                        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) => rule.to_string(),
                         Verdict::Served { .. } => format!(
                             "index `{wanted}` does not start with a field the query constrains: mongod would scan all of it for the order"
                         ),
@@ -333,7 +333,10 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
                 .chain(std::iter::once(&id_index))
                 .find_map(|index| {
                     let verdict = fit::fit(&index_shape(index, schema), &shape);
-                    if let Verdict::BlockingSort(rule) | Verdict::Unusable(rule) = &verdict {
+                    if let Verdict::BlockingSort(rule)
+                    | Verdict::Unusable(rule)
+                    | Verdict::Examines(rule) = &verdict
+                    {
                         last_rule = Some(rule.to_string());
                     }
                     served(&verdict, &shape)
