@@ -301,7 +301,7 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
         (Cart::collection_spec(), "lines.product"),
         (Cart::collection_spec(), "batch.items.product"),
     ] {
-        let keys = doc! { format!("{path}._id"): 1 };
+        let keys = doc! { format!("{path}._id"): 1, "_id": 1 };
         let index = spec
             .indexes
             .iter()
@@ -762,11 +762,11 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
     };
     let orders = keys("tx_orders").await;
     assert!(
-        orders.contains(&doc! { "lines.product._id": 1 }),
+        orders.contains(&doc! { "lines.product._id": 1, "_id": 1 }),
         "{orders:?}"
     );
     assert!(
-        orders.contains(&doc! { "featured.product._id": 1 }),
+        orders.contains(&doc! { "featured.product._id": 1, "_id": 1 }),
         "{orders:?}"
     );
     assert!(
@@ -778,14 +778,14 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
     for collection in ["async_orders", "rec_orders"] {
         let found = keys(collection).await;
         assert!(
-            found.contains(&doc! { "lines.product._id": 1 }),
+            found.contains(&doc! { "lines.product._id": 1, "_id": 1 }),
             "{collection}: {found:?}"
         );
     }
     let carts = keys("carts").await;
     for wanted in [
-        doc! { "lines.product._id": 1 },
-        doc! { "batch.items.product._id": 1 },
+        doc! { "lines.product._id": 1, "_id": 1 },
+        doc! { "batch.items.product._id": 1, "_id": 1 },
     ] {
         assert!(carts.contains(&wanted), "{wanted}: {carts:?}");
     }

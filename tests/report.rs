@@ -61,8 +61,8 @@ fn the_report_has_the_checklist_for_every_relationship() {
     let report = helpdesk::schema().report();
     for expected in [
         "- **`customer`**: extended reference to `customers` (Customer)",
-        "  - copies: `name` transactional (fan-out index `customer._id_1_updatedAt_-1`)",
-        "  - copies: `name` async (fan-out index `assignee._id_1`)",
+        "  - copies: `name` transactional (fan-out index `customer._id_1__id_1`)",
+        "  - copies: `name` async (fan-out index `assignee._id_1__id_1`)",
         "- **`lastMessage`**: subset + reference to `messages` (Message)",
         "- **`history`**: embed of `StatusChange`",
         "  - shard routing: shard key starts with `ticketId`: a parent's children are routed by its id",

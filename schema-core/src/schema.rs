@@ -510,8 +510,25 @@ impl SchemaBuilder {
     pub fn build(mut self) -> Result<Schema, SchemaError> {
         let mut problems = Vec::new();
         // queries first: the indexes they derive are checked with the declared ones below
+        // a subset's refill and count read its children: queries of the child collection
+        let subset_queries: Vec<(String, crate::query::QuerySpec)> = self
+            .collections
+            .iter()
+            .flat_map(|parent| {
+                parent.subsets.iter().flat_map(|subset| {
+                    crate::query::fitting::subset_queries(&parent.name, subset)
+                        .into_iter()
+                        .map(|query| (subset.child.clone(), query))
+                })
+            })
+            .collect();
         for spec in &mut self.collections {
-            problems.extend(crate::query::fitting::fit_collection(spec));
+            let extra = subset_queries
+                .iter()
+                .filter(|(child, _)| *child == spec.name)
+                .map(|(_, query)| query.clone())
+                .collect();
+            problems.extend(crate::query::fitting::fit_collection(spec, extra));
         }
         for (i, spec) in self.collections.iter().enumerate() {
             if let Some(problem) = collection_name_problem(&spec.name) {

@@ -295,10 +295,11 @@ impl CopySpec {
         self
     }
 
-    /// The index the copy's queries need: `{ <path>._id: 1 }` for the fan-out, or with keyset
-    /// pages on a key that is not unique `{ <path>._id: 1, key: d, _id: d }` (the pages'
-    /// tie-break in index order, as for a reference). `None` for a frozen copy without pages:
-    /// nothing rewrites it.
+    /// The index the copy's queries need: `{ <path>._id: 1, _id: 1 }` for the fan-out (its walk
+    /// of the holders in `_id` order and its chunks by `_id`), or with keyset pages on a key
+    /// that is not unique `{ <path>._id: 1, key: d, _id: d }` (the pages' tie-break in index
+    /// order, as for a reference; the fan-out's walk then gets an index of its own from
+    /// `Schema::build`). `None` for a frozen copy without pages: nothing rewrites it.
     pub fn index_keys(&self) -> Option<mongodb::bson::Document> {
         let mut keys = mongodb::bson::Document::new();
         keys.insert(self.id_path(), 1);
@@ -310,7 +311,9 @@ impl CopySpec {
                 }
             }
             None if self.strategy == SyncStrategy::Frozen => return None,
-            None => {}
+            None => {
+                keys.insert("_id", 1);
+            }
         }
         Some(keys)
     }
@@ -583,7 +586,7 @@ mod tests {
         assert_eq!(nested.condition_slot(), (Some(1), "e1.product".to_owned()));
         assert_eq!(
             nested.index_keys(),
-            Some(doc! { "lines.bundle.product._id": 1 })
+            Some(doc! { "lines.bundle.product._id": 1, "_id": 1 })
         );
 
         // an array of copies in each line: the copies' own `$[copy]` after the line's

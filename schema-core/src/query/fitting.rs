@@ -132,13 +132,54 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
         if copy.strategy == SyncStrategy::Frozen {
             continue;
         }
+        // the walk of the holders in `_id` order, then one update per chunk of their ids
         queries.push(
             QuerySpec::library(format!(
                 "fan-out of {} copies at {}",
                 copy.source, copy.path
             ))
-            .eq(format!("{}._id", copy.path)),
+            .eq(copy.id_path())
+            .sort("_id", 1),
         );
+        queries.push(
+            QuerySpec::library(format!(
+                "fan-out chunk of {} copies at {}",
+                copy.source, copy.path
+            ))
+            .eq(copy.id_path())
+            .any_of("_id", crate::FAN_OUT_CHUNK),
+        );
+    }
+    queries
+}
+
+/// The queries a subset of another collection sends to its children (`children`'s spec): the
+/// refill of a parent's previews (its children matching the subset's filter, newest first by
+/// the subset's sort) and, when it counts them, their count. The filter's plain equalities are
+/// equalities of the query.
+pub(crate) fn subset_queries(parent: &str, subset: &crate::SubsetSpec) -> Vec<QuerySpec> {
+    let equalities = |mut query: QuerySpec| {
+        query = query.eq(subset.parent_field.clone());
+        for (key, value) in subset.filter.iter().flatten() {
+            let operator =
+                matches!(value, Bson::Document(d) if d.keys().any(|k| k.starts_with('$')));
+            if !key.starts_with('$') && !operator {
+                query = query.eq(key.clone());
+            }
+        }
+        query
+    };
+    let mut queries = vec![equalities(QuerySpec::library(format!(
+        "refill of {parent}.{}",
+        subset.path
+    )))
+    .sort(subset.sort_field.clone(), subset.sort_direction)
+    .limit(subset.max as i64)];
+    if subset.count.is_some() {
+        queries.push(equalities(QuerySpec::library(format!(
+            "count of {parent}.{}",
+            subset.path
+        ))));
     }
     queries
 }
@@ -165,10 +206,12 @@ fn keys_text(keys: &Document) -> String {
     format!("{{ {} }}", parts.join(", "))
 }
 
-/// Fits every query of `spec` (its declared ones, then the library's) and adds the indexes the
-/// declared ones need; returns the problems (an `index = "..."` that cannot serve its query, a
-/// projection whose types differ, a partial filter on a value the field cannot store).
-pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
+/// Fits every query of `spec`: its declared ones, then the library's own (`library_queries`,
+/// and `extra`: the refills and counts of other collections' subsets of these documents), and
+/// adds the indexes the queries no index serves need (ESR, merged); returns the problems (an
+/// `index = "..."` that cannot serve its query, a projection whose types differ, a partial
+/// filter on a value the field cannot store).
+pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -> Vec<String> {
     let mut problems = Vec::new();
     let schema = spec.validator.get_document("$jsonSchema").ok().cloned();
     let schema = schema.as_ref();
@@ -176,22 +219,24 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
     for query in &spec.queries {
         problems.extend(query_path_problems(&spec.name, query, schema));
     }
+    let mut library = library_queries(spec);
+    library.extend(extra);
     // every collection has the `_id_` index, which no spec lists
     let id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
         .name("_id_")
         .unique(true);
-    // declared queries: fit, or derive
-    let mut unserved: Vec<usize> = Vec::new();
+    // declared queries pinned to an index are checked against it; the others, and the
+    // library's, are fitted to the indexes there are, or wait for a derived one
+    let mut unserved: Vec<(bool, usize)> = Vec::new();
     for (i, query) in spec.queries.iter_mut().enumerate() {
         let shape = query_shape(query, schema);
-        let verdicts: Vec<(&IndexSpec, Verdict)> = spec
-            .indexes
-            .iter()
-            .chain(std::iter::once(&id_index))
-            .map(|index| (index, fit::fit(&index_shape(index, schema), &shape)))
-            .collect();
         if let Some(wanted) = query.index.clone() {
-            match verdicts.iter().find(|(index, _)| index.name == wanted) {
+            let pinned = spec
+                .indexes
+                .iter()
+                .chain(std::iter::once(&id_index))
+                .find(|index| index.name == wanted);
+            match pinned {
                 None => {
                     let names: Vec<&str> = spec.indexes.iter().map(|i| i.name.as_str()).collect();
                     problems.push(format!(
@@ -199,56 +244,65 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
                         query.name, spec.name, spec.name, names.join(", ")
                     ));
                 }
-                Some((_, verdict)) if served(verdict, &shape).is_some() => {
-                    let (reverse, merge_scans) = served(verdict, &shape).expect("served");
-                    query.fit = Some(QueryFit {
-                        index: Some(wanted),
-                        reverse,
-                        merge_scans,
-                        derived: false,
-                        problem: None,
-                    });
-                }
-                Some((_, verdict)) => {
-                    let rule = match verdict {
-                        Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) => rule.to_string(),
-                        Verdict::Served { .. } => format!(
-                            "index `{wanted}` does not start with a field the query constrains: mongod would scan all of it for the order"
-                        ),
-                    };
-                    let esr = esr_document(&shape);
-                    problems.push(format!(
-                        "query `{}` of `{}` cannot be served by index `{wanted}`: {rule}; an index on {} would serve it (declare it with `#[index(keys(...))]`, or leave out `index =` and let the schema derive it)",
-                        query.name,
-                        spec.name,
-                        keys_text(&esr)
-                    ));
+                Some(index) => {
+                    let verdict = fit::fit(&index_shape(index, schema), &shape);
+                    match served(&verdict, &shape) {
+                        Some((reverse, merge_scans)) => {
+                            query.fit = Some(QueryFit {
+                                index: Some(wanted),
+                                reverse,
+                                merge_scans,
+                                derived: false,
+                                problem: None,
+                            });
+                        }
+                        None => {
+                            let rule = match verdict {
+                                Verdict::BlockingSort(rule)
+                                | Verdict::Unusable(rule)
+                                | Verdict::Examines(rule) => rule.to_string(),
+                                Verdict::Served { .. } => format!(
+                                    "index `{wanted}` does not start with a field the query constrains: mongod would scan all of it for the order"
+                                ),
+                            };
+                            let esr = esr_document(&shape);
+                            problems.push(format!(
+                                "query `{}` of `{}` cannot be served by index `{wanted}`: {rule}; an index on {} would serve it (declare it with `#[index(keys(...))]`, or leave out `index =` and let the schema derive it)",
+                                query.name,
+                                spec.name,
+                                keys_text(&esr)
+                            ));
+                        }
+                    }
                 }
             }
             continue;
         }
-        match verdicts
-            .iter()
-            .find_map(|(index, v)| served(v, &shape).map(|s| (index, s)))
-        {
-            Some((index, (reverse, merge_scans))) => {
-                query.fit = Some(QueryFit {
-                    index: Some(index.name.clone()),
-                    reverse,
-                    merge_scans,
-                    derived: false,
-                    problem: None,
-                });
-            }
-            None => unserved.push(i),
+        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+            Ok(fit) => query.fit = Some(fit),
+            Err(_) => unserved.push((true, i)),
         }
     }
+    for (i, query) in library.iter_mut().enumerate() {
+        let shape = query_shape(query, schema);
+        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+            Ok(fit) => query.fit = Some(fit),
+            Err(_) => unserved.push((false, i)),
+        }
+    }
+    let query_of = |spec: &CollectionSpec, library: &[QuerySpec], (declared, i): (bool, usize)| {
+        if declared {
+            spec.queries[i].clone()
+        } else {
+            library[i].clone()
+        }
+    };
     // one index per group of queries that one index serves (a prefix, or the reverse)
     let derived: Vec<(Document, Vec<String>)> = {
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
             .iter()
-            .map(|&i| {
-                let shape = query_shape(&spec.queries[i], schema);
+            .map(|&at| {
+                let shape = query_shape(&query_of(spec, &library, at), schema);
                 let keys = esr_document(&shape);
                 (index_shape(&IndexSpec::new(keys), schema), shape)
             })
@@ -263,7 +317,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
                 let names = merged
                     .serves
                     .iter()
-                    .map(|&k| spec.queries[unserved[k]].name.clone())
+                    .map(|&k| query_of(spec, &library, unserved[k]).name)
                     .collect();
                 (keys, names)
             })
@@ -290,79 +344,86 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec) -> Vec<String> {
             }
             !absorbed
         });
-        spec.indexes.push(index);
-    }
-    // fit again what was derived, and every library query
-    for &i in &unserved {
-        let shape = query_shape(&spec.queries[i], schema);
-        let found = spec
+        // before the relationship indexes: a server that takes the first index with the
+        // query's fields (SecantusDB) then takes the one derived for the query; mongod ranks
+        // the plans whatever the order
+        let at = spec
             .indexes
             .iter()
-            .chain(std::iter::once(&id_index))
-            .find_map(|index| {
-                served(&fit::fit(&index_shape(index, schema), &shape), &shape)
-                    .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
-            });
-        spec.queries[i].fit = Some(match found {
-            Some((index, reverse, merge_scans)) => QueryFit {
-                index: Some(index),
-                reverse,
-                merge_scans,
-                derived: true,
-                problem: None,
-            },
-            None => QueryFit {
+            .position(|existing| {
+                existing.reasons.iter().all(|r| {
+                    matches!(
+                        r,
+                        IndexReason::Reference { .. } | IndexReason::FanOut { .. }
+                    )
+                })
+            })
+            .unwrap_or(spec.indexes.len());
+        spec.indexes.insert(at, index);
+    }
+    // fit again what was derived: every declared and library query (an absorbed relationship
+    // index may have been the one a query was fitted to)
+    for query in spec
+        .queries
+        .iter_mut()
+        .filter(|q| q.index.is_none())
+        .chain(library.iter_mut())
+    {
+        let shape = query_shape(query, schema);
+        query.fit = Some(match best_fit(&spec.indexes, &id_index, &shape, schema) {
+            Ok(mut fit) => {
+                // derived when the index serving it was derived for it
+                fit.derived = spec.indexes.iter().any(|index| {
+                    fit.index.as_ref() == Some(&index.name)
+                        && index.reasons.iter().any(|r| {
+                            matches!(r, IndexReason::Query { queries } if queries.contains(&query.name))
+                        })
+                });
+                fit
+            }
+            Err(rule) => QueryFit {
                 index: None,
                 reverse: false,
                 merge_scans: 1,
                 derived: false,
-                problem: Some(
-                    "no index can serve it without a blocking sort (the ESR index does not either: check the `$in` lists against mongod's limit of 200 scans)".to_owned(),
-                ),
+                problem: Some(rule.unwrap_or_else(|| if query.declared {
+                    "no index can serve it without a blocking sort (the ESR index does not either: check the `$in` lists against mongod's limit of 200 scans)".to_owned()
+                } else {
+                    "the collection has no index that serves it".to_owned()
+                })),
             },
         });
     }
-    let library: Vec<QuerySpec> = library_queries(spec)
-        .into_iter()
-        .map(|mut query| {
-            let shape = query_shape(&query, schema);
-            let mut last_rule = None;
-            let found = spec
-                .indexes
-                .iter()
-                .chain(std::iter::once(&id_index))
-                .find_map(|index| {
-                    let verdict = fit::fit(&index_shape(index, schema), &shape);
-                    if let Verdict::BlockingSort(rule)
-                    | Verdict::Unusable(rule)
-                    | Verdict::Examines(rule) = &verdict
-                    {
-                        last_rule = Some(rule.to_string());
-                    }
-                    served(&verdict, &shape)
-                        .map(|(reverse, merge_scans)| (index.name.clone(), reverse, merge_scans))
-                });
-            query.fit = Some(match found {
-                Some((index, reverse, merge_scans)) => QueryFit {
-                    index: Some(index),
-                    reverse,
-                    merge_scans,
-                    derived: false,
-                    problem: None,
-                },
-                None => QueryFit {
-                    index: None,
-                    reverse: false,
-                    merge_scans: 1,
-                    derived: false,
-                    problem: last_rule.or(Some("the collection has no index".to_owned())),
-                },
-            });
-            query
-        })
-        .collect();
     spec.library_queries = library;
     problems
+}
+
+/// The first index that serves `shape` (`_id_` last), or the last rule that kept one from it.
+fn best_fit(
+    indexes: &[IndexSpec],
+    id_index: &IndexSpec,
+    shape: &QueryShape,
+    schema: Option<&Document>,
+) -> std::result::Result<QueryFit, Option<String>> {
+    let mut last_rule = None;
+    for index in indexes.iter().chain(std::iter::once(id_index)) {
+        let verdict = fit::fit(&index_shape(index, schema), shape);
+        if let Some((reverse, merge_scans)) = served(&verdict, shape) {
+            return Ok(QueryFit {
+                index: Some(index.name.clone()),
+                reverse,
+                merge_scans,
+                derived: false,
+                problem: None,
+            });
+        }
+        if let Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) =
+            &verdict
+        {
+            last_rule = Some(rule.to_string());
+        }
+    }
+    Err(last_rule)
 }
 
 /// The ESR index of a query, as a key document.

@@ -156,9 +156,17 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
                 quote!(const CAP: ::core::option::Option<u32> = ::core::option::Option::Some(#max);)
             });
         // an array or a set: a declared query's `eq` compares one element
-        let is_array = crate::gen::json_schema::collection_bound(field).map(
-            |_| quote!(const IS_ARRAY: bool = <#ty as #private::BoundedCollection>::__IS_SEQUENCE;),
-        );
+        // (in a generic struct, from the type's name: its impl has no bound that would let
+        // the collection say it)
+        let is_array = crate::gen::json_schema::collection_bound(field).map(|_| {
+            if cont.is_generic() {
+                let sequence = !crate::serde_helpers::type_last_name(ty)
+                    .is_some_and(|name| name.ends_with("Map"));
+                quote!(const IS_ARRAY: bool = #sequence;)
+            } else {
+                quote!(const IS_ARRAY: bool = <#ty as #private::BoundedCollection>::__IS_SEQUENCE;)
+            }
+        });
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
         let spanned_accessor = root && !crate::gen::copies::unbounded_type(ty);
