@@ -35,7 +35,7 @@ pub struct Coordinates {
     pub lng: f64,
 }
 
-fn main() {
+pub fn main() {
     let validator = Device::validator();
     let schema = validator.get_document("$jsonSchema").unwrap();
     assert_eq!(schema.get_bool("additionalProperties"), Ok(false));

@@ -130,7 +130,7 @@ fn index_keys(spec: &mongo_schema::CollectionSpec) -> Vec<mongo_schema::bson::Do
     spec.indexes.iter().map(|i| i.keys.clone()).collect()
 }
 
-fn main() {
+pub fn main() {
     // The copy and subset tables.
     let spec = Ticket::collection_spec();
     assert_eq!(spec.copies.len(), 2);
@@ -162,14 +162,15 @@ fn main() {
     assert_eq!(recent.max, 3);
     assert_eq!(recent.count, None);
 
-    // Fan-out indexes for every non-frozen copy, none for the frozen one.
+    // Fan-out indexes for every non-frozen copy (the copied id, then `_id`: the walk of the
+    // holders in `_id` order), none for the frozen one.
     let keys = index_keys(&spec);
-    assert!(keys.contains(&doc! { "customer._id": 1 }), "{keys:?}");
-    assert!(keys.contains(&doc! { "assignee._id": 1 }), "{keys:?}");
+    assert!(keys.contains(&doc! { "customer._id": 1, "_id": 1 }), "{keys:?}");
+    assert!(keys.contains(&doc! { "assignee._id": 1, "_id": 1 }), "{keys:?}");
     let fan_out = spec
         .indexes
         .iter()
-        .find(|i| i.keys == doc! { "customer._id": 1 })
+        .find(|i| i.keys == doc! { "customer._id": 1, "_id": 1 })
         .unwrap();
     assert!(fan_out.reasons.contains(&IndexReason::FanOut {
         path: "customer".into(),
@@ -198,7 +199,7 @@ fn main() {
     let product = Product::collection_spec();
     assert_eq!(product.copies[0].strategy, SyncStrategy::Reconcile);
     assert_eq!(product.copies[0].shape, CopyShape::Many);
-    assert!(index_keys(&product).contains(&doc! { "parts._id": 1 }));
+    assert!(index_keys(&product).contains(&doc! { "parts._id": 1, "_id": 1 }));
 
     // The copy's schema carries the source's constraints and stored names.
     let validator = Ticket::validator();

@@ -38,7 +38,7 @@ pub struct Customer {
     pub recent_parts: Page<Part>,
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(
         Email::bson_schema(),
         doc! { "bsonType": "string", "maxLength": 254_i64 }

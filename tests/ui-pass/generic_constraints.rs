@@ -9,7 +9,7 @@ pub struct Labeled<T> {
     pub label: T,
 }
 
-fn main() {
+pub fn main() {
     let schema = <Labeled<String> as BsonSchema>::bson_schema();
     assert_eq!(
         schema.get_document("properties").unwrap().get_document("label").unwrap(),

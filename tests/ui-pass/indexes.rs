@@ -35,7 +35,7 @@ pub struct Message {
     pub at: DateTime,
 }
 
-fn main() {
+pub fn main() {
     let spec = Session::collection_spec();
     assert_eq!(spec.validation_level, mongo_schema::ValidationLevel::Moderate);
     assert_eq!(spec.validation_action, mongo_schema::ValidationAction::Warn);

@@ -54,7 +54,7 @@ pub struct Message {
     pub at: DateTime,
 }
 
-fn main() {
+pub fn main() {
     let schema = Ticket::bson_schema();
     let properties = schema.get_document("properties").unwrap();
     assert_eq!(properties.get_document("customerId").unwrap(), &doc! { "bsonType": "long" });

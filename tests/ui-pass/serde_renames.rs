@@ -45,7 +45,7 @@ fn properties(validator: &BsonDocument) -> Vec<String> {
         .collect()
 }
 
-fn main() {
+pub fn main() {
     let validator = SupportTicket::validator();
     assert_eq!(
         properties(&validator),

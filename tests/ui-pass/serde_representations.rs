@@ -123,7 +123,7 @@ pub enum Event {
     },
 }
 
-fn main() {
+pub fn main() {
     let _ = Product::validator();
     let _ = Event::indexes();
 }

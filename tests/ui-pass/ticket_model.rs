@@ -64,7 +64,7 @@ pub struct Message {
     pub at: DateTime,
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(Ticket::COLLECTION, "tickets");
     assert_eq!(Message::COLLECTION, "messages");
 
