@@ -662,7 +662,7 @@ fn equality_behind(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> 
         };
         if let Some(front) = keys[..at]
             .iter()
-            .find(|k| !points(k) && !(after_sort && k.bound == Bound::None && sorted(k)))
+            .find(|k| !(points(k) || (after_sort && k.bound == Bound::None && sorted(k))))
         {
             return Some(Rule::EqualityBehind {
                 index: index.name.clone(),

@@ -48,7 +48,10 @@ pub fn main() {
 
     let properties = schema.get_document("properties").unwrap();
     // a root without an `_id` field still admits the server-generated one
-    assert_eq!(properties.get_document("_id").unwrap(), &doc! { "bsonType": "objectId" });
+    assert_eq!(
+        properties.get_document("_id").unwrap(),
+        &doc! { "bsonType": "objectId" }
+    );
     assert_eq!(
         properties.get_document("counters").unwrap(),
         &doc! { "bsonType": "object", "maxProperties": 5_i64, "additionalProperties": { "bsonType": "long" } }
@@ -60,7 +63,13 @@ pub fn main() {
             "items": { "bsonType": "int", "minimum": 0_i64, "maximum": 255_i64 },
         }
     );
-    assert_eq!(properties.get_document("roles").unwrap().get_bool("uniqueItems"), Ok(true));
+    assert_eq!(
+        properties
+            .get_document("roles")
+            .unwrap()
+            .get_bool("uniqueItems"),
+        Ok(true)
+    );
     assert_eq!(
         properties.get_document("labels").unwrap(),
         &doc! { "bsonType": "array", "maxItems": 10_i64, "items": { "bsonType": "string", "maxLength": 32_i64 } }
@@ -74,7 +83,11 @@ pub fn main() {
         &doc! { "bsonType": ["string", "null"] }
     );
     assert_eq!(
-        properties.get_document("aliases").unwrap().get_array("bsonType").unwrap(),
+        properties
+            .get_document("aliases")
+            .unwrap()
+            .get_array("bsonType")
+            .unwrap(),
         &vec![Bson::from("array"), Bson::from("null")]
     );
     assert_eq!(
@@ -84,5 +97,8 @@ pub fn main() {
 
     let coordinates = Coordinates::bson_schema();
     assert_eq!(coordinates.get_bool("additionalProperties"), Ok(false));
-    assert!(!coordinates.get_document("properties").unwrap().contains_key("_id"));
+    assert!(!coordinates
+        .get_document("properties")
+        .unwrap()
+        .contains_key("_id"));
 }

@@ -50,7 +50,10 @@ pub struct MessagePreview {
 
 impl From<&Message> for MessagePreview {
     fn from(message: &Message) -> Self {
-        MessagePreview { preview: message.body.chars().take(40).collect(), at: message.at }
+        MessagePreview {
+            preview: message.body.chars().take(40).collect(),
+            at: message.at,
+        }
     }
 }
 
@@ -165,8 +168,14 @@ pub fn main() {
     // Fan-out indexes for every non-frozen copy (the copied id, then `_id`: the walk of the
     // holders in `_id` order), none for the frozen one.
     let keys = index_keys(&spec);
-    assert!(keys.contains(&doc! { "customer._id": 1, "_id": 1 }), "{keys:?}");
-    assert!(keys.contains(&doc! { "assignee._id": 1, "_id": 1 }), "{keys:?}");
+    assert!(
+        keys.contains(&doc! { "customer._id": 1, "_id": 1 }),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&doc! { "assignee._id": 1, "_id": 1 }),
+        "{keys:?}"
+    );
     let fan_out = spec
         .indexes
         .iter()
@@ -180,7 +189,10 @@ pub fn main() {
     assert_eq!(order.copies.len(), 1);
     assert_eq!(order.copies[0].strategy, SyncStrategy::Frozen);
     assert!(
-        order.indexes.iter().all(|i| !i.keys.contains_key("customer._id")),
+        order
+            .indexes
+            .iter()
+            .all(|i| !i.keys.contains_key("customer._id")),
         "{:?}",
         order.indexes
     );
@@ -217,7 +229,10 @@ pub fn main() {
         .collect();
     assert_eq!(required, ["_id", "name", "mail"]);
     let copied = copy.get_document("properties").unwrap();
-    assert_eq!(copied.get_document("_id").unwrap(), &doc! { "bsonType": "objectId" });
+    assert_eq!(
+        copied.get_document("_id").unwrap(),
+        &doc! { "bsonType": "objectId" }
+    );
     let name = copied.get_document("name").unwrap();
     assert_eq!(name.get_str("bsonType"), Ok("string"));
     assert_eq!(name.get("minLength").and_then(Bson::as_i64), Some(1));
@@ -235,23 +250,37 @@ pub fn main() {
     assert_eq!(parts.get("maxItems").and_then(Bson::as_i64), Some(50));
 
     // The copy is built from its source and round-trips with the stored names.
-    let source = Customer { id: ObjectId::new(), name: "Ada".into(), email: "ada@example.org".into() };
+    let source = Customer {
+        id: ObjectId::new(),
+        name: "Ada".into(),
+        email: "ada@example.org".into(),
+    };
     let copy = TicketCustomer::from(&source);
     assert_eq!(copy.id, source.id);
     assert_eq!(copy.name, "Ada");
     assert_eq!(copy.email, "ada@example.org");
     let stored = mongo_schema::bson::to_document(&copy).unwrap();
-    assert_eq!(stored, doc! { "_id": source.id, "name": "Ada", "mail": "ada@example.org" });
+    assert_eq!(
+        stored,
+        doc! { "_id": source.id, "name": "Ada", "mail": "ada@example.org" }
+    );
     let back: TicketCustomer = mongo_schema::bson::from_document(stored).unwrap();
     assert_eq!(back, copy);
     let billed = BilledCustomer::from(&source);
     assert_eq!(billed.name, "Ada");
-    let part = Part { id: "p-1".into(), name: "bolt".into() };
+    let part = Part {
+        id: "p-1".into(),
+        name: "bolt".into(),
+    };
     let copied_part: ProductParts = (&part).into();
     assert_eq!(copied_part.id, "p-1");
 
     // A whole ticket round-trips too.
-    let agent = Agent { id: ObjectId::new(), display_name: "Grace".into(), team: "L1".into() };
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Grace".into(),
+        team: "L1".into(),
+    };
     let ticket = Ticket {
         id: ObjectId::new(),
         subject: "printer".into(),
@@ -271,23 +300,43 @@ pub fn main() {
     assert_eq!(back, ticket);
 
     // The update helpers: a capped push, a `$set` preview and a sorted, sliced push.
-    let change = StatusChange { status: Status::Closed, at: DateTime::now() };
+    let change = StatusChange {
+        status: Status::Closed,
+        at: DateTime::now(),
+    };
     let update = Ticket::HISTORY.push_update(&[change]).unwrap();
-    let push = update.get_document("$push").unwrap().get_document("history").unwrap();
+    let push = update
+        .get_document("$push")
+        .unwrap()
+        .get_document("history")
+        .unwrap();
     assert_eq!(push.get("$slice").and_then(Bson::as_i64), Some(-5));
     assert_eq!(push.get_array("$each").unwrap().len(), 1);
     assert_eq!(Ticket::HISTORY.max(), 5);
 
     assert_eq!(Ticket::LAST_MESSAGE.path(), "last_message");
     assert_eq!(Ticket::RECENT.path(), "recent");
-    let preview = MessagePreview { preview: "hello".into(), at: DateTime::now() };
+    let preview = MessagePreview {
+        preview: "hello".into(),
+        at: DateTime::now(),
+    };
     let (condition, update) = Ticket::LAST_MESSAGE.update_for(&preview).unwrap();
     assert!(condition.is_some());
-    assert!(update.get_document("$set").unwrap().contains_key("last_message"));
-    assert_eq!(update.get_document("$inc").unwrap(), &doc! { "message_count": 1_i64 });
+    assert!(update
+        .get_document("$set")
+        .unwrap()
+        .contains_key("last_message"));
+    assert_eq!(
+        update.get_document("$inc").unwrap(),
+        &doc! { "message_count": 1_i64 }
+    );
     let (condition, update) = Ticket::RECENT.update_for(&preview).unwrap();
     assert!(condition.is_none());
-    let push = update.get_document("$push").unwrap().get_document("recent").unwrap();
+    let push = update
+        .get_document("$push")
+        .unwrap()
+        .get_document("recent")
+        .unwrap();
     assert_eq!(push.get_document("$sort").unwrap(), &doc! { "at": -1 });
     assert_eq!(push.get("$slice").and_then(Bson::as_i64), Some(3));
     assert!(!update.contains_key("$inc"));

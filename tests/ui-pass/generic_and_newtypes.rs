@@ -50,7 +50,10 @@ pub fn main() {
 
     let page = Page::<i64>::bson_schema();
     assert_eq!(
-        page.get_document("properties").unwrap().get_document("items").unwrap(),
+        page.get_document("properties")
+            .unwrap()
+            .get_document("items")
+            .unwrap(),
         &doc! { "bsonType": "array", "maxItems": 50_i64, "items": { "bsonType": "long" } }
     );
 
@@ -60,7 +63,10 @@ pub fn main() {
         .unwrap()
         .get_document("properties")
         .unwrap();
-    assert_eq!(properties.get_document("email").unwrap(), &Email::bson_schema());
+    assert_eq!(
+        properties.get_document("email").unwrap(),
+        &Email::bson_schema()
+    );
     let items = properties
         .get_document("recent_parts")
         .unwrap()

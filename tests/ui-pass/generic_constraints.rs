@@ -12,7 +12,11 @@ pub struct Labeled<T> {
 pub fn main() {
     let schema = <Labeled<String> as BsonSchema>::bson_schema();
     assert_eq!(
-        schema.get_document("properties").unwrap().get_document("label").unwrap(),
+        schema
+            .get_document("properties")
+            .unwrap()
+            .get_document("label")
+            .unwrap(),
         &doc! { "bsonType": "string", "maxLength": 5_i64 }
     );
 }

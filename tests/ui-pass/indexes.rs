@@ -5,8 +5,17 @@ use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize)]
-#[collection(name = "sessions", validation_level = "moderate", validation_action = "warn")]
-#[index(keys(token = 1), unique, partial = "{\"revoked\": false}", name = "active_token")]
+#[collection(
+    name = "sessions",
+    validation_level = "moderate",
+    validation_action = "warn"
+)]
+#[index(
+    keys(token = 1),
+    unique,
+    partial = "{\"revoked\": false}",
+    name = "active_token"
+)]
 #[index(keys(created_at = 1), sparse, expire_after_secs = 3600)]
 #[index(keys("device.os" = 1, body = "text"))]
 pub struct Session {
@@ -37,7 +46,10 @@ pub struct Message {
 
 pub fn main() {
     let spec = Session::collection_spec();
-    assert_eq!(spec.validation_level, mongo_schema::ValidationLevel::Moderate);
+    assert_eq!(
+        spec.validation_level,
+        mongo_schema::ValidationLevel::Moderate
+    );
     assert_eq!(spec.validation_action, mongo_schema::ValidationAction::Warn);
     assert_eq!(spec.indexes.len(), 3);
 
@@ -54,7 +66,10 @@ pub fn main() {
     assert_eq!(ttl.name, "created_at_1");
     assert!(ttl.sparse);
 
-    assert_eq!(spec.indexes[2].keys, doc! { "device.os": 1, "body": "text" });
+    assert_eq!(
+        spec.indexes[2].keys,
+        doc! { "device.os": 1, "body": "text" }
+    );
 
     let models = Session::indexes();
     let options = models[0].options.as_ref().unwrap();

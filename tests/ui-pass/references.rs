@@ -57,7 +57,10 @@ pub struct Message {
 pub fn main() {
     let schema = Ticket::bson_schema();
     let properties = schema.get_document("properties").unwrap();
-    assert_eq!(properties.get_document("customerId").unwrap(), &doc! { "bsonType": "long" });
+    assert_eq!(
+        properties.get_document("customerId").unwrap(),
+        &doc! { "bsonType": "long" }
+    );
     assert_eq!(
         properties.get_document("assigneeId").unwrap(),
         &doc! { "bsonType": ["objectId", "null"] }
@@ -84,16 +87,25 @@ pub fn main() {
         &spec.indexes[0].reasons[..],
         [IndexReason::Declared, IndexReason::Reference { target, .. }] if target == "agents"
     ));
-    assert!(matches!(&spec.indexes[1].reasons[..], [IndexReason::Reference { target, .. }] if target == "customers"));
+    assert!(
+        matches!(&spec.indexes[1].reasons[..], [IndexReason::Reference { target, .. }] if target == "customers")
+    );
     assert_eq!(spec.references.len(), 3);
-    assert_eq!(Ticket::references(), spec.references, "generated without building the validator");
+    assert_eq!(
+        Ticket::references(),
+        spec.references,
+        "generated without building the validator"
+    );
     assert_eq!(spec.references[2].max, Some(20));
 
     // one index serves the shard key and the keyset pages of a ticket's messages (`at` is not
     // unique, so `_id` breaks ties in index order)
     let spec = Message::collection_spec();
     assert_eq!(spec.indexes.len(), 1);
-    assert_eq!(spec.indexes[0].keys, doc! { "ticket_id": 1, "at": 1, "_id": 1 });
+    assert_eq!(
+        spec.indexes[0].keys,
+        doc! { "ticket_id": 1, "at": 1, "_id": 1 }
+    );
     assert_eq!(spec.indexes[0].reasons.len(), 2);
 
     // typed relations; ordered ones have pages
@@ -103,10 +115,15 @@ pub fn main() {
     assert_eq!(Ticket::ASSIGNEE_ID.sort_key().direction, -1);
     assert_eq!(Ticket::PART_IDS.kind(), RefKind::Many);
     assert_eq!(Ticket::CUSTOMER_ID.kind(), RefKind::One);
-    let page = Message::TICKET_ID.page(&Ref::new(ObjectId::new())).limit(10);
+    let page = Message::TICKET_ID
+        .page(&Ref::new(ObjectId::new()))
+        .limit(10);
     assert_eq!(page.sort(), doc! { "at": 1, "_id": 1 });
 
     // Ref<T> serializes as T's id
     let reference: Ref<Customer> = Ref::new(7);
-    assert_eq!(mongo_schema::bson::to_bson(&reference).unwrap(), mongo_schema::bson::Bson::Int64(7));
+    assert_eq!(
+        mongo_schema::bson::to_bson(&reference).unwrap(),
+        mongo_schema::bson::Bson::Int64(7)
+    );
 }

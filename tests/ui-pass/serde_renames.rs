@@ -49,14 +49,26 @@ pub fn main() {
     let validator = SupportTicket::validator();
     assert_eq!(
         properties(&validator),
-        ["_id", "customerName", "type", "channel", "openedBy", "sla_hours", "priority"]
+        [
+            "_id",
+            "customerName",
+            "type",
+            "channel",
+            "openedBy",
+            "sla_hours",
+            "priority"
+        ]
     );
     let schema = validator.get_document("$jsonSchema").unwrap();
     let required: Vec<Bson> = schema.get_array("required").unwrap().clone();
     assert_eq!(required.len(), 7);
     assert!(!required.contains(&Bson::from("cachedScore")));
     assert_eq!(
-        schema.get_document("properties").unwrap().get_document("channel").unwrap(),
+        schema
+            .get_document("properties")
+            .unwrap()
+            .get_document("channel")
+            .unwrap(),
         &doc! { "bsonType": "string", "enum": ["EMAIL", "PHONE_CALL", "web-chat"] }
     );
     assert_eq!(

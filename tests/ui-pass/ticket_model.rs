@@ -94,8 +94,14 @@ pub fn main() {
     );
 
     let properties = schema.get_document("properties").unwrap();
-    assert_eq!(properties.get_document("_id").unwrap(), &doc! { "bsonType": "objectId" });
-    assert_eq!(properties.get_document("priority").unwrap(), &doc! { "bsonType": "int" });
+    assert_eq!(
+        properties.get_document("_id").unwrap(),
+        &doc! { "bsonType": "objectId" }
+    );
+    assert_eq!(
+        properties.get_document("priority").unwrap(),
+        &doc! { "bsonType": "int" }
+    );
     assert_eq!(
         properties.get_document("status").unwrap(),
         &doc! { "bsonType": "string", "enum": ["open", "pending", "closed"] }
@@ -112,7 +118,11 @@ pub fn main() {
     assert_eq!(history.get_i64("maxItems"), Ok(50));
     let change = history.get_document("items").unwrap();
     assert_eq!(
-        change.get_document("properties").unwrap().get_document("at").unwrap(),
+        change
+            .get_document("properties")
+            .unwrap()
+            .get_document("at")
+            .unwrap(),
         &doc! { "bsonType": "date" }
     );
     let customer = properties.get_document("customer").unwrap();
