@@ -1,7 +1,7 @@
 //! `pull` on a shop written as a Node service writes it (11,000 documents, `common/shop.rs`),
 //! on the real test server. The generated module is built as a crate of its own that depends on
-//! this workspace's `mongo-schema` by path (its target directory is kept between runs under
-//! `CARGO_TARGET_TMPDIR`, so only the first run builds the dependencies); that program applies
+//! this workspace's `mongo-schema` by path (built in the workspace's target directory, with its
+//! lock file and features, so it reuses the dependencies the suite built); that program applies
 //! the module's `schema()` to the same database, counts the violators of every installed
 //! validator on the server and locally, and decodes every document into the generated types
 //! and encodes it back, comparing numbers by value.
@@ -16,7 +16,7 @@ use mongo_schema_cli::pull::{pull, PullConfig};
 use mongo_schema_cli::sample::ReadOptions;
 use mongodb::bson::{doc, Document};
 
-/// The first run builds the driver and the library in the scratch crate's own target directory.
+/// The scratch crate's build and run (a cold target directory builds the driver too).
 const BUILD_DEADLINE: Duration = Duration::from_secs(1500);
 
 fn config() -> PullConfig {
@@ -322,8 +322,14 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The workspace's own target directory (`cargo test` holds no lock on it while the tests run):
+/// with the workspace's lock file and the features its test build unifies (below), the scratch
+/// crate reuses every dependency the suite built, and builds only itself and the library.
 fn scratch_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("pulled-crates-target")
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
+        .to_path_buf()
 }
 
 /// A crate holding the generated module and a program that checks it against the database.
@@ -333,10 +339,13 @@ fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled) -> PathBuf {
     let root = workspace_root();
     let manifest = format!(
         "[package]\nname = \"pulled-shop\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [workspace]\n\n[dependencies]\nmongo-schema = {{ path = {:?} }}\n\
+         [workspace]\n\n[dependencies]\n\
+         mongo-schema = {{ path = {:?}, features = [\"chrono-0_4\", \"time-0_3\", \"uuid-1\", \"rust_decimal-1\", \"cli\"] }}\n\
          serde = {{ version = \"1\", features = [\"derive\"] }}\n\
-         tokio = {{ version = \"1\", features = [\"macros\", \"rt-multi-thread\"] }}\n\
-         futures-util = \"0.3\"\n",
+         tokio = {{ version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"time\", \"sync\", \"signal\"] }}\n\
+         futures-util = \"0.3\"\n\
+         # as the workspace's tests unify them, so that the driver is not built again\n\
+         bson = {{ version = \"2.15\", features = [\"serde_with-3\"] }}\n",
         root.display().to_string()
     );
     write_if_changed(&dir.join("Cargo.toml"), &manifest);

@@ -38,7 +38,7 @@ fn generate(cont: &Container, derive: Derive) -> TokenStream {
     let private_use = gen::private_use();
     let schema_impl = gen::json_schema::bson_schema_impl(cont, derive);
     let checks = gen::checks::type_checks(cont);
-    let paths = gen::paths::field_paths(cont, derive);
+    let paths = gen::paths::field_paths(cont, derive, false);
     let (document_impl, copy_types) = match derive {
         Derive::Document => (
             gen::document::document_impl(cont),

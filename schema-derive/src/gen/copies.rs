@@ -626,10 +626,20 @@ pub fn checks(cont: &Container) -> TokenStream {
                 });
             // (the preview's `From<&C>` is checked where the subset's constant names it)
             let _ = preview;
+            // the child's one reference to this type, as a free constant: `cargo check`
+            // evaluates it (the subset's own constant is evaluated only by a build)
+            let ident = cont.ident;
+            let parent = (!cont.is_generic()).then(|| {
+                respan(
+                    quote!(const _: &str = #private::child_parent_field::<#child, #ident>();),
+                    child.span(),
+                )
+            });
             Some(quote! {
                 #private::require_document::<#child>();
                 #count
                 #filter
+                #parent
             })
         }))
         .collect()

@@ -228,12 +228,14 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     // a copy type of another struct reads the fields through their `FieldPath` impls
     let paths = match cont.data {
         Data::Enum(_) => TokenStream::new(),
-        _ => crate::gen::paths::field_paths(cont, crate::expand::Derive::Document),
+        _ => crate::gen::paths::field_paths(cont, crate::expand::Derive::Document, true),
     };
     let child_of = crate::gen::relations::child_of_impls(cont);
+    let queries = crate::gen::queries::fallback_query_items(cont);
     quote! {
         #paths
         #child_of
+        #queries
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;

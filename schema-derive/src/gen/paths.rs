@@ -112,7 +112,7 @@ fn native(ty: &Type) -> Option<syn::Ident> {
 
 /// `impl FieldPath<KEY>` for every stored named field (a collection root's with the field's
 /// accessor), and `Ordered` for an embeddable type.
-pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
+pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStream {
     let facade = crate::gen::facade();
     let private = private();
     let ident = cont.ident;
@@ -157,9 +157,10 @@ pub fn field_paths(cont: &Container, derive: Derive) -> TokenStream {
             });
         // an array or a set: a declared query's `eq` compares one element
         // (in a generic struct, from the type's name: its impl has no bound that would let
-        // the collection say it)
+        // the collection say it; next to the derive's errors likewise, where a bound may be on
+        // no collection at all)
         let is_array = crate::gen::json_schema::collection_bound(field).map(|_| {
-            if cont.is_generic() {
+            if cont.is_generic() || fallback {
                 let sequence = !crate::serde_helpers::type_last_name(ty)
                     .is_some_and(|name| name.ends_with("Map"));
                 quote!(const IS_ARRAY: bool = #sequence;)

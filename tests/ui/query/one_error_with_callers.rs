@@ -1,0 +1,22 @@
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+// one mistake in the model (an unbounded array), one error: the declared query's function is
+// still emitted, so its callers compile against it
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "posts")]
+#[query(name = "by_author", eq(author), sort(at = -1), limit = 20)]
+pub struct Post {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub author: String,
+    pub tags: Vec<String>,
+    pub at: DateTime,
+}
+
+async fn feed(db: &mongodb::Database) {
+    let _ = Post::by_author(db, "ada").await;
+    let _ = Post::by_author(db, "bo").limit(5).await;
+}
+
+fn main() {}
