@@ -142,6 +142,11 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
     assert_eq!(ids(&mongodb), written(&[1, 3]));
     let none = Post::tagged(&db, "java").await.unwrap();
     assert!(none.is_empty(), "a tag no post holds finds none");
+    // `.count()`: the same filter, counted by the server (the declared limit left out)
+    assert_eq!(Post::tagged(&db, "rust").count().await.unwrap(), 3);
+    assert_eq!(Post::tagged(&db, "rust").limit(1).count().await.unwrap(), 3);
+    assert_eq!(Post::by_author_path(&db, &ada.id).count().await.unwrap(), 3);
+    assert_eq!(Post::tagged(&db, "java").count().await.unwrap(), 0);
     let any = Post::tagged_any(&db, &["go".to_owned(), "serde".to_owned()])
         .await
         .unwrap();

@@ -252,6 +252,25 @@ where
             .find_command(self.collection, self.filter()?.clone()))
     }
 
+    /// The number of documents the filter matches (the declared limit left out), counted by
+    /// the server with the same filter (`countDocuments`, served by the same index), in the
+    /// session when one is set.
+    ///
+    /// # Errors
+    /// A value that could not be serialized as its field is stored
+    /// ([`crate::Error::Serialization`], nothing sent), and the driver's errors.
+    pub async fn count(self) -> Result<u64> {
+        let filter = self.filter?;
+        let collection = self.db.collection::<Document>(self.collection);
+        let count = collection
+            .count_documents(filter)
+            .comment(self.spec.name.clone());
+        Ok(match self.session {
+            Some(session) => count.session(session).await?,
+            None => count.await?,
+        })
+    }
+
     /// `explain` of this run (`executionStats`).
     ///
     /// # Errors
