@@ -111,7 +111,11 @@
 //!   **The child needs one reference to the parent**: a `#[reference]` field (`Ref<P>` or an id
 //!   with `to = P`), or an `#[extended_ref(to = P, ...)]` whose `_id` serves as the reference;
 //!   index it with the sort key (`#[index(keys(ticket_id = 1, at = -1))]`) so each refill is one
-//!   indexed query. A child without one, or with two, is a compile error at `of = T`.
+//!   indexed query (the schema derives `{ parent: 1, key }` for the refill when no index serves
+//!   it). A child without one is a compile error at `of = T`; a child with two (a follow holds
+//!   `follower` and `followed`) names the one the subset follows with `via = field`
+//!   (`#[subset(of = Follow, via = followed, max = 3, sort = "-at")]`), which must be a
+//!   `Ref<P>` of the child (a compile error at `via` otherwise).
 //!   `filter = r#"{ "status": "active" }"#` previews and counts only the children that match
 //!   (equalities on the child's stored fields, checked at compile time); a child that stops
 //!   matching leaves the subset and the count, one that starts matching enters them.
@@ -235,14 +239,20 @@
 //! Write down the queries first (seed 000's first question). `#[query(...)]` on a `Document`
 //! declares an access pattern: `eq(..)` fields, `any_of(field, max = N)` (a `$in` of at most `N`
 //! values), one `range(..)`, `sort(field = -1, ..)`, `limit = N`, `project = Row` (a
-//! `BsonSchema` type whose fields the root stores) and `index = "name"`. Fields are Rust names
-//! or quoted stored paths (`"customer._id"`). Each query gets a typed function whose arguments
-//! take the fields' types, awaited directly, whose command carries the query's name as
-//! `comment`. [`Schema::build`](SchemaBuilder::build) fits every declared query, and every query
-//! the library sends itself (lookups, pages, fan-outs), to the indexes by mongod's planner rules
-//! ([`query::fit`]: equalities in any order, then the sort or its complete reverse, ranges last;
-//! `$in` merged while the scans stay at or below 200); where none serves it without a blocking
-//! sort, it derives the ESR index, merging queries one index serves. An `index = "..."` that
+//! `BsonSchema` type whose fields the root stores) and `index = "name"`. Fields are Rust names,
+//! dotted Rust paths through embedded structs, options and copies (`eq(customer.id)`), or quoted
+//! stored paths (`"customer._id"`, resolved through the embedded types' stored names: a name no
+//! struct stores is a compile error). Each query gets a typed function whose arguments take the
+//! fields' types in every form (`&str` for a `String`), encoded through each field's serde path;
+//! `eq` on an array field takes one element and matches the documents whose array holds it.
+//! Awaited directly it returns the rows, its command carrying the query's name as `comment`;
+//! `.count()` counts the same filter. [`Schema::build`](SchemaBuilder::build) fits every
+//! declared query, and every query the library sends itself (lookups, pages, the fan-out's walk
+//! and chunks, a subset's refill and count), to the indexes by mongod's planner rules
+//! ([`query::fit`]: equalities in any order and in the index's prefix (ESR: an equality behind a
+//! range or an unbounded key makes mongod examine that key's range), then the sort or its
+//! complete reverse, ranges last; `$in` merged while the scans stay at or below 200); where none
+//! serves it, it derives the ESR index, merging queries one index serves (equalities as a set). An `index = "..."` that
 //! cannot serve its query is an error naming the rule. [`Schema::prove`] runs `explain` of each.
 //!
 //! ```

@@ -906,3 +906,121 @@ fn progress_events() -> (Events, tracing::subscriber::DefaultGuard) {
     let subscriber = tracing_subscriber::registry().with(Keep(std::sync::Arc::clone(&events)));
     (events, tracing::subscriber::set_default(subscriber))
 }
+
+/// A follower of a user: two references to `Person`, and the subset follows `followed`.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "people")]
+pub struct Person {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    pub name: String,
+    /// The two newest followers, and how many follow this person.
+    #[subset(of = Follow, via = followed, max = 2, sort = "-at", count = "follower_count")]
+    pub followers: Vec<FollowerPreview>,
+    pub follower_count: i64,
+}
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "follows")]
+pub struct Follow {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub follower: Ref<Person>,
+    #[reference]
+    pub followed: Ref<Person>,
+    pub follower_name: String,
+    pub at: DateTime,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct FollowerPreview {
+    pub follower_name: String,
+    pub at: DateTime,
+}
+
+impl From<&Follow> for FollowerPreview {
+    fn from(follow: &Follow) -> Self {
+        FollowerPreview {
+            follower_name: follow.follower_name.clone(),
+            at: follow.at,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_subset_via_one_of_two_references_updates_the_followed_not_the_followers() {
+    let db = mongo_schema_testkit::database("subset_via").await;
+    let schema = Schema::new()
+        .model::<Person>()
+        .model::<Follow>()
+        .build()
+        .unwrap();
+    schema.apply(&db).await.unwrap();
+    let person = |id: i64, name: &str| Person {
+        id,
+        name: name.into(),
+        followers: Vec::new(),
+        follower_count: 0,
+    };
+    let (ada, bo, cy) = (person(1, "Ada"), person(2, "Bo"), person(3, "Cy"));
+    Person::collection(&db)
+        .insert_many([&ada, &bo, &cy])
+        .await
+        .unwrap();
+    for (id, follower, at) in [(10, &bo, 1_000), (11, &cy, 2_000)] {
+        let follow = Follow {
+            id,
+            follower: follower.to_ref(),
+            followed: ada.to_ref(),
+            follower_name: follower.name.clone(),
+            at: DateTime::from_millis(at),
+        };
+        Person::FOLLOWERS.add(&db, &follow).await.unwrap();
+    }
+    let read = |id: i64| {
+        let db = db.clone();
+        async move {
+            Person::collection(&db)
+                .find_one(doc! { "_id": id })
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let ada_now = read(1).await;
+    assert_eq!(ada_now.follower_count, 2);
+    assert_eq!(
+        ada_now
+            .followers
+            .iter()
+            .map(|p| p.follower_name.as_str())
+            .collect::<Vec<_>>(),
+        ["Cy", "Bo"],
+        "newest first"
+    );
+    for other in [read(2).await, read(3).await] {
+        assert_eq!(other.follower_count, 0, "{}", other.name);
+        assert!(other.followers.is_empty(), "{}", other.name);
+    }
+    // the follows were written, and a rebuild from them (the refill on `followed`) agrees
+    assert_eq!(
+        Follow::collection(&db)
+            .count_documents(doc! { "followed": 1 })
+            .await
+            .unwrap(),
+        2
+    );
+    Person::collection(&db)
+        .update_one(
+            doc! { "_id": 1 },
+            doc! { "$set": { "followers": [], "follower_count": 0_i64 } },
+        )
+        .await
+        .unwrap();
+    schema.reconcile(&db).await.unwrap();
+    let repaired = read(1).await;
+    assert_eq!(repaired.follower_count, 2);
+    assert_eq!(repaired.followers, ada_now.followers);
+    assert_eq!(read(2).await.follower_count, 0);
+}

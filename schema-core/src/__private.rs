@@ -126,10 +126,32 @@ pub trait ChildOf<P: ?Sized> {
 pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static str {
     if C::PARENT_FIELD.is_empty() {
         panic!(
-            "the child type of this `#[subset]` holds more than one reference to the parent type: a subset follows exactly one (keep one `#[reference]`, or make the other a plain id field without `#[reference]`)"
+            "the child type of this `#[subset]` holds more than one reference to the parent type: say which one the subset follows with `via = field` (`#[subset(of = Follow, via = followed, ...)]`)"
         );
     }
     C::PARENT_FIELD
+}
+
+/// A field that holds the `_id` of a `P`: what `#[subset(via = field)]` names.
+#[diagnostic::on_unimplemented(
+    message = "`via` names a field of type `{Self}`, which holds no reference to `{P}`",
+    label = "not a `Ref<{P}>`",
+    note = "`via` names the child's `#[reference]` field to the subset's parent: a `Ref<{P}>` (or an `Option` of one)"
+)]
+pub trait ParentRef<P: ?Sized> {}
+
+impl<P: crate::Document> ParentRef<P> for crate::Ref<P> {}
+impl<P: crate::Document> ParentRef<P> for Option<crate::Ref<P>> {}
+
+/// The stored name of the child's field `KEY` that `#[subset(via = field)]` follows: a
+/// reference to the parent (checked by the bounds).
+pub const fn via_parent_field<C, P, const KEY: u64>() -> &'static str
+where
+    C: ChildOf<P> + FieldPath<KEY> + ?Sized,
+    <C as FieldPath<KEY>>::Type: ParentRef<P>,
+    P: ?Sized,
+{
+    <C as FieldPath<KEY>>::STORED
 }
 
 /// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built

@@ -885,6 +885,9 @@ pub struct SubsetAttr {
     pub filter: Option<SubsetFilter>,
     /// `sync = "..."` (default transactional).
     pub sync: Option<Sync>,
+    /// `via = field`: the child's `#[reference]` field to the parent the subset follows (when
+    /// the child holds several).
+    pub via: Option<Ident>,
 }
 
 /// The equalities of a `#[subset(filter = ...)]`.
@@ -1371,6 +1374,7 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
     let mut count: Slot<Option<Ident>> = Slot::new(cx, "subset", COUNT);
     let mut filter: Slot<Option<SubsetFilter>> = Slot::new(cx, "subset", FILTER);
     let mut sync: Slot<Option<Sync>> = Slot::new(cx, "subset", SYNC);
+    let mut via: Slot<Option<Ident>> = Slot::new(cx, "subset", VIA);
     if matches!(attr.meta, syn::Meta::Path(_)) {
         cx.error_spanned_by(
             attr,
@@ -1445,12 +1449,23 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
                 },
             );
             sync.set_or_poison(&meta.path, parsed);
+        } else if meta.path == VIA {
+            let expr = value(&meta)?;
+            let parsed = syn::parse2::<Ident>(expr.to_token_stream())
+                .map(|ident| (expr.to_token_stream(), Some(ident)))
+                .map_err(|_| {
+                    syn::Error::new_spanned(
+                        &expr,
+                        "`via` names the child's `#[reference]` field to this type, e.g. `via = followed`",
+                    )
+                });
+            via.set_or_poison(&meta.path, parsed);
         } else {
             match unknown_near(
                 cx,
                 &meta,
                 "subset",
-                &["of", "max", "sort", "count", "filter", "sync"],
+                &["of", "max", "sort", "count", "filter", "sync", "via"],
             )? {
                 Some("of") => of.poison(&meta.path),
                 Some("sort") => sort.poison(&meta.path),
@@ -1484,6 +1499,7 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
         count: count.get().and_then(|c| c.value),
         filter: filter.get().and_then(|f| f.value),
         sync: sync.get().and_then(|s| s.value),
+        via: via.get().and_then(|v| v.value),
     }
 }
 

@@ -37,6 +37,7 @@ symbols! {
     TO = "to",
     FIELDS = "fields",
     SYNC = "sync",
+    VIA = "via",
     ON_DELETE = "on_delete",
     OF = "of",
     SORT = "sort",

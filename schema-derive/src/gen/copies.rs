@@ -518,6 +518,7 @@ pub fn consts(cont: &Container) -> TokenStream {
                 continue;
             };
             let max = subset.max.unwrap_or(1);
+            let parent_field = parent_field(subset, child, &quote!(Self));
             let (sort, direction) = subset.sort.clone().unwrap_or_else(|| (String::new(), -1));
             let preview = copy_shape(field.ty).1;
             let count = match count_stored(cont, subset.count.as_ref()) {
@@ -538,8 +539,11 @@ pub fn consts(cont: &Container) -> TokenStream {
             // spanned at `of = C`: a child without a reference to this type (or with two) is one
             // error there; the preview built `From<&C>` likewise at the preview type
             let parent = respan(
-                quote!(.parent(#private::child_parent_field::<#child, Self>())),
-                child.span(),
+                quote!(.parent(#parent_field)),
+                subset
+                    .via
+                    .as_ref()
+                    .map_or_else(|| child.span(), Ident::span),
             );
             let preview_fn = respan(
                 quote!(.preview(#private::subset_preview::<#child, #preview>)),
@@ -630,9 +634,10 @@ pub fn checks(cont: &Container) -> TokenStream {
             // evaluates it (the subset's own constant is evaluated only by a build)
             let ident = cont.ident;
             let parent = (!cont.is_generic()).then(|| {
+                let field = parent_field(subset, child, &quote!(#ident));
                 respan(
-                    quote!(const _: &str = #private::child_parent_field::<#child, #ident>();),
-                    child.span(),
+                    quote!(const _: &str = #field;),
+                    subset.via.as_ref().map_or_else(|| child.span(), Ident::span),
                 )
             });
             Some(quote! {
@@ -643,6 +648,23 @@ pub fn checks(cont: &Container) -> TokenStream {
             })
         }))
         .collect()
+}
+
+/// The child's stored field holding the parent's `_id`: the one named by `via`, or the child's
+/// only reference to the parent.
+fn parent_field(
+    subset: &crate::attr::SubsetAttr,
+    child: &syn::Type,
+    parent: &TokenStream,
+) -> TokenStream {
+    let private = private();
+    match &subset.via {
+        Some(via) => {
+            let key = crate::ast::field_key(&unraw(via));
+            quote!(#private::via_parent_field::<#child, #parent, #key>())
+        }
+        None => quote!(#private::child_parent_field::<#child, #parent>()),
+    }
 }
 
 /// `tokens` with every token spanned at `span`, so that an error of rustc about the whole
