@@ -3,6 +3,11 @@
 #
 #   benches/compile-time.sh [MODELS] [RUNS]      (defaults: 200 models, 3 runs)
 #   COUNT=instructions benches/compile-time.sh [MODELS]
+#   KIND=plain COUNT=instructions benches/compile-time.sh 100
+#
+# `KIND=plain` generates the commonest model instead: a `Document` with an `ObjectId` id, five
+# scalar fields and one `#[embed(max = 20)]` array of a three-field `BsonSchema` struct, no
+# copies and no queries (against the same structs with serde's derives alone).
 #
 # Generates MODELS collection roots twice into a scratch workspace: `ours` as users write them
 # (`#[derive(Document, Serialize, Deserialize)]` with indexes, a declared query, constraints,
@@ -54,8 +59,51 @@ done
 # pin the same versions as the project
 cp "$repo/Cargo.lock" "$dir/Cargo.lock"
 
+# the commonest model: scalars and one bounded array of a small embedded struct
+generate_plain_kind() {
+    local flavour=$1 i
+    echo '#![allow(dead_code)]'
+    echo 'use mongo_schema::prelude::*;'
+    echo 'use serde::{Deserialize, Serialize};'
+    for ((i = 0; i < models; i++)); do
+        echo
+        if [[ $flavour == ours ]]; then
+            echo '#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]'
+            echo "#[collection(name = \"model_$i\")]"
+        else
+            echo '#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        fi
+        echo "pub struct Model$i {"
+        echo '    #[serde(rename = "_id")]'
+        echo '    pub id: ObjectId,'
+        echo '    pub name: String,'
+        echo '    pub count: i64,'
+        echo '    pub active: bool,'
+        echo '    pub score: f64,'
+        echo '    pub created_at: DateTime,'
+        [[ $flavour == ours ]] && echo '    #[embed(max = 20)]'
+        echo "    pub lines: Vec<Model${i}Line>,"
+        echo '}'
+        echo
+        if [[ $flavour == ours ]]; then
+            echo '#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        else
+            echo '#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]'
+        fi
+        echo "pub struct Model${i}Line {"
+        echo '    pub sku: String,'
+        echo '    pub quantity: i32,'
+        echo '    pub price: f64,'
+        echo '}'
+    done
+}
+
 # model i copies `name` of model i-1 and references it
 generate() {
+    if [[ ${KIND:-} == plain ]]; then
+        generate_plain_kind "$1"
+        return
+    fi
     local flavour=$1 i prev
     echo '#![allow(dead_code)]'
     echo 'use mongo_schema::prelude::*;'
@@ -182,8 +230,8 @@ WRAP
         COUNT_DIR=$dir RUSTC_WRAPPER="$dir/count-rustc.sh" cargo build --quiet -p "compile-time-$crate"
         counts+=("$(grep -o 'Collected : [0-9]*' "$dir/compile_time_$crate.log" | grep -o '[0-9]*$')")
     done
-    printf '%d models, instructions of a touched rebuild: ours %d, serde alone %d, ratio %.3f\n' \
-        "$models" "${counts[0]}" "${counts[1]}" "$(echo "${counts[0]} / ${counts[1]}" | bc -l)"
+    printf '%d %smodels, instructions of a touched rebuild: ours %d, serde alone %d, ratio %.3f\n' \
+        "$models" "${KIND:+$KIND }" "${counts[0]}" "${counts[1]}" "$(echo "${counts[0]} / ${counts[1]}" | bc -l)"
     exit 0
 fi
 
