@@ -180,8 +180,7 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
     name = "following_page",
     eq(follower_id),
     range(followed_id),
-    sort(followed_id = 1),
-    limit = 20
+    sort(followed_id = 1)
 )]
 #[query(name = "queue", eq(team, status), sort(priority = -1), limit = 10)]
 #[query(
