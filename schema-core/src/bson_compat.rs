@@ -31,8 +31,6 @@ use mongodb::bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::BsonError;
-
 /// The driver's `Document`: its [`Flavour`] implementation is the one every function here uses.
 type Driver = Document;
 
@@ -542,5 +540,48 @@ mod tests {
         let with_id = with_generated_id(&raw);
         let document = document_from_raw(&with_id).unwrap();
         assert_eq!(document.keys().collect::<Vec<_>>(), ["_id", "a"]);
+    }
+}
+
+/// The bson crate's error of a value that could not be (de)serialized ([`crate::Error::Serialization`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum BsonError {
+    /// A Rust value could not be turned into BSON (bson 3's one error type reads as this too).
+    Serialize(SerError),
+    /// BSON could not be turned into the Rust value.
+    Deserialize(DeError),
+}
+
+impl std::fmt::Display for BsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BsonError::Serialize(e) => e.fmt(f),
+            BsonError::Deserialize(e) => e.fmt(f),
+        }
+    }
+}
+
+impl BsonError {
+    /// The bson crate's error itself.
+    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        match self {
+            BsonError::Serialize(e) => e,
+            BsonError::Deserialize(e) => e,
+        }
+    }
+}
+
+/// Transparent: `Display` and `source` are the bson crate's error's own.
+impl std::error::Error for BsonError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner().source()
+    }
+}
+
+/// bson 2's `ser::Error` and `de::Error`, bson 3's `error::Error`.
+impl<E: IntoBsonError> From<E> for BsonError {
+    fn from(error: E) -> Self {
+        error.into_bson_error()
     }
 }

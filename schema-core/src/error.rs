@@ -376,48 +376,7 @@ impl fmt::Display for WorkerStop {
     }
 }
 
-/// The bson crate's error of a value that could not be (de)serialized ([`Error::Serialization`]).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum BsonError {
-    /// A Rust value could not be turned into BSON (bson 3's one error type reads as this too).
-    Serialize(crate::bson_compat::SerError),
-    /// BSON could not be turned into the Rust value.
-    Deserialize(crate::bson_compat::DeError),
-}
-
-impl fmt::Display for BsonError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BsonError::Serialize(e) => e.fmt(f),
-            BsonError::Deserialize(e) => e.fmt(f),
-        }
-    }
-}
-
-impl BsonError {
-    /// The bson crate's error itself.
-    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        match self {
-            BsonError::Serialize(e) => e,
-            BsonError::Deserialize(e) => e,
-        }
-    }
-}
-
-/// Transparent: `Display` and `source` are the bson crate's error's own.
-impl std::error::Error for BsonError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner().source()
-    }
-}
-
-/// bson 2's `ser::Error` and `de::Error`, bson 3's `error::Error`.
-impl<E: crate::bson_compat::IntoBsonError> From<E> for BsonError {
-    fn from(error: E) -> Self {
-        error.into_bson_error()
-    }
-}
+pub use crate::bson_compat::BsonError;
 
 impl Error {
     /// The validation failure, if this is one.

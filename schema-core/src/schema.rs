@@ -277,7 +277,7 @@ impl Schema {
     /// The driver's errors of reading the records or of writing them back; a holder that fails
     /// again is counted in the report, not an error.
     pub async fn retry_failures(&self, db: &Database) -> Result<RetryReport> {
-        crate::sync::failures::retry(&crate::concern::pinned(db), &self.graph).await
+        crate::sync::retry_failures::retry(&crate::concern::pinned(db), &self.graph).await
     }
 
     /// The `update` command that brings the copies of `edge` in line with the source document

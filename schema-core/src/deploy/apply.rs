@@ -13,10 +13,8 @@ use mongodb::Database;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::plan::{
-    self as planning, Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions,
-    Violations, Warning,
-};
+use super::observe::{observe, violations};
+use super::plan::{self as planning, Action, Observed, OnViolations, Plan, PlanOptions, Warning};
 use super::sharding::{self, ShardingStatus};
 use super::versions::{
     self, ApplyLock, Claim, RecordedVersion, VersionStatus, LEASE, META_COLLECTION,
@@ -135,27 +133,6 @@ impl fmt::Display for ApplyReport {
     }
 }
 
-/// Reads the server's state of the schema's collections: one `listCollections`, then one
-/// `listIndexes` per existing collection.
-pub(crate) async fn observe(db: &Database, specs: &[CollectionSpec]) -> Result<Observed> {
-    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-    let mut observed = Observed::default();
-    let mut cursor = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": { "$in": names } } })
-        .await?;
-    while let Some(entry) = cursor.try_next().await? {
-        observed
-            .collections
-            .push(ObservedCollection::from_list_collections(&entry));
-    }
-    for collection in &mut observed.collections {
-        if collection.kind == "collection" {
-            collection.indexes = list_indexes(db, &collection.name).await?;
-        }
-    }
-    Ok(observed)
-}
-
 /// [`observe`], plus `hello` and, on a mongos, the collections' shard keys when `sharding`.
 async fn observe_all(db: &Database, specs: &[CollectionSpec], sharding: bool) -> Result<Observed> {
     let mut observed = observe(db, specs).await?;
@@ -164,13 +141,6 @@ async fn observe_all(db: &Database, specs: &[CollectionSpec], sharding: bool) ->
         sharding::observe_shard_keys(db, &mut observed).await?;
     }
     Ok(observed)
-}
-
-async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> {
-    let cursor = db
-        .run_cursor_command(doc! { "listIndexes": collection })
-        .await?;
-    Ok(cursor.try_collect().await?)
 }
 
 /// The version an apply or plan is for, and the fingerprint of its desired state.
@@ -275,55 +245,6 @@ impl<'a> PlanAction<'a> {
         self.options.shard_collections = shard;
         self
     }
-}
-
-const SAMPLE_VIOLATIONS: i64 = 5;
-
-/// Counts the existing documents of `collection` that `validator` would reject (a validator is
-/// a query: `{ $nor: [validator] }` matches them), with a few of their ids.
-pub(crate) async fn violations(
-    db: &Database,
-    collection: &str,
-    validator: &Document,
-) -> Result<Violations> {
-    let filter = doc! { "$nor": [validator.clone()] };
-    let coll = db.collection::<Document>(collection);
-    let count = coll.count_documents(filter.clone()).await?;
-    let samples: Vec<Document> = if count == 0 {
-        Vec::new()
-    } else {
-        coll.find(filter)
-            .limit(SAMPLE_VIOLATIONS)
-            .await?
-            .try_collect()
-            .await?
-    };
-    // which rule each sample fails, by mongod's semantics evaluated here
-    let local = crate::LocalValidator::new(validator).ok();
-    let sample_rules = samples
-        .iter()
-        .map(
-            |sample| match local.as_ref().and_then(|v| v.check(sample).err()) {
-                Some(failed) => failed
-                    .failures
-                    .iter()
-                    .take(3)
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                _ => String::new(),
-            },
-        )
-        .collect();
-    let sample_ids = samples
-        .iter()
-        .filter_map(|d| d.get("_id").cloned())
-        .collect();
-    Ok(Violations {
-        count,
-        sample_ids,
-        sample_rules,
-    })
 }
 
 /// Fills in the violations of every validator change of `plan`.
@@ -596,7 +517,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
             }
             foresee(this.db, &mut plan, &observed, this.migrations).await?;
             let known = |name: &str| this.specs.iter().any(|s| s.name == name);
-            for collection in super::audit::unknown_collections(this.db, known).await? {
+            for collection in super::observe::unknown_collections(this.db, known).await? {
                 plan.warnings.push(Warning::NotInSchema { collection });
             }
             plan.migrations = crate::migrate::run::plan(

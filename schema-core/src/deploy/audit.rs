@@ -7,7 +7,7 @@ use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
 use super::plan::{Action, Plan, PlanOptions, Violations, Warning};
-use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES, TOKENS_COLLECTION};
+use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES};
 
 /// An array at or above 80% of its bound is reported.
 const PRESSURE: f64 = 0.8;
@@ -98,7 +98,7 @@ pub(crate) async fn audit(
     db: &Database,
     oversized_bytes: u64,
 ) -> Result<AuditReport> {
-    let observed = super::apply::observe(db, schema.collections()).await?;
+    let observed = super::observe::observe(db, schema.collections()).await?;
     let plan = Plan::compute_with(
         schema.collections(),
         &observed,
@@ -200,7 +200,7 @@ pub(crate) async fn audit(
             });
         }
         if let Some(validator) = &server.validator {
-            audit.invalid = super::apply::violations(db, &spec.name, validator).await?;
+            audit.invalid = super::observe::violations(db, &spec.name, validator).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {
@@ -224,37 +224,9 @@ pub(crate) async fn audit(
         report.collections.push(audit);
     }
     report.unknown_collections =
-        unknown_collections(db, |n| schema.collection(n).is_some()).await?;
+        super::observe::unknown_collections(db, |n| schema.collection(n).is_some()).await?;
     report.drift = schema.reconcile(db).dry_run(true).await?;
     Ok(report)
-}
-
-/// The collections of `db` that are neither `known` nor the library's own (sync tokens and
-/// failures, the version record, the migration changelog, the copies `dedupe` kept aside of a
-/// known collection), sorted.
-pub(crate) async fn unknown_collections(
-    db: &Database,
-    known: impl Fn(&str) -> bool,
-) -> crate::Result<Vec<String>> {
-    let mut names: Vec<String> = db
-        .list_collection_names()
-        .await?
-        .into_iter()
-        .filter(|n| {
-            let archive = n.rsplit_once("_dedupe_").is_some_and(|(base, version)| {
-                known(base) && version.bytes().all(|b| b.is_ascii_digit())
-            });
-            !n.starts_with("system.")
-                && n != TOKENS_COLLECTION
-                && n != crate::FAILURES_COLLECTION
-                && n != super::versions::META_COLLECTION
-                && n != crate::migrate::MIGRATIONS_COLLECTION
-                && !archive
-                && !known(n)
-        })
-        .collect();
-    names.sort();
-    Ok(names)
 }
 
 fn size(value: Option<&Bson>) -> u64 {

@@ -16,6 +16,7 @@ pub(crate) mod apply;
 pub(crate) mod audit;
 pub mod migrate;
 pub(crate) mod mongosh;
+pub(crate) mod observe;
 pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod report_html;

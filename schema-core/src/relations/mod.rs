@@ -13,6 +13,7 @@ pub(crate) mod bucket;
 pub(crate) mod compare;
 pub(crate) mod embedded;
 pub(crate) mod lookup;
+mod order;
 pub(crate) mod page;
 pub(crate) mod reference;
 mod relation;
@@ -20,8 +21,9 @@ pub(crate) mod resolve;
 pub(crate) mod subset;
 
 pub use lookup::{Joined, Lookup, RELATED_FIELD};
+pub use order::{ChildOrder, SortKey, Unordered};
 pub use page::{ChildPage, Page, PageCursor, MAX_PAGE_SIZE};
-pub use relation::{ChildOrder, Relation, SortKey, Unordered};
+pub use relation::Relation;
 pub use resolve::Resolved;
 
 /// The state of a described call ([`ChildPage`], [`Lookup`]) with no database yet: its

@@ -9,8 +9,8 @@ use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::order::SortKey;
 use super::reference::refuse_hostile_id;
-use super::relation::SortKey;
 use super::{Attached, Detached};
 use crate::{Document, Error, Result};
 

@@ -21,6 +21,7 @@ pub(crate) mod lease;
 pub mod metrics;
 pub(crate) mod reconcile;
 pub(crate) mod retry;
+pub(crate) mod retry_failures;
 pub(crate) mod source;
 pub(crate) mod subsets;
 pub(crate) mod transaction;
@@ -28,10 +29,11 @@ pub(crate) mod walk;
 pub(crate) mod worker;
 
 pub use compose::{StepOutcome, Transaction, TransactionReport};
-pub use failures::{RetryReport, SyncFailure, FAILURES_COLLECTION, FAILURE_RECORD_TTL};
+pub use failures::{SyncFailure, FAILURES_COLLECTION, FAILURE_RECORD_TTL};
 pub use fan_out::FAN_OUT_CHUNK;
 pub use lease::DEFAULT_LEASE;
 pub use reconcile::{EdgeReconcile, ReconcileReport};
+pub use retry_failures::RetryReport;
 pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
