@@ -18,8 +18,8 @@ pub struct SortKey {
 }
 
 /// The order of a relation's children, which its keyset pages need: implemented by
-/// [`SortKey`] alone, so [`Relation::page`](super::Relation::page) on a relation without one ([`Unordered`]) is a
-/// compile error that names the index to declare.
+/// [`SortKey`] alone, so [`Relation::page`](super::Relation::page) on a relation without one
+/// ([`Unordered`]) is a compile error that names the index to declare.
 #[diagnostic::on_unimplemented(
     message = "`{Child}` has no order of its children of `{Parent}`: declare an index on the reference and a sort key for keyset pages",
     label = "`page` needs a declared index of `{Child}` that starts with the reference field, then the sort key",
