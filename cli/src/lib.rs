@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod emit;
 pub mod existing;
 pub mod facts;

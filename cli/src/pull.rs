@@ -8,49 +8,13 @@ use std::time::Instant;
 use mongodb::bson::Bson;
 use mongodb::Database;
 
+pub use crate::config::PullConfig;
 use crate::infer::{infer, Observed, Options};
 use crate::lattice::DocShape;
 use crate::model::{Index, Model};
 use crate::report::{CollectionSummary, IndexNote, Report, Widening};
-use crate::sample::{extended_json, ReadOptions};
+use crate::sample::extended_json;
 use crate::{emit, facts, relate, sample, validator, verify};
-
-/// Everything `pull` is told.
-#[derive(Debug, Clone)]
-pub struct PullConfig {
-    /// Only these collections (all when empty).
-    pub collections: Vec<String>,
-    /// How to read.
-    pub read: ReadOptions,
-    /// The inference rules' knobs.
-    pub infer: Options,
-    /// Paths the facts pass counts per collection at most.
-    pub max_paths: usize,
-    /// Gate rounds before the failing paths are made `Bson`.
-    pub max_rounds: u32,
-    /// Share of checked values found in the target for a reference (0..=1).
-    pub reference_threshold: f64,
-    /// Look for references and copies.
-    pub relations: bool,
-}
-
-impl Default for PullConfig {
-    fn default() -> Self {
-        PullConfig {
-            collections: Vec::new(),
-            read: ReadOptions {
-                sample: 1000,
-                max_time: None,
-                secondary: false,
-            },
-            infer: Options::default(),
-            max_paths: 500,
-            max_rounds: 8,
-            reference_threshold: 0.95,
-            relations: true,
-        }
-    }
-}
 
 /// What `pull` produced.
 #[derive(Debug, Clone)]

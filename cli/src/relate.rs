@@ -12,10 +12,10 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
+use crate::config::PullConfig;
 use crate::infer::Observed;
 use crate::model::{ExtendedRef, Model, Reference, Ty};
 use crate::names;
-use crate::pull::PullConfig;
 use crate::report::{CopyCheck, ReferenceCheck, Report};
 use crate::sample::collection;
 

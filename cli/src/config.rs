@@ -1,0 +1,42 @@
+//! What `pull` is told: read by every stage of the pipeline (`pull` runs them, `relate` reads
+//! the reference threshold), so it sits below them all.
+
+use crate::infer::Options;
+use crate::sample::ReadOptions;
+
+/// Everything `pull` is told.
+#[derive(Debug, Clone)]
+pub struct PullConfig {
+    /// Only these collections (all when empty).
+    pub collections: Vec<String>,
+    /// How to read.
+    pub read: ReadOptions,
+    /// The inference rules' knobs.
+    pub infer: Options,
+    /// Paths the facts pass counts per collection at most.
+    pub max_paths: usize,
+    /// Gate rounds before the failing paths are made `Bson`.
+    pub max_rounds: u32,
+    /// Share of checked values found in the target for a reference (0..=1).
+    pub reference_threshold: f64,
+    /// Look for references and copies.
+    pub relations: bool,
+}
+
+impl Default for PullConfig {
+    fn default() -> Self {
+        PullConfig {
+            collections: Vec::new(),
+            read: ReadOptions {
+                sample: 1000,
+                max_time: None,
+                secondary: false,
+            },
+            infer: Options::default(),
+            max_paths: 500,
+            max_rounds: 8,
+            reference_threshold: 0.95,
+            relations: true,
+        }
+    }
+}
