@@ -284,7 +284,7 @@ fn run_logged(cmd: &mut Command, log: &mut File, log_path: &Path) -> Result<(), 
         Err(format!(
             "{status}; last lines of {}:\n{}",
             log_path.display(),
-            crate::server::tail(log_path, 0, 20)
+            crate::log::tail(log_path, 0, 20)
         ))
     }
 }

@@ -47,6 +47,7 @@ macro_rules! say {
 }
 
 mod install;
+mod log;
 mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};

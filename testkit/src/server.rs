@@ -1,7 +1,7 @@
 //! Starting, watching and stopping an embedded SecantusDB server.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +12,7 @@ use mongodb::bson::doc;
 use mongodb::options::ClientOptions;
 
 use crate::install::{ensure_installation, logs_dir, Installation};
+use crate::log::{read_from, tail};
 
 /// How long a server may take from spawn to answering `ping`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -511,29 +512,6 @@ fn append_log(log: &Path, line: &str) {
 }
 
 /// The file's text from byte `offset` on (lossy), empty if unreadable.
-fn read_from(path: &Path, offset: u64) -> String {
-    let mut buf = Vec::new();
-    if let Ok(mut f) = File::open(path) {
-        if f.seek(SeekFrom::Start(offset)).is_ok() {
-            let _ = f.read_to_end(&mut buf);
-        }
-    }
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// The last `lines` lines of the file from byte `offset` on.
-pub(crate) fn tail(path: &Path, offset: u64, lines: usize) -> String {
-    let text = read_from(path, offset);
-    let all: Vec<&str> = text.lines().collect();
-    let start = all.len().saturating_sub(lines);
-    let out = all[start..].join("\n");
-    if out.is_empty() {
-        "(empty)".to_owned()
-    } else {
-        out
-    }
-}
-
 fn thread_sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
