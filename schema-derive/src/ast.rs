@@ -366,3 +366,24 @@ pub fn field_key(name: &str) -> u64 {
     }
     hash
 }
+
+/// Which derive runs: a collection root (`Document`) or a stored value (`BsonSchema`).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Derive {
+    Document,
+    BsonSchema,
+}
+
+/// `as = Name`, or `<Struct><Field in PascalCase>`.
+pub fn copy_type_name(cont: &Container, field: &Field) -> Ident {
+    if let Some(name) = field
+        .attrs
+        .extended_ref
+        .as_ref()
+        .and_then(|e| e.value.name.clone())
+    {
+        return name;
+    }
+    let field_name = crate::case::RenameRule::PascalCase.apply_to_field(&field.display_name());
+    quote::format_ident!("{}{}", cont.ident, field_name)
+}

@@ -5,10 +5,10 @@
 use quote::ToTokens;
 use syn::{Ident, Type};
 
+use crate::ast::Derive;
 use crate::ast::{Container, Data, Field, RefKind, Repr, Style, Variant};
 use crate::attr::{ExtendedRef, IndexKey, KeyField, KeyKind, OnDelete, Sync};
 use crate::ctxt::Ctxt;
-use crate::expand::Derive;
 
 mod mongod;
 
@@ -376,7 +376,7 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
             ),
             _ => {}
         }
-        let expected = crate::gen::copies::copy_type_name(cont, field);
+        let expected = crate::ast::copy_type_name(cont, field);
         check_on_delete(cx, field, &extended.value, shape.0, &expected);
         let found = match shape.1 {
             syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),

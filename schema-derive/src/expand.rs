@@ -8,11 +8,7 @@ use crate::ast::Container;
 use crate::ctxt::Ctxt;
 use crate::{check, gen};
 
-#[derive(Clone, Copy, PartialEq)]
-pub enum Derive {
-    Document,
-    BsonSchema,
-}
+use crate::ast::Derive;
 
 pub fn derive(input: &syn::DeriveInput, derive: Derive) -> syn::Result<TokenStream> {
     let cx = Ctxt::new();

@@ -16,6 +16,7 @@ mod ctxt;
 mod expand;
 mod gen;
 mod near;
+mod order;
 mod serde_helpers;
 mod symbol;
 
@@ -57,7 +58,7 @@ use syn::{parse_macro_input, DeriveInput};
 )]
 pub fn derive_document(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand::derive(&input, expand::Derive::Document)
+    expand::derive(&input, ast::Derive::Document)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
@@ -91,7 +92,7 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 )]
 pub fn derive_bson_schema(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand::derive(&input, expand::Derive::BsonSchema)
+    expand::derive(&input, ast::Derive::BsonSchema)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -7,24 +7,12 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-use crate::ast::{copy_shape, field_key, unraw, Container, Field, RefKind};
+use crate::ast::{copy_shape, field_key, unraw, Container, RefKind};
 use crate::attr::OnDelete;
 use crate::check::type_name;
 use crate::gen::private;
 
-/// `as = Name`, or `<Struct><Field in PascalCase>`.
-pub fn copy_type_name(cont: &Container, field: &Field) -> Ident {
-    if let Some(name) = field
-        .attrs
-        .extended_ref
-        .as_ref()
-        .and_then(|e| e.value.name.clone())
-    {
-        return name;
-    }
-    let field_name = crate::case::RenameRule::PascalCase.apply_to_field(&field.display_name());
-    format_ident!("{}{}", cont.ident, field_name)
-}
+use crate::ast::copy_type_name;
 
 fn shape_tokens(kind: RefKind) -> TokenStream {
     let private = private();
@@ -39,12 +27,12 @@ fn shape_tokens(kind: RefKind) -> TokenStream {
 /// a copy type of another struct checks its `fields` against (a collection root's list, its
 /// flattened fields included, as `fields` names them) and a query's `project = Row` its row
 /// (an embedded struct's, flattened fields left out). Nothing for other types.
-pub fn field_list(cont: &Container, derive: crate::expand::Derive) -> TokenStream {
+pub fn field_list(cont: &Container, derive: crate::ast::Derive) -> TokenStream {
     let private = private();
     if !matches!(cont.data, crate::ast::Data::Struct(_)) {
         return TokenStream::new();
     }
-    let root = derive == crate::expand::Derive::Document;
+    let root = derive == crate::ast::Derive::Document;
     let (names, stored): (Vec<String>, Vec<&String>) = cont
         .stored_fields()
         .filter(|field| field.stored_name != "_id" && (root || field.attrs.flatten.is_none()))
@@ -378,7 +366,7 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
                 Some(OnDelete::Keep) | None => TokenStream::new(),
             };
             let order = (copy_shape(field.ty).0 != RefKind::Many)
-                .then(|| crate::gen::relations::sort_key(cont, &format!("{path}._id")))
+                .then(|| crate::order::sort_key(cont, &format!("{path}._id")))
                 .flatten()
                 .map(|(key, direction, unique)| quote!(.order(#key, #direction, #unique)));
             out.extend(quote! {

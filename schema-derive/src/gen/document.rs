@@ -228,7 +228,7 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     // a copy type of another struct reads the fields through their `FieldPath` impls
     let paths = match cont.data {
         Data::Enum(_) => TokenStream::new(),
-        _ => crate::gen::paths::field_paths(cont, crate::expand::Derive::Document, true),
+        _ => crate::gen::paths::field_paths(cont, crate::ast::Derive::Document, true),
     };
     let child_of = crate::gen::relations::child_of_impls(cont);
     let queries = crate::gen::queries::fallback_query_items(cont);

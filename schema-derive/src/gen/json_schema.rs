@@ -4,9 +4,9 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
+use crate::ast::Derive;
 use crate::ast::{Container, Data, Field, Repr, Style, Variant};
 use crate::attr::{ConstraintKind, ConstraintValue};
-use crate::expand::Derive;
 use crate::gen::private;
 
 pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {

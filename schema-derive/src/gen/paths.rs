@@ -7,8 +7,8 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Type;
 
+use crate::ast::Derive;
 use crate::ast::{field_key, unraw, Container, Data, Field, Repr};
-use crate::expand::Derive;
 use crate::gen::private;
 
 /// The type whose stored form a field has: what its helper or `stored_as` writes, or its own.
