@@ -159,7 +159,17 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         // (in a generic struct, from the type's name: its impl has no bound that would let
         // the collection say it; next to the derive's errors likewise, where a bound may be on
         // no collection at all)
-        let is_array = crate::gen::json_schema::collection_bound(field).map(|_| {
+        // (next to the derive's errors, a sequence type whose bound is the error counts too, so
+        // that the callers of `eq` on it are not one more error each)
+        let unbounded_sequence = fallback
+            && (crate::ast::generic_arg(ty, &["Option"]).map_or(
+                crate::ast::copy_shape(ty).0 == crate::ast::RefKind::Many,
+                |inner| crate::ast::copy_shape(inner).0 == crate::ast::RefKind::Many,
+            ) || matches!(ty, syn::Type::Array(_)));
+        let bound = crate::gen::json_schema::collection_bound(field)
+            .map(|_| ())
+            .or(unbounded_sequence.then_some(()));
+        let is_array = bound.map(|()| {
             if cont.is_generic() || fallback {
                 let sequence = !crate::serde_helpers::type_last_name(ty)
                     .is_some_and(|name| name.ends_with("Map"));

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "posts")]
 #[query(name = "by_author", eq(author), sort(at = -1), limit = 20)]
+#[query(name = "tagged", eq(tags))]
 pub struct Post {
     #[serde(rename = "_id")]
     pub id: ObjectId,
@@ -17,6 +18,8 @@ pub struct Post {
 async fn feed(db: &mongodb::Database) {
     let _ = Post::by_author(db, "ada").await;
     let _ = Post::by_author(db, "bo").limit(5).await;
+    // the array whose bound is missing still takes one element
+    let _ = Post::tagged(db, "rust").count().await;
 }
 
 fn main() {}
