@@ -318,6 +318,7 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![warn(clippy::missing_errors_doc)]
 
@@ -332,6 +333,7 @@ pub use mongo_schema_core::{
 };
 
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use mongo_schema_core::cli;
 pub use mongo_schema_core::{action, bson, bson_compat, error, migrate, mongodb, testing};
 

@@ -8,6 +8,7 @@
 //! of the layout), [`facts`], [`lattice`], [`infer`], [`validator`], [`verify`], [`relate`],
 //! [`emit`], [`report`], tied together by [`pull`].
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 pub mod config;

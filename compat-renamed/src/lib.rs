@@ -110,7 +110,7 @@ pub struct Note {
 /// The schema of these models.
 ///
 /// # Errors
-/// The models do not fit together (see [`ms::Schema::build`]).
+/// The models do not fit together (see [`ms::SchemaBuilder::build`]).
 pub fn schema() -> Result<ms::Schema, ms::SchemaError> {
     ms::Schema::new()
         .model::<Customer>()

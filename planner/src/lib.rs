@@ -56,6 +56,7 @@
 //! index is reported unusable (the caller, who holds both filters, may decide otherwise).
 //! Sparse indexes answer equality and range predicates (values are assumed non-null).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 use std::fmt;

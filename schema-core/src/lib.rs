@@ -5,12 +5,14 @@
 //! Everything here is plain Rust: the derive macros emit small tables and calls into this crate,
 //! so the logic is testable without a macro in sight.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![warn(clippy::missing_errors_doc)]
 
 pub mod action;
 pub mod bson_compat;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
 mod concern;
 mod deploy;

@@ -195,6 +195,11 @@ impl Schema {
     /// Awaited directly, it repairs; `.dry_run(true)` only counts:
     /// `schema.reconcile(&db).dry_run(true).await?`.
     ///
+    /// Moving from 0.1: there the dry run was a second argument, `schema.reconcile(&db, true)`.
+    /// That call no longer compiles, and removing the argument as rustc suggests turns the dry
+    /// run into a repair: write `schema.reconcile(&db).dry_run(true)` (or, for one release, the
+    /// deprecated [`Schema::reconcile_dry_run`]`(&db, true)`).
+    ///
     /// # Errors
     ///
     /// The driver's errors of the reads and of a repair's transaction (a holder that cannot

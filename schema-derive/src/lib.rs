@@ -6,6 +6,8 @@
 //! (`expand`, `gen`). Errors from every stage are collected and reported together.
 //! Use these through the `mongo-schema` crate, which documents the attribute language.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 extern crate proc_macro;
 
 mod ast;

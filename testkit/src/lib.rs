@@ -30,6 +30,7 @@
 //! change stream resumes after a restart with the same storage). The binary `test-server`
 //! (`cargo run -p mongo-schema-testkit --bin test-server`) starts one for a developer's shell.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 /// Progress lines that always reach the terminal: written to stderr directly, not through

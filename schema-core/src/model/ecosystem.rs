@@ -175,6 +175,8 @@ impl BsonSchema for std::time::SystemTime {
     }
 }
 
+// Each impl repeats the module's `cfg`: the facade's docs re-export `BsonSchema` from this crate
+// and show an impl's own `cfg` as its feature badge, not its module's.
 #[cfg(feature = "chrono-0_4")]
 mod chrono_0_4 {
     //! chrono's serde impls write strings (RFC 3339 / ISO 8601) whatever the serializer: years
@@ -192,6 +194,8 @@ mod chrono_0_4 {
     /// Stored as an RFC 3339 string in UTC (`2023-11-14T22:13:20.123Z`), not as a BSON date:
     /// store a `bson::DateTime`, or use bson's `chrono_datetime_as_bson_datetime` helper, for a
     /// date the server can compare and index as one.
+    #[cfg(feature = "chrono-0_4")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
     impl BsonSchema for DateTime<Utc> {
         fn bson_schema() -> Document {
             string(&format!("^{DATE}T{TIME}Z$"), 33)
@@ -201,6 +205,8 @@ mod chrono_0_4 {
     /// Stored as an RFC 3339 string with its offset (`2023-11-14T23:43:20.123+01:30`, `Z` for
     /// a zero offset). chrono writes the offset to the minute: seconds of an offset are not
     /// stored.
+    #[cfg(feature = "chrono-0_4")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
     impl BsonSchema for DateTime<FixedOffset> {
         fn bson_schema() -> Document {
             string(&format!("^{DATE}T{TIME}(Z|[+-][0-9]{{2}}:[0-9]{{2}})$"), 38)
@@ -208,6 +214,8 @@ mod chrono_0_4 {
     }
 
     /// Stored as an ISO 8601 date string: `2023-11-14`.
+    #[cfg(feature = "chrono-0_4")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
     impl BsonSchema for NaiveDate {
         fn bson_schema() -> Document {
             string(&format!("^{DATE}$"), 13)
@@ -215,6 +223,8 @@ mod chrono_0_4 {
     }
 
     /// Stored as an ISO 8601 date and time string without offset: `2023-11-14T22:13:20.123`.
+    #[cfg(feature = "chrono-0_4")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
     impl BsonSchema for NaiveDateTime {
         fn bson_schema() -> Document {
             string(&format!("^{DATE}T{TIME}$"), 32)
@@ -223,6 +233,8 @@ mod chrono_0_4 {
 
     /// Stored as an ISO 8601 time string: `22:13:20`, `22:13:20.123`, `23:59:60.500` (a leap
     /// second).
+    #[cfg(feature = "chrono-0_4")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
     impl BsonSchema for NaiveTime {
         fn bson_schema() -> Document {
             string(&format!("^{TIME}$"), 18)
@@ -230,6 +242,8 @@ mod chrono_0_4 {
     }
 }
 
+// Each impl repeats the module's `cfg`: the facade's docs re-export `BsonSchema` from this crate
+// and show an impl's own `cfg` as its feature badge, not its module's.
 #[cfg(feature = "time-0_3")]
 mod time_0_3 {
     //! time's serde impls write tuples when the serializer is not human readable, which the
@@ -269,6 +283,8 @@ mod time_0_3 {
     }
 
     /// Stored as `[year, ordinal day]`.
+    #[cfg(feature = "time-0_3")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "time-0_3")))]
     impl BsonSchema for Date {
         fn bson_schema() -> Document {
             tuple(date())
@@ -276,6 +292,8 @@ mod time_0_3 {
     }
 
     /// Stored as `[hour, minute, second, nanosecond]`.
+    #[cfg(feature = "time-0_3")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "time-0_3")))]
     impl BsonSchema for Time {
         fn bson_schema() -> Document {
             tuple(time())
@@ -283,6 +301,8 @@ mod time_0_3 {
     }
 
     /// Stored as `[year, ordinal day, hour, minute, second, nanosecond]`.
+    #[cfg(feature = "time-0_3")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "time-0_3")))]
     impl BsonSchema for PrimitiveDateTime {
         fn bson_schema() -> Document {
             tuple([date(), time()].concat())
@@ -290,6 +310,8 @@ mod time_0_3 {
     }
 
     /// Stored as `[hours, minutes, seconds]` of the offset.
+    #[cfg(feature = "time-0_3")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "time-0_3")))]
     impl BsonSchema for UtcOffset {
         fn bson_schema() -> Document {
             tuple(offset())
@@ -299,6 +321,8 @@ mod time_0_3 {
     /// Stored as `[year, ordinal day, hour, minute, second, nanosecond, offset hours, minutes,
     /// seconds]`, not as a BSON date: use bson's `time_0_3_offsetdatetime_as_bson_datetime`
     /// helper for a date the server can compare and index as one.
+    #[cfg(feature = "time-0_3")] // the module's, repeated (see above the module)
+    #[cfg_attr(docsrs, doc(cfg(feature = "time-0_3")))]
     impl BsonSchema for OffsetDateTime {
         fn bson_schema() -> Document {
             tuple([date(), time(), offset()].concat())
@@ -315,6 +339,7 @@ mod time_0_3 {
 /// other: the derives refuse it without `#[serde(with = "bson::serde_helpers::uuid_1_as_binary")]`
 /// (subtype 4) or `#[schema(stored_as = Binary)]` (subtype 0, for existing data).
 #[cfg(feature = "uuid-1")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid-1")))]
 impl BsonSchema for uuid::Uuid {
     fn bson_schema() -> Document {
         doc! { "bsonType": "binData" }
@@ -329,6 +354,7 @@ impl BsonSchema for uuid::Uuid {
 /// rust_decimal's `serde-float` feature makes it a `double` instead; the schema asks the
 /// compiled impl which one it writes.
 #[cfg(feature = "rust_decimal-1")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rust_decimal-1")))]
 impl BsonSchema for rust_decimal::Decimal {
     fn bson_schema() -> Document {
         #[derive(serde::Serialize)]

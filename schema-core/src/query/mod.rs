@@ -150,8 +150,10 @@ marker!(Numeric: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, mongodb::bson::
     crate::model::stored::DoubleFromU64);
 
 #[cfg(feature = "uuid-1")]
+#[cfg_attr(docsrs, doc(cfg(feature = "uuid-1")))]
 impl Ordered for uuid::Uuid {}
 #[cfg(feature = "chrono-0_4")]
+#[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
 impl Ordered for chrono::NaiveDate {} // "2024-01-31": fixed width, sorts by date
 
 impl<T: Ordered + ?Sized> Ordered for &T {}

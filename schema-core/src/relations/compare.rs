@@ -52,6 +52,11 @@ where
     ///   operator document, a regular expression or JavaScript (it would run as a query instead
     ///   of being compared as a value).
     /// - The driver's errors, a validation failure of the update ([`Error::Validation`]).
+    ///
+    /// Moving from 0.1: there it returned `Ok(false)` on a lost race (`Result<bool>`). A call
+    /// that read the `bool` no longer compiles; one that ignored it
+    /// (`r.compare_and_set(..).await?;`) still compiles and now returns the lost race as an
+    /// error. The deprecated [`Ref::compare_and_set_bool`] keeps the old result for one release.
     pub fn compare_and_set<'a>(
         &self,
         db: &'a Database,
