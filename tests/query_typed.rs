@@ -21,6 +21,11 @@ pub struct User {
 }
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Audit {
+    pub edited_by: Option<String>,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Place {
     pub city_name: String,
@@ -37,6 +42,8 @@ pub struct Place {
 #[query(name = "in_city", eq(place.city_name))]
 #[query(name = "in_city_quoted", eq("place.cityName"))]
 #[query(name = "mentioning", eq("mentions._id"))]
+#[query(name = "pinned_between", range(pinned_at))]
+#[query(name = "edited_by", eq(audit.edited_by))]
 pub struct Post {
     #[serde(rename = "_id")]
     pub id: ObjectId,
@@ -48,6 +55,9 @@ pub struct Post {
     #[extended_ref(to = User, fields = "name", sync = "frozen", max = 5, as = Mention)]
     pub mentions: Vec<Mention>,
     pub posted_at: DateTime,
+    pub pinned_at: Option<DateTime>,
+    #[serde(flatten)]
+    pub audit: Audit,
 }
 
 fn schema() -> Schema {
@@ -88,6 +98,11 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
             }),
             mentions: mention.into_iter().map(Mention::from).collect(),
             posted_at: DateTime::from_millis(1_700_000_000_000 + i * 1000),
+            // posts 1, 3 and 5 pinned, at 10, 30 and 50
+            pinned_at: (i % 2 == 1).then(|| DateTime::from_millis(i * 10)),
+            audit: Audit {
+                edited_by: (i <= 2).then(|| "ed".to_owned()),
+            },
         };
     let posts = vec![
         post(&ada, &["rust"], Some("Lyon"), Some(&bo), 1),
@@ -171,6 +186,32 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
     assert_eq!(ids(&mentions_ada), written(&[3]));
     let mentions_bo = Post::mentioning(&db, &bo.id).await.unwrap();
     assert_eq!(ids(&mentions_bo), written(&[0]));
+
+    // a range on an `Option` takes bounds of its value (a `null` bound would match nothing)
+    let pinned = Post::pinned_between(&db, DateTime::from_millis(20)..)
+        .await
+        .unwrap();
+    assert_eq!(ids(&pinned), written(&[2, 4]), "pinned at 30 and 50");
+    let early = Post::pinned_between(&db, ..=DateTime::from_millis(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&early),
+        written(&[0, 2]),
+        "pinned at 10 and 30, none of the unpinned"
+    );
+    // a field of a flattened struct is stored at the root: `audit.edited_by` is `edited_by`
+    let edited = Post::edited_by(&db, "ed").await.unwrap();
+    assert_eq!(ids(&edited), written(&[0, 1]));
+    // a limit below 1 is refused before anything is sent (0 would read every document)
+    for limit in [0, -1] {
+        let refused = Post::tagged(&db, "rust").limit(limit).await;
+        assert!(
+            matches!(refused, Err(mongo_schema::Error::InvalidArgument { .. })),
+            "{limit}: {refused:?}"
+        );
+    }
+    assert_eq!(Post::tagged(&db, "rust").limit(1).await.unwrap().len(), 1);
 }
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -325,6 +325,8 @@ pub trait CheckedField {
     const DECODER: Decoder<Self::Type>;
     /// Whether the field is an array or a set.
     const IS_ARRAY: bool;
+    /// Whether the field is an `Option`.
+    const IS_OPTION: bool;
     /// The field of `source`.
     fn field(source: &Self::Of) -> &Self::Type;
 }
@@ -336,6 +338,7 @@ impl<S: FieldPath<K> + ?Sized, const K: u64> CheckedField for Checked<S, K> {
     const ENCODER: Encoder<Self::Type> = <S as FieldPath<K>>::ENCODER;
     const DECODER: Decoder<Self::Type> = <S as FieldPath<K>>::DECODER;
     const IS_ARRAY: bool = <S as FieldPath<K>>::IS_ARRAY;
+    const IS_OPTION: bool = <S as FieldPath<K>>::IS_OPTION;
     #[inline]
     fn field(source: &S) -> &Self::Type {
         <S as FieldPath<K>>::field(source)
@@ -777,6 +780,9 @@ pub trait FieldPath<const KEY: u64> {
     /// Whether the field is an array or a set (a bounded collection that is no map): a declared
     /// query's `eq` on it takes one element.
     const IS_ARRAY: bool = false;
+    /// Whether the field is an `Option`: a declared query's range on it takes bounds of the
+    /// value (`null` bounds no range).
+    const IS_OPTION: bool = false;
     /// The field of `self`: what a copy type of another struct reads (`From<&Source>`).
     /// `#[derive(Document)]` implements it for the fields of a collection root struct, the only
     /// sources a copy type's checked constants admit; everywhere else (an enum's fields, a value
@@ -829,6 +835,7 @@ macro_rules! __copied_field_path {
             const DECODER: $crate::__private::Decoder<Self::Type> =
                 <$checked as $crate::__private::CheckedField>::DECODER;
             const IS_ARRAY: bool = <$checked as $crate::__private::CheckedField>::IS_ARRAY;
+            const IS_OPTION: bool = <$checked as $crate::__private::CheckedField>::IS_OPTION;
         }
     };
 }
@@ -843,6 +850,7 @@ macro_rules! forward_field_path {
             const DECODER: Decoder<Self::Type> = T::DECODER;
             const CAP: Option<u32> = T::CAP;
             const IS_ARRAY: bool = T::IS_ARRAY;
+            const IS_OPTION: bool = T::IS_OPTION;
         }
     };
 }
@@ -862,6 +870,7 @@ impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N
     const DECODER: Decoder<Self::Type> = T::DECODER;
     const CAP: Option<u32> = T::CAP;
     const IS_ARRAY: bool = T::IS_ARRAY;
+    const IS_OPTION: bool = T::IS_OPTION;
 }
 
 /// The field list of the struct a value of this type holds, through `Option`, `Box`, arrays and
@@ -951,6 +960,22 @@ fn refuse_element<E>(_: &E) -> Result<crate::bson::Bson, crate::bson_compat::Ser
     Err(<crate::bson_compat::SerError as serde::ser::Error>::custom(
         "this array field is written by a serde helper of the whole array, which cannot write one element: query it with `field!` and `Filter::elem_match`",
     ))
+}
+
+/// The bounds a declared query's range takes on a field: its values, or for an `Option` field
+/// the values inside it (`OPTION`, the field's [`FieldPath::IS_OPTION`]): a `null` bound would
+/// match no document.
+pub trait RangeElem<const OPTION: bool> {
+    /// What the bounds are.
+    type Elem;
+}
+
+impl<T> RangeElem<false> for T {
+    type Elem = T;
+}
+
+impl<T> RangeElem<true> for Option<T> {
+    type Elem = T;
 }
 
 /// The path a declared query's equality or `$in` compares: `path` itself, or its elements

@@ -216,8 +216,16 @@ where
         }
     }
 
-    /// Returns at most `limit` documents instead of the declared limit.
+    /// Returns at most `limit` documents instead of the declared limit. A limit below 1 is
+    /// refused ([`crate::Error::InvalidArgument`], nothing sent): `0` would read every
+    /// document, and a negative one a single batch.
     pub fn limit(mut self, limit: i64) -> Self {
+        if limit < 1 && self.filter.is_ok() {
+            self.filter = Err(crate::Error::invalid_argument(
+                "limit",
+                format!("a declared query's limit of {limit}: it returns at most 1 or more rows"),
+            ));
+        }
         self.spec.limit = Some(limit);
         self
     }

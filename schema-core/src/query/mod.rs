@@ -113,6 +113,7 @@ impl Value<Option<String>> for str {
     label = "stored as text that does not sort like the value",
     note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
     note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
+    note = "a unit enum is stored as its variants' names, which sort as text: it orders only when its stored names already sort in declaration order (rename the variants so they do, or sort on another field)",
     note = "if `{Self}` is stored in an order-preserving form, say so: `impl mongo_schema::query::Ordered for {Self} {{}}`"
 )]
 pub trait Ordered {}

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::Type;
 
 use crate::ast::Derive;
-use crate::ast::{field_key, unraw, Container, Data, Field, Repr};
+use crate::ast::{field_key, unraw, Container, Data, Field, Repr, Style};
 use crate::gen::private;
 
 /// The type whose stored form a field has: what its helper or `stored_as` writes, or its own.
@@ -178,6 +178,13 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
                 quote!(const IS_ARRAY: bool = <#ty as #private::BoundedCollection>::__IS_SEQUENCE;)
             }
         });
+        // an `Option`: a declared query's range takes the values inside it
+        let is_option = crate::ast::generic_arg(ty, &["Option"]).is_some().then(|| {
+            quote!(
+                const IS_OPTION: bool = true;
+            )
+        });
+        let is_array = quote!(#is_array #is_option);
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
         let spanned_accessor = root && !crate::gen::copies::unbounded_type(ty);
@@ -231,6 +238,19 @@ fn ordered(cont: &Container) -> bool {
     let inner: Option<&Type> = match &cont.data {
         Data::Transparent(field) => Some(field.ty),
         Data::StoredAs => cont.attrs.stored_as.as_ref().map(|s| &s.value),
+        // a unit-only enum stored as its variants' names orders as that text: like the
+        // declaration (a derived `Ord`) only when the names already sort in that order
+        Data::Enum(variants)
+            if cont.repr() == Repr::External
+                && variants.iter().all(|v| matches!(v.style, Style::Unit)) =>
+        {
+            let names: Vec<&str> = variants
+                .iter()
+                .filter(|v| v.is_stored())
+                .map(|v| v.stored_name.as_str())
+                .collect();
+            return names.windows(2).all(|w| w[0] < w[1]);
+        }
         _ => None,
     };
     inner.is_none_or(|ty| !misordered(ty))

@@ -58,6 +58,9 @@ struct Typed {
     /// The hidden constants the key reads (a quoted path's segments after the first): name
     /// and value, emitted once in the struct's impl by `query_items`.
     keys: Vec<(Ident, TokenStream)>,
+    /// In a generic struct, whether the field is an array and whether an `Option`, from its
+    /// declaration (a constant there cannot name the struct's parameters).
+    literal: Option<(bool, bool)>,
 }
 
 impl Typed {
@@ -79,8 +82,20 @@ impl Typed {
         quote!(#field::Stored)
     }
 
+    /// Whether the field is an `Option`, as a const generic argument.
+    fn is_option(&self) -> TokenStream {
+        if let Some((_, option)) = self.literal {
+            return quote!(#option);
+        }
+        let field = self.field();
+        quote!({ #field::IS_OPTION })
+    }
+
     /// Whether the field is an array or a set, as a const generic argument.
     fn is_array(&self) -> TokenStream {
+        if let Some((array, _)) = self.literal {
+            return quote!(#array);
+        }
         let field = self.field();
         quote!({ #field::IS_ARRAY })
     }
@@ -105,6 +120,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
         quote!(#ident)
     };
     let mut keys = Vec::new();
+    let mut literal = None;
     let own_rust = |name: &Ident| {
         let name = unraw(name);
         cont.stored_fields()
@@ -115,6 +131,14 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
             let first = own_rust(ident)?;
             let key = field_key(&unraw(ident));
             let stored = &first.stored_name;
+            if generic {
+                literal = Some((
+                    crate::gen::json_schema::collection_bound(first).is_some()
+                        && !crate::serde_helpers::type_last_name(first.ty)
+                            .is_some_and(|name| name.ends_with("Map")),
+                    crate::ast::generic_arg(first.ty, &["Option"]).is_some(),
+                ));
+            }
             (root, quote!(#key), quote!(#stored))
         }
         KeyField::Nested(idents) => {
@@ -132,7 +156,12 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
                 let k = field_key(&unraw(ident));
                 key = quote!(#k);
                 segments.push(if i == 0 {
-                    let stored = &first.stored_name;
+                    // a flattened value's fields are stored at this level
+                    let stored = if first.attrs.flatten.is_some() {
+                        ""
+                    } else {
+                        first.stored_name.as_str()
+                    };
                     quote!(#stored)
                 } else {
                     quote!(<#holder as #private::FieldPath<#key>>::STORED)
@@ -193,6 +222,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
             .into_iter()
             .map(|(name, value)| (name, crate::gen::copies::respan(value, span)))
             .collect(),
+        literal,
     })
 }
 
@@ -380,8 +410,8 @@ fn query_fn(cont: &Container, query: &Query, fallback: bool) -> TokenStream {
         let param = param_name(field, &mut taken);
         match typed(cont, field) {
             Some(typed) => {
-                let (ty, path) = (typed.ty(), typed.path());
-                params.push(quote!(#param: impl ::core::ops::RangeBounds<#ty>));
+                let (ty, option, path) = (typed.ty(), typed.is_option(), typed.path());
+                params.push(quote!(#param: impl ::core::ops::RangeBounds<<#ty as #private::RangeElem<#option>>::Elem>));
                 // the field's order is checked once, by `query_items`, at its token
                 steps.push(
                     quote!(let __filter = __filter.__range_checked_elsewhere(#path, #param);),
