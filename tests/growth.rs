@@ -385,7 +385,7 @@ async fn the_audit_finds_a_filling_array_an_oversized_document_a_drifted_copy_an
         .unwrap();
     // a missing index and a collection the schema does not know
     db.collection::<BsonDocument>("tickets")
-        .drop_index("customer._id_1")
+        .drop_index("customer._id_1__id_1")
         .await
         .unwrap();
     db.run_command(doc! { "create": "legacy_tickets" })
@@ -406,7 +406,7 @@ async fn the_audit_finds_a_filling_array_an_oversized_document_a_drifted_copy_an
         .expect("history near its bound");
     assert_eq!((history.max, history.documents), (5, 1));
     assert_eq!(history.fullest[0], (Bson::ObjectId(tickets[3].id), 5));
-    assert_eq!(tickets_audit.missing_indexes, ["customer._id_1"]);
+    assert_eq!(tickets_audit.missing_indexes, ["customer._id_1__id_1"]);
     let parts_audit = &report
         .collection("productsHybrid")
         .unwrap()
