@@ -736,6 +736,14 @@ pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {
 /// its values ([`Ordered`]); spanned at the key by the derive.
 pub const fn require_ordered<T: Ordered + ?Sized>() {}
 
+/// Compile-time check of a declared query's range or sort: the field's stored text orders like
+/// its Rust values (a unit enum whose stored names do not sort in declaration order does not).
+pub const fn require_rust_order<T: Ordered + ?Sized>() {
+    if T::__TEXT_ORDER_DIFFERS {
+        panic!("a range or a sort on this enum compares its stored names as text, which do not sort in the order its variants are declared: rename the variants (`#[serde(rename = ...)]`) so their stored names sort in that order, or range and sort on another field; an equality on it is fine");
+    }
+}
+
 /// Compile-time check of `#[query(project = Row)]`: every stored field of `Row` is one of `R`.
 pub const fn check_projection<R: Fields + ?Sized, Row: Fields + ?Sized>() {
     if !Row::IS_STRUCT {

@@ -113,10 +113,15 @@ impl Value<Option<String>> for str {
     label = "stored as text that does not sort like the value",
     note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
     note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
-    note = "a unit enum is stored as its variants' names, which sort as text: it orders only when its stored names already sort in declaration order (rename the variants so they do, or sort on another field)",
     note = "if `{Self}` is stored in an order-preserving form, say so: `impl mongo_schema::query::Ordered for {Self} {{}}`"
 )]
-pub trait Ordered {}
+pub trait Ordered {
+    /// `true` for a unit-only enum stored as its variants' names when those do not sort as text
+    /// in declaration order: an index on it serves equalities, but a declared query's range or
+    /// sort on it would compare the text (refused by the derive).
+    #[doc(hidden)]
+    const __TEXT_ORDER_DIFFERS: bool = false;
+}
 
 /// A stored form that `$inc` can add to: a number.
 #[diagnostic::on_unimplemented(
@@ -157,8 +162,12 @@ impl Ordered for uuid::Uuid {}
 #[cfg_attr(docsrs, doc(cfg(feature = "chrono-0_4")))]
 impl Ordered for chrono::NaiveDate {} // "2024-01-31": fixed width, sorts by date
 
-impl<T: Ordered + ?Sized> Ordered for &T {}
-impl<T: Ordered> Ordered for Option<T> {}
+impl<T: Ordered + ?Sized> Ordered for &T {
+    const __TEXT_ORDER_DIFFERS: bool = T::__TEXT_ORDER_DIFFERS;
+}
+impl<T: Ordered> Ordered for Option<T> {
+    const __TEXT_ORDER_DIFFERS: bool = T::__TEXT_ORDER_DIFFERS;
+}
 impl<T: crate::Document> Ordered for crate::Ref<T> {}
 impl<T: Numeric> Numeric for Option<T> {}
 

@@ -223,9 +223,18 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     // a collection root is never a stored value of another document (rule 3), so never a sort
     // key's or a range's type: only embeddable types need the marker
     if derive == Derive::BsonSchema && ordered(cont) {
+        // an enum whose stored names do not sort in declaration order: an index on it serves
+        // equalities, a declared query's range or sort on it is refused
+        let text_order = text_order_differs(cont).then(|| {
+            quote!(
+                const __TEXT_ORDER_DIFFERS: bool = true;
+            )
+        });
         out.extend(quote! {
             #[automatically_derived]
-            impl #impl_generics #private::Ordered for #ident #ty_generics #where_clause {}
+            impl #impl_generics #private::Ordered for #ident #ty_generics #where_clause {
+                #text_order
+            }
         });
     }
     out
@@ -238,22 +247,27 @@ fn ordered(cont: &Container) -> bool {
     let inner: Option<&Type> = match &cont.data {
         Data::Transparent(field) => Some(field.ty),
         Data::StoredAs => cont.attrs.stored_as.as_ref().map(|s| &s.value),
-        // a unit-only enum stored as its variants' names orders as that text: like the
-        // declaration (a derived `Ord`) only when the names already sort in that order
-        Data::Enum(variants)
-            if cont.repr() == Repr::External
-                && variants.iter().all(|v| matches!(v.style, Style::Unit)) =>
-        {
-            let names: Vec<&str> = variants
-                .iter()
-                .filter(|v| v.is_stored())
-                .map(|v| v.stored_name.as_str())
-                .collect();
-            return names.windows(2).all(|w| w[0] < w[1]);
-        }
         _ => None,
     };
     inner.is_none_or(|ty| !misordered(ty))
+}
+
+/// A unit-only enum stored as its variants' names, which do not sort as text in declaration
+/// order: an index on it serves equalities, but a range or a sort compares the text, not the
+/// order of the Rust values (a derived `Ord`).
+pub fn text_order_differs(cont: &Container) -> bool {
+    let Data::Enum(variants) = &cont.data else {
+        return false;
+    };
+    if cont.repr() != Repr::External || !variants.iter().all(|v| matches!(v.style, Style::Unit)) {
+        return false;
+    }
+    let names: Vec<&str> = variants
+        .iter()
+        .filter(|v| v.is_stored())
+        .map(|v| v.stored_name.as_str())
+        .collect();
+    !names.windows(2).all(|w| w[0] < w[1])
 }
 
 /// Types serde stores as text that does not sort like the value.

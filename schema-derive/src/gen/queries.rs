@@ -533,9 +533,11 @@ pub fn query_items(cont: &Container) -> TokenStream {
         let fields = query.value.range.iter();
         for field in fields.chain(query.value.sort.iter().map(|k| &k.field)) {
             if let Some(typed) = typed(cont, field) {
+                // ordered, and (an enum's stored names sort as text) in the Rust order: one
+                // call, one error
                 let stored = typed.stored_ty();
                 order_checks.push(crate::gen::copies::respan(
-                    quote!(#private::require_ordered::<#stored>();),
+                    quote!(#private::require_rust_order::<#stored>();),
                     span_of(field),
                 ));
             }
