@@ -370,15 +370,26 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -
         .chain(library.iter_mut())
     {
         let shape = query_shape(query, schema);
-        query.fit = Some(match best_fit(&spec.indexes, &id_index, &shape, schema) {
+        // the index derived for it first, when it serves (so the report's reasons, the fit and
+        // `prove` name one index), then the others in order
+        let derived_for = |index: &&IndexSpec| {
+            index.reasons.iter().any(
+                |r| matches!(r, IndexReason::Query { queries } if queries.contains(&query.name)),
+            )
+        };
+        let candidates: Vec<IndexSpec> = spec
+            .indexes
+            .iter()
+            .filter(derived_for)
+            .chain(spec.indexes.iter().filter(|i| !derived_for(i)))
+            .cloned()
+            .collect();
+        query.fit = Some(match best_fit(&candidates, &id_index, &shape, schema) {
             Ok(mut fit) => {
-                // derived when the index serving it was derived for it
-                fit.derived = spec.indexes.iter().any(|index| {
-                    fit.index.as_ref() == Some(&index.name)
-                        && index.reasons.iter().any(|r| {
-                            matches!(r, IndexReason::Query { queries } if queries.contains(&query.name))
-                        })
-                });
+                fit.derived = spec
+                    .indexes
+                    .iter()
+                    .any(|index| fit.index.as_ref() == Some(&index.name) && derived_for(&index));
                 fit
             }
             Err(rule) => QueryFit {
