@@ -694,8 +694,8 @@ mod tests {
 // typed field paths (`field!`, `#[query]`)
 
 pub use crate::query::{
-    stored_read, stored_value, Array, DeclaredQuery, Decoder, Encoder, Filter, Ordered, Path,
-    QuerySpec, Value,
+    stored_read, stored_value, Array, DeclaredQuery, Decoder, Encoder, Filter, Ordered, Paged,
+    Path, QuerySpec, Unpaged, Value,
 };
 
 /// Encoders of the BSON types whose stored form is the value itself: what the derive gives a

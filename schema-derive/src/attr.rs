@@ -131,7 +131,7 @@ pub struct Collection {
 }
 
 /// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
-/// project = T, index = "...")]`.
+/// project = T, index = "...", pages)]`.
 #[derive(Default)]
 pub struct Query {
     pub name: Option<Sp<LitStr>>,
@@ -142,6 +142,8 @@ pub struct Query {
     pub limit: Option<Sp<u64>>,
     pub project: Option<Sp<syn::Type>>,
     pub index: Option<Sp<String>>,
+    /// `pages`: read in keyset pages, `_id` appended to the sort as the tie-break.
+    pub pages: bool,
 }
 
 pub struct Index {
@@ -581,6 +583,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     let mut project: Slot<Option<syn::Type>> = Slot::new(cx, "query", PROJECT);
     let mut index = Slot::new(cx, "query", INDEX);
     let mut sort = Slot::new(cx, "query", SORT);
+    let mut pages = Slot::new(cx, "query", PAGES);
     let mut query = Query::default();
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
@@ -669,13 +672,15 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
             let parsed = string(&value(&meta)?, "index = \"agent_queue\"")
                 .map(|lit| (lit.to_token_stream(), lit.value()));
             index.set_or_poison(&meta.path, parsed);
+        } else if meta.path == PAGES {
+            pages.set(&meta.path, ());
         } else {
             unknown(
                 cx,
                 &meta,
                 "query",
                 &[
-                    "name", "eq", "any_of", "range", "sort", "limit", "project", "index",
+                    "name", "eq", "any_of", "range", "sort", "limit", "project", "index", "pages",
                 ],
             )?;
         }
@@ -695,6 +700,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
         })
     });
     query.index = index.get();
+    query.pages = pages.get().is_some();
     query.sort = sort.get().map(|s| s.value).unwrap_or_default();
     if query.name.is_none() {
         cx.error_spanned_by(

@@ -843,6 +843,11 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         collation: None,
         multikey_paths: multikey.clone(),
     };
+    let mut shape = shape;
+    if query.pages && !shape.sort.iter().any(|(p, _)| p == "_id") {
+        let direction = shape.sort.last().map_or(KeyDir::Asc, |(_, d)| d.clone());
+        shape.sort.push(("_id".to_owned(), direction));
+    }
     let _ = silent.check();
     let index = IndexShape {
         name: name.clone(),
@@ -955,12 +960,18 @@ pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
                     wanted
                 }
                 None => {
+                    let names: Vec<String> = all
+                        .iter()
+                        .filter_map(|f| f.ident.map(crate::ast::unraw))
+                        .collect();
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let hint = match crate::near::near_miss(&wanted, &names) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => "index keys and query fields name fields of the struct (or a quoted stored path such as \"customer._id\")".to_owned(),
+                    };
                     cx.error_spanned_by(
                         ident,
-                        format!(
-                            "no field `{wanted}` in `{}`; index keys and query fields name fields of the struct (or a quoted stored path such as \"customer._id\")",
-                            cont.ident
-                        ),
+                        format!("no field `{wanted}` in `{}`; {hint}", cont.ident),
                     );
                     wanted
                 }
@@ -973,10 +984,17 @@ pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
                 || first.starts_with('$')
                 || cont.stored_fields().any(|f| f.stored_name == first);
             if !known || path.is_empty() || path.split('.').any(str::is_empty) {
+                let stored: Vec<&str> = cont
+                    .stored_fields()
+                    .map(|f| f.stored_name.as_str())
+                    .collect();
+                let hint = crate::near::near_miss(first, &stored)
+                    .map(|near| format!("; did you mean \"{near}\"?"))
+                    .unwrap_or_default();
                 cx.error_spanned_by(
                     lit,
                     format!(
-                        "`{first}` in \"{path}\" is not a stored field of `{}`",
+                        "`{first}` in \"{path}\" is not a stored field of `{}`{hint}",
                         cont.ident
                     ),
                 );

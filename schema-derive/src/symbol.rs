@@ -34,6 +34,7 @@ symbols! {
     EXPIRE_AFTER_SECS = "expire_after_secs",
     MAX = "max",
     CAP = "cap",
+    PAGES = "pages",
     TO = "to",
     FIELDS = "fields",
     SYNC = "sync",

@@ -42,6 +42,10 @@ pub struct QuerySpec {
     /// Where the query comes from: `true` for a `#[query]`, `false` for a query the library
     /// emits itself (a page, a lookup, a fan-out).
     pub declared: bool,
+    /// Read in keyset pages (`#[query(.., pages)]`): the sort ends with `_id`, the tie-break
+    /// that makes every position unique, so the index fitted and derived for the query serves
+    /// every page.
+    pub pages: bool,
 }
 
 impl QuerySpec {
@@ -87,13 +91,32 @@ impl QuerySpec {
         path: impl Into<String>,
         direction: impl Into<crate::SortDirection>,
     ) -> Self {
-        self.sort.push((path.into(), direction.into().as_i32()));
+        let key = (path.into(), direction.into().as_i32());
+        // paged: the `_id` tie-break stays last
+        match self.sort.last() {
+            Some((last, _)) if self.pages && last == "_id" && key.0 != "_id" => {
+                let at = self.sort.len() - 1;
+                self.sort.insert(at, key);
+            }
+            _ => self.sort.push(key),
+        }
         self
     }
 
     /// Sets the limit.
     pub fn limit(mut self, limit: i64) -> Self {
         self.limit = Some(limit);
+        self
+    }
+
+    /// Reads the query in keyset pages: appends `_id` to the sort (in the direction of the
+    /// last sort key, ascending when there is none) unless the sort already holds it.
+    pub fn pages(mut self) -> Self {
+        self.pages = true;
+        if !self.sort.iter().any(|(path, _)| path == "_id") {
+            let direction = self.sort.last().map_or(1, |(_, d)| *d);
+            self.sort.push(("_id".to_owned(), direction));
+        }
         self
     }
 
@@ -174,31 +197,77 @@ impl QuerySpec {
     }
 }
 
+/// Marker of a declared query read as one list of rows (no `pages` in its `#[query]`).
+#[derive(Debug, Clone, Copy)]
+pub enum Unpaged {}
+
+/// Marker of a declared query read in keyset pages (`#[query(.., pages)]`): its action takes
+/// [`DeclaredQuery::after`] and [`DeclaredQuery::page`].
+#[derive(Debug, Clone, Copy)]
+pub enum Paged {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Paged {}
+}
+
+/// Implemented by [`Paged`] alone: the page methods of a [`DeclaredQuery`] exist for the queries
+/// declared with `pages`, whose sort ends with the `_id` tie-break and whose index serves it.
+#[diagnostic::on_unimplemented(
+    message = "this declared query is not read in pages: add `pages` to its `#[query(..)]`",
+    label = "`after` and `page` need a query declared with `pages`",
+    note = "`#[query(name = \"..\", eq(..), sort(..), limit = 50, pages)]` appends `_id` to the sort as the tie-break, and the index fitted and derived for the query serves every page"
+)]
+pub trait Paging: sealed::Sealed {}
+
+impl Paging for Paged {}
+
+/// Where the next page of a declared query starts: the sort key values of the last row of a
+/// page, `_id` last. Serializable, to hand to a client and take back (its values are compared
+/// as values, and a value shaped like a query operator is refused).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct QueryCursor {
+    keys: Vec<mongodb::bson::Bson>,
+}
+
+impl QueryCursor {
+    /// The last row's stored value of each sort key, in the order of the sort (`_id` last).
+    pub fn keys(&self) -> &[mongodb::bson::Bson] {
+        &self.keys
+    }
+}
+
 /// A run of a declared query, made by the function `#[query]` generates
 /// (`Ticket::agent_queue(&db, "billing", &Status::Open)`): awaited directly, it returns the
 /// matching documents (or the projection rows) in the declared order, at most `limit`; the
 /// command's `comment` is the query's name, so profiler and log entries map back to it.
+///
+/// A query declared with `pages` ([`Paged`]) also reads keyset pages: [`page`](Self::page)
+/// returns a [`Page`](crate::Page) whose `next` cursor, passed to [`after`](Self::after),
+/// continues where it stopped (no row twice, none skipped, no empty last page).
 #[must_use = "a query does nothing until it is awaited"]
-pub struct DeclaredQuery<'a, R, Row = R> {
+pub struct DeclaredQuery<'a, R, Row = R, P = Unpaged> {
     db: &'a Database,
     collection: &'static str,
     spec: QuerySpec,
     filter: Result<Document>,
+    after: Option<QueryCursor>,
     session: Option<&'a mut mongodb::ClientSession>,
-    _types: PhantomData<fn() -> (R, Row)>,
+    _types: PhantomData<fn() -> (R, Row, P)>,
 }
 
-impl<R, Row> std::fmt::Debug for DeclaredQuery<'_, R, Row> {
+impl<R, Row, P> std::fmt::Debug for DeclaredQuery<'_, R, Row, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DeclaredQuery")
             .field("collection", &self.collection)
             .field("spec", &self.spec)
             .field("filter", &self.filter)
+            .field("after", &self.after)
             .finish()
     }
 }
 
-impl<'a, R, Row> DeclaredQuery<'a, R, Row>
+impl<'a, R, Row, P> DeclaredQuery<'a, R, Row, P>
 where
     R: crate::Document,
 {
@@ -211,14 +280,16 @@ where
             collection: R::COLLECTION,
             spec,
             filter,
+            after: None,
             session: None,
             _types: PhantomData,
         }
     }
 
-    /// Returns at most `limit` documents instead of the declared limit. A limit below 1 is
-    /// refused ([`crate::Error::InvalidArgument`], nothing sent): `0` would read every
-    /// document, and a negative one a single batch.
+    /// Returns at most `limit` documents instead of the declared limit (a page of `limit` rows
+    /// when read with [`page`](Self::page)). A limit below 1 is refused
+    /// ([`crate::Error::InvalidArgument`], nothing sent): `0` would read every document, and a
+    /// negative one a single batch.
     pub fn limit(mut self, limit: i64) -> Self {
         if limit < 1 && self.filter.is_ok() {
             self.filter = Err(crate::Error::invalid_argument(
@@ -227,6 +298,19 @@ where
             ));
         }
         self.spec.limit = Some(limit);
+        self
+    }
+
+    /// Continue after `cursor` (the `next` of the previous [`page`](Self::page), or that
+    /// `Option` itself: `None` reads from the first row). A cursor with another number of keys
+    /// than the query's sort, or with a value shaped like a query operator, is refused when the
+    /// query is awaited ([`crate::Error::InvalidArgument`] / [`crate::Error::UnsafeValue`],
+    /// nothing sent).
+    pub fn after(mut self, cursor: impl Into<Option<QueryCursor>>) -> Self
+    where
+        P: Paging,
+    {
+        self.after = cursor.into();
         self
     }
 
@@ -242,7 +326,8 @@ where
         &self.spec
     }
 
-    /// The filter document this run sends.
+    /// The filter document of the query's conditions (without a page cursor's ranges; see
+    /// [`command`](Self::command) for what a run sends).
     ///
     /// # Errors
     /// A value that could not be serialized as its field is stored.
@@ -250,19 +335,52 @@ where
         self.filter.as_ref().map_err(Clone::clone)
     }
 
-    /// The `find` command this run sends (what `explain` and `Schema::prove` read).
-    ///
-    /// # Errors
-    /// A value that could not be serialized as its field is stored.
-    pub fn command(&self) -> Result<Document> {
-        Ok(self
+    /// The filter this run sends: the conditions, and after a cursor the keyset ranges of the
+    /// rows that follow it (one index range each, under a rooted `$or` when there are several).
+    fn run_filter(&self) -> Result<Document> {
+        let base = self.filter()?.clone();
+        let Some(after) = &self.after else {
+            return Ok(base);
+        };
+        if after.keys.len() != self.spec.sort.len() {
+            return Err(crate::Error::invalid_argument(
+                "after",
+                format!(
+                    "a cursor of {} keys for query `{}`, sorted on {} keys: pass the `next` of a page of this query",
+                    after.keys.len(),
+                    self.spec.name,
+                    self.spec.sort.len()
+                ),
+            ));
+        }
+        for key in &after.keys {
+            crate::literal::refuse_operators("a declared query's page cursor", key)?;
+        }
+        let order: Vec<(&str, i32)> = self
             .spec
-            .find_command(self.collection, self.filter()?.clone()))
+            .sort
+            .iter()
+            .map(|(path, direction)| (path.as_str(), *direction))
+            .collect();
+        let schema = R::bson_schema();
+        let branches = super::keyset::after(&order, &after.keys, |path| {
+            path != "_id" && super::keyset::may_be_null(&schema, path)
+        });
+        Ok(super::keyset::filter(&base, branches))
     }
 
-    /// The number of documents the filter matches (the declared limit left out), counted by
-    /// the server with the same filter (`countDocuments`, served by the same index), in the
-    /// session when one is set.
+    /// The `find` command this run sends when awaited (what `explain` and `Schema::prove`
+    /// read), after the cursor when one is set.
+    ///
+    /// # Errors
+    /// A value that could not be serialized as its field is stored, or a refused cursor.
+    pub fn command(&self) -> Result<Document> {
+        Ok(self.spec.find_command(self.collection, self.run_filter()?))
+    }
+
+    /// The number of documents the filter matches (the declared limit and any page cursor
+    /// left out), counted by the server with the same filter (`countDocuments`, served by the
+    /// same index), in the session when one is set.
     ///
     /// # Errors
     /// A value that could not be serialized as its field is stored
@@ -286,12 +404,148 @@ where
     pub async fn explain(&self) -> Result<crate::ExplainSummary> {
         crate::explain(self.db, self.command()?).await
     }
+
+    /// Reads one page: at most the declared limit of rows (or [`limit`](Self::limit)'s; 50
+    /// when neither is set, and 1 to [`crate::MAX_PAGE_SIZE`]), after the cursor when one is
+    /// set, in the declared order, with one `find` that asks for one row more, so `next` is set
+    /// only when a row follows. With a projection (`project = Row`), the sort keys and `_id` are
+    /// read beside the row's fields for the cursor and left out of the row.
+    ///
+    /// # Errors
+    /// As awaiting the query, and [`crate::Error::InvalidArgument`] for a page size out of
+    /// range or a cursor of another query.
+    #[allow(clippy::type_complexity)]
+    pub fn page(
+        self,
+    ) -> Pin<Box<dyn Future<Output = Result<crate::Page<Row, QueryCursor>>> + Send + 'a>>
+    where
+        P: Paging,
+        Row: serde::de::DeserializeOwned + Send + 'a,
+    {
+        // the filter is built here and the future holds no `R` or `P`: a query declared
+        // without `pages` is one error, at `page`
+        let filter = self.run_filter();
+        let DeclaredQuery {
+            db,
+            collection,
+            spec,
+            session,
+            ..
+        } = self;
+        Box::pin(read_page(db, collection, spec, filter, session))
+    }
 }
 
-impl<'a, R, Row> IntoFuture for DeclaredQuery<'a, R, Row>
+/// One page of a declared query (see [`DeclaredQuery::page`]).
+async fn read_page<Row: serde::de::DeserializeOwned>(
+    db: &Database,
+    collection: &'static str,
+    spec: QuerySpec,
+    filter: Result<Document>,
+    session: Option<&mut mongodb::ClientSession>,
+) -> Result<crate::Page<Row, QueryCursor>> {
+    let size = spec.limit.unwrap_or(50);
+    crate::relations::page::check_page_size(size)?;
+    let filter = filter?;
+    // the cursor's keys are read from each page's last row: project them when the row
+    // leaves them out
+    let mut projection = spec.projection();
+    let mut extra = Vec::new();
+    if let Some(projection) = &mut projection {
+        for (path, _) in &spec.sort {
+            let covered = spec.project.iter().any(|p| {
+                p == path
+                    || path
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|r| r.starts_with('.'))
+            });
+            if !covered {
+                projection.remove(path);
+                projection.insert(path.clone(), 1_i32);
+                extra.push(path.clone());
+            }
+        }
+        if projection.get("_id") == Some(&mongodb::bson::Bson::Int32(0)) {
+            projection.remove("_id");
+        }
+    }
+    let collection = db.collection::<mongodb::bson::RawDocumentBuf>(collection);
+    let mut find = collection
+        .find(filter)
+        .sort(spec.sort_document())
+        .limit(size + 1)
+        .comment(spec.name.clone());
+    if let Some(projection) = projection {
+        find = find.projection(projection);
+    }
+    let mut raw: Vec<mongodb::bson::RawDocumentBuf> = match session {
+        Some(session) => {
+            let mut cursor = find.session(&mut *session).await?;
+            cursor.stream(&mut *session).try_collect().await?
+        }
+        None => find.await?.try_collect().await?,
+    };
+    let more = raw.len() as i64 > size;
+    raw.truncate(size as usize);
+    let next = match raw.last() {
+        Some(last) if more => Some(QueryCursor {
+            keys: spec
+                .sort
+                .iter()
+                .map(|(path, _)| {
+                    super::keyset::raw_path(last, path).unwrap_or(mongodb::bson::Bson::Null)
+                })
+                .collect(),
+        }),
+        _ => None,
+    };
+    let items = raw
+        .iter()
+        .map(|row| decode_row::<Row>(row, &extra))
+        .collect::<Result<Vec<Row>>>()?;
+    Ok(crate::Page { items, next })
+}
+
+/// A row decoded from its bytes, without the `extra` paths read for the cursor alone.
+fn decode_row<Row: serde::de::DeserializeOwned>(
+    row: &mongodb::bson::RawDocument,
+    extra: &[String],
+) -> Result<Row> {
+    let decoded = if extra.is_empty() {
+        crate::bson_compat::from_slice::<Row>(row.as_bytes())
+    } else {
+        let mut document =
+            crate::bson_compat::document_from_raw(row).map_err(mongodb::error::Error::from)?;
+        for path in extra {
+            remove_path(&mut document, path);
+        }
+        crate::bson_compat::from_document::<Row>(document)
+    };
+    Ok(decoded.map_err(mongodb::error::Error::from)?)
+}
+
+/// Removes the value at a dotted `path`, and the documents on the way that it leaves empty.
+fn remove_path(document: &mut Document, path: &str) {
+    match path.split_once('.') {
+        None => {
+            document.remove(path);
+        }
+        Some((head, rest)) => {
+            if let Ok(inner) = document.get_document_mut(head) {
+                remove_path(inner, rest);
+                if inner.is_empty() {
+                    document.remove(head);
+                }
+            }
+        }
+    }
+}
+
+impl<'a, R, Row, P> IntoFuture for DeclaredQuery<'a, R, Row, P>
 where
     R: crate::Document + Send + Sync,
     Row: serde::de::DeserializeOwned + Send + Sync + 'a,
+    P: 'a,
 {
     type Output = Result<Vec<Row>>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<Vec<Row>>> + Send + 'a>>;
@@ -304,20 +558,27 @@ where
     /// ([`crate::Error::Serialization`], nothing sent), the driver's errors, and
     /// [`crate::Error::Serialization`] for a row that does not decode as `Row`.
     fn into_future(self) -> Self::IntoFuture {
+        let filter = self.run_filter();
+        let DeclaredQuery {
+            db,
+            collection,
+            spec,
+            session,
+            ..
+        } = self;
         Box::pin(async move {
-            let filter = self.filter?;
-            let collection = self.db.collection::<Row>(self.collection);
-            let mut find = collection.find(filter).comment(self.spec.name.clone());
-            if !self.spec.sort.is_empty() {
-                find = find.sort(self.spec.sort_document());
+            let collection = db.collection::<Row>(collection);
+            let mut find = collection.find(filter?).comment(spec.name.clone());
+            if !spec.sort.is_empty() {
+                find = find.sort(spec.sort_document());
             }
-            if let Some(projection) = self.spec.projection() {
+            if let Some(projection) = spec.projection() {
                 find = find.projection(projection);
             }
-            if let Some(limit) = self.spec.limit {
+            if let Some(limit) = spec.limit {
                 find = find.limit(limit);
             }
-            let rows: Vec<Row> = match self.session {
+            let rows: Vec<Row> = match session {
                 Some(session) => {
                     let mut cursor = find.session(&mut *session).await?;
                     cursor.stream(&mut *session).try_collect().await?

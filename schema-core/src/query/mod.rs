@@ -12,13 +12,14 @@ mod declared;
 /// mongod's planner rules (the `mongo-schema-planner` crate, shared with the derive).
 pub use mongo_schema_planner as fit;
 pub(crate) mod fitting;
+pub(crate) mod keyset;
 pub(crate) mod path;
 pub mod plan_reader;
 mod prove;
 mod usage;
 
 pub use builder::{Filter, Sort, Update};
-pub use declared::{DeclaredQuery, QuerySpec};
+pub use declared::{DeclaredQuery, Paged, Paging, QueryCursor, QuerySpec, Unpaged};
 pub use fitting::QueryFit;
 #[doc(hidden)]
 pub use path::{stored_read, stored_value};
@@ -109,11 +110,11 @@ impl Value<Option<String>> for str {
 /// `rust_decimal::Decimal` (`"103.99" < "6.99"`), chrono's and time's dates and times (RFC 3339
 /// with a variable number of fractional digits), a number stored as a string.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not stored in a form that orders like its values: a range, a sort or an index key on it compares text",
-    label = "stored as text that does not sort like the value",
+    message = "`{Self}` is not known to be stored in a form that orders like its values: a range, a sort or an index key on it would compare its stored form",
+    label = "no `Ordered` stored form",
     note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
     note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
-    note = "if `{Self}` is stored in an order-preserving form, say so: `impl mongo_schema::query::Ordered for {Self} {{}}`"
+    note = "a type of your own crate stored in an order-preserving form says so with `impl mongo_schema::query::Ordered for {Self} {{}}`; another crate's type cannot (the orphan rule): wrap it in a newtype of yours, or store it as an ordered type with `#[schema(stored_as = T)]`"
 )]
 pub trait Ordered {
     /// `true` for a unit-only enum stored as its variants' names when those do not sort as text
@@ -145,13 +146,13 @@ macro_rules! marker {
     ($trait:ident: $($ty:ty),* $(,)?) => { $(impl $trait for $ty {})* };
 }
 
-marker!(Ordered: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, bool, char, String, str);
+marker!(Ordered: i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, bool, char, String, str);
 marker!(Ordered: mongodb::bson::oid::ObjectId, mongodb::bson::DateTime, mongodb::bson::Timestamp,
     mongodb::bson::Decimal128, mongodb::bson::Binary, mongodb::bson::Uuid, mongodb::bson::Bson,
     mongodb::bson::Document);
 marker!(Ordered: crate::model::stored::Int32FromUnsigned, crate::model::stored::DoubleFromU32,
     crate::model::stored::DoubleFromU64, crate::model::stored::ObjectIdHex);
-marker!(Numeric: i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, mongodb::bson::Decimal128,
+marker!(Numeric: i8, i16, i32, i64, u8, u16, u32, u64, usize, f32, f64, mongodb::bson::Decimal128,
     crate::model::stored::Int32FromUnsigned, crate::model::stored::DoubleFromU32,
     crate::model::stored::DoubleFromU64);
 

@@ -327,14 +327,17 @@ impl<'a, B: Document, E: Serialize + DeserializeOwned> BucketEntries<'a, B, E> {
             crate::literal::refuse_operators("the entry cursor's bucket", &after.bucket)?;
         }
         let buckets = db.collection::<BsonDocument>(B::COLLECTION);
-        let aggregate = buckets.aggregate(bucket.page_pipeline(parent, after.as_ref(), limit));
-        let rows: Vec<BsonDocument> = match session {
+        let aggregate = buckets.aggregate(bucket.page_pipeline(parent, after.as_ref(), limit + 1));
+        let mut rows: Vec<BsonDocument> = match session {
             Some(session) => {
                 let mut cursor = aggregate.session(&mut *session).await?;
                 cursor.stream(&mut *session).try_collect().await?
             }
             None => aggregate.await?.try_collect().await?,
         };
+        // one entry more than the page was asked for: a next page only when it exists
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
         let mut items = Vec::with_capacity(rows.len());
         let mut next = None;
         for row in &rows {
@@ -354,7 +357,7 @@ impl<'a, B: Document, E: Serialize + DeserializeOwned> BucketEntries<'a, B, E> {
             });
             items.push(crate::bson_compat::from_bson(entry).map_err(mongodb::error::Error::from)?);
         }
-        if (rows.len() as i64) < limit {
+        if !more {
             next = None;
         }
         Ok(Page { items, next })

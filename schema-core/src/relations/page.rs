@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
+use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::order::SortKey;
 use super::reference::refuse_hostile_id;
 use super::{Attached, Detached};
+use crate::query::keyset::raw_path;
 use crate::{Document, Error, Result};
 
 /// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
@@ -49,7 +50,9 @@ pub struct PageCursor {
 pub struct Page<T, C = PageCursor> {
     /// The items, in the order of the read (index order, key order).
     pub items: Vec<T>,
-    /// The cursor of the next page (pass it to `after`), `None` after the last page.
+    /// The cursor of the next page (pass it to `after`): `Some` only when another item
+    /// follows (each read asks for one item more than the page), so the last page is never
+    /// an empty one.
     pub next: Option<C>,
 }
 
@@ -177,68 +180,22 @@ impl<F: Document, D> ChildPage<F, D> {
     }
 
     fn keyset_filter(&self) -> BsonDocument {
+        let base = doc! { self.field: self.parent.clone() };
         let Some(after) = &self.after else {
-            return doc! { self.field: self.parent.clone() };
+            return base;
         };
-        let range = |condition: Bson| {
-            doc! { self.field: self.parent.clone(), self.order.field: condition }
-        };
-        let mut ranges = Vec::new();
+        let direction = self.order.direction.as_i32();
+        let mut order = vec![(self.order.field, direction)];
+        let mut values = vec![after.key.clone()];
         if !self.order.unique {
-            let mut ties = range(after.key.clone());
-            ties.insert("_id", doc! { self.op(): after.id.clone() });
-            ranges.push(ties);
+            order.push(("_id", direction));
+            values.push(after.id.clone());
         }
-        let null_key = matches!(after.key, Bson::Null | Bson::Undefined);
-        match (self.order.direction.is_descending(), null_key) {
-            (false, false) => ranges.push(range(doc! { "$gt": after.key.clone() }.into())),
-            (false, true) => ranges.push(range(doc! { "$ne": Bson::Null }.into())),
-            (true, false) => {
-                ranges.push(range(doc! { "$lt": after.key.clone() }.into()));
-                if self.key_may_be_null() {
-                    ranges.push(range(Bson::Null));
-                }
-            }
-            (true, true) => {} // nothing sorts after null in descending order
-        }
-        match ranges.len() {
-            // a unique key after its null: no child can follow (an empty `$in` matches none)
-            0 => doc! { self.field: self.parent.clone(), "_id": { "$in": [] } },
-            1 => ranges.remove(0),
-            _ => doc! { "$or": ranges },
-        }
-    }
-
-    /// Whether a child's sort key may be `null` or missing: unless the collection's validator
-    /// requires the key (and each document on its path) and does not allow `null`, it may.
-    fn key_may_be_null(&self) -> bool {
-        let root = F::bson_schema();
-        let mut schema = &root;
-        for step in self.order.field.split('.') {
-            let required = schema
-                .get_array("required")
-                .is_ok_and(|r| r.iter().any(|name| name.as_str() == Some(step)));
-            let next = schema
-                .get_document("properties")
-                .and_then(|p| p.get_document(step));
-            match next {
-                Ok(next) if required => schema = next,
-                _ => return true,
-            }
-        }
-        match schema.get("bsonType") {
-            Some(Bson::String(one)) => one == "null",
-            Some(Bson::Array(types)) => types.iter().any(|t| t.as_str() == Some("null")),
-            _ => true,
-        }
-    }
-
-    fn op(&self) -> &'static str {
-        if self.order.direction.is_descending() {
-            "$lt"
-        } else {
-            "$gt"
-        }
+        let schema = F::bson_schema();
+        let branches = crate::query::keyset::after(&order, &values, |path| {
+            path != "_id" && crate::query::keyset::may_be_null(&schema, path)
+        });
+        crate::query::keyset::filter(&base, branches)
     }
 
     /// The sort: the index order after the reference (plus `_id` when the key is not unique).
@@ -250,9 +207,10 @@ impl<F: Document, D> ChildPage<F, D> {
         sort
     }
 
-    /// The `find` command of this page (for `explain`).
+    /// The `find` command of this page (for `explain`): its limit is one more than the page
+    /// size, so that a next page is announced only when a child follows.
     pub fn find_command(&self) -> BsonDocument {
-        doc! { "find": self.collection, "filter": self.find_filter(), "sort": self.sort(), "limit": self.limit }
+        doc! { "find": self.collection, "filter": self.find_filter(), "sort": self.sort(), "limit": self.limit + 1 }
     }
 
     /// Refuses what would run as a query (checked before anything is sent).
@@ -278,16 +236,19 @@ impl<F: Document, D> ChildPage<F, D> {
         let find = children
             .find(self.find_filter())
             .sort(self.sort())
-            .limit(self.limit);
-        let raw: Vec<RawDocumentBuf> = match session {
+            .limit(self.limit + 1);
+        let mut raw: Vec<RawDocumentBuf> = match session {
             Some(session) => {
                 let mut cursor = find.session(&mut *session).await?;
                 cursor.stream(&mut *session).try_collect().await?
             }
             None => find.await?.try_collect().await?,
         };
+        // one child more than the page was asked for: a next page only when it exists
+        let more = raw.len() as i64 > self.limit;
+        raw.truncate(self.limit as usize);
         let next = match raw.last() {
-            Some(last) if raw.len() as i64 == self.limit => Some(PageCursor {
+            Some(last) if more => Some(PageCursor {
                 key: raw_path(last, self.order.field).unwrap_or(Bson::Null),
                 id: raw_path(last, "_id").unwrap_or(Bson::Null),
             }),
@@ -366,19 +327,6 @@ where
 }
 
 /// The value at a dotted `path` of a raw document, if every step is there.
-fn raw_path(doc: &RawDocumentBuf, path: &str) -> Option<Bson> {
-    let mut current: &RawDocument = doc;
-    let mut steps = path.split('.').peekable();
-    while let Some(step) = steps.next() {
-        let value = current.get(step).ok()??;
-        if steps.peek().is_none() {
-            return crate::bson_compat::bson_from_raw(value);
-        }
-        current = value.as_document()?;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
