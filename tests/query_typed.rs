@@ -270,3 +270,49 @@ fn the_fit_derives_by_esr_and_merges_equalities_as_a_set() {
     assert_ne!(fit("following_page").index.as_deref(), Some("by_followed"));
     assert_eq!(fit("queue").index, fit("queue_reversed").index);
 }
+
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "articles")]
+#[query(name = "tagged_in", eq(tags), any_of(status, max = 3), sort(at = -1))]
+pub struct Article {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[embed(max = 10)]
+    pub tags: Vec<String>,
+    pub status: String,
+    pub at: DateTime,
+}
+
+/// mongod 7.0 and 8.0 explode no `$in` of a multikey index for a sort (8.1 does,
+/// SERVER-56865): by default the `$in` follows the sort keys in the derived index; with
+/// `server_rules(Mongod81)` it is exploded in front of them. Both fits are served.
+#[test]
+fn the_explode_rule_follows_the_schemas_server_rules() {
+    use mongo_schema::bson::doc;
+    use mongo_schema::query::fit::ServerRules;
+    let derived = |rules: ServerRules| {
+        let schema = Schema::new()
+            .model::<Article>()
+            .server_rules(rules)
+            .build()
+            .unwrap();
+        let articles = schema.collection("articles").unwrap();
+        let query = articles.queries.iter().find(|q| q.name == "tagged_in").unwrap();
+        let fit = query.fit.clone().unwrap();
+        assert_eq!(fit.problem, None, "{rules:?}: {fit:?}");
+        let index = articles
+            .indexes
+            .iter()
+            .find(|i| Some(&i.name) == fit.index.as_ref())
+            .unwrap();
+        (index.keys.clone(), fit.merge_scans)
+    };
+    assert_eq!(
+        derived(ServerRules::Mongod70),
+        (doc! { "tags": 1, "at": -1, "status": 1 }, 1)
+    );
+    assert_eq!(
+        derived(ServerRules::Mongod81),
+        (doc! { "tags": 1, "status": 1, "at": -1 }, 3)
+    );
+}

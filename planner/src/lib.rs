@@ -137,6 +137,28 @@ pub struct QueryShape {
     pub collation: Option<String>,
     /// Stored paths known to be arrays (joined with the index's own multikey paths).
     pub multikey_paths: Vec<String>,
+    /// Whose planner rules decide (mongod 7.0 and 8.0 by default).
+    pub rules: ServerRules,
+}
+
+/// The mongod release line whose planner rules a fit follows where they differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerRules {
+    /// mongod 7.0 and 8.0: `explodeForSort` gives no order on a multikey index, so an `$in`
+    /// before the sort keys of an index with any array key is sorted in memory.
+    #[default]
+    Mongod70,
+    /// mongod 8.1 and later (SERVER-56865, jstests `explode_for_sort_multikey.js`,
+    /// `requires_fcv_81`): the exploded scans give the order of the keys after the exploded
+    /// prefix up to the first multikey key, an exploded multikey key included.
+    Mongod81,
+}
+
+impl ServerRules {
+    /// Whether `explodeForSort` serves a sort from an index with an array key.
+    pub fn explodes_multikey_indexes(self) -> bool {
+        matches!(self, ServerRules::Mongod81)
+    }
 }
 
 /// What mongod's planner makes of one index for one query.
@@ -187,6 +209,9 @@ pub enum MultikeyCause {
     /// The sort needs the `$in` on the named field exploded; exploded scans give no multikey
     /// order.
     Exploded(String),
+    /// The sort needs the `$in` on the named field exploded, and mongod 7.0 and 8.0 explode no
+    /// scan of an index with an array key (8.1 does: [`ServerRules::Mongod81`]).
+    IndexMultikey(String),
 }
 
 /// One planner rule that keeps an index from serving a query; `Display` gives the sentence.
@@ -477,6 +502,13 @@ impl fmt::Display for Rule {
                     "key `{key}` of index `{index}` is multikey and the sort needs the `$in` on \
                      `{in_field}` exploded: exploded scans give no order on a multikey key, so \
                      {SORTS}"
+                ),
+                MultikeyCause::IndexMultikey(in_field) => write!(
+                    f,
+                    "the sort needs the `$in` on `{in_field}` exploded, and key `{key}` makes \
+                     index `{index}` multikey: mongod 7.0 and 8.0 explode no scan of a multikey \
+                     index (8.1 does, SERVER-56865; `Schema::builder().server_rules(..)` picks \
+                     the rules), so {SORTS}"
                 ),
             },
             Rule::HashedSort { index, key } => write!(
@@ -898,7 +930,8 @@ pub fn fit(index: &IndexShape, query: &QueryShape) -> Verdict {
     if provided.contains(&query.sort, true) {
         return served(true, 1);
     }
-    if let Some(explosion) = Explosion::new(&keys) {
+    let explodable = query.rules.explodes_multikey_indexes() || !keys.iter().any(|k| k.multikey);
+    if let Some(explosion) = Explosion::new(&keys).filter(|_| explodable) {
         if explosion.scans <= MAX_SCANS_TO_EXPLODE {
             if explosion.provides(&query.sort, false) {
                 return served(false, explosion.scans);
@@ -959,6 +992,24 @@ fn diagnose(
 ) -> Rule {
     let name = || index.name.clone();
     let sort = &query.sort;
+    // served by 8.1's explosion: 7.0/8.0's refusal of a multikey index is the reason
+    if !query.rules.explodes_multikey_indexes() {
+        let later = QueryShape {
+            rules: ServerRules::Mongod81,
+            ..query.clone()
+        };
+        let in_field = keys.iter().find(|k| matches!(k.bound, Bound::Points(_)));
+        let array = keys.iter().find(|k| k.multikey);
+        if let (Verdict::Served { .. } | Verdict::Examines(_), Some(in_field), Some(array)) =
+            (fit(index, &later), in_field, array)
+        {
+            return Rule::MultikeySort {
+                index: name(),
+                key: array.path.to_owned(),
+                cause: MultikeyCause::IndexMultikey(in_field.path.to_owned()),
+            };
+        }
+    }
     if let Some((path, _)) = sort.iter().find(|(p, _)| !keys.iter().any(|k| k.path == p)) {
         return Rule::SortKeyMissing {
             index: name(),
@@ -1125,7 +1176,17 @@ fn diagnose_explosion(
             sort_key: path.clone(),
         });
     }
-    // The exploded scans would give the sort: only their number stops mongod.
+    // The exploded scans would give the sort: mongod 7.0/8.0 explode no multikey index
+    if explosion.scans <= MAX_SCANS_TO_EXPLODE && !query.rules.explodes_multikey_indexes() {
+        if let Some(k) = keys.iter().find(|k| k.multikey) {
+            return Some(Rule::MultikeySort {
+                index: name(),
+                key: k.path.to_owned(),
+                cause: MultikeyCause::IndexMultikey(in_field.to_owned()),
+            });
+        }
+    }
+    // only their number stops mongod.
     let fields = keys[..explosion.run]
         .iter()
         .filter_map(|k| match k.bound {
@@ -1178,7 +1239,26 @@ pub fn esr_keys(query: &QueryShape) -> Vec<(String, KeyDir)> {
     let scans = multi_in
         .iter()
         .fold(1usize, |acc, (_, n)| acc.saturating_mul(*n));
-    let explode = sort.is_empty() || (!sort_names_in && scans <= MAX_SCANS_TO_EXPLODE);
+    // mongod 7.0/8.0 explode no multikey index: with an array among the keys, the `$in` goes
+    // after the sort keys, as over the limit
+    let array_key = query
+        .eq
+        .iter()
+        .chain(query.in_.iter().map(|(p, _)| p))
+        .chain(query.range.iter())
+        .chain(query.sort.iter().map(|(p, _)| p))
+        .any(|path| {
+            query.multikey_paths.iter().any(|m| {
+                path == m
+                    || path
+                        .strip_prefix(m.as_str())
+                        .is_some_and(|r| r.starts_with('.'))
+            })
+        });
+    let explode = sort.is_empty()
+        || (!sort_names_in
+            && scans <= MAX_SCANS_TO_EXPLODE
+            && (query.rules.explodes_multikey_indexes() || !array_key));
 
     for path in &query.eq {
         push(path, KeyDir::Asc);
@@ -1367,6 +1447,7 @@ mod tests {
         fn sort(self, spec: &str) -> Self;
         fn mk(self, spec: &str) -> Self;
         fn coll(self, c: &str) -> Self;
+        fn r81(self) -> Self;
     }
 
     impl Build for QueryShape {
@@ -1392,6 +1473,10 @@ mod tests {
         }
         fn coll(mut self, c: &str) -> Self {
             self.collation = Some(s(c));
+            self
+        }
+        fn r81(mut self) -> Self {
+            self.rules = ServerRules::Mongod81;
             self
         }
     }
@@ -1873,12 +1958,38 @@ mod tests {
                 multikey("tags", MultikeyCause::Exploded(s("a"))),
                 "multikey sort after an explosion",
             ),
-            // The regression jstest of SERVER-56865: explosion, multikey key after the sort.
+            // The regression jstest of SERVER-56865 (explode_for_sort_multikey.js,
+            // requires_fcv_81): 8.1 explodes a multikey index, the multikey key after the sort
+            // keys, or exploded itself; 7.0 and 8.0 sort in memory.
+            (
+                ix("a:1,s:1,tags:1"),
+                q().mk("tags").inn("a", 2).sort("s:1").r81(),
+                served(false, 2),
+                "8.1: multikey key after the sort keys",
+            ),
             (
                 ix("a:1,s:1,tags:1"),
                 q().mk("tags").inn("a", 2).sort("s:1"),
+                multikey("tags", MultikeyCause::IndexMultikey(s("a"))),
+                "7.0: no explosion of a multikey index",
+            ),
+            (
+                ix("mk2:1,b:1,d:1,mk:1"),
+                q().mk("mk2,mk").inn("mk2", 2).sort("b:1,d:1").r81(),
                 served(false, 2),
-                "multikey key after the sort keys",
+                "8.1: an exploded multikey key",
+            ),
+            (
+                ix("mk2:1,b:1,d:1,mk:1"),
+                q().mk("mk2,mk").inn("mk2", 2).sort("b:1,d:1"),
+                multikey("mk2", MultikeyCause::IndexMultikey(s("mk2"))),
+                "7.0: an exploded multikey key",
+            ),
+            (
+                ix("mk:1,mk2:1,d:1"),
+                q().mk("mk,mk2").inn("mk", 3).sort("mk2:1,d:1").r81(),
+                multikey("mk", MultikeyCause::Bounded),
+                "8.1: a multikey sort key after the exploded prefix",
             ),
             (
                 with(ix("lines.product._id:1"), |i| {
@@ -2178,6 +2289,16 @@ mod tests {
 
         // A one-element $in is an equality.
         assert_eq!(esr_keys(&q().inn("a", 1).sort("b:-1")), keys("a:1,b:-1"));
+        // an array among the keys: 7.0/8.0 do not explode, so the `$in` follows the sort;
+        // 8.1 explodes it in front
+        let arrays = q().eq("tags").inn("a", 3).sort("b:1").mk("tags");
+        assert_eq!(esr_keys(&arrays), keys("tags:1,b:1,a:1"));
+        let derived = IndexShape {
+            keys: esr_keys(&arrays),
+            ..ix("")
+        };
+        assert!(matches!(fit(&derived, &arrays), Verdict::Served { .. }));
+        assert_eq!(esr_keys(&arrays.clone().r81()), keys("tags:1,a:1,b:1"));
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub struct SchemaBuilder {
     transaction_deadline: Option<Duration>,
     version: Option<u64>,
     name: Option<String>,
+    server_rules: crate::query::fit::ServerRules,
 }
 
 /// Why a set of models does not make a schema. Every problem is listed, not only the first.
@@ -443,6 +444,17 @@ impl SchemaBuilder {
         self
     }
 
+    /// Whose query planner rules fit the declared and library queries to indexes where mongod
+    /// releases differ (default [`ServerRules::Mongod70`](crate::query::fit::ServerRules), for
+    /// mongod 7.0 and 8.0; [`ServerRules::Mongod81`](crate::query::fit::ServerRules) when every
+    /// server runs 8.1 or later, whose `explodeForSort` also serves a sort from an index with an
+    /// array key). The derive's compile-time check of `#[query(index = ..)]` follows 8.1's
+    /// rules (it refuses only what no release serves); `build` checks with these.
+    pub fn server_rules(mut self, rules: crate::query::fit::ServerRules) -> Self {
+        self.server_rules = rules;
+        self
+    }
+
     /// The version of this schema, recorded by [`Schema::apply`] in [`crate::META_COLLECTION`]
     /// (optional; 0 when not declared). Raise it with every deployed change of the models: an
     /// apply of a lower version than the recorded one is refused ([`crate::Error::Downgrade`]),
@@ -533,7 +545,11 @@ impl SchemaBuilder {
                 .filter(|(child, _)| *child == spec.name)
                 .map(|(_, query)| query.clone())
                 .collect();
-            problems.extend(crate::query::fitting::fit_collection(spec, extra));
+            problems.extend(crate::query::fitting::fit_collection(
+                spec,
+                extra,
+                self.server_rules,
+            ));
         }
         for (i, spec) in self.collections.iter().enumerate() {
             if let Some(problem) = collection_name_problem(&spec.name) {

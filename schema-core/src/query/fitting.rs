@@ -5,7 +5,7 @@
 
 use mongodb::bson::{Bson, Document};
 
-use super::fit::{self, IndexShape, KeyDir, QueryShape, Verdict};
+use super::fit::{self, IndexShape, KeyDir, QueryShape, ServerRules, Verdict};
 use super::QuerySpec;
 use crate::json_schema;
 use crate::{CollectionSpec, IndexReason, IndexSpec, SyncStrategy};
@@ -84,7 +84,11 @@ pub(crate) fn index_shape(index: &IndexSpec, schema: Option<&Document>) -> Index
     }
 }
 
-pub(crate) fn query_shape(query: &QuerySpec, schema: Option<&Document>) -> QueryShape {
+pub(crate) fn query_shape(
+    query: &QuerySpec,
+    schema: Option<&Document>,
+    rules: ServerRules,
+) -> QueryShape {
     QueryShape {
         eq: query.eq.clone(),
         in_: query.any_of.clone(),
@@ -96,6 +100,7 @@ pub(crate) fn query_shape(query: &QuerySpec, schema: Option<&Document>) -> Query
             .collect(),
         collation: None,
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
+        rules,
     }
 }
 
@@ -211,7 +216,11 @@ fn keys_text(keys: &Document) -> String {
 /// adds the indexes the queries no index serves need (ESR, merged); returns the problems (an
 /// `index = "..."` that cannot serve its query, a projection whose types differ, a partial
 /// filter on a value the field cannot store).
-pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -> Vec<String> {
+pub(crate) fn fit_collection(
+    spec: &mut CollectionSpec,
+    extra: Vec<QuerySpec>,
+    rules: ServerRules,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let schema = spec.validator.get_document("$jsonSchema").ok().cloned();
     let schema = schema.as_ref();
@@ -229,7 +238,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -
     // library's, are fitted to the indexes there are, or wait for a derived one
     let mut unserved: Vec<(bool, usize)> = Vec::new();
     for (i, query) in spec.queries.iter_mut().enumerate() {
-        let shape = query_shape(query, schema);
+        let shape = query_shape(query, schema, rules);
         if let Some(wanted) = query.index.clone() {
             let pinned = spec
                 .indexes
@@ -284,7 +293,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -
         }
     }
     for (i, query) in library.iter_mut().enumerate() {
-        let shape = query_shape(query, schema);
+        let shape = query_shape(query, schema, rules);
         match best_fit(&spec.indexes, &id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
             Err(_) => unserved.push((false, i)),
@@ -302,7 +311,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
             .iter()
             .map(|&at| {
-                let shape = query_shape(&query_of(spec, &library, at), schema);
+                let shape = query_shape(&query_of(spec, &library, at), schema, rules);
                 let keys = esr_document(&shape);
                 (index_shape(&IndexSpec::new(keys), schema), shape)
             })
@@ -369,7 +378,7 @@ pub(crate) fn fit_collection(spec: &mut CollectionSpec, extra: Vec<QuerySpec>) -
         .filter(|q| q.index.is_none())
         .chain(library.iter_mut())
     {
-        let shape = query_shape(query, schema);
+        let shape = query_shape(query, schema, rules);
         // the index derived for it first, when it serves (so the report's reasons, the fit and
         // `prove` name one index), then the others in order
         let derived_for = |index: &&IndexSpec| {
