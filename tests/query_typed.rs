@@ -297,7 +297,11 @@ fn the_explode_rule_follows_the_schemas_server_rules() {
             .build()
             .unwrap();
         let articles = schema.collection("articles").unwrap();
-        let query = articles.queries.iter().find(|q| q.name == "tagged_in").unwrap();
+        let query = articles
+            .queries
+            .iter()
+            .find(|q| q.name == "tagged_in")
+            .unwrap();
         let fit = query.fit.clone().unwrap();
         assert_eq!(fit.problem, None, "{rules:?}: {fit:?}");
         let index = articles
