@@ -218,7 +218,15 @@ async fn the_gate_counts_a_document_the_validator_refuses() {
     let mut report = mongo_schema_cli::report::Report::default();
     let read = config().read;
     let checked =
-        mongo_schema_cli::verify::check(&db, "things", 51, &validators[0].1, &read, &mut report)
+        mongo_schema_cli::verify::check(
+            &db,
+            "things",
+            51,
+            &validators[0].1,
+            &read,
+            mongo_schema_cli::verify::FAILURES_KEPT,
+            &mut report,
+        )
             .await
             .unwrap();
     assert_eq!((checked.server, checked.local), (1, 1), "{checked:?}");
