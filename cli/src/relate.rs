@@ -440,7 +440,7 @@ pub struct Compared {
 
 /// The pipeline that compares every holder's copy at `field` with its source in `target`, in
 /// one pass on the server: a `$lookup` on the source's `_id` index that brings back only the
-/// copied fields, and one `$group` that counts. The copied `names` must be plain identifiers
+/// copied fields (the one source kept as a document), and one `$group` that counts. The copied `names` must be plain identifiers
 /// (no `.`, no `$`): they are written as paths. mongod 5.0 and later take `localField` with a
 /// `pipeline`; the reply is one small document whatever the collection holds. Copied values
 /// are compared with the server's equality (numbers by value, documents field by field).
@@ -451,12 +451,13 @@ pub fn comparison_pipeline(field: &str, target: &str, names: &[String]) -> Vec<D
     }
     // the copied names are plain identifiers (`extended` takes no other), so they are paths
     let copy = |name: &str| Bson::String(format!("$copy.{name}"));
-    let source = |name: &str| doc! { "$first": format!("$source.{name}") };
+    let source = |name: &str| Bson::String(format!("$source.{name}"));
     let differs: Vec<Bson> = names
         .iter()
         .map(|n| Bson::Document(doc! { "$ne": [copy(n), source(n)] }))
         .collect();
-    let missing = doc! { "$eq": [{ "$size": "$source" }, 0] };
+    // `$first` of no source is missing on mongod, `null` on SecantusDB: not a document either way
+    let missing = doc! { "$ne": [{ "$type": "$source" }, "object"] };
     vec![
         doc! { "$match": { field: { "$type": "object" } } },
         doc! { "$project": { "_id": 0, "copy": format!("${field}") } },
@@ -467,6 +468,7 @@ pub fn comparison_pipeline(field: &str, target: &str, names: &[String]) -> Vec<D
             "pipeline": [{ "$project": projection }, { "$limit": 1 }],
             "as": "source",
         } },
+        doc! { "$addFields": { "source": { "$first": "$source" } } },
         doc! { "$group": {
             "_id": Bson::Null,
             "holders": { "$sum": 1 },
