@@ -503,8 +503,8 @@ impl Infer<'_> {
             };
         }
         if let Some((name, _)) = doc.fields.iter().find(|(name, _)| names::hostile(name)) {
-            // a name no comment or identifier could show as stored: its sub-document is
-            // kept whole, and the name is written nowhere in the module
+            // a name no identifier or rename should carry: its sub-document is kept whole,
+            // and the name is written only escaped, in this comment
             self.undecided(
                 path,
                 &format!(

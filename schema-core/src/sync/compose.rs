@@ -492,7 +492,8 @@ impl<'a> std::future::IntoFuture for Transaction<'a> {
     /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
     /// a whole on transient errors (write conflicts, a primary that went away) within the
     /// schema's transaction deadline. With [`session`](Transaction::session), the writes are
-    /// sent once inside the caller's transaction, which the caller commits.
+    /// sent once inside the caller's transaction, which the caller commits, or which a failed
+    /// condition aborts ([`Rollback::CallerTransactionAborted`]).
     ///
     /// # Errors
     ///
