@@ -488,11 +488,20 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     assert!(s.commit_transaction().await.is_err());
     let (member, book, loans) = state(&library).await;
     assert_eq!(
-        (member.active_count, member.active_loans.len(), book.copies_available, loans),
+        (
+            member.active_count,
+            member.active_loans.len(),
+            book.copies_available,
+            loans
+        ),
         (0, 0, 0, 0),
         "the loan, its preview and count were not committed"
     );
-    assert_eq!(desk_lines().await, 0, "the caller's own write was not committed");
+    assert_eq!(
+        desk_lines().await,
+        0,
+        "the caller's own write was not committed"
+    );
 
     // the same through a standalone compare-and-set in the caller's transaction
     let mut s = client.start_session().await.unwrap();
@@ -553,7 +562,11 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         "{error:#?}"
     );
     let (member, _, loans) = state(&library).await;
-    assert_eq!((member.active_count, loans), (1, 1), "written one by one, kept");
+    assert_eq!(
+        (member.active_count, loans),
+        (1, 1),
+        "written one by one, kept"
+    );
 
     // the control: a copy left, the same transaction commits the helper's and the caller's
     // writes together

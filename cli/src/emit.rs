@@ -266,7 +266,11 @@ impl Emitter<'_> {
         let _ = writeln!(
             out,
             "/// {}",
-            doc_text(&format!("`{}`: {} documents.", c.name, names::count(c.count)))
+            doc_text(&format!(
+                "`{}`: {} documents.",
+                c.name,
+                names::count(c.count)
+            ))
         );
         out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
         out.push_str(&Self::collection_attr(c));
@@ -614,4 +618,42 @@ fn rustfmt(text: &str) -> Option<String> {
         return None;
     }
     String::from_utf8(output.stdout).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_escape_what_would_end_them_or_open_a_doctest() {
+        let injected = "`x\n}\npub fn injected() {}\n///`: in 1 of 2 documents";
+        let line = doc_text(injected);
+        assert!(!line.contains('\n'), "{line}");
+        assert_eq!(
+            line,
+            "`x\\n}\\npub fn injected() {}\\n///`: in 1 of 2 documents"
+        );
+        assert_eq!(doc_text("a\rb\u{202e}c\td"), "a\\rb\\u{202e}c\\td");
+        // quotes, backslashes, `*/` and letters of any script stay as they are
+        assert_eq!(
+            doc_text("*/ \"q\" it's \\ caf\u{e9}"),
+            "*/ \"q\" it's \\ caf\u{e9}"
+        );
+        // a line that would open a code block (a doctest) does not
+        assert_eq!(doc_text("````rust`: in 1"), "\\````rust`: in 1");
+        assert_eq!(doc_text("~~~x"), "\\~~~x");
+    }
+
+    #[test]
+    fn raw_strings_close_where_they_should() {
+        assert_eq!(raw_string(r#"{"a": 1}"#), r##"r#"{"a": 1}"#"##);
+        assert_eq!(
+            raw_string(r##"{"a": "x"#"}"##),
+            r###"r##"{"a": "x"#"}"##"###
+        );
+        assert_eq!(
+            raw_string("{\"a\": \"x\ny\"}"),
+            "\"{\\\"a\\\": \\\"x\\ny\\\"}\""
+        );
+    }
 }

@@ -207,9 +207,9 @@ pub async fn count(
             .try_collect()
             .await?;
         if let Some(reply) = results.into_iter().next() {
-            report.largest_facts_reply = report.largest_facts_reply.max(
-                mongodb::bson::to_vec(&reply).map_or(0, |bytes| bytes.len() as u64),
-            );
+            report.largest_facts_reply = report
+                .largest_facts_reply
+                .max(mongodb::bson::to_vec(&reply).map_or(0, |bytes| bytes.len() as u64));
             counted.extend(reply);
         }
     }
@@ -323,7 +323,10 @@ mod tests {
             assert!(worst[run.clone()].iter().sum::<usize>() <= REPLY_BUDGET);
         }
         // the default --max-paths of plain numbers is one aggregation
-        assert_eq!(batches(&vec![worst_case(false); 500], REPLY_BUDGET).len(), 1);
+        assert_eq!(
+            batches(&vec![worst_case(false); 500], REPLY_BUDGET).len(),
+            1
+        );
         assert!(batches(&[], REPLY_BUDGET).is_empty());
     }
 }

@@ -202,10 +202,25 @@ mod tests {
 
     #[test]
     fn names_a_reader_cannot_see_are_hostile() {
-        for name in ["a\nb", "a\rb", "tab\there", "\u{202e}evil", "zero\u{200b}width", "\u{7f}"] {
+        for name in [
+            "a\nb",
+            "a\rb",
+            "tab\there",
+            "\u{202e}evil",
+            "zero\u{200b}width",
+            "\u{7f}",
+        ] {
             assert!(hostile(name), "{name:?}");
         }
-        for name in ["*/", "a\"b", "it's", "back\\slash", "`tick`", "caf\u{e9}", "\u{65e5}\u{672c}"] {
+        for name in [
+            "*/",
+            "a\"b",
+            "it's",
+            "back\\slash",
+            "`tick`",
+            "caf\u{e9}",
+            "\u{65e5}\u{672c}",
+        ] {
             assert!(!hostile(name), "{name:?}");
         }
     }

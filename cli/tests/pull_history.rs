@@ -107,11 +107,20 @@ async fn a_snapshot_copy_with_a_handful_differing_is_frozen_whatever_the_sample(
             .lines()
             .find(|l| l.contains("`customer`: a copy of `customers`") && l.contains("differ"))
             .unwrap_or_else(|| panic!("no comment on the order's copy:\n{module}"));
-        assert!(comment.contains("5 differ from it now (2 whose source is gone)"), "{comment}");
-        assert!(comment.contains("would rewrite those 5 copies"), "{comment}");
+        assert!(
+            comment.contains("5 differ from it now (2 whose source is gone)"),
+            "{comment}"
+        );
+        assert!(
+            comment.contains("would rewrite those 5 copies"),
+            "{comment}"
+        );
         // display-text: the stderr summary warns the operator in words
         assert!(
-            pulled.report.summary().contains("warning: `orders.customer`: 5 of 1000 copies differ"),
+            pulled
+                .report
+                .summary()
+                .contains("warning: `orders.customer`: 5 of 1000 copies differ"),
             "{}",
             pulled.report.summary()
         );
@@ -123,7 +132,11 @@ async fn a_snapshot_copy_with_a_handful_differing_is_frozen_whatever_the_sample(
             .find(|c| c.path == "invoices.customer")
             .unwrap();
         assert_eq!(
-            (invoices.compared, invoices.differing, invoices.sync.as_str()),
+            (
+                invoices.compared,
+                invoices.differing,
+                invoices.sync.as_str()
+            ),
             (1000, 0, "transactional"),
             "{invoices:?}"
         );
@@ -217,10 +230,17 @@ async fn the_gate_fails_on_counted_violators_even_with_no_document_kept() {
         "properties": { "n": { "bsonType": "int" } },
     } };
     let mut report = mongo_schema_cli::report::Report::default();
-    let checked =
-        mongo_schema_cli::verify::check(&db, "things", 3000, &validator, &config.read, 0, &mut report)
-            .await
-            .unwrap();
+    let checked = mongo_schema_cli::verify::check(
+        &db,
+        "things",
+        3000,
+        &validator,
+        &config.read,
+        0,
+        &mut report,
+    )
+    .await
+    .unwrap();
     assert_eq!((checked.server, checked.local), (1, 1), "{checked:?}");
     assert!(checked.failing.is_empty());
     assert!(!checked.passes());
@@ -274,7 +294,9 @@ async fn the_facts_reply_stays_small_with_many_long_values() {
     // (2 MB here; past 16 MiB mongod refuses the reply)
     use futures_util::TryStreamExt;
     let rows: Vec<Document> = coll
-        .aggregate(vec![doc! { "$group": { "_id": null, "v": { "$addToSet": "$text" } } }])
+        .aggregate(vec![
+            doc! { "$group": { "_id": null, "v": { "$addToSet": "$text" } } },
+        ])
         .await
         .unwrap()
         .try_collect()
@@ -291,7 +313,11 @@ async fn the_facts_reply_stays_small_with_many_long_values() {
         pulled.report.largest_facts_reply
     );
     assert!(pulled.report.largest_facts_reply > 0);
-    assert!(pulled.module.contains("pub text: String,"), "{}", pulled.module);
+    assert!(
+        pulled.module.contains("pub text: String,"),
+        "{}",
+        pulled.module
+    );
     let c = &pulled.report.collections[0];
     assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
 }

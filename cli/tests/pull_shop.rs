@@ -150,10 +150,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         .find(|c| c.path == "orders.customer")
         .unwrap();
     // every holder compared, none differing
-    assert_eq!(
-        (copy.compared, copy.equal, copy.differing),
-        (7000, 7000, 0)
-    );
+    assert_eq!((copy.compared, copy.equal, copy.differing), (7000, 7000, 0));
     let snapshot = report
         .copies
         .iter()
@@ -220,18 +217,17 @@ async fn the_gate_counts_a_document_the_validator_refuses() {
         .unwrap();
     let mut report = mongo_schema_cli::report::Report::default();
     let read = config().read;
-    let checked =
-        mongo_schema_cli::verify::check(
-            &db,
-            "things",
-            51,
-            &validators[0].1,
-            &read,
-            mongo_schema_cli::verify::FAILURES_KEPT,
-            &mut report,
-        )
-            .await
-            .unwrap();
+    let checked = mongo_schema_cli::verify::check(
+        &db,
+        "things",
+        51,
+        &validators[0].1,
+        &read,
+        mongo_schema_cli::verify::FAILURES_KEPT,
+        &mut report,
+    )
+    .await
+    .unwrap();
     assert_eq!((checked.server, checked.local), (1, 1), "{checked:?}");
     assert_eq!(checked.failing[0].get_i32("_id"), Ok(99));
     // pulled again, the type of `n` is undecided rather than wrong, and nothing fails
@@ -351,7 +347,9 @@ async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
     // the names with control or invisible characters are in no code, and in their comment
     // only escaped, on one line
     assert!(
-        !module.lines().any(|l| l.trim_start().starts_with("pub fn injected")),
+        !module
+            .lines()
+            .any(|l| l.trim_start().starts_with("pub fn injected")),
         "{module}"
     );
     assert!(
@@ -359,7 +357,10 @@ async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
         "{module}"
     );
     assert!(module.contains("(\\u{202e}gnp.exe)"), "{module}");
-    assert!(!module.contains('\u{202e}') && !module.contains('\t'), "{module}");
+    assert!(
+        !module.contains('\u{202e}') && !module.contains('\t'),
+        "{module}"
+    );
     for needle in [
         "pub meta: Bson,",
         "pub rtl: Bson,",
@@ -367,14 +368,24 @@ async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
         "#[serde(rename = \"quote\\\"d\")]",
         "#[serde(rename = \"back\\\\slash\")]",
     ] {
-        assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
+        assert!(
+            module.contains(needle),
+            "`{needle}` is not in the module:\n{module}"
+        );
     }
     // no comment line opens a code block (a doctest)
     for line in module.lines() {
-        let text = line.trim_start().trim_start_matches("///").trim_start_matches("//!");
+        let text = line
+            .trim_start()
+            .trim_start_matches("///")
+            .trim_start_matches("//!");
         assert!(!text.trim_start().starts_with("```"), "{line}");
     }
-    assert!(pulled.report.undecided.iter().any(|u| u.path == "hostile.meta"));
+    assert!(pulled
+        .report
+        .undecided
+        .iter()
+        .any(|u| u.path == "hostile.meta"));
 
     let dir = scratch_crate(&pulled, "pulled-hostile");
     let output = run_with_deadline(
@@ -396,7 +407,10 @@ async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
         .lines()
         .find(|l| l.starts_with("hostile:"))
         .unwrap_or_else(|| panic!("no line for hostile:\n{stdout}"));
-    assert!(line.contains("server violators 0, local violators 0"), "{line}");
+    assert!(
+        line.contains("server violators 0, local violators 0"),
+        "{line}"
+    );
     assert_eq!(counts(line), (20, 20), "{line}");
 
     // a top-level name with a newline: refused, nothing written

@@ -11,10 +11,10 @@ use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
 use super::transaction::in_transaction_or;
+use crate::error::Rollback;
 use crate::model::copy::SyncEdge;
 use crate::model::document::stored_document;
 use crate::relations::subset::{update_parent_in, ParentUpdate};
-use crate::error::Rollback;
 use crate::{Bucket, Document, Error, Ref, Result, ResultExt, Schema, SubsetOf};
 
 /// One write of a [`Transaction`], prepared (serialized, checked) before anything is sent, so
@@ -475,7 +475,9 @@ impl<'a> Transaction<'a> {
         .await;
         let (outcomes, attempts) = match (sent, caller) {
             (Ok(sent), _) => sent,
-            (Err(error), Some(session)) => return Err(crate::error::after_failed_condition(session, error).await),
+            (Err(error), Some(session)) => {
+                return Err(crate::error::after_failed_condition(session, error).await)
+            }
             (Err(error), None) => return Err(error),
         };
         Ok(TransactionReport {
