@@ -303,6 +303,16 @@ impl Facts {
     }
 }
 
+fn locate<'a>(shape: &'a mut DocShape, segments: &[String]) -> Option<&'a mut Shape> {
+    let (first, rest) = segments.split_first()?;
+    let i = shape.fields.iter().position(|(n, _)| n == first)?;
+    let field = &mut shape.fields[i].1;
+    if rest.is_empty() {
+        return Some(field);
+    }
+    locate(field.doc.as_deref_mut()?, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,14 +339,4 @@ mod tests {
         );
         assert!(batches(&[], REPLY_BUDGET).is_empty());
     }
-}
-
-fn locate<'a>(shape: &'a mut DocShape, segments: &[String]) -> Option<&'a mut Shape> {
-    let (first, rest) = segments.split_first()?;
-    let i = shape.fields.iter().position(|(n, _)| n == first)?;
-    let field = &mut shape.fields[i].1;
-    if rest.is_empty() {
-        return Some(field);
-    }
-    locate(field.doc.as_deref_mut()?, rest)
 }
