@@ -1024,3 +1024,43 @@ async fn a_subset_via_one_of_two_references_updates_the_followed_not_the_followe
     assert_eq!(repaired.followers, ada_now.followers);
     assert_eq!(read(2).await.follower_count, 0);
 }
+
+/// An id read from a stored child is a value, never an operator: a loan stored (past the
+/// validator) with `member_id: { "$ne": null }` names no member, so deleting it refreshes no
+/// member's previews or count; before, the refresh's `{ "_id": { "$ne": null } }` rewrote the
+/// first member, which that loan never belonged to. The control: deleting a real loan of that
+/// member still refreshes it.
+#[tokio::test]
+async fn an_operator_shaped_parent_id_in_a_stored_child_aims_no_refresh() {
+    let db = setup("subsets_hostile_parent").await;
+    lend(&db).await;
+    db.collection::<mongo_schema::bson::Document>("loans")
+        .insert_one(doc! {
+            "_id": 99_i64,
+            "member_id": { "$ne": Bson::Null },
+            "title": "not a member's",
+            "at": 1_000_i64,
+            "status": "active",
+        })
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let (one, two) = (stored(&db, 1).await, stored(&db, 2).await);
+    assert!(Member::RECENT
+        .delete_with(&db, &Ref::new(99), &[&Member::LAST_ACTIVE])
+        .await
+        .unwrap());
+    assert_eq!(stored(&db, 1).await, one, "member 1 was not touched");
+    assert_eq!(stored(&db, 2).await, two, "member 2 was not touched");
+    assert_current(&db, 1, "deleting the loan with an operator for a parent").await;
+    assert_current(&db, 2, "deleting the loan with an operator for a parent").await;
+
+    // the control: a loan of member 1 refreshes member 1
+    assert!(Member::RECENT
+        .delete_with(&db, &Ref::new(6), &[&Member::LAST_ACTIVE])
+        .await
+        .unwrap());
+    let after = stored(&db, 1).await;
+    assert_eq!((after.loan_count, after.active_count), (5, 3));
+    assert_current(&db, 1, "deleting loan 6").await;
+}

@@ -429,3 +429,177 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         library.log.names()
     );
 }
+
+/// A failed condition inside the caller's own transaction (`.session(&mut s)`) aborts that
+/// transaction: the helper's earlier writes and the caller's own never commit, and the error
+/// says so. The caller commits anyway, as code that caught the error and carried on would: the
+/// commit is refused, and nothing of the transaction is stored. The control: the same
+/// transaction with a copy left commits everything.
+#[tokio::test]
+async fn a_failed_condition_aborts_the_callers_transaction() {
+    use mongo_schema::error::Rollback;
+
+    let library = library("tx_caller_abort", 0).await;
+    let client = library.db.client().clone();
+    let note = |line: &str| DeskLog {
+        id: ObjectId::new(),
+        line: line.into(),
+    };
+    let desk_lines = || async {
+        library
+            .db
+            .collection::<BsonDocument>("desk_log")
+            .count_documents(doc! {})
+            .await
+            .unwrap()
+    };
+
+    // no copy left: the loan, its preview and count, then the book's update that must match
+    let mut s = client.start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    DeskLog::collection(&library.db)
+        .insert_one(note("the caller's own write"))
+        .session(&mut s)
+        .await
+        .unwrap();
+    let error = schema()
+        .transaction(&library.db)
+        .add(&Member::ACTIVE_LOANS, &loan(&library, 1_000))
+        .update_one::<Book>(
+            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
+            doc! { "$inc": { "copies_available": -1 } },
+        )
+        .must_match()
+        .session(&mut s)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            Error::ConditionFailed {
+                position: Some(p),
+                rollback: Rollback::CallerTransactionAborted,
+                ..
+            } if (p.number, p.of) == (3, 3)
+        ),
+        "{error:#?}"
+    );
+    // committing anyway commits nothing: the transaction is over
+    assert!(s.commit_transaction().await.is_err());
+    let (member, book, loans) = state(&library).await;
+    assert_eq!(
+        (
+            member.active_count,
+            member.active_loans.len(),
+            book.copies_available,
+            loans
+        ),
+        (0, 0, 0, 0),
+        "the loan, its preview and count were not committed"
+    );
+    assert_eq!(
+        desk_lines().await,
+        0,
+        "the caller's own write was not committed"
+    );
+
+    // the same through a standalone compare-and-set in the caller's transaction
+    let mut s = client.start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    DeskLog::collection(&library.db)
+        .insert_one(note("before the lost race"))
+        .session(&mut s)
+        .await
+        .unwrap();
+    let lost = library
+        .book
+        .to_ref()
+        .compare_and_set(
+            &library.db,
+            "copies_available",
+            5,
+            doc! { "$set": { "copies_available": 4 } },
+        )
+        .session(&mut s)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &lost,
+            Error::ConditionFailed {
+                position: None,
+                rollback: Rollback::CallerTransactionAborted,
+                ..
+            }
+        ),
+        "{lost:#?}"
+    );
+    assert!(s.commit_transaction().await.is_err());
+    assert_eq!(desk_lines().await, 0);
+
+    // a session with no transaction: nothing to abort, and the error says the earlier writes
+    // stay (the loan and its parent update were sent one by one)
+    let mut plain = client.start_session().await.unwrap();
+    let error = schema()
+        .transaction(&library.db)
+        .add(&Member::ACTIVE_LOANS, &loan(&library, 2_000))
+        .update_one::<Book>(
+            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
+            doc! { "$inc": { "copies_available": -1 } },
+        )
+        .must_match()
+        .session(&mut plain)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            Error::ConditionFailed {
+                rollback: Rollback::EarlierWritesKept,
+                ..
+            }
+        ),
+        "{error:#?}"
+    );
+    let (member, _, loans) = state(&library).await;
+    assert_eq!(
+        (member.active_count, loans),
+        (1, 1),
+        "written one by one, kept"
+    );
+
+    // the control: a copy left, the same transaction commits the helper's and the caller's
+    // writes together
+    Book::collection(&library.db)
+        .update_one(
+            doc! { "_id": library.book.id },
+            doc! { "$set": { "copies_available": 1 } },
+        )
+        .await
+        .unwrap();
+    let mut s = client.start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    DeskLog::collection(&library.db)
+        .insert_one(note("lent"))
+        .session(&mut s)
+        .await
+        .unwrap();
+    schema()
+        .transaction(&library.db)
+        .add(&Member::ACTIVE_LOANS, &loan(&library, 3_000))
+        .update_one::<Book>(
+            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
+            doc! { "$inc": { "copies_available": -1 } },
+        )
+        .must_match()
+        .session(&mut s)
+        .await
+        .unwrap();
+    s.commit_transaction().await.unwrap();
+    let (member, book, loans) = state(&library).await;
+    assert_eq!(
+        (member.active_count, book.copies_available, loans),
+        (2, 0, 2)
+    );
+    assert_eq!(desk_lines().await, 1);
+}

@@ -17,6 +17,9 @@ pub struct PullConfig {
     pub max_paths: usize,
     /// Gate rounds before the failing paths are made `Bson`.
     pub max_rounds: u32,
+    /// Failing documents the gate keeps per collection and round to widen from
+    /// ([`crate::verify::FAILURES_KEPT`]); the gate passes on its counts, whatever it kept.
+    pub failures_kept: usize,
     /// Share of checked values found in the target for a reference (0..=1).
     pub reference_threshold: f64,
     /// Look for references and copies.
@@ -35,6 +38,7 @@ impl Default for PullConfig {
             infer: Options::default(),
             max_paths: 500,
             max_rounds: 8,
+            failures_kept: crate::verify::FAILURES_KEPT,
             reference_threshold: 0.95,
             relations: true,
         }

@@ -76,11 +76,11 @@ pub fn module(model: &Model, header: &Header) -> String {
         if header.rounds == 1 { "" } else { "s" }
     );
     for line in wrap(&first, 96) {
-        let _ = writeln!(out, "//! {line}");
+        let _ = writeln!(out, "//! {}", doc_text(&line));
     }
     out.push_str("//!\n");
     for line in wrap(&second, 96) {
-        let _ = writeln!(out, "//! {line}");
+        let _ = writeln!(out, "//! {}", doc_text(&line));
     }
     out.push('\n');
     let all = format!("{body}{tail}");
@@ -172,8 +172,29 @@ fn element_name(kinds: &[&str]) -> String {
     format!("{}Number", marker_name(kinds))
 }
 
+/// A string literal of `s`: Rust's escapes for quotes, backslashes, control characters and
+/// every character that is invisible or reorders text (`\u{202e}`).
 fn quote(s: &str) -> String {
     format!("{s:?}")
+}
+
+/// One line of a doc comment holding stored names: whatever a string literal would escape
+/// (a newline would end the comment and start code; a carriage return is refused in doc
+/// comments; bidirectional controls hide code) is written as its escape, and a line that
+/// would open a Markdown code block (a doctest) starts with a backslash.
+pub fn doc_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if names::unprintable(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    if out.starts_with("```") || out.starts_with("~~~") || out.starts_with(char::is_whitespace) {
+        out.insert(0, '\\');
+    }
+    out
 }
 
 impl Emitter<'_> {
@@ -244,9 +265,12 @@ impl Emitter<'_> {
         let s = &model.structs[c.root];
         let _ = writeln!(
             out,
-            "/// `{}`: {} documents.",
-            c.name,
-            names::count(c.count)
+            "/// {}",
+            doc_text(&format!(
+                "`{}`: {} documents.",
+                c.name,
+                names::count(c.count)
+            ))
         );
         out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
         out.push_str(&Self::collection_attr(c));
@@ -261,7 +285,7 @@ impl Emitter<'_> {
     fn structure(&mut self, i: usize, out: &mut String) {
         let model = self.model;
         let s = &model.structs[i];
-        let _ = writeln!(out, "/// At `{}`.", s.path);
+        let _ = writeln!(out, "/// {}", doc_text(&format!("At `{}`.", s.path)));
         out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
         out.push_str("#[schema(additional_properties = false)]\n");
         let _ = writeln!(out, "pub struct {} {{", s.name);
@@ -273,23 +297,23 @@ impl Emitter<'_> {
         let u = self.model.unions[i].clone();
         match root {
             Some(c) => {
-                let _ = writeln!(
-                    out,
-                    "/// `{}`: {} documents of {} kinds, told apart by `{}`.",
+                let text = format!(
+                    "`{}`: {} documents of {} kinds, told apart by `{}`.",
                     c.name,
                     names::count(c.count),
                     u.variants.len(),
                     u.tag
                 );
+                let _ = writeln!(out, "/// {}", doc_text(&text));
                 out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
                 out.push_str(&Self::collection_attr(c));
             }
             None => {
-                let _ = writeln!(
-                    out,
-                    "/// At `{}`: the documents' `{}` tells the kinds apart.",
+                let text = format!(
+                    "At `{}`: the documents' `{}` tells the kinds apart.",
                     u.path, u.tag
                 );
+                let _ = writeln!(out, "/// {}", doc_text(&text));
                 out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
             }
         }
@@ -355,7 +379,7 @@ impl Emitter<'_> {
     fn fields(&mut self, fields: &[Field], owner: &str, visibility: &str, out: &mut String) {
         for field in fields {
             for note in &field.notes {
-                let _ = writeln!(out, "    /// {note}");
+                let _ = writeln!(out, "    /// {}", doc_text(note));
             }
             let mut serde = Vec::new();
             if names::unraw(&field.ident) != field.stored {
@@ -535,13 +559,27 @@ fn index_attr(index: &Index) -> String {
         parts.push("sparse".into());
     }
     if let Some(partial) = &index.partial {
-        parts.push(format!("partial = r#\"{partial}\"#"));
+        parts.push(format!("partial = {}", raw_string(partial)));
     }
     if let Some(secs) = index.expire_after_secs {
         parts.push(format!("expire_after_secs = {secs}"));
     }
     parts.push(format!("name = {}", quote(&index.name)));
     format!("#[index({})]\n", parts.join(", "))
+}
+
+/// A raw string literal of `text` with enough `#`s that nothing in it closes it early; a
+/// plain literal when it holds a character a reader should see escaped.
+fn raw_string(text: &str) -> String {
+    if text.chars().any(names::unprintable) {
+        return quote(text);
+    }
+    let mut hashes = 1;
+    while text.contains(&format!("\"{}", "#".repeat(hashes))) {
+        hashes += 1;
+    }
+    let hashes = "#".repeat(hashes);
+    format!("r{hashes}\"{text}\"{hashes}")
 }
 
 /// Words of `text` in lines of at most `width` characters (a longer word has its own line).
@@ -580,4 +618,42 @@ fn rustfmt(text: &str) -> Option<String> {
         return None;
     }
     String::from_utf8(output.stdout).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_escape_what_would_end_them_or_open_a_doctest() {
+        let injected = "`x\n}\npub fn injected() {}\n///`: in 1 of 2 documents";
+        let line = doc_text(injected);
+        assert!(!line.contains('\n'), "{line}");
+        assert_eq!(
+            line,
+            "`x\\n}\\npub fn injected() {}\\n///`: in 1 of 2 documents"
+        );
+        assert_eq!(doc_text("a\rb\u{202e}c\td"), "a\\rb\\u{202e}c\\td");
+        // quotes, backslashes, `*/` and letters of any script stay as they are
+        assert_eq!(
+            doc_text("*/ \"q\" it's \\ caf\u{e9}"),
+            "*/ \"q\" it's \\ caf\u{e9}"
+        );
+        // a line that would open a code block (a doctest) does not
+        assert_eq!(doc_text("````rust`: in 1"), "\\````rust`: in 1");
+        assert_eq!(doc_text("~~~x"), "\\~~~x");
+    }
+
+    #[test]
+    fn raw_strings_close_where_they_should() {
+        assert_eq!(raw_string(r#"{"a": 1}"#), r##"r#"{"a": 1}"#"##);
+        assert_eq!(
+            raw_string(r##"{"a": "x"#"}"##),
+            r###"r##"{"a": "x"#"}"##"###
+        );
+        assert_eq!(
+            raw_string("{\"a\": \"x\ny\"}"),
+            "\"{\\\"a\\\": \\\"x\\ny\\\"}\""
+        );
+    }
 }

@@ -3,6 +3,12 @@
 //! smallest `$size` of arrays and their empties, integer ranges, the longest string, and the
 //! distinct values of enum candidates. The counts replace the sample's, and the path is marked
 //! exact. Paths inside arrays keep the sample's facts; the gate then checks them on every document.
+//!
+//! Every reply stays far below mongod's 16 MB: an enum candidate's distinct values are only the
+//! strings of at most [`ENUM_VALUE_MAX_CHARS`] code points (a longer one rules the enum out, and
+//! the longest string is counted anyway), cut to [`VALUE_CAP`] + 1 after the `$group` (the
+//! limit is the reply's, not the pipeline's), and the paths are split over as many aggregations
+//! as keep each reply's worst case under [`REPLY_BUDGET`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +25,38 @@ use crate::sample::{collection, ReadOptions};
 struct Probe {
     key: String,
     segments: Vec<String>,
+}
+
+/// The longest string an enum value may be, in code points (`infer` takes none longer).
+pub const ENUM_VALUE_MAX_CHARS: u64 = 64;
+
+/// The most one facts reply may hold, counted at its worst: half of mongod's 16 MiB.
+pub const REPLY_BUDGET: usize = 8 * 1024 * 1024;
+
+/// The most bytes one path's counts take in a reply: its numbers, and for an enum candidate
+/// [`VALUE_CAP`] + 1 strings of [`ENUM_VALUE_MAX_CHARS`] code points of 4 bytes each.
+fn worst_case(values: bool) -> usize {
+    let numbers = 16 * 32;
+    let strings = (VALUE_CAP + 1) * (ENUM_VALUE_MAX_CHARS as usize * 4 + 16);
+    numbers + if values { strings } else { 0 }
+}
+
+/// Splits probes of the given worst cases into runs whose sum stays within `budget` (a probe
+/// over the budget alone has a run of its own).
+fn batches(worst: &[usize], budget: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut sum) = (0, 0);
+    for (i, w) in worst.iter().enumerate() {
+        if i > start && sum + w > budget {
+            out.push(start..i);
+            (start, sum) = (i, 0);
+        }
+        sum += w;
+    }
+    if start < worst.len() {
+        out.push(start..worst.len());
+    }
+    out
 }
 
 fn plain(segment: &str) -> bool {
@@ -73,9 +111,10 @@ pub async fn count(
         ));
         found.truncate(max_paths);
     }
-    let mut group = doc! { "_id": Bson::Null };
+    let mut groups = Vec::new();
     let mut probes = Vec::new();
     for (i, (segments, s)) in found.iter().enumerate() {
+        let mut group = Document::new();
         let path = format!("${}", segments.join("."));
         let key = format!("f{i}");
         group.insert(
@@ -112,9 +151,15 @@ pub async fn count(
                 doc! { "$sum": { "$cond": [is_type(&path, "string"), 1, 0] } },
             );
             if strings.values.is_some() {
+                // `$cond` evaluates the branch taken only: `$strLenCP` sees strings alone
+                let short = doc! { "$cond": [
+                    is_type(&path, "string"),
+                    { "$lte": [{ "$strLenCP": &path }, ENUM_VALUE_MAX_CHARS as i64] },
+                    false,
+                ] };
                 group.insert(
                     format!("{key}_svalues"),
-                    doc! { "$addToSet": { "$cond": [is_type(&path, "string"), &path, Bson::Null] } },
+                    doc! { "$addToSet": { "$cond": [short, &path, Bson::Null] } },
                 );
             }
         }
@@ -128,18 +173,51 @@ pub async fn count(
             key,
             segments: segments.clone(),
         });
+        groups.push(group);
     }
-    report.command("aggregate");
+    let worst: Vec<usize> = groups
+        .iter()
+        .map(|g| worst_case(g.keys().any(|k| k.ends_with("_svalues"))))
+        .collect();
     let coll = collection(db, name, read);
-    let agg = coll
-        .aggregate(vec![doc! { "$group": group }])
-        .max_time(read.limit());
-    let results: Vec<Document> = agg.await?.try_collect().await?;
+    let mut counted = Document::new();
+    for batch in batches(&worst, REPLY_BUDGET) {
+        let mut group = doc! { "_id": Bson::Null };
+        let mut cut = Document::new();
+        for g in &groups[batch] {
+            for (k, v) in g {
+                if k.ends_with("_svalues") {
+                    cut.insert(
+                        k.clone(),
+                        doc! { "$slice": [format!("${k}"), VALUE_CAP as i64 + 1] },
+                    );
+                }
+                group.insert(k.clone(), v.clone());
+            }
+        }
+        let mut pipeline = vec![doc! { "$group": group }];
+        if !cut.is_empty() {
+            pipeline.push(doc! { "$addFields": cut });
+        }
+        report.command("aggregate");
+        let results: Vec<Document> = coll
+            .aggregate(pipeline)
+            .max_time(read.limit())
+            .await?
+            .try_collect()
+            .await?;
+        if let Some(reply) = results.into_iter().next() {
+            report.largest_facts_reply = report
+                .largest_facts_reply
+                .max(mongodb::bson::to_vec(&reply).map_or(0, |bytes| bytes.len() as u64));
+            counted.extend(reply);
+        }
+    }
     let facts = Facts {
         name: name.to_owned(),
         total,
         probes,
-        counted: results.into_iter().next().unwrap_or_default(),
+        counted,
     };
     facts.apply(shape);
     Ok(facts)
@@ -198,12 +276,15 @@ impl Facts {
                 if let Some(len) = get("slen") {
                     strings.max_len = len as u64;
                 }
+                // the values counted leave out strings too long for an enum: one such rules
+                // the enum out
+                let too_long = strings.max_len > ENUM_VALUE_MAX_CHARS;
                 if let Some(c) = get("scount") {
                     strings.count = c as u64;
                 }
                 if let Ok(values) = facts.get_array(format!("{}_svalues", probe.key)) {
                     let values: Vec<&str> = values.iter().filter_map(Bson::as_str).collect();
-                    strings.values = (values.len() <= VALUE_CAP).then(|| {
+                    strings.values = (values.len() <= VALUE_CAP && !too_long).then(|| {
                         let mut known = strings.values.take().unwrap_or_default();
                         let mut exact: BTreeMap<String, u64> = BTreeMap::new();
                         for v in values {
@@ -230,4 +311,32 @@ fn locate<'a>(shape: &'a mut DocShape, segments: &[String]) -> Option<&'a mut Sh
         return Some(field);
     }
     locate(field.doc.as_deref_mut()?, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_keep_every_reply_within_the_budget() {
+        // 2,000 enum candidates: one reply would be about 35 MB at worst
+        let worst = vec![worst_case(true); 2000];
+        assert!(worst.iter().sum::<usize>() > 16 * 1024 * 1024);
+        let runs = batches(&worst, REPLY_BUDGET);
+        assert!(runs.len() > 1);
+        assert_eq!(runs.first().map(|r| r.start), Some(0));
+        assert_eq!(runs.last().map(|r| r.end), Some(2000));
+        for pair in runs.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+        }
+        for run in &runs {
+            assert!(worst[run.clone()].iter().sum::<usize>() <= REPLY_BUDGET);
+        }
+        // the default --max-paths of plain numbers is one aggregation
+        assert_eq!(
+            batches(&vec![worst_case(false); 500], REPLY_BUDGET).len(),
+            1
+        );
+        assert!(batches(&[], REPLY_BUDGET).is_empty());
+    }
 }

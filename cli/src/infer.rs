@@ -1,8 +1,9 @@
 //! From observed shapes to models: the Rust type of every path, decided from its joined
 //! [`Shape`]. Pure: no I/O. The rules, in the order they are tried at one path:
 //!
-//! - a path forced undecided (the gate gave up on it), or kinds no single Rust type holds:
-//!   `Bson`, with a report entry;
+//! - a path forced undecided (the gate gave up on it), kinds no single Rust type holds, or a
+//!   sub-document holding a field whose stored name has control or invisible characters (a
+//!   newline in a name would end a comment and start code): `Bson`, with a report entry;
 //! - numbers: `int` alone is `i32`; `int` with `long` is `i64`; any with `double` is `f64`; the
 //!   validator keeps every stored kind;
 //! - strings with at least `enum_min` values and from 2 distinct values up to fewer than their
@@ -500,6 +501,19 @@ impl Infer<'_> {
                 values: Box::new(values_ty),
                 max,
             };
+        }
+        if let Some((name, _)) = doc.fields.iter().find(|(name, _)| names::hostile(name)) {
+            // a name no identifier or rename should carry: its sub-document is kept whole,
+            // and the name is written only escaped, in this comment
+            self.undecided(
+                path,
+                &format!(
+                    "it holds a field whose stored name has control or invisible characters ({})",
+                    format!("{name:?}").trim_matches('"')
+                ),
+                notes,
+            );
+            return Ty::Any;
         }
         if !forced_struct {
             if let Some((tag, by_value)) = tagged(doc) {

@@ -152,6 +152,19 @@ pub fn reference_hint(stored: &str) -> String {
     singular(&w.join("_"))
 }
 
+/// Whether Rust's string escapes change `c`, quotes and backslashes aside: a control
+/// character, or one that is invisible or reorders text (`\u{202e}`). A stored name holding
+/// one is never written into code as is: `pull` types the sub-document that holds it `Bson`,
+/// and refuses a collection whose documents hold it at the top level.
+pub fn unprintable(c: char) -> bool {
+    !matches!(c, '"' | '\'' | '\\') && c.escape_debug().len() > 1
+}
+
+/// Whether a stored name holds an [`unprintable`] character.
+pub fn hostile(stored: &str) -> bool {
+    stored.chars().any(unprintable)
+}
+
 /// A count as people write it: `12,000`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
@@ -185,6 +198,31 @@ mod tests {
         assert_eq!(type_name("credit-card"), "CreditCard");
         assert_eq!(type_name("3ds"), "V3ds");
         assert_eq!(type_name(""), "Value");
+    }
+
+    #[test]
+    fn names_a_reader_cannot_see_are_hostile() {
+        for name in [
+            "a\nb",
+            "a\rb",
+            "tab\there",
+            "\u{202e}evil",
+            "zero\u{200b}width",
+            "\u{7f}",
+        ] {
+            assert!(hostile(name), "{name:?}");
+        }
+        for name in [
+            "*/",
+            "a\"b",
+            "it's",
+            "back\\slash",
+            "`tick`",
+            "caf\u{e9}",
+            "\u{65e5}\u{672c}",
+        ] {
+            assert!(!hostile(name), "{name:?}");
+        }
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         &mut report,
     )
     .await?;
+    refuse_hostile_names(&model)?;
     lap(&mut report, "gate");
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
@@ -145,7 +146,34 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     })
 }
 
-/// Decide, check every document, join what fails, until nothing fails.
+/// Refuses a collection whose documents hold, at the top level, a field whose stored name has
+/// control or invisible characters: no Rust field can stand for it without writing the name
+/// into the module (a sub-document holding one is `Bson` instead, see `infer`).
+fn refuse_hostile_names(model: &Model) -> Result<(), String> {
+    for c in &model.collections {
+        let root = &model.structs[c.root];
+        let variants = c
+            .kinds
+            .iter()
+            .flat_map(|k| model.unions[*k].variants.iter().flat_map(|v| &v.fields));
+        if let Some(field) = root
+            .fields
+            .iter()
+            .chain(variants)
+            .find(|f| crate::names::hostile(&f.stored))
+        {
+            return Err(format!(
+                "`{}`: its documents hold a top-level field whose stored name has control or invisible characters ({:?}); no model can name it safely: rename the field in the data, or leave the collection out with --collections",
+                c.name.escape_debug(),
+                field.stored
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Decide, check every document, join what fails, until the server and the local check both
+/// count zero violators.
 async fn gate(
     db: &Database,
     observed: &mut [Observed],
@@ -167,7 +195,16 @@ async fn gate(
         let mut failed = false;
         report.collections.clear();
         for ((o, facts), (name, v)) in observed.iter_mut().zip(counted).zip(&validators) {
-            let checked = verify::check(db, name, o.count, v, &config.read, report).await?;
+            let checked = verify::check(
+                db,
+                name,
+                o.count,
+                v,
+                &config.read,
+                config.failures_kept,
+                report,
+            )
+            .await?;
             report.collections.push(CollectionSummary {
                 name: name.clone(),
                 type_name: String::new(),
@@ -176,9 +213,12 @@ async fn gate(
                 server_violators: checked.server,
                 local_violators: checked.local,
             });
-            if checked.failing.is_empty() {
+            if checked.passes() {
                 continue;
             }
+            // counted violators fail the round, whether or not any document was kept to
+            // widen from (without one, the rules' top-level fields become `Bson` at the last
+            // rounds)
             failed = true;
             for (rule, documents) in &checked.rules {
                 report.widenings.push(Widening {
@@ -234,12 +274,21 @@ async fn check_all(
     }
     let mut failing = Vec::new();
     for (o, (name, v)) in observed.iter().zip(&validators) {
-        let checked = verify::check(db, name, o.count, v, &config.read, report).await?;
+        let checked = verify::check(
+            db,
+            name,
+            o.count,
+            v,
+            &config.read,
+            config.failures_kept,
+            report,
+        )
+        .await?;
         if let Some(s) = report.collections.iter_mut().find(|s| s.name == *name) {
             s.server_violators = checked.server;
             s.local_violators = checked.local;
         }
-        if !checked.failing.is_empty() {
+        if !checked.passes() {
             for (rule, documents) in &checked.rules {
                 report.widenings.push(Widening {
                     round,

@@ -4,9 +4,11 @@
 //! when a deduplicated sample of up to 100 of its values is found in the target's `_id` by one
 //! `$in` count on the `_id` index, at the threshold ratio. A sub-document of a root holding such an
 //! `_id` and some of the target's own fields (same stored names and types) is an extended
-//! reference; its strategy is suggested from the data: copies that all equal their source now were
-//! maintained (`transactional`, `async` when one source has more than [`ASYNC_FAN_OUT`] holders,
-//! seed 003's question 4), copies that differ were snapshots (`frozen`).
+//! reference; its strategy is suggested from the data, compared over every holder by one
+//! aggregation ([`comparison_pipeline`]), never a sample: copies that all equal their source now
+//! were maintained (`transactional`, `async` when one source has more than [`ASYNC_FAN_OUT`]
+//! holders, seed 003's question 4); a copy of which even one holder differs was a snapshot
+//! (`frozen`), because a maintained strategy would rewrite that holder's history.
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
@@ -300,7 +302,7 @@ async fn extended(
             continue;
         }
         let names: Vec<String> = copied.iter().map(|c| c.stored.clone()).collect();
-        let (compared, equal) = compare_copies(
+        let compared = compare_copies(
             db,
             config,
             &coll,
@@ -331,29 +333,27 @@ async fn extended(
                 _ => None,
             })
             .unwrap_or(0);
-        let sync = if equal < compared {
-            "frozen"
-        } else if max_holders > ASYNC_FAN_OUT {
-            "async"
-        } else {
-            "transactional"
-        };
+        let sync = strategy(&compared, max_holders);
         report.copies.push(CopyCheck {
             path: format!("{coll}.{}", field.stored),
             target: target_name.clone(),
             fields: names.clone(),
-            compared,
-            equal,
+            compared: compared.holders,
+            equal: compared.holders - compared.differing,
+            differing: compared.differing,
+            sources_missing: compared.sources_missing,
             max_holders,
             sync: sync.to_owned(),
         });
         let type_name = model.structs[model.collections[target].root].name.clone();
         let f = &mut model.structs[root].fields[fi];
-        f.notes.push(format!(
-            "`{}`: a copy of `{target_name}` ({}): {equal} of {compared} copies equal their source now, at most {max_holders} holder{} of one source: `{sync}`",
-            field.stored,
-            names.join(", "),
-            if max_holders == 1 { "" } else { "s" }
+        f.notes.push(copy_note(
+            &field.stored,
+            &target_name,
+            &names,
+            &compared,
+            max_holders,
+            sync,
         ));
         f.extended = Some(ExtendedRef {
             collection: target_name,
@@ -366,7 +366,119 @@ async fn extended(
     Ok(())
 }
 
-/// Compares up to 100 copies with their sources now: `(compared, equal)`.
+/// The strategy the data supports: a copy is maintained only when every holder equals its
+/// source now; a single differing copy makes it a snapshot (`frozen`), because a maintained
+/// strategy's first repair would rewrite that copy's history.
+pub fn strategy(compared: &Compared, max_holders: u64) -> &'static str {
+    if compared.differing > 0 || compared.holders == 0 {
+        "frozen"
+    } else if max_holders > ASYNC_FAN_OUT {
+        "async"
+    } else {
+        "transactional"
+    }
+}
+
+/// The comment on a copy: the counts behind its strategy and, for a snapshot, what a
+/// maintained strategy would do to it.
+fn copy_note(
+    field: &str,
+    target: &str,
+    names: &[String],
+    compared: &Compared,
+    max_holders: u64,
+    sync: &str,
+) -> String {
+    let holders = |n: u64| {
+        format!(
+            "{} holder{}",
+            names::count(n),
+            if n == 1 { "" } else { "s" }
+        )
+    };
+    let mut note = format!(
+        "`{field}`: a copy of `{target}` ({}): every one of {} compared with its source (one aggregation): ",
+        names.join(", "),
+        holders(compared.holders),
+    );
+    if compared.differing == 0 {
+        note.push_str(&format!(
+            "all equal it now, at most {} of one source: `{sync}`",
+            holders(max_holders)
+        ));
+    } else {
+        note.push_str(&format!(
+            "{} differ{} from it now",
+            names::count(compared.differing),
+            if compared.differing == 1 { "s" } else { "" }
+        ));
+        if compared.sources_missing > 0 {
+            note.push_str(&format!(
+                " ({} whose source is gone)",
+                names::count(compared.sources_missing)
+            ));
+        }
+        note.push_str(&format!(
+            ": `{sync}`, a snapshot. Warning: a maintained strategy (`async`, `transactional`) would rewrite those {} copies to their source's current values on its first repair, and their history would be lost",
+            names::count(compared.differing)
+        ));
+    }
+    note
+}
+
+/// What every holder's copy says against its source now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compared {
+    /// Holders of a copy (documents whose copy is a sub-document).
+    pub holders: u64,
+    /// Of them, copies with a copied field that differs from the source's now, or whose
+    /// source is gone.
+    pub differing: u64,
+    /// Of the differing, copies whose source is gone.
+    pub sources_missing: u64,
+}
+
+/// The pipeline that compares every holder's copy at `field` with its source in `target`, in
+/// one pass on the server: a `$lookup` on the source's `_id` index that brings back only the
+/// copied fields (the one source kept as a document), and one `$group` that counts. The copied `names` must be plain identifiers
+/// (no `.`, no `$`): they are written as paths. mongod 5.0 and later take `localField` with a
+/// `pipeline`; the reply is one small document whatever the collection holds. Copied values
+/// are compared with the server's equality (numbers by value, documents field by field).
+pub fn comparison_pipeline(field: &str, target: &str, names: &[String]) -> Vec<Document> {
+    let mut projection = doc! { "_id": 0 };
+    for name in names {
+        projection.insert(name.as_str(), 1);
+    }
+    // the copied names are plain identifiers (`extended` takes no other), so they are paths
+    let copy = |name: &str| Bson::String(format!("$copy.{name}"));
+    let source = |name: &str| Bson::String(format!("$source.{name}"));
+    let differs: Vec<Bson> = names
+        .iter()
+        .map(|n| Bson::Document(doc! { "$ne": [copy(n), source(n)] }))
+        .collect();
+    // `$first` of no source is missing on mongod, `null` on SecantusDB: not a document either way
+    let missing = doc! { "$ne": [{ "$type": "$source" }, "object"] };
+    vec![
+        doc! { "$match": { field: { "$type": "object" } } },
+        doc! { "$project": { "_id": 0, "copy": format!("${field}") } },
+        doc! { "$lookup": {
+            "from": target,
+            "localField": "copy._id",
+            "foreignField": "_id",
+            "pipeline": [{ "$project": projection }, { "$limit": 1 }],
+            "as": "source",
+        } },
+        doc! { "$addFields": { "source": { "$first": "$source" } } },
+        doc! { "$group": {
+            "_id": Bson::Null,
+            "holders": { "$sum": 1 },
+            "differing": { "$sum": { "$cond": [{ "$or": [missing.clone(), { "$or": differs }] }, 1, 0] } },
+            "missing": { "$sum": { "$cond": [missing, 1, 0] } },
+        } },
+    ]
+}
+
+/// Compares every holder's copy with its source now ([`comparison_pipeline`]).
 async fn compare_copies(
     db: &Database,
     config: &PullConfig,
@@ -375,47 +487,28 @@ async fn compare_copies(
     target: &str,
     names: &[String],
     report: &mut Report,
-) -> Result<(u64, u64), String> {
+) -> Result<Compared, String> {
     report.command("aggregate");
-    let holders: Vec<Document> = collection(db, coll, &config.read)
-        .aggregate(vec![
-            doc! { "$sample": { "size": 100 } },
-            doc! { "$project": { "_id": 0, "copy": format!("${field}") } },
-        ])
+    let rows: Vec<Document> = collection(db, coll, &config.read)
+        .aggregate(comparison_pipeline(field, target, names))
         .max_time(config.read.limit())
         .await
-        .map_err(|e| format!("`{coll}.{field}`: {e}"))?
+        .map_err(|e| format!("`{coll}.{field}`: comparing the copies with `{target}`: {e}"))?
         .try_collect()
         .await
-        .map_err(|e| format!("`{coll}.{field}`: {e}"))?;
-    let copies: Vec<Document> = holders
-        .into_iter()
-        .filter_map(|mut h| match h.remove("copy") {
-            Some(Bson::Document(d)) => Some(d),
-            _ => None,
-        })
-        .collect();
-    let ids: Vec<Bson> = copies
-        .iter()
-        .filter_map(|c| c.get("_id").cloned())
-        .collect();
-    report.command("find");
-    let sources: Vec<Document> = collection(db, target, &config.read)
-        .find(doc! { "_id": { "$in": ids } })
-        .max_time(config.read.limit())
-        .await
-        .map_err(|e| format!("`{target}`: {e}"))?
-        .try_collect()
-        .await
-        .map_err(|e| format!("`{target}`: {e}"))?;
-    let mut equal = 0;
-    for c in &copies {
-        let source = sources.iter().find(|s| s.get("_id") == c.get("_id"));
-        if source.is_some_and(|s| names.iter().all(|n| s.get(n) == c.get(n))) {
-            equal += 1;
-        }
-    }
-    Ok((copies.len() as u64, equal))
+        .map_err(|e| format!("`{coll}.{field}`: comparing the copies with `{target}`: {e}"))?;
+    let row = rows.into_iter().next().unwrap_or_default();
+    let count = |key: &str| match row.get(key) {
+        Some(Bson::Int32(n)) => *n as u64,
+        Some(Bson::Int64(n)) => *n as u64,
+        Some(Bson::Double(n)) => *n as u64,
+        _ => 0,
+    };
+    Ok(Compared {
+        holders: count("holders"),
+        differing: count("differing"),
+        sources_missing: count("missing"),
+    })
 }
 
 /// Turns the copies of collection `name` back into plain sub-documents (their check failed).

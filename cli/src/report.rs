@@ -67,10 +67,15 @@ pub struct CopyCheck {
     pub target: String,
     /// The copied fields.
     pub fields: Vec<String>,
-    /// Copies compared with their source.
+    /// Copies compared with their source: every holder of one.
     pub compared: u64,
     /// Of them, equal to the source now.
     pub equal: u64,
+    /// Of them, differing from the source now (a copied field, or the source is gone): any
+    /// makes the copy `frozen`.
+    pub differing: u64,
+    /// Of the differing, those whose source is gone.
+    pub sources_missing: u64,
     /// The most holders of one source.
     pub max_holders: u64,
     /// The strategy suggested.
@@ -131,6 +136,8 @@ pub struct Report {
     pub indexes: Vec<IndexNote>,
     /// Things said once (a cap reached, a text index the attributes cannot say).
     pub notes: Vec<String>,
+    /// The largest reply of the facts pass, in bytes (kept far below mongod's 16 MiB).
+    pub largest_facts_reply: u64,
     /// Commands sent to the server, by name.
     pub commands: std::collections::BTreeMap<String, u64>,
     /// Wall time of the pull.
@@ -175,6 +182,12 @@ impl Report {
             out.push_str(&format!(
                 "warning: `{}` holds up to {} items: unbounded in practice, a reference is the better design (seed 003, question 1)\n",
                 a.path, a.observed_max
+            ));
+        }
+        for c in self.copies.iter().filter(|c| c.differing > 0) {
+            out.push_str(&format!(
+                "warning: `{}`: {} of {} copies differ from their source in `{}`: written `{}`; a maintained strategy (`async`, `transactional`) would rewrite them to the source's current values\n",
+                c.path, c.differing, c.compared, c.target, c.sync
             ));
         }
         for u in &self.undecided {

@@ -15,7 +15,8 @@ use mongodb::Database;
 use crate::report::Report;
 use crate::sample::{collection, ReadOptions};
 
-/// Failing documents kept per collection and round (enough to widen; the counts are exact).
+/// Failing documents kept per collection and round unless told otherwise (enough to widen; the
+/// counts are exact).
 pub const FAILURES_KEPT: usize = 2000;
 
 /// What one collection's check found.
@@ -25,10 +26,19 @@ pub struct Checked {
     pub server: u64,
     /// Documents the local validator found failing.
     pub local: u64,
-    /// Up to [`FAILURES_KEPT`] failing documents.
+    /// Up to `keep` ([`FAILURES_KEPT`] by default) failing documents, to widen from.
     pub failing: Vec<Document>,
     /// `path: rule` of the local failures, with how many documents failed each.
     pub rules: BTreeMap<String, u64>,
+}
+
+impl Checked {
+    /// Whether the validator passed: both counts are zero. The documents kept are only what
+    /// the next round widens from; none kept (a cap of 0, a document that could not be read
+    /// back) says nothing about the counts.
+    pub fn passes(&self) -> bool {
+        self.server == 0 && self.local == 0
+    }
 }
 
 /// mongod's `$jsonSchema` rules for each validator (`Schema::build` checks them): the problems.
@@ -43,13 +53,14 @@ pub fn mongod_problems(validators: &[(String, Document)]) -> Vec<String> {
     }
 }
 
-/// Checks one collection's documents against `validator`.
+/// Checks one collection's documents against `validator`, keeping up to `keep` failing ones.
 pub async fn check(
     db: &Database,
     name: &str,
     total: u64,
     validator: &Document,
     read: &ReadOptions,
+    keep: usize,
     report: &mut Report,
 ) -> Result<Checked, String> {
     let local = LocalValidator::new(validator).map_err(|e| format!("`{name}`: {e}"))?;
@@ -88,7 +99,7 @@ pub async fn check(
                     .entry(format!("{}: {}", failure.path, failure.rule))
                     .or_default() += 1;
             }
-            if checked.failing.len() < FAILURES_KEPT {
+            if checked.failing.len() < keep {
                 if let Ok(d) = Document::try_from(document.as_ref()) {
                     checked.failing.push(d);
                 }
@@ -99,23 +110,25 @@ pub async fn check(
         bar(name, seen, total);
         eprintln!();
     }
-    if checked.server > 0 && checked.local == 0 {
+    if checked.server > 0 && checked.local == 0 && keep > 0 {
         // the server refuses what the local evaluation accepts: widen from the server's own
         report.command("find");
         let refused: Vec<Document> = coll
             .find(doc! { "$nor": [validator.clone()] })
-            .limit(FAILURES_KEPT as i64)
+            .limit(keep as i64)
             .max_time(read.limit())
             .await
             .map_err(|e| format!("`{name}`: {e}"))?
             .try_collect()
             .await
             .map_err(|e| format!("`{name}`: {e}"))?;
+        checked.failing.extend(refused);
+    }
+    if checked.server > 0 && checked.local == 0 {
         *checked
             .rules
             .entry("(refused by the server only)".to_owned())
             .or_default() += checked.server;
-        checked.failing.extend(refused);
     }
     Ok(checked)
 }

@@ -149,19 +149,19 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         .iter()
         .find(|c| c.path == "orders.customer")
         .unwrap();
-    assert_eq!(
-        (copy.equal, copy.compared),
-        (copy.compared, copy.compared.min(100))
-    );
+    // every holder compared, none differing
+    assert_eq!((copy.compared, copy.equal, copy.differing), (7000, 7000, 0));
     let snapshot = report
         .copies
         .iter()
         .find(|c| c.path == "reviews.author")
         .unwrap();
     assert!(snapshot.equal < snapshot.compared, "{snapshot:?}");
+    assert_eq!(snapshot.compared, 1000, "{snapshot:?}");
+    assert_eq!(snapshot.differing, snapshot.compared - snapshot.equal);
 
     // the module compiles, applies with 0 violators, and every document round-trips
-    let dir = scratch_crate(&pulled);
+    let dir = scratch_crate(&pulled, "pulled-shop");
     let output = run_with_deadline(
         Command::new(env!("CARGO"))
             .args(["run", "--quiet", "--manifest-path"])
@@ -217,10 +217,17 @@ async fn the_gate_counts_a_document_the_validator_refuses() {
         .unwrap();
     let mut report = mongo_schema_cli::report::Report::default();
     let read = config().read;
-    let checked =
-        mongo_schema_cli::verify::check(&db, "things", 51, &validators[0].1, &read, &mut report)
-            .await
-            .unwrap();
+    let checked = mongo_schema_cli::verify::check(
+        &db,
+        "things",
+        51,
+        &validators[0].1,
+        &read,
+        mongo_schema_cli::verify::FAILURES_KEPT,
+        &mut report,
+    )
+    .await
+    .unwrap();
     assert_eq!((checked.server, checked.local), (1, 1), "{checked:?}");
     assert_eq!(checked.failing[0].get_i32("_id"), Ok(99));
     // pulled again, the type of `n` is undecided rather than wrong, and nothing fails
@@ -301,6 +308,121 @@ async fn an_existing_validator_is_kept() {
     }
 }
 
+/// Stored names that are hostile to generated code: a newline followed by code (it once ended
+/// a `///` comment and injected a function), a block comment's end, quotes, a backslash, a
+/// Markdown code fence at the start of a comment line (a doctest), and control or invisible
+/// characters. The module compiles, applies with no violator and round-trips every document;
+/// names with control characters are in no code (their sub-document is `Bson`, the name only
+/// escaped in its comment), and a collection holding one at the top level is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
+    let db = mongo_schema_testkit::database("pull_hostile").await;
+    let injected = "x\n}\npub fn injected() -> u8 { 1 }\n/// ";
+    let docs: Vec<Document> = (0..20)
+        .map(|i| {
+            let mut d = doc! {
+                "_id": i,
+                "*/ fn closed() {} /*": i,
+                "quote\"d": format!("q{i}"),
+                "it's": true,
+                "back\\slash": 1.5,
+                "meta": { injected: i, "tab\there": 1, "ok": "yes" },
+                "rtl": { "\u{202e}gnp.exe": i },
+            };
+            if i % 2 == 0 {
+                // missing in half the documents: its note starts with the name
+                d.insert("```rust", i);
+            }
+            d
+        })
+        .collect();
+    db.collection::<Document>("hostile")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let pulled = pull(&db, &config())
+        .await
+        .unwrap_or_else(|e| panic!("pull: {e}"));
+    let module = &pulled.module;
+    // the names with control or invisible characters are in no code, and in their comment
+    // only escaped, on one line
+    assert!(
+        !module
+            .lines()
+            .any(|l| l.trim_start().starts_with("pub fn injected")),
+        "{module}"
+    );
+    assert!(
+        module.contains("(x\\n}\\npub fn injected() -> u8 { 1 }\\n/// )"),
+        "{module}"
+    );
+    assert!(module.contains("(\\u{202e}gnp.exe)"), "{module}");
+    assert!(
+        !module.contains('\u{202e}') && !module.contains('\t'),
+        "{module}"
+    );
+    for needle in [
+        "pub meta: Bson,",
+        "pub rtl: Bson,",
+        "#[serde(rename = \"*/ fn closed() {} /*\")]",
+        "#[serde(rename = \"quote\\\"d\")]",
+        "#[serde(rename = \"back\\\\slash\")]",
+    ] {
+        assert!(
+            module.contains(needle),
+            "`{needle}` is not in the module:\n{module}"
+        );
+    }
+    // no comment line opens a code block (a doctest)
+    for line in module.lines() {
+        let text = line
+            .trim_start()
+            .trim_start_matches("///")
+            .trim_start_matches("//!");
+        assert!(!text.trim_start().starts_with("```"), "{line}");
+    }
+    assert!(pulled
+        .report
+        .undecided
+        .iter()
+        .any(|u| u.path == "hostile.meta"));
+
+    let dir = scratch_crate(&pulled, "pulled-hostile");
+    let output = run_with_deadline(
+        Command::new(env!("CARGO"))
+            .args(["run", "--quiet", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", scratch_target())
+            .env("PULLED_URI", mongo_schema_testkit::uri())
+            .env("PULLED_DB", db.name()),
+        BUILD_DEADLINE,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the pulled crate failed:\n{stdout}\n{stderr}\n{module}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("hostile:"))
+        .unwrap_or_else(|| panic!("no line for hostile:\n{stdout}"));
+    assert!(
+        line.contains("server violators 0, local violators 0"),
+        "{line}"
+    );
+    assert_eq!(counts(line), (20, 20), "{line}");
+
+    // a top-level name with a newline: refused, nothing written
+    db.collection::<Document>("refused")
+        .insert_one(doc! { "_id": 1, "a\nb": 1 })
+        .await
+        .unwrap();
+    let mut only = config();
+    only.collections = vec!["refused".to_owned()];
+    assert!(pull(&db, &only).await.is_err());
+}
+
 fn counts(line: &str) -> (u64, u64) {
     let number = |word: &str| -> u64 {
         let at = line
@@ -333,12 +455,12 @@ fn scratch_target() -> PathBuf {
 }
 
 /// A crate holding the generated module and a program that checks it against the database.
-fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pulled-shop");
+fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let root = workspace_root();
     let manifest = format!(
-        "[package]\nname = \"pulled-shop\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+        "[package]\nname = {name:?}\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
          [workspace]\n\n[dependencies]\n\
          mongo-schema = {{ path = {:?}, features = [\"chrono-0_4\", \"time-0_3\", \"uuid-1\", \"rust_decimal-1\", \"cli\"] }}\n\
          serde = {{ version = \"1\", features = [\"derive\"] }}\n\

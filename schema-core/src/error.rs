@@ -90,12 +90,15 @@ pub enum Error {
         /// the last error of an earlier attempt, if any).
         last: Option<Box<Error>>,
     },
-    /// A write's condition did not hold, so nothing was written: a compare-and-set whose field
-    /// no longer held the expected value (another writer won the race), or a write marked
+    /// A write's condition did not hold: a compare-and-set whose field no longer held the
+    /// expected value (another writer won the race), or a write marked
     /// [`must_match`](crate::Transaction::must_match) whose filter matched nothing. The same
     /// variant whether the write ran alone ([`crate::Ref::compare_and_set`], `position` `None`)
-    /// or inside [`crate::Schema::transaction`] (the whole transaction was aborted; `position`
-    /// says which write). Reload and decide again.
+    /// or inside [`crate::Schema::transaction`] (`position` says which write). `rollback` says
+    /// what became of the writes around it: nothing written (alone, or the library's own
+    /// transaction, aborted); the caller's transaction, given with `.session(..)`, aborted by
+    /// the library (its earlier writes, the caller's own included, will not commit); or, in a
+    /// session with no transaction, the earlier writes kept. Reload and decide again.
     #[non_exhaustive]
     ConditionFailed {
         /// The collection the write was for.
@@ -104,6 +107,8 @@ pub enum Error {
         label: String,
         /// Where the write stood in its transaction; `None` for a standalone call.
         position: Option<StepPosition>,
+        /// What became of the writes around the failed one.
+        rollback: Rollback,
     },
     /// The call would put more into a bounded place than it holds, and was refused before
     /// anything was written: a push of more items than an array's `max` (without `cap`), more
@@ -236,6 +241,75 @@ impl StepPosition {
 impl fmt::Display for StepPosition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "write {} of {}", self.number, self.of)
+    }
+}
+
+/// What a failed condition ([`Error::ConditionFailed`]) did to the writes around it. A helper
+/// whose condition fails never leaves the writes before it to commit silently: in the caller's
+/// transaction it aborts that transaction and says so here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rollback {
+    /// Nothing was written: the write ran alone and matched nothing, or the library's own
+    /// transaction was aborted.
+    NothingWritten,
+    /// The write ran inside the caller's transaction (`.session(&mut s)` on a session with a
+    /// transaction in progress), and the library aborted that transaction: none of its writes
+    /// commit, the caller's own before the helper included. `s.commit_transaction()` now
+    /// fails; start the transaction again (`s.start_transaction()`) to retry.
+    CallerTransactionAborted,
+    /// The write ran in the caller's session with no transaction in progress: the writes sent
+    /// before it in that session were each committed on their own and stay written; this one
+    /// and those after it were not sent. Undo the earlier ones yourself, or run the helper in
+    /// a transaction.
+    EarlierWritesKept,
+}
+
+impl fmt::Display for Rollback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rollback::NothingWritten => "nothing was written",
+            Rollback::CallerTransactionAborted => {
+                "the caller's transaction was aborted: none of its writes will commit; start it again"
+            }
+            Rollback::EarlierWritesKept => {
+                "the session had no transaction: the writes before this one stay written"
+            }
+        })
+    }
+}
+
+/// A failed condition inside the caller's session leaves no earlier write to commit
+/// silently: the caller's transaction, when one is in progress, is aborted here, and the error
+/// says which happened ([`Rollback`]). Other errors pass unchanged.
+pub(crate) async fn after_failed_condition(
+    session: &mut mongodb::ClientSession,
+    error: Error,
+) -> Error {
+    let Error::ConditionFailed {
+        collection,
+        label,
+        position,
+        ..
+    } = error
+    else {
+        return error;
+    };
+    // the driver refuses an abort only when no transaction is in progress, and ignores the
+    // server's answer to one (the transactions spec): after `Ok` the transaction is over on
+    // this session, and its writes never commit
+    let rollback = if session.abort_transaction().await.is_ok() {
+        Rollback::CallerTransactionAborted
+    } else if position.is_some_and(|p| p.number > 1) {
+        Rollback::EarlierWritesKept
+    } else {
+        Rollback::NothingWritten
+    };
+    Error::ConditionFailed {
+        collection,
+        label,
+        position,
+        rollback,
     }
 }
 
@@ -517,11 +591,13 @@ impl fmt::Debug for Error {
                 collection,
                 label,
                 position,
+                rollback,
             } => f
                 .debug_struct("ConditionFailed")
                 .field("collection", collection)
                 .field("label", label)
                 .field("position", position)
+                .field("rollback", rollback)
                 .finish(),
             Error::BoundExceeded {
                 path,
@@ -649,17 +725,24 @@ impl fmt::Display for Error {
                 collection,
                 label,
                 position: Some(position),
+                rollback,
             } => write!(
                 f,
-                "refused: {position}, `{label}`, must match a document of `{collection}` and matched none: the transaction was aborted and nothing was written"
+                "refused: {position}, `{label}`, must match a document of `{collection}` and matched none: {}",
+                match rollback {
+                    Rollback::NothingWritten =>
+                        "the transaction was aborted and nothing was written".to_owned(),
+                    other => other.to_string(),
+                }
             ),
             Error::ConditionFailed {
                 collection,
                 label,
                 position: None,
+                rollback,
             } => write!(
                 f,
-                "`{label}` matched no document of `{collection}` (another writer changed it first, or it is gone): nothing was written"
+                "`{label}` matched no document of `{collection}` (another writer changed it first, or it is gone): {rollback}"
             ),
             Error::BoundExceeded {
                 path,
@@ -1056,6 +1139,7 @@ mod tests {
             collection: "books".into(),
             label: "compare_and_set books.copies".into(),
             position: None,
+            rollback: Rollback::NothingWritten,
         };
         assert!(lost.is_condition_failed() && !lost.is_transient());
         assert!(!refused.is_condition_failed());
@@ -1248,6 +1332,7 @@ mod tests {
                 collection: "c".into(),
                 label: "l".into(),
                 position: Some(StepPosition::new(1, 2)),
+                rollback: Rollback::NothingWritten,
             },
             Error::BoundExceeded {
                 path: "p".into(),

@@ -41,7 +41,9 @@ where
     ///
     /// - [`Error::ConditionFailed`] (with `position: None`; see
     ///   [`Error::is_condition_failed`]) when another writer changed the field first, or the
-    ///   document is gone: nothing was written; reload and decide again. A lost race reads the
+    ///   document is gone: nothing was written; reload and decide again. With
+    ///   [`.session(&mut s)`](CompareAndSet::session) inside a transaction, that transaction
+    ///   is aborted ([`Rollback::CallerTransactionAborted`](crate::error::Rollback)). A lost race reads the
     ///   same here and inside [`crate::Schema::transaction`]'s
     ///   [`compare_and_set`](crate::Transaction::compare_and_set) (there `position` names the
     ///   write): one error to match whichever way the write was sent, rather than a `false`
@@ -110,8 +112,13 @@ pub struct CompareAndSet<'a> {
 }
 
 impl<'a> CompareAndSet<'a> {
-    /// Sends the update in `session`: inside the caller's transaction when one is started,
-    /// where a lost race ([`Error::ConditionFailed`]) is the caller's to abort on.
+    /// Sends the update in `session`: inside the caller's transaction when one is started.
+    /// A lost race there **aborts the caller's transaction** (none of its writes commit, the
+    /// caller's own before this one included; a later `commit_transaction` fails), and
+    /// [`Error::ConditionFailed`] carries
+    /// [`Rollback::CallerTransactionAborted`](crate::error::Rollback::CallerTransactionAborted):
+    /// start the transaction again after reloading. In a session with no transaction nothing
+    /// is aborted (there is nothing to abort) and the error says nothing was written.
     pub fn session(mut self, session: &'a mut ClientSession) -> Self {
         self.session = Some(session);
         self
@@ -132,20 +139,25 @@ impl<'a> std::future::IntoFuture for CompareAndSet<'a> {
             let filter = self.filter?;
             let collection = self.db.collection::<BsonDocument>(self.collection);
             let action = collection.update_one(filter, self.update);
-            let result = match self.session {
+            let mut session = self.session;
+            let result = match session.as_deref_mut() {
                 Some(session) => action.session(session).await,
                 None => action.await,
             }
             .in_collection(self.collection)?;
             if result.matched_count == 1 {
-                Ok(())
-            } else {
-                Err(Error::ConditionFailed {
-                    collection: self.collection.to_owned(),
-                    label: self.label,
-                    position: None,
-                })
+                return Ok(());
             }
+            let lost = Error::ConditionFailed {
+                collection: self.collection.to_owned(),
+                label: self.label,
+                position: None,
+                rollback: crate::error::Rollback::NothingWritten,
+            };
+            Err(match session {
+                Some(session) => crate::error::after_failed_condition(session, lost).await,
+                None => lost,
+            })
         })
     }
 }

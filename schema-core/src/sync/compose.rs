@@ -11,6 +11,7 @@ use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
 use super::transaction::in_transaction_or;
+use crate::error::Rollback;
 use crate::model::copy::SyncEdge;
 use crate::model::document::stored_document;
 use crate::relations::subset::{update_parent_in, ParentUpdate};
@@ -417,10 +418,17 @@ impl<'a> Transaction<'a> {
     }
 
     /// Sends the steps inside `session`'s transaction instead of one of the library's own:
-    /// once, no retry, no commit (the caller owns the commit, the abort and the retry; a
-    /// transient error comes back with its labels). [`TransactionReport::attempts`] is then
-    /// `1`. Start the transaction first: in a session without one the writes are sent one by
-    /// one, not atomically.
+    /// once, no retry, no commit (the caller owns the commit and the retry; a transient error
+    /// comes back with its labels). [`TransactionReport::attempts`] is then `1`. Start the
+    /// transaction first: in a session without one the writes are sent one by one, not
+    /// atomically.
+    ///
+    /// A [`must_match`](Transaction::must_match) step or compare-and-set that matches nothing
+    /// **aborts the caller's transaction**: the steps before it, and the caller's own writes
+    /// in that transaction, never commit, and [`Error::ConditionFailed`] carries
+    /// [`Rollback::CallerTransactionAborted`]; a later `commit_transaction` fails. In a session
+    /// with no transaction the earlier steps were committed one by one and stay written
+    /// ([`Rollback::EarlierWritesKept`]).
     pub fn session(mut self, session: &'a mut ClientSession) -> Self {
         self.session = Some(session);
         self
@@ -443,7 +451,8 @@ impl<'a> Transaction<'a> {
         let deadline: Duration = self.schema.transaction_deadline_value();
         let steps = self.steps;
         let db = self.db;
-        let (outcomes, attempts) = in_transaction_or(db, deadline, self.session, |session| {
+        let mut caller = self.session;
+        let sent = in_transaction_or(db, deadline, caller.as_deref_mut(), |session| {
             let (db, steps) = (db.clone(), steps.clone());
             Box::pin(async move {
                 let mut outcomes = Vec::with_capacity(steps.len());
@@ -455,6 +464,7 @@ impl<'a> Transaction<'a> {
                             collection: planned.step.collection().to_owned(),
                             label: planned.label.clone(),
                             position: Some(crate::error::StepPosition::new(position + 1, count)),
+                            rollback: Rollback::NothingWritten,
                         });
                     }
                     outcomes.push(outcome);
@@ -462,7 +472,14 @@ impl<'a> Transaction<'a> {
                 Ok(outcomes)
             })
         })
-        .await?;
+        .await;
+        let (outcomes, attempts) = match (sent, caller) {
+            (Ok(sent), _) => sent,
+            (Err(error), Some(session)) => {
+                return Err(crate::error::after_failed_condition(session, error).await)
+            }
+            (Err(error), None) => return Err(error),
+        };
         Ok(TransactionReport {
             steps: outcomes,
             attempts,
@@ -477,7 +494,8 @@ impl<'a> std::future::IntoFuture for Transaction<'a> {
     /// Sends the writes in one transaction and commits: every write lands, or none. Retried as
     /// a whole on transient errors (write conflicts, a primary that went away) within the
     /// schema's transaction deadline. With [`session`](Transaction::session), the writes are
-    /// sent once inside the caller's transaction, which the caller commits.
+    /// sent once inside the caller's transaction, which the caller commits, or which a failed
+    /// condition aborts ([`Rollback::CallerTransactionAborted`]).
     ///
     /// # Errors
     ///

@@ -219,6 +219,44 @@ impl FailureLog {
 
     /// Upserts the record of `failure` (one per copy, holder and source; `attempts` counts).
     pub(crate) async fn record(&self, db: &Database, failure: Failure) -> Result<()> {
+        let (filter, update) = self.prepare(db, failure).await;
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .update_one(filter, update)
+            .upsert(true)
+            .await?;
+        Ok(())
+    }
+
+    /// [`FailureLog::record`] under the sync worker's fence: the record's upsert commits in a
+    /// transaction on `lane` only while the worker holds its lease, as its copy writes do, so
+    /// a worker that lost its lease records nothing after the worker that took over (which
+    /// meets the same holder and records it itself). `false` when fenced off.
+    pub(crate) async fn record_fenced(
+        &self,
+        db: &Database,
+        failure: Failure,
+        fence: &super::fence::Fence,
+        lane: usize,
+    ) -> Result<bool> {
+        let (filter, update) = self.prepare(db, failure).await;
+        let written = super::fence::transact(db.client(), Some((fence, lane)), |session| {
+            let (db, filter, update) = (db.clone(), filter.clone(), update.clone());
+            Box::pin(async move {
+                db.collection::<BsonDocument>(FAILURES_COLLECTION)
+                    .update_one(filter, update)
+                    .upsert(true)
+                    .session(session)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(matches!(written, super::fence::Fenced::Committed(())))
+    }
+
+    /// The filter and update of `failure`'s record, the collection's indexes made first
+    /// (outside any transaction, which cannot create them).
+    async fn prepare(&self, db: &Database, failure: Failure) -> (BsonDocument, BsonDocument) {
         self.may_exist.store(true, Ordering::Release);
         // the indexes keep the records bounded and their clearing cheap, but a record without
         // them is still a record: an index the server refuses (a conflicting one of the same
@@ -239,14 +277,10 @@ impl FailureLog {
             Some(code) => set.insert("code", code),
             None => set.insert("code", Bson::Null),
         };
-        db.collection::<BsonDocument>(FAILURES_COLLECTION)
-            .update_one(
-                doc! { "_id": record_id(&failure.copy, &failure.holder, &failure.source) },
-                doc! { "$set": set, "$inc": { "attempts": 1_i64 } },
-            )
-            .upsert(true)
-            .await?;
-        Ok(())
+        (
+            doc! { "_id": record_id(&failure.copy, &failure.holder, &failure.source) },
+            doc! { "$set": set, "$inc": { "attempts": 1_i64 } },
+        )
     }
 
     /// Removes the records of `target` for `source` whose holder is one of `holders` (every

@@ -362,8 +362,19 @@ impl FanOut {
                 }
                 Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
                     tracing::error!(copy = %edge.label(), holder = %holder, source = %source, %error, "a holder cannot take its copy; recorded in the sync failures");
-                    log.record(db, Failure::new(edge, holder, source.clone(), &error))
-                        .await?;
+                    let failure = Failure::new(edge, holder, source.clone(), &error);
+                    match writer {
+                        Writer::Transaction => log.record(db, failure).await?,
+                        // the record is a write of the worker like its copies: under the fence
+                        Writer::Fenced { fence, lane } => {
+                            if !log.record_fenced(db, failure, fence, lane).await? {
+                                return Ok(FanOutOutcome {
+                                    fenced_off: true,
+                                    ..outcome
+                                });
+                            }
+                        }
+                    }
                     outcome.failed += 1;
                 }
                 Err(error) => return Err(error),

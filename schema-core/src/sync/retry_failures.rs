@@ -100,10 +100,12 @@ async fn retry_one(
             return Ok(());
         };
         let refreshed = async {
+            // the holder is read from a stored record: a value, never an operator
+            crate::relations::reference::refuse_hostile_id("a recorded parent id", &record.holder)?;
             let state = rule.state(db, None, &record.holder).await?;
             db.collection::<BsonDocument>(&rule.parents)
                 .update_one(
-                    doc! { "_id": record.holder.clone() },
+                    doc! { "_id": { "$eq": record.holder.clone() } },
                     rule.set_update(&state),
                 )
                 .await?;
@@ -118,7 +120,11 @@ async fn retry_one(
                     .await?;
                 report.resolved += 1;
             }
-            Err(error) if ErrorClass::of(&error) == ErrorClass::PerDocument => {
+            // a recorded parent id that is an operator stays recorded, for the operator
+            Err(error)
+                if ErrorClass::of(&error) == ErrorClass::PerDocument
+                    || matches!(error, Error::UnsafeValue { .. }) =>
+            {
                 log.record(
                     db,
                     Failure::of_target(
@@ -151,7 +157,8 @@ async fn retry_one(
         Box::pin(async move {
             let current = db
                 .collection::<BsonDocument>(&edge.copy.source)
-                .find_one(doc! { "_id": source.clone() })
+                // read from a stored record: compared as a value whatever it holds
+                .find_one(doc! { "_id": { "$eq": source.clone() } })
                 .session(&mut *session)
                 .await?;
             let fan_out = match &current {

@@ -90,9 +90,16 @@ impl SubsetRule {
         })
     }
 
-    /// The parent `child` belongs to (`None` for a child without one).
+    /// The parent `child` belongs to (`None` for a child without one). The id is read from a
+    /// stored document, which a client's update may have filled with anything: only a value
+    /// is a parent. An id that a filter would run as a query (a document with a `$` key, an
+    /// array, a regular expression, JavaScript) names no parent, so no refresh is aimed by it
+    /// at another parent (`{ "_id": { "$ne": null } }` would match the first one).
     pub fn parent_of(&self, child: &BsonDocument) -> Option<Bson> {
-        crate::sync::get_path(child, &self.parent_field).filter(|p| !matches!(p, Bson::Null))
+        crate::sync::get_path(child, &self.parent_field).filter(|p| {
+            !matches!(p, Bson::Null)
+                && crate::relations::reference::refuse_hostile_id("a stored parent id", p).is_ok()
+        })
     }
 
     /// The children of `parent` that the subset shows and counts.
@@ -228,7 +235,8 @@ impl SubsetRule {
             let state = self.read(db, Some(&mut *session), &parent, false).await?;
             parent_collection
                 .update_one(
-                    doc! { "_id": parent },
+                    // compared as a value whatever it holds
+                    doc! { "_id": { "$eq": parent } },
                     self.refill_update(state.previews, delta),
                 )
                 .session(&mut *session)
@@ -417,6 +425,19 @@ mod tests {
             Some(Bson::Int32(7))
         );
         assert_eq!(r.parent_of(&doc! { "member": null }), None);
+        // ids that a filter would run as a query name no parent
+        for hostile in [
+            doc! { "member": { "_id": { "$ne": null } } },
+            doc! { "member": { "_id": { "a": { "$gt": 1 } } } },
+            doc! { "member": { "_id": [1, 2] } },
+            doc! { "member": { "_id": mongodb::bson::Regex { pattern: ".".into(), options: String::new() } } },
+        ] {
+            assert_eq!(r.parent_of(&hostile), None, "{hostile}");
+        }
+        assert_eq!(
+            r.parent_of(&doc! { "member": { "_id": { "tenant": 1, "n": 2 } } }),
+            Some(Bson::Document(doc! { "tenant": 1, "n": 2 }))
+        );
         assert_eq!(r.children_filter(&Bson::Int32(7)), doc! { "member._id": 7 });
         let filtered = rule(Some(doc! { "status": "active" }));
         assert_eq!(
