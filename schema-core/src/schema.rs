@@ -538,6 +538,13 @@ impl SchemaBuilder {
                         .map(|query| (subset.child.clone(), query))
                 })
             })
+            .chain(self.collections.iter().flat_map(|holder| {
+                holder.copies.iter().flat_map(|copy| {
+                    crate::query::fitting::source_queries(&holder.name, copy)
+                        .into_iter()
+                        .map(|query| (copy.source.clone(), query))
+                })
+            }))
             .collect();
         for spec in &mut self.collections {
             let extra = subset_queries

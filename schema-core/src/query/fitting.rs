@@ -154,8 +154,30 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
             .eq(copy.id_path())
             .any_of("_id", crate::FAN_OUT_CHUNK),
         );
+        // reconcile reads every holder in `_id` order (a walk of the `_id` index; after a
+        // break it resumes after the last one compared)
+        queries.push(
+            QuerySpec::library(format!(
+                "reconcile of {} copies at {}",
+                copy.source, copy.path
+            ))
+            .sort("_id", 1),
+        );
     }
     queries
+}
+
+/// The queries reconcile sends to a copy's source collection: its holders' sources looked up by
+/// `_id`, at most [`crate::sync::reconcile::SOURCE_CHUNK`] at a time.
+pub(crate) fn source_queries(holder: &str, copy: &crate::CopySpec) -> Vec<QuerySpec> {
+    if copy.strategy == SyncStrategy::Frozen {
+        return Vec::new();
+    }
+    vec![QuerySpec::library(format!(
+        "reconcile's lookup of the sources of {holder}.{}",
+        copy.path
+    ))
+    .any_of("_id", crate::sync::reconcile::SOURCE_CHUNK)]
 }
 
 /// The queries a subset of another collection sends to its children (`children`'s spec): the

@@ -129,7 +129,7 @@ impl fmt::Display for ReconcileReport {
 const RECONCILE_BATCH: usize = 5000;
 
 /// Source ids per `$in`.
-const SOURCE_CHUNK: usize = 1000;
+pub(crate) const SOURCE_CHUNK: usize = 1000;
 
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
 /// ones through `writer` (fenced when the worker reconciles). Frozen copies are never touched,
