@@ -112,6 +112,26 @@ impl Failure {
         Failure::of_target(edge.label(), holder, source, error)
     }
 
+    /// A change event of `collection` that the worker could not read and skipped (target the
+    /// collection, holder and source the changed document's `_id`): reconcile repairs what it
+    /// would have done.
+    pub(crate) fn unreadable(
+        collection: &str,
+        document: Bson,
+        code: Option<i32>,
+        reason: &str,
+    ) -> Failure {
+        Failure {
+            copy: collection.to_owned(),
+            holder: document.clone(),
+            source: document,
+            code,
+            message: format!(
+                "a change event the sync worker could not read was skipped ({reason}); reconcile repairs the copies and subsets it concerned"
+            ),
+        }
+    }
+
     /// A failure of any target a sync path rewrites (a copy `holder.path`, a subset
     /// `parent.path`): the document `holder` of that target could not take what `source`
     /// needs written.
