@@ -10,7 +10,8 @@
 //!   refuses to store what the driver cannot decode) is recorded once with its document key and
 //!   skipped, the changes after it are applied, and reconcile repairs what it would have done;
 //! - a trickle of one change every 300 ms: a rename is applied within a second (a batch no
-//!   longer waits for 1,000 changes), and a shutdown during the trickle returns at once.
+//!   longer waits for 1,000 changes); and a shutdown while changes keep coming (one every 50 ms)
+//!   returns at once (the stop is honoured while a batch is gathered).
 
 mod common;
 
@@ -226,10 +227,11 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
         .unwrap();
 }
 
-/// Renames `agent` every 300 ms until `done`.
+/// Renames `agent` every `period` until `done`.
 fn trickle(
     db: mongodb::Database,
     agent: Agent,
+    period: Duration,
     done: Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -237,7 +239,7 @@ fn trickle(
         while !done.load(Ordering::Relaxed) {
             n += 1;
             rename(&db, &agent, &format!("trickle {n}")).await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(period).await;
         }
     })
 }
@@ -264,7 +266,12 @@ async fn a_rename_during_a_trickle_is_applied_within_a_second() {
     .await
     .unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let trickling = trickle(db.clone(), agents[0].clone(), done.clone());
+    let trickling = trickle(
+        db.clone(),
+        agents[0].clone(),
+        Duration::from_millis(300),
+        done.clone(),
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     for n in 0..3 {
         let name = format!("renamed {n}");
@@ -301,7 +308,14 @@ async fn a_shutdown_during_a_trickle_returns_at_once() {
     .await
     .unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let trickling = trickle(db.clone(), agents[0].clone(), done.clone());
+    // a change every 50 ms: no reply of the stream comes back empty, and a batch that
+    // gathered until one did (or until 1,000 changes) would hold the shutdown for minutes
+    let trickling = trickle(
+        db.clone(),
+        agents[0].clone(),
+        Duration::from_millis(50),
+        done.clone(),
+    );
     // the worker is following the trickle
     eventually(
         Duration::from_secs(10),
