@@ -14,6 +14,23 @@
 //! An event that still cannot be read (a document the driver cannot decode, such as a string
 //! that is not UTF-8, which mongod stores) is [`Read::Unreadable`]: the worker records it once
 //! and goes on after it; reconcile repairs what it would have done.
+//!
+//! An event still too large to send (a server without the split stage, or one top-level field
+//! over 16 MB after the projection) has no token the worker could read from it. The worker then
+//! reopens from its position reading one event per reply, so the stream stops right before that
+//! event; a second stream from there, with the same `$match` but no images and nothing else
+//! kept, reads its token, namespace and document key; the worker records it and goes on after
+//! its token. Limits, stated plainly:
+//! - this relies on mongod failing the reply that holds the event and not the ones before it
+//!   (a reply of one event), and it is not exercised on these machines: SecantusDB sends an event
+//!   whatever its size, so the tests cover the projection, the split and the skip of an event that
+//!   does not decode, not a server's refusal;
+//! - an event too large as the very first of a fresh stream (no position yet) cannot be
+//!   skipped: the worker reopens from its saved token and meets it again, as before;
+//! - the projection keeps the union of the fields read over every followed collection (a field
+//!   copied from one collection is kept in the events of another that has a field of that name);
+//! - a skipped event's record names its collection, not a copy: `retry_failures` counts it
+//!   among the records of unknown copies and leaves it; reconcile repairs the copies and subsets.
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
 use mongodb::change_stream::event::ChangeStreamEvent;
