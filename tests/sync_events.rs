@@ -8,7 +8,8 @@
 //!   `sync::events`' unit tests show the projection;
 //! - an event the worker cannot decode (made so by the worker's test hook: the test server
 //!   refuses to store what the driver cannot decode) is recorded once with its document key and
-//!   skipped, the changes after it are applied, and reconcile repairs what it would have done;
+//!   skipped, the changes after it are applied, and reconcile repairs what it would have done
+//!   (and removes the record);
 //! - a trickle of one change every 300 ms: a rename is applied within a second (a batch no
 //!   longer waits for 1,000 changes); and a shutdown while changes keep coming (one every 50 ms)
 //!   returns at once (the stop is honoured while a batch is gathered).
@@ -222,6 +223,10 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
     let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.repaired(), 1, "{report}");
     assert_eq!(copied_name(&db, &cases[0]).await.as_deref(), Some("unread"));
+    assert!(
+        schema.sync_failures(&db).await.unwrap().is_empty(),
+        "the record goes with the reconcile that repaired what the event would have done"
+    );
     within(Duration::from_secs(30), "shutdown", worker.shutdown())
         .await
         .unwrap();

@@ -30,7 +30,9 @@
 //! - the projection keeps the union of the fields read over every followed collection (a field
 //!   copied from one collection is kept in the events of another that has a field of that name);
 //! - a skipped event's record names its collection, not a copy: `retry_failures` counts it
-//!   among the records of unknown copies and leaves it; reconcile repairs the copies and subsets.
+//!   among the records of unknown copies and leaves it; a complete (not dry-run) reconcile
+//!   repairs the copies and subsets and removes the records of the events skipped before it
+//!   began (by the server's clock).
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocument, RawDocumentBuf};
 use mongodb::change_stream::event::ChangeStreamEvent;

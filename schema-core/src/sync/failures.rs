@@ -104,6 +104,9 @@ pub(crate) struct Failure {
     source: Bson,
     code: Option<i32>,
     message: String,
+    /// A change event the worker skipped (`copy` is then the event's collection), which the
+    /// next complete reconcile clears.
+    unreadable_event: bool,
 }
 
 impl Failure {
@@ -122,6 +125,7 @@ impl Failure {
         reason: &str,
     ) -> Failure {
         Failure {
+            unreadable_event: true,
             copy: collection.to_owned(),
             holder: document.clone(),
             source: document,
@@ -142,6 +146,7 @@ impl Failure {
         error: &Error,
     ) -> Failure {
         Failure {
+            unreadable_event: false,
             copy: target.into(),
             holder,
             source,
@@ -253,16 +258,24 @@ impl FailureLog {
             "holder": failure.holder.clone(),
             "source": failure.source.clone(),
             "message": failure.message,
-            "at": DateTime::now(),
         };
         match failure.code {
             Some(code) => set.insert("code", code),
             None => set.insert("code", Bson::Null),
         };
+        if failure.unreadable_event {
+            set.insert("unreadable_event", true);
+        }
         db.collection::<BsonDocument>(FAILURES_COLLECTION)
             .update_one(
                 doc! { "_id": record_id(&failure.copy, &failure.holder, &failure.source) },
-                doc! { "$set": set, "$inc": { "attempts": 1_i64 } },
+                // `at` on the server's clock: a reconcile clears the skipped events recorded
+                // before it began, by the same clock
+                doc! {
+                    "$set": set,
+                    "$currentDate": { "at": true },
+                    "$inc": { "attempts": 1_i64 },
+                },
             )
             .upsert(true)
             .await?;
@@ -293,6 +306,24 @@ impl FailureLog {
             Some(session) => delete.session(session).await?,
             None => delete.await?,
         };
+        Ok(())
+    }
+
+    /// Removes the records of change events of `collections` that the worker skipped before
+    /// `before` (the server's clock): a complete reconcile that began then has repaired what
+    /// they would have done.
+    pub(crate) async fn clear_unreadable_before(
+        db: &Database,
+        collections: &[String],
+        before: DateTime,
+    ) -> Result<()> {
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .delete_many(doc! {
+                "unreadable_event": true,
+                "copy": { "$in": collections },
+                "at": { "$lt": before },
+            })
+            .await?;
         Ok(())
     }
 
