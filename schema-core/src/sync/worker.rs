@@ -1246,8 +1246,9 @@ impl SyncWorkerHandle {
         }
     }
 
-    /// Stops after the batch in progress (its token saved), gives up the lease so a standby
-    /// takes over at once, and waits for the worker to end.
+    /// Stops after the batch being applied (its token saved), gives up the lease so a standby
+    /// takes over at once, and waits for the worker to end. Changes received but not yet applied
+    /// (a batch being gathered) are left to the next worker of the name, from the saved token.
     ///
     /// # Errors
     ///
