@@ -63,6 +63,12 @@ pub const FAN_OUT_CONCURRENCY: usize = 8;
 /// starts the next batch.
 const GATHER_DEADLINE: Duration = Duration::from_millis(10);
 
+/// A batch whose newest change is older than this is a worker catching up: it gathers beyond
+/// the driver's buffer (the next replies are already waiting on the server) up to
+/// [`SyncWorker::max_batch`], so a backlog is applied with one rewrite per renamed source per
+/// batch; fresh changes are applied as they come.
+const CATCHING_UP: Duration = Duration::from_secs(1);
+
 /// `BSONObjectTooLarge`: the next event exceeds what the server can send.
 const TOO_LARGE: i32 = 10334;
 
@@ -855,16 +861,23 @@ impl SyncWorker {
             }
             // the batch: what the driver has already received, and a reply arriving within
             // GATHER_DEADLINE (never a wait for more changes: a trickle is applied as it
-            // comes), plus the rest of a split event; then applied, and the token saved once
-            // for the batch: a crash re-applies at most one batch (the rewrites are idempotent)
+            // comes; a worker catching up reads on, see CATCHING_UP), plus the rest of a split
+            // event; then applied, and the token saved once for the batch: a crash re-applies
+            // at most one batch (the rewrites are idempotent)
             let mut batch = Vec::new();
             let mut unreadable = Vec::new();
             self.take(&first, &mut fragments, &mut batch, &mut unreadable);
             let gathering_until = Instant::now() + GATHER_DEADLINE;
             while (batch.len() < self.max_batch && !one_at_a_time) || fragments.pending() {
                 let whole_event = fragments.pending();
+                // changes already late (a worker catching up): the next reply is waiting on
+                // the server, and applying them with it coalesces more rewrites
+                let catching_up = batch.last().and_then(|e| e.wall_time).is_some_and(|wall| {
+                    mongodb::bson::DateTime::now().timestamp_millis() - wall.timestamp_millis()
+                        > CATCHING_UP.as_millis() as i64
+                });
                 let read = async {
-                    if whole_event {
+                    if whole_event || catching_up {
                         Some(stream.next_if_any().await)
                     } else {
                         tokio::time::timeout_at(gathering_until, stream.next_if_any())
