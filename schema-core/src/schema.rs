@@ -228,6 +228,17 @@ impl Schema {
 
     async fn reconcile_now(&self, db: &Database, dry_run: bool) -> Result<ReconcileReport> {
         let db = &crate::concern::pinned(db);
+        // the server's time as the pass begins: the change events the worker skipped before it
+        // are repaired by this pass, and their records go once it completes
+        let began = if dry_run {
+            None
+        } else {
+            db.run_command(mongodb::bson::doc! { "hello": 1 })
+                .await?
+                .get_datetime("localTime")
+                .ok()
+                .copied()
+        };
         let edges: Vec<&SyncEdge> = self.graph.edges.iter().collect();
         let mut report = crate::sync::reconcile::reconcile(
             db,
@@ -240,6 +251,17 @@ impl Schema {
         let rules = crate::relations::subset::reconcile::rules(&self.collections);
         report.subsets =
             crate::relations::subset::reconcile::reconcile(db, &rules, dry_run, None).await?;
+        if let Some(began) = began {
+            let mut followed: Vec<String> = self
+                .graph
+                .edges
+                .iter()
+                .filter(|e| e.copy.strategy == crate::SyncStrategy::Async)
+                .map(|e| e.copy.source.to_string())
+                .collect();
+            followed.extend(rules.iter().map(|r| r.children.to_string()));
+            FailureLog::clear_unreadable_before(db, &followed, began).await?;
+        }
         Ok(report)
     }
 

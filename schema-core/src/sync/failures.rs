@@ -104,12 +104,36 @@ pub(crate) struct Failure {
     source: Bson,
     code: Option<i32>,
     message: String,
+    /// A change event the worker skipped (`copy` is then the event's collection), which the
+    /// next complete reconcile clears.
+    unreadable_event: bool,
 }
 
 impl Failure {
     /// A failure of the copy `edge` in the holder `holder`, for the source `source`.
     pub(crate) fn new(edge: &SyncEdge, holder: Bson, source: Bson, error: &Error) -> Failure {
         Failure::of_target(edge.label(), holder, source, error)
+    }
+
+    /// A change event of `collection` that the worker could not read and skipped (target the
+    /// collection, holder and source the changed document's `_id`): reconcile repairs what it
+    /// would have done.
+    pub(crate) fn unreadable(
+        collection: &str,
+        document: Bson,
+        code: Option<i32>,
+        reason: &str,
+    ) -> Failure {
+        Failure {
+            unreadable_event: true,
+            copy: collection.to_owned(),
+            holder: document.clone(),
+            source: document,
+            code,
+            message: format!(
+                "a change event the sync worker could not read was skipped ({reason}); reconcile repairs the copies and subsets it concerned"
+            ),
+        }
     }
 
     /// A failure of any target a sync path rewrites (a copy `holder.path`, a subset
@@ -122,6 +146,7 @@ impl Failure {
         error: &Error,
     ) -> Failure {
         Failure {
+            unreadable_event: false,
             copy: target.into(),
             holder,
             source,
@@ -271,15 +296,23 @@ impl FailureLog {
             "holder": failure.holder.clone(),
             "source": failure.source.clone(),
             "message": failure.message,
-            "at": DateTime::now(),
         };
         match failure.code {
             Some(code) => set.insert("code", code),
             None => set.insert("code", Bson::Null),
         };
+        if failure.unreadable_event {
+            set.insert("unreadable_event", true);
+        }
         (
             doc! { "_id": record_id(&failure.copy, &failure.holder, &failure.source) },
-            doc! { "$set": set, "$inc": { "attempts": 1_i64 } },
+            // `at` on the server's clock: a reconcile clears the skipped events recorded
+            // before it began, by the same clock
+            doc! {
+                "$set": set,
+                "$currentDate": { "at": true },
+                "$inc": { "attempts": 1_i64 },
+            },
         )
     }
 
@@ -307,6 +340,24 @@ impl FailureLog {
             Some(session) => delete.session(session).await?,
             None => delete.await?,
         };
+        Ok(())
+    }
+
+    /// Removes the records of change events of `collections` that the worker skipped before
+    /// `before` (the server's clock): a complete reconcile that began then has repaired what
+    /// they would have done.
+    pub(crate) async fn clear_unreadable_before(
+        db: &Database,
+        collections: &[String],
+        before: DateTime,
+    ) -> Result<()> {
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .delete_many(doc! {
+                "unreadable_event": true,
+                "copy": { "$in": collections },
+                "at": { "$lt": before },
+            })
+            .await?;
         Ok(())
     }
 

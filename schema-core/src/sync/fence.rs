@@ -20,12 +20,27 @@
 //!
 //! A fence is one kind of target's business only through the body it runs: copies of extended
 //! references today, other targets (subset parents) with the same lanes.
+//!
+//! A holder that dies inside a fenced transaction after its lane write (a crashed process, or a
+//! task aborted while its commit waited for a connection: the driver marks a commit sent before
+//! it is, so dropping it neither commits nor aborts) leaves that transaction open on the server,
+//! holding its lane document, until the server reaps it (`transactionLifetimeLimitSeconds`, 60 s
+//! by default on mongod and SecantusDB). A takeover's claim of that lane would wait behind it
+//! that long: this is why, in the fault test, no worker became active within 60 s (issue 38,
+//! item 0; `tests/sync_faults.rs` and `lease::tests`). So each holder runs its fenced
+//! transactions on one session per lane, held for its life and named on the lane document when
+//! it claims the lane; a takeover kills the sessions an older epoch named (`killSessions`, which
+//! aborts their transactions) before it claims their lanes. A session killed while its holder
+//! still lives only aborts a transaction that could no longer commit anyway.
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
-use mongodb::bson::{doc, Document as BsonDocument};
+use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{Client, ClientSession, Collection};
+use tokio::sync::Mutex as AsyncMutex;
 
 use super::retry::Backoff;
 use crate::error::WorkerStop;
@@ -58,13 +73,31 @@ pub(crate) fn is_fenced_off(error: &Error) -> bool {
     )
 }
 
-/// The fence of one holder of a lease: its owner id and epoch, and the lease's lane documents.
+/// How long a takeover waits for the server to kill an older holder's sessions.
+const KILL_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The sessions a holder runs its fenced transactions on, one per lane, for the holder's life
+/// (across its tenures); see the module documentation.
+pub(crate) type LaneSessions = Arc<Vec<AsyncMutex<ClientSession>>>;
+
+/// Starts `lanes` sessions for fenced transactions.
+pub(crate) async fn lane_sessions(client: &Client, lanes: usize) -> Result<LaneSessions> {
+    let mut sessions = Vec::with_capacity(lanes);
+    for _ in 0..lanes.max(1) {
+        sessions.push(AsyncMutex::new(client.start_session().await?));
+    }
+    Ok(Arc::new(sessions))
+}
+
+/// The fence of one holder of a lease: its owner id and epoch, the lease's lane documents, and
+/// the sessions its fenced transactions run on.
 #[derive(Debug, Clone)]
 pub(crate) struct Fence {
     lanes: Collection<BsonDocument>,
     lease: String,
     owner: String,
     epoch: i64,
+    sessions: LaneSessions,
 }
 
 /// What a fenced write did.
@@ -84,13 +117,25 @@ impl Fence {
         lease: &str,
         owner: &str,
         epoch: i64,
+        sessions: LaneSessions,
     ) -> Fence {
         Fence {
             lanes,
             lease: lease.to_owned(),
             owner: owner.to_owned(),
             epoch,
+            sessions,
         }
+    }
+
+    /// The session of `lane`'s fenced transactions.
+    pub(crate) fn session(&self, lane: usize) -> &AsyncMutex<ClientSession> {
+        &self.sessions[lane % self.sessions.len()]
+    }
+
+    /// The session id `lane` names on its lane document.
+    async fn session_id(&self, lane: usize) -> BsonDocument {
+        self.session(lane).lock().await.id().clone()
     }
 
     /// The epoch this fence writes under.
@@ -103,16 +148,20 @@ impl Fence {
     }
 
     /// Takes lanes `0..lanes` for this owner and epoch (a takeover does this before its first
-    /// write). A lane held by a newer epoch is left alone; `false` then: this holder was taken
-    /// over already.
+    /// write), first killing the session an older holder named on each (its open transaction,
+    /// if it died inside one, would hold the lane until the server reaped it). A lane held by a
+    /// newer epoch is left alone; `false` then: this holder was taken over already.
     pub(crate) async fn claim(&self, lanes: usize) -> Result<bool> {
         for lane in 0..lanes {
             let id = self.lane_id(lane);
+            self.kill_older_session(lane).await?;
+            let session = self.session_id(lane).await;
             // a pipeline update: the epoch only goes up
             let newer = doc! { "$gt": [{ "$ifNull": ["$epoch", i64::MIN] }, self.epoch] };
             let update = vec![doc! { "$set": {
                 "owner": { "$cond": [newer.clone(), "$owner", &self.owner] },
-                "epoch": { "$cond": [newer, "$epoch", self.epoch] },
+                "epoch": { "$cond": [newer.clone(), "$epoch", self.epoch] },
+                "session": { "$cond": [newer, "$session", { "$literal": session }] },
             } }];
             let after = self
                 .lanes
@@ -140,6 +189,55 @@ impl Fence {
         }
         Ok(true)
     }
+
+    /// Kills the session an older epoch named on `lane`, if any: a transaction it left open
+    /// there is aborted, so this claim does not wait for the server to reap it. Best effort: a
+    /// server that refuses (a user that may not kill another's sessions) leaves the claim to
+    /// wait, as it did before.
+    async fn kill_older_session(&self, lane: usize) -> Result<()> {
+        let Some(held) = self
+            .lanes
+            .find_one(doc! { "_id": self.lane_id(lane) })
+            .await?
+        else {
+            return Ok(());
+        };
+        let older = match held.get("epoch") {
+            Some(Bson::Int64(epoch)) => *epoch < self.epoch,
+            Some(Bson::Int32(epoch)) => i64::from(*epoch) < self.epoch,
+            _ => true,
+        };
+        let Some(Bson::Document(session)) = held.get("session") else {
+            return Ok(());
+        };
+        if !older || *session == self.session_id(lane).await {
+            return Ok(());
+        }
+        let admin = self.lanes.client().database("admin");
+        let kill = admin.run_command(doc! { "killSessions": [session.clone()] });
+        match tokio::time::timeout(KILL_DEADLINE, kill).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(lease = %self.lease, lane, %error, "could not kill an older holder's session; the claim waits for its transaction to end");
+            }
+            Err(_) => {
+                tracing::warn!(lease = %self.lease, lane, "killing an older holder's session took too long; the claim waits for its transaction to end");
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the sessions named on this holder's lanes (on release: a later takeover then
+    /// kills none of them, once they serve other operations of this process).
+    pub(crate) async fn unname_sessions(&self) -> Result<()> {
+        self.lanes
+            .update_many(
+                doc! { "_id.lease": &self.lease, "owner": &self.owner, "epoch": self.epoch },
+                doc! { "$unset": { "session": "" } },
+            )
+            .await?;
+        Ok(())
+    }
 }
 
 /// Runs `body` in a transaction. With a fence, on its lane: the transaction commits only while
@@ -153,7 +251,19 @@ pub(crate) async fn transact<R>(
     fence: Option<(&Fence, usize)>,
     mut body: impl for<'s> FnMut(&'s mut ClientSession) -> BoxFuture<'s, Result<R>>,
 ) -> Result<Fenced<R>> {
-    let mut session = client.start_session().await?;
+    // fenced: the lane's session (see the module documentation); else a session of its own
+    let mut own = None;
+    let mut lane_session = None;
+    let session: &mut ClientSession = match fence {
+        Some((fence, lane)) => {
+            let session = lane_session.insert(fence.session(lane).lock().await);
+            // a transaction left open on it by a pass that was cancelled (a lost lease stops
+            // the follower where it stands) ends here; nothing is sent when none is open
+            let _ = session.abort_transaction().await;
+            session
+        }
+        None => own.insert(client.start_session().await?),
+    };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(500));
     let mut attempt = 0;
     loop {
@@ -162,9 +272,9 @@ pub(crate) async fn transact<R>(
             .start_transaction()
             .with_options(crate::concern::transaction())
             .await?;
-        let outcome = match body(&mut session).await {
+        let outcome = match body(session).await {
             Ok(result) => match fence {
-                None => commit(&mut session).await.map(|()| result),
+                None => commit(session).await.map(|()| result),
                 Some((fence, lane)) => {
                     // the fence, last: see the module documentation
                     let filter = doc! {
@@ -175,11 +285,11 @@ pub(crate) async fn transact<R>(
                     let fenced = fence
                         .lanes
                         .update_one(filter, doc! { "$inc": { "writes": 1_i64 } })
-                        .session(&mut session)
+                        .session(&mut *session)
                         .await;
                     match fenced {
                         Ok(fenced) if fenced.matched_count == 1 => {
-                            commit(&mut session).await.map(|()| result)
+                            commit(session).await.map(|()| result)
                         }
                         Ok(_) => {
                             let _ = session.abort_transaction().await;
@@ -241,8 +351,20 @@ mod tests {
             .insert_one(doc! { "_id": 1, "name": "original" })
             .await
             .unwrap();
-        let old = Fence::new(lanes.clone(), "w", "old-owner", 1);
-        let new = Fence::new(lanes.clone(), "w", "new-owner", 2);
+        let old = Fence::new(
+            lanes.clone(),
+            "w",
+            "old-owner",
+            1,
+            lane_sessions(db.client(), 2).await.unwrap(),
+        );
+        let new = Fence::new(
+            lanes.clone(),
+            "w",
+            "new-owner",
+            2,
+            lane_sessions(db.client(), 2).await.unwrap(),
+        );
         assert!(old.claim(2).await.unwrap());
 
         // the old holder writes "older" in its transaction, then waits for the takeover

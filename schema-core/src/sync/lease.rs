@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::fence::Fence;
+use super::fence::{lane_sessions, Fence, LaneSessions};
 use crate::lease::{LeaseInstant, ServerLease};
 use crate::Result;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -28,6 +28,9 @@ pub(crate) struct Lease {
     lanes: usize,
     /// The fence of the current tenure (`None` while this worker does not hold the lease).
     fence: Mutex<Option<Fence>>,
+    /// The sessions of this worker's fenced transactions, one per lane, started at its first
+    /// takeover and kept for its life (see [`super::fence`]).
+    sessions: tokio::sync::Mutex<Option<LaneSessions>>,
 }
 
 impl Lease {
@@ -44,7 +47,19 @@ impl Lease {
             lease: ServerLease::new(duration),
             lanes,
             fence: Mutex::new(None),
+            sessions: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// This worker's lane sessions, at least `lanes` of them.
+    async fn sessions(&self, lanes: usize) -> Result<LaneSessions> {
+        let mut sessions = self.sessions.lock().await;
+        if let Some(started) = sessions.as_ref().filter(|s| s.len() >= lanes) {
+            return Ok(started.clone());
+        }
+        let started = lane_sessions(self.tokens.client(), lanes).await?;
+        *sessions = Some(started.clone());
+        Ok(started)
     }
 
     /// This worker's owner id.
@@ -147,7 +162,14 @@ impl Lease {
                 (recorded.max(0) as usize).max(self.lanes)
             });
         self.lease.granted(sent);
-        let fence = Fence::new(self.tokens.clone(), &self.name, self.owner(), epoch);
+        let sessions = self.sessions(lanes).await?;
+        let fence = Fence::new(
+            self.tokens.clone(),
+            &self.name,
+            self.owner(),
+            epoch,
+            sessions,
+        );
         if !fence.claim(lanes).await? {
             self.lease.lost();
             return Ok(false);
@@ -204,6 +226,12 @@ impl Lease {
     pub(crate) async fn release(&self) {
         self.lost();
         let owned = self.owned();
+        if let Some(fence) = self.fence() {
+            let unname = fence.unname_sessions();
+            if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), unname).await {
+                tracing::warn!(worker = %self.name, %error, "could not unname the lane sessions");
+            }
+        }
         self.set_fence(None);
         let release = self.tokens.update_one(
             owned,
@@ -212,5 +240,88 @@ impl Lease {
         if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), release).await {
             tracing::warn!(worker = %self.name, %error, "could not release the lease; it expires by itself");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use mongodb::bson::{doc, Document as BsonDocument};
+
+    use super::Lease;
+    use crate::sync::fence::{transact, Fenced};
+
+    /// Issue 38, item 0: the fault test's "no worker became active within 60 s". A holder died
+    /// inside a fenced transaction after writing its lane document (a crash, or a task aborted
+    /// while its commit waited for a connection: the driver then neither commits nor aborts).
+    /// The transaction stays open on the server, holding the lane, until the server reaps it
+    /// (60 s); the takeover's claim of that lane waited behind it, both workers standing by with
+    /// the lease expired and that one lane still at the dead holder's epoch. The takeover now
+    /// kills the sessions an older epoch named on its lanes, so it holds the lease within twice
+    /// the lease period; the dead holder's write never lands.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_takeover_does_not_wait_for_a_holder_that_died_inside_a_fenced_transaction() {
+        let db = mongo_schema_testkit::database("lease_dead_transaction").await;
+        let tokens = db.collection::<BsonDocument>("tokens");
+        let period = Duration::from_millis(1000);
+        let dead = Lease::new(tokens.clone(), "w", period, 2);
+        assert!(dead.try_acquire().await.unwrap(), "the first holder");
+        let fence = dead.fence().unwrap();
+        let lane = doc! { "_id": { "lease": "w", "lane": 1_i64 } };
+        {
+            let mut session = fence.session(1).lock().await;
+            session.start_transaction().await.unwrap();
+            tokens
+                .update_one(
+                    doc! { "_id": { "lease": "w", "lane": 1_i64 }, "epoch": fence.epoch() },
+                    doc! { "$inc": { "writes": 1_i64 } },
+                )
+                .session(&mut *session)
+                .await
+                .unwrap();
+        }
+        // the holder is dead from here on: it neither renews, commits nor aborts
+        let died = Instant::now();
+
+        let standby = Lease::new(tokens.clone(), "w", period, 2);
+        let deadline = died + 2 * period;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let taken = tokio::time::timeout(left, standby.try_acquire())
+                .await
+                .unwrap_or_else(|_| panic!("no takeover within twice the lease ({:?})", 2 * period))
+                .unwrap();
+            if taken {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no takeover within twice the lease"
+            );
+            tokio::time::sleep(standby.poll_interval()).await;
+        }
+        let new = standby.fence().unwrap();
+        assert!(new.epoch() > fence.epoch());
+
+        // the new holder writes through the lane; the dead holder's transaction cannot commit
+        let written = tokio::time::timeout(
+            Duration::from_secs(10),
+            transact(db.client(), Some((&new, 1)), |_| Box::pin(async { Ok(()) })),
+        )
+        .await
+        .expect("a fenced write of the new holder does not wait")
+        .unwrap();
+        assert_eq!(written, Fenced::Committed(()));
+        let late = fence.session(1).lock().await.commit_transaction().await;
+        assert!(late.is_err(), "the dead holder's transaction was aborted");
+        let held = tokens.find_one(lane).await.unwrap().unwrap();
+        assert_eq!(held.get_i64("epoch").ok(), Some(new.epoch()));
+        assert_eq!(
+            held.get_i64("writes").ok(),
+            Some(1),
+            "only the new holder's write landed: {held}"
+        );
+        drop(dead);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`source`]: the `transactional` writer (`update_source`, `delete_source`);
 //! - [`worker`]: the `async` change-stream consumer, with its [`lease`] (one active worker per
-//!   name);
+//!   name), reading the [`events`] its stream projects;
 //! - [`fan_out`]: the `updateMany` every strategy sends, in chunks of at most
 //!   [`FAN_OUT_CHUNK`] holders, falling back to one holder at a time when a holder cannot take it, and [`failures`], where such holders are recorded;
 //! - [`fence`]: the worker's writes commit only while it holds its lease;
@@ -14,6 +14,7 @@
 use mongodb::bson::{Bson, Document as BsonDocument};
 
 pub(crate) mod compose;
+pub(crate) mod events;
 pub(crate) mod failures;
 pub(crate) mod fan_out;
 pub(crate) mod fence;

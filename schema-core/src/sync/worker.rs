@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
-use mongodb::bson::{doc, Bson, Document as BsonDocument};
+use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocumentBuf};
 use mongodb::change_stream::event::{
     ChangeStreamEvent, OperationType, ResumeToken, UpdateDescription,
 };
@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use super::events::{self, Fragments, Read, Unreadable};
 use super::failures::FailureLog;
 use super::fan_out::{FanOut, FanOutOutcome, Writer};
 use super::fence::Fence;
@@ -55,6 +56,21 @@ pub const DEFAULT_TOKEN_SAVE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// At most this many fan-outs of one batch run at once, each on its own fence lane.
 pub const FAN_OUT_CONCURRENCY: usize = 8;
+
+/// How long gathering a batch waits for the server's next reply once the driver's buffer is
+/// drained: a reply already on its way joins the batch, a `getMore` the server holds (nothing
+/// waiting) does not delay the changes gathered. The `getMore` stays in flight and its reply
+/// starts the next batch.
+const GATHER_DEADLINE: Duration = Duration::from_millis(10);
+
+/// A batch whose newest change is older than this is a worker catching up: it gathers beyond
+/// the driver's buffer (the next replies are already waiting on the server) up to
+/// [`SyncWorker::max_batch`], so a backlog is applied with one rewrite per renamed source per
+/// batch; fresh changes are applied as they come.
+const CATCHING_UP: Duration = Duration::from_secs(1);
+
+/// `BSONObjectTooLarge`: the next event exceeds what the server can send.
+const TOO_LARGE: i32 = 10334;
 
 /// Back-off between reopenings after transient errors.
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
@@ -108,6 +124,10 @@ pub struct WorkerSnapshot {
     pub last_lag_ms: u64,
     /// The largest such lag seen.
     pub max_lag_ms: u64,
+    /// Change events the worker could not read (larger than the server can send, or not
+    /// decodable): each recorded in [`crate::FAILURES_COLLECTION`] with its document key and
+    /// skipped; reconcile repairs what it would have done.
+    pub unreadable: u64,
 }
 
 /// Counters and state of a running worker, readable at any time through
@@ -200,6 +220,7 @@ pub struct WorkerStats {
         note = "read `WorkerStats::snapshot()`: the counters are the worker's, not to be written"
     )]
     pub max_lag_ms: AtomicU64,
+    unreadable: AtomicU64,
     ready: AtomicBool,
     active: AtomicBool,
     standby: AtomicBool,
@@ -236,6 +257,7 @@ impl WorkerStats {
             unknown_parents: read(&self.unknown_parents),
             last_lag_ms: read(&self.last_lag_ms),
             max_lag_ms: read(&self.max_lag_ms),
+            unreadable: read(&self.unreadable),
         }
     }
 
@@ -290,6 +312,8 @@ pub struct SyncWorker {
     max_await_time: Option<Duration>,
     token_save_interval: Duration,
     subsets: SubsetFollow,
+    /// Test support: events of this document key are read as undecodable.
+    unreadable_key: Option<Bson>,
 }
 
 /// A running worker. Dropping it detaches the worker, which keeps running until
@@ -324,6 +348,7 @@ impl SyncWorker {
             max_await_time: None,
             token_save_interval: DEFAULT_TOKEN_SAVE_INTERVAL,
             subsets: SubsetFollow::default(),
+            unreadable_key: None,
         }
     }
 
@@ -380,6 +405,15 @@ impl SyncWorker {
     /// from a token older than the oplog window (error 286) and pay a full reconcile.
     pub fn token_save_interval(mut self, interval: Duration) -> Self {
         self.token_save_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Test support, not part of the API: the worker reads every change event whose document
+    /// key's `_id` equals `key` as undecodable (the fault of an event the driver cannot decode,
+    /// which the test server cannot store), so a test can watch it recorded and skipped.
+    #[doc(hidden)]
+    pub fn __unreadable_key(mut self, key: impl Into<Bson>) -> Self {
+        self.unreadable_key = Some(key.into());
         self
     }
 
@@ -524,12 +558,15 @@ impl SyncWorker {
         Ok(saved.matched_count == 1)
     }
 
-    /// Opens the change stream of `pipeline`, after `token` when given.
+    /// Opens the change stream of `pipeline`, after `token` when given; `one_at_a_time`: each
+    /// reply carries one event (after an event too large to send, so that the stream's position
+    /// stops right before it).
     async fn open(
         &self,
         pipeline: &[BsonDocument],
         token: Option<ResumeToken>,
-    ) -> Result<ChangeStream<ChangeStreamEvent<BsonDocument>>> {
+        one_at_a_time: bool,
+    ) -> Result<ChangeStream<RawDocumentBuf>> {
         let mut watch = self
             .db
             .watch()
@@ -542,10 +579,148 @@ impl SyncWorker {
         if let Some(wait) = self.max_await_time {
             watch = watch.max_await_time(wait);
         }
-        Ok(match token {
+        if one_at_a_time {
+            watch = watch.batch_size(1);
+        }
+        let stream = match token {
             Some(token) => watch.start_after(token).await?,
             None => watch.await?,
-        })
+        };
+        // read raw: an event that does not decode is recorded and skipped, not an error
+        Ok(stream.with_type::<RawDocumentBuf>())
+    }
+
+    /// The stages of the worker's stream: which changes (`$match`), projected down to what the
+    /// worker reads, split when the server can split (see [`super::events`]).
+    async fn pipeline(&self, sources: &[String]) -> Result<Vec<BsonDocument>> {
+        let matched = doc! { "$or": [
+            {
+                "operationType": { "$in": ["update", "replace", "delete"] },
+                "ns.coll": { "$in": sources },
+            },
+            {
+                "operationType": { "$in": ["insert", "update", "replace", "delete"] },
+                "ns.coll": { "$in": self.subsets.children() },
+            },
+        ] };
+        let mut post: Vec<String> = self
+            .edges()
+            .iter()
+            .flat_map(|edge| edge.copy.fields.iter().cloned())
+            .collect();
+        let mut pre: Vec<String> = Vec::new();
+        for rule in &self.subsets.rules {
+            pre.push(rule.parent_field.to_string());
+            pre.extend(rule.filter.iter().flat_map(|f| f.keys().cloned()));
+        }
+        post.extend(pre.iter().cloned());
+        let pre = (!self.subsets.rules.is_empty()).then_some(pre);
+        let hello = self.db.run_command(doc! { "hello": 1 }).await?;
+        let wire = match hello.get("maxWireVersion") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            _ => 0,
+        };
+        let split = wire >= i64::from(events::SPLIT_WIRE_VERSION);
+        Ok(events::pipeline(matched, &post, pre.as_deref(), split))
+    }
+
+    /// Reads one raw event into the batch (or the list of unreadable ones).
+    fn take(
+        &self,
+        raw: &RawDocumentBuf,
+        fragments: &mut Fragments,
+        batch: &mut Vec<ChangeStreamEvent<BsonDocument>>,
+        unreadable: &mut Vec<Unreadable>,
+    ) {
+        let injected = self
+            .unreadable_key
+            .as_ref()
+            .is_some_and(|key| events::raw_key(raw).as_ref() == Some(key));
+        match fragments.read(raw, injected) {
+            Read::Event(event) => batch.push(*event),
+            Read::Partial => {}
+            Read::Unreadable(event) => unreadable.push(event),
+        }
+    }
+
+    /// Records an event that could not be read, once per event (a replay after a crash meets
+    /// the same record), so reconcile's repair is asked for; the worker goes on after it.
+    #[allow(deprecated)] // the worker writes its own counters
+    async fn skip(
+        &self,
+        event: Unreadable,
+        code: Option<i32>,
+        stats: &WorkerStats,
+        log: &FailureLog,
+    ) -> Result<()> {
+        tracing::error!(worker = %self.name, collection = ?event.collection, document = ?event.document, reason = %event.reason, "a change event could not be read: recorded and skipped; reconcile repairs its copies");
+        WorkerStats::add(&stats.unreadable, 1);
+        let collection = event
+            .collection
+            .as_deref()
+            .unwrap_or("(unknown collection)");
+        let document = event.document.clone().unwrap_or(Bson::Null);
+        log.record(
+            &self.db,
+            super::failures::Failure::unreadable(collection, document, code, &event.reason),
+        )
+        .await
+    }
+
+    /// After `BSONObjectTooLarge`, with the stream stopped right before that event (read one
+    /// event at a time): reads the event's token, namespace and document key from a stream of
+    /// the same changes that asks for no document and keeps nothing else (so it is small),
+    /// records it, and returns its token, after which the worker goes on.
+    async fn probe_too_large(
+        &self,
+        pipeline: &[BsonDocument],
+        before: Option<ResumeToken>,
+        stats: &WorkerStats,
+        log: &FailureLog,
+    ) -> Result<Option<ResumeToken>> {
+        let Some(before) = before else {
+            // no position to probe from (the very first event of a fresh stream): the worker
+            // reopens and meets it again; documented as a limit
+            return Ok(None);
+        };
+        let keep = doc! { "$project": {
+            "_id": 1, "operationType": 1, "ns": 1, "documentKey": 1, "clusterTime": 1,
+        } };
+        let mut probe = self
+            .db
+            .watch()
+            .pipeline(vec![pipeline[0].clone(), keep])
+            .batch_size(1)
+            .start_after(before)
+            .await?
+            .with_type::<RawDocumentBuf>();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let next = tokio::time::timeout_at(deadline, probe.next_if_any())
+                .await
+                .map_err(|_| Error::Timeout {
+                    operation: "reading the key of a change event too large to send".to_owned(),
+                    after: Duration::from_secs(30),
+                    last: None,
+                })??;
+            let Some(raw) = next else { continue };
+            let token = probe.resume_token();
+            let mut unreadable = match Fragments::default().read(&raw, false) {
+                Read::Event(event) => Unreadable {
+                    collection: event.ns.and_then(|ns| ns.coll),
+                    document: event.document_key.and_then(|k| k.get("_id").cloned()),
+                    reason: String::new(),
+                },
+                Read::Unreadable(event) => event,
+                Read::Partial => continue,
+            };
+            unreadable.reason =
+                "larger than the server can send (BSONObjectTooLarge, 10334), even projected"
+                    .to_owned();
+            self.skip(unreadable, Some(TOO_LARGE), stats, log).await?;
+            return Ok(token);
+        }
     }
 
     /// Opens the stream (from the saved token, or fresh with a reconcile) and applies events
@@ -563,19 +738,10 @@ impl SyncWorker {
         let Some(fence) = lease.fence() else {
             return Ok(Stopped::LeaseLost);
         };
-        let pipeline = vec![doc! { "$match": { "$or": [
-            {
-                "operationType": { "$in": ["update", "replace", "delete"] },
-                "ns.coll": { "$in": sources },
-            },
-            {
-                "operationType": { "$in": ["insert", "update", "replace", "delete"] },
-                "ns.coll": { "$in": self.subsets.children() },
-            },
-        ] } }];
+        let pipeline = self.pipeline(sources).await?;
         let saved = self.load_token().await?;
         let opened = match saved {
-            Some(token) => match self.open(&pipeline, Some(token)).await {
+            Some(token) => match self.open(&pipeline, Some(token), false).await {
                 Err(Error::Driver(e))
                     if server_code(&e).is_some_and(|c| UNRESUMABLE.contains(&c)) =>
                 {
@@ -590,7 +756,7 @@ impl SyncWorker {
             Some(stream) => stream,
             None => {
                 // fresh start: open first, then reconcile, so nothing between them is missed
-                let stream = self.open(&pipeline, None).await?;
+                let stream = self.open(&pipeline, None, false).await?;
                 let edges = self.edges();
                 let writer = Writer::Fenced {
                     fence: &fence,
@@ -635,20 +801,49 @@ impl SyncWorker {
         stats.ready.store(true, Ordering::Release);
         backoff.reset();
         let mut quiet_until = Instant::now() + self.token_save_interval;
+        let mut fragments = Fragments::default();
+        // after an event too large to send: read one event a time until the stream stops
+        // right before it, then probe its key and go on after it
+        let mut one_at_a_time = false;
         loop {
             // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
             // waits), so the stream's position can be read between two of them
-            let event = tokio::select! {
-                event = stream.next_if_any() => event?,
+            let first = tokio::select! {
+                first = stream.next_if_any() => first,
                 _ = stop_requested(stop) => return Ok(Stopped::Requested),
             };
-            let Some(event) = event else {
+            let first = match first {
+                Err(e) if server_code(&e) == Some(TOO_LARGE) => {
+                    let Some(position) = stream.resume_token() else {
+                        // no position to go on from: reopened from the saved token
+                        return Err(e.into());
+                    };
+                    let position = Some(position);
+                    let after = if one_at_a_time {
+                        self.probe_too_large(&pipeline, position.clone(), stats, &log)
+                            .await?
+                    } else {
+                        tracing::warn!(worker = %self.name, "a change event is too large to send even projected: reading one event at a time up to it");
+                        None
+                    };
+                    one_at_a_time = after.is_none();
+                    let from = after.or(position);
+                    if from.is_some() && !self.save_token(lease, from.clone(), None, None).await? {
+                        return Ok(Stopped::LeaseLost);
+                    }
+                    fragments = Fragments::default();
+                    stream = self.open(&pipeline, from, one_at_a_time).await?;
+                    continue;
+                }
+                other => other?,
+            };
+            let Some(first) = first else {
                 if !stream.is_alive() {
                     return Err(Error::Driver(mongodb::error::Error::custom(
                         "change stream ended",
                     )));
                 }
-                if Instant::now() >= quiet_until {
+                if Instant::now() >= quiet_until && !fragments.pending() {
                     // nothing to apply for a while: save where the stream is (every change
                     // before its post-batch resume token was applied or concerned no copy)
                     if !self
@@ -664,20 +859,59 @@ impl SyncWorker {
             if !lease.holds() {
                 return Ok(Stopped::LeaseLost);
             }
-            // apply what the server has already sent, then save the token once for the batch:
-            // a crash re-applies at most one batch, and the rewrites are idempotent
-            let mut batch = vec![event];
-            while batch.len() < self.max_batch {
-                match stream.next_if_any().await? {
-                    Some(event) => batch.push(event),
+            // the batch: what the driver has already received, and a reply arriving within
+            // GATHER_DEADLINE (never a wait for more changes: a trickle is applied as it
+            // comes; a worker catching up reads on, see CATCHING_UP), plus the rest of a split
+            // event; then applied, and the token saved once for the batch: a crash re-applies
+            // at most one batch (the rewrites are idempotent)
+            let mut batch = Vec::new();
+            let mut unreadable = Vec::new();
+            self.take(&first, &mut fragments, &mut batch, &mut unreadable);
+            let gathering_until = Instant::now() + GATHER_DEADLINE;
+            while (batch.len() < self.max_batch && !one_at_a_time) || fragments.pending() {
+                let whole_event = fragments.pending();
+                // changes already late (a worker catching up): the next reply is waiting on
+                // the server, and applying them with it coalesces more rewrites
+                let catching_up = batch.last().and_then(|e| e.wall_time).is_some_and(|wall| {
+                    mongodb::bson::DateTime::now().timestamp_millis() - wall.timestamp_millis()
+                        > CATCHING_UP.as_millis() as i64
+                });
+                let read = async {
+                    if whole_event || catching_up {
+                        Some(stream.next_if_any().await)
+                    } else {
+                        tokio::time::timeout_at(gathering_until, stream.next_if_any())
+                            .await
+                            .ok()
+                    }
+                };
+                let next = tokio::select! {
+                    next = read => next,
+                    _ = stop_requested(stop) => return Ok(Stopped::Requested),
+                };
+                match next {
                     None => break,
+                    Some(Err(e)) if server_code(&e) == Some(TOO_LARGE) => break,
+                    Some(next) => match next? {
+                        Some(raw) => self.take(&raw, &mut fragments, &mut batch, &mut unreadable),
+                        None if whole_event => continue,
+                        None => break,
+                    },
                 }
             }
             let cluster_time = batch.iter().rev().find_map(|e| e.cluster_time);
-            if !self.apply_batch(&batch, stats, &log, &fence).await? {
+            for event in unreadable {
+                self.skip(event, None, stats, &log).await?;
+            }
+            if !batch.is_empty() && !self.apply_batch(&batch, stats, &log, &fence).await? {
                 tracing::warn!(worker = %self.name, "a fenced write was refused: the lease was taken over");
                 lease.lost();
                 return Ok(Stopped::LeaseLost);
+            }
+            if fragments.pending() {
+                // a split event half read when an error ended the gathering: saved and
+                // applied once it is whole
+                continue;
             }
             if !self
                 .save_token(
@@ -1025,8 +1259,9 @@ impl SyncWorkerHandle {
         }
     }
 
-    /// Stops after the batch in progress (its token saved), gives up the lease so a standby
-    /// takes over at once, and waits for the worker to end.
+    /// Stops after the batch being applied (its token saved), gives up the lease so a standby
+    /// takes over at once, and waits for the worker to end. Changes received but not yet applied
+    /// (a batch being gathered) are left to the next worker of the name, from the saved token.
     ///
     /// # Errors
     ///

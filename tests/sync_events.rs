@@ -1,0 +1,346 @@
+//! The sync worker survives any event and applies changes as they come (issue 38, items 1 and
+//! 7), each fault caused on the test server:
+//! - a child of about 9 MB, whose change events carry its pre- and post-image (and, for an
+//!   update, its new value), updated while another source changes: the other change is applied
+//!   within 30 s and the big child is counted in its parent. On mongod without the projection
+//!   that event is over 16 MB (`BSONObjectTooLarge`, which wedged the worker); SecantusDB sends
+//!   it whatever its size, so here the test shows the projected stream reads it, and
+//!   `sync::events`' unit tests show the projection;
+//! - an event the worker cannot decode (made so by the worker's test hook: the test server
+//!   refuses to store what the driver cannot decode) is recorded once with its document key and
+//!   skipped, the changes after it are applied, and reconcile repairs what it would have done
+//!   (and removes the record);
+//! - a trickle of one change every 300 ms: a rename is applied within a second (a batch no
+//!   longer waits for 1,000 changes); and a shutdown while changes keep coming (one every 50 ms)
+//!   returns at once (the stop is honoured while a batch is gathered).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::cases::Agent;
+use common::{eventually, within};
+use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The holder of an async copy of an agent's name.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "cases")]
+pub struct Case {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[extended_ref(to = Agent, fields = "name", sync = "async")]
+    pub agent: Option<CaseAgent>,
+}
+
+/// The parent of an async subset.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "threads")]
+pub struct Thread {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[subset(of = Note, max = 2, sort = "-at", count = "notes", sync = "async")]
+    pub newest: Vec<NotePreview>,
+    pub notes: i64,
+}
+
+/// A child whose body can be large (the preview does not show it).
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "notes")]
+#[index(keys(thread_id = 1, at = -1))]
+pub struct Note {
+    #[serde(rename = "_id")]
+    pub id: i64,
+    #[reference]
+    pub thread_id: Ref<Thread>,
+    pub at: i64,
+    pub body: String,
+}
+
+#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct NotePreview {
+    pub at: i64,
+}
+
+impl From<&Note> for NotePreview {
+    fn from(note: &Note) -> Self {
+        NotePreview { at: note.at }
+    }
+}
+
+fn schema() -> Schema {
+    Schema::new()
+        .model::<Agent>()
+        .model::<Case>()
+        .model::<Thread>()
+        .model::<Note>()
+        .build()
+        .unwrap()
+}
+
+/// A database with the schema applied, `agents` agents and one case of each.
+async fn setup(prefix: &str, agents: usize) -> (mongodb::Database, Schema, Vec<Agent>, Vec<Case>) {
+    let db = mongo_schema_testkit::database(prefix).await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let agents: Vec<Agent> = (0..agents)
+        .map(|i| Agent {
+            id: ObjectId::new(),
+            name: format!("agent {i}"),
+        })
+        .collect();
+    Agent::collection(&db).insert_many(&agents).await.unwrap();
+    let cases: Vec<Case> = agents
+        .iter()
+        .map(|agent| Case {
+            id: ObjectId::new(),
+            agent: Some(agent.into()),
+        })
+        .collect();
+    Case::collection(&db).insert_many(&cases).await.unwrap();
+    Thread::collection(&db)
+        .insert_one(Thread {
+            id: 1,
+            newest: vec![],
+            notes: 0,
+        })
+        .await
+        .unwrap();
+    (db, schema, agents, cases)
+}
+
+async fn rename(db: &mongodb::Database, agent: &Agent, name: &str) {
+    Agent::collection(db)
+        .update_one(doc! { "_id": agent.id }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+/// The name the case holds in its copy.
+async fn copied_name(db: &mongodb::Database, case: &Case) -> Option<String> {
+    let case = Case::collection(db)
+        .find_one(doc! { "_id": case.id })
+        .await
+        .ok()??;
+    case.agent.map(|a| a.name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
+    let (db, schema, agents, cases) = setup("sync_events_large", 1).await;
+    let worker = schema.sync_worker(&db).name("large").spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .unwrap();
+
+    // about 9 MB each: the update's event holds the pre-image, the post-image and the new body
+    let body = |c: char| c.to_string().repeat(9 * 1024 * 1024);
+    Note::collection(&db)
+        .insert_one(Note {
+            id: 1,
+            thread_id: Ref::new(1),
+            at: 10,
+            body: body('a'),
+        })
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("notes")
+        .update_one(
+            doc! { "_id": 1 },
+            doc! { "$set": { "body": body('b'), "at": 11_i64 } },
+        )
+        .await
+        .unwrap();
+    rename(&db, &agents[0], "after the large child").await;
+
+    eventually(
+        Duration::from_secs(30),
+        "the other source's change is applied",
+        || async { copied_name(&db, &cases[0]).await.as_deref() == Some("after the large child") },
+    )
+    .await;
+    // the large child's own events were read and applied: it is counted and previewed
+    eventually(Duration::from_secs(30), "the large child is counted", || async {
+        let thread = Thread::collection(&db).find_one(doc! { "_id": 1 }).await;
+        matches!(thread, Ok(Some(t)) if t.notes == 1 && t.newest == vec![NotePreview { at: 11 }])
+    })
+    .await;
+    let stats = worker.stats().snapshot();
+    assert_eq!(stats.unreadable, 0, "no event was skipped: {stats:?}");
+    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
+    within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
+    let (db, schema, agents, cases) = setup("sync_events_unreadable", 2).await;
+    let (bad, good) = (&agents[0], &agents[1]);
+    let worker = schema
+        .sync_worker(&db)
+        .name("unreadable")
+        .__unreadable_key(bad.id)
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .unwrap();
+
+    rename(&db, bad, "unread").await;
+    rename(&db, good, "read after it").await;
+    eventually(
+        Duration::from_secs(30),
+        "the change after the unreadable one is applied",
+        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("read after it") },
+    )
+    .await;
+    let records = schema.sync_failures(&db).await.unwrap();
+    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
+    let record = &records[0];
+    assert_eq!(record.copy, "agents", "the collection of the event");
+    assert_eq!(record.holder, Bson::ObjectId(bad.id), "its document key");
+    assert_eq!(record.source, Bson::ObjectId(bad.id));
+    assert_eq!(record.attempts, 1, "recorded once");
+    assert_eq!(worker.stats().snapshot().unreadable, 1);
+    // skipped, not applied: the copy still holds the old name (positive control of the hook)
+    assert_eq!(
+        copied_name(&db, &cases[0]).await.as_deref(),
+        Some("agent 0")
+    );
+
+    // reconcile repairs what the worker would have done
+    let report = schema.reconcile(&db).await.unwrap();
+    assert_eq!(report.repaired(), 1, "{report}");
+    assert_eq!(copied_name(&db, &cases[0]).await.as_deref(), Some("unread"));
+    assert!(
+        schema.sync_failures(&db).await.unwrap().is_empty(),
+        "the record goes with the reconcile that repaired what the event would have done"
+    );
+    within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+/// Renames `agent` every `period` until `done`.
+fn trickle(
+    db: mongodb::Database,
+    agent: Agent,
+    period: Duration,
+    done: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut n = 0;
+        while !done.load(Ordering::Relaxed) {
+            n += 1;
+            rename(&db, &agent, &format!("trickle {n}")).await;
+            tokio::time::sleep(period).await;
+        }
+    })
+}
+
+/// The server holds a `getMore` for up to this long when nothing waits: longer than the
+/// trickle's period, so no reply of the stream comes back empty while it runs (as on mongod,
+/// which answers as soon as a change arrives). A batch that waited for an empty reply, or for
+/// 1,000 changes, would never end.
+const AWAIT: Duration = Duration::from_millis(400);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_during_a_trickle_is_applied_within_a_second() {
+    let (db, schema, agents, cases) = setup("sync_events_trickle", 2).await;
+    let worker = schema
+        .sync_worker(&db)
+        .name("trickle")
+        .max_await_time(AWAIT)
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let trickling = trickle(
+        db.clone(),
+        agents[0].clone(),
+        Duration::from_millis(300),
+        done.clone(),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for n in 0..3 {
+        let name = format!("renamed {n}");
+        rename(&db, &agents[1], &name).await;
+        let took = eventually(
+            Duration::from_secs(1),
+            "a rename during the trickle is applied within a second",
+            || async { copied_name(&db, &cases[1]).await.as_deref() == Some(name.as_str()) },
+        )
+        .await;
+        println!("rename {n} applied after {took:?}");
+        tokio::time::sleep(Duration::from_millis(450)).await;
+    }
+    done.store(true, Ordering::Relaxed);
+    trickling.await.unwrap();
+    within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_during_a_trickle_returns_at_once() {
+    let (db, schema, agents, cases) = setup("sync_events_stop", 1).await;
+    let worker = schema
+        .sync_worker(&db)
+        .name("stop")
+        .max_await_time(AWAIT)
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    // a change every 50 ms: no reply of the stream comes back empty, and a batch that
+    // gathered until one did (or until 1,000 changes) would hold the shutdown for minutes
+    let trickling = trickle(
+        db.clone(),
+        agents[0].clone(),
+        Duration::from_millis(50),
+        done.clone(),
+    );
+    // the worker is following the trickle
+    eventually(
+        Duration::from_secs(10),
+        "the trickle is applied",
+        || async {
+            copied_name(&db, &cases[0])
+                .await
+                .is_some_and(|name| name.starts_with("trickle"))
+        },
+    )
+    .await;
+    let asked = Instant::now();
+    within(
+        Duration::from_secs(3),
+        "a shutdown asked while changes keep coming",
+        worker.shutdown(),
+    )
+    .await
+    .unwrap();
+    println!("shutdown returned after {:?}", asked.elapsed());
+    done.store(true, Ordering::Relaxed);
+    trickling.await.unwrap();
+}
