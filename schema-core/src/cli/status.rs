@@ -10,7 +10,7 @@ use mongodb::Database;
 use serde_json::json;
 
 use super::{table, Output};
-use crate::deploy::versions::read_record;
+use crate::deploy::observe::read_record;
 use crate::migrate::MigrationState;
 use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
 

@@ -66,7 +66,7 @@ pub(crate) async fn plan(
 /// Runs `steps` in order, each recorded `running`, then `done` or `failed`. Stops at the first
 /// failure and returns it as [`Error::Migration`]; `holds` says whether the caller still holds
 /// the lock the steps run under.
-pub(crate) async fn run(
+pub(crate) async fn run_steps(
     db: &Database,
     schema: &str,
     steps: &[(&Migration, Option<MigrationRecord>)],
