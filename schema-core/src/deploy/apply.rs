@@ -32,6 +32,7 @@ use super::plan::{
 };
 use super::record::{self, VersionStatus, META_COLLECTION};
 use super::sharding::ShardingStatus;
+use super::terms;
 use crate::migrate::Migration;
 use crate::sync::retry::Backoff;
 use crate::ValidationLevel;
@@ -52,8 +53,15 @@ pub struct ApplyReport {
     /// How the applied version related to the recorded one when this apply started.
     pub version: Option<VersionStatus>,
     /// Whether this apply recorded its version, fingerprint and time in
-    /// [`META_COLLECTION`] (it does when it wrote something or the record differed).
+    /// [`META_COLLECTION`] (it does when it wrote something or the record differed): as
+    /// `applied`, or, with [`ApplyReport::missing`] not empty, as `partial`.
     pub recorded: bool,
+    /// What of the declared state is not on the server after this apply (a validator refused
+    /// over violating documents or held at `moderate`, a conflicting index, a view where a
+    /// collection is declared; see [`Warning::not_as_declared`]). When it is not empty, the
+    /// version is never recorded `applied`: the record says `partial` and lists it, and the
+    /// CLI's `apply` exits 3.
+    pub missing: Vec<String>,
     /// The sharding of each collection that declares a shard key (only observed with
     /// `shard_collections(true)`).
     pub sharding: Vec<ShardingStatus>,
@@ -74,6 +82,12 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Whether the declared validators and indexes are all on the server ([`Self::missing`] is
+    /// empty).
+    pub fn is_as_declared(&self) -> bool {
+        self.missing.is_empty()
+    }
+
     /// Whether nothing was changed: no schema write and no new record. (An instance that waited
     /// for another's apply and then found nothing to do took and gave back the lock.)
     pub fn is_noop(&self) -> bool {
@@ -83,11 +97,16 @@ impl ApplyReport {
 
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let serving_on = matches!(
+            &self.version,
+            Some(VersionStatus::Downgrade { .. }) if !self.recorded
+        );
         match &self.version {
             // the status says what apply would do; here it did it
             Some(VersionStatus::Downgrade { recorded, applying }) if self.recorded => writeln!(
                 f,
-                "schema version {applying} applied over the newer recorded version {recorded} (allow_downgrade): the record now says {applying}"
+                "schema version {applying} applied over the newer recorded version {recorded} ({}): the record now says {applying}",
+                terms::ALLOW_DOWNGRADE_BY_NAME
             )?,
             Some(VersionStatus::Downgrade { recorded, applying }) => writeln!(
                 f,
@@ -96,8 +115,14 @@ impl fmt::Display for ApplyReport {
             Some(version) => writeln!(f, "{version}")?,
             None => {}
         }
-        if self.applied.is_empty() && self.migrations.is_empty() {
-            writeln!(f, "schema up to date: nothing written")?;
+        let wrote =
+            self.applied.iter().any(|a| !a.done_concurrently) || !self.migrations.is_empty();
+        if !wrote && !serving_on {
+            if self.missing.is_empty() {
+                writeln!(f, "schema up to date: nothing written")?;
+            } else {
+                writeln!(f, "nothing written")?;
+            }
         }
         for ran in &self.migrations {
             writeln!(f, "- {ran}")?;
@@ -124,6 +149,18 @@ impl fmt::Display for ApplyReport {
                 f,
                 "(waited {:?} for the apply lock of another apply)",
                 self.waited
+            )?;
+        }
+        if !self.missing.is_empty() {
+            writeln!(
+                f,
+                "NOT AS DECLARED: {} not on the server; the version is {} `partial`, not `applied`",
+                self.missing.join("; "),
+                if self.recorded {
+                    "recorded"
+                } else {
+                    "still recorded"
+                }
             )?;
         }
         Ok(())
@@ -175,6 +212,7 @@ pub struct ApplyAction<'a> {
     deadline: Duration,
     migrations: &'a [Migration],
     on_newer: OnNewer,
+    recount: bool,
 }
 
 impl<'a> PlanAction<'a> {
@@ -348,6 +386,7 @@ impl<'a> ApplyAction<'a> {
             deadline: APPLY_DEADLINE,
             migrations: &[],
             on_newer: OnNewer::Fail,
+            recount: false,
         }
     }
 
@@ -392,6 +431,15 @@ impl<'a> ApplyAction<'a> {
         } else if self.on_newer == OnNewer::Downgrade {
             self.on_newer = OnNewer::Fail;
         }
+        self
+    }
+
+    /// Count the documents a refused (or `moderate`) validator change would reject even when
+    /// the record of this version, applied in part, keeps their count (default `false`: a
+    /// start-up of the same version and fingerprint does not scan the collection again; `plan`,
+    /// `audit` and the CLI's `apply` count).
+    pub fn recount_violations(mut self, recount: bool) -> Self {
+        self.recount = recount;
         self
     }
 
@@ -495,6 +543,34 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 this.target.version,
             )
             .await?;
+            if let Some(recorded) = &resolved.recorded {
+                let reruns = crate::migrate::run::ran_before_rollback(
+                    this.db,
+                    &this.target.name,
+                    this.migrations,
+                    recorded.version,
+                    this.target.version,
+                )
+                .await?;
+                for migration in reruns {
+                    if migration.step.0.reruns() {
+                        plan.migrations.push(crate::migrate::PendingStep {
+                            version: migration.version,
+                            name: migration.name.clone(),
+                            description: migration.step.describe(),
+                            collection: migration.step.collection().to_owned(),
+                            documents: migration.step.0.pending(this.db).await?,
+                            recorded: Some(crate::migrate::MigrationState::Done),
+                        });
+                    } else {
+                        plan.warnings.push(Warning::StepNotRerun {
+                            version: migration.version,
+                            name: migration.name.clone(),
+                            recorded: recorded.version,
+                        });
+                    }
+                }
+            }
             if let Some(from) = resolved.adopted_from {
                 plan.warnings.push(Warning::RecordAdopted {
                     from,
@@ -507,6 +583,26 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                     recorded,
                     &observe::observed_prints(this.specs, &observed),
                 ));
+            }
+            // what apply would leave off the server; where steps are pending on a collection, apply
+            // counts its violators after them, so the plan cannot tell
+            plan.missing = planning::not_as_declared(&plan.warnings);
+            if this.options.on_violations == OnViolations::Refuse {
+                // what apply refuses (plan warns only about the other decisions)
+                for action in &plan.actions {
+                    if let Action::UpdateValidator {
+                        collection,
+                        violations: Some(found),
+                        ..
+                    } = action
+                    {
+                        let missing = format!("the validator of `{collection}`");
+                        let stepped = plan.migrations.iter().any(|m| &m.collection == collection);
+                        if found.count > 0 && !stepped && !plan.missing.contains(&missing) {
+                            plan.missing.push(missing);
+                        }
+                    }
+                }
             }
             plan.version = Some(status);
             Ok(plan)
@@ -600,6 +696,9 @@ struct Run<'m> {
     /// The dedupe steps to run again before the unique index they prepare is built again.
     dedupe_again: Vec<&'m Migration>,
     dedupe_reruns: usize,
+    /// The steps that ran before their version was rolled back, pending again once this apply
+    /// holds the lock.
+    reopen: Vec<&'m Migration>,
     /// The dedupe steps that ran out of reruns: pending again once the version is failed.
     dedupe_exhausted: Vec<&'m Migration>,
 }
@@ -617,6 +716,7 @@ async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
         dedupe_again: Vec::new(),
         dedupe_reruns: 0,
         dedupe_exhausted: Vec::new(),
+        reopen: Vec::new(),
     };
     let started = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
@@ -679,6 +779,7 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
         fingerprint: &target.fingerprint,
         sharding: apply.options.shard_collections,
         downgrade: apply.downgrades(),
+        recount: apply.recount,
     };
     let seen = observe::observe_apply(apply.db, apply.specs, looking, apply.migrations)
         .await
@@ -700,12 +801,13 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
         Next::ServeOn { recorded, applying } => {
             tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
             run.report.notes.push(format!(
-                "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on (on_newer Continue)"
+                "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on ({})",
+                terms::ON_NEWER_CONTINUE
             ));
             return Ok(Pass::Done);
         }
-        // the fast path: reads only
-        Next::Settled if run.claimed.is_none() && staged.status.is_current() => {
+        // the fast path: reads only (also for a version applied in part, the same part)
+        Next::Settled if run.claimed.is_none() && settled_as_recorded(&staged) => {
             return Ok(Pass::Done)
         }
         next => next,
@@ -729,7 +831,11 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
             .await
             .map_err(stop)?;
         match taken {
-            Taken::Held(claimed) => run.claimed = Some((claimed, staged.status.clone())),
+            Taken::Held(claimed) => {
+                run.claimed = Some((claimed, staged.status.clone()));
+                // the record this pass read is the one before the claim
+                run.reopen = seen.ran_before_rollback.clone();
+            }
             Taken::Busy => {
                 run.claimed = None;
                 return Err(Stop::Busy);
@@ -745,6 +851,17 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
         return Ok(Pass::Again);
     }
     // 4. migrate
+    if !run.reopen.is_empty() {
+        let reopen = std::mem::take(&mut run.reopen);
+        migrate::reopen(apply.db, &target.name, &reopen)
+            .await
+            .map_err(stop)?;
+        run.report.notes.push(format!(
+            "the migration step(s) {} ran before their version was rolled back: run again",
+            step_names(reopen.iter().copied().filter(|m| m.step.0.reruns()))
+        ));
+        return Ok(Pass::Again);
+    }
     let rerun = !run.dedupe_again.is_empty();
     let before_steps = !seen.steps.is_empty();
     let steps: Vec<_> = if rerun {
@@ -826,9 +943,16 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
     run.report.warnings.extend(status_warning(&status));
     let wrote = run.report.applied.iter().any(|a| !a.done_concurrently);
     let touched = wrote || !claimed.record.completed;
-    let recorded = record::complete(lock.meta(), lock.fence(), touched, &seen.prints)
-        .await
-        .map_err(stop)?;
+    let recorded = record::complete(
+        lock.meta(),
+        lock.fence(),
+        touched,
+        &seen.prints,
+        &staged.missing,
+        &seen.violations,
+    )
+    .await
+    .map_err(stop)?;
     lock.released();
     drop(claimed);
     if !recorded {
@@ -846,6 +970,7 @@ fn note_seen(run: &mut Run<'_>, seen: &Seen<'_>, staged: &planning::Staged) -> R
         run.report.version = Some(staged.status.clone());
     }
     run.report.warnings = staged.warnings.clone();
+    run.report.missing = staged.missing.clone();
     run.report.sharding = staged.sharding.clone();
     if let Some(from) = &seen.record.adopted_from {
         tracing::info!(from = %from, to = %seen.record.name, "apply: adopted the unnamed schema's version record");
@@ -880,6 +1005,16 @@ fn note_seen(run: &mut Run<'_>, seen: &Seen<'_>, staged: &planning::Staged) -> R
         push_once(&mut run.kept, drift.clone());
     }
     Ok(())
+}
+
+/// Whether a settled plan finds the record as it would write it: the version applied, or
+/// applied in part with the same part missing. Then a start-up writes nothing.
+fn settled_as_recorded(staged: &planning::Staged) -> bool {
+    match &staged.status {
+        VersionStatus::Current { .. } => staged.missing.is_empty(),
+        VersionStatus::Partial { missing, .. } => *missing == staged.missing,
+        _ => false,
+    }
 }
 
 /// The warning the version's status at the claim leaves in the report of a completed apply.

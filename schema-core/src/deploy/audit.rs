@@ -47,7 +47,8 @@ pub struct CollectionAudit {
     pub oversized: Vec<(Bson, u64)>,
     /// Arrays at or above 80% of their bound.
     pub arrays_near_bound: Vec<ArrayPressure>,
-    /// Documents the collection's current validator (on the server) rejects.
+    /// Documents the declared validator rejects (whatever validator the server has: one
+    /// refused over them, or an older version's after a rollback, lets them stay).
     pub invalid: Violations,
     /// Indexes of the schema the server lacks (names).
     pub missing_indexes: Vec<String>,
@@ -200,8 +201,10 @@ pub(crate) async fn audit(
                     .collect(),
             });
         }
-        if let Some(validator) = &server.validator {
-            audit.invalid = super::observe::violations(db, &spec.name, validator).await?;
+        // judged by the declared validator, not the server's: a validator refused over
+        // violating documents (or rolled back) is exactly when the two differ
+        if server.kind == "collection" {
+            audit.invalid = super::observe::violations(db, &spec.name, &spec.validator).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {
@@ -311,7 +314,7 @@ impl fmt::Display for AuditReport {
                 )?;
             }
             if c.invalid.count > 0 {
-                writeln!(f, "  - fails the current validator: {}", c.invalid)?;
+                writeln!(f, "  - fails the declared validator: {}", c.invalid)?;
             }
             if !c.missing_indexes.is_empty() {
                 writeln!(f, "  - missing indexes: {}", c.missing_indexes.join(", "))?;

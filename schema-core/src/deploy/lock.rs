@@ -162,6 +162,7 @@ impl ApplyLock {
                 completed: false,
                 applied_at: None,
                 failure: None,
+                missing: Vec::new(),
                 observed: Vec::new(),
             });
             return Ok(Claim::Held(recorded));

@@ -27,6 +27,8 @@ pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod report_html;
 pub(crate) mod sharding;
+pub(crate) mod terms;
+pub(crate) mod violations;
 
 pub use apply::{ApplyAction, ApplyReport, PlanAction, APPLY_DEADLINE};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};

@@ -10,6 +10,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Collection, Database};
 
 use super::record::{self, RecordedVersion, DEFAULT_SCHEMA_NAME};
+pub use super::violations::Violations;
 use crate::error::server_code;
 use crate::migrate::{Migration, MigrationRecord};
 use crate::{json_schema, CollectionSpec, Result, TOKENS_COLLECTION};
@@ -104,40 +105,6 @@ impl ObservedCollection {
     }
 }
 
-/// Existing documents that a new validator would reject.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Violations {
-    /// How many.
-    pub count: u64,
-    /// A few of their `_id`s.
-    pub sample_ids: Vec<Bson>,
-    /// For each sampled document (same order), the rules it fails, as the library's
-    /// [`crate::LocalValidator`] evaluates the new validator (`name` fails `maxLength`); empty
-    /// when the validator holds what it cannot evaluate.
-    pub sample_rules: Vec<String>,
-}
-
-impl fmt::Display for Violations {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let samples: Vec<String> = self
-            .sample_ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| match self.sample_rules.get(i) {
-                Some(rules) if !rules.is_empty() => format!("{id} ({rules})"),
-                _ => id.to_string(),
-            })
-            .collect();
-        write!(
-            f,
-            "{} existing document(s) violate it, e.g. _id {}",
-            self.count,
-            samples.join(", ")
-        )
-    }
-}
-
 /// What kind of deployment the database is on, as `hello` tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -188,6 +155,9 @@ pub(crate) struct Seen<'m> {
     pub(crate) steps: Vec<(&'m Migration, Option<MigrationRecord>)>,
     /// The [`observed_prints`] of `observed`.
     pub(crate) prints: Vec<(String, String)>,
+    /// The steps recorded done of versions above the recorded one, up to the one being applied:
+    /// they ran before the record was lowered (a rollback).
+    pub(crate) ran_before_rollback: Vec<&'m Migration>,
 }
 
 /// Which schema and version `apply` observes for.
@@ -204,6 +174,9 @@ pub(crate) struct Looking<'a> {
     /// Whether this apply may write over a newer recorded version; without it, a newer record
     /// is all there is to read (the apply writes nothing).
     pub(crate) downgrade: bool,
+    /// Whether violators are counted even where the record of this version applied in part
+    /// keeps their count (a start-up does not count them again; an operator's apply does).
+    pub(crate) recount: bool,
 }
 
 /// The first stage of `apply`: reads the record (adopting the unnamed schema's for a schema
@@ -230,6 +203,7 @@ pub(crate) async fn observe_apply<'m>(
             violations: Vec::new(),
             steps: Vec::new(),
             prints: Vec::new(),
+            ran_before_rollback: Vec::new(),
         });
     }
     let observed = observe_all(db, specs, looking.sharding).await?;
@@ -238,14 +212,39 @@ pub(crate) async fn observe_apply<'m>(
         let differs = observed
             .collection(&spec.name)
             .is_some_and(|c| c.kind == "collection" && !c.validates_as(spec));
-        if differs {
-            counted.push((
-                spec.name.clone(),
-                violations(db, &spec.name, &spec.validator).await?,
-            ));
+        if !differs {
+            continue;
         }
+        let kept = record
+            .recorded
+            .as_ref()
+            .filter(|r| {
+                !looking.recount
+                    && r.version == looking.version
+                    && r.fingerprint == looking.fingerprint
+                    && !r.missing.is_empty()
+            })
+            .and_then(|_| record.violators.iter().find(|(name, _)| *name == spec.name));
+        let found = match kept {
+            Some((_, found)) => found.clone(),
+            None => violations(db, &spec.name, &spec.validator).await?,
+        };
+        counted.push((spec.name.clone(), found));
     }
     let steps = crate::migrate::run::pending(db, looking.name, migrations, looking.version).await?;
+    let ran_before_rollback = match &record.recorded {
+        Some(recorded) => {
+            crate::migrate::run::ran_before_rollback(
+                db,
+                looking.name,
+                migrations,
+                recorded.version,
+                looking.version,
+            )
+            .await?
+        }
+        None => Vec::new(),
+    };
     let prints = observed_prints(specs, &observed);
     Ok(Seen {
         record,
@@ -253,6 +252,7 @@ pub(crate) async fn observe_apply<'m>(
         violations: counted,
         steps,
         prints,
+        ran_before_rollback,
     })
 }
 
@@ -491,6 +491,8 @@ pub(crate) struct ResolvedRecord {
     /// The record this schema takes over: the unnamed schema's, for a schema that was given a
     /// name since.
     pub(crate) adopted_from: Option<String>,
+    /// The violators the record kept of a version applied in part ([`record::violators`]).
+    pub(crate) violators: Vec<(String, Violations)>,
 }
 
 /// Finds the record of the schema called `name` (with the collections `collections` and the
@@ -515,6 +517,7 @@ pub(crate) async fn resolve_record(
         name: name.to_owned(),
         recorded: doc.and_then(RecordedVersion::from_document),
         adopted_from,
+        violators: doc.map(record::violators).unwrap_or_default(),
     };
     let own = meta.find_one(doc! { "_id": name }).await?;
     if let Some(own) = &own {

@@ -9,6 +9,7 @@ use mongodb::bson::{Bson, Document};
 use super::observe::{Observed, ObservedCollection, Seen, Violations};
 use super::record::{RecordedVersion, VersionStatus};
 use super::sharding::{self, ShardState, ShardingStatus};
+use super::terms;
 use crate::model::index;
 use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, ValidationLevel};
 
@@ -281,6 +282,18 @@ pub enum Warning {
         /// The schema's name.
         to: String,
     },
+    /// A step of the version being applied ran before the record was lowered to an older
+    /// version (a rollback); it is not run again, because it is a [`crate::migrate::custom`]
+    /// step, which is asked to resume from its checkpoint, not to run twice. (The built-in
+    /// steps run again.)
+    StepNotRerun {
+        /// The step's version.
+        version: u64,
+        /// Its name.
+        name: String,
+        /// The version the record was lowered to.
+        recorded: u64,
+    },
     /// The server's state of these collections differs from the desired state of the version
     /// the record says was applied (same version and fingerprint), or, read again after an
     /// apply's last write, from what that apply wrote: something changed it since, such as a
@@ -297,9 +310,59 @@ pub enum Warning {
     },
 }
 
+impl Warning {
+    /// What of the declared state this warning says is not on the server, in a few words (a
+    /// validator refused over, or held at `moderate` for, violating documents; a conflicting
+    /// index; a view or time-series collection where a collection is declared); `None` for a
+    /// warning that leaves the declared validators and indexes in place. An `apply` that ends
+    /// with one is recorded `partial`, not `applied`.
+    pub fn not_as_declared(&self) -> Option<String> {
+        match self {
+            Warning::ValidatorOverViolations {
+                collection,
+                decision: OnViolations::Refuse,
+                ..
+            } => Some(format!("the validator of `{collection}`")),
+            Warning::ValidatorOverViolations {
+                collection,
+                decision: OnViolations::Moderate,
+                ..
+            } => Some(format!(
+                "the validation level of `{collection}` (moderate, not strict)"
+            )),
+            Warning::IndexConflict {
+                collection, wanted, ..
+            } => Some(format!("index `{}` of `{collection}`", wanted.name)),
+            Warning::NotACollection { collection, kind } => Some(format!(
+                "collection `{collection}` (a {kind} on the server)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// What of the declared state `warnings` say is not on the server ([`Warning::not_as_declared`]).
+pub(crate) fn not_as_declared(warnings: &[Warning]) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for item in warnings.iter().filter_map(Warning::not_as_declared) {
+        if !missing.contains(&item) {
+            missing.push(item);
+        }
+    }
+    missing
+}
+
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::StepNotRerun {
+                version,
+                name,
+                recorded,
+            } => write!(
+                f,
+                "migration v{version} `{name}` ran before the version was rolled back to {recorded} and is NOT run again: a custom step is only known to resume from its checkpoint; run it by hand if the data written since needs it"
+            ),
             Warning::UniqueOverDuplicates {
                 collection,
                 index,
@@ -340,7 +403,9 @@ impl fmt::Display for Warning {
             Warning::ValidatorOverViolations { collection, violations, decision } => match decision {
                 OnViolations::Refuse => write!(
                     f,
-                    "the new validator of `{collection}` was NOT applied: {violations}; migrate them, or apply with `on_violations(OnViolations::Moderate)` or `Override`"
+                    "the new validator of `{collection}` was NOT applied: {violations}; migrate them, or apply with {} or {}",
+                    terms::ON_VIOLATIONS_MODERATE,
+                    terms::ON_VIOLATIONS_OVERRIDE
                 ),
                 OnViolations::Moderate => write!(
                     f,
@@ -361,7 +426,8 @@ impl fmt::Display for Warning {
             ),
             Warning::Downgraded { recorded, applying } => write!(
                 f,
-                "schema version {applying} was applied over the newer recorded version {recorded} by request (`allow_downgrade(true)`); the record now says {applying}"
+                "schema version {applying} was applied over the newer recorded version {recorded} by request ({}); the record now says {applying}",
+                terms::ALLOW_DOWNGRADE
             ),
             Warning::DropsHeldBack { recorded, applying, indexes } => write!(
                 f,
@@ -374,7 +440,8 @@ impl fmt::Display for Warning {
             ),
             Warning::PrefixIndex { collection, name, keys, served_by } => write!(
                 f,
-                "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with `drop_stale_indexes(true)`"
+                "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with {}",
+                terms::DROP_STALE_INDEXES
             ),
             Warning::RolledBack { failed, applying, error } => write!(
                 f,
@@ -445,6 +512,11 @@ pub struct Plan {
     /// The migration steps `apply` would run, in order, with the documents each would touch
     /// (filled by [`crate::Schema::plan`]).
     pub migrations: Vec<crate::migrate::PendingStep>,
+    /// What of the declared state an `apply` with the same options would leave off the server
+    /// (a validator change it refuses or holds at `moderate` over violating documents, a
+    /// conflicting index; filled by [`crate::Schema::plan`]): that apply would record the
+    /// version `partial`, and the CLI's `plan` exits 3.
+    pub missing: Vec<String>,
 }
 
 impl Plan {
@@ -894,6 +966,9 @@ pub(crate) struct Staged {
     /// Drift from the recorded state ([`drift`]), or, right after this apply's own writes,
     /// a write of someone else that landed after them.
     pub(crate) drift: Option<Warning>,
+    /// What of the declared state stays off the server once this plan is carried out
+    /// ([`not_as_declared`]).
+    pub(crate) missing: Vec<String>,
 }
 
 /// What one pass of `apply` does after planning.
@@ -952,6 +1027,7 @@ pub(crate) fn plan_apply(
         warnings: Vec::new(),
         sharding: Vec::new(),
         drift: None,
+        missing: Vec::new(),
     };
     if let (None, VersionStatus::Downgrade { recorded, applying }) = (claimed, &status) {
         let (recorded, applying) = (*recorded, *applying);
@@ -986,8 +1062,23 @@ pub(crate) fn plan_apply(
         // the steps fix the documents that violate the new validator: keep them writable
         options.on_violations = OnViolations::Moderate;
     }
-    let (writes, warnings, sharding) = writes_of(specs, seen, options, &status);
+    let (writes, mut warnings, sharding) = writes_of(specs, seen, options, &status);
     staged.sharding = sharding;
+    staged.missing = not_as_declared(&warnings);
+    if claimed.is_none() {
+        if let Some(recorded) = &seen.record.recorded {
+            warnings.extend(
+                seen.ran_before_rollback
+                    .iter()
+                    .filter(|m| !m.step.0.reruns())
+                    .map(|m| Warning::StepNotRerun {
+                        version: m.version,
+                        name: m.name.clone(),
+                        recorded: recorded.version,
+                    }),
+            );
+        }
+    }
     if !before_steps {
         staged.warnings = warnings;
         staged.next = if writes.is_empty() {

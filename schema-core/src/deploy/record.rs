@@ -9,6 +9,7 @@ use std::fmt;
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
 use mongodb::Collection;
 
+use super::violations::Violations;
 use crate::{CollectionSpec, Result};
 
 /// The collection that records the applied schema version, its fingerprint and the time.
@@ -90,6 +91,9 @@ pub const DEFAULT_SCHEMA_NAME: &str = "schema";
 pub(crate) const APPLYING: &str = "applying";
 /// The record's `state` once its apply completed.
 pub(crate) const APPLIED: &str = "applied";
+/// The record's `state` once an apply ran to its end with a declared validator or index not on
+/// the server (`missing` says which): not `applied`.
+pub(crate) const PARTIAL: &str = "partial";
 /// The record's `state` after an apply that failed for good.
 pub(crate) const FAILED: &str = "failed";
 
@@ -187,7 +191,11 @@ pub struct RecordedVersion {
     /// refused, such as a unique index over duplicates): the record's state is `"failed"`, and
     /// an older version may apply without `allow_downgrade` (a rollback).
     pub failure: Option<String>,
-    /// What the server had when the last apply completed ([`observed_prints`]); empty in a
+    /// What the last apply of this version left not as declared (state `"partial"`): a
+    /// validator refused over, or held at `moderate` for, violating documents, a conflicting
+    /// index, a view where a collection is declared. Empty once it is all on the server.
+    pub missing: Vec<String>,
+    /// What the server had when the last apply completed ([`super::observe::observed_prints`]); empty in a
     /// record written before these were kept.
     pub(crate) observed: Vec<(String, String)>,
 }
@@ -210,6 +218,17 @@ impl RecordedVersion {
             version,
             fingerprint: doc.get_str("fingerprint").unwrap_or_default().to_owned(),
             completed: doc.get_str("state").ok() == Some(APPLIED),
+            missing: if doc.get_str("state").ok() == Some(PARTIAL) {
+                doc.get_array("missing")
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            },
             applied_at: doc.get_datetime("applied_at").ok().copied(),
             failure,
             // `[{ collection, print }]`: a collection name may hold a dot, a field name should not
@@ -232,6 +251,42 @@ impl RecordedVersion {
     }
 }
 
+/// With a record `partial`: the documents each refused (or moderate) validator was counted to
+/// reject when the record was written, so that start-ups of the same version and fingerprint
+/// do not count them again (`plan`, `audit` and the CLI's `apply` do).
+pub(crate) fn violators(doc: &BsonDocument) -> Vec<(String, Violations)> {
+    let Ok(entries) = doc.get_array("violators") else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let entry = entry.as_document()?;
+            let count = match entry.get("count")? {
+                Bson::Int64(n) => u64::try_from(*n).ok()?,
+                Bson::Int32(n) => u64::try_from(*n).ok()?,
+                _ => return None,
+            };
+            let sample_rules = entry
+                .get_array("sample_rules")
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some((
+                entry.get_str("collection").ok()?.to_owned(),
+                Violations {
+                    count,
+                    sample_ids: entry.get_array("sample_ids").cloned().unwrap_or_default(),
+                    sample_rules,
+                },
+            ))
+        })
+        .collect()
+}
+
 impl fmt::Display for RecordedVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -239,6 +294,13 @@ impl fmt::Display for RecordedVersion {
             "version {} (fingerprint {}",
             self.version, self.fingerprint
         )?;
+        if !self.missing.is_empty() {
+            return write!(
+                f,
+                ", applied in part: NOT on the server as declared: {})",
+                self.missing.join("; ")
+            );
+        }
         if let Some(failure) = &self.failure {
             return write!(f, ", apply FAILED: {failure})");
         }
@@ -308,6 +370,15 @@ pub enum VersionStatus {
         /// The recorded error.
         error: String,
     },
+    /// The same version and desired state are recorded, and their last apply ran to its end
+    /// with part of the declared state not on the server (a validator refused over violating
+    /// documents, a conflicting index): the record's state is `"partial"`, not `"applied"`.
+    Partial {
+        /// The version.
+        version: u64,
+        /// What is not on the server as declared.
+        missing: Vec<String>,
+    },
     /// An older version than the recorded one, whose apply failed for good: the rollback of a
     /// failed deploy. `apply` brings the schema back to this version's desired state and
     /// records it, without `allow_downgrade` (and drops no index, as a downgrade would not).
@@ -355,6 +426,10 @@ impl VersionStatus {
                 version: applying,
                 error: recorded.failure.clone().unwrap_or_default(),
             },
+            Equal if !recorded.missing.is_empty() => VersionStatus::Partial {
+                version: applying,
+                missing: recorded.missing.clone(),
+            },
             Equal => VersionStatus::Interrupted { version: applying },
         }
     }
@@ -398,11 +473,17 @@ impl fmt::Display for VersionStatus {
             ),
             VersionStatus::Downgrade { recorded, applying } => write!(
                 f,
-                "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless `allow_downgrade(true)`"
+                "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless {}",
+                super::terms::ALLOW_DOWNGRADE
             ),
             VersionStatus::Failed { version, error } => write!(
                 f,
                 "schema version {version}: its apply FAILED ({error}); apply tries again (fix the cause first), or deploy the previous version to roll back"
+            ),
+            VersionStatus::Partial { version, missing } => write!(
+                f,
+                "schema version {version}: applied in PART, not on the server as declared: {}",
+                missing.join("; ")
             ),
             VersionStatus::Rollback { failed, applying, error } => write!(
                 f,
@@ -412,7 +493,8 @@ impl fmt::Display for VersionStatus {
     }
 }
 
-/// Marks the claimed version applied and releases the lock (the last stage of `apply`).
+/// Marks the claimed version applied, or applied in part when `missing` names what is not on
+/// the server as declared, and releases the lock (the last stage of `apply`).
 /// `fence`: the filter that matches the record only while this apply holds the lock
 /// ([`super::lock::ApplyLock::fence`]). `touched`: whether the record's `applied_at` moves to
 /// now (something was written, or the record said `applying`). `observed`: the
@@ -423,7 +505,23 @@ pub(crate) async fn complete(
     fence: BsonDocument,
     touched: bool,
     observed: &[(String, String)],
+    missing: &[String],
+    violators: &[(String, Violations)],
 ) -> Result<bool> {
+    let violators: Vec<Bson> = violators
+        .iter()
+        .filter(|(_, found)| found.count > 0 && !missing.is_empty())
+        .map(|(collection, found)| {
+            doc! {
+                "collection": { "$literal": collection },
+                "count": found.count as i64,
+                "sample_ids": { "$literal": found.sample_ids.clone() },
+                "sample_rules": { "$literal": found.sample_rules.clone() },
+                "counted_at": "$$NOW",
+            }
+            .into()
+        })
+        .collect();
     let applied_at: Bson = if touched {
         "$$NOW".into()
     } else {
@@ -438,9 +536,19 @@ pub(crate) async fn complete(
             fence,
             vec![
                 doc! { "$set": {
-                    "state": APPLIED,
+                    "state": if missing.is_empty() { APPLIED } else { PARTIAL },
+                    "missing": if missing.is_empty() {
+                        Bson::String("$$REMOVE".to_owned())
+                    } else {
+                        doc! { "$literal": missing.to_vec() }.into()
+                    },
                     "applied_at": applied_at,
                     "observed": { "$literal": prints },
+                    "violators": if violators.is_empty() {
+                        Bson::String("$$REMOVE".to_owned())
+                    } else {
+                        Bson::Array(violators)
+                    },
                 } },
                 doc! { "$unset": ["locked_by", "lock_expires"] },
             ],
@@ -559,6 +667,7 @@ mod tests {
             completed,
             applied_at: None,
             failure: None,
+            missing: Vec::new(),
             observed: Vec::new(),
         }
     }

@@ -55,7 +55,8 @@ impl fmt::Display for ShardingStatus {
             ShardState::ToShard => write!(f, "`{collection}` will be sharded by {key}"),
             ShardState::NotRequested => write!(
                 f,
-                "`{collection}` declares the shard key {key} and is not sharded: apply with `shard_collections(true)` to shard it"
+                "`{collection}` declares the shard key {key} and is not sharded: apply with {} to shard it",
+                super::terms::SHARD_COLLECTIONS
             ),
             ShardState::OtherKey(other) => write!(
                 f,

@@ -721,6 +721,10 @@ impl Work for Custom {
         Box::pin(async { Ok(0) })
     }
 
+    fn reruns(&self) -> bool {
+        false
+    }
+
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {
         (self.run)(cx)
     }

@@ -75,6 +75,12 @@ pub(crate) trait Work: Send + Sync {
     fn dedupes(&self) -> bool {
         false
     }
+    /// Whether the step may run again from the start over data it already migrated (every
+    /// built-in step; a [`custom`] one is only asked to resume from its checkpoint): a version
+    /// applied again after it was rolled back runs such steps again.
+    fn reruns(&self) -> bool {
+        true
+    }
     /// Runs the step (again from `cx`'s checkpoint after an interruption).
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>;
 }
@@ -159,8 +165,13 @@ impl fmt::Display for PendingStep {
             "migration v{} `{}`: {} ({} document(s) to touch)",
             self.version, self.name, self.description, self.documents
         )?;
-        if let Some(state) = &self.recorded {
-            write!(f, ", recorded {state} by an earlier apply: it resumes")?;
+        match &self.recorded {
+            Some(MigrationState::Done) => write!(
+                f,
+                ", recorded done before its version was rolled back: it runs again"
+            )?,
+            Some(state) => write!(f, ", recorded {state} by an earlier apply: it resumes")?,
+            None => {}
         }
         Ok(())
     }
