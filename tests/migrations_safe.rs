@@ -536,10 +536,12 @@ async fn next_batch_walks_every_id_type() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
+async fn a_step_that_loses_applys_lock_stops_before_writing_and_resumes_not_failed() {
     let db = seeded("safe_lock_lost", vec![account(1, "a@x", None, true)]).await;
     let held_at_first = Arc::new(Mutex::new(None));
-    let seen = held_at_first.clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let resumed_from = Arc::new(Mutex::new(None));
+    let (seen, counted, resumed) = (held_at_first.clone(), runs.clone(), resumed_from.clone());
     let v2 = mongo_schema::Schema::new()
         .model::<unique_email::Account>()
         .version(2)
@@ -547,19 +549,35 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
             2,
             "loses the lock",
             migrate::custom::<unique_email::Account>("loses the lock", move |cx| {
-                let seen = seen.clone();
+                let (seen, counted, resumed) = (seen.clone(), counted.clone(), resumed.clone());
                 Box::pin(async move {
+                    if counted.fetch_add(1, Ordering::SeqCst) > 0 {
+                        // the next pass claimed the lock again: resume from the checkpoint
+                        *resumed.lock().unwrap() = cx.checkpoint().cloned();
+                        cx.ensure_lock()?;
+                        cx.db()
+                            .collection::<BsonDocument>("accounts")
+                            .update_many(doc! {}, doc! { "$set": { "written": true } })
+                            .await?;
+                        return Ok(migrate::StepCounts::new(1, 1));
+                    }
                     // the positive control: the step starts under the lock
                     *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
-                    // another instance takes the lock over (as after a long pause of this one)
+                    cx.save(Bson::Int64(1), migrate::StepCounts::default())
+                        .await?;
+                    // another instance takes the lock over (as after a long pause of this one,
+                    // an election, a step that blocked past the lease)
                     cx.db()
                         .collection::<BsonDocument>(META_COLLECTION)
                         .update_one(
                             doc! { "_id": "schema" },
-                            doc! { "$set": { "locked_by": "another instance" } },
+                            doc! { "$set": {
+                                "locked_by": "another instance",
+                                "lock_expires": mongo_schema::bson::DateTime::now(),
+                            } },
                         )
                         .await?;
-                    // apply renews its lease at a third of its length and finds it gone
+                    // apply renews its lease on its own task and finds it gone
                     let started = std::time::Instant::now();
                     while cx.ensure_lock().is_ok() {
                         assert!(
@@ -569,41 +587,89 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                     cx.ensure_lock()?;
-                    cx.db()
-                        .collection::<BsonDocument>("accounts")
-                        .update_many(doc! {}, doc! { "$set": { "written": true } })
-                        .await?;
+                    unreachable!("the step stops at the check above")
+                })
+            }),
+        )
+        .build()
+        .unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
+        .await
+        .expect("apply returns")
+        .expect("a lost lease is transient: the next pass claims and resumes");
+    println!("version 2:\n{report}");
+    assert_eq!(*held_at_first.lock().unwrap(), Some(true));
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "run once, resumed once");
+    assert_eq!(*resumed_from.lock().unwrap(), Some(Bson::Int64(1)));
+    assert!(report.retried >= 1, "{report}");
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
+    // what was written was written under the lock, once
+    assert_eq!(
+        db.collection::<BsonDocument>("accounts")
+            .count_documents(doc! { "written": true })
+            .await
+            .unwrap(),
+        1
+    );
+    // the version was never recorded failed: the older release is refused, not rolled back to
+    let older = v1::schema().apply(&db).await.unwrap_err();
+    assert!(
+        matches!(
+            older,
+            Error::Downgrade {
+                recorded: 2,
+                applying: 1,
+                ..
+            }
+        ),
+        "{older:#?}"
+    );
+}
+
+/// A step that blocks its thread for longer than the apply lock's lease (10 s): the lease is
+/// renewed on a task of its own, so it never lapses, nothing is retried, and the version is
+/// recorded applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_blocks_its_thread_past_the_lease_keeps_the_lock() {
+    let db = seeded("safe_blocking_step", vec![account(1, "a@x", None, true)]).await;
+    let held_after = Arc::new(Mutex::new(None));
+    let seen = held_after.clone();
+    let v2 = mongo_schema::Schema::new()
+        .model::<unique_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "blocks",
+            migrate::custom::<unique_email::Account>("blocks its thread for 12 s", move |cx| {
+                let seen = seen.clone();
+                Box::pin(async move {
+                    std::thread::sleep(Duration::from_secs(12));
+                    *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
+                    cx.ensure_lock()?;
                     Ok(migrate::StepCounts::default())
                 })
             }),
         )
         .build()
         .unwrap();
-    let failed = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
+    let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
         .await
         .expect("apply returns")
-        .unwrap_err();
-    println!("version 2: {failed}");
-    assert_eq!(*held_at_first.lock().unwrap(), Some(true));
-    let Error::Migration { source: lost, .. } = &failed else {
-        panic!("expected the step's failure, got {failed:#?}")
-    };
-    assert!(
-        matches!(
-            lost.as_ref(),
-            Error::LockLost {
-                lock: mongo_schema::error::LockKind::Apply,
-                ..
-            }
-        ),
-        "{failed:#?}"
-    );
-    // nothing after the check was written
-    assert_eq!(
-        db.collection::<BsonDocument>("accounts")
-            .count_documents(doc! { "written": true })
-            .await
-            .unwrap(),
-        0
-    );
+        .unwrap();
+    println!("{report}");
+    assert_eq!(*held_after.lock().unwrap(), Some(true), "the lease held");
+    assert_eq!(report.retried, 0, "{report}");
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
 }

@@ -660,6 +660,30 @@ fn stop(error: Error) -> Stop {
     }
 }
 
+/// A step that stopped because the lease may have lapsed under it (an election, a long pause)
+/// is transient: the step's record stays `running` with its checkpoint, and the next pass
+/// claims the lock again and resumes it; the version is not recorded `failed` for it. A step
+/// that failed otherwise fails the apply.
+fn step_stopped(lock: &ApplyLock, error: Error) -> Stop {
+    let lost = |e: &Error| matches!(e, Error::LockLost { .. });
+    let lease_lost = !lock.holds()
+        || lost(&error)
+        || matches!(&error, Error::Migration { source, .. } if lost(source));
+    if lease_lost {
+        tracing::warn!(%error, "apply: the lock's lease may have lapsed during a migration step; it resumes from its checkpoint");
+        return Stop::Transient(error);
+    }
+    match &error {
+        Error::Migration { source, .. }
+            if crate::sync::retry::ErrorClass::of(source)
+                == crate::sync::retry::ErrorClass::Transient =>
+        {
+            Stop::Transient(error)
+        }
+        _ => stop(error),
+    }
+}
+
 /// The names of the schema's collections, as the record keeps them.
 fn collection_names(specs: &[CollectionSpec]) -> Vec<String> {
     specs.iter().map(|s| s.name.clone()).collect()
@@ -821,6 +845,12 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
         })
         .clone();
     if run.claimed.as_ref().is_none_or(|_| !lock.holds()) {
+        // taken again after a lapsed lease, the apply keeps the status it first claimed over (a
+        // downgrade still holds back index drops)
+        let status = run
+            .claimed
+            .take()
+            .map_or_else(|| staged.status.clone(), |(_, status)| status);
         let taken = lock
             .take(
                 target.version,
@@ -832,7 +862,7 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
             .map_err(stop)?;
         match taken {
             Taken::Held(claimed) => {
-                run.claimed = Some((claimed, staged.status.clone()));
+                run.claimed = Some((claimed, status));
                 // the record this pass read is the one before the claim
                 run.reopen = seen.ran_before_rollback.clone();
             }
@@ -885,7 +915,7 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
             &mut run.report.migrations,
         )
         .await
-        .map_err(stop)?;
+        .map_err(|error| step_stopped(&lock, error))?;
         if rerun {
             run.report.notes.push(format!(
                 "the unique index met new duplicates while it was built (instances of an older version still writing): dedupe step(s) {} ran again ({} of at most {DEDUPE_RERUNS} more runs)",
