@@ -106,6 +106,26 @@ mod active_email {
     }
 }
 
+/// Version 3: one account per email *within a tenant*.
+mod tenant_email {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(tenant = 1, email = 1), unique)]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tenant: Option<String>,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
 fn account(id: i64, email: &str, code: Option<Option<&str>>, active: bool) -> BsonDocument {
     let mut account = doc! { "_id": id, "email": email, "active": active };
     match code {
@@ -672,4 +692,88 @@ async fn a_step_that_blocks_its_thread_past_the_lease_keeps_the_lock() {
         .unwrap()
         .unwrap();
     assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
+}
+
+/// After the unique rule changed from `email` to `(tenant, email)`, duplicates met by the new
+/// index's build rerun only the dedupe of the version being applied, on the index's keys: the
+/// older `dedupe(["email"])` would delete an account that is valid under the newer rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dedupe_rerun_is_the_one_of_the_failing_index_keys() {
+    let db = seeded(
+        "safe_rerun_keys",
+        vec![
+            doc! { "_id": 1_i64, "tenant": "t1", "email": "a@x", "active": true },
+            doc! { "_id": 2_i64, "tenant": "t2", "email": "b@x", "active": true },
+        ],
+    )
+    .await;
+    let v3 = mongo_schema::Schema::new()
+        .model::<tenant_email::Account>()
+        .version(3)
+        .migration(
+            2,
+            "one account per email",
+            migrate::dedupe::<tenant_email::Account>(&["email"], Keep::Oldest),
+        )
+        .migration(
+            3,
+            "one account per email and tenant",
+            migrate::dedupe::<tenant_email::Account>(&["tenant", "email"], Keep::Oldest),
+        )
+        .build()
+        .unwrap();
+    let (client, held, go, builds) = sabotaging_client(1).await;
+    let writer = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let got =
+                tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(60)))
+                    .await
+                    .unwrap();
+            assert!(got.is_ok(), "the unique index build was held");
+            let accounts = db.collection::<BsonDocument>("accounts");
+            // valid under the (tenant, email) rule, a duplicate under the old email rule
+            accounts
+                .insert_one(doc! { "_id": 3_i64, "tenant": "t2", "email": "a@x", "active": true })
+                .await
+                .unwrap();
+            // a duplicate under the new rule, written by an instance of an older version
+            accounts
+                .insert_one(doc! { "_id": 4_i64, "tenant": "t1", "email": "a@x", "active": true })
+                .await
+                .unwrap();
+            go.send(()).unwrap();
+        })
+    };
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        v3.apply(&client.database(db.name())),
+    )
+    .await
+    .expect("the apply ends")
+    .unwrap();
+    println!("{report}");
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(60), writer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        builds.load(Ordering::SeqCst),
+        2,
+        "the index was built twice"
+    );
+    let reran: Vec<&str> = report.migrations.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        reran,
+        [
+            "one account per email",
+            "one account per email and tenant",
+            "one account per email and tenant"
+        ],
+        "{report}"
+    );
+    // the t2 account with another tenant's email is kept; the t1 duplicate is set aside
+    assert_eq!(ids(&db, "accounts").await, [1, 2, 3]);
+    assert_eq!(meta(&db).await.get_str("state"), Ok("applied"));
 }

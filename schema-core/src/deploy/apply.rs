@@ -965,7 +965,7 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
                 Ok(Pass::Again)
             }
             Err(Stopped::Transient(error)) => Err(Stop::Transient(error)),
-            Err(Stopped::Permanent(error)) => dedupe_again(apply, run, error),
+            Err(Stopped::Permanent(error, refused)) => dedupe_again(apply, run, error, &refused),
         };
     }
     // 6. record
@@ -1087,8 +1087,9 @@ fn dedupe_again<'m>(
     apply: &ApplyAction<'m>,
     run: &mut Run<'m>,
     error: Error,
+    refused: &Action,
 ) -> Result<Pass, Stop> {
-    let steps = dedupes_of(apply, &error);
+    let steps = dedupes_of(apply, refused);
     if error.code() != Some(11000) || steps.is_empty() {
         return Err(Stop::Fail(error));
     }
@@ -1115,17 +1116,40 @@ fn step_names<'m>(steps: impl Iterator<Item = &'m Migration>) -> String {
         .join(", ")
 }
 
-/// The dedupe steps of the version being applied on the collection whose index build failed
-/// with `error` (E11000), to run again.
-fn dedupes_of<'m>(apply: &ApplyAction<'m>, error: &Error) -> Vec<&'m Migration> {
-    let Error::Apply { action, .. } = error else {
+/// Key names in one order, so that two key lists compare as sets.
+fn sorted_keys<'k>(keys: impl Iterator<Item = &'k String>) -> Vec<&'k str> {
+    let mut keys: Vec<&str> = keys.map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// The dedupe steps of the version being applied whose keys are exactly those of a unique index
+/// of `refused`, the `createIndexes` whose build met duplicates (E11000), to run again. A
+/// dedupe of an older version, or on other keys, is never run again: under the newer rule it
+/// could delete documents that are valid now.
+fn dedupes_of<'m>(apply: &ApplyAction<'m>, refused: &Action) -> Vec<&'m Migration> {
+    let Action::CreateIndexes {
+        collection,
+        indexes,
+    } = refused
+    else {
         return Vec::new();
     };
+    let unique: Vec<Vec<&str>> = indexes
+        .iter()
+        .filter(|i| i.unique)
+        .map(|i| sorted_keys(i.keys.keys()))
+        .collect();
     apply
         .migrations
         .iter()
-        .filter(|m| m.version <= apply.target.version && m.step.0.dedupes())
-        .filter(|m| action.contains(&format!("`{}`", m.step.collection())))
+        .filter(|m| m.version == apply.target.version && m.step.collection() == collection)
+        .filter(|m| {
+            m.step
+                .0
+                .dedupes()
+                .is_some_and(|keys| unique.contains(&sorted_keys(keys.iter())))
+        })
         .collect()
 }
 

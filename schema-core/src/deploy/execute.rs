@@ -31,8 +31,8 @@ pub(crate) enum Stopped {
     Replan(Error),
     /// Likely to pass: back off and try again (this includes a lease that may have lapsed).
     Transient(Error),
-    /// Retrying cannot help.
-    Permanent(Error),
+    /// Retrying cannot help; the action the server refused.
+    Permanent(Error, Box<Action>),
 }
 
 /// Sends `writes` in order, each only while `lock` may still be held; appends each one sent
@@ -67,14 +67,14 @@ pub(crate) async fn execute(
                 };
                 if created_concurrently {
                     applied.push(AppliedAction {
-                        action,
+                        action: action.clone(),
                         done_concurrently: true,
                     });
                 }
                 return Err(match fault {
                     Fault::Replan => Stopped::Replan(error),
                     Fault::Transient => Stopped::Transient(error),
-                    Fault::Permanent => Stopped::Permanent(error),
+                    Fault::Permanent => Stopped::Permanent(error, Box::new(action)),
                 });
             }
         }

@@ -323,8 +323,8 @@ impl Work for Dedupe {
         self.collection
     }
 
-    fn dedupes(&self) -> bool {
-        true
+    fn dedupes(&self) -> Option<&[String]> {
+        Some(&self.keys)
     }
 
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {

@@ -70,10 +70,11 @@ pub(crate) trait Work: Send + Sync {
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String>;
     /// The documents a run would touch now (for `plan`).
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>>;
-    /// Whether the step removes duplicates before a unique index (`apply` runs it again when
-    /// the index build still meets some).
-    fn dedupes(&self) -> bool {
-        false
+    /// The keys of the unique index a step removes duplicates for (`apply` runs it again when
+    /// the build of a unique index on exactly these keys still meets some); `None` for the
+    /// other steps.
+    fn dedupes(&self) -> Option<&[String]> {
+        None
     }
     /// Whether the step may run again from the start over data it already migrated (every
     /// built-in step; a [`custom`] one is only asked to resume from its checkpoint): a version
