@@ -263,7 +263,15 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
             ..
         } = action
         {
-            *slot = Some(observe::violations(db, collection, validator).await?);
+            *slot = Some(
+                observe::violations(
+                    db,
+                    collection,
+                    validator,
+                    Some(observe::OPERATOR_TIME_LIMIT),
+                )
+                .await?,
+            );
         }
     }
     Ok(())
@@ -306,6 +314,7 @@ async fn foresee(
                     let groups: Vec<Document> = db
                         .collection::<Document>(collection)
                         .aggregate(pipeline)
+                        .max_time(observe::OPERATOR_TIME_LIMIT)
                         .await?
                         .try_collect()
                         .await?;

@@ -6,7 +6,7 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use super::observe::Violations;
+use super::observe::{Violations, OPERATOR_TIME_LIMIT as LIMIT};
 use super::plan::{Action, Plan, PlanOptions, Warning};
 use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES};
 
@@ -128,6 +128,7 @@ pub(crate) async fn audit(
                 doc! { "$sort": { "size": -1 } },
                 doc! { "$limit": 3 },
             ])
+            .max_time(LIMIT)
             .await?
             .try_collect()
             .await?;
@@ -147,6 +148,7 @@ pub(crate) async fn audit(
                 doc! { "$sort": { "size": -1 } },
                 doc! { "$limit": SAMPLES },
             ])
+            .max_time(LIMIT)
             .await?
             .try_collect()
             .await?;
@@ -164,7 +166,10 @@ pub(crate) async fn audit(
                 let (Some((tag, value)), Some(label)) = (&kind.tag, kind.label()) else {
                     continue;
                 };
-                let count = coll.count_documents(doc! { tag: value }).await?;
+                let count = coll
+                    .count_documents(doc! { tag: value })
+                    .max_time(LIMIT)
+                    .await?;
                 audit.kinds.push((label, count));
             }
         }
@@ -172,7 +177,10 @@ pub(crate) async fn audit(
             let threshold = ((max as f64) * PRESSURE).ceil() as i64;
             let length = doc! { "$size": { "$ifNull": [format!("${path}"), []] } };
             let pressing = doc! { "$expr": { "$gte": [length.clone(), threshold] } };
-            let documents = coll.count_documents(pressing.clone()).await?;
+            let documents = coll
+                .count_documents(pressing.clone())
+                .max_time(LIMIT)
+                .await?;
             if documents == 0 {
                 continue;
             }
@@ -183,6 +191,7 @@ pub(crate) async fn audit(
                     doc! { "$sort": { "n": -1 } },
                     doc! { "$limit": SAMPLES },
                 ])
+                .max_time(LIMIT)
                 .await?
                 .try_collect()
                 .await?;
@@ -204,7 +213,8 @@ pub(crate) async fn audit(
         // judged by the declared validator, not the server's: a validator refused over
         // violating documents (or rolled back) is exactly when the two differ
         if server.kind == "collection" {
-            audit.invalid = super::observe::violations(db, &spec.name, &spec.validator).await?;
+            audit.invalid =
+                super::observe::violations(db, &spec.name, &spec.validator, Some(LIMIT)).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {

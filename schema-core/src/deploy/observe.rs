@@ -227,7 +227,7 @@ pub(crate) async fn observe_apply<'m>(
             .and_then(|_| record.violators.iter().find(|(name, _)| *name == spec.name));
         let found = match kept {
             Some((_, found)) => found.clone(),
-            None => violations(db, &spec.name, &spec.validator).await?,
+            None => violations(db, &spec.name, &spec.validator, None).await?,
         };
         counted.push((spec.name.clone(), found));
     }
@@ -300,24 +300,37 @@ async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> 
 
 const SAMPLE_VIOLATIONS: i64 = 5;
 
+/// The time limit (`maxTimeMS`) of every collection scan the library runs for an operator:
+/// `plan`'s and `audit`'s counts of violating documents and duplicates, `audit`'s sizes and
+/// array pressure. Past it the server stops the scan (code 50, MaxTimeMSExpired) and the
+/// command fails, saying so, instead of running on. A start-up counts without one, once per
+/// version and fingerprint (the record keeps the count while the validator is refused).
+pub(crate) const OPERATOR_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Counts the existing documents of `collection` that `validator` would reject (a validator is
-/// a query: `{ $nor: [validator] }` matches them), with a few of their ids.
+/// a query: `{ $nor: [validator] }` matches them), with a few of their ids; within
+/// `time_limit` when given ([`OPERATOR_TIME_LIMIT`] for an operator's command).
 pub(crate) async fn violations(
     db: &Database,
     collection: &str,
     validator: &Document,
+    time_limit: Option<std::time::Duration>,
 ) -> Result<Violations> {
     let filter = doc! { "$nor": [validator.clone()] };
     let coll = db.collection::<Document>(collection);
-    let count = coll.count_documents(filter.clone()).await?;
+    let mut counting = coll.count_documents(filter.clone());
+    if let Some(limit) = time_limit {
+        counting = counting.max_time(limit);
+    }
+    let count = counting.await?;
     let samples: Vec<Document> = if count == 0 {
         Vec::new()
     } else {
-        coll.find(filter)
-            .limit(SAMPLE_VIOLATIONS)
-            .await?
-            .try_collect()
-            .await?
+        let mut finding = coll.find(filter).limit(SAMPLE_VIOLATIONS);
+        if let Some(limit) = time_limit {
+            finding = finding.max_time(limit);
+        }
+        finding.await?.try_collect().await?
     };
     // which rule each sample fails, by mongod's semantics evaluated here
     let local = crate::LocalValidator::new(validator).ok();
