@@ -129,23 +129,25 @@ pub(crate) fn apply(report: &ApplyReport) -> Output {
     }
     // one line per action and per migration step, in the order apply ran them
     let total = report.applied.len() + report.migrations.len();
-    let mut n = 0;
-    for applied in &report.applied {
-        n += 1;
-        let _ = writeln!(
-            text,
-            "[{n}/{total}] {}{}",
-            one_line(&applied.action),
-            if applied.done_concurrently {
-                " (already done by another instance)"
-            } else {
-                ""
+    for (i, entry) in report.in_order().into_iter().enumerate() {
+        let n = i + 1;
+        match entry {
+            crate::RanEntry::Action(applied) => {
+                let _ = writeln!(
+                    text,
+                    "[{n}/{total}] {}{}",
+                    one_line(&applied.action),
+                    if applied.done_concurrently {
+                        " (already done by another instance)"
+                    } else {
+                        ""
+                    }
+                );
             }
-        );
-    }
-    for step in &report.migrations {
-        n += 1;
-        let _ = writeln!(text, "[{n}/{total}] {step}");
+            crate::RanEntry::Step(step) => {
+                let _ = writeln!(text, "[{n}/{total}] {step}");
+            }
+        }
     }
     let serving_on = matches!(
         &report.version,

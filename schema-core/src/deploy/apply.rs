@@ -62,6 +62,9 @@ pub struct ApplyReport {
     /// version is never recorded `applied`: the record says `partial` and lists it, and the
     /// CLI's `apply` exits 3.
     pub missing: Vec<String>,
+    /// The order in which the actions and the steps ran (they interleave: the writes that come
+    /// before the steps, the steps, the writes after them).
+    ran: Vec<Ran>,
     /// The sharding of each collection that declares a shard key (only observed with
     /// `shard_collections(true)`).
     pub sharding: Vec<ShardingStatus>,
@@ -81,7 +84,46 @@ pub struct ApplyReport {
     pub notes: Vec<String>,
 }
 
+/// One entry of [`ApplyReport`]'s order: an index into `applied` or into `migrations`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ran {
+    Action(usize),
+    Step(usize),
+}
+
+/// An action or a migration step of an apply, in the order they ran
+/// ([`ApplyReport::in_order`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum RanEntry<'a> {
+    /// A write.
+    Action(&'a AppliedAction),
+    /// A migration step.
+    Step(&'a crate::migrate::RanStep),
+}
+
 impl ApplyReport {
+    /// The actions and the migration steps in the order they ran.
+    pub fn in_order(&self) -> Vec<RanEntry<'_>> {
+        let noted = self.ran.len() == self.applied.len() + self.migrations.len();
+        if !noted {
+            // a report not built by `apply` itself: the actions, then the steps
+            return self
+                .applied
+                .iter()
+                .map(RanEntry::Action)
+                .chain(self.migrations.iter().map(RanEntry::Step))
+                .collect();
+        }
+        self.ran
+            .iter()
+            .filter_map(|ran| match *ran {
+                Ran::Action(i) => self.applied.get(i).map(RanEntry::Action),
+                Ran::Step(i) => self.migrations.get(i).map(RanEntry::Step),
+            })
+            .collect()
+    }
+
     /// Whether the declared validators and indexes are all on the server ([`Self::missing`] is
     /// empty).
     pub fn is_as_declared(&self) -> bool {
@@ -124,19 +166,21 @@ impl fmt::Display for ApplyReport {
                 writeln!(f, "nothing written")?;
             }
         }
-        for ran in &self.migrations {
-            writeln!(f, "- {ran}")?;
+        for entry in self.in_order() {
+            match entry {
+                RanEntry::Step(ran) => writeln!(f, "- {ran}")?,
+                RanEntry::Action(applied) => {
+                    let note = if applied.done_concurrently {
+                        " (already done by a concurrent instance)"
+                    } else {
+                        ""
+                    };
+                    writeln!(f, "- {}{note}", applied.action)?
+                }
+            }
         }
         for note in &self.notes {
             writeln!(f, "~ {note}")?;
-        }
-        for applied in &self.applied {
-            let note = if applied.done_concurrently {
-                " (already done by a concurrent instance)"
-            } else {
-                ""
-            };
-            writeln!(f, "- {}{note}", applied.action)?;
         }
         for status in &self.sharding {
             writeln!(f, "~ {status}")?;
@@ -916,15 +960,18 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
     if !steps.is_empty() {
         let holder = lock.clone();
         let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
-        migrate::run_steps(
+        let before = run.report.migrations.len();
+        let ran = migrate::run_steps(
             apply.db,
             &target.name,
             &steps,
             holds,
             &mut run.report.migrations,
         )
-        .await
-        .map_err(|error| step_stopped(&lock, error))?;
+        .await;
+        let after = run.report.migrations.len();
+        run.report.ran.extend((before..after).map(Ran::Step));
+        ran.map_err(|error| step_stopped(&lock, error))?;
         if rerun {
             run.report.notes.push(format!(
                 "the unique index met new duplicates while it was built (instances of an older version still writing): dedupe step(s) {} ran again ({} of at most {DEDUPE_RERUNS} more runs)",
@@ -958,6 +1005,8 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
         }
         let first = run.report.applied.len();
         let sent = execute::execute(apply.db, &lock, writes, &mut run.report.applied).await;
+        let after = run.report.applied.len();
+        run.report.ran.extend((first..after).map(Ran::Action));
         run.executed = run.report.applied[first..]
             .iter()
             .filter(|a| !a.done_concurrently)

@@ -30,7 +30,7 @@ pub(crate) mod sharding;
 pub(crate) mod terms;
 pub(crate) mod violations;
 
-pub use apply::{ApplyAction, ApplyReport, PlanAction, APPLY_DEADLINE};
+pub use apply::{ApplyAction, ApplyReport, PlanAction, RanEntry, APPLY_DEADLINE};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
 pub use execute::AppliedAction;
 pub use observe::{Observed, ObservedCollection, Topology, Violations};
