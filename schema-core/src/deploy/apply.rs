@@ -816,7 +816,9 @@ async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
         let wait = match outcome {
             Ok(Pass::Done) => {
                 let mut report = run.report;
-                report.warnings.extend(run.kept);
+                for warning in run.kept {
+                    push_once(&mut report.warnings, warning);
+                }
                 return Ok(report);
             }
             Ok(Pass::Again) => continue,
@@ -987,6 +989,22 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
     }
     // 5. execute
     if let Next::Write(writes) = next {
+        // what a validator written over violating documents says outlives this pass: the next
+        // one finds the validator on the server and plans nothing for it
+        for warning in &staged.warnings {
+            let written = matches!(
+                warning,
+                Warning::ValidatorOverViolations { collection, decision, .. }
+                    if *decision != OnViolations::Refuse
+                        && writes.iter().any(|a| matches!(
+                            a,
+                            Action::UpdateValidator { collection: c, .. } if c == collection
+                        ))
+            );
+            if written {
+                push_once(&mut run.kept, warning.clone());
+            }
+        }
         for action in &writes {
             if let Action::UpdateValidator {
                 collection,
