@@ -350,8 +350,9 @@ pub mod deploy {
     pub use mongo_schema_core::{
         Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport,
         CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction,
-        PlanOptions, RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus,
-        Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION, PROGRESS_TARGET,
+        PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
+        VersionStatus, Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
+        PROGRESS_TARGET,
     };
 }
 

@@ -81,9 +81,63 @@ async fn run_as(schema: &'static str, args: Vec<String>) -> Ran {
     .unwrap()
 }
 
+/// A release before `color`.
+mod gadget_v1 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "gadgets")]
+    pub struct Gadget {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    pub fn schema() -> mongo_schema::Schema {
+        mongo_schema::Schema::new()
+            .model::<Gadget>()
+            .version(1)
+            .build()
+            .expect("gadgets v1 builds")
+    }
+}
+
+/// The release that requires `color`, with the step that fills it in (or without).
+mod gadget_v2 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "gadgets")]
+    pub struct Gadget {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+        pub color: String,
+    }
+
+    pub fn schema(with_step: bool) -> mongo_schema::Schema {
+        let builder = mongo_schema::Schema::new().model::<Gadget>().version(2);
+        let builder = if with_step {
+            builder.migration(
+                2,
+                "default color",
+                mongo_schema::migrate::set_default::<Gadget>("color", "grey"),
+            )
+        } else {
+            builder
+        };
+        builder.build().expect("gadgets v2 builds")
+    }
+}
+
 /// The schema of the child binary: the help desk, or its version 2 with a migration step.
 fn child_schema(name: &str) -> mongo_schema::Schema {
     match name {
+        "gadgets-v1" => gadget_v1::schema(),
+        "gadgets-v2" => gadget_v2::schema(true),
+        "gadgets-v2-nostep" => gadget_v2::schema(false),
         "helpdesk-v2" => mongo_schema::Schema::new()
             .model::<helpdesk::Customer>()
             .model::<Agent>()
@@ -611,6 +665,204 @@ async fn reports_and_read_only_commands() {
         .any(|r| r["holder"] == "tickets" && r["path"] == "assignee"));
 }
 
+/// The server's validator of `gadgets`.
+async fn gadgets_validator(db: &mongodb::Database) -> BsonDocument {
+    let mut cursor = db
+        .list_collections()
+        .filter(mongo_schema::bson::doc! { "name": "gadgets" })
+        .await
+        .unwrap();
+    use futures_util::TryStreamExt as _;
+    let spec = cursor.try_next().await.unwrap().expect("gadgets exists");
+    spec.options.validator.unwrap_or_default()
+}
+
+async fn insert_gadget(db: &mongodb::Database, name: &str) {
+    db.collection::<BsonDocument>("gadgets")
+        .insert_one(mongo_schema::bson::doc! { "_id": ObjectId::new(), "name": name })
+        .await
+        .unwrap();
+}
+
+async fn uncolored(db: &mongodb::Database) -> u64 {
+    db.collection::<BsonDocument>("gadgets")
+        .count_documents(mongo_schema::bson::doc! { "color": { "$exists": false } })
+        .await
+        .unwrap()
+}
+
+/// v1 -> v2 -> v1 (`--allow-downgrade`) -> v1 writes -> v2, through the schema commands: the
+/// roll forward runs v2's step again over what v1 wrote, so every document is valid under the
+/// v2 validator, which is on the server, and every command says so with its exit code.
+async fn a_rollback_then_a_roll_forward_ends_as_declared() {
+    let db = mongo_schema_testkit::database("cli_roll_forward").await;
+    let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
+    assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
+    insert_gadget(&db, "a").await;
+    insert_gadget(&db, "b").await;
+
+    let v2 = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
+    assert_eq!(v2.code, 0, "{}{}", v2.stdout, v2.stderr);
+    assert_eq!(v2.json()["as_declared"], true);
+    assert_eq!(uncolored(&db).await, 0);
+    use mongo_schema::Document as _;
+    assert_eq!(gadgets_validator(&db).await, gadget_v2::Gadget::validator());
+
+    // the previous release again: refused without the flag, and `plan` says apply would refuse
+    let refused = run_as("gadgets-v1", args("apply", &db, &[])).await;
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    // display-text: the advice an operator reads speaks the CLI's flag
+    assert!(
+        refused.stderr.contains("`--allow-downgrade`"),
+        "the CLI's flag, not the library's call: {}",
+        refused.stderr
+    );
+    let plan = run_as("gadgets-v1", args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 3, "{}{}", plan.stdout, plan.stderr);
+    assert_eq!(plan.json()["refuses"], true);
+    let back = run_as(
+        "gadgets-v1",
+        args("apply", &db, &["--allow-downgrade", "--json"]),
+    )
+    .await;
+    assert_eq!(back.code, 0, "{}{}", back.stdout, back.stderr);
+    assert_eq!(back.json()["recorded"], true);
+    assert_eq!(gadgets_validator(&db).await, gadget_v1::Gadget::validator());
+
+    // the rolled-back service writes what v1 writes
+    insert_gadget(&db, "c").await;
+    assert_eq!(uncolored(&db).await, 1);
+
+    // forward again: `plan` shows v2's step running again, `apply` runs it before the validator
+    let plan = run_as("gadgets-v2", args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 2, "{}{}", plan.stdout, plan.stderr);
+    let json = plan.json();
+    assert_eq!(json["migrations"][0]["name"], "default color", "{json}");
+    assert_eq!(json["migrations"][0]["recorded"], "done", "{json}");
+    assert_eq!(json["migrations"][0]["documents"], 1, "{json}");
+    let forward = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
+    assert_eq!(forward.code, 0, "{}{}", forward.stdout, forward.stderr);
+    let json = forward.json();
+    assert_eq!(json["as_declared"], true, "{json}");
+    assert_eq!(json["missing"].as_array().unwrap().len(), 0, "{json}");
+    assert_eq!(
+        uncolored(&db).await,
+        0,
+        "v2's step ran again over v1's write"
+    );
+    assert_eq!(gadgets_validator(&db).await, gadget_v2::Gadget::validator());
+    let stored: Vec<gadget_v2::Gadget> = {
+        use futures_util::TryStreamExt as _;
+        db.collection::<gadget_v2::Gadget>("gadgets")
+            .find(mongo_schema::bson::doc! {})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(stored.len(), 3, "the v2 service reads every document");
+    assert!(stored.iter().all(|g| g.color == "grey"));
+
+    let audit = run_as("gadgets-v2", args("audit", &db, &["--json"])).await;
+    assert_eq!(audit.code, 0, "{}{}", audit.stdout, audit.stderr);
+    let status = run_as("gadgets-v2", args("status", &db, &["--json"])).await;
+    let json = status.json();
+    assert_eq!(status.code, 0, "{json}");
+    assert_eq!(json["version"]["recorded"]["version"], 2);
+    assert_eq!(json["version"]["recorded"]["completed"], true);
+}
+
+/// A validator change refused over documents that violate it: `apply` exits 3 and the record
+/// says `partial`, `plan` still shows the change, `audit` judges by the declared validator, and
+/// a start-up of the same version sends no count (the record keeps it) and no write.
+async fn a_validator_refused_over_violators_exits_3_and_is_not_counted_again() {
+    let db = mongo_schema_testkit::database("cli_refused").await;
+    let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
+    assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
+    insert_gadget(&db, "a").await;
+    insert_gadget(&db, "b").await;
+
+    let apply = run_as("gadgets-v2-nostep", args("apply", &db, &["--json"])).await;
+    assert_eq!(apply.code, 3, "{}{}", apply.stdout, apply.stderr);
+    let json = apply.json();
+    assert_eq!(json["exit"], 3);
+    assert_eq!(json["as_declared"], false, "{json}");
+    assert_eq!(json["missing"][0], "the validator of `gadgets`", "{json}");
+    // display-text: the advice an operator reads speaks the CLI's option
+    assert!(
+        json["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("`--on-violations moderate`"),
+        "{json}"
+    );
+    use mongo_schema::Document as _;
+    assert_eq!(gadgets_validator(&db).await, gadget_v1::Gadget::validator());
+    let text = run_as("gadgets-v2-nostep", args("apply", &db, &[])).await;
+    assert_eq!(text.code, 3, "{}{}", text.stdout, text.stderr);
+    // display-text: one report never says both "up to date" and "NOT applied"
+    assert!(
+        !text.stdout.contains("schema up to date"),
+        "no contradiction in one report:\n{}",
+        text.stdout
+    );
+
+    let plan = run_as("gadgets-v2-nostep", args("plan", &db, &["--json"])).await;
+    assert_eq!(plan.code, 3, "{}{}", plan.stdout, plan.stderr);
+    let json = plan.json();
+    assert_eq!(json["actions"][0]["kind"], "update_validator", "{json}");
+    assert_eq!(json["missing"][0], "the validator of `gadgets`", "{json}");
+    let audit = run_as("gadgets-v2-nostep", args("audit", &db, &["--json"])).await;
+    assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
+    assert_eq!(audit.json()["collections"][0]["invalid"], 2);
+    let status = run_as("gadgets-v2-nostep", args("status", &db, &["--json"])).await;
+    let json = status.json();
+    assert_eq!(json["version"]["recorded"]["completed"], false, "{json}");
+    assert_eq!(
+        json["version"]["recorded"]["missing"][0],
+        "the validator of `gadgets`"
+    );
+
+    // a start-up of the service: the same part missing, nothing counted, nothing written
+    let (client, log) = mongo_schema_testkit::monitored_client().await;
+    let service = client.database(db.name());
+    let report = gadget_v2::schema(false).apply(&service).await.unwrap();
+    assert!(!report.is_as_declared(), "{report}");
+    assert!(!report.recorded, "{report}");
+    let names = log.names();
+    assert_eq!(log.count("aggregate"), 0, "a count was sent: {names:?}");
+    assert_eq!(
+        log.count("findAndModify"),
+        0,
+        "the lock was taken: {names:?}"
+    );
+    assert_eq!(log.count("collMod"), 0, "{names:?}");
+    // the control: asked to count again, it does
+    log.clear();
+    let report = gadget_v2::schema(false)
+        .apply(&service)
+        .recount_violations(true)
+        .await
+        .unwrap();
+    assert!(!report.is_as_declared(), "{report}");
+    assert!(log.count("aggregate") > 0, "{:?}", log.names());
+
+    // the data fixed, the operator's apply counts again and tightens the validator
+    db.collection::<BsonDocument>("gadgets")
+        .update_many(
+            mongo_schema::bson::doc! {},
+            mongo_schema::bson::doc! { "$set": { "color": "red" } },
+        )
+        .await
+        .unwrap();
+    let apply = run_as("gadgets-v2-nostep", args("apply", &db, &["--json"])).await;
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert_eq!(gadgets_validator(&db).await, gadget_v2::Gadget::validator());
+    let status = run_as("gadgets-v2-nostep", args("status", &db, &["--json"])).await;
+    assert_eq!(status.json()["version"]["recorded"]["completed"], true);
+}
+
 type Test = (
     &'static str,
     fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
@@ -621,7 +873,14 @@ fn main() -> ExitCode {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 6] = [
+    let tests: [Test; 8] = [
+        ("a_rollback_then_a_roll_forward_ends_as_declared", || {
+            Box::pin(a_rollback_then_a_roll_forward_ends_as_declared())
+        }),
+        (
+            "a_validator_refused_over_violators_exits_3_and_is_not_counted_again",
+            || Box::pin(a_validator_refused_over_violators_exits_3_and_is_not_counted_again()),
+        ),
         ("plan_exits_2_then_apply_then_plan_exits_0", || {
             Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
         }),

@@ -296,7 +296,9 @@ async fn a_tighter_validator_is_not_applied_over_violating_data_until_the_caller
         matches!(&plan.actions[..], [Action::UpdateValidator { violations: Some(v), .. }] if v.count == 0),
         "{plan}"
     );
-    let report = schema.apply(&db).await.unwrap();
+    // a start-up of the same version does not scan the collection again (the record keeps the
+    // count of the moderate apply); the caller that migrated the data asks for a recount
+    let report = schema.apply(&db).recount_violations(true).await.unwrap();
     assert!(report.warnings.is_empty(), "{report}");
     assert_eq!(
         server_options(&db)

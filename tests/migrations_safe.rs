@@ -106,6 +106,26 @@ mod active_email {
     }
 }
 
+/// Version 3: one account per email *within a tenant*.
+mod tenant_email {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "accounts")]
+    #[index(keys(tenant = 1, email = 1), unique)]
+    pub struct Account {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tenant: Option<String>,
+        pub email: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<String>,
+        pub active: bool,
+    }
+}
+
 fn account(id: i64, email: &str, code: Option<Option<&str>>, active: bool) -> BsonDocument {
     let mut account = doc! { "_id": id, "email": email, "active": active };
     match code {
@@ -536,10 +556,12 @@ async fn next_batch_walks_every_id_type() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
+async fn a_step_that_loses_applys_lock_stops_before_writing_and_resumes_not_failed() {
     let db = seeded("safe_lock_lost", vec![account(1, "a@x", None, true)]).await;
     let held_at_first = Arc::new(Mutex::new(None));
-    let seen = held_at_first.clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let resumed_from = Arc::new(Mutex::new(None));
+    let (seen, counted, resumed) = (held_at_first.clone(), runs.clone(), resumed_from.clone());
     let v2 = mongo_schema::Schema::new()
         .model::<unique_email::Account>()
         .version(2)
@@ -547,19 +569,35 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
             2,
             "loses the lock",
             migrate::custom::<unique_email::Account>("loses the lock", move |cx| {
-                let seen = seen.clone();
+                let (seen, counted, resumed) = (seen.clone(), counted.clone(), resumed.clone());
                 Box::pin(async move {
+                    if counted.fetch_add(1, Ordering::SeqCst) > 0 {
+                        // the next pass claimed the lock again: resume from the checkpoint
+                        *resumed.lock().unwrap() = cx.checkpoint().cloned();
+                        cx.ensure_lock()?;
+                        cx.db()
+                            .collection::<BsonDocument>("accounts")
+                            .update_many(doc! {}, doc! { "$set": { "written": true } })
+                            .await?;
+                        return Ok(migrate::StepCounts::new(1, 1));
+                    }
                     // the positive control: the step starts under the lock
                     *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
-                    // another instance takes the lock over (as after a long pause of this one)
+                    cx.save(Bson::Int64(1), migrate::StepCounts::default())
+                        .await?;
+                    // another instance takes the lock over (as after a long pause of this one,
+                    // an election, a step that blocked past the lease)
                     cx.db()
                         .collection::<BsonDocument>(META_COLLECTION)
                         .update_one(
                             doc! { "_id": "schema" },
-                            doc! { "$set": { "locked_by": "another instance" } },
+                            doc! { "$set": {
+                                "locked_by": "another instance",
+                                "lock_expires": mongo_schema::bson::DateTime::now(),
+                            } },
                         )
                         .await?;
-                    // apply renews its lease at a third of its length and finds it gone
+                    // apply renews its lease on its own task and finds it gone
                     let started = std::time::Instant::now();
                     while cx.ensure_lock().is_ok() {
                         assert!(
@@ -569,41 +607,173 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_with_lock_lost() {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                     cx.ensure_lock()?;
-                    cx.db()
-                        .collection::<BsonDocument>("accounts")
-                        .update_many(doc! {}, doc! { "$set": { "written": true } })
-                        .await?;
+                    unreachable!("the step stops at the check above")
+                })
+            }),
+        )
+        .build()
+        .unwrap();
+    let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
+        .await
+        .expect("apply returns")
+        .expect("a lost lease is transient: the next pass claims and resumes");
+    println!("version 2:\n{report}");
+    assert_eq!(*held_at_first.lock().unwrap(), Some(true));
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "run once, resumed once");
+    assert_eq!(*resumed_from.lock().unwrap(), Some(Bson::Int64(1)));
+    assert!(report.retried >= 1, "{report}");
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
+    // what was written was written under the lock, once
+    assert_eq!(
+        db.collection::<BsonDocument>("accounts")
+            .count_documents(doc! { "written": true })
+            .await
+            .unwrap(),
+        1
+    );
+    // the version was never recorded failed: the older release is refused, not rolled back to
+    let older = v1::schema().apply(&db).await.unwrap_err();
+    assert!(
+        matches!(
+            older,
+            Error::Downgrade {
+                recorded: 2,
+                applying: 1,
+                ..
+            }
+        ),
+        "{older:#?}"
+    );
+}
+
+/// A step that blocks its thread for longer than the apply lock's lease (10 s): the lease is
+/// renewed on a task of its own, so it never lapses, nothing is retried, and the version is
+/// recorded applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_blocks_its_thread_past_the_lease_keeps_the_lock() {
+    let db = seeded("safe_blocking_step", vec![account(1, "a@x", None, true)]).await;
+    let held_after = Arc::new(Mutex::new(None));
+    let seen = held_after.clone();
+    let v2 = mongo_schema::Schema::new()
+        .model::<unique_email::Account>()
+        .version(2)
+        .migration(
+            2,
+            "blocks",
+            migrate::custom::<unique_email::Account>("blocks its thread for 12 s", move |cx| {
+                let seen = seen.clone();
+                Box::pin(async move {
+                    std::thread::sleep(Duration::from_secs(12));
+                    *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
+                    cx.ensure_lock()?;
                     Ok(migrate::StepCounts::default())
                 })
             }),
         )
         .build()
         .unwrap();
-    let failed = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
+    let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
         .await
         .expect("apply returns")
-        .unwrap_err();
-    println!("version 2: {failed}");
-    assert_eq!(*held_at_first.lock().unwrap(), Some(true));
-    let Error::Migration { source: lost, .. } = &failed else {
-        panic!("expected the step's failure, got {failed:#?}")
+        .unwrap();
+    println!("{report}");
+    assert_eq!(*held_after.lock().unwrap(), Some(true), "the lease held");
+    assert_eq!(report.retried, 0, "{report}");
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
+}
+
+/// After the unique rule changed from `email` to `(tenant, email)`, duplicates met by the new
+/// index's build rerun only the dedupe of the version being applied, on the index's keys: the
+/// older `dedupe(["email"])` would delete an account that is valid under the newer rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dedupe_rerun_is_the_one_of_the_failing_index_keys() {
+    let db = seeded(
+        "safe_rerun_keys",
+        vec![
+            doc! { "_id": 1_i64, "tenant": "t1", "email": "a@x", "active": true },
+            doc! { "_id": 2_i64, "tenant": "t2", "email": "b@x", "active": true },
+        ],
+    )
+    .await;
+    let v3 = mongo_schema::Schema::new()
+        .model::<tenant_email::Account>()
+        .version(3)
+        .migration(
+            2,
+            "one account per email",
+            migrate::dedupe::<tenant_email::Account>(&["email"], Keep::Oldest),
+        )
+        .migration(
+            3,
+            "one account per email and tenant",
+            migrate::dedupe::<tenant_email::Account>(&["tenant", "email"], Keep::Oldest),
+        )
+        .build()
+        .unwrap();
+    let (client, held, go, builds) = sabotaging_client(1).await;
+    let writer = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let got =
+                tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(60)))
+                    .await
+                    .unwrap();
+            assert!(got.is_ok(), "the unique index build was held");
+            let accounts = db.collection::<BsonDocument>("accounts");
+            // valid under the (tenant, email) rule, a duplicate under the old email rule
+            accounts
+                .insert_one(doc! { "_id": 3_i64, "tenant": "t2", "email": "a@x", "active": true })
+                .await
+                .unwrap();
+            // a duplicate under the new rule, written by an instance of an older version
+            accounts
+                .insert_one(doc! { "_id": 4_i64, "tenant": "t1", "email": "a@x", "active": true })
+                .await
+                .unwrap();
+            go.send(()).unwrap();
+        })
     };
-    assert!(
-        matches!(
-            lost.as_ref(),
-            Error::LockLost {
-                lock: mongo_schema::error::LockKind::Apply,
-                ..
-            }
-        ),
-        "{failed:#?}"
-    );
-    // nothing after the check was written
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        v3.apply(&client.database(db.name())),
+    )
+    .await
+    .expect("the apply ends")
+    .unwrap();
+    println!("{report}");
+    drop(client);
+    tokio::time::timeout(Duration::from_secs(60), writer)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        db.collection::<BsonDocument>("accounts")
-            .count_documents(doc! { "written": true })
-            .await
-            .unwrap(),
-        0
+        builds.load(Ordering::SeqCst),
+        2,
+        "the index was built twice"
     );
+    let reran: Vec<&str> = report.migrations.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        reran,
+        [
+            "one account per email",
+            "one account per email and tenant",
+            "one account per email and tenant"
+        ],
+        "{report}"
+    );
+    // the t2 account with another tenant's email is kept; the t1 duplicate is set aside
+    assert_eq!(ids(&db, "accounts").await, [1, 2, 3]);
+    assert_eq!(meta(&db).await.get_str("state"), Ok("applied"));
 }

@@ -796,7 +796,8 @@ impl fmt::Display for Error {
             Error::Other(inner) => inner.fmt(f),
             Error::Downgrade { recorded, applying } => write!(
                 f,
-                "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with `allow_downgrade(true)`)"
+                "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with {})",
+                crate::deploy::terms::ALLOW_DOWNGRADE
             ),
             Error::Migration {
                 version,

@@ -1,5 +1,5 @@
 //! A lease on the server's clock, shared by the sync worker (one active worker per name, see
-//! `sync::lease`) and `apply` (one writer at a time, see `deploy::versions`).
+//! `sync::lease`) and `apply` (one writer at a time, see `deploy::lock`).
 //!
 //! Expiry is the server's clock (`$$NOW`), so processes on machines whose clocks disagree still
 //! agree on it. The holder may act until its own clock says the lease may have lapsed, measured

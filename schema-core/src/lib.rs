@@ -33,7 +33,7 @@ mod validation;
 pub use deploy::migrate;
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
-    Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction, PlanOptions,
+    Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction, PlanOptions, RanEntry,
     RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning,
     APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };

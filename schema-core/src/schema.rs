@@ -434,7 +434,7 @@ impl Schema {
     /// and actions, indexes and shard keys of every collection, independent of the order models
     /// were added in. [`Schema::apply`] records it beside the version.
     pub fn fingerprint(&self) -> String {
-        crate::deploy::versions::fingerprint(&self.collections)
+        crate::deploy::record::fingerprint(&self.collections)
     }
 
     /// The schema's name: the `_id` of its version record in [`crate::META_COLLECTION`]

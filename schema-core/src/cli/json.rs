@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use mongodb::bson::Bson;
 use serde_json::{json, Value};
 
-use super::{table, Output};
+use super::{table, Exit, Output};
 use crate::deploy::report::{relationships, warnings};
 use crate::query::{ProofReport, SortVerdict};
 use crate::{
@@ -39,6 +39,13 @@ pub(crate) fn bson(value: &Bson) -> Value {
 
 pub(crate) fn plan(plan: &Plan) -> Output {
     let work = !plan.is_empty();
+    let missing = &plan.missing;
+    // apply (with these options and no `--allow-downgrade`) would refuse, or leave part of the
+    // declared state off the server
+    let refuses = plan
+        .version
+        .as_ref()
+        .is_some_and(crate::VersionStatus::is_downgrade);
     let mut text = String::new();
     if let Some(version) = &plan.version {
         let _ = writeln!(text, "{version}");
@@ -76,11 +83,26 @@ pub(crate) fn plan(plan: &Plan) -> Output {
     for warning in &plan.warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
+    if !missing.is_empty() {
+        let _ = writeln!(
+            text,
+            "NOT AS DECLARED after apply: {} would not be on the server",
+            missing.join("; ")
+        );
+    }
     Output {
         text,
-        code: if work { 2 } else { 0 },
+        code: if refuses || !missing.is_empty() {
+            Exit::NotAsDeclared
+        } else if work {
+            Exit::Attention
+        } else {
+            Exit::Done
+        },
         json: json!({
             "work": work,
+            "refuses": refuses,
+            "missing": missing,
             "version": plan.version.as_ref().map(ToString::to_string),
             "actions": plan.actions.iter().map(|a| json!({
                 "kind": action_kind(a),
@@ -107,26 +129,36 @@ pub(crate) fn apply(report: &ApplyReport) -> Output {
     }
     // one line per action and per migration step, in the order apply ran them
     let total = report.applied.len() + report.migrations.len();
-    let mut n = 0;
-    for applied in &report.applied {
-        n += 1;
-        let _ = writeln!(
-            text,
-            "[{n}/{total}] {}{}",
-            one_line(&applied.action),
-            if applied.done_concurrently {
-                " (already done by another instance)"
-            } else {
-                ""
+    for (i, entry) in report.in_order().into_iter().enumerate() {
+        let n = i + 1;
+        match entry {
+            crate::RanEntry::Action(applied) => {
+                let _ = writeln!(
+                    text,
+                    "[{n}/{total}] {}{}",
+                    one_line(&applied.action),
+                    if applied.done_concurrently {
+                        " (already done by another instance)"
+                    } else {
+                        ""
+                    }
+                );
             }
-        );
+            crate::RanEntry::Step(step) => {
+                let _ = writeln!(text, "[{n}/{total}] {step}");
+            }
+        }
     }
-    for step in &report.migrations {
-        n += 1;
-        let _ = writeln!(text, "[{n}/{total}] {step}");
-    }
-    if total == 0 {
-        text.push_str("schema up to date: nothing written\n");
+    let serving_on = matches!(
+        &report.version,
+        Some(crate::VersionStatus::Downgrade { .. }) if !report.recorded
+    );
+    if total == 0 && !serving_on {
+        if report.is_as_declared() {
+            text.push_str("schema up to date: nothing written\n");
+        } else {
+            text.push_str("nothing written\n");
+        }
     }
     for note in &report.notes {
         let _ = writeln!(text, "note: {note}");
@@ -134,11 +166,24 @@ pub(crate) fn apply(report: &ApplyReport) -> Output {
     for warning in &report.warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
+    if !report.is_as_declared() {
+        let _ = writeln!(
+            text,
+            "NOT AS DECLARED: {} not on the server; the version is recorded `partial`, not `applied` (exit 3)",
+            report.missing.join("; ")
+        );
+    }
     Output {
         text,
-        code: 0,
+        code: if report.is_as_declared() {
+            Exit::Done
+        } else {
+            Exit::NotAsDeclared
+        },
         json: json!({
             "noop": report.is_noop(),
+            "as_declared": report.is_as_declared(),
+            "missing": report.missing,
             "version": report.version.as_ref().map(ToString::to_string),
             "recorded": report.recorded,
             "actions": report.applied.iter().map(|a| json!({
@@ -210,7 +255,7 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
     );
     Output {
         text,
-        code: if clean { 0 } else { 2 },
+        code: if clean { Exit::Done } else { Exit::Attention },
         json: json!({
             "clean": clean,
             "collections": report.collections.iter().map(|c| json!({
@@ -278,7 +323,12 @@ pub(crate) fn reconcile(report: &ReconcileReport, repair: bool) -> Output {
     );
     Output {
         text,
-        code: if !repair && drifted > 0 { 2 } else { 0 },
+        // a dry run that found drift, or repairs that failed
+        code: if (!repair && drifted > 0) || report.edges.iter().any(|e| e.failed > 0) {
+            Exit::Attention
+        } else {
+            Exit::Done
+        },
         json: json!({
             "repair": repair,
             "drifted": drifted,
@@ -307,7 +357,11 @@ pub(crate) fn reconcile(report: &ReconcileReport, repair: bool) -> Output {
 pub(crate) fn retry(report: &RetryReport) -> Output {
     Output {
         text: format!("{report}\n"),
-        code: 0,
+        code: if report.still_failing > 0 {
+            Exit::Attention
+        } else {
+            Exit::Done
+        },
         json: json!({
             "retried": report.retried,
             "resolved": report.resolved,
@@ -357,7 +411,11 @@ pub(crate) fn prove(report: &ProofReport) -> Output {
     );
     Output {
         text,
-        code: if failed > 0 { 2 } else { 0 },
+        code: if failed > 0 {
+            Exit::Attention
+        } else {
+            Exit::Done
+        },
         json: json!({
             "sorts_in_memory": report.sorts_in_memory,
             "queries": report.queries.iter().map(|q| json!({

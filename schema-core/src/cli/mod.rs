@@ -35,13 +35,14 @@
 //!
 //! # Exit codes
 //!
-//! - `0`: done, nothing found (for `plan`: nothing to do);
-//! - `1`: an error (printed on standard error; with `--json`, also as `{"error": "..."}` on
-//!   standard output);
-//! - `2`: the command found work or trouble: `plan` has actions or migration steps to run;
-//!   `audit` is not clean; `reconcile` without `--repair` found drift; `prove` has a query not
-//!   served as declared; `status` shows drift, pending or failed migrations, an expired lease
-//!   or recorded sync failures.
+//! One set for every command, defined once in [`Exit`]:
+//!
+//! | code | [`Exit`] | meaning |
+//! | --- | --- | --- |
+//! | `0` | [`Exit::Done`] | done, or nothing to do / nothing found |
+//! | `1` | [`Exit::Error`] | an error (printed on standard error; with `--json`, also as `{"error": "..."}` on standard output): `apply` refused (a newer recorded version without `--allow-downgrade`), a step failed, the server was unreachable |
+//! | `2` | [`Exit::Attention`] | work pending or attention needed: `plan` has actions or migration steps to run; `audit` is not clean; `reconcile` found drift (a dry run) or a repair failed; `retry-failures` left records still failing; `prove` has a query not served as declared; `status` shows drift, pending or failed migrations, an expired lease, a worker that holds its lease without saving progress for longer than [`STALLED_WORKER_AFTER`], or recorded sync failures |
+//! | `3` | [`Exit::NotAsDeclared`] | the schema is not as declared: `apply` ran and a declared validator or index is not on the server (a validator refused over, or held at `moderate` for, violating documents; a conflicting index), so the version is recorded `partial`, never `applied`; `plan`: `apply` with the same options would leave it so, or would refuse (a newer recorded version) |
 //!
 //! # Progress
 //!
@@ -72,21 +73,68 @@ use tracing::instrument::WithSubscriber as _;
 
 use crate::{OnNewer, OnViolations, Schema};
 
+/// The exit codes of the schema commands: one set for all of them (see the
+/// [module](self#exit-codes) documentation for which command returns which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Exit {
+    /// `0`: done, or nothing to do / nothing found.
+    Done,
+    /// `1`: an error; the message is on standard error.
+    Error,
+    /// `2`: work pending (`plan`) or attention needed (`status`, `audit`, `reconcile`,
+    /// `retry-failures`, `prove`).
+    Attention,
+    /// `3`: the schema is not as declared: a declared validator or index is not on the server
+    /// after `apply` (the version is recorded `partial`), or would not be after it (`plan`).
+    NotAsDeclared,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Done => 0,
+            Exit::Error => 1,
+            Exit::Attention => 2,
+            Exit::NotAsDeclared => 3,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit.code())
+    }
+}
+
+/// How long a sync worker may hold its lease without saving progress (its resume token) before
+/// `status` calls it stalled and exits 2: five times the worker's default token save interval
+/// ([`crate::DEFAULT_TOKEN_SAVE_INTERVAL`], the longest a healthy worker on a quiet stream goes
+/// without saving). A worker configured with a longer interval, or one whose single batch takes
+/// longer, is reported stalled too.
+pub const STALLED_WORKER_AFTER: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The schema commands, as a clap subcommand of the service's own binary.
 #[derive(Debug, Clone, Subcommand)]
 #[non_exhaustive]
 pub enum SchemaCommand {
     /// What `apply` would do, without writing: actions, violating documents counted,
-    /// migration steps pending. Exits 0 when there is nothing to do, 2 when there is work.
+    /// migration steps pending. Exits 0 when there is nothing to do, 2 when there is work, 3
+    /// when apply would leave a declared validator or index off the server, or refuse.
     ///
-    /// JSON: `{ command: "plan", exit, work: bool, version: string|null, actions: [{ kind,
+    /// JSON: `{ command: "plan", exit, work: bool, refuses: bool, missing: [string],
+    /// version: string|null, actions: [{ kind,
     /// collection, summary }], migrations: [{ version, name, description, collection,
     /// documents, recorded: string|null }], warnings: [string] }`.
     Plan(PlanArgs),
     /// Brings the database to the schema: creates collections, validators and indexes, runs
-    /// the pending migration steps (under the apply lock, idempotently).
+    /// the pending migration steps (under the apply lock, idempotently). Exits 3 when a
+    /// declared validator or index is not on the server afterwards (the version is then
+    /// recorded `partial`, not `applied`).
     ///
-    /// JSON: `{ command: "apply", exit, noop: bool, version: string|null, recorded: bool,
+    /// JSON: `{ command: "apply", exit, noop: bool, as_declared: bool, missing: [string],
+    /// version: string|null, recorded: bool,
     /// actions: [{ kind, collection, summary, done_concurrently }], migrations: [{ version,
     /// name, description, matched, changed, resumed }], notes: [string], warnings: [string] }`.
     Apply(ApplyArgs),
@@ -95,10 +143,12 @@ pub enum SchemaCommand {
     /// failure records.
     ///
     /// JSON: `{ command: "status", exit, schema, version: { declared, fingerprint, recorded:
-    /// { version, fingerprint, completed, applied_at, failure }|null, status }, pending_actions,
+    /// { version, fingerprint, completed, applied_at, failure, missing }|null, status },
+    /// pending_actions,
     /// drift: [string], migrations: { declared, done, failed, pending: [{ version, name,
     /// recorded }] }, workers: [{ name, owner, lease_expires, lease_expires_in_ms, expired,
-    /// epoch, lag_ms, token_time, token_age_ms, token_saved_at, oplog_window_ms, failures }],
+    /// stalled, epoch, lag_ms, token_time, token_age_ms, token_saved_at, oplog_window_ms, failures
+    /// }],
     /// failures: { total, by_copy: { "holder.path": n } } }` (times as RFC 3339 text; `owner`
     /// is `null` once a worker released its lease; `lag_ms`, from the last applied change's
     /// `wallTime` to its copies rewritten, as of the last token save; `oplog_window_ms`, from
@@ -120,13 +170,14 @@ pub enum SchemaCommand {
     /// unexpected_indexes, conflicting_indexes }], unknown_collections: [string], drifted }`.
     Audit(Connection),
     /// Compares every copy and subset with its source; `--repair` rewrites the drifted ones.
-    /// Without `--repair`, exits 2 when something drifted.
+    /// Exits 2 when something drifted (without `--repair`) or a repair failed.
     ///
     /// JSON: `{ command: "reconcile", exit, repair: bool, drifted, repaired, copies: [{ copy,
     /// strategy, checked, drifted, repaired, missing_sources, missing_copies, failed,
     /// recorded_failures }], subsets: [{ subset, checked, drifted, repaired }] }`.
     Reconcile(ReconcileArgs),
-    /// Re-applies the recorded sync failures; the records that now succeed are removed.
+    /// Re-applies the recorded sync failures; the records that now succeed are removed. Exits 2
+    /// when some still fail.
     ///
     /// JSON: `{ command: "retry-failures", exit, retried, resolved, still_failing,
     /// unknown_copies }`.
@@ -303,7 +354,11 @@ pub async fn main(schema: Schema) -> ExitCode {
         Ok(parsed) => parsed,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { 1 } else { 0 });
+            return if error.use_stderr() {
+                Exit::Error.into()
+            } else {
+                Exit::Done.into()
+            };
         }
     };
     run(&schema, parsed.command).await
@@ -315,8 +370,8 @@ pub(crate) struct Output {
     pub(crate) text: String,
     /// The JSON form (without `command` and `exit`, added by [`run`]).
     pub(crate) json: Value,
-    /// 0 or 2.
-    pub(crate) code: u8,
+    /// The exit code.
+    pub(crate) code: Exit,
 }
 
 /// Runs one command against `schema`, printing to standard output (errors to standard
@@ -326,7 +381,8 @@ pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
     let as_json = wants_json(&command);
     // progress and warnings on standard error while the command runs
     let progress = std::sync::Arc::new(progress::Progress::new());
-    let outcome = execute(schema, command)
+    // the messages speak the CLI's terms (`--allow-downgrade`, `--on-violations moderate`)
+    let outcome = crate::deploy::terms::in_cli_terms(execute(schema, command))
         .with_subscriber(progress::subscriber(progress.clone()))
         .await;
     progress.finish();
@@ -338,7 +394,7 @@ pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
         }
         Ok(Printed::Output(output)) => {
             if as_json {
-                let mut document = json!({ "command": name, "exit": output.code });
+                let mut document = json!({ "command": name, "exit": output.code.code() });
                 if let (Some(into), Value::Object(members)) =
                     (document.as_object_mut(), output.json)
                 {
@@ -348,18 +404,18 @@ pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
             } else {
                 let _ = stdout.write_all(output.text.as_bytes());
             }
-            ExitCode::from(output.code)
+            output.code.into()
         }
         Err(error) => {
             if as_json {
                 let _ = writeln!(
                     stdout,
                     "{}",
-                    json!({ "command": name, "exit": 1, "error": error })
+                    json!({ "command": name, "exit": Exit::Error.code(), "error": error })
                 );
             }
             let _ = writeln!(std::io::stderr(), "error: {error}");
-            ExitCode::from(1)
+            Exit::Error.into()
         }
     }
 }
@@ -437,8 +493,10 @@ async fn execute(schema: &Schema, command: SchemaCommand) -> Result<Printed, Str
         }
         SchemaCommand::Apply(args) => {
             let db = connect(&args.plan.connection).await?;
+            // an operator's apply counts the violators again (a start-up does not)
             let report = schema
                 .apply(&db)
+                .recount_violations(true)
                 .on_violations(args.plan.on_violations.into())
                 .drop_stale_indexes(args.plan.drop_stale_indexes)
                 .shard_collections(args.plan.shard_collections)

@@ -9,8 +9,8 @@ use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
 use mongodb::Database;
 use serde_json::json;
 
-use super::{table, Output};
-use crate::deploy::versions::read_record;
+use super::{table, Exit, Output, STALLED_WORKER_AFTER};
+use crate::deploy::observe::read_record;
 use crate::migrate::MigrationState;
 use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
 
@@ -24,6 +24,16 @@ struct WorkerRow {
     lag_ms: Option<i64>,
     saved_at: Option<DateTime>,
     failures: u64,
+}
+
+/// Whether a worker whose lease is held has saved no progress (its token) for longer than
+/// [`STALLED_WORKER_AFTER`]: a worker saves its token after every batch and, on a quiet stream,
+/// at least every `token_save_interval` (60 s by default).
+fn stalled(worker: &WorkerRow, now_ms: i64) -> bool {
+    let bound = STALLED_WORKER_AFTER.as_millis() as i64;
+    worker
+        .saved_at
+        .is_some_and(|at| now_ms - at.timestamp_millis() > bound)
 }
 
 fn rfc3339(at: DateTime) -> String {
@@ -177,6 +187,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         let _ = writeln!(text, "  pending: {step}");
     }
     let mut expired_leases = 0;
+    let mut stalled_workers = 0;
     if workers.is_empty() {
         text.push_str("sync workers: none has run against this database\n");
     } else {
@@ -194,6 +205,17 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         .to_vec()];
         for w in &workers {
             let lease = match (w.owner.as_ref(), w.expires) {
+                (Some(_), Some(expires))
+                    if expires.timestamp_millis() >= now_ms && stalled(w, now_ms) =>
+                {
+                    stalled_workers += 1;
+                    format!(
+                        "STALLED: held, no progress saved for {}",
+                        w.saved_at.map_or("ever".to_owned(), |at| seconds(
+                            now_ms - at.timestamp_millis()
+                        ))
+                    )
+                }
                 (Some(_), Some(expires)) if expires.timestamp_millis() >= now_ms => format!(
                     "expires in {}",
                     seconds(expires.timestamp_millis() - now_ms)
@@ -245,10 +267,11 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         || !plan.migrations.is_empty()
         || !drift.is_empty()
         || expired_leases > 0
+        || stalled_workers > 0
         || total_failures > 0;
     Ok(Output {
         text,
-        code: if trouble { 2 } else { 0 },
+        code: if trouble { Exit::Attention } else { Exit::Done },
         json: json!({
             "schema": schema.name(),
             "version": {
@@ -260,6 +283,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                     "completed": r.completed,
                     "applied_at": r.applied_at.map(rfc3339),
                     "failure": r.failure,
+                    "missing": r.missing,
                 })),
                 "status": status_text,
             },
@@ -283,6 +307,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                     "lease_expires": w.expires.map(rfc3339),
                     "lease_expires_in_ms": expires_in,
                     "expired": w.owner.is_some() && expires_in.is_some_and(|ms| ms < 0),
+                    "stalled": w.owner.is_some() && expires_in.is_some_and(|ms| ms >= 0) && stalled(w, now_ms),
                     "epoch": w.epoch,
                     "lag_ms": w.lag_ms,
                     "token_time": w.token_time.map(|t| rfc3339(DateTime::from_millis(i64::from(t.time) * 1000))),

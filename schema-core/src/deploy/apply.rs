@@ -1,6 +1,18 @@
-//! The part of `plan` and `apply` that talks to the server: observe, then carry out a [`Plan`]
-//! under the apply lock, re-planning after the races a concurrent start-up causes and retrying
-//! transient faults within a deadline.
+//! `plan` and `apply`, and the apply path as one pipeline: each pass of [`run_apply`] runs
+//! [`pass`], which reads top to bottom through the stages, each in its own file:
+//!
+//! 1. observe ([`super::observe`]): the record, the server's state, the violators, the pending steps;
+//! 2. plan ([`super::plan`]): pure, what was seen -> what to do next;
+//! 3. lock ([`super::lock`]): the apply lease, raising the recorded version as it is taken;
+//! 4. migrate ([`crate::migrate`]): the pending steps, once the writes that come before them are on
+//!    the server;
+//! 5. execute ([`super::execute`]): the planned writes;
+//! 6. record ([`super::record`]): the outcome, once a pass finds nothing left to write.
+//!
+//! A pass that wrote or ran steps returns for another pass, which observes what it left; a
+//! stage takes what the previous one returned and nothing calls back up. Races, transient
+//! faults and a busy lock end a pass early; [`run_apply`] decides whether and when the next one
+//! runs, and records a failure once.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,18 +20,19 @@ use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::ErrorKind;
 use mongodb::Database;
 use tokio::time::Instant;
-use tracing::Instrument as _;
 
-use super::observe::{observe, violations};
-use super::plan::{self as planning, Action, Observed, OnViolations, Plan, PlanOptions, Warning};
-use super::sharding::{self, ShardingStatus};
-use super::versions::{
-    self, ApplyLock, Claim, RecordedVersion, VersionStatus, LEASE, META_COLLECTION,
+use super::execute::{self, AppliedAction, Fault, Stopped};
+use super::lock::{self, ApplyLock, Claimed, Taken};
+use super::migrate::run as migrate;
+use super::observe::{self, Looking, Seen};
+use super::plan::{
+    self as planning, Action, Deciding, Next, OnNewer, OnViolations, Plan, PlanOptions, Warning,
 };
-use crate::error::{server_code, TRANSIENT_CODES};
+use super::record::{self, VersionStatus, META_COLLECTION};
+use super::sharding::ShardingStatus;
+use super::terms;
 use crate::migrate::Migration;
 use crate::sync::retry::Backoff;
 use crate::ValidationLevel;
@@ -28,10 +41,6 @@ use crate::{CollectionSpec, Error, Result};
 /// How long [`crate::Schema::apply`] keeps retrying transient faults and waiting for another
 /// instance's apply by default (see [`ApplyAction::deadline`]).
 pub const APPLY_DEADLINE: Duration = Duration::from_secs(60);
-
-/// Re-plans of one locked apply after a race code before it gives up: each one follows a change
-/// made outside this apply, so a few are plenty.
-const MAX_REPLANS: u32 = 8;
 
 /// What [`crate::Schema::apply`] did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,8 +53,18 @@ pub struct ApplyReport {
     /// How the applied version related to the recorded one when this apply started.
     pub version: Option<VersionStatus>,
     /// Whether this apply recorded its version, fingerprint and time in
-    /// [`META_COLLECTION`] (it does when it wrote something or the record differed).
+    /// [`META_COLLECTION`] (it does when it wrote something or the record differed): as
+    /// `applied`, or, with [`ApplyReport::missing`] not empty, as `partial`.
     pub recorded: bool,
+    /// What of the declared state is not on the server after this apply (a validator refused
+    /// over violating documents or held at `moderate`, a conflicting index, a view where a
+    /// collection is declared; see [`Warning::not_as_declared`]). When it is not empty, the
+    /// version is never recorded `applied`: the record says `partial` and lists it, and the
+    /// CLI's `apply` exits 3.
+    pub missing: Vec<String>,
+    /// The order in which the actions and the steps ran (they interleave: the writes that come
+    /// before the steps, the steps, the writes after them).
+    ran: Vec<Ran>,
     /// The sharding of each collection that declares a shard key (only observed with
     /// `shard_collections(true)`).
     pub sharding: Vec<ShardingStatus>,
@@ -65,18 +84,52 @@ pub struct ApplyReport {
     pub notes: Vec<String>,
 }
 
-/// One write of `apply` and how it went.
-#[derive(Debug, Clone, PartialEq)]
+/// One entry of [`ApplyReport`]'s order: an index into `applied` or into `migrations`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ran {
+    Action(usize),
+    Step(usize),
+}
+
+/// An action or a migration step of an apply, in the order they ran
+/// ([`ApplyReport::in_order`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
-pub struct AppliedAction {
-    /// The action.
-    pub action: Action,
-    /// `true` when it had already been done by someone else (a `create` that met an existing
-    /// collection, code 48).
-    pub done_concurrently: bool,
+pub enum RanEntry<'a> {
+    /// A write.
+    Action(&'a AppliedAction),
+    /// A migration step.
+    Step(&'a crate::migrate::RanStep),
 }
 
 impl ApplyReport {
+    /// The actions and the migration steps in the order they ran.
+    pub fn in_order(&self) -> Vec<RanEntry<'_>> {
+        let noted = self.ran.len() == self.applied.len() + self.migrations.len();
+        if !noted {
+            // a report not built by `apply` itself: the actions, then the steps
+            return self
+                .applied
+                .iter()
+                .map(RanEntry::Action)
+                .chain(self.migrations.iter().map(RanEntry::Step))
+                .collect();
+        }
+        self.ran
+            .iter()
+            .filter_map(|ran| match *ran {
+                Ran::Action(i) => self.applied.get(i).map(RanEntry::Action),
+                Ran::Step(i) => self.migrations.get(i).map(RanEntry::Step),
+            })
+            .collect()
+    }
+
+    /// Whether the declared validators and indexes are all on the server ([`Self::missing`] is
+    /// empty).
+    pub fn is_as_declared(&self) -> bool {
+        self.missing.is_empty()
+    }
+
     /// Whether nothing was changed: no schema write and no new record. (An instance that waited
     /// for another's apply and then found nothing to do took and gave back the lock.)
     pub fn is_noop(&self) -> bool {
@@ -86,11 +139,16 @@ impl ApplyReport {
 
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let serving_on = matches!(
+            &self.version,
+            Some(VersionStatus::Downgrade { .. }) if !self.recorded
+        );
         match &self.version {
             // the status says what apply would do; here it did it
             Some(VersionStatus::Downgrade { recorded, applying }) if self.recorded => writeln!(
                 f,
-                "schema version {applying} applied over the newer recorded version {recorded} (allow_downgrade): the record now says {applying}"
+                "schema version {applying} applied over the newer recorded version {recorded} ({}): the record now says {applying}",
+                terms::ALLOW_DOWNGRADE_BY_NAME
             )?,
             Some(VersionStatus::Downgrade { recorded, applying }) => writeln!(
                 f,
@@ -99,22 +157,30 @@ impl fmt::Display for ApplyReport {
             Some(version) => writeln!(f, "{version}")?,
             None => {}
         }
-        if self.applied.is_empty() && self.migrations.is_empty() {
-            writeln!(f, "schema up to date: nothing written")?;
+        let wrote =
+            self.applied.iter().any(|a| !a.done_concurrently) || !self.migrations.is_empty();
+        if !wrote && !serving_on {
+            if self.missing.is_empty() {
+                writeln!(f, "schema up to date: nothing written")?;
+            } else {
+                writeln!(f, "nothing written")?;
+            }
         }
-        for ran in &self.migrations {
-            writeln!(f, "- {ran}")?;
+        for entry in self.in_order() {
+            match entry {
+                RanEntry::Step(ran) => writeln!(f, "- {ran}")?,
+                RanEntry::Action(applied) => {
+                    let note = if applied.done_concurrently {
+                        " (already done by a concurrent instance)"
+                    } else {
+                        ""
+                    };
+                    writeln!(f, "- {}{note}", applied.action)?
+                }
+            }
         }
         for note in &self.notes {
             writeln!(f, "~ {note}")?;
-        }
-        for applied in &self.applied {
-            let note = if applied.done_concurrently {
-                " (already done by a concurrent instance)"
-            } else {
-                ""
-            };
-            writeln!(f, "- {}{note}", applied.action)?;
         }
         for status in &self.sharding {
             writeln!(f, "~ {status}")?;
@@ -129,18 +195,20 @@ impl fmt::Display for ApplyReport {
                 self.waited
             )?;
         }
+        if !self.missing.is_empty() {
+            writeln!(
+                f,
+                "NOT AS DECLARED: {} not on the server; the version is {} `partial`, not `applied`",
+                self.missing.join("; "),
+                if self.recorded {
+                    "recorded"
+                } else {
+                    "still recorded"
+                }
+            )?;
+        }
         Ok(())
     }
-}
-
-/// [`observe`], plus `hello` and, on a mongos, the collections' shard keys when `sharding`.
-async fn observe_all(db: &Database, specs: &[CollectionSpec], sharding: bool) -> Result<Observed> {
-    let mut observed = observe(db, specs).await?;
-    if sharding {
-        observed.topology = Some(sharding::observe_topology(db).await?);
-        sharding::observe_shard_keys(db, &mut observed).await?;
-    }
-    Ok(observed)
 }
 
 /// The version an apply or plan is for, and the fingerprint of its desired state.
@@ -188,25 +256,7 @@ pub struct ApplyAction<'a> {
     deadline: Duration,
     migrations: &'a [Migration],
     on_newer: OnNewer,
-}
-
-/// What an `apply` does when the database records a newer schema version than its own (an
-/// instance of the previous release starting during a rolling deploy).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum OnNewer {
-    /// Return [`Error::Downgrade`] (the default): the caller decides.
-    #[default]
-    Fail,
-    /// Keep serving: nothing is written, the report says so and a warning is logged. The
-    /// newer version's validators and indexes stay; an older instance keeps working as long as
-    /// its writes satisfy them (ship new required fields as optional first, see the README's
-    /// expand/contract).
-    Continue,
-    /// Apply anyway (a deliberate rollback): the record then says this version. Indexes are
-    /// never dropped over a newer recorded version. The same as
-    /// [`ApplyAction::allow_downgrade`]`(true)`.
-    Downgrade,
+    recount: bool,
 }
 
 impl<'a> PlanAction<'a> {
@@ -257,7 +307,15 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
             ..
         } = action
         {
-            *slot = Some(violations(db, collection, validator).await?);
+            *slot = Some(
+                observe::violations(
+                    db,
+                    collection,
+                    validator,
+                    Some(observe::OPERATOR_TIME_LIMIT),
+                )
+                .await?,
+            );
         }
     }
     Ok(())
@@ -269,7 +327,7 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
 async fn foresee(
     db: &Database,
     plan: &mut Plan,
-    observed: &super::plan::Observed,
+    observed: &super::observe::Observed,
     migrations: &[Migration],
 ) -> Result<()> {
     let mut warnings = Vec::new();
@@ -300,6 +358,7 @@ async fn foresee(
                     let groups: Vec<Document> = db
                         .collection::<Document>(collection)
                         .aggregate(pipeline)
+                        .max_time(observe::OPERATOR_TIME_LIMIT)
                         .await?
                         .try_collect()
                         .await?;
@@ -380,6 +439,7 @@ impl<'a> ApplyAction<'a> {
             deadline: APPLY_DEADLINE,
             migrations: &[],
             on_newer: OnNewer::Fail,
+            recount: false,
         }
     }
 
@@ -424,6 +484,15 @@ impl<'a> ApplyAction<'a> {
         } else if self.on_newer == OnNewer::Downgrade {
             self.on_newer = OnNewer::Fail;
         }
+        self
+    }
+
+    /// Count the documents a refused (or `moderate`) validator change would reject even when
+    /// the record of this version, applied in part, keeps their count (default `false`: a
+    /// start-up of the same version and fingerprint does not scan the collection again; `plan`,
+    /// `audit` and the CLI's `apply` count).
+    pub fn recount_violations(mut self, recount: bool) -> Self {
+        self.recount = recount;
         self
     }
 
@@ -473,7 +542,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
             let this = &this;
             this.target.check()?;
             let meta = this.db.collection::<Document>(META_COLLECTION);
-            let resolved = versions::resolve_record(
+            let resolved = observe::resolve_record(
                 &meta,
                 &this.target.name,
                 &collection_names(this.specs),
@@ -487,9 +556,9 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 resolved.recorded.as_ref(),
             );
             let sharding = this.specs.iter().any(|s| s.shard_key.is_some());
-            let observed = observe_all(this.db, this.specs, sharding).await?;
+            let observed = observe::observe_all(this.db, this.specs, sharding).await?;
             let mut plan = Plan::compute_with(this.specs, &observed, this.options);
-            versions::hold_back_drops(&mut plan, &status);
+            planning::hold_back_drops(&mut plan, &status);
             count_violations(this.db, &mut plan).await?;
             if this.options.on_violations != OnViolations::Refuse {
                 // what apply with this decision does over violations
@@ -517,7 +586,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
             }
             foresee(this.db, &mut plan, &observed, this.migrations).await?;
             let known = |name: &str| this.specs.iter().any(|s| s.name == name);
-            for collection in super::observe::unknown_collections(this.db, known).await? {
+            for collection in observe::unknown_collections(this.db, known).await? {
                 plan.warnings.push(Warning::NotInSchema { collection });
             }
             plan.migrations = crate::migrate::run::plan(
@@ -527,6 +596,34 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 this.target.version,
             )
             .await?;
+            if let Some(recorded) = &resolved.recorded {
+                let reruns = crate::migrate::run::ran_before_rollback(
+                    this.db,
+                    &this.target.name,
+                    this.migrations,
+                    recorded.version,
+                    this.target.version,
+                )
+                .await?;
+                for migration in reruns {
+                    if migration.step.0.reruns() {
+                        plan.migrations.push(crate::migrate::PendingStep {
+                            version: migration.version,
+                            name: migration.name.clone(),
+                            description: migration.step.describe(),
+                            collection: migration.step.collection().to_owned(),
+                            documents: migration.step.0.pending(this.db).await?,
+                            recorded: Some(crate::migrate::MigrationState::Done),
+                        });
+                    } else {
+                        plan.warnings.push(Warning::StepNotRerun {
+                            version: migration.version,
+                            name: migration.name.clone(),
+                            recorded: recorded.version,
+                        });
+                    }
+                }
+            }
             if let Some(from) = resolved.adopted_from {
                 plan.warnings.push(Warning::RecordAdopted {
                     from,
@@ -534,11 +631,31 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 });
             }
             if let Some(recorded) = &resolved.recorded {
-                plan.warnings.extend(drift(
+                plan.warnings.extend(planning::drift(
                     &status,
                     recorded,
-                    &versions::observed_prints(this.specs, &observed),
+                    &observe::observed_prints(this.specs, &observed),
                 ));
+            }
+            // what apply would leave off the server; where steps are pending on a collection, apply
+            // counts its violators after them, so the plan cannot tell
+            plan.missing = planning::not_as_declared(&plan.warnings);
+            if this.options.on_violations == OnViolations::Refuse {
+                // what apply refuses (plan warns only about the other decisions)
+                for action in &plan.actions {
+                    if let Action::UpdateValidator {
+                        collection,
+                        violations: Some(found),
+                        ..
+                    } = action
+                    {
+                        let missing = format!("the validator of `{collection}`");
+                        let stepped = plan.migrations.iter().any(|m| &m.collection == collection);
+                        if found.count > 0 && !stepped && !plan.missing.contains(&missing) {
+                            plan.missing.push(missing);
+                        }
+                    }
+                }
             }
             plan.version = Some(status);
             Ok(plan)
@@ -568,7 +685,7 @@ impl<'a> std::future::IntoFuture for ApplyAction<'a> {
     }
 }
 
-/// Why an attempt of `apply` stopped short.
+/// Why a pass of `apply` stopped short.
 enum Stop {
     /// Another instance holds the apply lock: wait and look again.
     Busy,
@@ -578,65 +695,45 @@ enum Stop {
     Fail(Error),
 }
 
-/// What to do about a driver error of an `apply` command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    /// The state changed under the plan (a concurrent apply, an operator): observe again.
-    Replan,
-    /// Likely to pass: back off and retry.
-    Transient,
-    /// Retrying cannot help.
-    Permanent,
-}
-
-/// NamespaceNotFound, IndexNotFound, NamespaceExists, IndexOptionsConflict,
-/// IndexKeySpecsConflict: the server's state is not what the plan was computed from.
-const REPLAN_CODES: &[i32] = &[26, 27, 48, 85, 86];
-
-impl Fault {
-    fn of(error: &mongodb::error::Error) -> Fault {
-        if let Some(code) = server_code(error) {
-            if REPLAN_CODES.contains(&code) {
-                return Fault::Replan;
-            }
-            if TRANSIENT_CODES.contains(&code) {
-                return Fault::Transient;
-            }
-        }
-        if ["RetryableWriteError", "TransientTransactionError"]
-            .iter()
-            .any(|label| error.contains_label(label))
-        {
-            return Fault::Transient;
-        }
-        match error.kind.as_ref() {
-            ErrorKind::Io(_)
-            | ErrorKind::ConnectionPoolCleared { .. }
-            | ErrorKind::ServerSelection { .. }
-            | ErrorKind::DnsResolve { .. } => Fault::Transient,
-            _ => Fault::Permanent,
-        }
-    }
-
-    fn of_error(error: &Error) -> Fault {
-        match error.as_driver() {
-            Some(driver)
-                if !matches!(error, Error::Timeout { .. } | Error::CommitUnknown { .. }) =>
-            {
-                Fault::of(driver)
-            }
-            _ => Fault::Permanent,
-        }
-    }
+/// How a pass of `apply` ended.
+enum Pass {
+    /// Nothing is left to do: the report is complete.
+    Done,
+    /// It wrote or ran steps: the next pass observes what it left.
+    Again,
 }
 
 /// A reading or recording error met outside the schema's own commands. A race code here (a
 /// collection dropped between `listCollections` and `listIndexes`) means the same as a
-/// transient fault: the next attempt observes again.
+/// transient fault: the next pass observes again.
 fn stop(error: Error) -> Stop {
     match Fault::of_error(&error) {
         Fault::Transient | Fault::Replan => Stop::Transient(error),
         Fault::Permanent => Stop::Fail(error),
+    }
+}
+
+/// A step that stopped because the lease may have lapsed under it (an election, a long pause)
+/// is transient: the step's record stays `running` with its checkpoint, and the next pass
+/// claims the lock again and resumes it; the version is not recorded `failed` for it. A step
+/// that failed otherwise fails the apply.
+fn step_stopped(lock: &ApplyLock, error: Error) -> Stop {
+    let lost = |e: &Error| matches!(e, Error::LockLost { .. });
+    let lease_lost = !lock.holds()
+        || lost(&error)
+        || matches!(&error, Error::Migration { source, .. } if lost(source));
+    if lease_lost {
+        tracing::warn!(%error, "apply: the lock's lease may have lapsed during a migration step; it resumes from its checkpoint");
+        return Stop::Transient(error);
+    }
+    match &error {
+        Error::Migration { source, .. }
+            if crate::sync::retry::ErrorClass::of(source)
+                == crate::sync::retry::ErrorClass::Transient =>
+        {
+            Stop::Transient(error)
+        }
+        _ => stop(error),
     }
 }
 
@@ -645,102 +742,97 @@ fn collection_names(specs: &[CollectionSpec]) -> Vec<String> {
     specs.iter().map(|s| s.name.clone()).collect()
 }
 
-/// Adds `warning` unless it is there already (an attempt that is retried finds it again).
+/// Adds `warning` unless it is there already (a pass that is repeated finds it again).
 fn push_once(warnings: &mut Vec<Warning>, warning: Warning) {
     if !warnings.contains(&warning) {
         warnings.push(warning);
     }
 }
 
-/// Finds the schema's record (adopting the unnamed schema's for a schema that was named
-/// since), retrying transient faults within the deadline.
-async fn resolve(
-    apply: &ApplyAction<'_>,
-    report: &mut ApplyReport,
-) -> Result<versions::ResolvedRecord> {
-    let meta = apply.db.collection::<Document>(META_COLLECTION);
-    let names = collection_names(apply.specs);
-    let started = Instant::now();
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
-    loop {
-        let error = match versions::resolve_record(
-            &meta,
-            &apply.target.name,
-            &names,
-            &apply.target.fingerprint,
-            true,
-        )
-        .await
-        {
-            Ok(resolved) => return Ok(resolved),
-            Err(error) => match stop(error) {
-                Stop::Transient(error) => error,
-                Stop::Fail(error) => return Err(error),
-                Stop::Busy => unreachable!("reading the record is never busy"),
-            },
-        };
-        let wait = backoff.next_wait();
-        if started.elapsed().saturating_add(wait) >= apply.deadline {
-            return Err(Error::Timeout {
-                operation: "apply (reading the version record)".to_owned(),
-                after: apply.deadline,
-                last: Some(Box::new(error)),
-            });
-        }
-        report.retried += 1;
-        tokio::time::sleep(wait).await;
-    }
+/// Passes of the pipeline under the lock that re-plan after a race code or a late write of
+/// someone else before this apply gives up: each follows a change made outside this apply, so
+/// a few are plenty.
+const MAX_REPLANS: u32 = 8;
+
+/// How many more times, in one apply, the dedupe steps of a version run when the unique index
+/// they prepare still meets duplicates.
+const DEDUPE_RERUNS: usize = 3;
+
+/// What one `apply` carries from pass to pass.
+struct Run<'m> {
+    report: ApplyReport,
+    /// Warnings that outlive a pass (each pass plans the others afresh).
+    kept: Vec<Warning>,
+    /// The lock in the schema's record, once the record's name is known.
+    lock: Option<Arc<ApplyLock>>,
+    /// The claim while this apply holds the lock, with the version's status when it took it.
+    claimed: Option<(Claimed, VersionStatus)>,
+    /// The writes of the last pass, which the next one must find on the server.
+    executed: Vec<Action>,
+    replans: u32,
+    /// The dedupe steps to run again before the unique index they prepare is built again.
+    dedupe_again: Vec<&'m Migration>,
+    dedupe_reruns: usize,
+    /// The steps that ran before their version was rolled back, pending again once this apply
+    /// holds the lock.
+    reopen: Vec<&'m Migration>,
+    /// The dedupe steps that ran out of reruns: pending again once the version is failed.
+    dedupe_exhausted: Vec<&'m Migration>,
 }
 
-/// `apply`: attempts until one completes, a permanent error, or the deadline.
+/// `apply`: passes of the pipeline until one completes, a permanent error, or the deadline.
 async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
     apply.target.check()?;
-    let meta = apply.db.collection::<Document>(META_COLLECTION);
-    let mut report = ApplyReport::default();
-    let resolved = resolve(apply, &mut report).await?;
-    // warnings that outlive an attempt (each attempt re-plans the others)
-    let mut kept = Vec::new();
-    if let Some(from) = resolved.adopted_from {
-        tracing::info!(from = %from, to = %resolved.name, "apply: adopted the unnamed schema's version record");
-        kept.push(Warning::RecordAdopted {
-            from,
-            to: resolved.name.clone(),
-        });
-    }
-    let lock = Arc::new(ApplyLock::new(meta.clone(), &resolved.name, LEASE));
+    let mut run = Run {
+        report: ApplyReport::default(),
+        kept: Vec::new(),
+        lock: None,
+        claimed: None,
+        executed: Vec::new(),
+        replans: 0,
+        dedupe_again: Vec::new(),
+        dedupe_reruns: 0,
+        dedupe_exhausted: Vec::new(),
+        reopen: Vec::new(),
+    };
     let started = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
     // a waiting instance looks again soon (most applies take a few milliseconds), then less often
-    let mut polling = Backoff::new(Duration::from_millis(40), lock.poll_interval());
+    let mut polling = Backoff::new(Duration::from_millis(40), lock::poll_interval());
     let mut last: Option<Error> = None;
-    // the first attempt plans from the record just read: a no-op start-up reads it once
-    let mut read = Some(resolved.recorded);
+    // from the first pass that found the lock busy: the passes that poll it wait too
+    let mut busy_since: Option<Instant> = None;
     loop {
-        let outcome = attempt(apply, &lock, &mut report, &mut kept, read.take()).await;
+        let outcome = pass(apply, &mut run).await;
         let busy = matches!(outcome, Err(Stop::Busy));
+        match (busy, busy_since) {
+            (true, None) => busy_since = Some(Instant::now()),
+            (false, Some(since)) => {
+                run.report.waited += since.elapsed();
+                busy_since = None;
+            }
+            _ => {}
+        }
         let wait = match outcome {
-            Ok(()) => {
-                report.warnings.extend(kept);
+            Ok(Pass::Done) => {
+                let mut report = run.report;
+                for warning in run.kept {
+                    push_once(&mut report.warnings, warning);
+                }
                 return Ok(report);
             }
-            Err(Stop::Fail(error)) => {
-                release(&lock).await;
-                return Err(error);
-            }
-            Err(Stop::Busy) => {
-                let wait = polling.next_wait();
-                report.waited += wait;
-                wait
-            }
+            Ok(Pass::Again) => continue,
+            Err(Stop::Fail(error)) => return Err(fail(apply, &mut run, error).await),
+            Err(Stop::Busy) => polling.next_wait(),
             Err(Stop::Transient(error)) => {
                 tracing::debug!(%error, "apply: transient fault, retrying");
-                report.retried += 1;
+                run.report.retried += 1;
                 last = Some(error);
                 backoff.next_wait()
             }
         };
         if started.elapsed().saturating_add(wait) >= apply.deadline {
-            release(&lock).await;
+            release(&run).await;
             let operation = if busy {
                 "apply (waiting for another instance's apply to finish)"
             } else {
@@ -756,596 +848,428 @@ async fn run_apply(apply: &ApplyAction<'_>) -> Result<ApplyReport> {
     }
 }
 
-/// Gives the lock back if this apply may hold it, without waiting long for a server that is
-/// gone (the lease expires by itself then).
-async fn release(lock: &ApplyLock) {
-    if lock.claimed() {
-        let _ = tokio::time::timeout(Duration::from_secs(2), lock.release()).await;
-    }
-}
-
-/// The writes a plan still needs once the violations of its validator changes are counted:
-/// a change that existing documents violate is dropped ([`OnViolations::Refuse`]) or made
-/// moderate, with a warning.
-async fn writes_of(
-    apply: &ApplyAction<'_>,
-    status: &VersionStatus,
-) -> Result<(Vec<Action>, Vec<Warning>, Vec<ShardingStatus>, Observed)> {
-    let observed = observe_all(apply.db, apply.specs, apply.options.shard_collections).await?;
-    let mut plan = Plan::compute_with(apply.specs, &observed, apply.options);
-    versions::hold_back_drops(&mut plan, status);
-    let mut warnings = plan.warnings;
-    let mut actions = Vec::with_capacity(plan.actions.len());
-    for mut action in plan.actions {
-        if let Action::UpdateValidator {
-            collection,
-            validator,
-            level,
-            violations: slot,
-            ..
-        } = &mut action
-        {
-            let found = violations(apply.db, collection, validator).await?;
-            if found.count > 0 {
-                warnings.push(Warning::ValidatorOverViolations {
-                    collection: collection.clone(),
-                    violations: found.clone(),
-                    decision: apply.options.on_violations,
-                });
-                match apply.options.on_violations {
-                    OnViolations::Refuse => continue,
-                    OnViolations::Moderate => *level = ValidationLevel::Moderate,
-                    _ => {}
-                }
-            }
-            *slot = Some(found);
-        }
-        actions.push(action);
-    }
-    Ok((actions, warnings, plan.sharding, observed))
-}
-
-/// The drift a start-up finds: with this version and fingerprint recorded as applied, the
-/// collections whose state differs from what the server had when that apply completed.
-fn drift(
-    status: &VersionStatus,
-    recorded: &RecordedVersion,
-    now: &[(String, String)],
-) -> Option<Warning> {
-    let VersionStatus::Current { version } = *status else {
-        return None;
-    };
-    let collections = versions::drifted_collections(&recorded.observed, now);
-    (!collections.is_empty()).then_some(Warning::Drifted {
-        version,
-        collections,
-        after_own_write: false,
-    })
-}
-
-/// One attempt: read the record, plan, and, if anything is to be written, take the lock and
-/// write under it.
-async fn attempt(
-    apply: &ApplyAction<'_>,
-    lock: &Arc<ApplyLock>,
-    report: &mut ApplyReport,
-    kept: &mut Vec<Warning>,
-    read: Option<Option<RecordedVersion>>,
-) -> Result<(), Stop> {
+/// One pass of the pipeline, top to bottom: observe, plan, lock, migrate, execute, record.
+async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, Stop> {
     let target = &apply.target;
-    let recorded = match read {
-        Some(recorded) => recorded,
-        None => versions::read_record(lock.meta(), lock.name())
-            .await
-            .map_err(stop)?,
+    // 1. observe
+    let looking = Looking {
+        name: &target.name,
+        version: target.version,
+        fingerprint: &target.fingerprint,
+        sharding: apply.options.shard_collections,
+        downgrade: apply.downgrades(),
+        recount: apply.recount,
     };
-    let status = VersionStatus::of(target.version, &target.fingerprint, recorded.as_ref());
-    if let VersionStatus::Downgrade { recorded, applying } = status {
-        if !apply.downgrades() {
-            if apply.on_newer == OnNewer::Continue {
-                tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
-                report.version = Some(status.clone());
-                report.notes.push(format!(
-                    "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on (on_newer Continue)"
-                ));
-                return Ok(());
-            }
-            return Err(Stop::Fail(Error::Downgrade { recorded, applying }));
-        }
-    }
-    if report.version.is_none() {
-        report.version = Some(status.clone());
-    }
-    let (writes, warnings, sharding, observed) = writes_of(apply, &status).await.map_err(stop)?;
-    report.warnings = warnings;
-    report.sharding = sharding;
-    // every start-up compares what the server has with what it had when the recorded version
-    // was applied: the writes below repair what the plan can
-    if let Some(recorded) = &recorded {
-        let now = versions::observed_prints(apply.specs, &observed);
-        if let Some(drift) = drift(&status, recorded, &now) {
-            tracing::warn!(%drift, "apply: drift from the recorded state");
-            push_once(kept, drift);
-        }
-    }
-    let steps_pending =
-        !crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
-            .await
-            .map_err(stop)?
-            .is_empty();
-    if writes.is_empty() && status.is_current() && !steps_pending {
-        return Ok(()); // the fast path: reads only
-    }
-    let claimed = match lock
-        .claim(
-            target.version,
-            &target.fingerprint,
-            &collection_names(apply.specs),
-            apply.downgrades(),
-        )
+    let seen = observe::observe_apply(apply.db, apply.specs, looking, apply.migrations)
         .await
-        .map_err(stop)?
-    {
-        Claim::Held(recorded) => recorded,
-        Claim::Busy => return Err(Stop::Busy),
-        Claim::Newer(recorded) => {
-            return Err(Stop::Fail(Error::Downgrade {
-                recorded,
-                applying: target.version,
-            }))
-        }
+        .map_err(stop)?;
+    // 2. plan
+    let deciding = Deciding {
+        version: target.version,
+        fingerprint: &target.fingerprint,
+        options: apply.options,
+        on_newer: apply.on_newer,
     };
-    tokio::select! {
-        biased;
-        done = locked(apply, lock, report, kept, &status, &claimed) => done,
-        never = lock.keep_alive() => match never {},
-    }
-}
-
-/// The part of an attempt that runs under the lock: observe again (the state may have changed
-/// while this apply waited), write, re-plan after a race code, and record.
-async fn locked(
-    apply: &ApplyAction<'_>,
-    lock: &Arc<ApplyLock>,
-    report: &mut ApplyReport,
-    kept: &mut Vec<Warning>,
-    status: &VersionStatus,
-    claimed: &RecordedVersion,
-) -> Result<(), Stop> {
-    // a step that fails for good fails the version: the record says `failed`, and an older
-    // version may roll back to its own state
-    match migrate_in_order(apply, lock, report, status).await {
-        Err(Stop::Fail(error)) if !claimed.completed => {
-            return Err(Stop::Fail(record_failed(lock, apply, error).await));
+    let claimed_status = run.claimed.as_ref().map(|(_, status)| status);
+    let staged = planning::plan_apply(apply.specs, &seen, deciding, claimed_status, &run.executed);
+    note_seen(run, &seen, &staged)?;
+    let next = match staged.next {
+        Next::Refuse { recorded, applying } => {
+            return Err(Stop::Fail(Error::Downgrade { recorded, applying }))
         }
-        other => other?,
+        Next::ServeOn { recorded, applying } => {
+            tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
+            run.report.notes.push(format!(
+                "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on ({})",
+                terms::ON_NEWER_CONTINUE
+            ));
+            return Ok(Pass::Done);
+        }
+        // the fast path: reads only (also for a version applied in part, the same part)
+        Next::Settled if run.claimed.is_none() && settled_as_recorded(&staged) => {
+            return Ok(Pass::Done)
+        }
+        next => next,
+    };
+    // 3. lock
+    let lock = run
+        .lock
+        .get_or_insert_with(|| {
+            let meta = apply.db.collection::<Document>(META_COLLECTION);
+            Arc::new(ApplyLock::new(meta, &seen.record.name, lock::LEASE))
+        })
+        .clone();
+    if run.claimed.as_ref().is_none_or(|_| !lock.holds()) {
+        // taken again after a lapsed lease, the apply keeps the status it first claimed over (a
+        // downgrade still holds back index drops)
+        let status = run
+            .claimed
+            .take()
+            .map_or_else(|| staged.status.clone(), |(_, status)| status);
+        let taken = lock
+            .take(
+                target.version,
+                &target.fingerprint,
+                &collection_names(apply.specs),
+                apply.downgrades(),
+            )
+            .await
+            .map_err(stop)?;
+        match taken {
+            Taken::Held(claimed) => {
+                run.claimed = Some((claimed, status));
+                // the record this pass read is the one before the claim
+                run.reopen = seen.ran_before_rollback.clone();
+            }
+            Taken::Busy => {
+                run.claimed = None;
+                return Err(Stop::Busy);
+            }
+            Taken::Newer(recorded) => {
+                return Err(Stop::Fail(Error::Downgrade {
+                    recorded,
+                    applying: target.version,
+                }))
+            }
+        }
+        // planned before the lock was taken: another apply may have finished in between
+        return Ok(Pass::Again);
     }
-    let mut dedupe_reruns = 0;
-    let mut replans = 0;
-    // the state this apply leaves, read after its last write
-    let left = loop {
-        let (writes, warnings, sharding, observed) =
-            writes_of(apply, status).await.map_err(stop)?;
-        report.warnings = warnings;
-        report.sharding = sharding;
-        let first = report.applied.len();
-        match execute(apply, lock, writes, report).await {
-            Ok(()) => {
-                // read again after the last write: a command of an older apply that was paused
-                // past its lease may have landed after this apply's; write again over it
-                let executed: Vec<Action> = report.applied[first..]
-                    .iter()
-                    .filter(|a| !a.done_concurrently)
-                    .map(|a| a.action.clone())
-                    .collect();
-                if executed.is_empty() {
-                    break observed;
-                }
-                let observed = observe(apply.db, apply.specs).await.map_err(stop)?;
-                let collections = planning::undone(&executed, &observed);
-                if collections.is_empty() {
-                    break observed;
-                }
-                let drift = Warning::Drifted {
-                    version: apply.target.version,
-                    collections,
-                    after_own_write: true,
-                };
-                tracing::warn!(%drift, "apply: a late write landed after this apply's; writing again");
-                push_once(kept, drift);
-                replans += 1;
-                if replans > MAX_REPLANS {
-                    return Err(Stop::Transient(Error::Contended {
-                        operation: "apply".to_owned(),
-                        attempts: MAX_REPLANS,
-                    }));
+    // 4. migrate
+    if !run.reopen.is_empty() {
+        let reopen = std::mem::take(&mut run.reopen);
+        migrate::reopen(apply.db, &target.name, &reopen)
+            .await
+            .map_err(stop)?;
+        run.report.notes.push(format!(
+            "the migration step(s) {} ran before their version was rolled back: run again",
+            step_names(reopen.iter().copied().filter(|m| m.step.0.reruns()))
+        ));
+        return Ok(Pass::Again);
+    }
+    let rerun = !run.dedupe_again.is_empty();
+    let before_steps = !seen.steps.is_empty();
+    let steps: Vec<_> = if rerun {
+        std::mem::take(&mut run.dedupe_again)
+            .into_iter()
+            .map(|m| (m, None))
+            .collect()
+    } else if matches!(next, Next::Steps { .. }) {
+        seen.steps
+    } else {
+        Vec::new()
+    };
+    if !steps.is_empty() {
+        let holder = lock.clone();
+        let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
+        let before = run.report.migrations.len();
+        let ran = migrate::run_steps(
+            apply.db,
+            &target.name,
+            &steps,
+            holds,
+            &mut run.report.migrations,
+        )
+        .await;
+        let after = run.report.migrations.len();
+        run.report.ran.extend((before..after).map(Ran::Step));
+        ran.map_err(|error| step_stopped(&lock, error))?;
+        if rerun {
+            run.report.notes.push(format!(
+                "the unique index met new duplicates while it was built (instances of an older version still writing): dedupe step(s) {} ran again ({} of at most {DEDUPE_RERUNS} more runs)",
+                step_names(steps.iter().map(|(m, _)| *m)),
+                run.dedupe_reruns
+            ));
+        }
+        if let Next::Steps { held_back } = next {
+            run.report.notes.extend(held_back);
+        }
+        run.executed.clear();
+        return Ok(Pass::Again);
+    }
+    // 5. execute
+    if let Next::Write(writes) = next {
+        // what a validator written over violating documents says outlives this pass: the next
+        // one finds the validator on the server and plans nothing for it
+        for warning in &staged.warnings {
+            let written = matches!(
+                warning,
+                Warning::ValidatorOverViolations { collection, decision, .. }
+                    if *decision != OnViolations::Refuse
+                        && writes.iter().any(|a| matches!(
+                            a,
+                            Action::UpdateValidator { collection: c, .. } if c == collection
+                        ))
+            );
+            if written {
+                push_once(&mut run.kept, warning.clone());
+            }
+        }
+        for action in &writes {
+            if let Action::UpdateValidator {
+                collection,
+                level: ValidationLevel::Moderate,
+                violations: Some(found),
+                ..
+            } = action
+            {
+                if found.count > 0 && before_steps {
+                    run.report.notes.push(format!(
+                        "the new validator of `{collection}` was set at level moderate while the migration steps ran ({} existing document(s) violated it)",
+                        found.count
+                    ));
                 }
             }
-            Err(Executed::Replan(error)) => {
-                replans += 1;
-                report.replanned_after.extend(error.code());
-                if replans > MAX_REPLANS {
+        }
+        let first = run.report.applied.len();
+        let sent = execute::execute(apply.db, &lock, writes, &mut run.report.applied).await;
+        let after = run.report.applied.len();
+        run.report.ran.extend((first..after).map(Ran::Action));
+        run.executed = run.report.applied[first..]
+            .iter()
+            .filter(|a| !a.done_concurrently)
+            .map(|a| a.action.clone())
+            .collect();
+        return match sent {
+            Ok(()) => Ok(Pass::Again),
+            Err(Stopped::Replan(error)) => {
+                run.replans += 1;
+                run.report.replanned_after.extend(error.code());
+                if run.replans > MAX_REPLANS {
                     return Err(Stop::Fail(error));
                 }
+                Ok(Pass::Again)
             }
-            // a unique index over data a dedupe step of this version cleaned, which older
-            // instances still writing meanwhile filled with new duplicates: dedupe again, and
-            // build again, a bounded number of times; then the version fails, with the
-            // dedupe steps pending again (the next apply runs them first)
-            Err(Executed::Stop(Stop::Fail(error)))
-                if error.code() == Some(11000) && !dedupes_of(apply, &error).is_empty() =>
-            {
-                let steps = dedupes_of(apply, &error);
-                if dedupe_reruns >= DEDUPE_RERUNS {
-                    for (migration, _) in &steps {
-                        let key = migration.key(&apply.target.name);
-                        let _ = crate::migrate::changelog::fail(
-                            apply.db,
-                            &key,
-                            &format!("the unique index still met duplicates after {DEDUPE_RERUNS} more runs of this step: {error}"),
-                            Default::default(),
-                        )
-                        .await;
-                    }
-                    report.notes.push(format!(
-                        "the unique index met new duplicates (written while it was built, by instances of an older version) after {} run(s) of the dedupe step(s) {}: the version is recorded failed and the step(s) pending again",
-                        dedupe_reruns + 1,
-                        steps.iter().map(|(m, _)| format!("`{}`", m.name)).collect::<Vec<_>>().join(", ")
-                    ));
-                    if claimed.completed {
-                        return Err(Stop::Fail(error));
-                    }
-                    return Err(Stop::Fail(record_failed(lock, apply, error).await));
-                }
-                dedupe_reruns += 1;
-                tracing::warn!(%error, run = dedupe_reruns, "apply: new duplicates met by a unique index build; the dedupe step runs again");
-                let holder = lock.clone();
-                let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
-                crate::migrate::run::run(
-                    apply.db,
-                    &apply.target.name,
-                    &steps,
-                    holds,
-                    &mut report.migrations,
-                )
-                .await
-                .map_err(stop)?;
-                report.notes.push(format!(
-                    "the unique index met new duplicates while it was built (instances of an older version still writing): dedupe step(s) {} ran again ({dedupe_reruns} of at most {DEDUPE_RERUNS} more runs)",
-                    steps.iter().map(|(m, _)| format!("`{}`", m.name)).collect::<Vec<_>>().join(", ")
-                ));
+            Err(Stopped::Transient(error)) => Err(Stop::Transient(error)),
+            Err(Stopped::Permanent(error, refused)) => dedupe_again(apply, run, error, &refused),
+        };
+    }
+    // 6. record
+    let (claimed, status) = run.claimed.take().expect("a settled pass under the lock");
+    run.report.warnings.extend(status_warning(&status));
+    let wrote = run.report.applied.iter().any(|a| !a.done_concurrently);
+    let touched = wrote || !claimed.record.completed;
+    let recorded = record::complete(
+        lock.meta(),
+        lock.fence(),
+        touched,
+        &seen.prints,
+        &staged.missing,
+        &seen.violations,
+    )
+    .await
+    .map_err(stop)?;
+    lock.released();
+    drop(claimed);
+    if !recorded {
+        return Err(Stop::Transient(execute::lock_lost()));
+    }
+    run.report.recorded = touched;
+    Ok(Pass::Done)
+}
+
+/// What a pass saw and planned, into the report: the version, the warnings, the sharding, a
+/// record adopted, drift (a late write of someone else after this apply's own counts as a
+/// re-plan).
+fn note_seen(run: &mut Run<'_>, seen: &Seen<'_>, staged: &planning::Staged) -> Result<(), Stop> {
+    if run.report.version.is_none() {
+        run.report.version = Some(staged.status.clone());
+    }
+    run.report.warnings = staged.warnings.clone();
+    run.report.missing = staged.missing.clone();
+    run.report.sharding = staged.sharding.clone();
+    if let Some(from) = &seen.record.adopted_from {
+        tracing::info!(from = %from, to = %seen.record.name, "apply: adopted the unnamed schema's version record");
+        push_once(
+            &mut run.kept,
+            Warning::RecordAdopted {
+                from: from.clone(),
+                to: seen.record.name.clone(),
+            },
+        );
+    }
+    if let Some(drift) = &staged.drift {
+        let late = matches!(
+            drift,
+            Warning::Drifted {
+                after_own_write: true,
+                ..
             }
-            // a command refused for good while claiming a new version or state: the record
-            // says so, and an older version may roll back to its own state
-            Err(Executed::Stop(Stop::Fail(error))) if !claimed.completed => {
-                return Err(Stop::Fail(record_failed(lock, apply, error).await));
+        );
+        if late {
+            tracing::warn!(%drift, "apply: a late write landed after this apply's; writing again");
+            run.replans += 1;
+            if run.replans > MAX_REPLANS {
+                return Err(Stop::Transient(Error::Contended {
+                    operation: "apply".to_owned(),
+                    attempts: MAX_REPLANS,
+                }));
             }
-            Err(Executed::Stop(stop)) => return Err(stop),
+        } else {
+            tracing::warn!(%drift, "apply: drift from the recorded state");
         }
-    };
+        push_once(&mut run.kept, drift.clone());
+    }
+    Ok(())
+}
+
+/// Whether a settled plan finds the record as it would write it: the version applied, or
+/// applied in part with the same part missing. Then a start-up writes nothing.
+fn settled_as_recorded(staged: &planning::Staged) -> bool {
+    match &staged.status {
+        VersionStatus::Current { .. } => staged.missing.is_empty(),
+        VersionStatus::Partial { missing, .. } => *missing == staged.missing,
+        _ => false,
+    }
+}
+
+/// The warning the version's status at the claim leaves in the report of a completed apply.
+fn status_warning(status: &VersionStatus) -> Option<Warning> {
     match status {
         VersionStatus::Changed {
             version,
             recorded_fingerprint,
             fingerprint,
-        } => report.warnings.push(Warning::SameVersionChanged {
+        } => Some(Warning::SameVersionChanged {
             version: *version,
             recorded_fingerprint: recorded_fingerprint.clone(),
             fingerprint: fingerprint.clone(),
         }),
-        VersionStatus::Downgrade { recorded, applying } => {
-            report.warnings.push(Warning::Downgraded {
-                recorded: *recorded,
-                applying: *applying,
-            })
-        }
+        VersionStatus::Downgrade { recorded, applying } => Some(Warning::Downgraded {
+            recorded: *recorded,
+            applying: *applying,
+        }),
         VersionStatus::Rollback {
             failed,
             applying,
             error,
         } => {
             tracing::warn!(failed, applying, %error, "apply: rolled back over a failed version");
-            report.warnings.push(Warning::RolledBack {
+            Some(Warning::RolledBack {
                 failed: *failed,
                 applying: *applying,
                 error: error.clone(),
             })
         }
-        _ => {}
+        _ => None,
     }
-    let wrote = report.applied.iter().any(|a| !a.done_concurrently);
-    let touched = wrote || !claimed.completed;
-    let prints = versions::observed_prints(apply.specs, &left);
-    if !lock.complete(touched, &prints).await.map_err(stop)? {
-        return Err(Stop::Transient(lock_lost()));
-    }
-    report.recorded = touched;
-    Ok(())
 }
 
-/// How many more times, in one apply, the dedupe steps of a version run when the unique index
-/// they prepare still meets duplicates.
-const DEDUPE_RERUNS: usize = 3;
-
-/// Records the claimed version `failed` with `error` (and releases the lock); returns `error`.
-async fn record_failed(lock: &ApplyLock, apply: &ApplyAction<'_>, error: Error) -> Error {
-    tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
-    let message = error.to_string();
-    let _ = tokio::time::timeout(Duration::from_secs(2), lock.fail(&message)).await;
-    error
-}
-
-/// The dedupe steps of the version being applied on the collection whose index build failed
-/// with `error` (E11000), to run again.
-fn dedupes_of<'m>(
+/// A unique index over data a dedupe step of this version cleaned, which older instances still
+/// writing meanwhile filled with new duplicates: the next pass runs the dedupe steps again and
+/// builds again, a bounded number of times; then the version fails, with the dedupe steps
+/// pending again (the next apply runs them first). Any other refusal fails the apply.
+fn dedupe_again<'m>(
     apply: &ApplyAction<'m>,
-    error: &Error,
-) -> Vec<(
-    &'m crate::migrate::Migration,
-    Option<crate::migrate::MigrationRecord>,
-)> {
-    let Error::Apply { action, .. } = error else {
+    run: &mut Run<'m>,
+    error: Error,
+    refused: &Action,
+) -> Result<Pass, Stop> {
+    let steps = dedupes_of(apply, refused);
+    if error.code() != Some(11000) || steps.is_empty() {
+        return Err(Stop::Fail(error));
+    }
+    if run.dedupe_reruns >= DEDUPE_RERUNS {
+        run.report.notes.push(format!(
+            "the unique index met new duplicates (written while it was built, by instances of an older version) after {} run(s) of the dedupe step(s) {}: the version is recorded failed and the step(s) pending again",
+            run.dedupe_reruns + 1,
+            step_names(steps.iter().copied())
+        ));
+        run.dedupe_exhausted = steps;
+        return Err(Stop::Fail(error));
+    }
+    run.dedupe_reruns += 1;
+    tracing::warn!(%error, run = run.dedupe_reruns, "apply: new duplicates met by a unique index build; the dedupe step runs again");
+    run.dedupe_again = steps;
+    Ok(Pass::Again)
+}
+
+/// `` `a`, `b` `` for the report's notes.
+fn step_names<'m>(steps: impl Iterator<Item = &'m Migration>) -> String {
+    steps
+        .map(|m| format!("`{}`", m.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Key names in one order, so that two key lists compare as sets.
+fn sorted_keys<'k>(keys: impl Iterator<Item = &'k String>) -> Vec<&'k str> {
+    let mut keys: Vec<&str> = keys.map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// The dedupe steps of the version being applied whose keys are exactly those of a unique index
+/// of `refused`, the `createIndexes` whose build met duplicates (E11000), to run again. A
+/// dedupe of an older version, or on other keys, is never run again: under the newer rule it
+/// could delete documents that are valid now.
+fn dedupes_of<'m>(apply: &ApplyAction<'m>, refused: &Action) -> Vec<&'m Migration> {
+    let Action::CreateIndexes {
+        collection,
+        indexes,
+    } = refused
+    else {
         return Vec::new();
     };
+    let unique: Vec<Vec<&str>> = indexes
+        .iter()
+        .filter(|i| i.unique)
+        .map(|i| sorted_keys(i.keys.keys()))
+        .collect();
     apply
         .migrations
         .iter()
-        .filter(|m| m.version <= apply.target.version && m.step.0.dedupes())
-        .filter(|m| action.contains(&format!("`{}`", m.step.collection())))
-        .map(|m| (m, None))
+        .filter(|m| m.version == apply.target.version && m.step.collection() == collection)
+        .filter(|m| {
+            m.step
+                .0
+                .dedupes()
+                .is_some_and(|keys| unique.contains(&sorted_keys(keys.iter())))
+        })
         .collect()
 }
 
-/// With migration steps pending, the order that keeps a live service up: the writes of the
-/// plan with a tightened validator held at `moderate` (the existing documents that violate it
-/// stay writable) and without the new unique indexes, then the steps; the caller's plan that
-/// follows makes the validator `strict` once no document violates it and builds the unique
-/// indexes over the deduplicated data.
-async fn migrate_in_order(
-    apply: &ApplyAction<'_>,
-    lock: &Arc<ApplyLock>,
-    report: &mut ApplyReport,
-    status: &VersionStatus,
-) -> Result<(), Stop> {
-    let target = &apply.target;
-    let steps =
-        crate::migrate::run::pending(apply.db, &target.name, apply.migrations, target.version)
-            .await
-            .map_err(stop)?;
-    if steps.is_empty() {
-        return Ok(());
+/// The end of an apply that failed for good: with the lock held over a version or state whose
+/// apply had not completed, the record says `failed` (once; an older version may then roll
+/// back), else the lock is given back; the dedupe steps that could not clean up are pending
+/// again. Returns `error`.
+async fn fail(apply: &ApplyAction<'_>, run: &mut Run<'_>, error: Error) -> Error {
+    for migration in std::mem::take(&mut run.dedupe_exhausted) {
+        let key = migration.key(&apply.target.name);
+        let _ = crate::migrate::changelog::fail(
+            apply.db,
+            &key,
+            &format!("the unique index still met duplicates after {DEDUPE_RERUNS} more runs of this step: {error}"),
+            Default::default(),
+        )
+        .await;
     }
-    let mut before = ApplyAction {
-        specs: apply.specs,
-        db: apply.db,
-        options: apply.options,
-        target: apply.target.clone(),
-        deadline: apply.deadline,
-        migrations: apply.migrations,
-        on_newer: apply.on_newer,
+    let (Some(lock), Some((claimed, _))) = (&run.lock, run.claimed.take()) else {
+        release(run).await;
+        return error;
     };
-    before.options.on_violations = OnViolations::Moderate;
-    let (writes, _, _, _) = writes_of(&before, status).await.map_err(stop)?;
-    let mut held_back = Vec::new();
-    let mut first = Vec::new();
-    for action in writes {
-        match action {
-            Action::CreateIndexes {
-                collection,
-                indexes,
-            } => {
-                let (unique, other): (Vec<_>, Vec<_>) = indexes.into_iter().partition(|i| i.unique);
-                if !unique.is_empty() {
-                    held_back.push(format!(
-                        "unique index(es) {} on `{collection}` built after the migration steps",
-                        unique
-                            .iter()
-                            .map(|i| format!("`{}`", i.name))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-                if !other.is_empty() {
-                    first.push(Action::CreateIndexes {
-                        collection,
-                        indexes: other,
-                    });
-                }
-            }
-            Action::UpdateValidator {
-                ref collection,
-                level: ValidationLevel::Moderate,
-                violations: Some(ref found),
-                ..
-            } if found.count > 0 => {
-                report.notes.push(format!(
-                    "the new validator of `{collection}` was set at level moderate while the migration steps ran ({} existing document(s) violated it)",
-                    found.count
-                ));
-                first.push(action);
-            }
-            other => first.push(other),
-        }
+    if claimed.record.completed {
+        drop(claimed);
+        release(run).await;
+        return error;
     }
-    execute(apply, lock, first, report)
-        .await
-        .map_err(|e| match e {
-            Executed::Replan(error) => Stop::Transient(error),
-            Executed::Stop(stop) => stop,
-        })?;
-    let holder = lock.clone();
-    let holds: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || holder.holds());
-    crate::migrate::run::run(
-        apply.db,
-        &target.name,
-        &steps,
-        holds,
-        &mut report.migrations,
+    tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
+    let message = error.to_string();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(2),
+        record::fail(lock.meta(), lock.fence(), &message),
     )
-    .await
-    .map_err(|error| {
-        if crate::sync::retry::ErrorClass::of(&error) == crate::sync::retry::ErrorClass::Transient {
-            Stop::Transient(error)
-        } else {
-            Stop::Fail(error)
-        }
-    })?;
-    report.notes.extend(held_back);
-    Ok(())
+    .await;
+    lock.released();
+    error
 }
 
-/// The lock lapsed under this attempt: the next attempt takes it again (a retry, so this is
-/// the `last` error of a [`Error::Timeout`] if none succeeds).
-fn lock_lost() -> Error {
-    Error::LockLost {
-        lock: crate::error::LockKind::Apply,
-        during: "apply's commands".to_owned(),
-    }
-}
-
-enum Executed {
-    Replan(Error),
-    Stop(Stop),
-}
-
-async fn execute(
-    apply: &ApplyAction<'_>,
-    lock: &ApplyLock,
-    writes: Vec<Action>,
-    report: &mut ApplyReport,
-) -> Result<(), Executed> {
-    let total = writes.len() as u64;
-    for (done, action) in writes.into_iter().enumerate() {
-        if !lock.holds() {
-            return Err(Executed::Stop(Stop::Transient(lock_lost())));
+/// Gives the lock back if this apply may hold it, without waiting long for a server that is
+/// gone (the lease expires by itself then).
+async fn release(run: &Run<'_>) {
+    if let Some(lock) = &run.lock {
+        if lock.claimed() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), lock.release()).await;
         }
-        let span = tracing::info_span!("apply_action", collection = action.collection());
-        match run(apply.db, &action).instrument(span).await {
-            Ok(()) => {
-                crate::progress::report("apply", done as u64 + 1, Some(total), &action);
-                report.applied.push(AppliedAction {
-                    action,
-                    done_concurrently: false,
-                })
-            }
-            Err(source) => {
-                let fault = Fault::of(&source);
-                let created_concurrently = matches!(action, Action::CreateCollection { .. })
-                    && server_code(&source) == Some(48);
-                let error = Error::Apply {
-                    action: action.to_string(),
-                    source,
-                };
-                if created_concurrently {
-                    report.applied.push(AppliedAction {
-                        action,
-                        done_concurrently: true,
-                    });
-                }
-                return Err(match fault {
-                    Fault::Replan => Executed::Replan(error),
-                    Fault::Transient => Executed::Stop(Stop::Transient(error)),
-                    Fault::Permanent => Executed::Stop(Stop::Fail(error)),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-async fn run(db: &Database, action: &Action) -> mongodb::error::Result<()> {
-    let command = match action {
-        Action::CreateCollection {
-            collection,
-            validator,
-            level,
-            action,
-        } => doc! {
-            "create": collection,
-            "validator": validator.clone(),
-            "validationLevel": level.as_str(),
-            "validationAction": action.as_str(),
-        },
-        Action::UpdateValidator {
-            collection,
-            validator,
-            level,
-            action,
-            ..
-        } => doc! {
-            "collMod": collection,
-            "validator": validator.clone(),
-            "validationLevel": level.as_str(),
-            "validationAction": action.as_str(),
-        },
-        Action::CreateIndexes {
-            collection,
-            indexes,
-        } => doc! {
-            "createIndexes": collection,
-            "indexes": indexes.iter().map(|i| Bson::Document(i.to_document())).collect::<Vec<_>>(),
-        },
-        Action::DropIndex {
-            collection, name, ..
-        } => doc! {
-            "dropIndexes": collection,
-            "index": name,
-        },
-        Action::EnablePreImages { collection } => doc! {
-            "collMod": collection,
-            "changeStreamPreAndPostImages": { "enabled": true },
-        },
-        Action::ShardCollection { collection, key } => {
-            let command = sharding::shard_command(db.name(), collection, key);
-            return db
-                .client()
-                .database("admin")
-                .run_command(command)
-                .await
-                .map(drop);
-        }
-    };
-    // a command sent as such inherits no write concern: the schema's state is acknowledged by
-    // a majority (it survives a failover), whatever the URI says
-    let mut command = command;
-    command.insert("writeConcern", crate::concern::majority_document());
-    db.run_command(command).await.map(drop)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn command_error(code: i32) -> mongodb::error::Error {
-        // the driver's own parsing of a server reply, as a failed command gives it
-        let reply = doc! { "ok": 0, "code": code, "errmsg": "x" };
-        let error: mongodb::error::CommandError =
-            crate::bson_compat::from_document(reply).expect("a command error");
-        mongodb::error::Error::from(ErrorKind::Command(error))
-    }
-
-    #[test]
-    fn race_codes_re_plan_transient_faults_retry_the_rest_fail() {
-        for code in [26, 27, 48, 85, 86] {
-            assert_eq!(Fault::of(&command_error(code)), Fault::Replan, "{code}");
-        }
-        for code in [91, 189, 10107, 11600, 11602, 13435, 12587] {
-            assert_eq!(Fault::of(&command_error(code)), Fault::Transient, "{code}");
-        }
-        for code in [2, 13, 67, 121, 11000] {
-            assert_eq!(Fault::of(&command_error(code)), Fault::Permanent, "{code}");
-        }
-        let io = mongodb::error::Error::from(std::io::Error::new(
-            std::io::ErrorKind::ConnectionReset,
-            "reset",
-        ));
-        assert_eq!(Fault::of(&io), Fault::Transient);
-        assert!(matches!(
-            stop(Error::Downgrade {
-                recorded: 2,
-                applying: 1
-            }),
-            Stop::Fail(_)
-        ));
     }
 }

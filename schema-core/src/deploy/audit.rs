@@ -6,7 +6,8 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use super::plan::{Action, Plan, PlanOptions, Violations, Warning};
+use super::observe::{Violations, OPERATOR_TIME_LIMIT as LIMIT};
+use super::plan::{Action, Plan, PlanOptions, Warning};
 use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES};
 
 /// An array at or above 80% of its bound is reported.
@@ -46,7 +47,8 @@ pub struct CollectionAudit {
     pub oversized: Vec<(Bson, u64)>,
     /// Arrays at or above 80% of their bound.
     pub arrays_near_bound: Vec<ArrayPressure>,
-    /// Documents the collection's current validator (on the server) rejects.
+    /// Documents the declared validator rejects (whatever validator the server has: one
+    /// refused over them, or an older version's after a rollback, lets them stay).
     pub invalid: Violations,
     /// Indexes of the schema the server lacks (names).
     pub missing_indexes: Vec<String>,
@@ -126,6 +128,7 @@ pub(crate) async fn audit(
                 doc! { "$sort": { "size": -1 } },
                 doc! { "$limit": 3 },
             ])
+            .max_time(LIMIT)
             .await?
             .try_collect()
             .await?;
@@ -145,6 +148,7 @@ pub(crate) async fn audit(
                 doc! { "$sort": { "size": -1 } },
                 doc! { "$limit": SAMPLES },
             ])
+            .max_time(LIMIT)
             .await?
             .try_collect()
             .await?;
@@ -162,7 +166,10 @@ pub(crate) async fn audit(
                 let (Some((tag, value)), Some(label)) = (&kind.tag, kind.label()) else {
                     continue;
                 };
-                let count = coll.count_documents(doc! { tag: value }).await?;
+                let count = coll
+                    .count_documents(doc! { tag: value })
+                    .max_time(LIMIT)
+                    .await?;
                 audit.kinds.push((label, count));
             }
         }
@@ -170,7 +177,10 @@ pub(crate) async fn audit(
             let threshold = ((max as f64) * PRESSURE).ceil() as i64;
             let length = doc! { "$size": { "$ifNull": [format!("${path}"), []] } };
             let pressing = doc! { "$expr": { "$gte": [length.clone(), threshold] } };
-            let documents = coll.count_documents(pressing.clone()).await?;
+            let documents = coll
+                .count_documents(pressing.clone())
+                .max_time(LIMIT)
+                .await?;
             if documents == 0 {
                 continue;
             }
@@ -181,6 +191,7 @@ pub(crate) async fn audit(
                     doc! { "$sort": { "n": -1 } },
                     doc! { "$limit": SAMPLES },
                 ])
+                .max_time(LIMIT)
                 .await?
                 .try_collect()
                 .await?;
@@ -199,8 +210,11 @@ pub(crate) async fn audit(
                     .collect(),
             });
         }
-        if let Some(validator) = &server.validator {
-            audit.invalid = super::observe::violations(db, &spec.name, validator).await?;
+        // judged by the declared validator, not the server's: a validator refused over
+        // violating documents (or rolled back) is exactly when the two differ
+        if server.kind == "collection" {
+            audit.invalid =
+                super::observe::violations(db, &spec.name, &spec.validator, Some(LIMIT)).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {
@@ -310,7 +324,7 @@ impl fmt::Display for AuditReport {
                 )?;
             }
             if c.invalid.count > 0 {
-                writeln!(f, "  - fails the current validator: {}", c.invalid)?;
+                writeln!(f, "  - fails the declared validator: {}", c.invalid)?;
             }
             if !c.missing_indexes.is_empty() {
                 writeln!(f, "  - missing indexes: {}", c.missing_indexes.join(", "))?;

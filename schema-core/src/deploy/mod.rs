@@ -1,11 +1,14 @@
 //! Start-up and operations: everything that brings a database to the schema or looks at how far
 //! it is from it.
 //!
-//! - [`plan`]: pure planning, desired state + observed state -> actions;
-//! - [`apply`]: observing the server and carrying out a plan under the apply lock, re-planning
-//!   after races and retrying transient faults within a deadline;
-//! - [`versions`]: the schema version record, the fingerprint of a desired state, the lock;
-//! - [`sharding`]: `shardCollection` for declared shard keys on a mongos;
+//! - [`apply`]: `plan` and `apply`, and the apply path as one pipeline whose stages are, in order:
+//!   - [`observe`]: what the server has (the record, collections, indexes, violators);
+//!   - [`plan`]: pure planning, desired state + observed state -> actions;
+//!   - [`lock`]: the apply lock, a lease in the record;
+//!   - [`crate::migrate`]: the versioned migration steps;
+//!   - [`execute`]: sending the planned writes;
+//!   - [`record`]: the version record, its states and fingerprints;
+//! - [`sharding`]: the sharding of declared shard keys on a mongos (pure);
 //! - [`mongosh`]: the same setup as a mongosh script, for review;
 //! - [`audit`]: a read-only look at a live database against the schema;
 //! - [`report`]: the schema report for review (validators, size bounds, indexes and their
@@ -14,19 +17,23 @@
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod execute;
+pub(crate) mod lock;
 pub mod migrate;
 pub(crate) mod mongosh;
 pub(crate) mod observe;
 pub(crate) mod plan;
+pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod report_html;
 pub(crate) mod sharding;
-pub(crate) mod versions;
+pub(crate) mod terms;
+pub(crate) mod violations;
 
-pub use apply::{AppliedAction, ApplyAction, ApplyReport, OnNewer, PlanAction, APPLY_DEADLINE};
+pub use apply::{ApplyAction, ApplyReport, PlanAction, RanEntry, APPLY_DEADLINE};
 pub use audit::{ArrayPressure, AuditReport, CollectionAudit};
-pub use plan::{
-    Action, Observed, ObservedCollection, OnViolations, Plan, PlanOptions, Violations, Warning,
-};
-pub use sharding::{ShardState, ShardingStatus, Topology};
-pub use versions::{RecordedVersion, VersionStatus, DEFAULT_SCHEMA_NAME, META_COLLECTION};
+pub use execute::AppliedAction;
+pub use observe::{Observed, ObservedCollection, Topology, Violations};
+pub use plan::{Action, OnNewer, OnViolations, Plan, PlanOptions, Warning};
+pub use record::{RecordedVersion, VersionStatus, DEFAULT_SCHEMA_NAME, META_COLLECTION};
+pub use sharding::{ShardState, ShardingStatus};

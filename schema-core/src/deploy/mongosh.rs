@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use mongodb::bson::{doc, Bson, Document};
 
-use super::versions::META_COLLECTION;
+use super::record::META_COLLECTION;
 use crate::{CollectionSpec, Schema};
 
 /// Canonical relaxed extended JSON inside `EJSON.parse('...')`: exact for every BSON type,

@@ -6,90 +6,12 @@ use std::fmt;
 
 use mongodb::bson::{Bson, Document};
 
-use super::sharding::{self, ShardingStatus, Topology};
-use super::versions::VersionStatus;
+use super::observe::{Observed, ObservedCollection, Seen, Violations};
+use super::record::{RecordedVersion, VersionStatus};
+use super::sharding::{self, ShardState, ShardingStatus};
+use super::terms;
 use crate::model::index;
 use crate::{json_schema, CollectionSpec, IndexSpec, ValidationAction, ValidationLevel};
-
-/// What the server has: the collections of the schema that exist, with their options and indexes.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Observed {
-    /// Existing collections (only those the schema names are read).
-    pub collections: Vec<ObservedCollection>,
-    /// What the server is (`hello`), when it was asked: only to plan sharding.
-    pub topology: Option<Topology>,
-}
-
-impl Observed {
-    /// The observed collection called `name`.
-    pub fn collection(&self, name: &str) -> Option<&ObservedCollection> {
-        self.collections.iter().find(|c| c.name == name)
-    }
-}
-
-/// One existing collection as `listCollections` and `listIndexes` describe it.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct ObservedCollection {
-    /// Name.
-    pub name: String,
-    /// `type` from `listCollections` (`collection`, `view`, `timeseries`).
-    pub kind: String,
-    /// `options.validator`, if any.
-    pub validator: Option<Document>,
-    /// `options.validationLevel` (absent means strict).
-    pub validation_level: Option<String>,
-    /// `options.validationAction` (absent means error).
-    pub validation_action: Option<String>,
-    /// `listIndexes` entries.
-    pub indexes: Vec<Document>,
-    /// The key the collection is sharded by (read from `config.collections` on a mongos).
-    pub shard_key: Option<Document>,
-    /// `options.changeStreamPreAndPostImages.enabled`.
-    pub pre_images: bool,
-}
-
-impl ObservedCollection {
-    /// An existing plain collection with no options and only the `_id_` index.
-    pub fn new(name: impl Into<String>) -> Self {
-        ObservedCollection {
-            name: name.into(),
-            kind: "collection".into(),
-            indexes: vec![mongodb::bson::doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }],
-            ..Default::default()
-        }
-    }
-
-    /// Parses a `listCollections` entry (indexes are added separately).
-    pub fn from_list_collections(entry: &Document) -> Self {
-        let options = entry.get_document("options").ok();
-        let text = |key: &str| options.and_then(|o| o.get_str(key).ok()).map(str::to_owned);
-        ObservedCollection {
-            name: entry.get_str("name").unwrap_or_default().to_owned(),
-            kind: entry.get_str("type").unwrap_or("collection").to_owned(),
-            validator: options
-                .and_then(|o| o.get_document("validator").ok())
-                .cloned(),
-            validation_level: text("validationLevel"),
-            validation_action: text("validationAction"),
-            indexes: Vec::new(),
-            shard_key: None,
-            pre_images: options
-                .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok())
-                .and_then(|p| p.get_bool("enabled").ok())
-                .unwrap_or(false),
-        }
-    }
-
-    fn level(&self) -> &str {
-        self.validation_level.as_deref().unwrap_or("strict")
-    }
-
-    fn action(&self) -> &str {
-        self.validation_action.as_deref().unwrap_or("error")
-    }
-}
 
 /// A write `apply` performs. Reads are not actions: a plan with no action means a start-up that
 /// sends no write command at all.
@@ -360,6 +282,18 @@ pub enum Warning {
         /// The schema's name.
         to: String,
     },
+    /// A step of the version being applied ran before the record was lowered to an older
+    /// version (a rollback); it is not run again, because it is a [`crate::migrate::custom`]
+    /// step, which is asked to resume from its checkpoint, not to run twice. (The built-in
+    /// steps run again.)
+    StepNotRerun {
+        /// The step's version.
+        version: u64,
+        /// Its name.
+        name: String,
+        /// The version the record was lowered to.
+        recorded: u64,
+    },
     /// The server's state of these collections differs from the desired state of the version
     /// the record says was applied (same version and fingerprint), or, read again after an
     /// apply's last write, from what that apply wrote: something changed it since, such as a
@@ -376,9 +310,59 @@ pub enum Warning {
     },
 }
 
+impl Warning {
+    /// What of the declared state this warning says is not on the server, in a few words (a
+    /// validator refused over, or held at `moderate` for, violating documents; a conflicting
+    /// index; a view or time-series collection where a collection is declared); `None` for a
+    /// warning that leaves the declared validators and indexes in place. An `apply` that ends
+    /// with one is recorded `partial`, not `applied`.
+    pub fn not_as_declared(&self) -> Option<String> {
+        match self {
+            Warning::ValidatorOverViolations {
+                collection,
+                decision: OnViolations::Refuse,
+                ..
+            } => Some(format!("the validator of `{collection}`")),
+            Warning::ValidatorOverViolations {
+                collection,
+                decision: OnViolations::Moderate,
+                ..
+            } => Some(format!(
+                "the validation level of `{collection}` (moderate, not strict)"
+            )),
+            Warning::IndexConflict {
+                collection, wanted, ..
+            } => Some(format!("index `{}` of `{collection}`", wanted.name)),
+            Warning::NotACollection { collection, kind } => Some(format!(
+                "collection `{collection}` (a {kind} on the server)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// What of the declared state `warnings` say is not on the server ([`Warning::not_as_declared`]).
+pub(crate) fn not_as_declared(warnings: &[Warning]) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for item in warnings.iter().filter_map(Warning::not_as_declared) {
+        if !missing.contains(&item) {
+            missing.push(item);
+        }
+    }
+    missing
+}
+
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Warning::StepNotRerun {
+                version,
+                name,
+                recorded,
+            } => write!(
+                f,
+                "migration v{version} `{name}` ran before the version was rolled back to {recorded} and is NOT run again: a custom step is only known to resume from its checkpoint; run it by hand if the data written since needs it"
+            ),
             Warning::UniqueOverDuplicates {
                 collection,
                 index,
@@ -419,7 +403,9 @@ impl fmt::Display for Warning {
             Warning::ValidatorOverViolations { collection, violations, decision } => match decision {
                 OnViolations::Refuse => write!(
                     f,
-                    "the new validator of `{collection}` was NOT applied: {violations}; migrate them, or apply with `on_violations(OnViolations::Moderate)` or `Override`"
+                    "the new validator of `{collection}` was NOT applied: {violations}; migrate them, or apply with {} or {}",
+                    terms::ON_VIOLATIONS_MODERATE,
+                    terms::ON_VIOLATIONS_OVERRIDE
                 ),
                 OnViolations::Moderate => write!(
                     f,
@@ -440,7 +426,8 @@ impl fmt::Display for Warning {
             ),
             Warning::Downgraded { recorded, applying } => write!(
                 f,
-                "schema version {applying} was applied over the newer recorded version {recorded} by request (`allow_downgrade(true)`); the record now says {applying}"
+                "schema version {applying} was applied over the newer recorded version {recorded} by request ({}); the record now says {applying}",
+                terms::ALLOW_DOWNGRADE
             ),
             Warning::DropsHeldBack { recorded, applying, indexes } => write!(
                 f,
@@ -453,7 +440,8 @@ impl fmt::Display for Warning {
             ),
             Warning::PrefixIndex { collection, name, keys, served_by } => write!(
                 f,
-                "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with `drop_stale_indexes(true)`"
+                "the server's index `{name}` {keys} on `{collection}` is not in the schema and is a prefix of `{served_by}`: redundant, drop it with {}",
+                terms::DROP_STALE_INDEXES
             ),
             Warning::RolledBack { failed, applying, error } => write!(
                 f,
@@ -476,40 +464,6 @@ impl fmt::Display for Warning {
                 "`{collection}` is sharded by {sharded}, not by the declared {declared}; left alone (resharding is an operator's decision)"
             ),
         }
-    }
-}
-
-/// Existing documents that a new validator would reject.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct Violations {
-    /// How many.
-    pub count: u64,
-    /// A few of their `_id`s.
-    pub sample_ids: Vec<Bson>,
-    /// For each sampled document (same order), the rules it fails, as the library's
-    /// [`crate::LocalValidator`] evaluates the new validator (`name` fails `maxLength`); empty
-    /// when the validator holds what it cannot evaluate.
-    pub sample_rules: Vec<String>,
-}
-
-impl fmt::Display for Violations {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let samples: Vec<String> = self
-            .sample_ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| match self.sample_rules.get(i) {
-                Some(rules) if !rules.is_empty() => format!("{id} ({rules})"),
-                _ => id.to_string(),
-            })
-            .collect();
-        write!(
-            f,
-            "{} existing document(s) violate it, e.g. _id {}",
-            self.count,
-            samples.join(", ")
-        )
     }
 }
 
@@ -558,6 +512,11 @@ pub struct Plan {
     /// The migration steps `apply` would run, in order, with the documents each would touch
     /// (filled by [`crate::Schema::plan`]).
     pub migrations: Vec<crate::migrate::PendingStep>,
+    /// What of the declared state an `apply` with the same options would leave off the server
+    /// (a validator change it refuses or holds at `moderate` over violating documents, a
+    /// conflicting index; filled by [`crate::Schema::plan`]): that apply would record the
+    /// version `partial`, and the CLI's `plan` exits 3.
+    pub missing: Vec<String>,
 }
 
 impl Plan {
@@ -588,7 +547,46 @@ impl Plan {
                 options,
             ));
         }
-        sharding::plan_sharding(&mut plan, desired, observed, options.shard_collections);
+        let statuses = sharding::sharding_of(
+            desired,
+            observed,
+            options.shard_collections,
+            |collection, starts_with_key| {
+                plan.actions.iter().any(|action| match action {
+                    Action::CreateIndexes {
+                        collection: c,
+                        indexes,
+                    } => c == collection && indexes.iter().any(|i| starts_with_key(&i.keys)),
+                    _ => false,
+                })
+            },
+        );
+        for status in statuses {
+            match &status.state {
+                ShardState::OtherKey(sharded) => plan.warnings.push(Warning::ShardKeyDiffers {
+                    collection: status.collection.clone(),
+                    declared: status.key.clone(),
+                    sharded: sharded.clone(),
+                }),
+                // right after the collection's other actions: its collection and index first
+                ShardState::ToShard => {
+                    let after = plan
+                        .actions
+                        .iter()
+                        .rposition(|a| a.collection() == status.collection)
+                        .map_or(plan.actions.len(), |i| i + 1);
+                    plan.actions.insert(
+                        after,
+                        Action::ShardCollection {
+                            collection: status.collection.clone(),
+                            key: status.key.clone(),
+                        },
+                    );
+                }
+                _ => {}
+            }
+            plan.sharding.push(status);
+        }
         plan
     }
 
@@ -793,6 +791,8 @@ fn prefix_indexes<'a>(
     })
 }
 
+/// What differs between the collection's validator, level and action and `spec`'s, in
+/// words; empty when they are the same.
 fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Vec<String> {
     let mut changes = Vec::new();
     let same_validator = observed
@@ -917,6 +917,335 @@ fn find_index(wanted: &IndexSpec, existing: &[Document]) -> IndexState {
         };
     }
     IndexState::Missing
+}
+
+/// What an `apply` does when the database records a newer schema version than its own (an
+/// instance of the previous release starting during a rolling deploy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnNewer {
+    /// Return [`crate::Error::Downgrade`] (the default): the caller decides.
+    #[default]
+    Fail,
+    /// Keep serving: nothing is written, the report says so and a warning is logged. The
+    /// newer version's validators and indexes stay; an older instance keeps working as long as
+    /// its writes satisfy them (ship new required fields as optional first, see the README's
+    /// expand/contract).
+    Continue,
+    /// Apply anyway (a deliberate rollback): the record then says this version. Indexes are
+    /// never dropped over a newer recorded version. The same as
+    /// [`crate::ApplyAction::allow_downgrade`]`(true)`.
+    Downgrade,
+}
+
+/// The choices of one `apply` that its plan stage reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deciding<'a> {
+    /// The version being applied.
+    pub(crate) version: u64,
+    /// The fingerprint of its desired state.
+    pub(crate) fingerprint: &'a str,
+    /// The plan's options.
+    pub(crate) options: PlanOptions,
+    /// What to do over a newer recorded version.
+    pub(crate) on_newer: OnNewer,
+}
+
+/// What the plan stage of one pass of `apply` decided.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    /// How the version being applied relates to the record (the one this apply claimed, once it
+    /// holds the lock).
+    pub(crate) status: VersionStatus,
+    /// What this pass does next.
+    pub(crate) next: Next,
+    /// Differences left alone, the violators of each validator change among them.
+    pub(crate) warnings: Vec<Warning>,
+    /// The sharding of the collections that declare a shard key.
+    pub(crate) sharding: Vec<ShardingStatus>,
+    /// Drift from the recorded state ([`drift`]), or, right after this apply's own writes,
+    /// a write of someone else that landed after them.
+    pub(crate) drift: Option<Warning>,
+    /// What of the declared state stays off the server once this plan is carried out
+    /// ([`not_as_declared`]).
+    pub(crate) missing: Vec<String>,
+}
+
+/// What one pass of `apply` does after planning.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A newer version is recorded and this apply may not write over it.
+    Refuse {
+        /// The recorded version.
+        recorded: u64,
+        /// The version being applied.
+        applying: u64,
+    },
+    /// A newer version is recorded; this instance writes nothing and serves on
+    /// ([`OnNewer::Continue`]).
+    ServeOn {
+        /// The recorded version.
+        recorded: u64,
+        /// The version being applied.
+        applying: u64,
+    },
+    /// Nothing to write and no migration step pending: record the outcome (or, with the
+    /// record current, nothing at all).
+    Settled,
+    /// Send these writes. With migration steps pending, these are the writes that come before
+    /// the steps: a tightened validator held at `moderate`, no new unique index.
+    Write(Vec<Action>),
+    /// The writes that come before the steps are on the server: run the pending steps.
+    Steps {
+        /// The unique indexes built after the steps, in words.
+        held_back: Vec<String>,
+    },
+}
+
+/// The plan stage of one pass of `apply`, pure: what was seen + this apply's choices -> what to
+/// do next. `claimed`: the status of the version when this apply took the lock (its later
+/// passes plan as that status says: a downgrade still holds back index drops); `executed`: the
+/// writes of the previous pass, which the server must now show.
+pub(crate) fn plan_apply(
+    specs: &[CollectionSpec],
+    seen: &Seen<'_>,
+    deciding: Deciding<'_>,
+    claimed: Option<&VersionStatus>,
+    executed: &[Action],
+) -> Staged {
+    let status = match claimed {
+        Some(status) => status.clone(),
+        None => VersionStatus::of(
+            deciding.version,
+            deciding.fingerprint,
+            seen.record.recorded.as_ref(),
+        ),
+    };
+    let mut staged = Staged {
+        status: status.clone(),
+        next: Next::Settled,
+        warnings: Vec::new(),
+        sharding: Vec::new(),
+        drift: None,
+        missing: Vec::new(),
+    };
+    if let (None, VersionStatus::Downgrade { recorded, applying }) = (claimed, &status) {
+        let (recorded, applying) = (*recorded, *applying);
+        match deciding.on_newer {
+            OnNewer::Downgrade => {}
+            OnNewer::Continue => {
+                staged.next = Next::ServeOn { recorded, applying };
+                return staged;
+            }
+            OnNewer::Fail => {
+                staged.next = Next::Refuse { recorded, applying };
+                return staged;
+            }
+        }
+    }
+    let late = undone(executed, &seen.observed);
+    staged.drift = if !late.is_empty() {
+        Some(Warning::Drifted {
+            version: deciding.version,
+            collections: late,
+            after_own_write: true,
+        })
+    } else {
+        seen.record
+            .recorded
+            .as_ref()
+            .and_then(|recorded| drift(&status, recorded, &seen.prints))
+    };
+    let before_steps = !seen.steps.is_empty();
+    let mut options = deciding.options;
+    if before_steps {
+        // the steps fix the documents that violate the new validator: keep them writable
+        options.on_violations = OnViolations::Moderate;
+    }
+    let (writes, mut warnings, sharding) = writes_of(specs, seen, options, &status);
+    staged.sharding = sharding;
+    staged.missing = not_as_declared(&warnings);
+    if claimed.is_none() {
+        if let Some(recorded) = &seen.record.recorded {
+            warnings.extend(
+                seen.ran_before_rollback
+                    .iter()
+                    .filter(|m| !m.step.0.reruns())
+                    .map(|m| Warning::StepNotRerun {
+                        version: m.version,
+                        name: m.name.clone(),
+                        recorded: recorded.version,
+                    }),
+            );
+        }
+    }
+    if !before_steps {
+        staged.warnings = warnings;
+        staged.next = if writes.is_empty() {
+            Next::Settled
+        } else {
+            Next::Write(writes)
+        };
+        return staged;
+    }
+    let mut held_back = Vec::new();
+    let mut first = Vec::new();
+    for action in writes {
+        match action {
+            Action::CreateIndexes {
+                collection,
+                indexes,
+            } => {
+                let (unique, other): (Vec<_>, Vec<_>) = indexes.into_iter().partition(|i| i.unique);
+                if !unique.is_empty() {
+                    held_back.push(format!(
+                        "unique index(es) {} on `{collection}` built after the migration steps",
+                        unique
+                            .iter()
+                            .map(|i| format!("`{}`", i.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                if !other.is_empty() {
+                    first.push(Action::CreateIndexes {
+                        collection,
+                        indexes: other,
+                    });
+                }
+            }
+            other => first.push(other),
+        }
+    }
+    staged.next = if first.is_empty() {
+        Next::Steps { held_back }
+    } else {
+        Next::Write(first)
+    };
+    staged
+}
+
+/// The writes a plan needs once the violations of its validator changes are known: a change
+/// that existing documents violate is dropped ([`OnViolations::Refuse`]) or made moderate, with
+/// a warning; a change the server already shows as decided is no write.
+fn writes_of(
+    specs: &[CollectionSpec],
+    seen: &Seen<'_>,
+    options: PlanOptions,
+    status: &VersionStatus,
+) -> (Vec<Action>, Vec<Warning>, Vec<ShardingStatus>) {
+    let mut plan = Plan::compute_with(specs, &seen.observed, options);
+    hold_back_drops(&mut plan, status);
+    let mut warnings = plan.warnings;
+    let mut actions = Vec::with_capacity(plan.actions.len());
+    for mut action in plan.actions {
+        if let Action::UpdateValidator {
+            collection,
+            validator,
+            level,
+            action: validation_action,
+            violations: slot,
+            ..
+        } = &mut action
+        {
+            let found = seen
+                .violations
+                .iter()
+                .find(|(name, _)| name == collection)
+                .map(|(_, found)| found.clone())
+                .unwrap_or_default();
+            if found.count > 0 {
+                warnings.push(Warning::ValidatorOverViolations {
+                    collection: collection.clone(),
+                    violations: found.clone(),
+                    decision: options.on_violations,
+                });
+                match options.on_violations {
+                    OnViolations::Refuse => continue,
+                    OnViolations::Moderate => *level = ValidationLevel::Moderate,
+                    _ => {}
+                }
+            }
+            let already = seen.observed.collection(collection).is_some_and(|server| {
+                server
+                    .validator
+                    .as_ref()
+                    .is_some_and(|v| json_schema::same_document(v, validator))
+                    && server.level() == level.as_str()
+                    && server.action() == validation_action.as_str()
+            });
+            if already {
+                continue;
+            }
+            *slot = Some(found);
+        }
+        actions.push(action);
+    }
+    (actions, warnings, plan.sharding)
+}
+
+/// A downgrade that is allowed must not drop what the newer version created: with a newer
+/// version recorded, `DropIndex` actions are taken out of the plan and reported instead.
+pub(crate) fn hold_back_drops(plan: &mut Plan, status: &VersionStatus) {
+    let (recorded, applying) = match *status {
+        VersionStatus::Downgrade { recorded, applying } => (recorded, applying),
+        VersionStatus::Rollback {
+            failed, applying, ..
+        } => (failed, applying),
+        _ => return,
+    };
+    let mut held = Vec::new();
+    plan.actions.retain(|action| match action {
+        Action::DropIndex {
+            collection, name, ..
+        } => {
+            held.push(format!("{collection}.{name}"));
+            false
+        }
+        _ => true,
+    });
+    if !held.is_empty() {
+        plan.warnings.push(Warning::DropsHeldBack {
+            recorded,
+            applying,
+            indexes: held,
+        });
+    }
+}
+
+/// The collections whose print in `now` differs from the one `recorded` (collections the record
+/// has no print of are not compared: a record written before prints were kept, or a collection
+/// added since).
+pub(crate) fn drifted_collections(
+    recorded: &[(String, String)],
+    now: &[(String, String)],
+) -> Vec<String> {
+    now.iter()
+        .filter(|(name, print)| {
+            recorded.iter().any(|(recorded_name, recorded_print)| {
+                recorded_name == name && recorded_print != print
+            })
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// The drift a start-up finds: with this version and fingerprint recorded as applied, the
+/// collections whose state differs from what the server had when that apply completed.
+pub(crate) fn drift(
+    status: &VersionStatus,
+    recorded: &RecordedVersion,
+    now: &[(String, String)],
+) -> Option<Warning> {
+    let VersionStatus::Current { version } = *status else {
+        return None;
+    };
+    let collections = drifted_collections(&recorded.observed, now);
+    (!collections.is_empty()).then_some(Warning::Drifted {
+        version,
+        collections,
+        after_own_write: false,
+    })
 }
 
 #[cfg(test)]
@@ -1266,5 +1595,225 @@ mod prefix_tests {
         assert!(plan.is_empty(), "{plan}");
         let text = plan.to_string();
         assert!(text.contains("a prefix of the schema's"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod held_back_tests {
+    use super::*;
+    use crate::IndexSpec;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_downgrade_holds_back_index_drops() {
+        let drop = Action::DropIndex {
+            collection: "c".into(),
+            name: "v2_index".into(),
+            keys: doc! { "x": 1 },
+        };
+        let create = Action::CreateIndexes {
+            collection: "c".into(),
+            indexes: vec![IndexSpec::new(doc! { "y": 1 })],
+        };
+        let mut plan = Plan {
+            actions: vec![create.clone(), drop.clone()],
+            ..Plan::default()
+        };
+        hold_back_drops(
+            &mut plan,
+            &VersionStatus::Upgrade {
+                recorded: 1,
+                applying: 2,
+            },
+        );
+        assert_eq!(plan.actions.len(), 2);
+        hold_back_drops(
+            &mut plan,
+            &VersionStatus::Downgrade {
+                recorded: 2,
+                applying: 1,
+            },
+        );
+        assert_eq!(plan.actions, [create]);
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::DropsHeldBack { recorded: 2, applying: 1, indexes }] if indexes == &["c.v2_index"]
+        ));
+    }
+}
+
+#[cfg(test)]
+mod sharding_tests {
+    use super::*;
+    use crate::deploy::observe::Topology;
+    use crate::IndexSpec;
+    use mongodb::bson::{doc, Document as BsonDocument};
+
+    fn messages() -> CollectionSpec {
+        CollectionSpec::new("messages", doc! {})
+            .index(IndexSpec::new(doc! { "ticket_id": 1, "at": 1 }))
+            .shard_key(doc! { "ticket_id": 1, "at": 1 })
+    }
+
+    fn plan(topology: Topology, server: Option<ObservedCollection>, shard: bool) -> Plan {
+        let mut plain = ObservedCollection::new("plain");
+        plain.validator = Some(doc! {});
+        let observed = Observed {
+            collections: match server {
+                Some(server) => vec![server, plain],
+                None => Vec::new(),
+            },
+            topology: Some(topology),
+        };
+        let options = PlanOptions {
+            shard_collections: shard,
+            ..PlanOptions::default()
+        };
+        Plan::compute_with(
+            &[messages(), CollectionSpec::new("plain", doc! {})],
+            &observed,
+            options,
+        )
+    }
+
+    fn existing(shard_key: Option<BsonDocument>) -> ObservedCollection {
+        let mut c = ObservedCollection::new("messages");
+        c.validator = Some(doc! {});
+        c.indexes
+            .push(doc! { "key": { "ticket_id": 1, "at": 1 }, "name": "ticket_id_1_at_1" });
+        c.shard_key = shard_key;
+        c
+    }
+
+    #[test]
+    fn hello_tells_a_mongos_from_a_replica_set() {
+        assert_eq!(
+            Topology::from_hello(&doc! { "ismaster": true, "msg": "isdbgrid" }),
+            Topology::Mongos
+        );
+        assert_eq!(
+            Topology::from_hello(&doc! { "isWritablePrimary": true, "setName": "rs0" }),
+            Topology::ReplicaSet
+        );
+        assert_eq!(
+            Topology::from_hello(&doc! { "isWritablePrimary": true }),
+            Topology::Standalone
+        );
+    }
+
+    #[test]
+    fn on_a_mongos_a_new_collection_is_sharded_after_its_index() {
+        let plan = plan(Topology::Mongos, None, true);
+        let kinds: Vec<String> = plan
+            .actions
+            .iter()
+            .map(|a| format!("{} {}", kind(a), a.collection()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "create messages",
+                "createIndexes messages",
+                "shardCollection messages",
+                "create plain"
+            ]
+        );
+        assert_eq!(plan.sharding.len(), 1, "only collections with a key");
+        assert_eq!(plan.sharding[0].state, ShardState::ToShard);
+    }
+
+    fn kind(action: &Action) -> &'static str {
+        match action {
+            Action::CreateCollection { .. } => "create",
+            Action::CreateIndexes { .. } => "createIndexes",
+            Action::ShardCollection { .. } => "shardCollection",
+            Action::UpdateValidator { .. } => "collMod",
+            Action::DropIndex { .. } => "dropIndexes",
+            Action::EnablePreImages { .. } => "collMod",
+        }
+    }
+
+    #[test]
+    fn on_a_mongos_only_when_asked_and_not_twice() {
+        let plan_unasked = plan(Topology::Mongos, Some(existing(None)), false);
+        assert!(plan_unasked.is_empty());
+        assert_eq!(plan_unasked.sharding[0].state, ShardState::NotRequested);
+        // display-text: the plan's advice, read by a person
+        assert!(plan_unasked.to_string().contains("shard_collections(true)"));
+
+        let asked = plan(Topology::Mongos, Some(existing(None)), true);
+        assert!(
+            matches!(&asked.actions[..], [Action::ShardCollection { key, .. }] if key == &doc! { "ticket_id": 1, "at": 1 })
+        );
+
+        let done = plan(
+            Topology::Mongos,
+            Some(existing(Some(doc! { "ticket_id": 1_i64, "at": 1_i64 }))),
+            true,
+        );
+        assert!(done.is_empty(), "{done}");
+        assert_eq!(done.sharding[0].state, ShardState::Sharded);
+    }
+
+    #[test]
+    fn another_key_is_reported_and_left_alone() {
+        let plan = plan(
+            Topology::Mongos,
+            Some(existing(Some(doc! { "_id": "hashed" }))),
+            true,
+        );
+        assert!(plan.is_empty());
+        assert!(matches!(plan.sharding[0].state, ShardState::OtherKey(_)));
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::ShardKeyDiffers { .. }]
+        ));
+    }
+
+    #[test]
+    fn without_a_supporting_index_nothing_is_sharded() {
+        let mut server = existing(None);
+        server.indexes.truncate(1);
+        // the schema's index conflicts with one of the server's (same name, other keys)
+        server
+            .indexes
+            .push(doc! { "key": { "at": 1 }, "name": "ticket_id_1_at_1" });
+        let plan = plan(Topology::Mongos, Some(server), true);
+        assert!(plan.is_empty(), "{plan}");
+        assert_eq!(plan.sharding[0].state, ShardState::NoSupportingIndex);
+    }
+
+    #[test]
+    fn on_a_replica_set_there_is_nothing_to_shard() {
+        for shard in [false, true] {
+            let plan = plan(Topology::ReplicaSet, Some(existing(None)), shard);
+            assert!(plan.is_empty());
+            assert_eq!(
+                plan.sharding[0].state,
+                ShardState::NotAShardedCluster(Topology::ReplicaSet)
+            );
+            // display-text: the plan's advice, read by a person
+            assert!(plan.to_string().contains(
+                "`messages` declares the shard key { \"ticket_id\": 1, \"at\": 1 }; the database is on a replica set: nothing to shard"
+            ), "{plan}");
+        }
+    }
+
+    #[test]
+    fn unobserved_topology_plans_no_sharding() {
+        let observed = Observed::default();
+        let plan = Plan::compute_with(
+            &[messages()],
+            &observed,
+            PlanOptions {
+                shard_collections: true,
+                ..PlanOptions::default()
+            },
+        );
+        assert!(plan.sharding.is_empty());
+        assert!(!plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::ShardCollection { .. })));
     }
 }

@@ -323,8 +323,8 @@ impl Work for Dedupe {
         self.collection
     }
 
-    fn dedupes(&self) -> bool {
-        true
+    fn dedupes(&self) -> Option<&[String]> {
+        Some(&self.keys)
     }
 
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String> {
@@ -719,6 +719,10 @@ impl Work for Custom {
 
     fn pending<'a>(&'a self, _: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async { Ok(0) })
+    }
+
+    fn reruns(&self) -> bool {
+        false
     }
 
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>> {

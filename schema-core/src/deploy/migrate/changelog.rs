@@ -144,6 +144,21 @@ pub(crate) async fn start(
 }
 
 /// Saves where the step is and what it did so far.
+/// Makes a step recorded `done` pending again, from the start (its version was rolled back and
+/// is applied again): state `running`, no checkpoint, no counts.
+pub(crate) async fn reopen(db: &Database, key: &str) -> Result<()> {
+    db.collection::<Document>(MIGRATIONS_COLLECTION)
+        .update_one(
+            doc! { "_id": key, "state": "done" },
+            doc! {
+                "$set": { "state": "running", "matched": 0_i64, "changed": 0_i64 },
+                "$unset": { "checkpoint": "", "finished": "", "error": "" },
+            },
+        )
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn checkpoint(
     db: &Database,
     key: &str,

@@ -70,10 +70,17 @@ pub(crate) trait Work: Send + Sync {
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String>;
     /// The documents a run would touch now (for `plan`).
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>>;
-    /// Whether the step removes duplicates before a unique index (`apply` runs it again when
-    /// the index build still meets some).
-    fn dedupes(&self) -> bool {
-        false
+    /// The keys of the unique index a step removes duplicates for (`apply` runs it again when
+    /// the build of a unique index on exactly these keys still meets some); `None` for the
+    /// other steps.
+    fn dedupes(&self) -> Option<&[String]> {
+        None
+    }
+    /// Whether the step may run again from the start over data it already migrated (every
+    /// built-in step; a [`custom`] one is only asked to resume from its checkpoint): a version
+    /// applied again after it was rolled back runs such steps again.
+    fn reruns(&self) -> bool {
+        true
     }
     /// Runs the step (again from `cx`'s checkpoint after an interruption).
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>;
@@ -159,8 +166,13 @@ impl fmt::Display for PendingStep {
             "migration v{} `{}`: {} ({} document(s) to touch)",
             self.version, self.name, self.description, self.documents
         )?;
-        if let Some(state) = &self.recorded {
-            write!(f, ", recorded {state} by an earlier apply: it resumes")?;
+        match &self.recorded {
+            Some(MigrationState::Done) => write!(
+                f,
+                ", recorded done before its version was rolled back: it runs again"
+            )?,
+            Some(state) => write!(f, ", recorded {state} by an earlier apply: it resumes")?,
+            None => {}
         }
         Ok(())
     }

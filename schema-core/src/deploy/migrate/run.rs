@@ -42,6 +42,39 @@ pub(crate) async fn pending<'m>(
         .collect())
 }
 
+/// The steps of versions above `recorded` and up to `target` recorded `done`: they ran before
+/// the record was lowered to `recorded` (a rollback), and an apply of `target` meets their
+/// version again.
+pub(crate) async fn ran_before_rollback<'m>(
+    db: &Database,
+    schema: &str,
+    migrations: &'m [Migration],
+    recorded: u64,
+    target: u64,
+) -> Result<Vec<&'m Migration>> {
+    if migrations.is_empty() || recorded >= target {
+        return Ok(Vec::new());
+    }
+    let records = changelog::read_all(db, schema).await?;
+    Ok(migrations
+        .iter()
+        .filter(|m| m.version > recorded && m.version <= target)
+        .filter(|m| {
+            records.iter().any(|r| {
+                r.version == m.version && r.name == m.name && r.state == MigrationState::Done
+            })
+        })
+        .collect())
+}
+
+/// Makes the steps `ran_before_rollback` found that may run again pending from the start.
+pub(crate) async fn reopen(db: &Database, schema: &str, steps: &[&Migration]) -> Result<()> {
+    for migration in steps.iter().filter(|m| m.step.0.reruns()) {
+        changelog::reopen(db, &migration.key(schema)).await?;
+    }
+    Ok(())
+}
+
 /// The pending steps with the documents each would touch now (for `plan`).
 pub(crate) async fn plan(
     db: &Database,
@@ -66,7 +99,7 @@ pub(crate) async fn plan(
 /// Runs `steps` in order, each recorded `running`, then `done` or `failed`. Stops at the first
 /// failure and returns it as [`Error::Migration`]; `holds` says whether the caller still holds
 /// the lock the steps run under.
-pub(crate) async fn run(
+pub(crate) async fn run_steps(
     db: &Database,
     schema: &str,
     steps: &[(&Migration, Option<MigrationRecord>)],

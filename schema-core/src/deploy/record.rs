@@ -1,18 +1,15 @@
-//! Schema versions: the record in [`META_COLLECTION`], the fingerprint of a desired state, and
-//! the apply lock that keeps an older version from undoing a newer one.
+//! The version record in [`META_COLLECTION`]: its states, the fingerprint of a desired state,
+//! how the version being applied relates to the recorded one, and the last stage of `apply`,
+//! which writes the outcome ([`complete`], [`fail`]) under the apply lock.
 //!
 //! The record's layout and the design of the lock are documented on [`META_COLLECTION`].
 
 use std::fmt;
-use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
-use mongodb::options::ReturnDocument;
 use mongodb::Collection;
 
-use super::plan::{Action, Observed, Plan, Warning};
-use crate::error::server_code;
-use crate::lease::ServerLease;
+use super::violations::Violations;
 use crate::{CollectionSpec, Result};
 
 /// The collection that records the applied schema version, its fingerprint and the time.
@@ -90,12 +87,15 @@ pub const META_COLLECTION: &str = "mongo_schema_meta";
 /// `_id` of the record in [`META_COLLECTION`] of a schema that was given no name.
 pub const DEFAULT_SCHEMA_NAME: &str = "schema";
 
-/// The lease of the apply lock.
-pub(crate) const LEASE: Duration = Duration::from_secs(10);
-
-const APPLYING: &str = "applying";
-const APPLIED: &str = "applied";
-const FAILED: &str = "failed";
+/// The record's `state` from a claim until its apply completed.
+pub(crate) const APPLYING: &str = "applying";
+/// The record's `state` once its apply completed.
+pub(crate) const APPLIED: &str = "applied";
+/// The record's `state` once an apply ran to its end with a declared validator or index not on
+/// the server (`missing` says which): not `applied`.
+pub(crate) const PARTIAL: &str = "partial";
+/// The record's `state` after an apply that failed for good.
+pub(crate) const FAILED: &str = "failed";
 
 /// A stable fingerprint of the desired state of `collections`: 32 hex digits of FNV-1a (128
 /// bits) over a canonical serialisation of every collection's name, validator, validation level
@@ -133,74 +133,7 @@ pub(crate) fn fingerprint(collections: &[CollectionSpec]) -> String {
     format!("{:032x}", fnv1a_128(&out))
 }
 
-/// What the server had of each collection of `specs` when an apply completed, as one
-/// fingerprint per collection name (sorted by name): the collection's type, validator,
-/// validation level and action, change-stream pre-images, and every index (keys in order, other
-/// options sorted, the index version and namespace left out). Recorded in the record's
-/// `observed`; a start-up that computes other prints for the same version and fingerprint has
-/// found drift (see [`drifted_collections`]). Computed from the server's own answers at both
-/// ends, so the server's way of writing a validator or an index is no difference.
-pub(crate) fn observed_prints(
-    specs: &[CollectionSpec],
-    observed: &Observed,
-) -> Vec<(String, String)> {
-    let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|name| {
-            let mut out = Vec::new();
-            match observed.collection(name) {
-                None => out.extend_from_slice(b"absent"),
-                Some(seen) => {
-                    write_str(&mut out, &seen.kind);
-                    let validator = seen.validator.clone().map_or(Bson::Null, Bson::Document);
-                    write_value(&mut out, &validator, true);
-                    write_str(
-                        &mut out,
-                        seen.validation_level.as_deref().unwrap_or("strict"),
-                    );
-                    write_str(
-                        &mut out,
-                        seen.validation_action.as_deref().unwrap_or("error"),
-                    );
-                    out.push(u8::from(seen.pre_images));
-                    let mut indexes = seen.indexes.clone();
-                    indexes.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
-                    for mut index in indexes {
-                        index.remove("v");
-                        index.remove("ns");
-                        out.extend_from_slice(b"index");
-                        let keys = index.remove("key").unwrap_or(Bson::Null);
-                        write_value(&mut out, &keys, false);
-                        write_value(&mut out, &Bson::Document(index), true);
-                    }
-                }
-            }
-            (name.to_owned(), format!("{:032x}", fnv1a_128(&out)))
-        })
-        .collect()
-}
-
-/// The collections whose print in `now` differs from the one `recorded` (collections the record
-/// has no print of are not compared: a record written before prints were kept, or a collection
-/// added since).
-pub(crate) fn drifted_collections(
-    recorded: &[(String, String)],
-    now: &[(String, String)],
-) -> Vec<String> {
-    now.iter()
-        .filter(|(name, print)| {
-            recorded.iter().any(|(recorded_name, recorded_print)| {
-                recorded_name == name && recorded_print != print
-            })
-        })
-        .map(|(name, _)| name.clone())
-        .collect()
-}
-
-fn fnv1a_128(bytes: &[u8]) -> u128 {
+pub(crate) fn fnv1a_128(bytes: &[u8]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013b;
     bytes.iter().fold(OFFSET, |hash, byte| {
@@ -209,14 +142,14 @@ fn fnv1a_128(bytes: &[u8]) -> u128 {
 }
 
 /// Length-prefixed, so no two different sequences of strings serialise alike.
-fn write_str(out: &mut Vec<u8>, text: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&(text.len() as u64).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
 }
 
 /// `sort`: whether this document's fields are written sorted (their order carries no meaning);
 /// nested documents are always sorted, arrays keep their order.
-fn write_value(out: &mut Vec<u8>, value: &Bson, sort: bool) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Bson, sort: bool) {
     out.push(value.element_type() as u8);
     match value {
         Bson::Document(doc) => {
@@ -258,7 +191,11 @@ pub struct RecordedVersion {
     /// refused, such as a unique index over duplicates): the record's state is `"failed"`, and
     /// an older version may apply without `allow_downgrade` (a rollback).
     pub failure: Option<String>,
-    /// What the server had when the last apply completed ([`observed_prints`]); empty in a
+    /// What the last apply of this version left not as declared (state `"partial"`): a
+    /// validator refused over, or held at `moderate` for, violating documents, a conflicting
+    /// index, a view where a collection is declared. Empty once it is all on the server.
+    pub missing: Vec<String>,
+    /// What the server had when the last apply completed ([`super::observe::observed_prints`]); empty in a
     /// record written before these were kept.
     pub(crate) observed: Vec<(String, String)>,
 }
@@ -281,6 +218,17 @@ impl RecordedVersion {
             version,
             fingerprint: doc.get_str("fingerprint").unwrap_or_default().to_owned(),
             completed: doc.get_str("state").ok() == Some(APPLIED),
+            missing: if doc.get_str("state").ok() == Some(PARTIAL) {
+                doc.get_array("missing")
+                    .map(|m| {
+                        m.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            },
             applied_at: doc.get_datetime("applied_at").ok().copied(),
             failure,
             // `[{ collection, print }]`: a collection name may hold a dot, a field name should not
@@ -303,6 +251,42 @@ impl RecordedVersion {
     }
 }
 
+/// With a record `partial`: the documents each refused (or moderate) validator was counted to
+/// reject when the record was written, so that start-ups of the same version and fingerprint
+/// do not count them again (`plan`, `audit` and the CLI's `apply` do).
+pub(crate) fn violators(doc: &BsonDocument) -> Vec<(String, Violations)> {
+    let Ok(entries) = doc.get_array("violators") else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let entry = entry.as_document()?;
+            let count = match entry.get("count")? {
+                Bson::Int64(n) => u64::try_from(*n).ok()?,
+                Bson::Int32(n) => u64::try_from(*n).ok()?,
+                _ => return None,
+            };
+            let sample_rules = entry
+                .get_array("sample_rules")
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some((
+                entry.get_str("collection").ok()?.to_owned(),
+                Violations {
+                    count,
+                    sample_ids: entry.get_array("sample_ids").cloned().unwrap_or_default(),
+                    sample_rules,
+                },
+            ))
+        })
+        .collect()
+}
+
 impl fmt::Display for RecordedVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -310,6 +294,13 @@ impl fmt::Display for RecordedVersion {
             "version {} (fingerprint {}",
             self.version, self.fingerprint
         )?;
+        if !self.missing.is_empty() {
+            return write!(
+                f,
+                ", applied in part: NOT on the server as declared: {})",
+                self.missing.join("; ")
+            );
+        }
         if let Some(failure) = &self.failure {
             return write!(f, ", apply FAILED: {failure})");
         }
@@ -379,6 +370,15 @@ pub enum VersionStatus {
         /// The recorded error.
         error: String,
     },
+    /// The same version and desired state are recorded, and their last apply ran to its end
+    /// with part of the declared state not on the server (a validator refused over violating
+    /// documents, a conflicting index): the record's state is `"partial"`, not `"applied"`.
+    Partial {
+        /// The version.
+        version: u64,
+        /// What is not on the server as declared.
+        missing: Vec<String>,
+    },
     /// An older version than the recorded one, whose apply failed for good: the rollback of a
     /// failed deploy. `apply` brings the schema back to this version's desired state and
     /// records it, without `allow_downgrade` (and drops no index, as a downgrade would not).
@@ -426,6 +426,10 @@ impl VersionStatus {
                 version: applying,
                 error: recorded.failure.clone().unwrap_or_default(),
             },
+            Equal if !recorded.missing.is_empty() => VersionStatus::Partial {
+                version: applying,
+                missing: recorded.missing.clone(),
+            },
             Equal => VersionStatus::Interrupted { version: applying },
         }
     }
@@ -469,11 +473,17 @@ impl fmt::Display for VersionStatus {
             ),
             VersionStatus::Downgrade { recorded, applying } => write!(
                 f,
-                "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless `allow_downgrade(true)`"
+                "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless {}",
+                super::terms::ALLOW_DOWNGRADE
             ),
             VersionStatus::Failed { version, error } => write!(
                 f,
                 "schema version {version}: its apply FAILED ({error}); apply tries again (fix the cause first), or deploy the previous version to roll back"
+            ),
+            VersionStatus::Partial { version, missing } => write!(
+                f,
+                "schema version {version}: applied in PART, not on the server as declared: {}",
+                missing.join("; ")
             ),
             VersionStatus::Rollback { failed, applying, error } => write!(
                 f,
@@ -483,363 +493,88 @@ impl fmt::Display for VersionStatus {
     }
 }
 
-/// A downgrade that is allowed must not drop what the newer version created: with a newer
-/// version recorded, `DropIndex` actions are taken out of the plan and reported instead.
-pub(crate) fn hold_back_drops(plan: &mut Plan, status: &VersionStatus) {
-    let (recorded, applying) = match *status {
-        VersionStatus::Downgrade { recorded, applying } => (recorded, applying),
-        VersionStatus::Rollback {
-            failed, applying, ..
-        } => (failed, applying),
-        _ => return,
-    };
-    let mut held = Vec::new();
-    plan.actions.retain(|action| match action {
-        Action::DropIndex {
-            collection, name, ..
-        } => {
-            held.push(format!("{collection}.{name}"));
-            false
-        }
-        _ => true,
-    });
-    if !held.is_empty() {
-        plan.warnings.push(Warning::DropsHeldBack {
-            recorded,
-            applying,
-            indexes: held,
-        });
-    }
-}
-
-/// Reads the record, `None` if there is none.
-pub(crate) async fn read_record(
+/// Marks the claimed version applied, or applied in part when `missing` names what is not on
+/// the server as declared, and releases the lock (the last stage of `apply`).
+/// `fence`: the filter that matches the record only while this apply holds the lock
+/// ([`super::lock::ApplyLock::fence`]). `touched`: whether the record's `applied_at` moves to
+/// now (something was written, or the record said `applying`). `observed`: the
+/// [`super::observe::observed_prints`] of the state this apply leaves. `false` if the lock was
+/// lost meanwhile (nothing recorded).
+pub(crate) async fn complete(
     meta: &Collection<BsonDocument>,
-    name: &str,
-) -> Result<Option<RecordedVersion>> {
-    Ok(meta
-        .find_one(doc! { "_id": name })
-        .await?
-        .as_ref()
-        .and_then(RecordedVersion::from_document))
-}
-
-/// Which record a schema uses, as [`resolve_record`] found it.
-#[derive(Debug)]
-pub(crate) struct ResolvedRecord {
-    /// The `_id` of the record (the schema's name, or the name its default record was renamed
-    /// to).
-    pub(crate) name: String,
-    /// The record, if there is one.
-    pub(crate) recorded: Option<RecordedVersion>,
-    /// The record this schema takes over: the unnamed schema's, for a schema that was given a
-    /// name since.
-    pub(crate) adopted_from: Option<String>,
-}
-
-/// Finds the record of the schema called `name` (with the collections `collections` and the
-/// fingerprint `fingerprint`):
-///
-/// - its own record, if it has one; for the unnamed schema whose record was adopted by a named
-///   one (`renamed_to`), that one's, so the version fence stays one record;
-/// - for a named schema without a record, the unnamed schema's record when it is this
-///   schema's: it records one of these collections, or this very fingerprint (a rename and
-///   nothing else). With `adopt`, it is copied under `name` (without its lock) and the default
-///   record is marked `renamed_to: name`; `plan` reads without adopting.
-///
-/// Another service's default record (other collections, another fingerprint) is never adopted.
-pub(crate) async fn resolve_record(
-    meta: &Collection<BsonDocument>,
-    name: &str,
-    collections: &[String],
-    fingerprint: &str,
-    adopt: bool,
-) -> Result<ResolvedRecord> {
-    let found =
-        |name: &str, doc: Option<&BsonDocument>, adopted_from: Option<String>| ResolvedRecord {
-            name: name.to_owned(),
-            recorded: doc.and_then(RecordedVersion::from_document),
-            adopted_from,
-        };
-    let own = meta.find_one(doc! { "_id": name }).await?;
-    if let Some(own) = &own {
-        if name == DEFAULT_SCHEMA_NAME {
-            if let Ok(renamed) = own.get_str("renamed_to") {
-                let target = meta.find_one(doc! { "_id": renamed }).await?;
-                return Ok(found(renamed, target.as_ref(), None));
+    fence: BsonDocument,
+    touched: bool,
+    observed: &[(String, String)],
+    missing: &[String],
+    violators: &[(String, Violations)],
+) -> Result<bool> {
+    let violators: Vec<Bson> = violators
+        .iter()
+        .filter(|(_, found)| found.count > 0 && !missing.is_empty())
+        .map(|(collection, found)| {
+            doc! {
+                "collection": { "$literal": collection },
+                "count": found.count as i64,
+                "sample_ids": { "$literal": found.sample_ids.clone() },
+                "sample_rules": { "$literal": found.sample_rules.clone() },
+                "counted_at": "$$NOW",
             }
-        }
-        return Ok(found(name, Some(own), None));
-    }
-    if name == DEFAULT_SCHEMA_NAME {
-        return Ok(found(name, None, None));
-    }
-    let Some(default) = meta.find_one(doc! { "_id": DEFAULT_SCHEMA_NAME }).await? else {
-        return Ok(found(name, None, None));
-    };
-    let recorded_collections = default.get_array("collections").ok();
-    let ours = recorded_collections.is_some_and(|recorded| {
-        recorded.iter().any(|c| {
-            c.as_str()
-                .is_some_and(|c| collections.iter().any(|o| o == c))
-        })
-    }) || default.get_str("fingerprint").ok() == Some(fingerprint);
-    if default.contains_key("renamed_to")
-        || !ours
-        || RecordedVersion::from_document(&default).is_none()
-    {
-        return Ok(found(name, None, None));
-    }
-    let from = Some(DEFAULT_SCHEMA_NAME.to_owned());
-    if !adopt {
-        return Ok(found(name, Some(&default), from));
-    }
-    let mut copy = default.clone();
-    copy.insert("_id", name);
-    copy.insert("adopted_from", DEFAULT_SCHEMA_NAME);
-    copy.remove("locked_by");
-    copy.remove("lock_expires");
-    match meta.insert_one(copy).await {
-        Ok(_) => {}
-        // another instance adopted it first: the same copy
-        Err(e) if server_code(&e) == Some(11000) => {}
-        Err(e) => return Err(e.into()),
-    }
-    meta.update_one(
-        doc! { "_id": DEFAULT_SCHEMA_NAME, "renamed_to": { "$exists": false } },
-        doc! { "$set": { "renamed_to": name } },
-    )
-    .await?;
-    // read it back: another instance may have adopted and claimed it meanwhile
-    let own = meta.find_one(doc! { "_id": name }).await?;
-    Ok(found(name, own.as_ref(), from))
-}
-
-/// The outcome of one attempt to take the apply lock.
-#[derive(Debug)]
-pub(crate) enum Claim {
-    /// This apply holds the lock; the record after the claim.
-    Held(RecordedVersion),
-    /// Another apply holds it.
-    Busy,
-    /// A newer version is recorded and downgrades are not allowed.
-    Newer(u64),
-}
-
-/// The apply lock in the record (see the module documentation), held through the crate's
-/// [`ServerLease`].
-#[derive(Debug)]
-pub(crate) struct ApplyLock {
-    meta: Collection<BsonDocument>,
-    /// The `_id` of the schema's record.
-    name: String,
-    lease: ServerLease,
-}
-
-impl ApplyLock {
-    pub(crate) fn new(meta: Collection<BsonDocument>, name: &str, lease: Duration) -> Self {
-        ApplyLock {
-            meta,
-            name: name.to_owned(),
-            lease: ServerLease::new(lease),
-        }
-    }
-
-    /// The `_id` of the schema's record.
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The record's collection.
-    pub(crate) fn meta(&self) -> &Collection<BsonDocument> {
-        &self.meta
-    }
-
-    /// Whether this apply took the lock and has not given it back (its lease may have lapsed).
-    pub(crate) fn claimed(&self) -> bool {
-        self.lease.claimed()
-    }
-
-    /// How often an apply waiting for the lock looks again.
-    pub(crate) fn poll_interval(&self) -> Duration {
-        (self.lease.duration() / 20).max(Duration::from_millis(50))
-    }
-
-    /// Whether this apply may still write as the lock holder.
-    pub(crate) fn holds(&self) -> bool {
-        self.lease.holds()
-    }
-
-    fn owned(&self) -> BsonDocument {
-        doc! { "_id": &self.name, "locked_by": self.lease.owner() }
-    }
-
-    /// Takes the lock and, in the same write, raises the recorded version to `version` and
-    /// claims `fingerprint` (marking the record `applying` when either changes). The server
-    /// decides, on its own clock, whether the lock is free and whether the version may apply.
-    /// `collections`: the schema's collection names, recorded so that a schema renamed later
-    /// can tell its own default record from another service's.
-    pub(crate) async fn claim(
-        &self,
-        version: u64,
-        fingerprint: &str,
-        collections: &[String],
-        allow_downgrade: bool,
-    ) -> Result<Claim> {
-        let sent = crate::lease::LeaseInstant::now();
-        let version = version as i64;
-        let free = self.lease.free("locked_by", "lock_expires");
-        // an older version may take the place of a newer one whose apply failed (a rollback)
-        let allowed = if allow_downgrade {
-            Bson::Boolean(true)
-        } else {
-            doc! { "$or": [
-                { "$lte": [{ "$ifNull": ["$version", -1_i64] }, version] },
-                { "$eq": ["$state", FAILED] },
-            ] }
             .into()
-        };
-        let take = doc! { "$and": [free, allowed] };
-        let same = doc! { "$and": [
-            { "$eq": ["$version", version] },
-            { "$eq": ["$fingerprint", fingerprint] },
-            { "$ne": ["$state", FAILED] },
-        ] };
-        let restart = doc! { "$and": [take.clone(), { "$not": [same] }] };
-        let update = vec![doc! { "$set": {
-            "locked_by": { "$cond": [take.clone(), self.lease.owner(), "$locked_by"] },
-            "lock_expires": { "$cond": [take.clone(), self.lease.expires(), "$lock_expires"] },
-            "state": { "$cond": [restart.clone(), APPLYING, "$state"] },
-            "error": { "$cond": [restart, "$$REMOVE", "$error"] },
-            "version": { "$cond": [take.clone(), version, "$version"] },
-            "fingerprint": { "$cond": [take.clone(), fingerprint, "$fingerprint"] },
-            "collections": { "$cond": [take, { "$literal": collections }, "$collections"] },
-        } }];
-        let after = match self
-            .meta
-            .find_one_and_update(doc! { "_id": &self.name }, update)
-            .upsert(true)
-            .return_document(ReturnDocument::After)
-            .await
-        {
-            Ok(after) => after,
-            // two first applies upserted at once and the other one inserted: look again
-            Err(e) if server_code(&e) == Some(11000) => return Ok(Claim::Busy),
-            Err(e) => return Err(e.into()),
-        };
-        let Some(after) = after else {
-            return Ok(Claim::Busy);
-        };
-        if after.get_str("locked_by").ok() == Some(self.lease.owner()) {
-            self.lease.granted(sent);
-            let recorded = RecordedVersion::from_document(&after).unwrap_or(RecordedVersion {
-                version: version as u64,
-                fingerprint: fingerprint.to_owned(),
-                completed: false,
-                applied_at: None,
-                failure: None,
-                observed: Vec::new(),
-            });
-            return Ok(Claim::Held(recorded));
-        }
-        self.lease.lost();
-        match RecordedVersion::from_document(&after) {
-            Some(recorded)
-                if !allow_downgrade
-                    && recorded.version > version as u64
-                    && recorded.failure.is_none() =>
-            {
-                Ok(Claim::Newer(recorded.version))
-            }
-            _ => Ok(Claim::Busy),
-        }
-    }
+        })
+        .collect();
+    let applied_at: Bson = if touched {
+        "$$NOW".into()
+    } else {
+        "$applied_at".into()
+    };
+    let prints: Vec<Bson> = observed
+        .iter()
+        .map(|(name, print)| doc! { "collection": name, "print": print }.into())
+        .collect();
+    let result = meta
+        .update_one(
+            fence,
+            vec![
+                doc! { "$set": {
+                    "state": if missing.is_empty() { APPLIED } else { PARTIAL },
+                    "missing": if missing.is_empty() {
+                        Bson::String("$$REMOVE".to_owned())
+                    } else {
+                        doc! { "$literal": missing.to_vec() }.into()
+                    },
+                    "applied_at": applied_at,
+                    "observed": { "$literal": prints },
+                    "violators": if violators.is_empty() {
+                        Bson::String("$$REMOVE".to_owned())
+                    } else {
+                        Bson::Array(violators)
+                    },
+                } },
+                doc! { "$unset": ["locked_by", "lock_expires"] },
+            ],
+        )
+        .await?;
+    Ok(result.matched_count == 1)
+}
 
-    /// Extends the lease; `false` if this apply no longer holds the lock.
-    pub(crate) async fn renew(&self) -> Result<bool> {
-        self.lease
-            .renew(&self.meta, self.owned(), "lock_expires")
-            .await
-    }
-
-    /// Renews the lease at a third of its length, forever; run it beside the work that needs
-    /// the lock. A failed renewal is retried at the next tick; [`ApplyLock::holds`] turns false
-    /// once the lease may have lapsed.
-    pub(crate) async fn keep_alive(&self) -> std::convert::Infallible {
-        loop {
-            tokio::time::sleep(self.lease.duration() / 3).await;
-            if let Ok(false) = self.renew().await {
-                return std::future::pending().await;
-            }
-        }
-    }
-
-    /// Marks the claimed version applied and releases the lock. `touched`: whether the record's
-    /// `applied_at` moves to now (something was written, or the record said `applying`).
-    /// `false` if the lock was lost meanwhile (nothing recorded).
-    /// `observed`: the [`observed_prints`] of the state this apply leaves.
-    pub(crate) async fn complete(
-        &self,
-        touched: bool,
-        observed: &[(String, String)],
-    ) -> Result<bool> {
-        let applied_at: Bson = if touched {
-            "$$NOW".into()
-        } else {
-            "$applied_at".into()
-        };
-        let prints: Vec<Bson> = observed
-            .iter()
-            .map(|(name, print)| doc! { "collection": name, "print": print }.into())
-            .collect();
-        let result = self
-            .meta
-            .update_one(
-                self.owned(),
-                vec![
-                    doc! { "$set": {
-                        "state": APPLIED,
-                        "applied_at": applied_at,
-                        "observed": { "$literal": prints },
-                    } },
-                    doc! { "$unset": ["locked_by", "lock_expires"] },
-                ],
-            )
-            .await?;
-        self.lease.lost();
-        Ok(result.matched_count == 1)
-    }
-
-    /// Records that the claimed version's apply failed for good (state `"failed"`, the error and
-    /// the server's time) and releases the lock; an older version may then apply (a rollback).
-    /// `false` if the lock was lost meanwhile (nothing recorded).
-    pub(crate) async fn fail(&self, error: &str) -> Result<bool> {
-        let result = self
-            .meta
-            .update_one(
-                self.owned(),
-                vec![
-                    doc! { "$set": { "state": FAILED, "error": error, "failed_at": "$$NOW" } },
-                    doc! { "$unset": ["locked_by", "lock_expires"] },
-                ],
-            )
-            .await;
-        self.lease.lost();
-        Ok(result?.matched_count == 1)
-    }
-
-    /// Releases the lock without recording completion (the record stays `applying` if this
-    /// apply claimed a new version or fingerprint).
-    pub(crate) async fn release(&self) -> Result<()> {
-        self.lease.lost();
-        self.meta
-            .update_one(
-                self.owned(),
-                doc! { "$unset": { "locked_by": "", "lock_expires": "" } },
-            )
-            .await?;
-        Ok(())
-    }
+/// Records that the claimed version's apply failed for good (state `"failed"`, the error and
+/// the server's time) and releases the lock; an older version may then apply (a rollback).
+/// `false` if the lock was lost meanwhile (nothing recorded).
+pub(crate) async fn fail(
+    meta: &Collection<BsonDocument>,
+    fence: BsonDocument,
+    error: &str,
+) -> Result<bool> {
+    let result = meta
+        .update_one(
+            fence,
+            vec![
+                doc! { "$set": { "state": FAILED, "error": error, "failed_at": "$$NOW" } },
+                doc! { "$unset": ["locked_by", "lock_expires"] },
+            ],
+        )
+        .await?;
+    Ok(result.matched_count == 1)
 }
 
 #[cfg(test)]
@@ -932,6 +667,7 @@ mod tests {
             completed,
             applied_at: None,
             failure: None,
+            missing: Vec::new(),
             observed: Vec::new(),
         }
     }
@@ -963,87 +699,6 @@ mod tests {
         assert!(down
             .to_string()
             .contains("version 1 is OLDER than the recorded version 2"));
-    }
-
-    #[test]
-    fn a_downgrade_holds_back_index_drops() {
-        let drop = Action::DropIndex {
-            collection: "c".into(),
-            name: "v2_index".into(),
-            keys: doc! { "x": 1 },
-        };
-        let create = Action::CreateIndexes {
-            collection: "c".into(),
-            indexes: vec![IndexSpec::new(doc! { "y": 1 })],
-        };
-        let mut plan = Plan {
-            actions: vec![create.clone(), drop.clone()],
-            ..Plan::default()
-        };
-        hold_back_drops(
-            &mut plan,
-            &VersionStatus::Upgrade {
-                recorded: 1,
-                applying: 2,
-            },
-        );
-        assert_eq!(plan.actions.len(), 2);
-        hold_back_drops(
-            &mut plan,
-            &VersionStatus::Downgrade {
-                recorded: 2,
-                applying: 1,
-            },
-        );
-        assert_eq!(plan.actions, [create]);
-        assert!(matches!(
-            &plan.warnings[..],
-            [Warning::DropsHeldBack { recorded: 2, applying: 1, indexes }] if indexes == &["c.v2_index"]
-        ));
-    }
-
-    #[test]
-    fn observed_prints_see_validators_levels_and_indexes_and_nothing_else() {
-        use crate::ObservedCollection;
-        let specs = [spec("x"), spec("y")];
-        let mut x = ObservedCollection::new("x");
-        x.validator = Some(doc! { "$jsonSchema": { "required": ["a"] } });
-        x.indexes
-            .push(doc! { "v": 2, "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1" });
-        let observed = |x: ObservedCollection| Observed {
-            collections: vec![x],
-            ..Observed::default()
-        };
-        let base = observed_prints(&specs, &observed(x.clone()));
-        assert_eq!(base.len(), 2, "one print per collection, an absent one too");
-        assert_eq!(base[0].0, "x");
-        // the index version and the order of the server's index list are no difference
-        let mut same = x.clone();
-        same.indexes.reverse();
-        same.indexes[0].insert("v", 1);
-        assert_eq!(observed_prints(&specs, &observed(same)), base);
-        let mut changes = Vec::new();
-        let mut validator = x.clone();
-        validator.validator = Some(doc! { "$jsonSchema": { "required": [] } });
-        changes.push(validator);
-        let mut level = x.clone();
-        level.validation_level = Some("moderate".into());
-        changes.push(level);
-        let mut dropped = x.clone();
-        dropped.indexes.pop();
-        changes.push(dropped);
-        let mut unique = x.clone();
-        unique.indexes[1].insert("unique", true);
-        changes.push(unique);
-        for changed in changes {
-            let now = observed_prints(&specs, &observed(changed.clone()));
-            assert_eq!(drifted_collections(&base, &now), ["x"], "{changed:?}");
-        }
-        assert!(drifted_collections(&base, &base).is_empty());
-        assert!(
-            drifted_collections(&[], &base).is_empty(),
-            "a record without prints is not compared"
-        );
     }
 
     #[test]

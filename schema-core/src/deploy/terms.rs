@@ -1,0 +1,89 @@
+//! The words a message uses for an option of `plan` and `apply`: the library's call
+//! (`allow_downgrade(true)`) or, while a schema command of the CLI runs, its flag
+//! (`--allow-downgrade`), so that a report tells an operator what to type.
+
+use std::fmt;
+use std::future::Future;
+
+tokio::task_local! {
+    /// Set while a schema command of [`crate::cli`] runs.
+    static CLI: bool;
+}
+
+/// One option, as the library and as the CLI spell it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Term {
+    api: &'static str,
+    cli: &'static str,
+}
+
+impl Term {
+    /// The spelling for the caller at hand.
+    pub(crate) fn get(&self) -> &'static str {
+        if CLI.try_with(|cli| *cli).unwrap_or(false) {
+            self.cli
+        } else {
+            self.api
+        }
+    }
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+/// Apply over a newer recorded version.
+pub(crate) const ALLOW_DOWNGRADE: Term = Term {
+    api: "`allow_downgrade(true)`",
+    cli: "`--allow-downgrade`",
+};
+/// [`ALLOW_DOWNGRADE`] named, not called.
+pub(crate) const ALLOW_DOWNGRADE_BY_NAME: Term = Term {
+    api: "allow_downgrade",
+    cli: "--allow-downgrade",
+};
+/// Apply a validator over violating documents at level moderate.
+pub(crate) const ON_VIOLATIONS_MODERATE: Term = Term {
+    api: "`on_violations(OnViolations::Moderate)`",
+    cli: "`--on-violations moderate`",
+};
+/// Apply a validator over violating documents as declared.
+pub(crate) const ON_VIOLATIONS_OVERRIDE: Term = Term {
+    api: "`on_violations(OnViolations::Override)`",
+    cli: "`--on-violations override`",
+};
+/// Drop the indexes the schema does not declare.
+pub(crate) const DROP_STALE_INDEXES: Term = Term {
+    api: "`drop_stale_indexes(true)`",
+    cli: "`--drop-stale-indexes`",
+};
+/// Shard the collections that declare a shard key.
+pub(crate) const SHARD_COLLECTIONS: Term = Term {
+    api: "`shard_collections(true)`",
+    cli: "`--shard-collections`",
+};
+/// Serve on, writing nothing, over a newer recorded version.
+pub(crate) const ON_NEWER_CONTINUE: Term = Term {
+    api: "`on_newer(OnNewer::Continue)`",
+    cli: "`--on-newer continue`",
+};
+
+/// Runs `work` with the messages it formats in the CLI's terms.
+pub(crate) async fn in_cli_terms<F: Future>(work: F) -> F::Output {
+    CLI.scope(true, work).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_cli_speaks_in_flags_the_library_in_calls() {
+        assert_eq!(ALLOW_DOWNGRADE.get(), "`allow_downgrade(true)`");
+        let inside = in_cli_terms(async { ALLOW_DOWNGRADE.get() }).await;
+        assert_eq!(inside, "`--allow-downgrade`");
+        assert_eq!(ALLOW_DOWNGRADE.get(), "`allow_downgrade(true)`");
+    }
+}
