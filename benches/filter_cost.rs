@@ -18,7 +18,6 @@
 use std::hint::black_box;
 
 #[path = "../examples/helpdesk/model.rs"]
-#[allow(dead_code)]
 mod helpdesk;
 
 use helpdesk::{Status, Ticket};

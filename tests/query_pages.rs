@@ -9,6 +9,8 @@ use mongo_schema::prelude::*;
 use mongo_schema::query::QueryCursor;
 use serde::{Deserialize, Serialize};
 
+// queries sharing arguments trip clippy's `duplicated_attributes` (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "ledger")]
 #[query(name = "by_amount", eq(account), sort(amount = -1), limit = 4, pages)]

@@ -197,6 +197,9 @@ impl QuerySpec {
     }
 }
 
+/// The types a [`DeclaredQuery`] carries without holding a value of them.
+type Types<R, Row, P> = PhantomData<fn() -> (R, Row, P)>;
+
 /// Marker of a declared query read as one list of rows (no `pages` in its `#[query]`).
 #[derive(Debug, Clone, Copy)]
 pub enum Unpaged {}
@@ -253,7 +256,7 @@ pub struct DeclaredQuery<'a, R, Row = R, P = Unpaged> {
     filter: Result<Document>,
     after: Option<QueryCursor>,
     session: Option<&'a mut mongodb::ClientSession>,
-    _types: PhantomData<fn() -> (R, Row, P)>,
+    _types: Types<R, Row, P>,
 }
 
 impl<R, Row, P> std::fmt::Debug for DeclaredQuery<'_, R, Row, P> {
