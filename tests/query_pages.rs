@@ -248,8 +248,36 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
         "{error:?}"
     );
 
+    // a cursor of another query with as many keys (the new-user try's silent empty page)
+    let other = Entry::by_settled(&db, "a").page().await.unwrap();
+    let error = Entry::by_amount(&db, "a")
+        .after(other.next)
+        .page()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, mongo_schema::Error::InvalidArgument { .. }),
+        "{error:?}"
+    );
+    // a forged cursor of the right query with a text where the amount is a number
+    let forged: QueryCursor = serde_json::from_value(serde_json::json!({
+        "query": "by_amount",
+        "keys": ["zzz", { "$oid": "000000000000000000000000" }]
+    }))
+    .unwrap();
+    let error = Entry::by_amount(&db, "a")
+        .after(forged)
+        .page()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, mongo_schema::Error::InvalidArgument { .. }),
+        "{error:?}"
+    );
+
     // a client's cursor with an operator where a key was
     let hostile: QueryCursor = serde_json::from_value(serde_json::json!({
+        "query": "by_amount",
         "keys": [{ "$gt": "" }, { "$oid": "000000000000000000000000" }]
     }))
     .unwrap();

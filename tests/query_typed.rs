@@ -274,6 +274,7 @@ fn the_fit_derives_by_esr_and_merges_equalities_as_a_set() {
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "articles")]
 #[query(name = "tagged_in", eq(tags), any_of(status, max = 3), sort(at = -1))]
+#[query(name = "any_tag_latest", any_of(tags, max = 3), sort(at = -1))]
 pub struct Article {
     #[serde(rename = "_id")]
     pub id: ObjectId,
@@ -319,4 +320,48 @@ fn the_explode_rule_follows_the_schemas_server_rules() {
         derived(ServerRules::Mongod81),
         (doc! { "tags": 1, "status": 1, "at": -1 }, 3)
     );
+}
+
+/// Nothing but an `$in` on an array bounds `any_tag_latest`: the derived index keeps it in
+/// front (`{ tags, at: -1 }`, a bounded scan) rather than after the sort (a scan of the whole
+/// index). mongod 7.0/8.0 sort its rows in memory, and the fit says so for that index; 8.1
+/// merges the three scans.
+#[test]
+fn an_in_on_an_array_alone_keeps_the_scan_bounded() {
+    use mongo_schema::bson::doc;
+    use mongo_schema::query::fit::ServerRules;
+    for rules in [ServerRules::Mongod70, ServerRules::Mongod81] {
+        let schema = Schema::new()
+            .model::<Article>()
+            .server_rules(rules)
+            .build()
+            .unwrap();
+        let articles = schema.collection("articles").unwrap();
+        // (on 7.0 merged with `tagged_in`'s `{ tags, at: -1, status }`, which it prefixes)
+        assert!(
+            articles.indexes.iter().any(|i| {
+                let first: Vec<_> = i.keys.iter().take(2).collect();
+                first == doc! { "tags": 1, "at": -1 }.iter().collect::<Vec<_>>()
+            }),
+            "{rules:?}: {:?}",
+            articles.indexes
+        );
+        let query = articles
+            .queries
+            .iter()
+            .find(|q| q.name == "any_tag_latest")
+            .unwrap();
+        let fit = query.fit.clone().unwrap();
+        match rules {
+            ServerRules::Mongod70 => {
+                assert_eq!(fit.index, None, "{fit:?}");
+                assert!(fit.problem.is_some(), "{fit:?}");
+            }
+            _ => assert_eq!(
+                (fit.index.as_deref(), fit.merge_scans),
+                (Some("tags_1_at_-1"), 3),
+                "{fit:?}"
+            ),
+        }
+    }
 }

@@ -1255,10 +1255,14 @@ pub fn esr_keys(query: &QueryShape) -> Vec<(String, KeyDir)> {
                         .is_some_and(|r| r.starts_with('.'))
             })
         });
+    // ... unless nothing else bounds the scan: after the sort keys, the `$in` would leave the
+    // index unbounded in front (a scan of all of it); in front, it is sorted in memory but
+    // bounded, and the fit says why
+    let bounded_without_in = !query.eq.is_empty() || query.in_.iter().any(|(_, n)| *n == 1);
     let explode = sort.is_empty()
         || (!sort_names_in
             && scans <= MAX_SCANS_TO_EXPLODE
-            && (query.rules.explodes_multikey_indexes() || !array_key));
+            && (query.rules.explodes_multikey_indexes() || !array_key || !bounded_without_in));
 
     for path in &query.eq {
         push(path, KeyDir::Asc);
@@ -2299,6 +2303,22 @@ mod tests {
         };
         assert!(matches!(fit(&derived, &arrays), Verdict::Served { .. }));
         assert_eq!(esr_keys(&arrays.clone().r81()), keys("tags:1,a:1,b:1"));
+        // with nothing but the `$in` to bound the scan, it stays in front: a bounded scan
+        // sorted in memory on 7.0 (the fit says why) rather than a scan of the whole index
+        let only_in = q().inn("tags", 3).sort("b:1").mk("tags");
+        assert_eq!(esr_keys(&only_in), keys("tags:1,b:1"));
+        let derived = IndexShape {
+            keys: esr_keys(&only_in),
+            ..ix("")
+        };
+        assert_eq!(
+            fit(&derived, &only_in),
+            Verdict::BlockingSort(Rule::MultikeySort {
+                index: s("x"),
+                key: s("tags"),
+                cause: MultikeyCause::IndexMultikey(s("tags")),
+            })
+        );
     }
 
     #[test]

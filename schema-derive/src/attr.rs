@@ -585,7 +585,12 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     let mut sort = Slot::new(cx, "query", SORT);
     let mut pages = Slot::new(cx, "query", PAGES);
     let mut query = Query::default();
+    // a condition written, even one that failed to parse (its own error says why)
+    let mut conditions_written = false;
     parse_all(cx, attr, |meta| {
+        if meta.path == EQ || meta.path == ANY_OF || meta.path == RANGE || meta.path == SORT {
+            conditions_written = true;
+        }
         if meta.path == NAME {
             let parsed = string(&value(&meta)?, "name = \"agent_queue\"").and_then(|lit| {
                 let text = lit.value();
@@ -708,7 +713,8 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
             "`#[query]` needs a name: `#[query(name = \"agent_queue\", ...)]`",
         );
     }
-    if query.eq.is_empty()
+    if !conditions_written
+        && query.eq.is_empty()
         && query.any_of.is_empty()
         && query.range.is_empty()
         && query.sort.is_empty()

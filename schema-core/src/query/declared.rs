@@ -230,10 +230,16 @@ impl Paging for Paged {}
 /// as values, and a value shaped like a query operator is refused).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryCursor {
+    query: String,
     keys: Vec<mongodb::bson::Bson>,
 }
 
 impl QueryCursor {
+    /// The name of the declared query whose page it continues: another query refuses it.
+    pub fn query(&self) -> &str {
+        &self.query
+    }
+
     /// The last row's stored value of each sort key, in the order of the sort (`_id` last).
     pub fn keys(&self) -> &[mongodb::bson::Bson] {
         &self.keys
@@ -345,6 +351,15 @@ where
         let Some(after) = &self.after else {
             return Ok(base);
         };
+        if after.query != self.spec.name {
+            return Err(crate::Error::invalid_argument(
+                "after",
+                format!(
+                    "a cursor of query `{}` passed to query `{}`: pass the `next` of a page of this query",
+                    after.query, self.spec.name
+                ),
+            ));
+        }
         if after.keys.len() != self.spec.sort.len() {
             return Err(crate::Error::invalid_argument(
                 "after",
@@ -356,8 +371,18 @@ where
                 ),
             ));
         }
-        for key in &after.keys {
+        let schema = R::bson_schema();
+        for (key, (path, _)) in after.keys.iter().zip(&self.spec.sort) {
             crate::literal::refuse_operators("a declared query's page cursor", key)?;
+            if !super::keyset::may_hold(&schema, path, key) {
+                return Err(crate::Error::invalid_argument(
+                    "after",
+                    format!(
+                        "the cursor's key `{path}` is {key}, which `{path}` of `{}` never holds: pass the `next` of a page of this query",
+                        self.collection
+                    ),
+                ));
+            }
         }
         let order: Vec<(&str, i32)> = self
             .spec
@@ -365,7 +390,6 @@ where
             .iter()
             .map(|(path, direction)| (path.as_str(), *direction))
             .collect();
-        let schema = R::bson_schema();
         let branches = super::keyset::after(&order, &after.keys, |path| {
             path != "_id" && super::keyset::may_be_null(&schema, path)
         });
@@ -492,6 +516,7 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
     raw.truncate(size as usize);
     let next = match raw.last() {
         Some(last) if more => Some(QueryCursor {
+            query: spec.name.clone(),
             keys: spec
                 .sort
                 .iter()

@@ -447,7 +447,7 @@ fn best_fit(
     shape: &QueryShape,
     schema: Option<&Document>,
 ) -> std::result::Result<QueryFit, Option<String>> {
-    let mut last_rule = None;
+    let mut first_rule = None;
     for index in indexes.iter().chain(std::iter::once(id_index)) {
         let verdict = fit::fit(&index_shape(index, schema), shape);
         if let Some((reverse, merge_scans)) = served(&verdict, shape) {
@@ -459,13 +459,14 @@ fn best_fit(
                 problem: None,
             });
         }
+        // the first index's reason: the one derived for the query comes first
         if let Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) =
             &verdict
         {
-            last_rule = Some(rule.to_string());
+            first_rule.get_or_insert_with(|| rule.to_string());
         }
     }
-    Err(last_rule)
+    Err(first_rule)
 }
 
 /// The ESR index of a query, as a key document.

@@ -140,6 +140,50 @@ pub(crate) fn may_be_null(schema: &Document, path: &str) -> bool {
     }
 }
 
+/// Whether `value` may be the stored value of `path` under `schema` (a `$jsonSchema`): its BSON
+/// type is one of the path's `bsonType`s (every number type standing for the others, since
+/// queries compare numbers by value); `null` always may be (a missing key sorts as `null`), and
+/// a path the schema does not type may hold anything.
+pub(crate) fn may_hold(schema: &Document, path: &str, value: &Bson) -> bool {
+    if matches!(value, Bson::Null) {
+        return true;
+    }
+    let mut schema = schema;
+    for step in path.split('.') {
+        match schema
+            .get_document("properties")
+            .and_then(|p| p.get_document(step))
+        {
+            Ok(next) => schema = next,
+            Err(_) => return true,
+        }
+    }
+    let types: Vec<&str> = match schema.get("bsonType") {
+        Some(Bson::String(one)) => vec![one.as_str()],
+        Some(Bson::Array(many)) => many.iter().filter_map(Bson::as_str).collect(),
+        _ => return true,
+    };
+    let number = |t: &str| matches!(t, "int" | "long" | "double" | "decimal" | "number");
+    let found = match value {
+        Bson::Int32(_) => "int",
+        Bson::Int64(_) => "long",
+        Bson::Double(_) => "double",
+        Bson::Decimal128(_) => "decimal",
+        Bson::String(_) => "string",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Binary(_) => "binData",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Timestamp(_) => "timestamp",
+        _ => return true,
+    };
+    types
+        .iter()
+        .any(|t| *t == found || (number(t) && number(found)))
+}
+
 /// The value at a dotted stored `path` of a raw document, `None` when a step is missing or not a
 /// document.
 pub(crate) fn raw_path(doc: &RawDocument, path: &str) -> Option<Bson> {
@@ -245,6 +289,25 @@ mod tests {
             both,
             doc! { "$and": [base.clone(), { "at": { "$lt": 4 } }] }
         );
+    }
+
+    #[test]
+    fn a_value_of_another_type_than_the_path_holds_is_told_apart() {
+        let schema = doc! { "properties": {
+            "at": { "bsonType": ["date", "null"] },
+            "n": { "bsonType": "long" },
+            "meta": { "properties": { "tag": { "bsonType": "string" } } },
+        } };
+        let now = Bson::DateTime(mongodb::bson::DateTime::now());
+        assert!(may_hold(&schema, "at", &now));
+        assert!(!may_hold(&schema, "at", &Bson::String("zzz".into())));
+        assert!(may_hold(&schema, "at", &Bson::Null));
+        assert!(
+            may_hold(&schema, "n", &Bson::Int32(5)),
+            "numbers compare by value"
+        );
+        assert!(!may_hold(&schema, "meta.tag", &Bson::Int32(5)));
+        assert!(may_hold(&schema, "untyped", &Bson::Int32(5)));
     }
 
     #[test]

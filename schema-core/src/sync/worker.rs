@@ -1171,12 +1171,14 @@ async fn refresh_parent(
         Ok(false) => outcome.fenced_off = true,
         Err(error) if ErrorClass::of(&error) != ErrorClass::Transient => {
             tracing::warn!(subset = %target, parent = %parent, %error, "the sync worker could not refresh a subset; recorded");
-            log.record(
-                db,
-                super::failures::Failure::of_target(target, parent.clone(), parent, &error),
-            )
-            .await?;
-            outcome.failed += 1;
+            // the record is a write of the worker like the previews: under the fence
+            let failure =
+                super::failures::Failure::of_target(target, parent.clone(), parent, &error);
+            if log.record_fenced(db, failure, fence, lane).await? {
+                outcome.failed += 1;
+            } else {
+                outcome.fenced_off = true;
+            }
         }
         Err(error) => return Err(error),
     }
