@@ -446,17 +446,29 @@ async fn an_abort_of_the_services_transaction_leaves_nothing_of_the_helpers() {
     );
 
     // a lost compare-and-set inside the caller's transaction is the same typed error as
-    // standalone; the caller aborts, and the subset add and the insert before it go too
+    // standalone; the library aborts the caller's transaction (the error says so), and the
+    // subset add and the insert before it go too
     let mut session = desk.client.start_session().await.unwrap();
     session.start_transaction().await.unwrap();
     let error = steps_in(&desk, &mut session, &loan(&desk, 2_000), "lent")
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, Error::ConditionFailed { collection, position: None, .. } if collection == "books"),
+        matches!(
+            &error,
+            Error::ConditionFailed {
+                collection,
+                position: None,
+                rollback: mongo_schema::error::Rollback::CallerTransactionAborted,
+                ..
+            } if collection == "books"
+        ),
         "{error:#?}"
     );
-    session.abort_transaction().await.unwrap();
+    assert!(
+        session.commit_transaction().await.is_err(),
+        "the caller's transaction was aborted"
+    );
     assert_eq!(
         seen(&desk).await,
         untouched(&desk),
