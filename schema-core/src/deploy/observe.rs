@@ -482,6 +482,7 @@ pub(crate) fn observed_prints(
 }
 
 /// Reads the record, `None` if there is none.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // used by the schema commands
 pub(crate) async fn read_record(
     meta: &Collection<Document>,
     name: &str,

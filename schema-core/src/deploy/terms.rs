@@ -71,6 +71,7 @@ pub(crate) const ON_NEWER_CONTINUE: Term = Term {
 };
 
 /// Runs `work` with the messages it formats in the CLI's terms.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))] // used by the schema commands
 pub(crate) async fn in_cli_terms<F: Future>(work: F) -> F::Output {
     CLI.scope(true, work).await
 }
