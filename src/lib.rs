@@ -239,7 +239,10 @@
 //! Write down the queries first (seed 000's first question). `#[query(...)]` on a `Document`
 //! declares an access pattern: `eq(..)` fields, `any_of(field, max = N)` (a `$in` of at most `N`
 //! values), one `range(..)`, `sort(field = -1, ..)`, `limit = N`, `project = Row` (a
-//! `BsonSchema` type whose fields the root stores) and `index = "name"`. Fields are Rust names,
+//! `BsonSchema` type whose fields the root stores), `index = "name"` and `pages` (keyset pages:
+//! `_id` appended to the sort as the tie-break, and the action's
+//! [`page`](query::DeclaredQuery::page) / [`after`](query::DeclaredQuery::after) with a
+//! [`query::QueryCursor`]; `next` only when a row follows). Fields are Rust names,
 //! dotted Rust paths through embedded structs, options and copies (`eq(customer.id)`), or quoted
 //! stored paths (`"customer._id"`, resolved through the embedded types' stored names: a name no
 //! struct stores is a compile error). Each query gets a typed function whose arguments take the
@@ -253,7 +256,9 @@
 //! range or an unbounded key makes mongod examine that key's range), then the sort or its
 //! complete reverse, ranges last; `$in` merged while the scans stay at or below 200); where none
 //! serves it, it derives the ESR index, merging queries one index serves (equalities as a set). An `index = "..."` that
-//! cannot serve its query is an error naming the rule. [`Schema::prove`] runs `explain` of each.
+//! cannot serve its query is an error naming the rule. Where mongod releases plan differently
+//! (an `$in` exploded for a sort over an index with an array key), the fit follows 7.0 and 8.0
+//! unless [`SchemaBuilder::server_rules`] picks [`query::fit::ServerRules::Mongod81`]. [`Schema::prove`] runs `explain` of each.
 //!
 //! ```
 //! use mongo_schema::prelude::*;

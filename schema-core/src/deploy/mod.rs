@@ -37,3 +37,18 @@ pub use observe::{Observed, ObservedCollection, Topology, Violations};
 pub use plan::{Action, OnNewer, OnViolations, Plan, PlanOptions, Warning};
 pub use record::{RecordedVersion, VersionStatus, DEFAULT_SCHEMA_NAME, META_COLLECTION};
 pub use sharding::{ShardState, ShardingStatus};
+
+/// A collection of two typed fields with two indexes, for the stages' unit tests.
+#[cfg(test)]
+pub(crate) fn test_spec(name: &str) -> crate::CollectionSpec {
+    use mongodb::bson::doc;
+    crate::CollectionSpec::new(
+        name,
+        doc! { "$jsonSchema": { "bsonType": "object", "required": ["a", "b"], "properties": {
+            "a": { "bsonType": "string", "maxLength": 10_i64 },
+            "b": { "bsonType": "int" },
+        } } },
+    )
+    .index(crate::IndexSpec::new(doc! { "a": 1, "b": -1 }))
+    .index(crate::IndexSpec::new(doc! { "b": 1 }).unique(true))
+}

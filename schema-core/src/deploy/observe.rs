@@ -590,19 +590,7 @@ pub(crate) async fn resolve_record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::IndexSpec;
-
-    fn spec(name: &str) -> CollectionSpec {
-        CollectionSpec::new(
-            name,
-            doc! { "$jsonSchema": { "bsonType": "object", "required": ["a", "b"], "properties": {
-                "a": { "bsonType": "string", "maxLength": 10_i64 },
-                "b": { "bsonType": "int" },
-            } } },
-        )
-        .index(IndexSpec::new(doc! { "a": 1, "b": -1 }))
-        .index(IndexSpec::new(doc! { "b": 1 }).unique(true))
-    }
+    use crate::deploy::test_spec as spec;
 
     #[test]
     fn observed_prints_see_validators_levels_and_indexes_and_nothing_else() {

@@ -580,19 +580,8 @@ pub(crate) async fn fail(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deploy::test_spec as spec;
     use crate::IndexSpec;
-
-    fn spec(name: &str) -> CollectionSpec {
-        CollectionSpec::new(
-            name,
-            doc! { "$jsonSchema": { "bsonType": "object", "required": ["a", "b"], "properties": {
-                "a": { "bsonType": "string", "maxLength": 10_i64 },
-                "b": { "bsonType": "int" },
-            } } },
-        )
-        .index(IndexSpec::new(doc! { "a": 1, "b": -1 }))
-        .index(IndexSpec::new(doc! { "b": 1 }).unique(true))
-    }
 
     #[test]
     fn the_fingerprint_is_stable_and_ignores_what_changes_no_server_state() {
