@@ -418,6 +418,28 @@ pub mod prelude {
     pub use crate::{BsonSchema, Document, Identified, Ref, ResultExt, Schema};
 }
 
+// The README and the guide (`docs/guide/`), compiled as doc tests: every ```rust block of them
+// is a test of `cargo test --workspace` (`cargo test --doc -p mongo-schema`), so a renamed item
+// breaks the build, not the reader. A block that needs types it does not show brings them in
+// with a hidden line, `# include!("../docs/guide/support/<file>.rs")` (paths are relative to this
+// file). Blocks that need a server are functions the test never calls, or `no_run`; `#[test]`
+// functions are compiled away outside `--test`, so the README's and the testing page's tests of
+// the service are also run, word for word, by `tests/readme_service.rs`. `.ci/doc-links`
+// checks that every page of the guide has its module here.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
+
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../docs/guide/README.md")]
+    mod index {}
+    #[doc = include_str!("../docs/guide/models.md")]
+    mod models {}
+    #[doc = include_str!("../docs/guide/queries.md")]
+    mod queries {}
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use mongo_schema_core::__private::*;

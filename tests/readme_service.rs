@@ -1,68 +1,28 @@
-//! The README's "Getting started in your service" and "Testing your service", as a service would
-//! write them: `my_service` is the service's library crate (`src/lib.rs`), the rest its
-//! `tests/blog.rs`. Every Rust block of those two README sections is in this file word for word
-//! (checked by `readme_blocks_are_in_this_file`, ignoring indentation), so the README cannot drift
-//! from the API.
+//! The README's "Getting started in your service" and the guide's testing page
+//! (`docs/guide/testing.md`), as a service would write them: `my_service` is the service's library
+//! crate (`src/lib.rs`: `readme_service/my_service.rs`, the README's first block of that section),
+//! the rest its `tests/blog.rs`. `readme_blocks_are_in_these_files` checks that every such block
+//! is in these files word for word (indentation and rustdoc's hidden `# ` lines aside), so the
+//! README cannot drift from the API; the doc tests of `mongo-schema` compile the same blocks, and
+//! these tests run them on the test server.
 
-mod my_service {
-    use mongo_schema::mongodb::Database;
-    use mongo_schema::prelude::*;
-    use mongo_schema::{OnNewer, SyncWorkerHandle};
-    use serde::{Deserialize, Serialize};
+mod my_service;
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "authors")]
-    pub struct Author {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        #[schema(min_length = 1, max_length = 100)]
-        pub name: String,
-    }
-
-    #[derive(Document, Serialize, Deserialize, Debug)]
-    #[collection(name = "posts")]
-    #[index(keys(published_at = -1))]
-    pub struct Post {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub title: String,
-        pub published_at: DateTime,
-        /// A copy of the author's name, rewritten by the sync worker when the author is renamed.
-        #[extended_ref(to = Author, fields = "name", sync = "async")]
-        pub author: PostAuthor,
-        #[embed(max = 20)] // without a bound this does not compile
-        pub tags: Vec<String>,
-    }
-
-    /// At start-up, before serving: bring the database to the schema, start the sync worker.
-    pub async fn start(db: &Database) -> mongo_schema::Result<(Schema, SyncWorkerHandle)> {
-        let schema = Schema::new().model::<Author>().model::<Post>().build()?;
-        let report = schema
-            .apply(db)
-            .on_newer(OnNewer::Continue) // an older instance during a rolling deploy keeps serving
-            .await?; // writes only what differs; safe from many instances
-        println!("{report}");
-        let worker = schema.sync_worker(db).name("posts").spawn();
-        worker.ready().await?; // following the authors' change stream
-        Ok((schema, worker))
-    }
-}
-
-use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
+use mongo_schema::query::Update;
 use my_service::{start, Author, Post, PostAuthor};
 use std::time::{Duration, Instant};
 
 #[tokio::test]
-async fn a_renamed_author_reaches_the_posts() {
+async fn a_renamed_author_reaches_the_posts() -> mongo_schema::Result<()> {
     let db = mongo_schema_testkit::database("blog").await; // a fresh database on the test server
-    let (_schema, worker) = start(&db).await.unwrap();
+    let (_schema, worker) = start(&db).await?;
 
     let ada = Author {
         id: ObjectId::new(),
         name: "Ada".into(),
     };
-    Author::collection(&db).insert_one(&ada).await.unwrap();
+    Author::collection(&db).insert_one(&ada).await?;
     let post = Post {
         id: ObjectId::new(),
         title: "Notes".into(),
@@ -70,46 +30,47 @@ async fn a_renamed_author_reaches_the_posts() {
         author: PostAuthor::from(&ada),
         tags: vec!["math".into()],
     };
-    Post::collection(&db).insert_one(&post).await.unwrap();
+    Post::collection(&db).insert_one(&post).await?;
 
+    // a plain driver write, as another service would send it: the worker follows it
+    let rename = Update::new()
+        .set(field!(Author, name), "Ada Lovelace")
+        .build()?;
     Author::collection(&db)
-        .update_one(
-            doc! { "_id": ada.id },
-            doc! { "$set": { "name": "Ada Lovelace" } },
-        )
-        .await
-        .unwrap();
+        .update_one(ada.to_ref().filter(), rename)
+        .await?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let stored = Post::collection(&db)
-            .find_one(doc! { "_id": post.id })
-            .await
-            .unwrap();
-        if stored.unwrap().author.name == "Ada Lovelace" {
+        let stored = post.to_ref().resolve(&db).await?.expect("stored");
+        if stored.author.name == "Ada Lovelace" {
             break;
         }
         assert!(Instant::now() < deadline, "the copy was not rewritten");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    worker.shutdown().await.unwrap();
+    worker.shutdown().await
 }
 
+/// The guide's "Testing with the test server" (`docs/guide/testing.md`), a second test of the
+/// same `tests/blog.rs`.
 #[tokio::test]
-async fn the_database_refuses_what_the_model_forbids() {
+async fn the_database_refuses_what_the_model_forbids() -> mongo_schema::Result<()> {
     let db = mongo_schema_testkit::database("blog").await;
-    let (_schema, worker) = start(&db).await.unwrap();
+    let (_schema, worker) = start(&db).await?;
 
-    let nameless = doc! { "_id": ObjectId::new(), "name": "" }; // min_length = 1
+    let nameless = Author {
+        id: ObjectId::new(),
+        name: String::new(), // min_length = 1
+    };
     let refused = Author::collection(&db)
-        .clone_with_type()
-        .insert_one(nameless)
+        .insert_one(&nameless)
         .await
         .in_collection(Author::COLLECTION);
     assert!(
         matches!(refused, Err(mongo_schema::Error::Validation(_))),
         "{refused:?}"
     );
-    worker.shutdown().await.unwrap();
+    worker.shutdown().await
 }
 
 #[test]
@@ -146,38 +107,66 @@ fn a_post_is_checked_without_a_server() {
     );
 }
 
-/// Every ```rust block of the two README sections is in this file, line for line (indentation
-/// aside: here the service's library is the module `my_service`).
+/// Every ```rust block of the README's "Getting started in your service" is in these files, and
+/// so is every block of `docs/guide/testing.md` that tests `my_service` on a server, line for
+/// line (indentation and rustdoc's hidden lines aside: a doc test's `# mod my_service { .. }`
+/// stands for the service's crate).
 #[test]
-fn readme_blocks_are_in_this_file() {
-    let readme = include_str!("../README.md");
+fn readme_blocks_are_in_these_files() {
     let trimmed = |text: &str| -> String {
         text.lines()
+            .filter(|l| !(l.starts_with("# ") || *l == "#"))
             .map(|l| format!("{}\n", l.trim_start()))
             .collect()
     };
+    let blocks = |page: &str, section: Option<&str>| -> Vec<String> {
+        let body = match section {
+            Some(section) => {
+                let start = page
+                    .find(&format!("\n{section}\n"))
+                    .unwrap_or_else(|| panic!("no section {section:?}"));
+                let body = &page[start + section.len() + 2..];
+                &body[..body.find("\n## ").unwrap_or(body.len())]
+            }
+            None => page,
+        };
+        body.split("```rust\n")
+            .skip(1)
+            .map(|b| trimmed(&b[..b.find("```").expect("an unclosed code block")]))
+            .collect()
+    };
+    let library = trimmed(include_str!("readme_service/my_service.rs"));
     let this_file = trimmed(include_str!("readme_service.rs"));
-    let mut checked = 0;
-    for section in [
-        "## Getting started in your service",
-        "## Testing your service",
-    ] {
-        let start = readme
-            .find(&format!("\n{section}\n"))
-            .unwrap_or_else(|| panic!("README has no section {section:?}"));
-        let body = &readme[start + section.len() + 2..];
-        let body = &body[..body.find("\n## ").unwrap_or(body.len())];
-        for block in body.split("```rust\n").skip(1) {
-            let block = &block[..block.find("```").expect("an unclosed code block")];
-            let code = trimmed(block);
-            assert!(
-                this_file.contains(&code),
-                "this README block of {section:?} is not in tests/readme_service.rs:\n{code}"
-            );
-            checked += 1;
-        }
+
+    let readme = include_str!("../README.md");
+    let started = blocks(readme, Some("## Getting started in your service"));
+    assert_eq!(started.len(), 2, "the library and its test");
+    assert!(
+        library.contains(&started[0]),
+        "README's library block is not readme_service/my_service.rs:\n{}",
+        started[0]
+    );
+    assert!(
+        this_file.contains(&started[1]),
+        "README's test block is not in tests/readme_service.rs:\n{}",
+        started[1]
+    );
+
+    let testing = include_str!("../docs/guide/testing.md");
+    let on_server: Vec<String> = blocks(testing, None)
+        .into_iter()
+        .filter(|b| b.contains("#[tokio::test]"))
+        .collect();
+    assert!(
+        !on_server.is_empty(),
+        "docs/guide/testing.md has no test of my_service"
+    );
+    for block in &on_server {
+        assert!(
+            this_file.contains(block),
+            "this block of docs/guide/testing.md is not in tests/readme_service.rs:\n{block}"
+        );
     }
-    assert!(checked >= 5, "only {checked} blocks found");
 
     // The Cargo.toml lines name the crates as they are and this repository.
     let repository = env!("CARGO_PKG_REPOSITORY");
