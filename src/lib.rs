@@ -438,6 +438,12 @@ mod guide {
     mod models {}
     #[doc = include_str!("../docs/guide/queries.md")]
     mod queries {}
+    #[doc = include_str!("../docs/guide/relations.md")]
+    mod relations {}
+    #[doc = include_str!("../docs/guide/sync-worker.md")]
+    mod sync_worker {}
+    #[doc = include_str!("../docs/guide/scaling.md")]
+    mod scaling {}
 }
 
 #[doc(hidden)]
