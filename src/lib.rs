@@ -440,10 +440,14 @@ mod guide {
     mod queries {}
     #[doc = include_str!("../docs/guide/relations.md")]
     mod relations {}
+    #[doc = include_str!("../docs/guide/subsets.md")]
+    mod subsets {}
     #[doc = include_str!("../docs/guide/sync-worker.md")]
     mod sync_worker {}
     #[doc = include_str!("../docs/guide/scaling.md")]
     mod scaling {}
+    #[doc = include_str!("../docs/guide/testing.md")]
+    mod testing {}
 }
 
 #[doc(hidden)]

@@ -6,6 +6,7 @@
 //! README cannot drift from the API; the doc tests of `mongo-schema` compile the same blocks, and
 //! these tests run them on the test server.
 
+#[path = "readme_service/my_service.rs"]
 mod my_service;
 
 use mongo_schema::prelude::*;
