@@ -448,6 +448,10 @@ mod guide {
     mod scaling {}
     #[doc = include_str!("../docs/guide/testing.md")]
     mod testing {}
+    #[doc = include_str!("../docs/guide/transactions.md")]
+    mod transactions {}
+    #[doc = include_str!("../docs/guide/deploying.md")]
+    mod deploying {}
 }
 
 #[doc(hidden)]
