@@ -452,6 +452,10 @@ mod guide {
     mod transactions {}
     #[doc = include_str!("../docs/guide/deploying.md")]
     mod deploying {}
+    #[doc = include_str!("../docs/guide/operators.md")]
+    mod operators {}
+    #[doc = include_str!("../docs/guide/pull.md")]
+    mod pull {}
 }
 
 #[doc(hidden)]
