@@ -456,6 +456,10 @@ mod guide {
     mod operators {}
     #[doc = include_str!("../docs/guide/pull.md")]
     mod pull {}
+    #[doc = include_str!("../docs/guide/limits.md")]
+    mod limits {}
+    #[doc = include_str!("../docs/guide/benchmarks.md")]
+    mod benchmarks {}
 }
 
 #[doc(hidden)]
