@@ -354,8 +354,8 @@ pub mod query {
 pub mod deploy {
     pub use mongo_schema_core::{
         Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport,
-        CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction,
-        PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
+        CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan,
+        PlanAction, PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
         VersionStatus, Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
         PROGRESS_TARGET,
     };
@@ -381,10 +381,10 @@ pub mod relations {
     #[allow(deprecated)] // a deprecated alias stays where it was documented, for one release
     pub use mongo_schema_core::EntryPage;
     pub use mongo_schema_core::{
-        Attached, Bucket, ChildOrder, ChildPage, CounterType, Detached, EmbeddedArray, EntryCursor,
-        Joined, Lookup, Page, PageCursor, ParentUpdate, PreviewFn, PushOutcome, RebuildProgress,
-        Relation, Resolved, RuleOf, SortKey, Subset, SubsetOf, SubsetReconcile, Unordered,
-        MAX_PAGE_SIZE, RELATED_FIELD,
+        Attached, Bucket, ChildOrder, ChildPage, Counter, CounterType, Detached, EmbeddedArray,
+        EntryCursor, Joined, Lookup, Page, PageCursor, ParentUpdate, PartOf, PreviewFn,
+        PushOutcome, RebuildProgress, Relation, Resolved, RuleOf, SortKey, Subset, SubsetOf,
+        SubsetReconcile, Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
     };
 }
 
@@ -393,9 +393,9 @@ pub mod relations {
 pub mod spec {
     pub use mongo_schema_core::{
         human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SortDirection,
-        SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
-        ValidationLevel, MAX_DOCUMENT_BYTES,
+        IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec, SizeBound,
+        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded,
+        ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }
 
@@ -422,9 +422,9 @@ pub mod prelude {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
-        EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator, OnDelete,
-        Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec, SyncStrategy,
-        ValidationAction, ValidationLevel,
+        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Counter,
+        Document, EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator,
+        OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset,
+        SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };
 }

@@ -90,6 +90,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
     let copies = crate::gen::copies::copy_specs(cont);
+    let part = crate::gen::parts::part_spec(cont);
     // a generic holder's impl does not bound its parameters by `BsonSchema`
     let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
@@ -125,6 +126,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #shard_key
                     #references
                     #copies
+                    #part
                     #embedded
                     #buckets
                     #queries
@@ -281,6 +283,7 @@ pub fn embedded_calls(cont: &Container) -> TokenStream {
             field.attrs.reference.is_none()
                 && field.attrs.extended_ref.is_none()
                 && field.attrs.subset.is_none()
+                && field.attrs.counter.is_none()
                 && field.attrs.flatten.is_none()
                 && field.attrs.custom_serialize.is_none()
                 && field.stored_type().is_none()
