@@ -636,6 +636,13 @@ impl UnboundedCount for i64 {
 pub trait SameIdAs<OwnerId, Owner> {}
 impl<I, O> SameIdAs<I, O> for I {}
 
+/// A part stored under its owner's `_id` (`#[collection(same_id_as = Owner)]`): its owner's
+/// type, which the generated `of` and `of_all` take the reference of.
+pub trait PartOwner {
+    /// The owner's type.
+    type Owner: crate::Document;
+}
+
 /// Compile-time check of a part's `_id` type.
 pub fn require_same_id<I: SameIdAs<OwnerId, Owner>, OwnerId, Owner>() {}
 

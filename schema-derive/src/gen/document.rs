@@ -96,6 +96,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
+    let part_owner = crate::gen::parts::owner_impl(cont);
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
         ((Some(field), None), Data::Struct(_)) => {
@@ -110,6 +111,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let identified = identified_impl(cont);
     quote! {
         #child_of
+        #part_owner
         #query_items
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
@@ -233,10 +235,12 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
         _ => crate::gen::paths::field_paths(cont, crate::ast::Derive::Document, true),
     };
     let child_of = crate::gen::relations::child_of_impls(cont);
+    let part_owner = crate::gen::parts::owner_impl(cont);
     let queries = crate::gen::queries::fallback_query_items(cont);
     quote! {
         #paths
         #child_of
+        #part_owner
         #queries
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;

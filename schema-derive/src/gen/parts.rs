@@ -1,6 +1,7 @@
 //! What `#[collection(same_id_as = Owner)]` generates: the part's entry in the collection spec,
-//! the `OWNER` constant with `of` and `of_all` beside it, and the check that the `_id` has the
-//! owner's id type (spanned at the `_id` field's type).
+//! the `OWNER` constant with `of` and `of_all` beside it, the `PartOwner` impl that names the
+//! owner, and the check that the `_id` has the owner's id type (spanned at the `_id` field's
+//! type).
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -60,24 +61,56 @@ pub fn consts(cont: &Container) -> TokenStream {
     let doc_of_all = format!(
         "The parts of the `{owner_name}` `owners`, with one `$in` query on `_id`, in their order (owners without one in `missing`)."
     );
+    // generic in the owner `O` (always the declared owner: `PartOwner::Owner`), so that the
+    // id types are compared only where the functions are called: an `_id` of another type is
+    // one error, at the `_id` field (`checks`), not one more per function
     quote! {
         #[doc = #doc_const]
         pub const OWNER: #private::PartOf<#owner, Self> = #private::PartOf::new();
 
         #[doc = #doc_of]
-        pub fn of<'a>(
+        pub fn of<'a, O>(
             db: &'a #private::mongodb::Database,
-            owner: &#private::Ref<#owner>,
-        ) -> #private::Resolve<'a, Self> {
-            Self::OWNER.of(db, owner)
+            owner: &#private::Ref<O>,
+        ) -> #private::Resolve<'a, Self>
+        where
+            Self: #private::PartOwner<Owner = O>,
+            O: #private::Document<Id = <Self as #private::Document>::Id>,
+            <Self as #private::Document>::Id: #private::serde::Serialize + ::core::clone::Clone,
+        {
+            #private::PartOf::<O, Self>::new().of(db, owner)
         }
 
         #[doc = #doc_of_all]
-        pub fn of_all<'a, 'r>(
+        pub fn of_all<'a, 'r, O>(
             db: &'a #private::mongodb::Database,
-            owners: impl ::core::iter::IntoIterator<Item = &'r #private::Ref<#owner>>,
-        ) -> #private::ResolveAll<'a, Self> {
-            Self::OWNER.of_all(db, owners)
+            owners: impl ::core::iter::IntoIterator<Item = &'r #private::Ref<O>>,
+        ) -> #private::ResolveAll<'a, Self>
+        where
+            Self: #private::PartOwner<Owner = O>,
+            O: #private::Document<Id = <Self as #private::Document>::Id> + 'r,
+            <Self as #private::Document>::Id: #private::serde::Serialize + ::core::clone::Clone,
+        {
+            #private::PartOf::<O, Self>::new().of_all(db, owners)
+        }
+    }
+}
+
+/// `impl PartOwner for Part { type Owner = Owner; }`: which type `of` and `of_all` take the
+/// reference of.
+pub fn owner_impl(cont: &Container) -> TokenStream {
+    let private = private();
+    let Some(owner) = owner(cont) else {
+        return TokenStream::new();
+    };
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    // an owner that is no collection root is one error, at `same_id_as = ...`
+    let owner_type = quote_spanned!(owner.span()=> type Owner = #owner;);
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::PartOwner for #ident #ty_generics #where_clause {
+            #owner_type
         }
     }
 }
@@ -92,10 +125,9 @@ pub fn checks(cont: &Container) -> TokenStream {
     let Some(id) = cont.stored_fields().find(|f| f.stored_name == "_id") else {
         return TokenStream::new(); // reported by `check`
     };
+    // (that the owner is a collection root is `PartOwner::Owner`'s bound, at `same_id_as`)
     let ty = id.ty;
-    let document = quote_spanned!(owner.span()=> #private::require_document::<#owner>(););
-    let same = quote_spanned! {ty.span()=>
+    quote_spanned! {ty.span()=>
         #private::require_same_id::<#ty, <#owner as #private::Document>::Id, #owner>();
-    };
-    quote!(#document #same)
+    }
 }
