@@ -172,7 +172,7 @@ async fn a_product_and_its_40_kb_sheet_live_under_one_id_and_the_listing_never_r
     let of = specs
         .library_queries
         .iter()
-        .find(|q| q.name == "part of a `products` document by `_id`")
+        .find(|q| q.name == "part of a products document by _id")
         .expect("a library query");
     assert_eq!(of.fit.as_ref().unwrap().index.as_deref(), Some("_id_"));
     db.drop().await.unwrap();

@@ -412,8 +412,14 @@ pub(crate) fn warnings(schema: &Schema) -> Vec<String> {
         .map(|c| c.name.as_str())
         .collect();
     for spec in schema.collections() {
-        // question 6: a large embedded value read with every read of the parent
-        if let Ok(json) = spec.validator.get_document("$jsonSchema") {
+        // question 6: a large embedded value read with every read of the parent (a part
+        // under its owner's `_id` is that answer already)
+        let json = spec
+            .validator
+            .get_document("$jsonSchema")
+            .ok()
+            .filter(|_| spec.part_of.is_none());
+        if let Some(json) = json {
             if let Ok(properties) = json.get_document("properties") {
                 for (name, property) in properties {
                     let Some(property) = property.as_document() else {
@@ -724,8 +730,11 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 sort.join(", ")
             },
         );
-        // seed 003, question 6: a large field the hot query never reads
-        if let (false, Some(properties)) = (query.project.is_empty(), properties) {
+        // seed 003, question 6: a large field the hot query never reads (of a collection that
+        // is no part already)
+        if let (false, Some(properties), None) =
+            (query.project.is_empty(), properties, &spec.part_of)
+        {
             for (name, property) in properties {
                 let Some(property) = property.as_document() else {
                     continue;

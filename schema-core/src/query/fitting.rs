@@ -112,7 +112,7 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
         // `Part::of`, the owner's `$lookup` of its part, the delete with the owner, audit's
         // orphans: all by the owner's `_id`, on the `_id` index
         queries.push(
-            QuerySpec::library(format!("part of a `{}` document by `_id`", part.owner)).eq("_id"),
+            QuerySpec::library(format!("part of a {} document by _id", part.owner)).eq("_id"),
         );
     }
     for reference in &spec.references {
@@ -236,7 +236,7 @@ pub(crate) fn subset_queries(parent: &str, subset: &crate::SubsetSpec) -> Vec<Qu
 pub(crate) fn owner_queries(part: &CollectionSpec) -> Vec<QuerySpec> {
     part.part_of
         .iter()
-        .map(|_| QuerySpec::library(format!("owner of a `{}` part by `_id`", part.name)).eq("_id"))
+        .map(|_| QuerySpec::library(format!("owner of a {} part by _id", part.name)).eq("_id"))
         .collect()
 }
 
