@@ -12,8 +12,9 @@
 //!    with its preview (transaction), deleting the newest message (its preview refilled from the
 //!    next one, in the transaction), a batch of references, a keyset page (the first, and the
 //!    next one inside a run of equal keys), renaming a customer with its transactional copies,
-//!    appending to a bucket. Each line also prints the commands one call of each side sends
-//!    (driver command monitoring).
+//!    appending to a bucket, a like added and deleted with its post's `#[counter]` (asserted to
+//!    send as many commands as the hand-written transaction). Each line also prints the
+//!    commands one call of each side sends (driver command monitoring).
 //! 3. The copy type's generated serde against `#[derive(Serialize, Deserialize)]` of the same
 //!    shape.
 
@@ -54,8 +55,14 @@ async fn commands_of<F: Future<Output = ()>>(log: &CommandLog, f: impl FnOnce() 
 }
 
 /// Runs `a` and `b` alternately, `iterations` times per round, and prints the medians per call
-/// with the commands one call of each sends.
-async fn compare<A, FA, B, FB>(what: &str, iterations: usize, log: &CommandLog, mut a: A, mut b: B)
+/// with the commands one call of each sends; returns the ratio and the two command counts.
+async fn compare<A, FA, B, FB>(
+    what: &str,
+    iterations: usize,
+    log: &CommandLog,
+    mut a: A,
+    mut b: B,
+) -> (f64, (usize, usize))
 where
     A: FnMut() -> FA,
     FA: Future<Output = ()>,
@@ -90,14 +97,37 @@ where
         }
     }
     let (ma, mb) = (median(sa), median(sb));
+    let ratio = ma.as_secs_f64() / mb.as_secs_f64();
     println!(
-        "{what:<68} {:>9.3} ms {:>9.3} ms   ratio {:.2}   commands {} / {}",
+        "{what:<68} {:>9.3} ms {:>9.3} ms   ratio {ratio:.2}   commands {} / {}",
         ma.as_secs_f64() * 1e3,
         mb.as_secs_f64() * 1e3,
-        ma.as_secs_f64() / mb.as_secs_f64(),
         commands.0,
         commands.1
     );
+    (ratio, commands)
+}
+
+/// A post with its like count (`#[counter]`), for the counter's lines.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[collection(name = "posts")]
+pub struct Post {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    title: String,
+    #[counter(of = Like)]
+    like_count: i64,
+}
+
+/// A like of a post.
+#[derive(Document, Serialize, Deserialize, Debug, Clone)]
+#[collection(name = "likes")]
+pub struct Like {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    #[reference]
+    post_id: Ref<Post>,
+    user: String,
 }
 
 /// One thing an agent did, kept in buckets of 200 per agent (the bucket pattern).
@@ -384,6 +414,99 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )
     .await;
+
+    // 2d. a like: the counter's add (the like and the post's `$inc` in one transaction) vs the
+    // hand-written transaction of the same two writes; then the delete of a like
+    let likes_schema = Schema::new().model::<Post>().model::<Like>().build()?;
+    likes_schema.apply(&db).await?;
+    let post = Post {
+        id: ObjectId::new(),
+        title: "a post".into(),
+        like_count: 0,
+    };
+    Post::collection(&db).insert_one(&post).await?;
+    let like = |user: &str| Like {
+        id: ObjectId::new(),
+        post_id: post.to_ref(),
+        user: user.into(),
+    };
+    let liked = std::sync::Mutex::new(Vec::new());
+    let liked_by_hand = std::sync::Mutex::new(Vec::new());
+    let (ratio, commands) = compare(
+        "add a like + the post's count (Post::LIKE_COUNT.add)",
+        20,
+        &log,
+        || async {
+            let like = like("ours");
+            Post::LIKE_COUNT.add(&db, &like).await.unwrap();
+            liked.lock().unwrap().push(like.id);
+        },
+        || async {
+            let like = like("theirs");
+            let mut session = client.start_session().await.unwrap();
+            session.start_transaction().await.unwrap();
+            Like::collection(&db)
+                .insert_one(&like)
+                .session(&mut session)
+                .await
+                .unwrap();
+            db.collection::<BsonDocument>("posts")
+                .update_one(
+                    doc! { "_id": post.id },
+                    doc! { "$inc": { "like_count": 1_i64 } },
+                )
+                .session(&mut session)
+                .await
+                .unwrap();
+            session.commit_transaction().await.unwrap();
+            liked_by_hand.lock().unwrap().push(like.id);
+        },
+    )
+    .await;
+    assert_eq!(
+        commands.0, commands.1,
+        "the counter sends the hand-written commands"
+    );
+    println!("    Post::LIKE_COUNT.add / hand-written transaction: {ratio:.3}");
+    let (ratio, commands) = compare(
+        "delete a like + the post's count (Post::LIKE_COUNT.delete)",
+        20,
+        &log,
+        || async {
+            let id = liked.lock().unwrap().pop().expect("a like to delete");
+            assert!(Post::LIKE_COUNT.delete(&db, &Ref::new(id)).await.unwrap());
+        },
+        || async {
+            let id = liked_by_hand
+                .lock()
+                .unwrap()
+                .pop()
+                .expect("a like to delete");
+            let mut session = client.start_session().await.unwrap();
+            session.start_transaction().await.unwrap();
+            Like::collection(&db)
+                .find_one_and_delete(doc! { "_id": id })
+                .session(&mut session)
+                .await
+                .unwrap()
+                .expect("the like");
+            db.collection::<BsonDocument>("posts")
+                .update_one(
+                    doc! { "_id": post.id },
+                    doc! { "$inc": { "like_count": -1_i64 } },
+                )
+                .session(&mut session)
+                .await
+                .unwrap();
+            session.commit_transaction().await.unwrap();
+        },
+    )
+    .await;
+    assert_eq!(
+        commands.0, commands.1,
+        "the counter sends the hand-written commands"
+    );
+    println!("    Post::LIKE_COUNT.delete / hand-written transaction: {ratio:.3}");
 
     // 2b. a batch of 50 references
     let refs: Vec<Ref<Customer>> = seeded

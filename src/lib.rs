@@ -124,8 +124,34 @@
 //!   it current; `apply` enables the child collection's change-stream pre-images, from which
 //!   the worker reads a deleted child's parent) or `"reconcile"`; [`Schema::reconcile`] and
 //!   [`Schema::audit`] compare every parent's previews and count with its children.
+//! - `#[counter(of = T)]` on an integer field of a collection root: the number of its `T`
+//!   children, kept without previews (a subset that keeps only its count). The constant
+//!   `Struct::FIELD` ([`Counter`]) writes the child and moves the count in one transaction:
+//!   `Post::LIKE_COUNT.add(&db, &like)` (`insert` + `$inc`) and
+//!   `Post::LIKE_COUNT.delete(&db, &like.to_ref())`, `.session(&mut s)` as elsewhere;
+//!   `add_with`/`delete_with` keep it with the subsets and counters of the same child in that
+//!   one transaction (`User::NEWEST_FOLLOWERS.add_with(&db, &follow, &[&User::FOLLOWER_COUNT])`),
+//!   and [`Schema::transaction`] takes it where it takes a subset. It takes `filter = ...`,
+//!   `via = field` and `sync = "..."` as a subset does (`"async"`: the [`SyncWorker`] counts the
+//!   children written by other code); [`Schema::reconcile`] recounts every parent with one
+//!   indexed aggregation per batch of 500 parents and rewrites the counts that differ. The field
+//!   is an `i64`: the children are unbounded, so an `i32` is a compile error unless
+//!   `#[schema(maximum = N)]` bounds it (the validator then refuses the child past it, and the
+//!   transaction writes neither).
 //! - Every `#[embed(max = N)]` array of a collection root has a constant `Struct::FIELD`
 //!   ([`EmbeddedArray`]) whose pushes keep the bound: with `cap`, `$slice: -N`.
+//!
+//! Container option `#[collection(name = "product_specs", same_id_as = Product)]` stores a
+//! part of another collection's documents under the owner's `_id` (seed 003's sixth outcome:
+//! bounded and read together, but large and cold; a 40 KB specification sheet kept out of every
+//! listing of products). The part's `_id` field has the owner's id type (another type is a
+//! compile error at that field, naming the type). Generated: `ProductSpec::of(&db,
+//! &product.to_ref())` (one `find` on `_id`, `.session(..)`), `ProductSpec::of_all`, and the
+//! constant `ProductSpec::OWNER` ([`PartOf`]): `insert(&db, &product, &spec)` writes both in one
+//! transaction, `lookup()` joins owners with their part on `_id`. The part needs no index of its
+//! own. [`Schema::delete_source`]`::<Product>` deletes the parts with their owner in its
+//! transaction; [`Schema::audit`] counts orphan parts and owners without their part (unless the
+//! part is declared `optional_part`); the report and its diagrams draw the pair.
 //!
 //! Container attribute `#[bucket(parent = f, entries = f, count = f, key = "k", first = f,
 //! last = f)]` makes a collection store a parent's entries in bounded buckets: `Struct::BUCKET`
@@ -165,8 +191,11 @@
 //!   together.
 //! - With a shard key, a unique index that does not start with it.
 //! - custom serde code the derive cannot see through, without `#[schema(stored_as = T)]`;
-//!   an `Option` `_id` that serde would write as `null`; `#[extended_ref]` and `#[subset]` in an
-//!   enum's variants.
+//!   an `Option` `_id` that serde would write as `null`; `#[extended_ref]`, `#[subset]` and
+//!   `#[counter]` in an enum's variants.
+//! - A `#[subset]` or `#[counter]` whose child holds two references to the parent, without
+//!   `via = field` saying which one it follows; a `#[counter]` on a field that is not an `i64`
+//!   (or a bounded `i32`); a `same_id_as` part whose `_id` is not of the owner's id type.
 //! - Index and schema designs mongod refuses (sparse with partial, unique hashed, TTL out of
 //!   range, partial filters mongod does not support, an index on `_id` alone, two fields stored
 //!   under one name, empty enums, ...), each message naming mongod's rule.
@@ -354,8 +383,8 @@ pub mod query {
 pub mod deploy {
     pub use mongo_schema_core::{
         Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport,
-        CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction,
-        PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
+        CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan,
+        PlanAction, PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
         VersionStatus, Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
         PROGRESS_TARGET,
     };
@@ -381,10 +410,10 @@ pub mod relations {
     #[allow(deprecated)] // a deprecated alias stays where it was documented, for one release
     pub use mongo_schema_core::EntryPage;
     pub use mongo_schema_core::{
-        Attached, Bucket, ChildOrder, ChildPage, CounterType, Detached, EmbeddedArray, EntryCursor,
-        Joined, Lookup, Page, PageCursor, ParentUpdate, PreviewFn, PushOutcome, RebuildProgress,
-        Relation, Resolved, RuleOf, SortKey, Subset, SubsetOf, SubsetReconcile, Unordered,
-        MAX_PAGE_SIZE, RELATED_FIELD,
+        Attached, Bucket, ChildOrder, ChildPage, Counter, CounterType, Detached, EmbeddedArray,
+        EntryCursor, Joined, Lookup, Page, PageCursor, ParentUpdate, PartOf, PreviewFn,
+        PushOutcome, RebuildProgress, Relation, Resolved, RuleOf, SortKey, Subset, SubsetOf,
+        SubsetReconcile, Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
     };
 }
 
@@ -393,9 +422,9 @@ pub mod relations {
 pub mod spec {
     pub use mongo_schema_core::{
         human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SortDirection,
-        SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
-        ValidationLevel, MAX_DOCUMENT_BYTES,
+        IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec, SizeBound,
+        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded,
+        ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }
 
@@ -466,9 +495,9 @@ mod guide {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
-        EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator, OnDelete,
-        Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec, SyncStrategy,
-        ValidationAction, ValidationLevel,
+        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Counter,
+        Document, EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator,
+        OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset,
+        SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };
 }

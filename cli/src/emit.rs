@@ -252,8 +252,26 @@ impl Emitter<'_> {
         if let Some(action) = &c.validation_action {
             let _ = write!(collection, ", validation_action = {}", quote(action));
         }
+        if let Some(part) = c.part_of.as_ref().filter(|p| p.certain) {
+            let _ = write!(collection, ", same_id_as = {}", part.type_name);
+            if part.optional {
+                collection.push_str(", optional_part");
+            }
+        }
         collection.push_str(", additional_properties = false");
-        format!("#[collection({collection})]\n")
+        let mut out = String::new();
+        if let Some(part) = c.part_of.as_ref().filter(|p| !p.certain) {
+            // a proposal: the evidence and the attribute, for a reviewer to decide
+            let _ = writeln!(
+                out,
+                "// {}\n// perhaps: `#[collection(..., same_id_as = {}{})]`",
+                doc_text(&part.evidence),
+                part.type_name,
+                if part.optional { ", optional_part" } else { "" }
+            );
+        }
+        let _ = writeln!(out, "#[collection({collection})]");
+        out
     }
 
     fn root(&mut self, c: &crate::model::Collection, out: &mut String) {
@@ -272,6 +290,9 @@ impl Emitter<'_> {
                 names::count(c.count)
             ))
         );
+        if let Some(part) = c.part_of.as_ref().filter(|p| p.certain) {
+            let _ = writeln!(out, "///\n/// {}", doc_text(&part.evidence));
+        }
         out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
         out.push_str(&Self::collection_attr(c));
         for index in &c.indexes {

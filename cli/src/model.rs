@@ -210,6 +210,25 @@ pub struct Collection {
     pub validation_level: Option<String>,
     /// `validationAction` of the existing validator, when not the default.
     pub validation_action: Option<String>,
+    /// Its `_id`s lie inside another collection's: a part stored under its owner's `_id`
+    /// (seed 003's large and cold outcome).
+    pub part_of: Option<PartOf>,
+}
+
+/// A collection whose every `_id` is an `_id` of another: `same_id_as`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartOf {
+    /// The owners' collection.
+    pub owner: String,
+    /// The owners' Rust type.
+    pub type_name: String,
+    /// Some owners have no part: `optional_part`.
+    pub optional: bool,
+    /// Every part's owner was found (checked over all of them, or a name hints at the pair):
+    /// the attribute is written; otherwise a comment proposes it.
+    pub certain: bool,
+    /// The counts behind it, written above the attribute.
+    pub evidence: String,
 }
 
 /// Everything `pull` decided.

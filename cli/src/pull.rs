@@ -97,6 +97,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     lap(&mut report, "gate");
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
+        relate::parts(db, &mut model, config, &mut report).await?;
         // the copies' validators are their sources' fields: check again, drop what fails
         let rejected = check_all(db, &model, &observed, config, &mut report, rounds + 1).await?;
         if !rejected.is_empty() {

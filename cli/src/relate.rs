@@ -16,9 +16,9 @@ use mongodb::Database;
 
 use crate::config::PullConfig;
 use crate::infer::Observed;
-use crate::model::{ExtendedRef, Model, Reference, Ty};
+use crate::model::{ExtendedRef, Model, PartOf, Reference, Ty};
 use crate::names;
-use crate::report::{CopyCheck, ReferenceCheck, Report};
+use crate::report::{CopyCheck, PartCheck, ReferenceCheck, Report};
 use crate::sample::collection;
 
 /// Distinct values checked per candidate.
@@ -524,4 +524,184 @@ pub fn drop_copies(model: &mut Model, name: &str, report: &mut Report) {
             ));
         }
     }
+}
+
+/// Whether `part`'s name hints that it belongs to `owner`: it starts with the owner's singular
+/// (`product_specs`, `productSpecs` of `products`).
+fn part_hint(part: &str, owner: &str) -> bool {
+    let squash = |s: &str| s.to_ascii_lowercase().replace(['_', '-'], "");
+    let (part, owner) = (squash(part), squash(&names::singular(owner)));
+    !owner.is_empty() && part.len() > owner.len() && part.starts_with(&owner)
+}
+
+/// The documents of `from` whose `_id` is no `_id` of `other`, counted over all of them in one
+/// aggregation (a `$lookup` on `other`'s `_id` index, only the `_id` kept).
+async fn unmatched(
+    db: &Database,
+    config: &PullConfig,
+    from: &str,
+    other: &str,
+    report: &mut Report,
+) -> Result<u64, String> {
+    report.command("aggregate");
+    let rows: Vec<Document> = collection(db, from, &config.read)
+        .aggregate(vec![
+            doc! { "$project": { "_id": 1 } },
+            doc! { "$lookup": {
+                "from": other,
+                "localField": "_id",
+                "foreignField": "_id",
+                "pipeline": [{ "$project": { "_id": 1 } }],
+                "as": "same",
+            } },
+            doc! { "$match": { "same": { "$size": 0 } } },
+            doc! { "$count": "n" },
+        ])
+        .max_time(config.read.limit())
+        .await
+        .map_err(|e| format!("`{from}`: looking its `_id`s up in `{other}`: {e}"))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("`{from}`: looking its `_id`s up in `{other}`: {e}"))?;
+    Ok(match rows.first().and_then(|r| r.get("n")) {
+        Some(Bson::Int32(n)) => *n as u64,
+        Some(Bson::Int64(n)) => *n as u64,
+        _ => 0,
+    })
+}
+
+/// Seed 003's sixth outcome, found in the data: a collection whose every `_id` is an `_id` of
+/// another (a spec sheet under its product's `_id`) is a part stored under its owner's `_id`.
+/// Candidates have the same `_id` type and no more documents than the owner; `_id`s that can
+/// match by chance (strings and integers) need a name that hints at the pair
+/// (`product_specs` of `products`). A sample of the part's `_id`s is looked up in the owner with
+/// one `$in` count; when (nearly) all are found, every part is looked up (one aggregation). With no
+/// orphan, `same_id_as` is written (`optional_part` when some owners have no part); with a few
+/// orphans, or two collections of equal `_id` sets that no name tells apart, a comment proposes
+/// it.
+pub async fn parts(
+    db: &Database,
+    model: &mut Model,
+    config: &PullConfig,
+    report: &mut Report,
+) -> Result<(), String> {
+    let ids = targets(model);
+    for &(pi, ref ty) in &ids {
+        let part = model.collections[pi].name.clone();
+        let count = model.collections[pi].count;
+        if count == 0 {
+            continue;
+        }
+        // the owner a name hints at first, then the others
+        let mut owners: Vec<usize> = ids
+            .iter()
+            .filter(|(oi, oty)| *oi != pi && oty == ty && model.collections[*oi].count >= count)
+            .map(|(oi, _)| *oi)
+            .filter(|oi| strong(ty) || part_hint(&part, &model.collections[*oi].name))
+            .collect();
+        owners.sort_by_key(|oi| !part_hint(&part, &model.collections[*oi].name));
+        // a few candidates: two commands each
+        owners.truncate(5);
+        if owners.is_empty() {
+            continue;
+        }
+        let values = distinct_values(db, config, &part, "_id", &[], report).await?;
+        if values.is_empty() {
+            continue;
+        }
+        for oi in owners {
+            let owner = model.collections[oi].name.clone();
+            let owners_count = model.collections[oi].count;
+            let found = found_in(db, config, &owner, &values, report).await?;
+            if (found as f64) < values.len() as f64 * config.reference_threshold {
+                report.parts.push(PartCheck {
+                    part: part.clone(),
+                    owner,
+                    checked: values.len() as u64,
+                    found,
+                    orphans: 0,
+                    owners_without_part: 0,
+                    proposed: false,
+                    written: false,
+                });
+                continue;
+            }
+            // the sample saw every part, or every part is looked up
+            let orphans = if count <= values.len() as u64 {
+                values.len() as u64 - found
+            } else {
+                unmatched(db, config, &part, &owner, report).await?
+            };
+            let owners_without_part = owners_count.saturating_sub(count - orphans);
+            let hinted = part_hint(&part, &owner);
+            // equal sets: which one is the part only a name can tell
+            let ambiguous = owners_without_part == 0 && orphans == 0 && !hinted;
+            let certain = orphans == 0 && !ambiguous;
+            let type_name = model.structs[model.collections[oi].root].name.clone();
+            let evidence = format!(
+                "every one of the {} `_id`s of `{part}` {} an `_id` of `{owner}` ({}){}: a part stored under its owner's `_id` (seed 003: large and cold)",
+                names::count(count),
+                if orphans == 0 { "is".to_owned() } else { format!("but {} is", names::count(orphans)) },
+                if count <= values.len() as u64 {
+                    "all looked up with one `$in` count".to_owned()
+                } else {
+                    format!("a sample of {} with one `$in` count, then all with one aggregation", values.len())
+                },
+                if owners_without_part > 0 {
+                    format!("; {} of the {} owners have none: `optional_part`", names::count(owners_without_part), names::count(owners_count))
+                } else {
+                    String::new()
+                },
+            );
+            // many orphans: no part of that owner
+            let proposed = orphans * 10 <= count;
+            report.parts.push(PartCheck {
+                part: part.clone(),
+                owner: owner.clone(),
+                checked: values.len() as u64,
+                found,
+                orphans,
+                owners_without_part,
+                proposed,
+                written: certain && proposed,
+            });
+            if !proposed {
+                continue;
+            }
+            model.collections[pi].part_of = Some(PartOf {
+                owner,
+                type_name,
+                optional: owners_without_part > 0,
+                certain,
+                evidence,
+            });
+            break;
+        }
+    }
+    // an owner that is itself a part would not build (`same_id_as` names the first owner):
+    // such a pair is only proposed
+    let chained: Vec<usize> = (0..model.collections.len())
+        .filter(|&i| {
+            model.collections[i].part_of.as_ref().is_some_and(|p| {
+                p.certain
+                    && model
+                        .collections
+                        .iter()
+                        .any(|o| o.name == p.owner && o.part_of.as_ref().is_some_and(|q| q.certain))
+            })
+        })
+        .collect();
+    for i in chained {
+        let name = model.collections[i].name.clone();
+        for check in report.parts.iter_mut().filter(|c| c.part == name) {
+            check.written = false;
+        }
+        if let Some(p) = model.collections[i].part_of.as_mut() {
+            p.certain = false;
+            p.evidence.push_str(
+                "; the owner is itself a part of another collection: name that one instead",
+            );
+        }
+    }
+    Ok(())
 }

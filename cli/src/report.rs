@@ -82,6 +82,29 @@ pub struct CopyCheck {
     pub sync: String,
 }
 
+/// A collection whose `_id`s were looked up in another's: a part under its owner's `_id`
+/// (`same_id_as`) when every one was found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartCheck {
+    /// The collection checked (the part).
+    pub part: String,
+    /// The collection whose `_id`s it was checked against (the owner).
+    pub owner: String,
+    /// Distinct `_id`s of the part checked by the sample.
+    pub checked: u64,
+    /// Of them, found in the owner.
+    pub found: u64,
+    /// Parts without an owner, counted over every part (one aggregation).
+    pub orphans: u64,
+    /// Owners without a part.
+    pub owners_without_part: u64,
+    /// Proposed: `same_id_as` written, or (a few orphans, or no name to tell two equal sets
+    /// apart) a comment.
+    pub proposed: bool,
+    /// `same_id_as` written (`false`: proposed in a comment, or not at all).
+    pub written: bool,
+}
+
 /// An index of the database and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IndexNote {
@@ -132,6 +155,8 @@ pub struct Report {
     pub references: Vec<ReferenceCheck>,
     /// Extended references.
     pub copies: Vec<CopyCheck>,
+    /// Collections checked for a part under another's `_id` (`same_id_as`).
+    pub parts: Vec<PartCheck>,
     /// Indexes.
     pub indexes: Vec<IndexNote>,
     /// Things said once (a cap reached, a text index the attributes cannot say).
@@ -188,6 +213,20 @@ impl Report {
             out.push_str(&format!(
                 "warning: `{}`: {} of {} copies differ from their source in `{}`: written `{}`; a maintained strategy (`async`, `transactional`) would rewrite them to the source's current values\n",
                 c.path, c.differing, c.compared, c.target, c.sync
+            ));
+        }
+        for p in self.parts.iter().filter(|p| p.proposed) {
+            out.push_str(&format!(
+                "part: the `_id`s of `{}` lie inside those of `{}` ({} orphans, {} owners without one): {}\n",
+                p.part,
+                p.owner,
+                p.orphans,
+                p.owners_without_part,
+                if p.written {
+                    "written as `same_id_as`"
+                } else {
+                    "proposed in a comment"
+                }
             ));
         }
         for u in &self.undecided {

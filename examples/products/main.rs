@@ -1,5 +1,7 @@
 //! Seed 000's products and parts, in the three models the seed compares: embedded, referenced
-//! and hybrid (references plus copied names with a declared sync strategy).
+//! and hybrid (references plus copied names with a declared sync strategy); and seed 003's
+//! sixth outcome, the product's 40 KB specification sheet as a large and cold part under the
+//! product's `_id` in a second collection.
 //!
 //! ```text
 //! cargo run --example products
@@ -136,6 +138,78 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  the embedded model has no sync policy, so its copy is still {:?}: the drift the seed warns about",
         embedded.parts[1].name
     );
+
+    println!("\nlarge and cold: the 40 KB specification sheet under the product's `_id`");
+    let trike = ProductReferenced {
+        id: "trike-1".into(),
+        name: "Cargo Trike".into(),
+        part_ids: vec![wheel.to_ref()],
+    };
+    let sheet = ProductSpec {
+        id: trike.id.clone(),
+        sheet: "frame: aluminium; load: 120 kg; ".repeat(1280),
+    };
+    // the product and its sheet, in one transaction
+    ProductSpec::OWNER.insert(&db, &trike, &sheet).await?;
+    let listing: Vec<mongo_schema::bson::Document> = db
+        .collection::<mongo_schema::bson::Document>("productsReferenced")
+        .find(doc! {})
+        .await?
+        .try_collect()
+        .await?;
+    let listed: usize = listing
+        .iter()
+        .map(|p| mongo_schema::bson::to_vec(p).map_or(0, |b| b.len()))
+        .sum();
+    println!(
+        "  the listing reads {} products in {listed} bytes: no sheet in it",
+        listing.len()
+    );
+    let read = ProductSpec::of(&db, &trike.to_ref())
+        .await?
+        .ok_or("the trike's sheet")?;
+    println!(
+        "  ProductSpec::of(trike-1): {} bytes of sheet, one find on `_id` ({})",
+        read.sheet.len(),
+        explain(
+            &db,
+            doc! { "find": "productSpecs", "filter": { "_id": "trike-1" } }
+        )
+        .await?
+    );
+    let joined = ProductSpec::OWNER
+        .lookup_in(&db)
+        .filter(doc! { "_id": { "$in": ["bike-1", "trike-1"] } })
+        .await?;
+    for row in &joined {
+        println!(
+            "  $lookup on _id: {} with {}",
+            row.doc.name,
+            if row.one().is_some() {
+                "its sheet"
+            } else {
+                "no sheet (optional_part)"
+            }
+        );
+    }
+    let audit = schema.audit(&db).await?;
+    let specs = audit
+        .parts
+        .iter()
+        .find(|p| p.part == "productSpecs")
+        .ok_or("the part is audited")?;
+    println!(
+        "  audit: {} orphan sheets, {} products without one counted (the sheet is optional)",
+        specs.orphans, specs.owners_without_part
+    );
+    let deleted = schema
+        .delete_source::<ProductReferenced>(&db, &trike.id)
+        .await?;
+    println!(
+        "  delete_source::<ProductReferenced>(trike-1) deleted the product and, in the same transaction, {:?}",
+        deleted.parts_deleted
+    );
+    assert!(ProductSpec::of(&db, &trike.to_ref()).await?.is_none());
 
     println!("\nthe parts catalog searched by name: db.parts.find({{ name: \"Wheel\" }})");
     let found: Vec<Part> = Part::collection(&db)

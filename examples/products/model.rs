@@ -58,12 +58,25 @@ pub struct ProductHybrid {
     pub parts: Vec<ProductHybridParts>,
 }
 
+/// Large and cold (seed 003, question 6): the specification sheet of a product, up to 64 KB,
+/// read on the product's own page and never in listings, so it is not embedded: it lives in a
+/// second collection under the product's `_id`.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "productSpecs", same_id_as = ProductReferenced, optional_part)]
+pub struct ProductSpec {
+    #[serde(rename = "_id")]
+    pub id: String,
+    #[schema(max_length = 65536)]
+    pub sheet: String,
+}
+
 /// The example's schema.
 pub fn schema() -> Schema {
     Schema::new()
         .model::<Part>()
         .model::<ProductEmbedded>()
         .model::<ProductReferenced>()
+        .model::<ProductSpec>()
         .model::<ProductHybrid>()
         .build()
         .expect("a consistent schema")

@@ -19,6 +19,8 @@ pub use crate::model::copy_de::{deserialize_copy, CopySlots};
 pub use crate::model::stored;
 /// The transaction loop of `update_source`, a `Transaction` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
+pub use crate::relations::part::PartOf;
+pub use crate::relations::resolve::{Resolve, ResolveAll};
 pub use crate::sync::transaction::in_transaction;
 use crate::BsonSchema;
 
@@ -111,8 +113,8 @@ pub fn require_id_of<I: IdOf<T>, T>() {}
 /// its `#[reference]` to `P` or the `_id` of its `#[extended_ref(to = P, ...)]`. Implemented by
 /// `#[derive(Document)]` for every type a field of `C` references.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has no `#[reference]` to `{P}`, which a `#[subset(of = {Self})]` of `{P}` needs",
-    label = "the children of a subset must say which `{P}` they belong to",
+    message = "`{Self}` has no `#[reference]` to `{P}`, which a `#[subset(of = {Self})]` or `#[counter(of = {Self})]` of `{P}` needs",
+    label = "the children of a subset or counter must say which `{P}` they belong to",
     note = "give `{Self}` a field `#[reference] pub parent_id: Ref<{P}>` (indexed with the subset's sort key: `#[index(keys(parent_id = 1, at = -1))]`), or an `#[extended_ref(to = {P}, ...)]` whose `_id` serves as the reference"
 )]
 pub trait ChildOf<P: ?Sized> {
@@ -126,7 +128,7 @@ pub trait ChildOf<P: ?Sized> {
 pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static str {
     if C::PARENT_FIELD.is_empty() {
         panic!(
-            "the child type of this `#[subset]` holds more than one reference to the parent type: say which one the subset follows with `via = field` (`#[subset(of = Follow, via = followed, ...)]`)"
+            "the child type of this `#[subset]` or `#[counter]` holds more than one reference to the parent type: say which one it follows with `via = field` (`#[subset(of = Follow, via = followed, ...)]`, `#[counter(of = Follow, via = followed)]`)"
         );
     }
     C::PARENT_FIELD
@@ -136,7 +138,7 @@ pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static
 #[diagnostic::on_unimplemented(
     message = "`via` names a field of type `{Self}`, which holds no reference to `{P}`",
     label = "not a `Ref<{P}>`",
-    note = "`via` names the child's `#[reference]` field to the subset's parent: a `Ref<{P}>` (or an `Option` of one)"
+    note = "`via` names the child's `#[reference]` field to the parent of the subset or counter: a `Ref<{P}>` (or an `Option` of one)"
 )]
 pub trait ParentRef<P: ?Sized> {}
 
@@ -585,26 +587,67 @@ pub fn require_preview<V: PreviewOf<C>, C>() {}
 /// Compile-time check that `T` is a collection root (`to = T`, `of = T`).
 pub fn require_document<T: crate::Document>() {}
 
-/// An integer field that counts children or entries (`#[subset(count)]`, `#[bucket(count)]`):
-/// the library `$inc`s it.
+/// An integer field that counts children or entries (`#[subset(count)]`, `#[bucket(count)]`,
+/// `#[counter]` with a declared maximum): the library `$inc`s it.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot count: the `count` field of a `#[subset]` or `#[bucket]` is an integer the library increments",
+    message = "`{Self}` cannot count: the `count` field of a `#[subset]` or `#[bucket]`, or a `#[counter]`, is an integer the library increments",
     label = "not an integer",
     note = "use `i64` (or `i32`)"
 )]
-pub trait Counter {
+pub trait CountInteger {
     /// The counter's BSON integer type.
     const TYPE: crate::CounterType;
 }
-impl Counter for i32 {
+impl CountInteger for i32 {
     const TYPE: crate::CounterType = crate::CounterType::Int32;
 }
-impl Counter for i64 {
+impl CountInteger for i64 {
     const TYPE: crate::CounterType = crate::CounterType::Int64;
 }
 
 /// Compile-time check of a count field.
-pub const fn require_counter<T: Counter>() -> crate::CounterType {
+pub const fn require_counter<T: CountInteger>() -> crate::CounterType {
+    T::TYPE
+}
+
+/// The field of a `#[counter]` whose bound is unknown (no `#[schema(maximum = N)]`): it counts
+/// children that nothing bounds, so an `i32` could overflow (the validator would then refuse
+/// every new child); only `i64` holds such a count.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold this `#[counter]`: the count of children that nothing bounds is an `i64`",
+    label = "not an `i64`",
+    note = "use `i64`; an `i32` count needs a bound the validator enforces: `#[schema(maximum = N)]` on the field"
+)]
+pub trait UnboundedCount {
+    /// The counter's BSON integer type.
+    const TYPE: crate::CounterType;
+}
+impl UnboundedCount for i64 {
+    const TYPE: crate::CounterType = crate::CounterType::Int64;
+}
+
+/// The `_id` type of a part stored under its owner's `_id` (`#[collection(same_id_as = Owner)]`):
+/// the owner's own (`OwnerId`, its `Document::Id`).
+#[diagnostic::on_unimplemented(
+    message = "the `_id` of a part stored under its owner's `_id` is `{OwnerId}`, the `_id` type of `{Owner}`, not `{Self}`",
+    label = "`#[collection(same_id_as = {Owner})]`: make this `{OwnerId}`",
+    note = "a part holds its owner's `_id`, so that one id finds both documents"
+)]
+pub trait SameIdAs<OwnerId, Owner> {}
+impl<I, O> SameIdAs<I, O> for I {}
+
+/// A part stored under its owner's `_id` (`#[collection(same_id_as = Owner)]`): its owner's
+/// type, which the generated `of` and `of_all` take the reference of.
+pub trait PartOwner {
+    /// The owner's type.
+    type Owner: crate::Document;
+}
+
+/// Compile-time check of a part's `_id` type.
+pub fn require_same_id<I: SameIdAs<OwnerId, Owner>, OwnerId, Owner>() {}
+
+/// Compile-time check of a `#[counter]` field without a declared maximum.
+pub const fn require_unbounded_count<T: UnboundedCount>() -> crate::CounterType {
     T::TYPE
 }
 

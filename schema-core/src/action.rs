@@ -24,6 +24,7 @@ pub use crate::query::DeclaredQuery;
 pub use crate::relations::bucket::{BucketAppend, BucketEntries};
 pub use crate::relations::compare::CompareAndSet;
 pub use crate::relations::embedded::EmbeddedPush;
+pub use crate::relations::part::PartInsert;
 pub use crate::relations::resolve::{Resolve, ResolveAll};
 pub use crate::relations::subset::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
 pub use crate::relations::{Attached, ChildPage, Detached, Lookup};

@@ -33,9 +33,9 @@ mod validation;
 pub use deploy::migrate;
 pub use deploy::{
     Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
-    Observed, ObservedCollection, OnNewer, OnViolations, Plan, PlanAction, PlanOptions, RanEntry,
-    RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations, Warning,
-    APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
+    Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan, PlanAction, PlanOptions,
+    RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations,
+    Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
@@ -48,6 +48,7 @@ pub use model::document::{
     CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
 };
 pub use model::index::{IndexReason, IndexSpec};
+pub use model::part::PartSpec;
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use model::sort::SortDirection;
 pub use progress::PROGRESS_TARGET;
@@ -57,11 +58,11 @@ pub use relations::bucket::{Bucket, EntryCursor};
 pub use relations::embedded::{EmbeddedArray, PushOutcome};
 pub use relations::reference::{Identified, Ref};
 pub use relations::subset::{
-    CounterType, ParentUpdate, PreviewFn, RebuildProgress, RuleOf, Subset, SubsetOf,
+    Counter, CounterType, ParentUpdate, PreviewFn, RebuildProgress, RuleOf, Subset, SubsetOf,
     SubsetReconcile,
 };
 pub use relations::{
-    Attached, ChildOrder, ChildPage, Detached, Joined, Lookup, Page, PageCursor, Relation,
+    Attached, ChildOrder, ChildPage, Detached, Joined, Lookup, Page, PageCursor, PartOf, Relation,
     Resolved, SortKey, Unordered, MAX_PAGE_SIZE, RELATED_FIELD,
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};

@@ -155,10 +155,12 @@ impl Schema {
         )
     }
 
-    /// Deletes the `T` document `id` and, in the same transaction, sets to `null` every
-    /// `transactional` copy of it declared `on_delete = "unset"` (copies that `keep` stay as they
-    /// were; `async` copies are unset by the [`SyncWorker`], `reconcile` ones by
-    /// [`Schema::reconcile`]). Retried like [`Schema::update_source`].
+    /// Deletes the `T` document `id` and, in the same transaction, its parts (the documents
+    /// of every `#[collection(same_id_as = T)]` under that `_id`, whether or not the owner
+    /// was found: an orphan part goes too) and sets to `null` every `transactional` copy of it
+    /// declared `on_delete = "unset"` (copies that `keep` stay as they were; `async` copies are
+    /// unset by the [`SyncWorker`], `reconcile` ones by [`Schema::reconcile`]). Retried like
+    /// [`Schema::update_source`].
     ///
     /// With [`.session(&mut s)`](crate::action::DeleteSource::session) it runs inside the
     /// caller's transaction.
@@ -176,7 +178,13 @@ impl Schema {
     where
         T::Id: serde::Serialize,
     {
-        crate::action::DeleteSource::new::<T>(db, &self.graph, self.transaction_deadline, id)
+        let parts = self
+            .collections
+            .iter()
+            .filter(|c| c.part_of.as_ref().is_some_and(|p| p.owner == T::COLLECTION))
+            .map(|c| c.name.clone())
+            .collect();
+        crate::action::DeleteSource::new::<T>(db, &self.graph, self.transaction_deadline, id, parts)
     }
 
     /// Compares every non-frozen copy with its source and rewrites the drifted ones (the
@@ -567,6 +575,11 @@ impl SchemaBuilder {
                         .map(|query| (copy.source.clone(), query))
                 })
             }))
+            .chain(self.collections.iter().flat_map(|part| {
+                crate::query::fitting::owner_queries(part)
+                    .into_iter()
+                    .filter_map(|query| Some((part.part_of.as_ref()?.owner.clone(), query)))
+            }))
             .collect();
         for spec in &mut self.collections {
             let extra = subset_queries
@@ -638,6 +651,7 @@ impl SchemaBuilder {
             }
         }
         problems.extend(copy_problems(&self.collections));
+        problems.extend(part_problems(&self.collections));
         problems.extend(crate::migrate::problems(
             &self.migrations,
             &self.collections,
@@ -779,12 +793,39 @@ fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
                             spec.name, subset.path, subset.child, spec.name
                         ));
                     }
-                    if !properties(child).is_some_and(|s| json_schema::has_path(&s, &subset.sort_field)) {
+                    if !subset.is_counter() && !properties(child).is_some_and(|s| json_schema::has_path(&s, &subset.sort_field)) {
                         problems.push(format!(
                             "`{}.{}` sorts by `{}`, which `{}` does not store",
                             spec.name, subset.path, subset.sort_field, subset.child
                         ));
                     }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Parts (`same_id_as`): their owner is in the schema and is no part itself.
+fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for spec in collections {
+        let Some(part) = &spec.part_of else { continue };
+        match collections.iter().find(|c| c.name == part.owner) {
+            None => problems.push(format!(
+                "`{}` is stored under the `_id` of `{}` (collection `{}`, `same_id_as`), which is not part of the schema: add `.model::<{}>()`",
+                spec.name, part.owner_type, part.owner, part.owner_type
+            )),
+            Some(owner) if owner.name == spec.name => problems.push(format!(
+                "`{}` names itself in `same_id_as`: a part is stored under another collection's `_id`",
+                spec.name
+            )),
+            Some(owner) => {
+                if let Some(grand) = &owner.part_of {
+                    problems.push(format!(
+                        "`{}` is stored under the `_id` of `{}`, which is itself a part of `{}`: name the owner, `same_id_as = {}`",
+                        spec.name, owner.name, grand.owner, grand.owner_type
+                    ));
                 }
             }
         }

@@ -128,6 +128,11 @@ pub struct Collection {
     pub validation_action: Option<Sp<String>>,
     pub additional_properties: Option<Sp<bool>>,
     pub shard_key: Option<Sp<Vec<IndexKey>>>,
+    /// `same_id_as = Owner`: a part stored under its owner's `_id` (seed 003's large and cold
+    /// child).
+    pub same_id_as: Option<Sp<syn::Type>>,
+    /// `optional_part`: an owner may have no part (audit counts no missing ones).
+    pub optional_part: Option<Sp<bool>>,
 }
 
 /// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
@@ -263,7 +268,12 @@ impl Container {
                     }
                     Ok(())
                 });
-            } else if path == EMBED || path == REFERENCE || path == EXTENDED_REF || path == SUBSET {
+            } else if path == EMBED
+                || path == REFERENCE
+                || path == EXTENDED_REF
+                || path == SUBSET
+                || path == COUNTER
+            {
                 cx.error_spanned_by(
                     attr,
                     format!(
@@ -457,6 +467,8 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
     let mut action = Slot::new(cx, "collection", VALIDATION_ACTION);
     let mut additional = Slot::new(cx, "collection", ADDITIONAL_PROPERTIES);
     let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
+    let mut same_id_as: Slot<Option<syn::Type>> = Slot::new(cx, "collection", SAME_ID_AS);
+    let mut optional_part = Slot::new(cx, "collection", OPTIONAL_PART);
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
             let parsed = string(&value(&meta)?, "name = \"tickets\"").and_then(|lit| {
@@ -481,6 +493,12 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         } else if meta.path == SHARD_KEY {
             let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
             shard_key.set_or_poison(&meta.path, parsed);
+        } else if meta.path == SAME_ID_AS {
+            let parsed = stored_type_of(&meta, "same_id_as = Product");
+            same_id_as.set_or_poison(&meta.path, parsed);
+        } else if meta.path == OPTIONAL_PART {
+            let parsed = flag(&meta);
+            optional_part.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -492,6 +510,8 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
                     "validation_action",
                     "additional_properties",
                     "shard_key",
+                    "same_id_as",
+                    "optional_part",
                 ],
             )?;
         }
@@ -503,6 +523,13 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         validation_action: action.get(),
         additional_properties: additional.get(),
         shard_key: shard_key.get(),
+        same_id_as: same_id_as.get().and_then(|s| {
+            Some(Sp {
+                value: s.value?,
+                tokens: s.tokens,
+            })
+        }),
+        optional_part: optional_part.get(),
     }
 }
 
@@ -822,11 +849,15 @@ fn parse_keys(meta: &ParseNestedMeta) -> syn::Result<Vec<IndexKey>> {
 pub struct Field {
     pub embed: Option<Sp<Embed>>,
     pub constraints: Vec<Sp<Constraint>>,
-    /// Any of `#[reference]`, `#[extended_ref]`, `#[subset]` (for the bound check).
+    /// Any of `#[reference]`, `#[extended_ref]`, `#[subset]`, `#[counter]` (for the bound
+    /// check).
     pub relation: Option<TokenStream>,
     pub reference: Option<Sp<Reference>>,
     pub extended_ref: Option<Sp<ExtendedRef>>,
     pub subset: Option<Sp<SubsetAttr>>,
+    /// `#[counter(of = C, filter = .., via = f, sync = ..)]`: a subset without previews (its
+    /// `max`, `sort` and `count` unset).
+    pub counter: Option<Sp<SubsetAttr>>,
     /// `#[serde(rename = "...")]`: the literal, so errors about the stored name point at it.
     pub rename: Option<LitStr>,
     /// `skip` or `skip_serializing`: never written.
@@ -953,6 +984,7 @@ impl Field {
         let mut reference: Option<Sp<Reference>> = None;
         let mut extended_ref: Option<Sp<ExtendedRef>> = None;
         let mut subset: Option<Sp<SubsetAttr>> = None;
+        let mut counter: Option<Sp<SubsetAttr>> = None;
         let mut rename = Slot::new(cx, "serde", RENAME);
         let mut skip_serializing = false;
         let mut skip_serializing_if = false;
@@ -1123,7 +1155,17 @@ impl Field {
                 }
                 relation = Some(path.to_token_stream());
                 subset = Some(Sp {
-                    value: parse_subset(cx, attr),
+                    value: parse_subset(cx, attr, Children::Subset),
+                    tokens: attr.to_token_stream(),
+                });
+            } else if path == COUNTER {
+                if counter.is_some() {
+                    cx.error_spanned_by(path, "duplicate `#[counter]` attribute");
+                    continue;
+                }
+                relation = Some(path.to_token_stream());
+                counter = Some(Sp {
+                    value: parse_subset(cx, attr, Children::Counter),
                     tokens: attr.to_token_stream(),
                 });
             } else if path == COLLECTION || path == INDEX || path == QUERY {
@@ -1186,6 +1228,7 @@ impl Field {
             reference,
             extended_ref,
             subset,
+            counter,
             rename: rename.get().map(|r| r.value),
             skip_serializing,
             skip_serializing_if,
@@ -1214,6 +1257,24 @@ fn parse_type(expr: &Expr, example: &str) -> syn::Result<(TokenStream, Option<sy
                 ),
             )
         })
+}
+
+/// `name = T`, read as a type (an expression parser would take `Option<i64>` for two
+/// comparisons): `example` shows the option.
+fn stored_type_of(
+    meta: &ParseNestedMeta,
+    example: &str,
+) -> syn::Result<(TokenStream, Option<syn::Type>)> {
+    let ty: syn::Type = meta.value()?.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!(
+                "`{}` expects a type, e.g. `{example}`",
+                option_name(example)
+            ),
+        )
+    })?;
+    Ok((ty.to_token_stream(), Some(ty)))
 }
 
 /// `stored_as = T`, read as a type (an expression parser would take `Option<i64>` for two
@@ -1379,25 +1440,58 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
     }
 }
 
-fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
-    let mut of = Slot::new(cx, "subset", OF);
-    let mut max = Slot::new(cx, "subset", MAX);
-    let mut sort: Slot<Option<(String, i32)>> = Slot::new(cx, "subset", SORT);
-    let mut count: Slot<Option<Ident>> = Slot::new(cx, "subset", COUNT);
-    let mut filter: Slot<Option<SubsetFilter>> = Slot::new(cx, "subset", FILTER);
-    let mut sync: Slot<Option<Sync>> = Slot::new(cx, "subset", SYNC);
-    let mut via: Slot<Option<Ident>> = Slot::new(cx, "subset", VIA);
+/// What a `#[subset]`-like attribute keeps of the children: previews and a count, or (a
+/// `#[counter]`) the count alone.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Children {
+    Subset,
+    Counter,
+}
+
+impl Children {
+    fn name(self) -> &'static str {
+        match self {
+            Children::Subset => "subset",
+            Children::Counter => "counter",
+        }
+    }
+}
+
+/// `#[subset(...)]`, or with `Children::Counter` `#[counter(of = C, filter = .., via = f,
+/// sync = ..)]`: one parser, a counter being a subset without previews (its `max`, `sort` and
+/// `count` are refused with what the counter is instead).
+fn parse_subset(cx: &Ctxt, attr: &syn::Attribute, kind: Children) -> SubsetAttr {
+    let name = kind.name();
+    let counter = kind == Children::Counter;
+    let mut of = Slot::new(cx, name, OF);
+    let mut max = Slot::new(cx, name, MAX);
+    let mut sort: Slot<Option<(String, i32)>> = Slot::new(cx, name, SORT);
+    let mut count: Slot<Option<Ident>> = Slot::new(cx, name, COUNT);
+    let mut filter: Slot<Option<SubsetFilter>> = Slot::new(cx, name, FILTER);
+    let mut sync: Slot<Option<Sync>> = Slot::new(cx, name, SYNC);
+    let mut via: Slot<Option<Ident>> = Slot::new(cx, name, VIA);
     if matches!(attr.meta, syn::Meta::Path(_)) {
-        cx.error_spanned_by(
-            attr,
-            "`#[subset]` needs `of = T`, `max = N` and `sort = \"-field\"`, e.g. `#[subset(of = Message, max = 1, sort = \"-at\", count = \"message_count\")]`",
-        );
+        let usage = if counter {
+            "`#[counter]` needs the child type it counts: `of = T`, e.g. `#[counter(of = Like)] pub like_count: i64`"
+        } else {
+            "`#[subset]` needs `of = T`, `max = N` and `sort = \"-field\"`, e.g. `#[subset(of = Message, max = 1, sort = \"-at\", count = \"message_count\")]`"
+        };
+        cx.error_spanned_by(attr, usage);
         return SubsetAttr::default();
     }
     parse_all(cx, attr, |meta| {
         if meta.path == OF {
             let parsed = parse_type(&value(&meta)?, "of = Message");
             of.set_or_poison(&meta.path, parsed);
+        } else if counter && (meta.path == MAX || meta.path == SORT || meta.path == COUNT) {
+            cx.error_spanned_by(
+                &meta.path,
+                format!(
+                    "a `#[counter]` keeps the count alone, in the field it is on: it has no `{}`; for previews of the children with their count, use `#[subset(of = T, max = N, sort = \"-field\", count = \"field\")]`",
+                    meta.path.to_token_stream()
+                ),
+            );
+            skip_value(&meta)?;
         } else if meta.path == MAX {
             let parsed = positive(&value(&meta)?, "max = 5");
             max.set_or_poison(&meta.path, parsed);
@@ -1453,6 +1547,11 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
                     "transactional" => Ok((tokens, Some(Sync::Transactional))),
                     "async" => Ok((tokens, Some(Sync::Async))),
                     "reconcile" => Ok((tokens, Some(Sync::Reconcile))),
+                    _ if counter => Err(syn::Error::new_spanned(
+                        &tokens,
+                        "a counter is never frozen: it follows the children it counts; \
+                         use `sync = \"transactional\"` (the helpers' transactions, the default), `\"async\"` (the sync worker follows the children) or `\"reconcile\"`",
+                    )),
                     _ => Err(syn::Error::new_spanned(
                         &tokens,
                         "a subset is never frozen: its previews follow the children (seed 000: \"define how the preview stays current\"); \
@@ -1473,12 +1572,12 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
                 });
             via.set_or_poison(&meta.path, parsed);
         } else {
-            match unknown_near(
-                cx,
-                &meta,
-                "subset",
-                &["of", "max", "sort", "count", "filter", "sync", "via"],
-            )? {
+            let expected: &[&str] = if counter {
+                &["of", "filter", "sync", "via"]
+            } else {
+                &["of", "max", "sort", "count", "filter", "sync", "via"]
+            };
+            match unknown_near(cx, &meta, name, expected)? {
                 Some("of") => of.poison(&meta.path),
                 Some("sort") => sort.poison(&meta.path),
                 _ => {}
@@ -1487,7 +1586,7 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
         Ok(())
     });
     let max = max.get();
-    if max.is_none() {
+    if max.is_none() && !counter {
         cx.error_spanned_by(
             attr,
             "`#[subset]` needs its bound: `max = N` children are copied into the parent (seed 003: a capped preview)",
@@ -1495,10 +1594,10 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute) -> SubsetAttr {
     }
     let of = of.get();
     if of.is_none() {
-        cx.error_spanned_by(attr, "`#[subset]` needs the child type: `of = T`");
+        cx.error_spanned_by(attr, format!("`#[{name}]` needs the child type: `of = T`"));
     }
     let sort = sort.get();
-    if sort.is_none() {
+    if sort.is_none() && !counter {
         cx.error_spanned_by(
             attr,
             "`#[subset]` needs the order of the children: `sort = \"-at\"` (newest first)",
@@ -1629,6 +1728,7 @@ impl Variant {
                 || path == REFERENCE
                 || path == EXTENDED_REF
                 || path == SUBSET
+                || path == COUNTER
                 || path == COLLECTION
             {
                 cx.error_spanned_by(

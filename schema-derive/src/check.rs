@@ -29,6 +29,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
         check_enum_attributes_on_enums(cx, cont);
     }
     check_bucket(cx, cont, derive);
+    check_part(cx, cont);
     check_index_keys(cx, cont);
     check_queries(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
@@ -79,10 +80,15 @@ fn check_enum(cx: &Ctxt, cont: &Container, variants: &[Variant], derive: Derive)
             if variant.style != Style::Struct {
                 continue;
             }
-            let relation = match (&field.attrs.extended_ref, &field.attrs.subset) {
-                (Some(extended), _) => Some((&extended.tokens, "#[extended_ref]")),
-                (None, Some(subset)) => Some((&subset.tokens, "#[subset]")),
-                (None, None) => None,
+            let relation = match (
+                &field.attrs.extended_ref,
+                &field.attrs.subset,
+                &field.attrs.counter,
+            ) {
+                (Some(extended), _, _) => Some((&extended.tokens, "#[extended_ref]")),
+                (None, Some(subset), _) => Some((&subset.tokens, "#[subset]")),
+                (None, None, Some(counter)) => Some((&counter.tokens, "#[counter]")),
+                (None, None, None) => None,
             };
             if let Some((tokens, name)) = relation {
                 cx.error_spanned_by(
@@ -344,18 +350,25 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
         attrs.reference.is_some(),
         attrs.extended_ref.is_some(),
         attrs.subset.is_some(),
+        attrs.counter.is_some(),
     ];
     if kinds.iter().filter(|k| **k).count() > 1 {
         cx.error_spanned_by(
             field.ty,
-            format!("field `{name}` has more than one of `#[embed]`, `#[reference]`, `#[extended_ref]`, `#[subset]`: keep one"),
+            format!("field `{name}` has more than one of `#[embed]`, `#[reference]`, `#[extended_ref]`, `#[subset]`, `#[counter]`: keep one"),
         );
         return;
     }
     if matches!(cont.data, Data::Enum(_))
-        && (attrs.extended_ref.is_some() || attrs.subset.is_some())
+        && (attrs.extended_ref.is_some() || attrs.subset.is_some() || attrs.counter.is_some())
     {
         return; // reported by `check_enum`
+    }
+    if let (Some(counter), false) = (&attrs.counter, derive == Derive::Document) {
+        cx.error_spanned_by(
+            &counter.tokens,
+            "`#[counter]` belongs on an integer field of a `#[derive(Document)]` struct: the count of that document's children",
+        );
     }
     if let Some(extended) = &attrs.extended_ref {
         // inside a struct embedded in documents (directly, in an `Option` or a bounded array),
@@ -563,6 +576,52 @@ fn check_optional_id(cx: &Ctxt, field: &Field) {
                 field.display_name()
             ),
         );
+    }
+}
+
+/// `#[collection(same_id_as = Owner)]`: a struct whose `_id` it writes itself (the owner's), and
+/// `optional_part` only with it.
+fn check_part(cx: &Ctxt, cont: &Container) {
+    let Some(collection) = &cont.attrs.collection else {
+        return;
+    };
+    let collection = &collection.value;
+    let Some(owner) = &collection.same_id_as else {
+        if let Some(optional) = &collection.optional_part {
+            cx.error_spanned_by(
+                &optional.tokens,
+                "`optional_part` says an owner may have no part: it goes with `same_id_as = Owner`, e.g. `#[collection(name = \"product_specs\", same_id_as = Product, optional_part)]`",
+            );
+        }
+        return;
+    };
+    if !matches!(cont.data, Data::Struct(_)) {
+        cx.error_spanned_by(
+            &owner.tokens,
+            "`same_id_as` stores one document under its owner's `_id`: it belongs on a struct",
+        );
+        return;
+    }
+    let id = cont.stored_fields().find(|f| f.stored_name == "_id");
+    match id {
+        None => cx.error_spanned_by(
+            &owner.tokens,
+            format!(
+                "a part stored under its owner's `_id` holds that `_id`: add the field `#[serde(rename = \"_id\")] pub id: ...` with the id type of `{}`",
+                type_name(&owner.value)
+            ),
+        ),
+        Some(field) if crate::ast::generic_arg(field.ty, &["Option"]).is_some() => {
+            cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "the `_id` of a part is its owner's, never assigned by the server: make field `{}` the id type of `{}`, not an `Option`",
+                    field.display_name(),
+                    type_name(&owner.value)
+                ),
+            );
+        }
+        Some(_) => {}
     }
 }
 

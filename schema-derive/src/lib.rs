@@ -32,15 +32,18 @@ use syn::{parse_macro_input, DeriveInput};
 /// Generates the `$jsonSchema` validator, the indexes (declared with `#[index]`, and those each
 /// relationship and declared query needs), the collection spec `Schema::build` reads, the typed
 /// field paths of `field!`, a function per `#[query]`, a `Relation` constant per `#[reference]`
-/// and `#[extended_ref]`, a `Subset` constant per `#[subset]`, an `EmbeddedArray` constant per
+/// and `#[extended_ref]`, a `Subset` constant per `#[subset]`, a `Counter` constant per
+/// `#[counter]`, a `PartOf` constant `OWNER` with `of` and `of_all` for `same_id_as`, an
+/// `EmbeddedArray` constant per
 /// `#[embed(max = N)]` array, the copy type of each `#[extended_ref]`, and `T::check`.
 ///
 /// Container attributes: `#[collection(name = "...", validation_level, validation_action,
-/// additional_properties, shard_key(...))]` (required), `#[index(keys(...), unique, sparse,
+/// additional_properties, shard_key(...), same_id_as = Owner, optional_part)]` (required), `#[index(keys(...), unique, sparse,
 /// partial, expire_after_secs, name)]`, `#[query(name, eq, any_of, range, sort, limit, project,
 /// index)]`, `#[bucket(...)]`, `#[schema(stored_as = T, crate = "path")]`. Field attributes: `#[embed(max = N,
 /// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
-/// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync)]`,
+/// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync, via)]`,
+/// `#[counter(of = T, filter, sync, via)]`,
 /// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as)]`. Each is described
 /// in the `mongo-schema` crate's documentation, sections *The attribute language*, *Queries* and
 /// *What the derives refuse*; serde's own attributes are followed as serde means them.
@@ -55,6 +58,7 @@ use syn::{parse_macro_input, DeriveInput};
         reference,
         extended_ref,
         subset,
+        counter,
         query
     )
 )]
@@ -75,7 +79,7 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 /// field attributes `#[embed(max = N)]` (every array or map needs a bound) and `#[schema(...)]`
 /// constraints, `#[schema(stored_as = T)]` on the type or a field, and `#[schema(crate =
 /// "path")]` on the type (a renamed dependency); the collection-level
-/// attributes (`collection`, `index`, `query`, `subset`, `extended_ref`, `bucket`) belong on a
+/// attributes (`collection`, `index`, `query`, `subset`, `counter`, `extended_ref`, `bucket`) belong on a
 /// `#[derive(Document)]` root and are refused here with a message that says so. See the
 /// `mongo-schema` crate's documentation, section *The attribute language*.
 #[proc_macro_derive(
@@ -89,6 +93,7 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
         reference,
         extended_ref,
         subset,
+        counter,
         query
     )
 )]

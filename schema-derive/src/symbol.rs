@@ -20,6 +20,7 @@ symbols! {
     REFERENCE = "reference",
     EXTENDED_REF = "extended_ref",
     SUBSET = "subset",
+    COUNTER = "counter",
     QUERY = "query",
     // options of ours
     NAME = "name",
@@ -27,6 +28,8 @@ symbols! {
     VALIDATION_ACTION = "validation_action",
     ADDITIONAL_PROPERTIES = "additional_properties",
     SHARD_KEY = "shard_key",
+    SAME_ID_AS = "same_id_as",
+    OPTIONAL_PART = "optional_part",
     KEYS = "keys",
     UNIQUE = "unique",
     SPARSE = "sparse",

@@ -273,6 +273,10 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
                 "conflicting_indexes": c.conflicting_indexes,
             })).collect::<Vec<_>>(),
             "unknown_collections": report.unknown_collections,
+            "parts": report.parts.iter().map(|p| json!({
+                "part": p.part, "owner": p.owner, "optional": p.optional,
+                "orphans": p.orphans, "owners_without_part": p.owners_without_part,
+            })).collect::<Vec<_>>(),
             "drifted": report.drift.drifted(),
         }),
     }
@@ -469,8 +473,12 @@ pub(crate) fn report(schema: &Schema) -> Value {
                     "path": c.path, "source": c.source, "fields": c.fields,
                     "strategy": c.strategy.to_string(),
                 })).collect::<Vec<_>>(),
+                "same_id_as": spec.part_of.as_ref().map(|p| json!({
+                    "owner": p.owner, "optional": p.optional,
+                })),
                 "subsets": spec.subsets.iter().map(|s| json!({
                     "path": s.path, "child": s.child, "max": s.max,
+                    "counter": s.is_counter(),
                     "strategy": s.strategy.to_string(),
                 })).collect::<Vec<_>>(),
             })

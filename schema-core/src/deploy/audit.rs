@@ -26,6 +26,37 @@ pub struct AuditReport {
     /// Copies that drifted from their source, and subsets that disagree with their children (a
     /// reconcile dry run).
     pub drift: ReconcileReport,
+    /// Every part collection (`same_id_as`) against its owners: orphan parts, and owners
+    /// without their required part.
+    pub parts: Vec<PartAudit>,
+}
+
+/// A part collection (`#[collection(same_id_as = Owner)]`) against its owners' collection.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct PartAudit {
+    /// The part collection.
+    pub part: String,
+    /// The owners' collection.
+    pub owner: String,
+    /// Whether an owner may have no part (`optional_part`).
+    pub optional: bool,
+    /// Parts whose owner does not exist (orphans: `schema.delete_source::<Owner>` of their
+    /// `_id` deletes them).
+    pub orphans: u64,
+    /// The first orphans' `_id`s (at most 5).
+    pub orphan_ids: Vec<Bson>,
+    /// Owners without their part (0 for an optional part, whose owners are not counted).
+    pub owners_without_part: u64,
+    /// The first such owners' `_id`s (at most 5).
+    pub owners_without_part_ids: Vec<Bson>,
+}
+
+impl PartAudit {
+    /// Whether every part has its owner and every owner its required part.
+    pub fn is_clean(&self) -> bool {
+        self.orphans == 0 && self.owners_without_part == 0
+    }
 }
 
 /// The audit of one collection.
@@ -76,6 +107,7 @@ impl AuditReport {
     /// Whether nothing needs attention.
     pub fn is_clean(&self) -> bool {
         self.unknown_collections.is_empty()
+            && self.parts.iter().all(PartAudit::is_clean)
             && self.drift.drifted() == 0
             && self.drift.recorded_failures() == 0
             && self.collections.iter().all(|c| {
@@ -237,10 +269,77 @@ pub(crate) async fn audit(
         }
         report.collections.push(audit);
     }
+    for spec in schema.collections() {
+        let Some(part) = &spec.part_of else { continue };
+        let exists = |name: &str| observed.collection(name).is_some();
+        if !exists(&spec.name) || !exists(&part.owner) {
+            continue; // nothing stored yet (reported as missing above)
+        }
+        let (orphans, orphan_ids) = unmatched(db, &spec.name, &part.owner).await?;
+        let (owners_without_part, owners_without_part_ids) = if part.optional {
+            (0, Vec::new())
+        } else {
+            unmatched(db, &part.owner, &spec.name).await?
+        };
+        report.parts.push(PartAudit {
+            part: spec.name.clone(),
+            owner: part.owner.clone(),
+            optional: part.optional,
+            orphans,
+            orphan_ids,
+            owners_without_part,
+            owners_without_part_ids,
+        });
+    }
     report.unknown_collections =
         super::observe::unknown_collections(db, |n| schema.collection(n).is_some()).await?;
     report.drift = schema.reconcile(db).dry_run(true).await?;
     Ok(report)
+}
+
+/// The documents of `from` with no document of the same `_id` in `other`: how many, and the
+/// first `_id`s. Each is looked up by `_id` (the `_id` index of `other`), only the `_id` kept.
+async fn unmatched(db: &Database, from: &str, other: &str) -> Result<(u64, Vec<Bson>)> {
+    let lookup = doc! { "$lookup": {
+        "from": other,
+        "localField": "_id",
+        "foreignField": "_id",
+        "pipeline": [{ "$project": { "_id": 1 } }],
+        "as": "same",
+    } };
+    let alone = doc! { "$match": { "same": { "$size": 0 } } };
+    let coll = db.collection::<BsonDocument>(from);
+    let counted: Vec<BsonDocument> = coll
+        .aggregate([
+            doc! { "$project": { "_id": 1 } },
+            lookup.clone(),
+            alone.clone(),
+            doc! { "$count": "n" },
+        ])
+        .max_time(LIMIT)
+        .await?
+        .try_collect()
+        .await?;
+    let n = size(counted.first().and_then(|d| d.get("n")));
+    if n == 0 {
+        return Ok((0, Vec::new()));
+    }
+    let first: Vec<BsonDocument> = coll
+        .aggregate([
+            doc! { "$project": { "_id": 1 } },
+            lookup,
+            alone,
+            doc! { "$sort": { "_id": 1 } },
+            doc! { "$limit": SAMPLES },
+        ])
+        .max_time(LIMIT)
+        .await?
+        .try_collect()
+        .await?;
+    Ok((
+        n,
+        first.iter().filter_map(|d| d.get("_id").cloned()).collect(),
+    ))
 }
 
 fn size(value: Option<&Bson>) -> u64 {
@@ -369,6 +468,28 @@ impl fmt::Display for AuditReport {
             }
             writeln!(f)?;
         }
+        for part in self.parts.iter().filter(|p| !p.is_clean()) {
+            if part.orphans > 0 {
+                writeln!(
+                    f,
+                    "- orphan parts in `{}`: {} whose `{}` owner is missing, first _id {} (`schema.delete_source` of the owner's id deletes them)",
+                    part.part,
+                    part.orphans,
+                    part.owner,
+                    ids(&part.orphan_ids)
+                )?;
+            }
+            if part.owners_without_part > 0 {
+                writeln!(
+                    f,
+                    "- owners without their part: {} of `{}` have no `{}` document, first _id {} (write them with the owner, or declare the part `optional_part`)",
+                    part.owners_without_part,
+                    part.owner,
+                    part.part,
+                    ids(&part.owners_without_part_ids)
+                )?;
+            }
+        }
         for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
             writeln!(
                 f,
@@ -400,4 +521,9 @@ impl fmt::Display for AuditReport {
         }
         Ok(())
     }
+}
+
+fn ids(ids: &[Bson]) -> String {
+    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    ids.join(", ")
 }

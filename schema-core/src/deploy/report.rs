@@ -45,8 +45,9 @@ impl Schema {
     }
 
     /// The collections and relationships as a Mermaid flowchart: references (solid), extended
-    /// references (dotted, with the copied fields and strategy), subsets (thick), and each
-    /// collection's embedded arrays in its box.
+    /// references (dotted, with the copied fields and strategy), subsets and counters (thick),
+    /// parts under their owner's `_id` (a plain line, seed 003's large and cold outcome), and
+    /// each collection's embedded arrays in its box.
     pub fn mermaid(&self) -> String {
         let mut out = String::from("flowchart LR\n");
         for spec in self.collections() {
@@ -96,6 +97,22 @@ impl Schema {
                 );
             }
             for subset in &spec.subsets {
+                if subset.is_counter() {
+                    let _ = writeln!(
+                        out,
+                        "    {} ==>|\"{}: count{} (counter, {})\"| {}",
+                        node(&spec.name),
+                        subset.path,
+                        if subset.filter.is_some() {
+                            " of the matching"
+                        } else {
+                            ""
+                        },
+                        subset.strategy,
+                        node(&subset.child)
+                    );
+                    continue;
+                }
                 let _ = writeln!(
                     out,
                     "    {} ==>|\"{}: newest {}{} (subset, {})\"| {}",
@@ -109,6 +126,15 @@ impl Schema {
                     },
                     subset.strategy,
                     node(&subset.child)
+                );
+            }
+            if let Some(part) = &spec.part_of {
+                let _ = writeln!(
+                    out,
+                    "    {} ---|\"_id: {} part under the same _id (large and cold)\"| {}",
+                    node(&part.owner),
+                    if part.optional { "optional" } else { "one" },
+                    node(&spec.name)
                 );
             }
         }
@@ -156,6 +182,39 @@ pub(crate) struct Relationship {
 pub(crate) fn relationships(schema: &Schema) -> Vec<Relationship> {
     let mut out = Vec::new();
     for spec in schema.collections() {
+        // the parts stored under this collection's `_id` (seed 003's sixth outcome)
+        for part in schema.collections() {
+            let Some(of) = part.part_of.as_ref().filter(|p| p.owner == spec.name) else {
+                continue;
+            };
+            out.push(Relationship {
+                holder: spec.name.clone(),
+                path: "_id".into(),
+                outcome: "reference with the same `_id` in a second collection (large and cold)",
+                other: format!("`{}` (`same_id_as = {}`)", part.name, of.owner_type),
+                bound: format!(
+                    "{} `{}` document per `{}`, under its `_id`; its size is not carried by `{}`",
+                    if of.optional { "at most one" } else { "one" },
+                    part.name,
+                    spec.name,
+                    spec.name
+                ),
+                read_path: format!(
+                    "`{}` alone in listings; the part by the owner's id (`of`, on the `_id` index), or both with `$lookup` on `_id` (`OWNER.lookup()`)",
+                    spec.name
+                ),
+                copies: "none: the part is the only home of its data".into(),
+                atomicity: format!(
+                    "owner and part inserted in one transaction (`OWNER.insert`), deleted together by `schema.delete_source` of the `{}`; `audit` counts orphan parts{}",
+                    spec.name,
+                    if of.optional { "" } else { " and owners without their part" }
+                ),
+                routing: format!(
+                    "sharded by `_id` in both, an owner and its part are routed by the same id; `{}` is read by `_id` alone",
+                    part.name
+                ),
+            });
+        }
         let is_copy = |path: &str| {
             spec.copies.iter().any(|c| c.path == path)
                 || spec.subsets.iter().any(|s| s.path == path)
@@ -281,7 +340,35 @@ pub(crate) fn relationships(schema: &Schema) -> Vec<Relationship> {
                 routing: "copies live with the holder".into(),
             });
         }
-        for subset in &spec.subsets {
+        for subset in spec.subsets.iter().filter(|s| s.is_counter()) {
+            let filter = subset
+                .filter
+                .as_ref()
+                .map_or(String::new(), |f| format!(" matching `{f}`"));
+            let atomicity = match subset.strategy {
+                SyncStrategy::Async => "`add`, `update`, `delete`: child and count in one transaction; any other write of a child: the sync worker recounts the parent (async)",
+                SyncStrategy::Reconcile => "`add`, `update`, `delete`: child and count in one transaction; any other write of a child: recounted by `reconcile`",
+                _ => "`add`, `update`, `delete`: child and count in one transaction (transactional)",
+            };
+            out.push(Relationship {
+                holder: spec.name.clone(),
+                path: subset.path.clone(),
+                outcome: "counter + reference",
+                other: format!("`{}` ({})", subset.child, subset.child_type),
+                bound: format!(
+                    "one integer: the number of children{filter} (`$inc` by the helpers); the children themselves are unbounded in `{}`",
+                    subset.child
+                ),
+                read_path: format!(
+                    "the parent carries the count, no preview; the children through `{}.{}`",
+                    subset.child, subset.parent_field
+                ),
+                copies: format!("a count ({}), recounted by `reconcile` with one aggregation per batch of parents", subset.strategy),
+                atomicity: atomicity.into(),
+                routing: "the count lives with the parent".into(),
+            });
+        }
+        for subset in spec.subsets.iter().filter(|s| !s.is_counter()) {
             let count = subset
                 .count
                 .as_ref()
@@ -325,8 +412,14 @@ pub(crate) fn warnings(schema: &Schema) -> Vec<String> {
         .map(|c| c.name.as_str())
         .collect();
     for spec in schema.collections() {
-        // question 6: a large embedded value read with every read of the parent
-        if let Ok(json) = spec.validator.get_document("$jsonSchema") {
+        // question 6: a large embedded value read with every read of the parent (a part
+        // under its owner's `_id` is that answer already)
+        let json = spec
+            .validator
+            .get_document("$jsonSchema")
+            .ok()
+            .filter(|_| spec.part_of.is_none());
+        if let Some(json) = json {
             if let Ok(properties) = json.get_document("properties") {
                 for (name, property) in properties {
                     let Some(property) = property.as_document() else {
@@ -335,9 +428,10 @@ pub(crate) fn warnings(schema: &Schema) -> Vec<String> {
                     let bound = SizeBound::of(&wrap(name, property));
                     if bound.bytes > LARGE_EMBED_BYTES {
                         out.push(format!(
-                            "`{}.{name}` can hold {} (question 6): if `{}` is often read without it, give it its own document",
+                            "`{}.{name}` can hold {} (question 6): if `{}` is often read without it, give it its own document under the same `_id`: a struct holding it with `#[collection(name = \"...\", same_id_as = <the {} type>)]`",
                             spec.name,
                             crate::human_bytes(bound.bytes),
+                            spec.name,
                             spec.name
                         ));
                     }
@@ -512,7 +606,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
                 .map(move |r| (c.name.clone(), r.field.clone()))
         })
         .collect();
-    if mine.is_empty() && children.is_empty() {
+    if mine.is_empty() && children.is_empty() && spec.part_of.is_none() {
         return;
     }
     let _ = writeln!(out, "### Relationships (seed 003's checklist)\n");
@@ -529,6 +623,13 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         let _ = writeln!(
             out,
             "- **children in `{child}`** through `{child}.{field}` (see `{child}`)"
+        );
+    }
+    if let Some(part) = &spec.part_of {
+        let _ = writeln!(
+            out,
+            "- **a part of `{}`** ({}) stored under its `_id` (`same_id_as`, see `{}`)",
+            part.owner, part.owner_type, part.owner
         );
     }
     out.push('\n');
@@ -629,8 +730,11 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 sort.join(", ")
             },
         );
-        // seed 003, question 6: a large field the hot query never reads
-        if let (false, Some(properties)) = (query.project.is_empty(), properties) {
+        // seed 003, question 6: a large field the hot query never reads (of a collection that
+        // is no part already)
+        if let (false, Some(properties), None) =
+            (query.project.is_empty(), properties, &spec.part_of)
+        {
             for (name, property) in properties {
                 let Some(property) = property.as_document() else {
                     continue;
@@ -639,8 +743,8 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 let large = !bound.is_known() || bound.bytes >= LARGE_FIELD_BYTES;
                 if large && !query.project.iter().any(|p| p == name) {
                     notes.push(format!(
-                        "`{}` leaves out `{name}` ({bound}): large and cold for this query; consider moving it to a second collection under the same `_id` (seed 003, question 6)",
-                        query.name
+                        "`{}` leaves out `{name}` ({bound}): large and cold for this query; consider moving it to a second collection under the same `_id`, `#[collection(name = \"...\", same_id_as = <the {} type>)]` (seed 003, question 6)",
+                        query.name, spec.name
                     ));
                 }
             }

@@ -151,16 +151,34 @@ fn arrows(schema: &Schema) -> Vec<Arrow> {
                 });
             }
         }
+        if let Some(part) = &spec.part_of {
+            if let Some(owner) = index(&part.owner) {
+                out.push(Arrow {
+                    from: owner,
+                    to: from,
+                    kind: "part",
+                    label: format!(
+                        "_id: {} part, same _id (large and cold)",
+                        if part.optional { "optional" } else { "one" }
+                    ),
+                });
+            }
+        }
         for subset in &spec.subsets {
             if let Some(to) = index(&subset.child) {
+                let label = if subset.is_counter() {
+                    format!("{}: counter, {}", subset.path, subset.strategy)
+                } else {
+                    format!(
+                        "{}: newest {} by {}, {}",
+                        subset.path, subset.max, subset.sort_field, subset.strategy
+                    )
+                };
                 out.push(Arrow {
                     from,
                     to,
                     kind: "subset",
-                    label: format!(
-                        "{}: newest {} by {}, {}",
-                        subset.path, subset.max, subset.sort_field, subset.strategy
-                    ),
+                    label,
                 });
             }
         }
@@ -275,6 +293,7 @@ fn diagram(schema: &Schema, out: &mut String) {
 <marker id="head-extended-reference" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b35c00"/></marker>
 <marker id="head-bucket" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#6a1b9a"/></marker>
 <marker id="head-subset" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2e7d32"/></marker>
+<marker id="head-part" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#00838f"/></marker>
 </defs>"##
     );
     // arrows first, so a box hides the part of a line that crosses it; labels last, on top
@@ -449,6 +468,7 @@ svg .reference line, svg .reference path { stroke: #1f5fa8; stroke-width: 1.6; }
 svg .extended-reference line, svg .extended-reference path { stroke: #b35c00; stroke-width: 1.6; stroke-dasharray: 6 4; }
 svg .subset line, svg .subset path { stroke: #2e7d32; stroke-width: 4; }
 svg .bucket line, svg .bucket path { stroke: #6a1b9a; stroke-width: 2.4; stroke-dasharray: 2 3; }
+svg .part line, svg .part path { stroke: #00838f; stroke-width: 2.4; stroke-dasharray: 8 3 2 3; }
 .legend span { margin-right: 1.5rem; }
 .warnings li { margin-bottom: 0.3rem; }
 "#;
@@ -480,7 +500,7 @@ impl Schema {
             all.len(),
             self.sync_graph().edges.len()
         );
-        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy)</span><span style=\"color:#6a1b9a\">┅ bucket (entries per bucket, order)</span><span>bars: worst-case document size against 16 MiB (orange: some field is unbounded, so the bound is a floor)</span></p>\n<div class=\"diagram\">\n");
+        out.push_str("<h2>Diagram</h2>\n<p class=\"legend\"><span style=\"color:#1f5fa8\">━ reference</span><span style=\"color:#b35c00\">╌ extended reference (copied fields, sync strategy)</span><span style=\"color:#2e7d32\">▬ subset (bound, strategy) or counter</span><span style=\"color:#6a1b9a\">┅ bucket (entries per bucket, order)</span><span style=\"color:#00838f\">╍ part under the same _id (large and cold)</span><span>bars: worst-case document size against 16 MiB (orange: some field is unbounded, so the bound is a floor)</span></p>\n<div class=\"diagram\">\n");
         diagram(self, &mut out);
         out.push_str("</div>\n<h2>Warnings</h2>\n");
         let warnings = warnings(self);

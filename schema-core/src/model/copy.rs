@@ -343,7 +343,9 @@ pub struct SubsetSpec {
     pub child: String,
     /// The child's Rust type, for messages.
     pub child_type: String,
-    /// At most this many previews (1: an `Option`, kept with `$set`).
+    /// At most this many previews (1: an `Option`, kept with `$set`); 0 for a `#[counter]`,
+    /// which keeps the count alone (then `path` and `count` are the count field, and
+    /// `sort_field` is empty).
     pub max: u64,
     /// Stored field of the preview and the child that orders them.
     pub sort_field: String,
@@ -386,6 +388,11 @@ impl std::fmt::Debug for PreviewBuilder {
 }
 
 impl SubsetSpec {
+    /// Whether it is a `#[counter]`: the count of the children alone, no previews.
+    pub fn is_counter(&self) -> bool {
+        self.max == 0
+    }
+
     /// A subset at `path` of at most `max` children of `child`, ordered by `sort_field`.
     pub fn new(
         path: impl Into<String>,
@@ -524,6 +531,22 @@ impl fmt::Display for SyncGraph {
             )?;
         }
         for edge in &self.subsets {
+            if edge.subset.is_counter() {
+                writeln!(
+                    f,
+                    "{} -> {}.{} (counter{}, {})",
+                    edge.subset.child,
+                    edge.parent,
+                    edge.subset.path,
+                    if edge.subset.filter.is_some() {
+                        " of the matching"
+                    } else {
+                        ""
+                    },
+                    edge.subset.strategy
+                )?;
+                continue;
+            }
             writeln!(
                 f,
                 "{} -> {}.{} (subset of the newest {}{}, {})",

@@ -197,6 +197,9 @@ pub struct CollectionSpec {
     /// The queries the library sends on this collection (lookups, child pages, fan-outs),
     /// with their fit, as `Schema::build` found them.
     pub library_queries: Vec<crate::query::QuerySpec>,
+    /// `#[collection(same_id_as = Owner)]`: its documents are parts of another collection's,
+    /// each stored under its owner's `_id`.
+    pub part_of: Option<crate::PartSpec>,
 }
 
 /// How many documents a reference field points at.
@@ -294,7 +297,15 @@ impl CollectionSpec {
             change_stream_pre_images: false,
             queries: Vec::new(),
             library_queries: Vec::new(),
+            part_of: None,
         }
+    }
+
+    /// Declares its documents parts of `part`'s owner, each under its owner's `_id` (read by
+    /// that id: the `_id` index serves it, no index of its own).
+    pub fn part_of(mut self, part: crate::PartSpec) -> Self {
+        self.part_of = Some(part);
+        self
     }
 
     /// Adds a declared query.

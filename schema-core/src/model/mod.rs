@@ -1,7 +1,7 @@
 //! The schema model: what the derives describe and `apply` brings about. A collection root's
 //! [`document::CollectionSpec`] (validator, indexes, references, copies), the `$jsonSchema` of
 //! every type ([`bson_schema`]), index descriptions ([`index`]), copied fields and the sync graph
-//! ([`copy`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
+//! ([`copy`]), parts stored under their owner's `_id` ([`part`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
 //! ([`ecosystem`]) and the stored shapes of known serde helpers ([`stored`]).
 
 pub(crate) mod bson_schema;
@@ -10,6 +10,7 @@ pub(crate) mod copy_de;
 pub(crate) mod document;
 pub(crate) mod ecosystem;
 pub(crate) mod index;
+pub(crate) mod part;
 pub(crate) mod size;
 pub(crate) mod sort;
 pub mod stored;

@@ -108,6 +108,13 @@ pub(crate) fn query_shape(
 /// a reference, a page of a parent's children, a fan-out update of a copy.
 pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
     let mut queries = Vec::new();
+    if let Some(part) = &spec.part_of {
+        // `Part::of`, the owner's `$lookup` of its part, the delete with the owner, audit's
+        // orphans: all by the owner's `_id`, on the `_id` index
+        queries.push(
+            QuerySpec::library(format!("part of a {} document by _id", part.owner)).eq("_id"),
+        );
+    }
     for reference in &spec.references {
         if reference.kind == crate::RefKind::Many {
             continue;
@@ -183,10 +190,11 @@ pub(crate) fn source_queries(holder: &str, copy: &crate::CopySpec) -> Vec<QueryS
 /// The queries a subset of another collection sends to its children (`children`'s spec): the
 /// refill of a parent's previews (its children matching the subset's filter, newest first by
 /// the subset's sort) and, when it counts them, their count. The filter's plain equalities are
-/// equalities of the query.
+/// equalities of the query. A counter (a subset without previews) sends the count, and
+/// reconcile's recount of a batch of parents: one aggregation whose `$match` takes the batch's
+/// ids with `$in`.
 pub(crate) fn subset_queries(parent: &str, subset: &crate::SubsetSpec) -> Vec<QuerySpec> {
     let equalities = |mut query: QuerySpec| {
-        query = query.eq(subset.parent_field.clone());
         for (key, value) in subset.filter.iter().flatten() {
             let operator =
                 matches!(value, Bson::Document(d) if d.keys().any(|k| k.starts_with('$')));
@@ -196,19 +204,40 @@ pub(crate) fn subset_queries(parent: &str, subset: &crate::SubsetSpec) -> Vec<Qu
         }
         query
     };
-    let mut queries = vec![equalities(QuerySpec::library(format!(
-        "refill of {parent}.{}",
-        subset.path
-    )))
-    .sort(subset.sort_field.clone(), subset.sort_direction)
-    .limit(subset.max as i64)];
+    let by_parent =
+        |name: String| equalities(QuerySpec::library(name).eq(subset.parent_field.clone()));
+    let mut queries = Vec::new();
+    if subset.is_counter() {
+        queries.push(
+            equalities(QuerySpec::library(format!(
+                "recount of {parent}.{} (reconcile, a batch of parents)",
+                subset.path
+            )))
+            .any_of(
+                subset.parent_field.clone(),
+                crate::relations::subset::reconcile::RECOUNT_BATCH,
+            ),
+        );
+    } else {
+        queries.push(
+            by_parent(format!("refill of {parent}.{}", subset.path))
+                .sort(subset.sort_field.clone(), subset.sort_direction)
+                .limit(subset.max as i64),
+        );
+    }
     if subset.count.is_some() {
-        queries.push(equalities(QuerySpec::library(format!(
-            "count of {parent}.{}",
-            subset.path
-        ))));
+        queries.push(by_parent(format!("count of {parent}.{}", subset.path)));
     }
     queries
+}
+
+/// The query a part collection (`same_id_as`) sends to its owners' collection: the owner of a
+/// part by `_id` (the parts' `$lookup` of their owners, audit's orphans).
+pub(crate) fn owner_queries(part: &CollectionSpec) -> Vec<QuerySpec> {
+    part.part_of
+        .iter()
+        .map(|_| QuerySpec::library(format!("owner of a {} part by _id", part.name)).eq("_id"))
+        .collect()
 }
 
 /// Whether a verdict serves a query in order: a whole-index scan for the order does not serve a

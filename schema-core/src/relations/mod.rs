@@ -1,7 +1,8 @@
 //! Relationships at run time: typed references ([`reference`]), `$lookup`s in both directions
 //! ([`lookup`]), keyset pages of a parent's children ([`page`]), batches of references resolved
 //! with one query ([`resolve`]), and the two patterns that keep related data next to its parent:
-//! subsets with their counts ([`subset`]) and buckets ([`bucket`]); bounded embedded arrays
+//! subsets with their counts and counters ([`subset`]) and buckets ([`bucket`]); parts
+//! stored under their owner's `_id` ([`part`]); bounded embedded arrays
 //! ([`embedded`]) and compare-and-set ([`compare`]).
 //!
 //! `#[derive(Document)]` emits one [`Relation`] constant per `#[reference]` field, named after
@@ -15,6 +16,7 @@ pub(crate) mod embedded;
 pub(crate) mod lookup;
 mod order;
 pub(crate) mod page;
+pub(crate) mod part;
 pub(crate) mod reference;
 mod relation;
 pub(crate) mod resolve;
@@ -23,6 +25,7 @@ pub(crate) mod subset;
 pub use lookup::{Joined, Lookup, RELATED_FIELD};
 pub use order::{ChildOrder, SortKey, Unordered};
 pub use page::{ChildPage, Page, PageCursor, MAX_PAGE_SIZE};
+pub use part::PartOf;
 pub use relation::Relation;
 pub use resolve::Resolved;
 

@@ -48,6 +48,9 @@ pub struct SourceDelete {
     /// `holder.path`. Copies with `on_delete = "keep"` keep their last values; `async` copies
     /// are unset by the sync worker.
     pub copies_unset: Vec<(String, u64)>,
+    /// The parts deleted with the source (`#[collection(same_id_as = Source)]`), per part
+    /// collection: 1 or 0 each.
+    pub parts_deleted: Vec<(String, u64)>,
     /// Transaction attempts.
     pub attempts: u32,
 }
@@ -263,8 +266,8 @@ pub(crate) async fn update_source_in(
     Ok((source, copies_rewritten))
 }
 
-/// [`crate::Schema::delete_source`]: the source's delete and its transactional copies'
-/// `on_delete` in one transaction. Await it; with [`session`](DeleteSource::session) it runs
+/// [`crate::Schema::delete_source`]: the source's delete, its parts' deletes and its
+/// transactional copies' `on_delete` in one transaction. Await it; with [`session`](DeleteSource::session) it runs
 /// inside the caller's transaction.
 #[must_use = "nothing is written until the action is awaited"]
 pub struct DeleteSource<'a> {
@@ -273,6 +276,8 @@ pub struct DeleteSource<'a> {
     collection: &'static str,
     id: Result<Bson>,
     edges: Vec<SyncEdge>,
+    /// The collections of the source's parts (`same_id_as`), deleted by the same `_id`.
+    parts: Vec<String>,
     session: Option<&'a mut ClientSession>,
 }
 
@@ -282,6 +287,7 @@ impl<'a> DeleteSource<'a> {
         graph: &crate::SyncGraph,
         deadline: Duration,
         id: &T::Id,
+        parts: Vec<String>,
     ) -> Self
     where
         T::Id: Serialize,
@@ -293,6 +299,7 @@ impl<'a> DeleteSource<'a> {
             id: crate::model::document::stored_id::<T>(id)
                 .map_err(|e| mongodb::error::Error::from(e).into()),
             edges: transactional_edges(graph, T::COLLECTION),
+            parts,
             session: None,
         }
     }
@@ -321,10 +328,11 @@ impl<'a> std::future::IntoFuture for DeleteSource<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let id = self.id?;
-            let (db, collection, edges) = (self.db, self.collection, self.edges);
+            let (db, collection, edges, parts) = (self.db, self.collection, self.edges, self.parts);
             let (mut report, attempts) =
                 in_transaction_or(db, self.deadline, self.session, |session| {
-                    let (db, id, edges) = (db.clone(), id.clone(), edges.clone());
+                    let (db, id, edges, parts) =
+                        (db.clone(), id.clone(), edges.clone(), parts.clone());
                     Box::pin(async move {
                         let source = db
                             .collection::<BsonDocument>(collection)
@@ -341,9 +349,20 @@ impl<'a> std::future::IntoFuture for DeleteSource<'a> {
                                 }
                             }
                         }
+                        // the parts go with their owner, and an orphan part with the id
+                        let mut parts_deleted = Vec::new();
+                        for part in &parts {
+                            let deleted = db
+                                .collection::<BsonDocument>(part)
+                                .delete_one(doc! { "_id": id.clone() })
+                                .session(&mut *session)
+                                .await?;
+                            parts_deleted.push((part.clone(), deleted.deleted_count));
+                        }
                         Ok(SourceDelete {
                             source,
                             copies_unset,
+                            parts_deleted,
                             attempts: 0,
                         })
                     })

@@ -393,8 +393,37 @@ pub fn copy_specs(cont: &Container) -> TokenStream {
                 .subset(Self::#name.spec(#child_name))
             });
         }
+        // a counter is a subset without previews: the schema describes it as one
+        if let (Some(counter), Some(ident)) = (&field.attrs.counter, field.ident) {
+            let Some(child) = &counter.value.of else {
+                continue;
+            };
+            let name = format_ident!("{}", unraw(ident).to_uppercase());
+            let child_name = type_name(child);
+            out.extend(quote! {
+                .subset(Self::#name.spec(#child_name))
+            });
+        }
     }
     out
+}
+
+/// The check of a `#[counter]` field's type, spanned at it: an integer the library `$inc`s; an
+/// `i64` unless `#[schema(maximum = N)]` bounds it (the children it counts are unbounded, so an
+/// `i32` could overflow).
+fn counter_type(field: &crate::ast::Field) -> TokenStream {
+    let private = private();
+    let ty = field.ty;
+    let bounded = field
+        .attrs
+        .constraints
+        .iter()
+        .any(|c| c.value.keyword == "maximum");
+    if bounded {
+        quote_spanned!(ty.span()=> #private::require_counter::<#ty>())
+    } else {
+        quote_spanned!(ty.span()=> #private::require_unbounded_count::<#ty>())
+    }
 }
 
 fn count_stored(cont: &Container, count: Option<&Ident>) -> Option<String> {
@@ -551,6 +580,39 @@ pub fn consts(cont: &Container) -> TokenStream {
                     #private::Subset::new(#path, #max, #sort, #direction, #count)#count_type #parent #preview_fn #filter #strategy;
             });
         }
+        if let Some(counter) = &field.attrs.counter {
+            let counter = &counter.value;
+            let Some(child) = &counter.of else {
+                continue;
+            };
+            let count_type = counter_type(field);
+            let parent_field = parent_field(counter, child, &quote!(Self));
+            let parent = respan(
+                quote!(.parent(#parent_field)),
+                counter
+                    .via
+                    .as_ref()
+                    .map_or_else(|| child.span(), Ident::span),
+            );
+            let filter = counter.filter.as_ref().map(|f| {
+                let json = &f.json;
+                quote!(.filter(#json))
+            });
+            let strategy = counter.sync.map(|sync| {
+                let sync = format_ident!("{}", sync.variant());
+                quote!(.strategy(#private::SyncStrategy::#sync))
+            });
+            let doc = format!(
+                "The `#[counter]` `{path}`: the number of `{}` children{}, kept by `add` and `delete` (the child and the count in one transaction), recounted by `rebuild` and `Schema::reconcile`.",
+                type_name(child),
+                if counter.filter.is_some() { " matching its filter" } else { "" }
+            );
+            out.extend(quote! {
+                #[doc = #doc]
+                pub const #name: #private::Counter<Self, #child> =
+                    #private::Counter::new(#path).count_type(#count_type) #parent #filter #strategy;
+            });
+        }
         if let Some(embed) = &field.attrs.embed {
             // without `max` (an error), emitted with a placeholder bound next to the error
             let (max, (RefKind::Many, element)) =
@@ -572,7 +634,9 @@ pub fn consts(cont: &Container) -> TokenStream {
     out
 }
 
-/// Type-level checks: a subset's preview is built `From<&Child>`; a bucket's count is a number.
+/// Type-level checks: a subset's (or counter's) child is a collection root holding one reference
+/// to this type (or the one `via` names) and the fields its filter compares; a count is a
+/// number (a counter's an `i64` unless bounded); a bucket's count is a number.
 pub fn checks(cont: &Container) -> TokenStream {
     let private = private();
     let bucket = bucket_fields(cont).map(|b| {
@@ -582,17 +646,26 @@ pub fn checks(cont: &Container) -> TokenStream {
     bucket
         .into_iter()
         .chain(cont.stored_fields().filter_map(|field| {
-            let subset = &field.attrs.subset.as_ref()?.value;
+            // a subset, or a counter (a subset without previews, whose field is the count)
+            let (subset, counted) = match (&field.attrs.subset, &field.attrs.counter) {
+                (Some(subset), _) => (&subset.value, false),
+                (None, Some(counter)) => (&counter.value, true),
+                (None, None) => return None,
+            };
             let child = subset.of.as_ref()?;
-            let preview = copy_shape(field.ty).1;
-            let count = subset.count.as_ref().and_then(|count| {
-                let wanted = unraw(count);
-                let counter = cont
-                    .stored_fields()
-                    .find(|f| f.ident.is_some_and(|i| unraw(i) == wanted))?;
-                let ty = counter.ty;
-                Some(quote_spanned!(count.span()=> #private::require_counter::<#ty>();))
-            });
+            let count = if counted {
+                let check = counter_type(field);
+                Some(quote!(#check;))
+            } else {
+                subset.count.as_ref().and_then(|count| {
+                    let wanted = unraw(count);
+                    let counter = cont
+                        .stored_fields()
+                        .find(|f| f.ident.is_some_and(|i| unraw(i) == wanted))?;
+                    let ty = counter.ty;
+                    Some(quote_spanned!(count.span()=> #private::require_counter::<#ty>();))
+                })
+            };
             // every field the filter compares is stored by the child (a constant, evaluated
             // once; only for non-generic types, whose constants cannot name the parameters)
             let filter = subset
@@ -605,7 +678,8 @@ pub fn checks(cont: &Container) -> TokenStream {
                         .iter()
                         .map(|field| {
                             let message = format!(
-                                "`#[subset(filter)]` compares `{field}`, which `{}` does not store: name a stored field of the child",
+                                "`#[{}(filter)]` compares `{field}`, which `{}` does not store: name a stored field of the child",
+                                if counted { "counter" } else { "subset" },
                                 type_name(child)
                             );
                             quote_spanned! {filter.span=>
@@ -617,7 +691,6 @@ pub fn checks(cont: &Container) -> TokenStream {
                         .collect::<TokenStream>()
                 });
             // (the preview's `From<&C>` is checked where the subset's constant names it)
-            let _ = preview;
             // the child's one reference to this type, as a free constant: `cargo check`
             // evaluates it (the subset's own constant is evaluated only by a build)
             let ident = cont.ident;

@@ -90,11 +90,13 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
     let copies = crate::gen::copies::copy_specs(cont);
+    let part = crate::gen::parts::part_spec(cont);
     // a generic holder's impl does not bound its parameters by `BsonSchema`
     let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
+    let part_owner = crate::gen::parts::owner_impl(cont);
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
         ((Some(field), None), Data::Struct(_)) => {
@@ -109,6 +111,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let identified = identified_impl(cont);
     quote! {
         #child_of
+        #part_owner
         #query_items
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
@@ -125,6 +128,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     #shard_key
                     #references
                     #copies
+                    #part
                     #embedded
                     #buckets
                     #queries
@@ -231,10 +235,12 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
         _ => crate::gen::paths::field_paths(cont, crate::ast::Derive::Document, true),
     };
     let child_of = crate::gen::relations::child_of_impls(cont);
+    let part_owner = crate::gen::parts::owner_impl(cont);
     let queries = crate::gen::queries::fallback_query_items(cont);
     quote! {
         #paths
         #child_of
+        #part_owner
         #queries
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
@@ -281,6 +287,7 @@ pub fn embedded_calls(cont: &Container) -> TokenStream {
             field.attrs.reference.is_none()
                 && field.attrs.extended_ref.is_none()
                 && field.attrs.subset.is_none()
+                && field.attrs.counter.is_none()
                 && field.attrs.flatten.is_none()
                 && field.attrs.custom_serialize.is_none()
                 && field.stored_type().is_none()

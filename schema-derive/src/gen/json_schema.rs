@@ -17,6 +17,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let mut type_checks = crate::gen::checks::constraint_checks(cont);
     type_checks.extend(crate::gen::relations::id_type_checks(cont));
     type_checks.extend(crate::gen::copies::checks(cont));
+    type_checks.extend(crate::gen::parts::checks(cont));
     let root = derive == Derive::Document;
     let closed = cont
         .attrs

@@ -4,6 +4,7 @@ pub mod checks;
 pub mod copies;
 pub mod document;
 pub mod json_schema;
+pub mod parts;
 pub mod paths;
 pub mod queries;
 pub mod relations;

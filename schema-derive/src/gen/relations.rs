@@ -87,7 +87,8 @@ pub fn relation_consts(cont: &Container) -> TokenStream {
         .collect();
     let mut consts = consts;
     consts.extend(extended_relation_consts(cont));
-    let more = crate::gen::copies::consts(cont);
+    let mut more = crate::gen::copies::consts(cont);
+    more.extend(crate::gen::parts::consts(cont));
     if consts.is_empty() && more.is_empty() {
         return TokenStream::new();
     }

@@ -16,10 +16,12 @@ use crate::sync::transaction::TRANSACTION_DEADLINE;
 use crate::{Document, Error, Ref, Result, SchemaError, SyncStrategy};
 
 mod action;
+mod counter;
 pub(crate) mod reconcile;
 mod rule;
 
 pub use action::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
+pub use counter::Counter;
 
 pub use reconcile::SubsetReconcile;
 pub use rule::PreviewFn;
@@ -434,7 +436,9 @@ where
     fn update_for_bson(&self, preview: Bson) -> (Option<BsonDocument>, BsonDocument) {
         let mut update = BsonDocument::new();
         let mut condition = None;
-        if self.max == 1 {
+        if self.max == 0 {
+            // a counter: the count alone
+        } else if self.max == 1 {
             let key = format!("{}.{}", self.path, self.sort_field);
             let value = preview
                 .as_document()

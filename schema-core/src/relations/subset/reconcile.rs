@@ -9,7 +9,7 @@ use std::time::Duration;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use super::rule::{SubsetRule, Verdict};
+use super::rule::{SubsetRule, SubsetState, Verdict};
 use crate::model::copy::SyncStrategy;
 use crate::model::document::CollectionSpec;
 use crate::sync::retry::{Backoff, ErrorClass};
@@ -24,6 +24,9 @@ pub struct SubsetReconcile {
     pub subset: String,
     /// Its strategy (`transactional`, `async` or `reconcile`).
     pub strategy: Option<SyncStrategy>,
+    /// A `#[counter]` (the count alone, recounted a batch of parents at a time), not a subset
+    /// with previews.
+    pub counter: bool,
     /// Parent documents read.
     pub checked: u64,
     /// Parents whose previews or count differed from their children.
@@ -41,8 +44,9 @@ impl fmt::Display for SubsetReconcile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (subset, {}): {} checked, {} drifted, {} repaired",
+            "{} ({}, {}): {} checked, {} drifted, {} repaired",
             self.subset,
+            if self.counter { "counter" } else { "subset" },
             self.strategy.map_or("?", SyncStrategy::as_str),
             self.checked,
             self.drifted,
@@ -130,6 +134,7 @@ pub(crate) async fn reconcile(
         let mut figures = SubsetReconcile {
             subset: format!("{}.{}", rule.parents, rule.path),
             strategy: Some(rule.strategy),
+            counter: !rule.keeps_previews(),
             ..Default::default()
         };
         reconcile_one(db, rule, dry_run, fence, &mut figures).await?;
@@ -138,9 +143,15 @@ pub(crate) async fn reconcile(
     Ok(out)
 }
 
+/// Parents compared per aggregation of a counter's recount (and the most ids its `$in`
+/// holds).
+pub(crate) const RECOUNT_BATCH: usize = 500;
+
 /// The parents of one subset, read as one stream in `_id` order (the subset and count fields
-/// only), each compared with one indexed query of its children. When the stream breaks on a
-/// transient error it is opened again after the last parent done, with back-off.
+/// only). A subset's parent is compared with one indexed query of its children; a counter's
+/// parents are compared a batch at a time, the counts of a batch read with one indexed
+/// aggregation ([`SubsetRule::counts`]). When the stream breaks on a transient error it is
+/// opened again after the last parent done, with back-off.
 async fn reconcile_one(
     db: &Database,
     rule: &SubsetRule,
@@ -153,6 +164,11 @@ async fn reconcile_one(
     if let Some(count) = &rule.count {
         projection.insert(count.as_ref(), 1);
     }
+    let batch_size = if rule.keeps_previews() {
+        1
+    } else {
+        RECOUNT_BATCH
+    };
     let mut after: Option<Bson> = None;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut failures_in_a_row = 0;
@@ -167,38 +183,34 @@ async fn reconcile_one(
             .await
         {
             Err(error) => Some(crate::Error::from(error)),
-            Ok(mut cursor) => loop {
-                let parent = match cursor.advance().await {
-                    Ok(true) => match cursor.deserialize_current() {
-                        Ok(parent) => parent,
-                        Err(error) => break Some(error.into()),
-                    },
-                    Ok(false) => break None,
-                    Err(error) => break Some(error.into()),
-                };
-                match rule.repair(db, &parent, dry_run, fence).await {
-                    Ok(verdict) => {
-                        figures.checked += 1;
-                        match verdict {
-                            Verdict::Current => {}
-                            Verdict::Repaired => {
-                                figures.drifted += 1;
-                                if !dry_run {
-                                    figures.repaired += 1;
-                                }
-                            }
-                            Verdict::ChangedMeanwhile => {
-                                figures.drifted += 1;
-                                figures.changed_meanwhile += 1;
-                            }
-                        }
-                        after = parent.get("_id").cloned();
-                        failures_in_a_row = 0;
-                        backoff.reset();
+            Ok(mut cursor) => {
+                let mut batch: Vec<BsonDocument> = Vec::new();
+                loop {
+                    let (next, end) = match cursor.advance().await {
+                        Ok(true) => match cursor.deserialize_current() {
+                            Ok(parent) => (Some(parent), None),
+                            Err(error) => (None, Some(Some(error.into()))),
+                        },
+                        Ok(false) => (None, Some(None)),
+                        Err(error) => (None, Some(Some(error.into()))),
+                    };
+                    batch.extend(next);
+                    if batch.len() < batch_size && end.is_none() {
+                        continue;
                     }
-                    Err(error) => break Some(error),
+                    // the parents read before a break are compared: they are done
+                    let done = compare(db, rule, &batch, dry_run, fence, figures, &mut after).await;
+                    batch.clear();
+                    match (done, end) {
+                        (Err(error), _) => break Some(error),
+                        (Ok(()), Some(end)) => break end,
+                        (Ok(()), None) => {
+                            failures_in_a_row = 0;
+                            backoff.reset();
+                        }
+                    }
                 }
-            },
+            }
         };
         let Some(error) = broke else { return Ok(()) };
         failures_in_a_row += 1;
@@ -209,4 +221,68 @@ async fn reconcile_one(
         figures.resumed += 1;
         tokio::time::sleep(backoff.next_wait()).await;
     }
+}
+
+/// Compares (and repairs) the parents of `batch`, in order, moving `after` past each one done.
+async fn compare(
+    db: &Database,
+    rule: &SubsetRule,
+    batch: &[BsonDocument],
+    dry_run: bool,
+    fence: Option<(&crate::sync::fence::Fence, usize)>,
+    figures: &mut SubsetReconcile,
+    after: &mut Option<Bson>,
+) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    // a counter's batch: every count with one aggregation (an id a filter would run as a
+    // query is left out of the `$in`, and that parent is recounted alone)
+    let counts = if rule.keeps_previews() {
+        None
+    } else {
+        let ids: Vec<Bson> = batch
+            .iter()
+            .filter_map(|p| p.get("_id"))
+            .filter(|id| crate::relations::reference::refuse_hostile_id("a parent id", id).is_ok())
+            .cloned()
+            .collect();
+        Some((rule.counts(db, &ids).await?, ids))
+    };
+    for parent in batch {
+        let id = parent.get("_id");
+        let counted = counts.as_ref().and_then(|(counts, ids)| {
+            let id = id?;
+            ids.contains(id).then(|| {
+                let n = counts.get(&crate::sync::id_key(id)).copied().unwrap_or(0);
+                SubsetState {
+                    previews: Bson::Null,
+                    count: Some(rule.count_type.value(n)),
+                }
+            })
+        });
+        let verdict = match counted {
+            Some(expected) => {
+                rule.repair_with(db, parent, &expected, dry_run, fence)
+                    .await
+            }
+            None => rule.repair(db, parent, dry_run, fence).await,
+        }?;
+        figures.checked += 1;
+        match verdict {
+            Verdict::Current => {}
+            Verdict::Repaired => {
+                figures.drifted += 1;
+                if !dry_run {
+                    figures.repaired += 1;
+                }
+            }
+            Verdict::ChangedMeanwhile => {
+                figures.drifted += 1;
+                figures.changed_meanwhile += 1;
+            }
+        }
+        *after = id.cloned();
+    }
+    Ok(())
 }

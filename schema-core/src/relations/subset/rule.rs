@@ -26,8 +26,9 @@ pub(crate) struct SubsetRule {
     pub parents: Cow<'static, str>,
     /// The child collection.
     pub children: Cow<'static, str>,
-    /// The subset's stored path in the parent.
+    /// The subset's stored path in the parent (a counter's: its count field).
     pub path: Cow<'static, str>,
+    /// At most this many previews; 0 for a `#[counter]`, which keeps the count alone.
     pub max: u64,
     pub sort_field: Cow<'static, str>,
     pub sort_direction: i32,
@@ -77,6 +78,50 @@ impl SubsetRule {
     /// `parents.path`: the subset's name in reports and failure records.
     pub fn label(&self) -> String {
         format!("{}.{}", self.parents, self.path)
+    }
+
+    /// Whether it keeps previews (a subset) or only the count (a `#[counter]`).
+    pub fn keeps_previews(&self) -> bool {
+        self.max > 0
+    }
+
+    /// The counts of the (matching) children of each of `parents`, by
+    /// [`crate::sync::id_key`]: one aggregation (`$match` on the parent field with `$in`, then
+    /// `$group`), served by the index of the parent field. A parent without children is absent.
+    pub async fn counts(
+        &self,
+        db: &Database,
+        parents: &[Bson],
+    ) -> Result<std::collections::HashMap<String, u64>> {
+        let mut filter = doc! { self.parent_field.as_ref(): { "$in": parents.to_vec() } };
+        if let Some(extra) = &self.filter {
+            for (key, value) in extra {
+                filter.insert(key.clone(), value.clone());
+            }
+        }
+        let group = format!("${}", self.parent_field);
+        let rows: Vec<BsonDocument> = db
+            .collection::<BsonDocument>(&self.children)
+            .aggregate([
+                doc! { "$match": filter },
+                doc! { "$group": { "_id": group, "n": { "$sum": 1 } } },
+            ])
+            .await?
+            .try_collect()
+            .await?;
+        let mut counts = std::collections::HashMap::new();
+        for row in rows {
+            let n = match row.get("n") {
+                Some(Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(Bson::Double(n)) => *n as u64,
+                _ => 0,
+            };
+            if let Some(id) = row.get("_id") {
+                *counts.entry(crate::sync::id_key(id)).or_insert(0) += n;
+            }
+        }
+        Ok(counts)
     }
 
     /// Whether `child` is previewed and counted: it matches every equality of the filter, with
@@ -145,6 +190,8 @@ impl SubsetRule {
             .sort(self.sort())
             .limit(self.max as i64);
         let newest: Vec<BsonDocument> = match session.as_deref_mut() {
+            // a counter has no previews to read (and `limit(0)` would mean no limit)
+            _ if !self.keeps_previews() => Vec::new(),
             Some(session) => {
                 let mut cursor = find.session(&mut *session).await?;
                 let mut out = Vec::new();
@@ -159,16 +206,16 @@ impl SubsetRule {
             .iter()
             .map(|child| (self.preview)(child))
             .collect::<Result<Vec<Bson>>>()?;
-        let previews = if self.max == 1 {
-            previews.pop().unwrap_or(Bson::Null)
-        } else {
-            Bson::Array(previews)
+        let previews = match self.max {
+            0 => Bson::Null,
+            1 => previews.pop().unwrap_or(Bson::Null),
+            _ => Bson::Array(previews),
         };
         let count = match &self.count {
             None => None,
             Some(_) if !count => None,
             // fewer than `max`: the query above saw them all
-            Some(_) if (newest.len() as u64) < self.max => {
+            Some(_) if self.keeps_previews() && (newest.len() as u64) < self.max => {
                 Some(self.count_type.value(newest.len() as u64))
             }
             Some(_) => {
@@ -184,9 +231,13 @@ impl SubsetRule {
     }
 
     /// The parent update that writes `previews` and moves the count by `delta` (`$inc`, so
-    /// that concurrent changes of the count add up).
-    pub fn refill_update(&self, previews: Bson, delta: i64) -> BsonDocument {
-        let mut update = doc! { "$set": { self.path.as_ref(): previews } };
+    /// that concurrent changes of the count add up); `None` when there is nothing to write (a
+    /// counter whose count does not move).
+    pub fn refill_update(&self, previews: Bson, delta: i64) -> Option<BsonDocument> {
+        let mut update = BsonDocument::new();
+        if self.keeps_previews() {
+            update.insert("$set", doc! { self.path.as_ref(): previews });
+        }
         if let (Some(count), true) = (&self.count, delta != 0) {
             let delta = match self.count_type {
                 CounterType::Int32 => {
@@ -196,12 +247,15 @@ impl SubsetRule {
             };
             update.insert("$inc", doc! { count.as_ref(): delta });
         }
-        update
+        (!update.is_empty()).then_some(update)
     }
 
     /// The parent update that writes `state` whole (previews and count).
     pub fn set_update(&self, state: &SubsetState) -> BsonDocument {
-        let mut set = doc! { self.path.as_ref(): state.previews.clone() };
+        let mut set = BsonDocument::new();
+        if self.keeps_previews() {
+            set.insert(self.path.as_ref(), state.previews.clone());
+        }
         if let (Some(count), Some(value)) = (&self.count, &state.count) {
             set.insert(count.as_ref(), value.clone());
         }
@@ -232,12 +286,19 @@ impl SubsetRule {
         }
         let parent_collection = db.collection::<BsonDocument>(&self.parents);
         for (parent, delta) in parents {
+            // a counter's parent changes only when its count moves
+            if !self.keeps_previews() && delta == 0 {
+                continue;
+            }
             let state = self.read(db, Some(&mut *session), &parent, false).await?;
+            let Some(update) = self.refill_update(state.previews, delta) else {
+                continue;
+            };
             parent_collection
                 .update_one(
                     // compared as a value whatever it holds
                     doc! { "_id": { "$eq": parent } },
-                    self.refill_update(state.previews, delta),
+                    update,
                 )
                 .session(&mut *session)
                 .await?;
@@ -255,13 +316,14 @@ impl SubsetRule {
     /// Whether `parent` (a stored parent document) shows `expected`.
     pub fn is_current(&self, parent: &BsonDocument, expected: &SubsetState) -> bool {
         let stored = crate::sync::get_path(parent, &self.path);
-        let previews_ok = match (&expected.previews, stored.as_ref()) {
-            (Bson::Null, None | Some(Bson::Null)) => true,
-            (Bson::Array(want), None) => want.is_empty(),
-            (Bson::Array(want), Some(Bson::Array(have))) => same_previews(self, want, have),
-            (want, Some(have)) => want == have,
-            _ => false,
-        };
+        let previews_ok = !self.keeps_previews()
+            || match (&expected.previews, stored.as_ref()) {
+                (Bson::Null, None | Some(Bson::Null)) => true,
+                (Bson::Array(want), None) => want.is_empty(),
+                (Bson::Array(want), Some(Bson::Array(have))) => same_previews(self, want, have),
+                (want, Some(have)) => want == have,
+                _ => false,
+            };
         let count_ok = match (&self.count, &expected.count) {
             (Some(count), Some(want)) => crate::sync::get_path(parent, count)
                 .is_some_and(|have| numbers_equal(&have, want) == Some(true)),
@@ -288,14 +350,32 @@ impl SubsetRule {
             return Ok(Verdict::Current);
         };
         let expected = self.state(db, None, id).await?;
-        if self.is_current(parent, &expected) {
+        self.repair_with(db, parent, &expected, dry_run, fence)
+            .await
+    }
+
+    /// [`SubsetRule::repair`] of a parent whose state its children were read to say
+    /// (`expected`, say by [`SubsetRule::counts`] for a batch of parents).
+    pub(crate) async fn repair_with(
+        &self,
+        db: &Database,
+        parent: &BsonDocument,
+        expected: &SubsetState,
+        dry_run: bool,
+        fence: Option<(&crate::sync::fence::Fence, usize)>,
+    ) -> Result<Verdict> {
+        let Some(id) = parent.get("_id") else {
+            return Ok(Verdict::Current);
+        };
+        if self.is_current(parent, expected) {
             return Ok(Verdict::Current);
         }
         if dry_run {
             return Ok(Verdict::Repaired);
         }
         let mut filter = doc! { "_id": id.clone() };
-        for path in std::iter::once(&self.path).chain(&self.count) {
+        let previews = self.keeps_previews().then_some(&self.path);
+        for path in previews.into_iter().chain(&self.count) {
             let observed = match crate::sync::get_path(parent, path) {
                 Some(value) => doc! { "$eq": value },
                 None => doc! { "$exists": false },
@@ -451,11 +531,43 @@ mod tests {
         let r = rule(None);
         assert_eq!(
             r.refill_update(Bson::Array(vec![]), -1),
-            doc! { "$set": { "recent": [] }, "$inc": { "active": -1_i32 } }
+            Some(doc! { "$set": { "recent": [] }, "$inc": { "active": -1_i32 } })
         );
         assert_eq!(
             r.refill_update(Bson::Null, 0),
-            doc! { "$set": { "recent": null } }
+            Some(doc! { "$set": { "recent": null } })
+        );
+    }
+
+    /// A counter (`max` 0) writes its count alone: no preview field, and nothing at all when
+    /// the count does not move.
+    #[test]
+    fn a_counter_writes_its_count_alone() {
+        let counter = SubsetRule {
+            path: "active".into(),
+            max: 0,
+            sort_field: "".into(),
+            ..rule(None)
+        };
+        assert!(!counter.keeps_previews());
+        assert_eq!(
+            counter.refill_update(Bson::Null, 1),
+            Some(doc! { "$inc": { "active": 1_i32 } })
+        );
+        assert_eq!(counter.refill_update(Bson::Null, 0), None);
+        let state = SubsetState {
+            previews: Bson::Null,
+            count: Some(Bson::Int32(2)),
+        };
+        assert_eq!(
+            counter.set_update(&state),
+            doc! { "$set": { "active": 2_i32 } }
+        );
+        assert!(counter.is_current(&doc! { "active": 2_i64 }, &state));
+        assert!(!counter.is_current(&doc! { "active": 3 }, &state));
+        assert!(
+            !counter.is_current(&doc! {}, &state),
+            "a missing count is drift"
         );
     }
 
