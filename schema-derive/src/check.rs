@@ -844,6 +844,7 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         multikey_paths: multikey.clone(),
         // the most any release serves: `Schema::build` checks with the schema's own rules
         rules: mongo_schema_planner::ServerRules::Mongod81,
+        ..QueryShape::default()
     };
     let mut shape = shape;
     if query.pages && !shape.sort.iter().any(|(p, _)| p == "_id") {

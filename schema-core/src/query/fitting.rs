@@ -101,6 +101,7 @@ pub(crate) fn query_shape(
         collation: None,
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
         rules,
+        ..QueryShape::default()
     }
 }
 
