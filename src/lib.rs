@@ -392,7 +392,7 @@ pub mod relations {
 /// copies and their sync graph, bounds and document sizes.
 pub mod spec {
     pub use mongo_schema_core::{
-        human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
+        human_bytes, BoundedCollection, Collation, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
         IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SortDirection,
         SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
         ValidationLevel, MAX_DOCUMENT_BYTES,
@@ -422,7 +422,8 @@ pub mod prelude {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Document,
+        BoundedCollection, BsonSchema, Bucket, Collation, CollectionSpec, CopyShape, CopySpec,
+        Document,
         EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator, OnDelete,
         Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec, SyncStrategy,
         ValidationAction, ValidationLevel,

@@ -13,6 +13,9 @@ use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
+mod collation;
+pub use collation::Collation;
+
 /// A value with the tokens it came from, so later checks can point at them.
 #[derive(Clone)]
 pub struct Sp<T> {
@@ -128,6 +131,8 @@ pub struct Collection {
     pub validation_action: Option<Sp<String>>,
     pub additional_properties: Option<Sp<bool>>,
     pub shard_key: Option<Sp<Vec<IndexKey>>>,
+    /// `collation(...)`: the collection's default collation.
+    pub collation: Option<Sp<Collation>>,
 }
 
 /// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
@@ -144,6 +149,8 @@ pub struct Query {
     pub index: Option<Sp<String>>,
     /// `pages`: read in keyset pages, `_id` appended to the sort as the tie-break.
     pub pages: bool,
+    /// `collation(...)`: the query's collation.
+    pub collation: Option<Sp<Collation>>,
 }
 
 pub struct Index {
@@ -153,6 +160,8 @@ pub struct Index {
     pub partial: Option<Sp<String>>,
     pub expire_after_secs: Option<Sp<u64>>,
     pub name: Option<Sp<String>>,
+    /// `collation(...)`: the index's collation.
+    pub collation: Option<Sp<Collation>>,
 }
 
 #[derive(Clone)]
@@ -457,6 +466,7 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
     let mut action = Slot::new(cx, "collection", VALIDATION_ACTION);
     let mut additional = Slot::new(cx, "collection", ADDITIONAL_PROPERTIES);
     let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
+    let mut collation = Slot::new(cx, "collection", COLLATION);
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
             let parsed = string(&value(&meta)?, "name = \"tickets\"").and_then(|lit| {
@@ -481,6 +491,9 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         } else if meta.path == SHARD_KEY {
             let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
             shard_key.set_or_poison(&meta.path, parsed);
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -492,6 +505,7 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
                     "validation_action",
                     "additional_properties",
                     "shard_key",
+                    "collation",
                 ],
             )?;
         }
@@ -503,6 +517,7 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         validation_action: action.get(),
         additional_properties: additional.get(),
         shard_key: shard_key.get(),
+        collation: collation.get(),
     }
 }
 
@@ -513,6 +528,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
     let mut partial = Slot::new(cx, "index", PARTIAL);
     let mut expire = Slot::new(cx, "index", EXPIRE_AFTER_SECS);
     let mut name = Slot::new(cx, "index", NAME);
+    let mut collation = Slot::new(cx, "index", COLLATION);
     parse_all(cx, attr, |meta| {
         if meta.path == KEYS {
             let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
@@ -550,6 +566,9 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
                 Ok((lit.to_token_stream(), lit.value()))
             });
             name.set_or_poison(&meta.path, parsed);
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -562,6 +581,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
                     "partial",
                     "expire_after_secs",
                     "name",
+                    "collation",
                 ],
             )?;
         }
@@ -574,6 +594,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
         partial: partial.get(),
         expire_after_secs: expire.get(),
         name: name.get(),
+        collation: collation.get(),
     }
 }
 
@@ -584,6 +605,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     let mut index = Slot::new(cx, "query", INDEX);
     let mut sort = Slot::new(cx, "query", SORT);
     let mut pages = Slot::new(cx, "query", PAGES);
+    let mut collation = Slot::new(cx, "query", COLLATION);
     let mut query = Query::default();
     // a condition written, even one that failed to parse (its own error says why)
     let mut conditions_written = false;
@@ -679,13 +701,25 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
             index.set_or_poison(&meta.path, parsed);
         } else if meta.path == PAGES {
             pages.set(&meta.path, ());
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
                 &meta,
                 "query",
                 &[
-                    "name", "eq", "any_of", "range", "sort", "limit", "project", "index", "pages",
+                    "name",
+                    "eq",
+                    "any_of",
+                    "range",
+                    "sort",
+                    "limit",
+                    "project",
+                    "index",
+                    "pages",
+                    "collation",
                 ],
             )?;
         }
@@ -706,6 +740,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     });
     query.index = index.get();
     query.pages = pages.get().is_some();
+    query.collation = collation.get();
     query.sort = sort.get().map(|s| s.value).unwrap_or_default();
     if query.name.is_none() {
         cx.error_spanned_by(

@@ -798,12 +798,21 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
             .name
             .as_ref()
             .map_or(default, |n| n.value.clone());
-        (name == wanted.value && index.value.partial.is_none()).then_some((name, stored, keys))
+        (name == wanted.value && index.value.partial.is_none())
+            .then_some((name, stored, keys, index.value.collation.as_ref()))
     });
-    let Some((name, keys, key_tokens)) = found else {
+    let Some((name, keys, key_tokens, index_collation)) = found else {
         let _ = silent.check();
         return;
     };
+    // another collation than the index's: which keys hold strings is `Schema::build`'s to
+    // tell (it reads the validator), so the fit waits for it
+    if effective_collation(cont, query.collation.as_ref())
+        != effective_collation(cont, index_collation)
+    {
+        let _ = silent.check();
+        return;
+    }
     if key_tokens
         .value
         .iter()
@@ -881,6 +890,33 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
             esr.join(", ")
         ),
     );
+}
+
+/// The collation a query or an index of the container runs under, as text: its own, or the
+/// collection's default (`None`: the simple collation).
+fn effective_collation(
+    cont: &Container,
+    own: Option<&crate::attr::Sp<crate::attr::Collation>>,
+) -> Option<String> {
+    let collation = own.or_else(|| {
+        cont.attrs
+            .collection
+            .as_ref()
+            .and_then(|c| c.value.collation.as_ref())
+    })?;
+    let c = &collation.value;
+    (c.locale != "simple").then(|| {
+        format!(
+            "{}/{:?}/{:?}/{:?}/{:?}/{:?}/{:?}",
+            c.locale,
+            c.strength,
+            c.case_level,
+            c.case_first,
+            c.numeric_ordering,
+            c.alternate,
+            c.backwards
+        )
+    })
 }
 
 /// A number or a date the user stores as a string (`#[schema(stored_as = String)]`): its text

@@ -99,12 +99,19 @@ async fn send(db: &Database, action: &Action) -> mongodb::error::Result<()> {
             validator,
             level,
             action,
-        } => doc! {
-            "create": collection,
-            "validator": validator.clone(),
-            "validationLevel": level.as_str(),
-            "validationAction": action.as_str(),
-        },
+            collation,
+        } => {
+            let mut create = doc! {
+                "create": collection,
+                "validator": validator.clone(),
+                "validationLevel": level.as_str(),
+                "validationAction": action.as_str(),
+            };
+            if let Some(collation) = collation {
+                create.insert("collation", collation.to_document());
+            }
+            create
+        }
         Action::UpdateValidator {
             collection,
             validator,

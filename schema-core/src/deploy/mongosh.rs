@@ -114,10 +114,14 @@ pub(crate) fn script(
         };
         let mut coll_mod = doc! { "collMod": &spec.name };
         coll_mod.extend(options.clone());
+        let mut create = options;
+        if let Some(collation) = &spec.collation {
+            create.insert("collation", collation.to_document());
+        }
         let _ = writeln!(
             out,
             "if (!db.getCollectionNames().includes({name})) db.createCollection({name}, {});",
-            ejson(options)
+            ejson(create)
         );
         let _ = writeln!(out, "else db.runCommand({});", ejson(coll_mod));
         for index in &spec.indexes {

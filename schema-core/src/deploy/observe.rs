@@ -52,6 +52,8 @@ pub struct ObservedCollection {
     pub shard_key: Option<Document>,
     /// `options.changeStreamPreAndPostImages.enabled`.
     pub pre_images: bool,
+    /// `options.collation`: the collection's default collation (`None`: the simple one).
+    pub collation: Option<Document>,
 }
 
 impl ObservedCollection {
@@ -83,6 +85,9 @@ impl ObservedCollection {
                 .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok())
                 .and_then(|p| p.get_bool("enabled").ok())
                 .unwrap_or(false),
+            collation: options
+                .and_then(|o| o.get_document("collation").ok())
+                .cloned(),
         }
     }
 

@@ -28,6 +28,8 @@ pub enum Action {
         level: ValidationLevel,
         /// `validationAction`.
         action: ValidationAction,
+        /// The collection's default collation (`collation`), which mongod cannot change later.
+        collation: Option<crate::Collation>,
     },
     /// `collMod` to the schema's validator, level and action.
     UpdateValidator {
@@ -98,10 +100,16 @@ impl Action {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Action::CreateCollection { collection, level, action, .. } => write!(
-                f,
-                "create collection `{collection}` with its validator (level {level}, action {action})"
-            ),
+            Action::CreateCollection { collection, level, action, collation, .. } => {
+                write!(
+                    f,
+                    "create collection `{collection}` with its validator (level {level}, action {action})"
+                )?;
+                match collation {
+                    Some(collation) => write!(f, " and the default collation {collation}"),
+                    None => Ok(()),
+                }
+            }
             Action::UpdateValidator { collection, changes, violations, .. } => {
                 write!(f, "collMod `{collection}`: {}", changes.join("; "))?;
                 match violations {
@@ -157,6 +165,18 @@ pub enum Warning {
         violations: Violations,
         /// What was done.
         decision: OnViolations,
+    },
+    /// The collection's default collation on the server is not the declared one (a collection
+    /// created before its `#[collection(collation(...))]`, or by someone else). mongod cannot
+    /// change it: the library sends the declared collation with every index it creates and
+    /// every declared query it runs, so only queries written by hand see the server's default.
+    CollationDiffers {
+        /// Collection name.
+        collection: String,
+        /// The declared default collation (`None`: the simple collation).
+        declared: Option<crate::Collation>,
+        /// The server's (`options.collation` of `listCollections`; `None`: the simple one).
+        server: Option<Document>,
     },
     /// A name of the schema is a view or time-series collection on the server.
     NotACollection {
@@ -420,6 +440,12 @@ impl fmt::Display for Warning {
                 f,
                 "`{collection}` is a {kind} on the server, not a collection; left alone"
             ),
+            Warning::CollationDiffers { collection, declared, server } => write!(
+                f,
+                "`{collection}` has the default collation {} on the server, not the declared {}: mongod cannot change a collection's default collation (recreate the collection to change it); the library sends the declared collation with every index and declared query, so only queries written by hand see the server's",
+                server.as_ref().map_or_else(|| "simple".to_owned(), ToString::to_string),
+                declared.as_ref().map_or_else(|| "simple one".to_owned(), ToString::to_string)
+            ),
             Warning::SameVersionChanged { version, recorded_fingerprint, fingerprint } => write!(
                 f,
                 "schema version {version} was recorded with other models (fingerprint {recorded_fingerprint}, now {fingerprint}); applied anyway: give a deployed change a new version number"
@@ -616,6 +642,7 @@ impl Plan {
                 validator: spec.validator.clone(),
                 level: spec.validation_level,
                 action: spec.validation_action,
+                collation: spec.collation.clone(),
             });
             if !spec.indexes.is_empty() {
                 plan.actions.push(Action::CreateIndexes {
@@ -636,6 +663,14 @@ impl Plan {
                 kind: observed.kind.clone(),
             });
             return plan;
+        }
+        if !crate::Collation::same_as_server(spec.collation.as_ref(), observed.collation.as_ref())
+        {
+            plan.warnings.push(Warning::CollationDiffers {
+                collection: spec.name.clone(),
+                declared: spec.collation.clone(),
+                server: observed.collation.clone(),
+            });
         }
         let changes = validator_changes(spec, observed);
         if !changes.is_empty() {

@@ -197,6 +197,9 @@ pub struct CollectionSpec {
     /// The queries the library sends on this collection (lookups, child pages, fan-outs),
     /// with their fit, as `Schema::build` found them.
     pub library_queries: Vec<crate::query::QuerySpec>,
+    /// The collection's default collation (`#[collection(collation(...))]`): created with it,
+    /// and given to every index and declared query that declares none of its own.
+    pub collation: Option<crate::Collation>,
 }
 
 /// How many documents a reference field points at.
@@ -294,13 +297,44 @@ impl CollectionSpec {
             change_stream_pre_images: false,
             queries: Vec::new(),
             library_queries: Vec::new(),
+            collation: None,
         }
     }
 
-    /// Adds a declared query.
-    pub fn query(mut self, query: crate::query::QuerySpec) -> Self {
+    /// Adds a declared query; one that declares no collation gets the collection's.
+    pub fn query(mut self, mut query: crate::query::QuerySpec) -> Self {
+        if query.collation.is_none() {
+            query.collation = self.collation.clone();
+        }
         self.queries.push(query);
         self
+    }
+
+    /// Sets the collection's default collation, and gives it to every index and declared query
+    /// without one of their own (those added before and after): mongod gives a collection's
+    /// default to the indexes and queries that name none, and the library sends it on each, so
+    /// that a server which does not apply a default (SecantusDB) does the same.
+    pub fn collation(mut self, collation: crate::Collation) -> Self {
+        for index in &mut self.indexes {
+            if index.collation.is_none() {
+                index.collation = Some(collation.clone());
+            }
+        }
+        for query in &mut self.queries {
+            if query.collation.is_none() {
+                query.collation = Some(collation.clone());
+            }
+        }
+        self.collation = Some(collation);
+        self
+    }
+
+    /// An index with the collection's collation when it declares none.
+    fn collated(&self, mut index: IndexSpec) -> IndexSpec {
+        if index.collation.is_none() {
+            index.collation = self.collation.clone();
+        }
+        index
     }
 
     /// Sets `validationLevel`.
@@ -435,7 +469,12 @@ impl CollectionSpec {
     /// A declared index with an option is never changed; a shorter declared index left beside
     /// a longer one is reported as redundant by `plan` and the report.
     pub fn require_index(mut self, index: IndexSpec) -> Self {
-        if let Some(existing) = self.indexes.iter_mut().find(|i| i.covers(&index.keys)) {
+        let index = self.collated(index);
+        if let Some(existing) = self
+            .indexes
+            .iter_mut()
+            .find(|i| i.covers(&index.keys) && i.same_collation(&index))
+        {
             existing.merge_reasons(&index);
             return self;
         }
@@ -446,7 +485,11 @@ impl CollectionSpec {
         let mut i = 0;
         while i < self.indexes.len() {
             let old = &self.indexes[i];
-            if !declared(old) && !old.has_declared_name() && index.covers(&old.keys) {
+            if !declared(old)
+                && !old.has_declared_name()
+                && index.covers(&old.keys)
+                && index.same_collation(old)
+            {
                 let old = self.indexes.remove(i);
                 index.merge_reasons(&old);
                 position.get_or_insert(i);
@@ -457,7 +500,9 @@ impl CollectionSpec {
         let extended = self
             .indexes
             .iter_mut()
-            .filter(|i| declared(i) && i.is_plain() && index.covers(&i.keys))
+            .filter(|i| {
+                declared(i) && i.is_plain() && i.same_collation(&index) && index.covers(&i.keys)
+            })
             .max_by_key(|i| i.keys.len());
         match extended {
             Some(target) => {
@@ -476,7 +521,12 @@ impl CollectionSpec {
     /// (the first keeps its name and options; the reasons are combined), so a relationship index
     /// that a declared index already provides is not created twice.
     pub fn index(mut self, index: IndexSpec) -> Self {
-        match self.indexes.iter_mut().find(|i| i.same_keys(&index)) {
+        let index = self.collated(index);
+        match self
+            .indexes
+            .iter_mut()
+            .find(|i| i.same_keys(&index) && i.same_collation(&index))
+        {
             Some(existing) => existing.merge_reasons(&index),
             None => self.indexes.push(index),
         }

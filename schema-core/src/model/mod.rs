@@ -2,9 +2,11 @@
 //! [`document::CollectionSpec`] (validator, indexes, references, copies), the `$jsonSchema` of
 //! every type ([`bson_schema`]), index descriptions ([`index`]), copied fields and the sync graph
 //! ([`copy`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
-//! ([`ecosystem`]) and the stored shapes of known serde helpers ([`stored`]).
+//! ([`ecosystem`]), the stored shapes of known serde helpers ([`stored`]), and how strings
+//! compare ([`collation`]).
 
 pub(crate) mod bson_schema;
+pub(crate) mod collation;
 pub(crate) mod copy;
 pub(crate) mod copy_de;
 pub(crate) mod document;

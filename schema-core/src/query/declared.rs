@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
@@ -46,6 +47,9 @@ pub struct QuerySpec {
     /// that makes every position unique, so the index fitted and derived for the query serves
     /// every page.
     pub pages: bool,
+    /// The collation the query runs under (`#[query(.., collation(...))]`, or the collection's),
+    /// sent with every command that runs it; `None` is the simple collation.
+    pub collation: Option<crate::Collation>,
 }
 
 impl QuerySpec {
@@ -138,6 +142,13 @@ impl QuerySpec {
         self
     }
 
+    /// Runs the query under `collation` (an index serves its string conditions and sort only
+    /// under the same collation).
+    pub fn collation(mut self, collation: crate::Collation) -> Self {
+        self.collation = Some(collation);
+        self
+    }
+
     /// Requires the index named `name`.
     pub fn index(mut self, name: impl Into<String>) -> Self {
         self.index = Some(name.into());
@@ -192,8 +203,16 @@ impl QuerySpec {
         if let Some(limit) = self.limit {
             command.insert("limit", limit);
         }
+        if let Some(collation) = &self.collation {
+            command.insert("collation", collation.to_document());
+        }
         command.insert("comment", self.name.clone());
         command
+    }
+
+    /// The driver's collation option of the query's commands.
+    pub(crate) fn driver_collation(&self) -> Option<mongodb::options::Collation> {
+        self.collation.as_ref().and_then(crate::Collation::to_driver)
     }
 }
 
@@ -417,7 +436,8 @@ where
         let collection = self.db.collection::<Document>(self.collection);
         let count = collection
             .count_documents(filter)
-            .comment(self.spec.name.clone());
+            .comment(self.spec.name.clone())
+            .optional(self.spec.driver_collation(), |count, c| count.collation(c));
         Ok(match self.session {
             Some(session) => count.session(session).await?,
             None => count.await?,
@@ -501,7 +521,8 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
         .find(filter)
         .sort(spec.sort_document())
         .limit(size + 1)
-        .comment(spec.name.clone());
+        .comment(spec.name.clone())
+        .optional(spec.driver_collation(), |find, c| find.collation(c));
     if let Some(projection) = projection {
         find = find.projection(projection);
     }
@@ -596,7 +617,10 @@ where
         } = self;
         Box::pin(async move {
             let collection = db.collection::<Row>(collection);
-            let mut find = collection.find(filter?).comment(spec.name.clone());
+            let mut find = collection
+                .find(filter?)
+                .comment(spec.name.clone())
+                .optional(spec.driver_collation(), |find, c| find.collation(c));
             if !spec.sort.is_empty() {
                 find = find.sort(spec.sort_document());
             }

@@ -80,8 +80,57 @@ pub(crate) fn index_shape(index: &IndexSpec, schema: Option<&Document>) -> Index
         unique: index.unique,
         sparse: index.sparse,
         partial: index.partial_filter.is_some(),
-        collation: None,
+        collation: crate::Collation::planner_key(index.collation.as_ref()),
     }
+}
+
+/// The BSON types a collation never compares (`CollationIndexKey::isCollatableType`: strings,
+/// objects and arrays are collated, symbols too).
+const UNCOLLATED_TYPES: &[&str] = &[
+    "double",
+    "int",
+    "long",
+    "decimal",
+    "date",
+    "timestamp",
+    "objectId",
+    "bool",
+    "binData",
+    "null",
+];
+
+/// The stored paths of `paths` whose every value is of a type no collation compares (a number,
+/// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
+/// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
+/// assumed to hold strings.
+fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) -> Vec<String> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let uncollated_leaf = |leaf: &Document| {
+        let types: Vec<&str> = match leaf.get("bsonType") {
+            Some(Bson::String(t)) => vec![t.as_str()],
+            Some(Bson::Array(ts)) => ts.iter().filter_map(Bson::as_str).collect(),
+            _ => {
+                // an enum of values of its own: collated when one of them is
+                return leaf.get_array("enum").is_ok_and(|values| {
+                    values.iter().all(|v| {
+                        !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_))
+                    })
+                });
+            }
+        };
+        !types.is_empty() && types.iter().all(|t| UNCOLLATED_TYPES.contains(t))
+    };
+    paths
+        .filter(|path| {
+            let leaves = json_schema::schemas_at(schema, path);
+            !leaves.is_empty()
+                && leaves
+                    .iter()
+                    .all(|(leaf, multikey)| !*multikey && uncollated_leaf(leaf))
+        })
+        .collect()
 }
 
 pub(crate) fn query_shape(
@@ -98,8 +147,9 @@ pub(crate) fn query_shape(
             .iter()
             .map(|(path, d)| (path.clone(), dir(*d)))
             .collect(),
-        collation: None,
+        collation: crate::Collation::planner_key(query.collation.as_ref()),
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
+        uncollated_paths: uncollated(schema, query.paths().map(str::to_owned)),
         rules,
         ..QueryShape::default()
     }
@@ -254,9 +304,11 @@ pub(crate) fn fit_collection(
     let mut library = library_queries(spec);
     library.extend(extra);
     // every collection has the `_id_` index, which no spec lists
-    let id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
+    let mut id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
         .name("_id_")
         .unique(true);
+    // mongod gives the `_id` index the collection's default collation
+    id_index.collation = spec.collation.clone();
     // declared queries pinned to an index are checked against it; the others, and the
     // library's, are fitted to the indexes there are, or wait for a derived one
     let mut unserved: Vec<(bool, usize)> = Vec::new();
@@ -330,13 +382,16 @@ pub(crate) fn fit_collection(
         }
     };
     // one index per group of queries that one index serves (a prefix, or the reverse)
-    let derived: Vec<(Document, Vec<String>)> = {
+    let derived: Vec<(Document, Vec<String>, Option<crate::Collation>)> = {
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
             .iter()
             .map(|&at| {
-                let shape = query_shape(&query_of(spec, &library, at), schema, rules);
+                let query = query_of(spec, &library, at);
+                let shape = query_shape(&query, schema, rules);
                 let keys = esr_document(&shape);
-                (index_shape(&IndexSpec::new(keys), schema), shape)
+                let mut index = IndexSpec::new(keys);
+                index.collation = query.collation.clone();
+                (index_shape(&index, schema), shape)
             })
             .collect();
         fit::merge_derived(&wanted)
@@ -351,12 +406,15 @@ pub(crate) fn fit_collection(
                     .iter()
                     .map(|&k| query_of(spec, &library, unserved[k]).name)
                     .collect();
-                (keys, names)
+                // the queries one index serves share its collation: the first one's
+                let collation = query_of(spec, &library, unserved[merged.serves[0]]).collation;
+                (keys, names, collation)
             })
             .collect()
     };
-    for (keys, queries) in derived {
+    for (keys, queries, collation) in derived {
         let mut index = IndexSpec::new(keys).reason(IndexReason::Query { queries });
+        index.collation = collation;
         index.reasons.retain(|r| *r != IndexReason::Declared);
         // a relationship index that is a prefix of the derived one is served by it: one index,
         // both reasons (a fan-out on `customer._id` by `{ customer._id: 1, updatedAt: -1 }`)
@@ -367,7 +425,7 @@ pub(crate) fn fit_collection(
                     IndexReason::Reference { .. } | IndexReason::FanOut { .. }
                 )
             });
-            let absorbed = existing.same_keys(&index)
+            let absorbed = (existing.same_keys(&index) && existing.same_collation(&index))
                 || (relationship_only
                     && !existing.has_declared_name()
                     && existing.is_prefix_of(&index));

@@ -1,6 +1,7 @@
 //! Code generation, one file per generated item.
 
 pub mod checks;
+pub mod collation;
 pub mod copies;
 pub mod document;
 pub mod json_schema;

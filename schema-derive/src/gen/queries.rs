@@ -281,8 +281,22 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
         quote!(.index(#index))
     });
     let pages = query.pages.then(|| quote!(.pages()));
+    // the collection's default is the spec's, given by `CollectionSpec::query`; the function
+    // that runs the query sends the spec it builds here, so it carries the default too
+    let collation = query
+        .collation
+        .as_ref()
+        .map(|c| crate::gen::collation::expr(&c.value))
+        .or_else(|| {
+            cont.attrs
+                .collection
+                .as_ref()
+                .and_then(|c| c.value.collation.as_ref())
+                .map(|c| crate::gen::collation::expr(&c.value))
+        })
+        .map(|c| quote!(.collation(#c)));
     quote! {
-        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #pages #limit #project #index
+        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #pages #limit #project #index #collation
     }
 }
 
