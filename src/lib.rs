@@ -340,7 +340,7 @@ pub use mongo_schema_core::{
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use mongo_schema_core::cli;
-pub use mongo_schema_core::{action, bson, bson_compat, error, migrate, mongodb, testing};
+pub use mongo_schema_core::{action, bson, bson_compat, error, geo, migrate, mongodb, testing};
 
 /// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
 /// declared queries, the planner's fit of a query to an index, and the proof by `explain`.

@@ -785,7 +785,9 @@ fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
         .keys
         .iter()
         .map(|(path, dir)| {
-            let collated = collated(path, index, query);
+            // a geo predicate compares no string: a collation leaves its bounds alone
+            let geo = is_2dsphere(dir) && query.geo.as_ref().is_some_and(|g| g.path == *path);
+            let collated = !geo && collated(path, index, query);
             let measurement = query
                 .time_series
                 .as_ref()
@@ -2638,6 +2640,12 @@ mod tests {
                 q().eq("kind").within("loc"),
                 served(false, 1),
                 "within filtered on a btree index's documents",
+            ),
+            (
+                with(ix("kind:1,loc:2dsphere"), |i| i.collation = Some(s("en/2"))),
+                q().within("loc"),
+                served(false, 1),
+                "a geo predicate compares no string: another collation keeps its bounds",
             ),
             // Rule 9, time series: createBucketsSpecFromTimeseriesSpec, bucket-level predicates,
             // the bounded sort on the time field.

@@ -732,6 +732,12 @@ pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {
     }
 }
 
+pub use crate::geo;
+
+/// Compile-time check of a declared query's `near` or `within`: the field is a GeoJSON point
+/// ([`crate::geo::GeoField`]); spanned at the field by the derive.
+pub const fn require_geo<T: crate::geo::GeoField + ?Sized>() {}
+
 /// Compile-time check of an index key, a sort or a range: the field's stored form orders like
 /// its values ([`Ordered`]); spanned at the key by the derive.
 pub const fn require_ordered<T: Ordered + ?Sized>() {}

@@ -18,6 +18,7 @@ mod concern;
 mod deploy;
 pub mod error;
 mod explain;
+pub mod geo;
 mod json_schema;
 mod lease;
 mod literal;

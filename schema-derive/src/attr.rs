@@ -14,7 +14,9 @@ use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
 mod collation;
+mod geo;
 pub use collation::Collation;
+pub use geo::GeoCondition;
 
 /// A value with the tokens it came from, so later checks can point at them.
 #[derive(Clone)]
@@ -151,6 +153,8 @@ pub struct Query {
     pub pages: bool,
     /// `collation(...)`: the query's collation.
     pub collation: Option<Sp<Collation>>,
+    /// `near(field)` or `within(field)`.
+    pub geo: Option<GeoCondition>,
 }
 
 pub struct Index {
@@ -610,7 +614,13 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     // a condition written, even one that failed to parse (its own error says why)
     let mut conditions_written = false;
     parse_all(cx, attr, |meta| {
-        if meta.path == EQ || meta.path == ANY_OF || meta.path == RANGE || meta.path == SORT {
+        if meta.path == EQ
+            || meta.path == ANY_OF
+            || meta.path == RANGE
+            || meta.path == SORT
+            || meta.path == NEAR
+            || meta.path == WITHIN
+        {
             conditions_written = true;
         }
         if meta.path == NAME {
@@ -704,6 +714,16 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
         } else if meta.path == COLLATION {
             let parsed = collation::parse(cx, &meta);
             collation.set_or_poison(&meta.path, parsed);
+        } else if meta.path == NEAR || meta.path == WITHIN {
+            let condition = geo::parse(&meta)?;
+            if query.geo.is_some() {
+                cx.error_spanned_by(
+                    &condition.tokens,
+                    "a query has one geo condition (`near` or `within`)",
+                );
+            } else {
+                query.geo = Some(condition);
+            }
         } else {
             unknown(
                 cx,
@@ -720,6 +740,8 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
                     "index",
                     "pages",
                     "collation",
+                    "near",
+                    "within",
                 ],
             )?;
         }
@@ -753,6 +775,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
         && query.any_of.is_empty()
         && query.range.is_empty()
         && query.sort.is_empty()
+        && query.geo.is_none()
     {
         cx.error_spanned_by(attr, "`#[query]` declares no condition and no sort: add `eq(..)`, `any_of(..)`, `range(..)` or `sort(..)`");
     }

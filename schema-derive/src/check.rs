@@ -10,6 +10,7 @@ use crate::ast::{Container, Data, Field, RefKind, Repr, Style, Variant};
 use crate::attr::{ExtendedRef, IndexKey, KeyField, KeyKind, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 
+mod geo;
 mod mongod;
 
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
@@ -33,6 +34,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_queries(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
     mongod::check(cx, cont);
+    geo::check(cx, cont);
 }
 
 /// `tag`, `content` and `untagged` describe enums.
@@ -853,6 +855,17 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         multikey_paths: multikey.clone(),
         // the most any release serves: `Schema::build` checks with the schema's own rules
         rules: mongo_schema_planner::ServerRules::Mongod81,
+        geo: query
+            .geo
+            .as_ref()
+            .map(|g| mongo_schema_planner::GeoPredicate {
+                path: resolve_field(&silent, cont, &g.field),
+                kind: if g.near {
+                    mongo_schema_planner::GeoKind::Near
+                } else {
+                    mongo_schema_planner::GeoKind::Within
+                },
+            }),
         ..QueryShape::default()
     };
     let mut shape = shape;

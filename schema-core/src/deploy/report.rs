@@ -565,11 +565,24 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 .map(|(p, max)| format!("`{p}` in ≤{max}")),
         );
         conditions.extend(query.range.iter().map(|p| format!("`{p}` range")));
-        let sort: Vec<String> = query
+        if let Some(geo) = &query.geo {
+            conditions.push(if query.is_near() {
+                format!("`{}` near a point, within a distance (`$geoNear`)", geo.path)
+            } else {
+                format!("`{}` within an area (`$geoWithin`)", geo.path)
+            });
+        }
+        if let Some(collation) = &query.collation {
+            conditions.push(format!("collation {collation}"));
+        }
+        let mut sort: Vec<String> = query
             .sort
             .iter()
             .map(|(p, d)| format!("`{p}`: {d}"))
             .collect();
+        if query.is_near() {
+            sort.push("nearest first".to_owned());
+        }
         let fit = query.fit.as_ref();
         let served = match fit.and_then(|f| f.index.as_ref()) {
             Some(index) => {

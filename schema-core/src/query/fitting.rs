@@ -150,6 +150,7 @@ pub(crate) fn query_shape(
         collation: crate::Collation::planner_key(query.collation.as_ref()),
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
         uncollated_paths: uncollated(schema, query.paths().map(str::to_owned)),
+        geo: query.geo.clone(),
         rules,
         ..QueryShape::default()
     }
@@ -364,6 +365,8 @@ pub(crate) fn fit_collection(
         }
         match best_fit(&spec.indexes, &id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
+            // mongod answers `$geoNear` with a declared 2dsphere index only: none is derived
+            Err(_) if query.is_near() => problems.push(near_problem(&spec.name, query, &shape)),
             Err(_) => unserved.push((true, i)),
         }
     }
@@ -526,6 +529,27 @@ fn best_fit(
         }
     }
     Err(first_rule)
+}
+
+/// A near query no index serves: the `2dsphere` index to declare.
+fn near_problem(collection: &str, query: &QuerySpec, shape: &QueryShape) -> String {
+    let keys: Vec<String> = fit::esr_keys(shape)
+        .into_iter()
+        .map(|(path, dir)| {
+            let field = if path.contains('.') {
+                format!("\"{path}\"")
+            } else {
+                path
+            };
+            format!("{field} = {dir}")
+        })
+        .collect();
+    let path = query.geo.as_ref().map_or("", |g| g.path.as_str());
+    format!(
+        "query `{}` of `{collection}` asks for the documents nearest to a point, which mongod answers (`$geoNear`) only with a 2dsphere index on `{path}`, and `{collection}` has none that serves it: declare `#[index(keys({}))]`",
+        query.name,
+        keys.join(", ")
+    )
 }
 
 /// The ESR index of a query, as a key document.
