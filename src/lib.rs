@@ -393,9 +393,9 @@ pub mod relations {
 pub mod spec {
     pub use mongo_schema_core::{
         human_bytes, BoundedCollection, Collation, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound, SortDirection,
-        SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded, ValidationAction,
-        ValidationLevel, MAX_DOCUMENT_BYTES,
+        Granularity, IndexReason, IndexSpec, MapKey, OnDelete, RefKind, ReferenceSpec, SizeBound,
+        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, TimeSeries,
+        Unbounded, ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }
 

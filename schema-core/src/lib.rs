@@ -42,6 +42,7 @@ pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use model::collation::Collation;
+pub use model::timeseries::{Granularity, TimeSeries};
 pub use model::copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph,
     SyncStrategy,

@@ -15,8 +15,10 @@ use crate::symbol::*;
 
 mod collation;
 mod geo;
+mod timeseries;
 pub use collation::Collation;
 pub use geo::GeoCondition;
+pub use timeseries::TimeSeriesAttr;
 
 /// A value with the tokens it came from, so later checks can point at them.
 #[derive(Clone)]
@@ -135,6 +137,10 @@ pub struct Collection {
     pub shard_key: Option<Sp<Vec<IndexKey>>>,
     /// `collation(...)`: the collection's default collation.
     pub collation: Option<Sp<Collation>>,
+    /// `timeseries(...)`: a time series collection.
+    pub timeseries: Option<Sp<TimeSeriesAttr>>,
+    /// `expire_after_secs = N`: a time series collection's expiry.
+    pub expire_after_secs: Option<Sp<u64>>,
 }
 
 /// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
@@ -471,6 +477,8 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
     let mut additional = Slot::new(cx, "collection", ADDITIONAL_PROPERTIES);
     let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
     let mut collation = Slot::new(cx, "collection", COLLATION);
+    let mut timeseries = Slot::new(cx, "collection", TIMESERIES);
+    let mut expire = Slot::new(cx, "collection", EXPIRE_AFTER_SECS);
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
             let parsed = string(&value(&meta)?, "name = \"tickets\"").and_then(|lit| {
@@ -498,6 +506,12 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         } else if meta.path == COLLATION {
             let parsed = collation::parse(cx, &meta);
             collation.set_or_poison(&meta.path, parsed);
+        } else if meta.path == TIMESERIES {
+            let parsed = timeseries::parse(cx, &meta);
+            timeseries.set_or_poison(&meta.path, parsed);
+        } else if meta.path == EXPIRE_AFTER_SECS {
+            let parsed = unsigned(&value(&meta)?, "expire_after_secs = 86400");
+            expire.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -510,6 +524,8 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
                     "additional_properties",
                     "shard_key",
                     "collation",
+                    "timeseries",
+                    "expire_after_secs",
                 ],
             )?;
         }
@@ -522,6 +538,8 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         additional_properties: additional.get(),
         shard_key: shard_key.get(),
         collation: collation.get(),
+        timeseries: timeseries.get(),
+        expire_after_secs: expire.get(),
     }
 }
 

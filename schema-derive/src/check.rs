@@ -12,6 +12,7 @@ use crate::ctxt::Ctxt;
 
 mod geo;
 mod mongod;
+mod timeseries;
 
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
@@ -35,6 +36,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_unique_indexes_start_with_shard_key(cx, cont);
     mongod::check(cx, cont);
     geo::check(cx, cont);
+    timeseries::check(cx, cont);
 }
 
 /// `tag`, `content` and `untagged` describe enums.

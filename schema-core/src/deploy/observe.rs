@@ -54,6 +54,10 @@ pub struct ObservedCollection {
     pub pre_images: bool,
     /// `options.collation`: the collection's default collation (`None`: the simple one).
     pub collation: Option<Document>,
+    /// `options.timeseries` and `options.expireAfterSeconds` of a time series collection
+    /// (mongod lists it with `type: "timeseries"`, SecantusDB with `type: "collection"` and
+    /// the same options).
+    pub timeseries: Option<crate::TimeSeries>,
 }
 
 impl ObservedCollection {
@@ -88,7 +92,13 @@ impl ObservedCollection {
             collation: options
                 .and_then(|o| o.get_document("collation").ok())
                 .cloned(),
+            timeseries: options.and_then(crate::TimeSeries::from_options),
         }
+    }
+
+    /// Whether the server holds it as a time series collection.
+    pub(crate) fn is_timeseries(&self) -> bool {
+        self.timeseries.is_some() || self.kind == "timeseries"
     }
 
     pub(crate) fn level(&self) -> &str {
@@ -216,7 +226,10 @@ pub(crate) async fn observe_apply<'m>(
     for spec in specs {
         let differs = observed
             .collection(&spec.name)
-            .is_some_and(|c| c.kind == "collection" && !c.validates_as(spec));
+            .is_some_and(|c| {
+                // a time series collection takes no validator: nothing to count against
+                c.kind == "collection" && spec.timeseries.is_none() && !c.validates_as(spec)
+            });
         if !differs {
             continue;
         }

@@ -414,6 +414,18 @@ fn wrap(name: &str, property: &Document) -> Document {
 
 fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) {
     let _ = writeln!(out, "## `{}`\n", spec.name);
+    if let Some(timeseries) = &spec.timeseries {
+        let _ = writeln!(
+            out,
+            "A time series collection ({timeseries}). mongod takes no validator on one: the `$jsonSchema` below is checked in the library (`T::check`) before a write, not by the server.\n"
+        );
+    }
+    if let Some(collation) = &spec.collation {
+        let _ = writeln!(
+            out,
+            "Default collation {collation}: sent with every index and declared query of the collection.\n"
+        );
+    }
     let json = spec
         .validator
         .get_document("$jsonSchema")

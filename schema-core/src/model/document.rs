@@ -200,6 +200,8 @@ pub struct CollectionSpec {
     /// The collection's default collation (`#[collection(collation(...))]`): created with it,
     /// and given to every index and declared query that declares none of its own.
     pub collation: Option<crate::Collation>,
+    /// A time series collection's options (`#[collection(timeseries(...))]`).
+    pub timeseries: Option<crate::TimeSeries>,
 }
 
 /// How many documents a reference field points at.
@@ -298,6 +300,24 @@ impl CollectionSpec {
             queries: Vec::new(),
             library_queries: Vec::new(),
             collation: None,
+            timeseries: None,
+        }
+    }
+
+    /// Makes it a time series collection: created with `timeseries` (and its expiry), no
+    /// validator sent (mongod takes none on one), and the index `{ <meta>: 1, <time>: 1 }`
+    /// that mongod creates with it, declared so that `apply` creates it where a server does not.
+    pub fn timeseries(mut self, timeseries: crate::TimeSeries) -> Self {
+        let default_index = timeseries.meta_field.as_ref().map(|meta| {
+            let mut keys = BsonDocument::new();
+            keys.insert(meta.clone(), 1);
+            keys.insert(timeseries.time_field.clone(), 1);
+            IndexSpec::new(keys).reason(IndexReason::TimeSeries)
+        });
+        self.timeseries = Some(timeseries);
+        match default_index {
+            Some(index) => self.require_index(index),
+            None => self,
         }
     }
 

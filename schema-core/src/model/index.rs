@@ -37,6 +37,9 @@ pub enum IndexReason {
         /// The queries it serves.
         queries: Vec<String>,
     },
+    /// The index mongod (6.3 and later) creates with a time series collection that has a meta
+    /// field: `{ <meta>: 1, <time>: 1 }`, one series' measurements in time order.
+    TimeSeries,
     /// Serves the fan-out update of a copy (`<path>._id`) when its source changes.
     FanOut {
         /// Stored path of the copy.
@@ -57,6 +60,9 @@ impl fmt::Display for IndexReason {
             IndexReason::Bucket { purpose } => write!(f, "bucket: {purpose}"),
             IndexReason::Query { queries } => {
                 write!(f, "declared queries `{}`", queries.join("`, `"))
+            }
+            IndexReason::TimeSeries => {
+                f.write_str("time series: one series' measurements in time order")
             }
             IndexReason::FanOut { path, source } => {
                 write!(f, "fan-out of `{source}` copies at `{path}`")

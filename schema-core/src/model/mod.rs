@@ -3,7 +3,7 @@
 //! every type ([`bson_schema`]), index descriptions ([`index`]), copied fields and the sync graph
 //! ([`copy`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
 //! ([`ecosystem`]), the stored shapes of known serde helpers ([`stored`]), and how strings
-//! compare ([`collation`]).
+//! compare ([`collation`]), and time series collections ([`timeseries`]).
 
 pub(crate) mod bson_schema;
 pub(crate) mod collation;
@@ -15,3 +15,4 @@ pub(crate) mod index;
 pub(crate) mod size;
 pub(crate) mod sort;
 pub mod stored;
+pub(crate) mod timeseries;

@@ -137,6 +137,7 @@ pub(crate) fn query_shape(
     query: &QuerySpec,
     schema: Option<&Document>,
     rules: ServerRules,
+    time_series: Option<&fit::TimeSeriesFields>,
 ) -> QueryShape {
     QueryShape {
         eq: query.eq.clone(),
@@ -151,6 +152,7 @@ pub(crate) fn query_shape(
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
         uncollated_paths: uncollated(schema, query.paths().map(str::to_owned)),
         geo: query.geo.clone(),
+        time_series: time_series.cloned(),
         rules,
         ..QueryShape::default()
     }
@@ -310,16 +312,21 @@ pub(crate) fn fit_collection(
         .unique(true);
     // mongod gives the `_id` index the collection's default collation
     id_index.collation = spec.collation.clone();
+    // a time series collection's measurements have no `_id` index (mongod clusters its
+    // buckets by theirs), and planner rule 9 bounds them by bucket
+    let ts = spec.timeseries.as_ref().map(crate::TimeSeries::fields);
+    let id_index = ts.is_none().then_some(id_index);
+    let id_index = id_index.as_ref();
     // declared queries pinned to an index are checked against it; the others, and the
     // library's, are fitted to the indexes there are, or wait for a derived one
     let mut unserved: Vec<(bool, usize)> = Vec::new();
     for (i, query) in spec.queries.iter_mut().enumerate() {
-        let shape = query_shape(query, schema, rules);
+        let shape = query_shape(query, schema, rules, ts.as_ref());
         if let Some(wanted) = query.index.clone() {
             let pinned = spec
                 .indexes
                 .iter()
-                .chain(std::iter::once(&id_index))
+                .chain(id_index)
                 .find(|index| index.name == wanted);
             match pinned {
                 None => {
@@ -363,7 +370,7 @@ pub(crate) fn fit_collection(
             }
             continue;
         }
-        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+        match best_fit(&spec.indexes, id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
             // mongod answers `$geoNear` with a declared 2dsphere index only: none is derived
             Err(_) if query.is_near() => problems.push(near_problem(&spec.name, query, &shape)),
@@ -371,8 +378,8 @@ pub(crate) fn fit_collection(
         }
     }
     for (i, query) in library.iter_mut().enumerate() {
-        let shape = query_shape(query, schema, rules);
-        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+        let shape = query_shape(query, schema, rules, ts.as_ref());
+        match best_fit(&spec.indexes, id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
             Err(_) => unserved.push((false, i)),
         }
@@ -390,7 +397,7 @@ pub(crate) fn fit_collection(
             .iter()
             .map(|&at| {
                 let query = query_of(spec, &library, at);
-                let shape = query_shape(&query, schema, rules);
+                let shape = query_shape(&query, schema, rules, ts.as_ref());
                 let keys = esr_document(&shape);
                 let mut index = IndexSpec::new(keys);
                 index.collation = query.collation.clone();
@@ -462,7 +469,7 @@ pub(crate) fn fit_collection(
         .filter(|q| q.index.is_none())
         .chain(library.iter_mut())
     {
-        let shape = query_shape(query, schema, rules);
+        let shape = query_shape(query, schema, rules, ts.as_ref());
         // the index derived for it first, when it serves (so the report's reasons, the fit and
         // `prove` name one index), then the others in order
         let derived_for = |index: &&IndexSpec| {
@@ -477,7 +484,7 @@ pub(crate) fn fit_collection(
             .chain(spec.indexes.iter().filter(|i| !derived_for(i)))
             .cloned()
             .collect();
-        query.fit = Some(match best_fit(&candidates, &id_index, &shape, schema) {
+        query.fit = Some(match best_fit(&candidates, id_index, &shape, schema) {
             Ok(mut fit) => {
                 fit.derived = spec
                     .indexes
@@ -505,12 +512,12 @@ pub(crate) fn fit_collection(
 /// The first index that serves `shape` (`_id_` last), or the last rule that kept one from it.
 fn best_fit(
     indexes: &[IndexSpec],
-    id_index: &IndexSpec,
+    id_index: Option<&IndexSpec>,
     shape: &QueryShape,
     schema: Option<&Document>,
 ) -> std::result::Result<QueryFit, Option<String>> {
     let mut first_rule = None;
-    for index in indexes.iter().chain(std::iter::once(id_index)) {
+    for index in indexes.iter().chain(id_index) {
         let verdict = fit::fit(&index_shape(index, schema), shape);
         if let Some((reverse, merge_scans)) = served(&verdict, shape) {
             return Ok(QueryFit {

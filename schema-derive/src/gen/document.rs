@@ -95,6 +95,8 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         let keys = keys_document(cont, &keys.value);
         quote!(.shard_key(#keys))
     });
+    let timeseries = crate::gen::timeseries::spec(cont);
+    let timeseries_checks = crate::gen::timeseries::checks(cont);
     let references = crate::gen::relations::reference_specs(cont);
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
@@ -132,6 +134,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                     .validation_action(#private::ValidationAction::#action)
                     #collation
                     #(#indexes)*
+                    #timeseries
                     #shard_key
                     #references
                     #copies
@@ -142,6 +145,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         }
         #identified
         #relation_consts
+        #timeseries_checks
     }
 }
 

@@ -8,6 +8,7 @@ pub mod json_schema;
 pub mod paths;
 pub mod queries;
 pub mod relations;
+pub mod timeseries;
 
 use std::cell::RefCell;
 

@@ -31,6 +31,11 @@ fn stored_tokens(cont: &Container, field: &KeyField) -> TokenStream {
     }
 }
 
+/// The span of a field as written (a name, a dotted path, a quoted path).
+pub fn key_span(field: &KeyField) -> Span {
+    span_of(field)
+}
+
 fn span_of(field: &KeyField) -> Span {
     match field {
         KeyField::Rust(ident) => ident.span(),
