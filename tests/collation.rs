@@ -6,8 +6,8 @@
 //! collation), and the report of a collection created without it.
 
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
-use mongo_schema::mongodb;
 use mongo_schema::deploy::Warning;
+use mongo_schema::mongodb;
 use mongo_schema::prelude::*;
 use mongo_schema::{Error, IndexReason};
 use serde::{Deserialize, Serialize};
@@ -37,12 +37,22 @@ pub struct PlainAccount {
 }
 
 /// Collations per index and per query, on a collection without a default.
+// several queries name `name` (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "members")]
-#[index(keys(name = 1), name = "name_ci", collation(locale = "en", strength = 2))]
+#[index(
+    keys(name = 1),
+    name = "name_ci",
+    collation(locale = "en", strength = 2)
+)]
 #[query(name = "by_name_ci", eq(name), collation(locale = "en", strength = 2))]
 #[query(name = "by_name_exact", eq(name))]
-#[query(name = "by_name_fr", eq(team, name), collation(locale = "fr", strength = 1))]
+#[query(
+    name = "by_name_fr",
+    eq(team, name),
+    collation(locale = "fr", strength = 1)
+)]
 #[query(name = "by_level", eq(level), sort(joined = 1))]
 pub struct Member {
     #[serde(rename = "_id")]
@@ -212,7 +222,9 @@ fn the_fit_serves_a_string_lookup_only_under_the_index_collation() {
         fr_index.collation.as_ref().map(ToString::to_string),
         Some("{ locale: \"fr\", strength: 1 }".to_owned())
     );
-    assert!(matches!(&fr_index.reasons[0], IndexReason::Query { queries } if queries == &["by_name_fr".to_owned()]));
+    assert!(
+        matches!(&fr_index.reasons[0], IndexReason::Query { queries } if queries == &["by_name_fr".to_owned()])
+    );
     // the accounts' lookup is served by the unique index: both have the collection's default
     let accounts = schema.collection("accounts").unwrap();
     let lookup = accounts.queries[0].fit.clone().unwrap();

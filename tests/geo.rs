@@ -17,6 +17,8 @@ pub enum Kind {
     Bar,
 }
 
+// several indexes and queries name `location` (rust-lang/rust-clippy#13238)
+#[allow(clippy::duplicated_attributes)]
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "places")]
 #[index(keys(location = "2dsphere"))]
@@ -142,7 +144,10 @@ async fn near_returns_exactly_the_places_within_the_distance_nearest_first() {
     // a smaller distance keeps fewer, and the count agrees with the rows
     let near_half = expected_near(&places, 2500.0, None);
     assert!(near_half.len() < expected.len());
-    let count = Place::nearest(&db, &centre(), 2500.0).count().await.unwrap();
+    let count = Place::nearest(&db, &centre(), 2500.0)
+        .count()
+        .await
+        .unwrap();
     assert_eq!(count as usize, near_half.len());
     // rows decode without the distance field the stage adds
     let rows = Place::nearest(&db, &centre(), MAX_METRES)
@@ -150,7 +155,10 @@ async fn near_returns_exactly_the_places_within_the_distance_nearest_first() {
         .await
         .unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0], *places.iter().find(|p| p.id == expected[0]).unwrap());
+    assert_eq!(
+        rows[0],
+        *places.iter().find(|p| p.id == expected[0]).unwrap()
+    );
     // a negative distance is refused before anything is sent
     let refused = Place::nearest(&db, &centre(), -1.0).await.unwrap_err();
     assert!(
@@ -277,7 +285,10 @@ fn near_queries_are_fitted_to_their_2dsphere_index_and_within_gets_one_derived()
         "{:?}",
         fit("nearest")
     );
-    assert_eq!(fit("nearest_of_kind").index.as_deref(), Some("kind_location"));
+    assert_eq!(
+        fit("nearest_of_kind").index.as_deref(),
+        Some("kind_location")
+    );
     assert_eq!(fit("inside").index.as_deref(), Some("location_2dsphere"));
     // equality, sort, then the geo key (ESR with the geo key where a range goes)
     let inside_of_kind = fit("inside_of_kind");
@@ -295,12 +306,11 @@ fn near_queries_are_fitted_to_their_2dsphere_index_and_within_gets_one_derived()
 
 #[test]
 fn a_near_query_without_a_2dsphere_index_is_refused_by_build_naming_the_index() {
-    let spec = mongo_schema::spec::CollectionSpec::new("places", Place::validator())
-        .query(
-            mongo_schema::query::QuerySpec::new("nearest")
-                .eq("kind")
-                .near("location"),
-        );
+    let spec = mongo_schema::spec::CollectionSpec::new("places", Place::validator()).query(
+        mongo_schema::query::QuerySpec::new("nearest")
+            .eq("kind")
+            .near("location"),
+    );
     let error = Schema::new().collection(spec).build().unwrap_err();
     let text = error.to_string();
     assert!(

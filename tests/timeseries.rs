@@ -69,7 +69,9 @@ async fn readings_is_created_as_a_time_series_collection_with_its_options() {
     let schema = schema();
     let report = schema.apply(&db).await.unwrap();
     assert!(
-        report.to_string().contains("create time series collection `readings`"),
+        report
+            .to_string()
+            .contains("create time series collection `readings`"),
         "{report}"
     );
     let listed = first_batch(
@@ -157,7 +159,8 @@ async fn a_plain_collection_of_the_name_is_refused_and_nothing_is_written() {
     };
     assert_eq!(collection, "readings");
     assert!(
-        reason.contains("cannot turn into one") && error.to_string().contains("apply wrote nothing"),
+        reason.contains("cannot turn into one")
+            && error.to_string().contains("apply wrote nothing"),
         "{error}"
     );
     // nothing written: not the other collection, not the version record
@@ -170,7 +173,10 @@ async fn a_plain_collection_of_the_name_is_refused_and_nothing_is_written() {
         .warnings
         .iter()
         .any(|w| matches!(w, Warning::NotTimeSeries { collection } if collection == "readings")));
-    assert!(plan.missing.iter().any(|m| m.contains("readings")), "{plan}");
+    assert!(
+        plan.missing.iter().any(|m| m.contains("readings")),
+        "{plan}"
+    );
 }
 
 #[tokio::test]
@@ -206,10 +212,9 @@ async fn what_collmod_can_change_is_planned_and_the_rest_reported() {
         "{modify}"
     );
     assert!(
-        !plan
-            .actions
-            .iter()
-            .any(|a| matches!(a, Action::UpdateValidator { collection, .. } if collection == "readings")),
+        !plan.actions.iter().any(
+            |a| matches!(a, Action::UpdateValidator { collection, .. } if collection == "readings")
+        ),
         "no validator for a time series collection: {plan}"
     );
     // a granularity above the declared one cannot be lowered, nor a meta field changed
@@ -281,9 +286,9 @@ fn the_fit_follows_mongods_time_series_rules() {
     );
     let error = Schema::new().collection(pinned).build().unwrap_err();
     assert!(
-        error
-            .to_string()
-            .contains("key `celsius` of index `by_celsius` is a measurement of a time series collection"),
+        error.to_string().contains(
+            "key `celsius` of index `by_celsius` is a measurement of a time series collection"
+        ),
         "{error}"
     );
     // and no query is served by an `_id` index, which a time series collection has not

@@ -1180,8 +1180,7 @@ fn fit_shape(index: &IndexShape, query: &QueryShape) -> Verdict {
     let bucketed = bucket_ranges(query);
     let query = bucketed.as_ref().unwrap_or(query);
     if let Some((key, kind)) = special_kind(index) {
-        let geo_on_key =
-            kind == "2dsphere" && query.geo.as_ref().is_some_and(|g| g.path == key);
+        let geo_on_key = kind == "2dsphere" && query.geo.as_ref().is_some_and(|g| g.path == key);
         if !geo_on_key {
             return Verdict::Unusable(Rule::SpecialIndex {
                 index: index.name.clone(),

@@ -42,7 +42,6 @@ pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use model::collation::Collation;
-pub use model::timeseries::{Granularity, TimeSeries};
 pub use model::copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph,
     SyncStrategy,
@@ -53,6 +52,7 @@ pub use model::document::{
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use model::sort::SortDirection;
+pub use model::timeseries::{Granularity, TimeSeries};
 pub use progress::PROGRESS_TARGET;
 #[allow(deprecated)]
 pub use relations::bucket::EntryPage;

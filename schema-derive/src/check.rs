@@ -802,8 +802,12 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
             .name
             .as_ref()
             .map_or(default, |n| n.value.clone());
-        (name == wanted.value && index.value.partial.is_none())
-            .then_some((name, stored, keys, index.value.collation.as_ref()))
+        (name == wanted.value && index.value.partial.is_none()).then_some((
+            name,
+            stored,
+            keys,
+            index.value.collation.as_ref(),
+        ))
     });
     let Some((name, keys, key_tokens, index_collation)) = found else {
         let _ = silent.check();

@@ -224,12 +224,10 @@ pub(crate) async fn observe_apply<'m>(
     let observed = observe_all(db, specs, looking.sharding).await?;
     let mut counted = Vec::new();
     for spec in specs {
-        let differs = observed
-            .collection(&spec.name)
-            .is_some_and(|c| {
-                // a time series collection takes no validator: nothing to count against
-                c.kind == "collection" && spec.timeseries.is_none() && !c.validates_as(spec)
-            });
+        let differs = observed.collection(&spec.name).is_some_and(|c| {
+            // a time series collection takes no validator: nothing to count against
+            c.kind == "collection" && spec.timeseries.is_none() && !c.validates_as(spec)
+        });
         if !differs {
             continue;
         }

@@ -404,9 +404,9 @@ impl Warning {
             Warning::NotTimeSeries { collection } => Some(format!(
                 "time series collection `{collection}` (a plain collection on the server)"
             )),
-            Warning::TimeSeriesDiffers { collection, .. } => Some(format!(
-                "the time series options of `{collection}`"
-            )),
+            Warning::TimeSeriesDiffers { collection, .. } => {
+                Some(format!("the time series options of `{collection}`"))
+            }
             _ => None,
         }
     }
@@ -742,8 +742,7 @@ impl Plan {
             }
             _ => {}
         }
-        if !crate::Collation::same_as_server(spec.collation.as_ref(), observed.collation.as_ref())
-        {
+        if !crate::Collation::same_as_server(spec.collation.as_ref(), observed.collation.as_ref()) {
             plan.warnings.push(Warning::CollationDiffers {
                 collection: spec.name.clone(),
                 declared: spec.collation.clone(),
@@ -940,7 +939,10 @@ fn timeseries_changes(
         ));
     }
     let mut changes = Vec::new();
-    let (has, wants) = (server.effective_granularity(), wanted.effective_granularity());
+    let (has, wants) = (
+        server.effective_granularity(),
+        wanted.effective_granularity(),
+    );
     let granularity = match has.cmp(&wants) {
         std::cmp::Ordering::Less => {
             changes.push(format!("granularity {has} -> {wants}"));
@@ -1933,7 +1935,124 @@ mod sharding_tests {
             Action::UpdateValidator { .. } => "collMod",
             Action::DropIndex { .. } => "dropIndexes",
             Action::EnablePreImages { .. } => "collMod",
+            Action::ModifyTimeSeries { .. } => "collMod",
         }
+    }
+
+    fn readings() -> CollectionSpec {
+        crate::deploy::test_spec("readings").timeseries(
+            crate::TimeSeries::new("at")
+                .meta("sensor")
+                .granularity(crate::Granularity::Minutes)
+                .expire_after_secs(600),
+        )
+    }
+
+    fn timeseries_on_server(options: Document) -> ObservedCollection {
+        ObservedCollection::from_list_collections(&doc! {
+            "name": "readings", "type": "timeseries", "options": options,
+        })
+    }
+
+    #[test]
+    fn a_time_series_is_created_without_a_validator_and_refused_over_a_plain_collection() {
+        let spec = readings();
+        let plan = Plan::for_collection(&spec, None);
+        let Action::CreateCollection { timeseries, .. } = &plan.actions[0] else {
+            panic!("{plan}")
+        };
+        assert_eq!(timeseries.as_ref(), spec.timeseries.as_ref());
+        assert!(plan.actions[0].to_string().contains("no validator"));
+        // mongod's `{ meta: 1, time: 1 }` is declared with the collection's indexes
+        assert!(spec
+            .indexes
+            .iter()
+            .any(|i| i.keys == doc! { "sensor": 1, "at": 1 }
+                && i.reasons.contains(&crate::IndexReason::TimeSeries)));
+        // a plain collection of the name: nothing planned, the refusal reported
+        let plain = ObservedCollection::new("readings");
+        let plan = Plan::for_collection(&spec, Some(&plain));
+        assert!(plan.actions.is_empty(), "{plan}");
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::NotTimeSeries { .. }]
+        ));
+        assert!(plan.warnings[0].not_as_declared().is_some());
+        // the other way round: a time series where a plain collection is declared
+        let server = timeseries_on_server(doc! { "timeseries": { "timeField": "at" } });
+        let plan = Plan::for_collection(&crate::deploy::test_spec("readings"), Some(&server));
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::NotACollection { kind, .. }] if kind == "timeseries"
+        ));
+    }
+
+    #[test]
+    fn time_series_options_are_changed_as_mongod_changes_them() {
+        let spec = readings();
+        let same = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor", "granularity": "minutes" },
+            "expireAfterSeconds": 600_i64,
+        });
+        let mut indexed = same.clone();
+        indexed.indexes = spec.indexes.iter().map(IndexSpec::to_document).collect();
+        let plan = Plan::for_collection(&spec, Some(&indexed));
+        assert!(
+            plan.actions.is_empty() && plan.warnings.is_empty(),
+            "{plan}"
+        );
+        // upward and the expiry: one collMod
+        let lower = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor" },
+        });
+        let plan = Plan::for_collection(&spec, Some(&lower));
+        let modify = plan
+            .actions
+            .iter()
+            .find(|a| kind(a) == "collMod")
+            .unwrap_or_else(|| panic!("{plan}"));
+        assert_eq!(
+            modify,
+            &Action::ModifyTimeSeries {
+                collection: "readings".into(),
+                granularity: Some(crate::Granularity::Minutes),
+                expire_after_secs: Some(Some(600)),
+                changes: vec![
+                    "granularity seconds -> minutes".into(),
+                    "expireAfterSeconds off -> 600 s".into()
+                ],
+            }
+        );
+        // downward and another meta field: reported, not changed
+        let higher = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "host", "granularity": "hours" },
+            "expireAfterSeconds": 600_i64,
+        });
+        let plan = Plan::for_collection(&spec, Some(&higher));
+        assert!(!plan.actions.iter().any(|a| kind(a) == "collMod"), "{plan}");
+        let Some(Warning::TimeSeriesDiffers { differences, .. }) = plan
+            .warnings
+            .iter()
+            .find(|w| matches!(w, Warning::TimeSeriesDiffers { .. }))
+        else {
+            panic!("{plan}")
+        };
+        assert_eq!(differences.len(), 2, "{differences:?}");
+        // an expiry removed: `off`
+        let spec = crate::deploy::test_spec("readings")
+            .timeseries(crate::TimeSeries::new("at").meta("sensor"));
+        let expiring = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor" },
+            "expireAfterSeconds": 60_i64,
+        });
+        let plan = Plan::for_collection(&spec, Some(&expiring));
+        assert!(plan.actions.iter().any(|a| matches!(
+            a,
+            Action::ModifyTimeSeries {
+                expire_after_secs: Some(None),
+                ..
+            }
+        )));
     }
 
     #[test]

@@ -579,7 +579,10 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
         conditions.extend(query.range.iter().map(|p| format!("`{p}` range")));
         if let Some(geo) = &query.geo {
             conditions.push(if query.is_near() {
-                format!("`{}` near a point, within a distance (`$geoNear`)", geo.path)
+                format!(
+                    "`{}` near a point, within a distance (`$geoNear`)",
+                    geo.path
+                )
             } else {
                 format!("`{}` within an area (`$geoWithin`)", geo.path)
             });

@@ -106,7 +106,10 @@ impl<'de> Deserialize<'de> for Point {
                 f.write_str("a GeoJSON point { type: \"Point\", coordinates: [lng, lat] }")
             }
 
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Point, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Point, A::Error> {
                 let mut kind: Option<String> = None;
                 let mut coordinates: Option<Vec<f64>> = None;
                 while let Some(key) = map.next_key::<String>()? {
@@ -127,7 +130,8 @@ impl<'de> Deserialize<'de> for Point {
                     }
                     None => return Err(de::Error::missing_field("type")),
                 }
-                let coordinates = coordinates.ok_or_else(|| de::Error::missing_field("coordinates"))?;
+                let coordinates =
+                    coordinates.ok_or_else(|| de::Error::missing_field("coordinates"))?;
                 let [lng, lat] = coordinates[..] else {
                     return Err(de::Error::invalid_length(
                         coordinates.len(),
@@ -185,9 +189,8 @@ mod tests {
         );
         let back: Point = crate::bson_compat::from_document(stored).unwrap();
         assert_eq!(back, point);
-        let bad: std::result::Result<Point, _> = crate::bson_compat::from_document(
-            doc! { "type": "Point", "coordinates": [1.0, 95.0] },
-        );
+        let bad: std::result::Result<Point, _> =
+            crate::bson_compat::from_document(doc! { "type": "Point", "coordinates": [1.0, 95.0] });
         assert!(bad.is_err());
         let line: std::result::Result<Point, _> = crate::bson_compat::from_document(
             doc! { "type": "LineString", "coordinates": [1.0, 5.0] },

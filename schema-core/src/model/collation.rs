@@ -167,9 +167,7 @@ impl Collation {
     /// The planner's name of the collation ([`crate::query::fit::IndexShape::collation`]):
     /// `None` for the simple collation.
     pub(crate) fn planner_key(collation: Option<&Collation>) -> Option<String> {
-        collation
-            .filter(|c| !c.is_simple())
-            .map(|c| c.to_string())
+        collation.filter(|c| !c.is_simple()).map(|c| c.to_string())
     }
 
     /// Whether a server's `collation` (`None`: the simple collation) is `wanted` (`None`: the
@@ -238,7 +236,10 @@ mod tests {
             None,
             Some(&doc! { "locale": "en" })
         ));
-        assert_eq!(Collation::planner_key(Some(&Collation::new("simple"))), None);
+        assert_eq!(
+            Collation::planner_key(Some(&Collation::new("simple"))),
+            None
+        );
         assert!(ci.to_driver().is_some());
     }
 }

@@ -252,7 +252,10 @@ impl IndexSpec {
         }
         options.partial_filter_expression = self.partial_filter.clone();
         options.expire_after = self.expire_after_secs.map(Duration::from_secs);
-        options.collation = self.collation.as_ref().and_then(crate::Collation::to_driver);
+        options.collation = self
+            .collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver);
         IndexModel::builder()
             .keys(self.keys.clone())
             .options(options)

@@ -113,7 +113,11 @@ impl<R: ?Sized> Filter<R> {
         path: Path<R, T, S>,
         area: &crate::geo::Area,
     ) -> Self {
-        self.operator(path.as_str(), "$geoWithin", Bson::Document(area.geo_within()));
+        self.operator(
+            path.as_str(),
+            "$geoWithin",
+            Bson::Document(area.geo_within()),
+        );
         self
     }
 

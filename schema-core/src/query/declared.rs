@@ -295,7 +295,9 @@ impl QuerySpec {
 
     /// The driver's collation option of the query's commands.
     pub(crate) fn driver_collation(&self) -> Option<mongodb::options::Collation> {
-        self.collation.as_ref().and_then(crate::Collation::to_driver)
+        self.collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver)
     }
 }
 

@@ -114,9 +114,9 @@ fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) ->
             _ => {
                 // an enum of values of its own: collated when one of them is
                 return leaf.get_array("enum").is_ok_and(|values| {
-                    values.iter().all(|v| {
-                        !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_))
-                    })
+                    values
+                        .iter()
+                        .all(|v| !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_)))
                 });
             }
         };
@@ -154,7 +154,6 @@ pub(crate) fn query_shape(
         geo: query.geo.clone(),
         time_series: time_series.cloned(),
         rules,
-        ..QueryShape::default()
     }
 }
 

@@ -57,9 +57,7 @@ fn field(meta: &ParseNestedMeta, option: &str) -> syn::Result<(TokenStream, KeyF
 pub fn parse(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<(TokenStream, TimeSeriesAttr)> {
     let tokens = meta.path.to_token_stream();
     if !meta.input.peek(syn::token::Paren) {
-        return Err(meta.error(format!(
-            "`timeseries` names its fields: `{EXAMPLE}`"
-        )));
+        return Err(meta.error(format!("`timeseries` names its fields: `{EXAMPLE}`")));
     }
     let mut time: Slot<KeyField> = Slot::new(cx, "timeseries", TIME);
     let mut meta_field: Slot<KeyField> = Slot::new(cx, "timeseries", META);
@@ -83,7 +81,9 @@ pub fn parse(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<(TokenStream, Tim
     if time.is_none() {
         return Err(syn::Error::new_spanned(
             tokens,
-            format!("`timeseries` needs its time field (a BSON date in every measurement): `{EXAMPLE}`"),
+            format!(
+                "`timeseries` needs its time field (a BSON date in every measurement): `{EXAMPLE}`"
+            ),
         ));
     }
     Ok((

@@ -27,19 +27,16 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     };
     let (time, meta) = check_fields(cx, cont, &timeseries.value);
     check_no_validator_options(cx, cont);
-    for index in cont
-        .attrs
-        .indexes
-        .iter()
-        .chain(variant_indexes(cont))
-    {
+    for index in cont.attrs.indexes.iter().chain(variant_indexes(cont)) {
         check_index(cx, cont, &index.value, &time, meta.as_deref());
     }
 }
 
 fn variant_indexes<'c>(cont: &'c Container) -> Vec<&'c Sp<Index>> {
     match &cont.data {
-        crate::ast::Data::Enum(variants) => variants.iter().flat_map(|v| &v.attrs.indexes).collect(),
+        crate::ast::Data::Enum(variants) => {
+            variants.iter().flat_map(|v| &v.attrs.indexes).collect()
+        }
         _ => Vec::new(),
     }
 }

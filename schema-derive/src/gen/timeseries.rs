@@ -23,7 +23,11 @@ pub fn spec(cont: &Container) -> TokenStream {
     let ts = &ts.value;
     let cx = Ctxt::new();
     let stored = |field: &KeyField| resolve_field(&cx, cont, field);
-    let time = ts.time.as_ref().map(|t| stored(&t.value)).unwrap_or_default();
+    let time = ts
+        .time
+        .as_ref()
+        .map(|t| stored(&t.value))
+        .unwrap_or_default();
     let meta = ts.meta.as_ref().map(|m| {
         let meta = stored(&m.value);
         quote!(.meta(#meta))
