@@ -155,7 +155,30 @@
 //!
 //! Container attribute `#[bucket(parent = f, entries = f, count = f, key = "k", first = f,
 //! last = f)]` makes a collection store a parent's entries in bounded buckets: `Struct::BUCKET`
-//! ([`Bucket`]) appends with one upsert and reads a parent's entries in key order.
+//! ([`Bucket`]) appends with one upsert and reads a parent's entries in key order. For
+//! measurements over time, prefer a time series collection (below) unless an entry is updated or
+//! deleted on its own, a bucket must hold a summary the application maintains, or the entries
+//! need a validator on the server (see [`Bucket`] for when to choose which).
+//!
+//! Collations, places and measurements (issue 41):
+//! - `#[collection(name = "...", collation(locale = "en", strength = 2))]` is the collection's
+//!   default collation (strength 2 compares without case: a unique email refuses "ANA@x.io"
+//!   beside "ana@x.io" as [`Error::Duplicate`]); `collation(...)` on `#[index]` and `#[query]`
+//!   sets one index's or one query's. The library sends the collation with every index and
+//!   declared query; `Schema::build` fits a string condition or sort only to an index of the
+//!   query's collation, and a derived index carries it ([`spec::Collation`]).
+//! - [`geo::Point`] is a GeoJSON point (`Point::new(lng, lat)` and its validator refuse a
+//!   latitude outside ±90); `#[index(keys(location = "2dsphere"))]` indexes it;
+//!   `#[query(name = "...", eq(kind), near(location), limit = 20)]` returns the nearest first
+//!   within a distance (`fn(&db, &kind, &Point, max_metres: f64)`), `within(location)` those
+//!   inside a [`geo::Area`]. A `near` without a 2dsphere index on its field is a compile error.
+//! - `#[collection(name = "readings", timeseries(time = at, meta = sensor, granularity =
+//!   "minutes"), expire_after_secs = 604800)]` is a time series collection ([`spec::TimeSeries`]):
+//!   `apply` creates it so before anything writes to it, refuses over a plain collection of the
+//!   name ([`Error::CannotApply`]), and `collMod`s the granularity upward and the expiry. The
+//!   time field is a BSON date (a compile error otherwise); mongod takes no validator on a time
+//!   series collection (`T::check` validates in the library) and refuses unique, text and TTL
+//!   indexes on one (compile errors).
 //!
 //! Two `#[index]` attributes naming the same field trip clippy's `duplicated_attributes` lint,
 //! which does not know what `#[index]` means (rust-lang/rust-clippy#13238): allow it on the struct.
@@ -369,7 +392,7 @@ pub use mongo_schema_core::{
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use mongo_schema_core::cli;
-pub use mongo_schema_core::{action, bson, bson_compat, error, migrate, mongodb, testing};
+pub use mongo_schema_core::{action, bson, bson_compat, error, geo, migrate, mongodb, testing};
 
 /// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
 /// declared queries, the planner's fit of a query to an index, and the proof by `explain`.
@@ -421,10 +444,10 @@ pub mod relations {
 /// copies and their sync graph, bounds and document sizes.
 pub mod spec {
     pub use mongo_schema_core::{
-        human_bytes, BoundedCollection, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec, SizeBound,
-        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, Unbounded,
-        ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
+        human_bytes, BoundedCollection, Collation, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
+        Granularity, IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec, SizeBound,
+        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, TimeSeries,
+        Unbounded, ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }
 
@@ -495,9 +518,9 @@ mod guide {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, Bucket, CollectionSpec, CopyShape, CopySpec, Counter,
+        BoundedCollection, BsonSchema, Bucket, Collation, CollectionSpec, CopyShape, CopySpec, Counter,
         Document, EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator,
-        OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset,
-        SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
+        OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec,
+        SyncStrategy, ValidationAction, ValidationLevel,
     };
 }

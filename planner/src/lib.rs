@@ -39,17 +39,43 @@
 //!    sort_array.js). A bounded multikey equality is dropped from the base pattern but is no
 //!    longer ignored in the sort. Exploded scans never give an order on a multikey field
 //!    (`explodeForSort`, `multikeyFields`).
-//! 6. **Collation.** `planner_ixselect.cpp` `QueryPlannerIXSelect::_compatible` refuses an index
-//!    whose collation differs from the query's for string, object and array comparisons, and
-//!    `computeSortsForScan`/`explodeForSort`/`QueryPlanner::plan` refuse it for a sort on
-//!    fields that may hold strings. A shape carries no value types, so this module assumes every
-//!    field may hold strings: a collation mismatch makes the index [`Verdict::Unusable`].
+//! 6. **Collation.** `planner_ixselect.cpp` `QueryPlannerIXSelect::_compatible` assigns no
+//!    predicate that compares a string, an array or an object to an index whose collation
+//!    differs from the query's (`boundsGeneratingNodeContainsComparisonToType`), and
+//!    `query_solution.cpp` `computeSortsForScan` counts a key with string bounds of such an index
+//!    among the "unsupported fields", which cut the sort there. A shape carries no values, so
+//!    a path may hold strings unless the query names it in
+//!    [`QueryShape::uncollated_paths`] (numbers, dates, ids, booleans): under another collation a
+//!    key on a collated path gets no bounds and gives no order, one on an uncollated path keeps
+//!    both. When that is what keeps the index from serving, the verdict's rule is
+//!    [`Rule::CollationDiffers`].
 //! 7. **Special keys.** A hashed key gives only point bounds (`$in`/equality) and, unless it is an
 //!    equality, ends the order (`computeSortsForScan`: "Hashed fields ... prohibit sorts on the
-//!    later fields"). Text, geo (`2d`, `2dsphere`, `geoHaystack`) and wildcard keys need a
-//!    `$text`, geo or wildcard-specific predicate that a [`QueryShape`] cannot declare
-//!    (`planner_ixselect.cpp` `_compatible`, `stripInvalidAssignmentsTo2dsphereIndices`), so such
-//!    an index is unusable here.
+//!    later fields"). Text, `2d` and wildcard keys need a `$text`, legacy geo or
+//!    wildcard-specific predicate that a [`QueryShape`] cannot declare, so such an index is
+//!    unusable here; so is a `2dsphere` index for a query without a geo predicate on its geo key
+//!    (`planner_ixselect.cpp` `stripInvalidAssignmentsTo2dsphereIndices`: a 2dsphere index of
+//!    version 2 or later indexes no document without the geo field, so mongod assigns it nothing
+//!    else).
+//! 8. **Geo.** A [`QueryShape::geo`] predicate on the path of a `2dsphere` key: `$geoWithin`
+//!    (`GeoKind::Within`) bounds that key by the cells that cover the area, a union of ranges
+//!    that gives no order (`index_bounds_builder.cpp` `translate`, `S2CellIdsToIntervals`);
+//!    `$near` / `$geoNear` (`GeoKind::Near`) is answered by the `GEO_NEAR_2DSPHERE` stage
+//!    (`planner_access.cpp` `makeLeafNode`, `GeoNear2DSphereNode`), which returns the documents
+//!    nearest first and bounds the other keys of the index by their predicates. Only an index
+//!    with the `2dsphere` key can answer a near query: `$geoNear` fails without one
+//!    (`document_source_geo_near.cpp`, "unable to find index for $geoNear query"), and a near
+//!    query takes no other sort.
+//! 9. **Time series.** A time series collection stores buckets; mongod translates an index on
+//!    the collection into one on its buckets (`timeseries_index_schema_conversion_functions.cpp`
+//!    `createBucketsSpecFromTimeseriesSpec`): a key on the meta field (or under it) stays itself,
+//!    a key on the time field becomes `control.min.<time>` and `control.max.<time>`, and a key on
+//!    any other field (a measurement) becomes its bucket's `control.min` and `control.max`. An
+//!    equality on the time field or a measurement is rewritten into bounds on the bucket minimum
+//!    and maximum (`bucket_spec.cpp` `createPredicatesOnBucketLevelField`): a range, never a
+//!    point. The time key still gives the order of the bucket-bounded sort
+//!    (`$_internalBoundedSort`, `timeseries/bucket_unpacking_with_sort.js`); a measurement key
+//!    gives none. [`QueryShape::time_series`] names the fields.
 //!
 //! Partial indexes: mongod uses one only when the query's filter implies its
 //! `partialFilterExpression` (`expression::isSubsetOf`); a shape carries no filter, so a partial
@@ -137,8 +163,58 @@ pub struct QueryShape {
     pub collation: Option<String>,
     /// Stored paths known to be arrays (joined with the index's own multikey paths).
     pub multikey_paths: Vec<String>,
+    /// Stored paths whose values a collation never compares: no string, array or object
+    /// (numbers, dates, ObjectIds, booleans). Under another collation than the index's, a key on
+    /// one of them keeps its bounds and its order (rule 6); every other path may hold strings.
+    pub uncollated_paths: Vec<String>,
+    /// The geo predicate of the query, if any (rule 8).
+    pub geo: Option<GeoPredicate>,
+    /// The fields of a time series collection, when the query reads one (rule 9).
+    pub time_series: Option<TimeSeriesFields>,
     /// Whose planner rules decide (mongod 7.0 and 8.0 by default).
     pub rules: ServerRules,
+}
+
+/// A geo predicate of a query (rule 8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeoPredicate {
+    /// The stored path of the GeoJSON field.
+    pub path: String,
+    /// Nearest first, or inside an area.
+    pub kind: GeoKind,
+}
+
+/// What a geo predicate asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeoKind {
+    /// `$near` / `$geoNear`: the documents nearest first, within a distance.
+    Near,
+    /// `$geoWithin`: the documents inside an area (a circle or a polygon).
+    Within,
+}
+
+/// The fields of a time series collection (rule 9).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TimeSeriesFields {
+    /// The time field (`timeField`).
+    pub time: String,
+    /// The meta field (`metaField`), if the collection has one.
+    pub meta: Option<String>,
+}
+
+impl TimeSeriesFields {
+    /// Whether `path` is the meta field or a path under it (a key mongod keeps as it is).
+    pub fn is_meta(&self, path: &str) -> bool {
+        self.meta.as_deref().is_some_and(|meta| {
+            path == meta || path.strip_prefix(meta).is_some_and(|r| r.starts_with('.'))
+        })
+    }
+
+    /// Whether `path` is bounded by its buckets' minimum and maximum: the time field or a
+    /// measurement (anything but the meta field).
+    pub fn is_bucket_bounded(&self, path: &str) -> bool {
+        !self.is_meta(path)
+    }
 }
 
 /// The mongod release line whose planner rules a fit follows where they differ.
@@ -338,6 +414,31 @@ pub enum Rule {
         behind: Option<String>,
         /// What bounds that key.
         cut: Cut,
+    },
+    /// A near query and an index without a `2dsphere` key on its geo field (rule 8).
+    NoGeoIndex {
+        /// Index name.
+        index: String,
+        /// The near query's geo field.
+        path: String,
+    },
+    /// A `2dsphere` key precedes or is a sort key: its cell ranges give no order (rule 8).
+    GeoOrder {
+        /// Index name.
+        index: String,
+        /// The `2dsphere` key.
+        key: String,
+    },
+    /// A key of a time series collection's index on its time field or a measurement: bounded
+    /// by each bucket's minimum and maximum, never a point, and for a measurement no order
+    /// (rule 9).
+    TimeSeriesBucket {
+        /// Index name.
+        index: String,
+        /// The key.
+        key: String,
+        /// The key is the time field (a measurement otherwise).
+        time: bool,
     },
     /// The index does not provide the sort for a reason none of the others names (not expected;
     /// kept so that a verdict is always total).
@@ -544,6 +645,34 @@ impl fmt::Display for Rule {
                      examines {what} and filters `{key}` on each key (equalities first: ESR)"
                 )
             }
+            Rule::NoGeoIndex { index, path } => write!(
+                f,
+                "index `{index}` has no \"2dsphere\" key on `{path}`: a near query is answered \
+                 only by a 2dsphere index on its field"
+            ),
+            Rule::GeoOrder { index, key } => write!(
+                f,
+                "key `{key}` of index `{index}` is \"2dsphere\": its cell ranges give no order, \
+                 so {SORTS}"
+            ),
+            Rule::TimeSeriesBucket { index, key, time } => {
+                if *time {
+                    write!(
+                        f,
+                        "key `{key}` of index `{index}` is the time field of a time series \
+                         collection: mongod bounds it by each bucket's minimum and maximum, so an \
+                         equality on it is a range (ESR: it belongs after the equalities)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "key `{key}` of index `{index}` is a measurement of a time series \
+                         collection: mongod indexes each bucket's minimum and maximum of it, which \
+                         bound a range but give no point and no order; index the meta field (or \
+                         fields under it) and the time field instead"
+                    )
+                }
+            }
             Rule::SortNotProvided { index, sort, keys } => write!(
                 f,
                 "index `{index}` {} does not provide sort {}: {SORTS}",
@@ -573,6 +702,19 @@ struct Key<'a> {
     dir: &'a KeyDir,
     bound: Bound,
     multikey: bool,
+    /// Under another collation than the query's, on a path that may hold strings: no bounds
+    /// (`_compatible`) and no order (`computeSortsForScan`'s unsupported fields), rule 6.
+    collated: bool,
+    /// A measurement of a time series collection: its buckets' minimum and maximum give no
+    /// order, rule 9.
+    measurement: bool,
+}
+
+impl Key<'_> {
+    /// A key whose scan gives no order of its own and cuts the order there.
+    fn unordered(&self) -> bool {
+        self.collated || self.measurement
+    }
 }
 
 fn is_multikey(path: &str, index: &IndexShape, query: &QueryShape) -> bool {
@@ -594,6 +736,15 @@ fn shares_prefix(a: &str, b: &str) -> bool {
 }
 
 fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
+    let geo = query.geo.as_ref().is_some_and(|g| g.path == path);
+    if geo {
+        // the cells that cover the area (a `2dsphere` key; another key gets none from it)
+        return if is_2dsphere(dir) {
+            Bound::Range
+        } else {
+            Bound::None
+        };
+    }
     let bound = if query.eq.iter().any(|p| p == path) {
         Bound::Point
     } else if let Some((_, n)) = query.in_.iter().find(|(p, _)| p == path) {
@@ -615,6 +766,16 @@ fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
     }
 }
 
+fn is_2dsphere(dir: &KeyDir) -> bool {
+    matches!(dir, KeyDir::Special(kind) if kind == "2dsphere")
+}
+
+/// Whether a key on `path` is one a collation compares: under another collation than the
+/// query's, every path the query does not name as uncollated (rule 6).
+fn collated(path: &str, index: &IndexShape, query: &QueryShape) -> bool {
+    index.collation != query.collation && !query.uncollated_paths.iter().any(|p| p == path)
+}
+
 fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
     // planner_ixselect.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
     // under one array path cannot both get bounds (the values may come from different
@@ -624,7 +785,19 @@ fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
         .keys
         .iter()
         .map(|(path, dir)| {
-            let mut bound = bound_of(path, dir, query);
+            // a geo predicate compares no string: a collation leaves its bounds alone
+            let geo = is_2dsphere(dir) && query.geo.as_ref().is_some_and(|g| g.path == *path);
+            let collated = !geo && collated(path, index, query);
+            let measurement = query
+                .time_series
+                .as_ref()
+                .is_some_and(|ts| ts.is_bucket_bounded(path) && *path != ts.time);
+            // `_compatible`: no predicate comparing a string to an index of another collation
+            let mut bound = if collated {
+                Bound::None
+            } else {
+                bound_of(path, dir, query)
+            };
             let multikey = is_multikey(path, index, query);
             if bound != Bound::None && multikey {
                 let arrays = array_prefixes(path, index, query);
@@ -639,6 +812,8 @@ fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
                 dir,
                 bound,
                 multikey,
+                collated,
+                measurement,
             }
         })
         .collect()
@@ -716,8 +891,11 @@ fn equality_behind(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> 
 #[derive(Debug, Clone, Copy)]
 enum Stop<'a> {
     End,
-    Hashed(&'a str),
+    /// A hashed or `2dsphere` key without an equality.
+    Special(&'a str),
     Multikey(&'a str),
+    /// A key that gives no order of its own ([`Key::unordered`]).
+    Unordered(&'a str),
 }
 
 /// `computeSortsForScan` and `ProvidedSortSet` for one bounded index scan.
@@ -760,7 +938,7 @@ impl<'a> Provided<'a> {
                 } else {
                     unsupported.push(k.path);
                 }
-            } else if point {
+            } else if point && !k.unordered() {
                 equality.push(k.path);
             }
         }
@@ -771,7 +949,7 @@ impl<'a> Provided<'a> {
                 continue;
             }
             if matches!(k.dir, KeyDir::Special(_)) {
-                stop = Stop::Hashed(k.path);
+                stop = Stop::Special(k.path);
                 break;
             }
             if ignored.contains(&k.path) {
@@ -779,6 +957,10 @@ impl<'a> Provided<'a> {
             }
             if unsupported.contains(&k.path) {
                 stop = Stop::Multikey(k.path);
+                break;
+            }
+            if k.unordered() {
+                stop = Stop::Unordered(k.path);
                 break;
             }
             base.push((k.path, k.dir));
@@ -843,9 +1025,13 @@ impl<'k, 'a> Explosion<'k, 'a> {
                 stop = Stop::Multikey(k.path);
                 break;
             }
+            if k.unordered() {
+                stop = Stop::Unordered(k.path);
+                break;
+            }
             if matches!(k.dir, KeyDir::Special(_)) {
                 // A string-valued key pattern element never equals a sort element.
-                stop = Stop::Hashed(k.path);
+                stop = Stop::Special(k.path);
                 break;
             }
             possible.push(k);
@@ -868,6 +1054,45 @@ impl<'k, 'a> Explosion<'k, 'a> {
     }
 }
 
+/// The rule of a key that stops the order by its kind (hashed, `2dsphere`) or by giving none
+/// of its own (another collation, a time series measurement).
+fn stop_rule(index: &IndexShape, query: &QueryShape, keys: &[Key<'_>], path: &str) -> Rule {
+    let name = index.name.clone();
+    let Some(key) = keys.iter().find(|k| k.path == path) else {
+        return Rule::SortKeyMissing {
+            index: name,
+            key: path.to_owned(),
+        };
+    };
+    if key.collated {
+        collation_rule(index, query)
+    } else if key.measurement {
+        Rule::TimeSeriesBucket {
+            index: name,
+            key: path.to_owned(),
+            time: false,
+        }
+    } else if is_2dsphere(key.dir) {
+        Rule::GeoOrder {
+            index: name,
+            key: path.to_owned(),
+        }
+    } else {
+        Rule::HashedSort {
+            index: name,
+            key: path.to_owned(),
+        }
+    }
+}
+
+fn collation_rule(index: &IndexShape, query: &QueryShape) -> Rule {
+    Rule::CollationDiffers {
+        index: index.name.clone(),
+        index_collation: index.collation.clone(),
+        query_collation: query.collation.clone(),
+    }
+}
+
 fn special_kind(index: &IndexShape) -> Option<(&str, &str)> {
     index.keys.iter().find_map(|(path, dir)| match dir {
         KeyDir::Special(kind) if kind != "hashed" => Some((path.as_str(), kind.as_str())),
@@ -878,25 +1103,99 @@ fn special_kind(index: &IndexShape) -> Option<(&str, &str)> {
 
 /// Decides whether `index` serves `query` without a blocking sort, by mongod's planner rules
 /// (see the module documentation for each rule and its source).
+///
+/// When another collation (rule 6) or a time series bucket bound (rule 9) is what keeps the
+/// index from serving (the verdict would differ without it), the verdict's rule names that.
 pub fn fit(index: &IndexShape, query: &QueryShape) -> Verdict {
-    if let Some((key, kind)) = special_kind(index) {
-        return Verdict::Unusable(Rule::SpecialIndex {
-            index: index.name.clone(),
-            key: key.to_owned(),
-            kind: kind.to_owned(),
-        });
+    let verdict = fit_shape(index, query);
+    if matches!(verdict, Verdict::Served { .. }) {
+        return verdict;
     }
+    let with_rule = |rule: Rule| match &verdict {
+        Verdict::BlockingSort(_) => Verdict::BlockingSort(rule),
+        Verdict::Examines(_) => Verdict::Examines(rule),
+        _ => Verdict::Unusable(rule),
+    };
     if index.collation != query.collation {
-        return Verdict::Unusable(Rule::CollationDiffers {
-            index: index.name.clone(),
-            index_collation: index.collation.clone(),
-            query_collation: query.collation.clone(),
-        });
+        let same = QueryShape {
+            collation: index.collation.clone(),
+            ..query.clone()
+        };
+        if fit_shape(index, &same) != verdict {
+            return with_rule(collation_rule(index, query));
+        }
+    }
+    if let Some(ts) = &query.time_series {
+        let plain = QueryShape {
+            time_series: None,
+            ..query.clone()
+        };
+        if fit_shape(index, &plain) != verdict {
+            let touched = |path: &str| {
+                query.eq.iter().any(|p| p == path)
+                    || query.in_.iter().any(|(p, _)| p == path)
+                    || query.sort.iter().any(|(p, _)| p == path)
+            };
+            if let Some((key, _)) = index
+                .keys
+                .iter()
+                .find(|(path, _)| ts.is_bucket_bounded(path) && touched(path))
+            {
+                return with_rule(Rule::TimeSeriesBucket {
+                    index: index.name.clone(),
+                    key: key.clone(),
+                    time: *key == ts.time,
+                });
+            }
+        }
+    }
+    verdict
+}
+
+/// Rule 9: on a time series collection, the query with its equalities and `$in`s on the time
+/// field and the measurements moved to its ranges (bounds on each bucket's minimum and
+/// maximum); `None` for another collection.
+fn bucket_ranges(query: &QueryShape) -> Option<QueryShape> {
+    let ts = query.time_series.as_ref()?;
+    let mut q = query.clone();
+    let (points, ranges): (Vec<String>, Vec<String>) =
+        q.eq.into_iter().partition(|p| !ts.is_bucket_bounded(p));
+    q.eq = points;
+    let ranges_in: Vec<String> = q
+        .in_
+        .iter()
+        .filter(|(p, _)| ts.is_bucket_bounded(p))
+        .map(|(p, _)| p.clone())
+        .collect();
+    q.in_.retain(|(p, _)| !ts.is_bucket_bounded(p));
+    for path in ranges.into_iter().chain(ranges_in) {
+        if !q.range.contains(&path) {
+            q.range.push(path);
+        }
+    }
+    Some(q)
+}
+
+fn fit_shape(index: &IndexShape, query: &QueryShape) -> Verdict {
+    let bucketed = bucket_ranges(query);
+    let query = bucketed.as_ref().unwrap_or(query);
+    if let Some((key, kind)) = special_kind(index) {
+        let geo_on_key = kind == "2dsphere" && query.geo.as_ref().is_some_and(|g| g.path == key);
+        if !geo_on_key {
+            return Verdict::Unusable(Rule::SpecialIndex {
+                index: index.name.clone(),
+                key: key.to_owned(),
+                kind: kind.to_owned(),
+            });
+        }
     }
     if index.partial {
         return Verdict::Unusable(Rule::PartialFilter {
             index: index.name.clone(),
         });
+    }
+    if let Some(geo) = query.geo.as_ref().filter(|g| g.kind == GeoKind::Near) {
+        return near(index, query, &geo.path);
     }
     let keys = analyse(index, query);
     let Some(first) = keys.first() else {
@@ -906,7 +1205,12 @@ pub fn fit(index: &IndexShape, query: &QueryShape) -> Verdict {
             sort: query.sort.clone(),
         });
     };
-    if first.bound == Bound::None {
+    // a 2dsphere key with a geo bound is scanned whatever bounds the keys before it
+    // (2dsphere index version 2 and later, `index_bounds_builder.cpp`)
+    let geo_bound = keys
+        .iter()
+        .any(|k| is_2dsphere(k.dir) && k.bound != Bound::None);
+    if first.bound == Bound::None && !geo_bound {
         return whole_index(index, &keys, query);
     }
     // the order first (a blocking sort is the worse news), then what the scan examines
@@ -961,7 +1265,8 @@ fn whole_index(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> Verd
             })
     };
     let forward = prefix(false);
-    if query.sort.is_empty() || !(forward || prefix(true)) {
+    let unordered = kp.iter().take(query.sort.len()).any(|k| k.unordered());
+    if query.sort.is_empty() || !(forward || prefix(true)) || unordered {
         return Verdict::Unusable(Rule::NoLeadingPredicate {
             index: index.name.clone(),
             first_key,
@@ -980,6 +1285,52 @@ fn whole_index(index: &IndexShape, keys: &[Key<'_>], query: &QueryShape) -> Verd
         reverse: !forward,
         merge_scans: 1,
         full_scan: true,
+    }
+}
+
+/// A near query (rule 8): `GEO_NEAR_2DSPHERE` on the index's `2dsphere` key at `path`, nearest
+/// first; the query's equalities bound the other keys of the index (or are filtered on each
+/// document when the index has no key on them); a sort of its own is done in memory.
+fn near(index: &IndexShape, query: &QueryShape, path: &str) -> Verdict {
+    let name = || index.name.clone();
+    if !index
+        .keys
+        .iter()
+        .any(|(p, dir)| p == path && is_2dsphere(dir))
+    {
+        return Verdict::Unusable(Rule::NoGeoIndex {
+            index: name(),
+            path: path.to_owned(),
+        });
+    }
+    let keys = analyse(index, query);
+    if !query.sort.is_empty() {
+        return Verdict::BlockingSort(Rule::GeoOrder {
+            index: name(),
+            key: path.to_owned(),
+        });
+    }
+    let equalities = query
+        .eq
+        .iter()
+        .chain(query.in_.iter().filter(|(_, n)| *n > 0).map(|(p, _)| p));
+    for key in equalities {
+        let bounded = keys
+            .iter()
+            .any(|k| k.path == key && matches!(k.bound, Bound::Point | Bound::Points(_)));
+        if !bounded {
+            return Verdict::Examines(Rule::EqualityBehind {
+                index: name(),
+                key: key.clone(),
+                behind: None,
+                cut: Cut::Unconstrained,
+            });
+        }
+    }
+    Verdict::Served {
+        reverse: false,
+        merge_scans: 1,
+        full_scan: false,
     }
 }
 
@@ -1032,10 +1383,7 @@ fn diagnose(
             .expect("a key of the index")
     };
     let stopped = |stop: Stop<'_>, exploded: Option<&str>| match stop {
-        Stop::Hashed(k) => Some(Rule::HashedSort {
-            index: name(),
-            key: k.to_owned(),
-        }),
+        Stop::Special(k) | Stop::Unordered(k) => Some(stop_rule(index, query, keys, k)),
         Stop::Multikey(k) => Some(Rule::MultikeySort {
             index: name(),
             key: k.to_owned(),
@@ -1132,10 +1480,7 @@ fn diagnose_explosion(
         }
         let Some(k) = explosion.possible.get(i) else {
             return match explosion.stop {
-                Stop::Hashed(k) => Some(Rule::HashedSort {
-                    index: name(),
-                    key: k.to_owned(),
-                }),
+                Stop::Special(k) | Stop::Unordered(k) => Some(stop_rule(index, query, keys, k)),
                 Stop::Multikey(k) => Some(Rule::MultikeySort {
                     index: name(),
                     key: k.to_owned(),
@@ -1218,7 +1563,12 @@ fn diagnose_explosion(
 ///
 /// Sort fields with an equality are dropped from the sort (the scan has one value for them);
 /// every path appears once.
+///
+/// A geo predicate's field (rule 8) gets a `"2dsphere"` key where a range would go: after the
+/// equalities and the sort keys, before the ranges (its cell ranges give no order).
 pub fn esr_keys(query: &QueryShape) -> Vec<(String, KeyDir)> {
+    let bucketed = bucket_ranges(query);
+    let query = bucketed.as_ref().unwrap_or(query);
     let mut out: Vec<(String, KeyDir)> = Vec::new();
     let mut push = |path: &str, dir: KeyDir| {
         if !out.iter().any(|(p, _)| p == path) {
@@ -1284,6 +1634,9 @@ pub fn esr_keys(query: &QueryShape) -> Vec<(String, KeyDir)> {
         for (path, _) in &multi_in {
             push(path, KeyDir::Asc);
         }
+    }
+    if let Some(geo) = &query.geo {
+        push(&geo.path, KeyDir::Special("2dsphere".to_owned()));
     }
     // An empty `$in` has empty bounds: neither a point nor explodable, it goes with the ranges.
     for (path, n) in &query.in_ {
@@ -1452,6 +1805,10 @@ mod tests {
         fn mk(self, spec: &str) -> Self;
         fn coll(self, c: &str) -> Self;
         fn r81(self) -> Self;
+        fn unc(self, spec: &str) -> Self;
+        fn near(self, path: &str) -> Self;
+        fn within(self, path: &str) -> Self;
+        fn ts(self, time: &str, meta: &str) -> Self;
     }
 
     impl Build for QueryShape {
@@ -1481,6 +1838,31 @@ mod tests {
         }
         fn r81(mut self) -> Self {
             self.rules = ServerRules::Mongod81;
+            self
+        }
+        fn unc(mut self, spec: &str) -> Self {
+            self.uncollated_paths.extend(paths(spec));
+            self
+        }
+        fn near(mut self, path: &str) -> Self {
+            self.geo = Some(GeoPredicate {
+                path: s(path),
+                kind: GeoKind::Near,
+            });
+            self
+        }
+        fn within(mut self, path: &str) -> Self {
+            self.geo = Some(GeoPredicate {
+                path: s(path),
+                kind: GeoKind::Within,
+            });
+            self
+        }
+        fn ts(mut self, time: &str, meta: &str) -> Self {
+            self.time_series = Some(TimeSeriesFields {
+                time: s(time),
+                meta: (!meta.is_empty()).then(|| s(meta)),
+            });
             self
         }
     }
@@ -2020,6 +2402,53 @@ mod tests {
                 served(false, 1),
                 "same collation",
             ),
+            // `_compatible` assigns a predicate comparing a number to an index of another
+            // collation; `computeSortsForScan` cuts the sort only at keys with string bounds.
+            (
+                with(ix("n:1,b:1"), |i| i.collation = Some(s("en/2"))),
+                q().eq("n").sort("b:1").unc("n,b"),
+                served(false, 1),
+                "another collation, numbers only: served",
+            ),
+            (
+                with(ix("n:1,email:1"), |i| i.collation = Some(s("en/2"))),
+                q().eq("n").sort("email:1").unc("n"),
+                Verdict::BlockingSort(Rule::CollationDiffers {
+                    index: s("x"),
+                    index_collation: Some(s("en/2")),
+                    query_collation: None,
+                }),
+                "another collation, sort on a string: no order",
+            ),
+            (
+                with(ix("n:1,email:1"), |i| i.collation = Some(s("en/2"))),
+                q().eq("n,email").unc("n"),
+                Verdict::Examines(Rule::CollationDiffers {
+                    index: s("x"),
+                    index_collation: Some(s("en/2")),
+                    query_collation: None,
+                }),
+                "another collation, equality on a string: filtered",
+            ),
+            (
+                ix("email:1"),
+                q().eq("email").coll("en/2"),
+                Verdict::Unusable(Rule::CollationDiffers {
+                    index: s("x"),
+                    index_collation: None,
+                    query_collation: Some(s("en/2")),
+                }),
+                "a case-insensitive lookup and a simple index",
+            ),
+            (
+                with(ix("email:1"), |i| {
+                    i.collation = Some(s("en/2"));
+                    i.unique = true;
+                }),
+                q().eq("email").coll("en/2"),
+                served(false, 1),
+                "a case-insensitive lookup and its unique index",
+            ),
             // Rule 1: findRelevantIndices needs a predicate on the first key; QueryPlanner::plan
             // scans a whole index for a sort that is a prefix of getSortPattern or its reverse.
             (
@@ -2145,6 +2574,121 @@ mod tests {
                     kind: s("2dsphere"),
                 }),
                 "2dsphere index needs a geo predicate",
+            ),
+            // Rule 8, geo: GEO_NEAR_2DSPHERE (planner_access.cpp), $geoWithin's covering cells
+            // (index_bounds_builder.cpp), stripInvalidAssignmentsTo2dsphereIndices.
+            (
+                ix("loc:2dsphere"),
+                q().near("loc"),
+                served(false, 1),
+                "near on its 2dsphere index",
+            ),
+            (
+                ix("kind:1,loc:2dsphere"),
+                q().eq("kind").near("loc"),
+                served(false, 1),
+                "near with an equality on the index's prefix",
+            ),
+            (
+                ix("loc:2dsphere"),
+                q().eq("kind").near("loc"),
+                examines("kind", None, Cut::Unconstrained),
+                "near with an equality the index lacks",
+            ),
+            (
+                ix("kind:1"),
+                q().eq("kind").near("loc"),
+                Verdict::Unusable(Rule::NoGeoIndex {
+                    index: s("x"),
+                    path: s("loc"),
+                }),
+                "near needs a 2dsphere index on its field",
+            ),
+            (
+                ix("loc:2dsphere"),
+                q().near("loc").sort("name:1"),
+                Verdict::BlockingSort(Rule::GeoOrder {
+                    index: s("x"),
+                    key: s("loc"),
+                }),
+                "near orders by distance, not by a sort",
+            ),
+            (
+                ix("kind:1,loc:2dsphere"),
+                q().within("loc"),
+                served(false, 1),
+                "within, no predicate on the prefix (2dsphere v2+)",
+            ),
+            (
+                ix("kind:1,name:1,loc:2dsphere"),
+                q().eq("kind").within("loc").sort("name:1"),
+                served(false, 1),
+                "within, equality, sort before the geo key",
+            ),
+            (
+                ix("kind:1,loc:2dsphere,name:1"),
+                q().eq("kind").within("loc").sort("name:1"),
+                Verdict::BlockingSort(Rule::GeoOrder {
+                    index: s("x"),
+                    key: s("loc"),
+                }),
+                "within: the geo key cuts the order",
+            ),
+            (
+                ix("kind:1"),
+                q().eq("kind").within("loc"),
+                served(false, 1),
+                "within filtered on a btree index's documents",
+            ),
+            (
+                with(ix("kind:1,loc:2dsphere"), |i| i.collation = Some(s("en/2"))),
+                q().within("loc"),
+                served(false, 1),
+                "a geo predicate compares no string: another collation keeps its bounds",
+            ),
+            // Rule 9, time series: createBucketsSpecFromTimeseriesSpec, bucket-level predicates,
+            // the bounded sort on the time field.
+            (
+                ix("sensor:1,at:1"),
+                q().eq("sensor").range("at").sort("at:1").ts("at", "sensor"),
+                served(false, 1),
+                "one sensor's readings in time order",
+            ),
+            (
+                ix("sensor.site:1,at:-1"),
+                q().eq("sensor.site").sort("at:1").ts("at", "sensor"),
+                served(true, 1),
+                "a field under meta, time backwards",
+            ),
+            (
+                ix("at:1,sensor:1"),
+                q().eq("sensor,at").ts("at", "sensor"),
+                Verdict::Examines(Rule::TimeSeriesBucket {
+                    index: s("x"),
+                    key: s("at"),
+                    time: true,
+                }),
+                "an equality on the time field is a bucket range",
+            ),
+            (
+                ix("sensor:1,value:1,at:1"),
+                q().eq("sensor,value").sort("at:1").ts("at", "sensor"),
+                Verdict::BlockingSort(Rule::TimeSeriesBucket {
+                    index: s("x"),
+                    key: s("value"),
+                    time: false,
+                }),
+                "a measurement gives no point and no order",
+            ),
+            (
+                ix("sensor:1,value:1"),
+                q().eq("sensor").sort("value:1").ts("at", "sensor"),
+                Verdict::BlockingSort(Rule::TimeSeriesBucket {
+                    index: s("x"),
+                    key: s("value"),
+                    time: false,
+                }),
+                "a sort on a measurement",
             ),
         ]
     }
@@ -2319,6 +2863,42 @@ mod tests {
                 cause: MultikeyCause::IndexMultikey(s("tags")),
             })
         );
+    }
+
+    #[test]
+    fn esr_geo_and_time_series() {
+        // the geo key where a range would go, after the sort keys
+        let within = q().eq("kind").within("loc").sort("name:1");
+        assert_eq!(esr_keys(&within), keys("kind:1,name:1,loc:2dsphere"));
+        let index = IndexShape {
+            keys: esr_keys(&within),
+            ..ix("")
+        };
+        assert_eq!(fit(&index, &within), served(false, 1));
+        let near = q().eq("kind").near("loc").range("price");
+        assert_eq!(esr_keys(&near), keys("kind:1,loc:2dsphere,price:1"));
+        // a time series: an equality on a measurement is a range, after the sort on time
+        let readings = q().eq("sensor,value").sort("at:1").ts("at", "sensor");
+        assert_eq!(esr_keys(&readings), keys("sensor:1,at:1,value:1"));
+        let index = IndexShape {
+            keys: esr_keys(&readings),
+            ..ix("")
+        };
+        assert_eq!(fit(&index, &readings), served(false, 1));
+        // the messages name the rule
+        let text = |verdict: Verdict| match verdict {
+            Verdict::BlockingSort(rule) | Verdict::Unusable(rule) | Verdict::Examines(rule) => {
+                rule.to_string()
+            }
+            served => panic!("expected a rule, got {served:?}"),
+        };
+        assert!(text(fit(&ix("kind:1"), &q().near("loc")))
+            .contains("a near query is answered only by a 2dsphere index"));
+        assert!(text(fit(
+            &ix("sensor:1,value:1"),
+            &q().eq("sensor").sort("value:1").ts("at", "sensor")
+        ))
+        .contains("is a measurement of a time series collection"));
     }
 
     #[test]

@@ -775,6 +775,27 @@ pub fn query_refused(path: &str, len: usize, max: usize) -> crate::Error {
     }
 }
 
+pub use crate::geo;
+pub use crate::{Granularity, TimeSeries};
+
+/// A stored form that is a BSON date: what the time field of a time series collection holds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not stored as a BSON date, and the time field of a time series collection must be one",
+    label = "not stored as a BSON date",
+    note = "make the field a `bson::DateTime` (`mongo_schema::prelude::DateTime`), or store a chrono date as one: `#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]`"
+)]
+pub trait BsonDate {}
+
+impl BsonDate for mongodb::bson::DateTime {}
+
+/// Compile-time check of `timeseries(time = field)`: the field is stored as a BSON date
+/// (mongod refuses a measurement whose time field is not one); spanned at the field.
+pub const fn require_bson_date<T: BsonDate + ?Sized>() {}
+
+/// Compile-time check of a declared query's `near` or `within`: the field is a GeoJSON point
+/// ([`crate::geo::GeoField`]); spanned at the field by the derive.
+pub const fn require_geo<T: crate::geo::GeoField + ?Sized>() {}
+
 /// Compile-time check of an index key, a sort or a range: the field's stored form orders like
 /// its values ([`Ordered`]); spanned at the key by the derive.
 pub const fn require_ordered<T: Ordered + ?Sized>() {}

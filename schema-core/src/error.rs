@@ -206,6 +206,16 @@ pub enum Error {
         /// The version this apply was for.
         applying: u64,
     },
+    /// `apply` found a collection it cannot bring to the declared state (a plain collection
+    /// where a time series collection is declared, which mongod cannot convert); nothing was
+    /// written.
+    #[non_exhaustive]
+    CannotApply {
+        /// The collection.
+        collection: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// A migration step failed (see [`crate::SchemaBuilder::migration`]): its record in
     /// [`crate::migrate::MIGRATIONS_COLLECTION`] says `failed` with the error, and the next
     /// `apply` runs it again from its checkpoint.
@@ -653,6 +663,11 @@ impl fmt::Debug for Error {
                 .field("source", source)
                 .finish(),
             Error::Other(inner) => f.debug_tuple("Other").field(inner).finish(),
+            Error::CannotApply { collection, reason } => f
+                .debug_struct("CannotApply")
+                .field("collection", collection)
+                .field("reason", reason)
+                .finish(),
             Error::Downgrade { recorded, applying } => f
                 .debug_struct("Downgrade")
                 .field("recorded", recorded)
@@ -794,6 +809,10 @@ impl fmt::Display for Error {
                 }
             }
             Error::Other(inner) => inner.fmt(f),
+            Error::CannotApply { collection, reason } => write!(
+                f,
+                "apply wrote nothing: `{collection}`: {reason}"
+            ),
             Error::Downgrade { recorded, applying } => write!(
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with {})",
@@ -865,6 +884,7 @@ impl std::error::Error for Error {
             | Error::LockLost { .. }
             | Error::Contended { .. }
             | Error::NotServed { .. }
+            | Error::CannotApply { .. }
             | Error::Downgrade { .. } => None,
         }
     }

@@ -18,6 +18,7 @@ mod concern;
 mod deploy;
 pub mod error;
 mod explain;
+pub mod geo;
 mod json_schema;
 mod lease;
 mod literal;
@@ -40,6 +41,7 @@ pub use deploy::{
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
+pub use model::collation::Collation;
 pub use model::copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph,
     SyncStrategy,
@@ -51,6 +53,7 @@ pub use model::index::{IndexReason, IndexSpec};
 pub use model::part::PartSpec;
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};
 pub use model::sort::SortDirection;
+pub use model::timeseries::{Granularity, TimeSeries};
 pub use progress::PROGRESS_TARGET;
 #[allow(deprecated)]
 pub use relations::bucket::EntryPage;

@@ -13,6 +13,13 @@ use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
+mod collation;
+mod geo;
+mod timeseries;
+pub use collation::Collation;
+pub use geo::GeoCondition;
+pub use timeseries::TimeSeriesAttr;
+
 /// A value with the tokens it came from, so later checks can point at them.
 #[derive(Clone)]
 pub struct Sp<T> {
@@ -133,6 +140,12 @@ pub struct Collection {
     pub same_id_as: Option<Sp<syn::Type>>,
     /// `optional_part`: an owner may have no part (audit counts no missing ones).
     pub optional_part: Option<Sp<bool>>,
+    /// `collation(...)`: the collection's default collation.
+    pub collation: Option<Sp<Collation>>,
+    /// `timeseries(...)`: a time series collection.
+    pub timeseries: Option<Sp<TimeSeriesAttr>>,
+    /// `expire_after_secs = N`: a time series collection's expiry.
+    pub expire_after_secs: Option<Sp<u64>>,
 }
 
 /// `#[query(name = "...", eq(a, b), any_of(c, max = N), range(d), sort(e = -1), limit = N,
@@ -149,6 +162,10 @@ pub struct Query {
     pub index: Option<Sp<String>>,
     /// `pages`: read in keyset pages, `_id` appended to the sort as the tie-break.
     pub pages: bool,
+    /// `collation(...)`: the query's collation.
+    pub collation: Option<Sp<Collation>>,
+    /// `near(field)` or `within(field)`.
+    pub geo: Option<GeoCondition>,
 }
 
 pub struct Index {
@@ -158,6 +175,8 @@ pub struct Index {
     pub partial: Option<Sp<String>>,
     pub expire_after_secs: Option<Sp<u64>>,
     pub name: Option<Sp<String>>,
+    /// `collation(...)`: the index's collation.
+    pub collation: Option<Sp<Collation>>,
 }
 
 #[derive(Clone)]
@@ -469,6 +488,9 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
     let mut shard_key = Slot::new(cx, "collection", SHARD_KEY);
     let mut same_id_as: Slot<Option<syn::Type>> = Slot::new(cx, "collection", SAME_ID_AS);
     let mut optional_part = Slot::new(cx, "collection", OPTIONAL_PART);
+    let mut collation = Slot::new(cx, "collection", COLLATION);
+    let mut timeseries = Slot::new(cx, "collection", TIMESERIES);
+    let mut expire = Slot::new(cx, "collection", EXPIRE_AFTER_SECS);
     parse_all(cx, attr, |meta| {
         if meta.path == NAME {
             let parsed = string(&value(&meta)?, "name = \"tickets\"").and_then(|lit| {
@@ -499,6 +521,15 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
         } else if meta.path == OPTIONAL_PART {
             let parsed = flag(&meta);
             optional_part.set_or_poison(&meta.path, parsed);
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
+        } else if meta.path == TIMESERIES {
+            let parsed = timeseries::parse(cx, &meta);
+            timeseries.set_or_poison(&meta.path, parsed);
+        } else if meta.path == EXPIRE_AFTER_SECS {
+            let parsed = unsigned(&value(&meta)?, "expire_after_secs = 86400");
+            expire.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -512,6 +543,9 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
                     "shard_key",
                     "same_id_as",
                     "optional_part",
+                    "collation",
+                    "timeseries",
+                    "expire_after_secs",
                 ],
             )?;
         }
@@ -530,6 +564,9 @@ fn parse_collection(cx: &Ctxt, attr: &syn::Attribute) -> Collection {
             })
         }),
         optional_part: optional_part.get(),
+        collation: collation.get(),
+        timeseries: timeseries.get(),
+        expire_after_secs: expire.get(),
     }
 }
 
@@ -540,6 +577,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
     let mut partial = Slot::new(cx, "index", PARTIAL);
     let mut expire = Slot::new(cx, "index", EXPIRE_AFTER_SECS);
     let mut name = Slot::new(cx, "index", NAME);
+    let mut collation = Slot::new(cx, "index", COLLATION);
     parse_all(cx, attr, |meta| {
         if meta.path == KEYS {
             let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
@@ -577,6 +615,9 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
                 Ok((lit.to_token_stream(), lit.value()))
             });
             name.set_or_poison(&meta.path, parsed);
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -589,6 +630,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
                     "partial",
                     "expire_after_secs",
                     "name",
+                    "collation",
                 ],
             )?;
         }
@@ -601,6 +643,7 @@ fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
         partial: partial.get(),
         expire_after_secs: expire.get(),
         name: name.get(),
+        collation: collation.get(),
     }
 }
 
@@ -611,11 +654,18 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     let mut index = Slot::new(cx, "query", INDEX);
     let mut sort = Slot::new(cx, "query", SORT);
     let mut pages = Slot::new(cx, "query", PAGES);
+    let mut collation = Slot::new(cx, "query", COLLATION);
     let mut query = Query::default();
     // a condition written, even one that failed to parse (its own error says why)
     let mut conditions_written = false;
     parse_all(cx, attr, |meta| {
-        if meta.path == EQ || meta.path == ANY_OF || meta.path == RANGE || meta.path == SORT {
+        if meta.path == EQ
+            || meta.path == ANY_OF
+            || meta.path == RANGE
+            || meta.path == SORT
+            || meta.path == NEAR
+            || meta.path == WITHIN
+        {
             conditions_written = true;
         }
         if meta.path == NAME {
@@ -706,13 +756,37 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
             index.set_or_poison(&meta.path, parsed);
         } else if meta.path == PAGES {
             pages.set(&meta.path, ());
+        } else if meta.path == COLLATION {
+            let parsed = collation::parse(cx, &meta);
+            collation.set_or_poison(&meta.path, parsed);
+        } else if meta.path == NEAR || meta.path == WITHIN {
+            let condition = geo::parse(&meta)?;
+            if query.geo.is_some() {
+                cx.error_spanned_by(
+                    &condition.tokens,
+                    "a query has one geo condition (`near` or `within`)",
+                );
+            } else {
+                query.geo = Some(condition);
+            }
         } else {
             unknown(
                 cx,
                 &meta,
                 "query",
                 &[
-                    "name", "eq", "any_of", "range", "sort", "limit", "project", "index", "pages",
+                    "name",
+                    "eq",
+                    "any_of",
+                    "range",
+                    "sort",
+                    "limit",
+                    "project",
+                    "index",
+                    "pages",
+                    "collation",
+                    "near",
+                    "within",
                 ],
             )?;
         }
@@ -733,6 +807,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
     });
     query.index = index.get();
     query.pages = pages.get().is_some();
+    query.collation = collation.get();
     query.sort = sort.get().map(|s| s.value).unwrap_or_default();
     if query.name.is_none() {
         cx.error_spanned_by(
@@ -745,6 +820,7 @@ fn parse_query(cx: &Ctxt, attr: &syn::Attribute) -> Query {
         && query.any_of.is_empty()
         && query.range.is_empty()
         && query.sort.is_empty()
+        && query.geo.is_none()
     {
         cx.error_spanned_by(attr, "`#[query]` declares no condition and no sort: add `eq(..)`, `any_of(..)`, `range(..)` or `sort(..)`");
     }

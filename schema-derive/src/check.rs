@@ -10,7 +10,9 @@ use crate::ast::{Container, Data, Field, RefKind, Repr, Style, Variant};
 use crate::attr::{ExtendedRef, IndexKey, KeyField, KeyKind, OnDelete, Sync};
 use crate::ctxt::Ctxt;
 
+mod geo;
 mod mongod;
+mod timeseries;
 
 pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_derive_fits_item(cx, cont, derive);
@@ -34,6 +36,8 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_queries(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
     mongod::check(cx, cont);
+    geo::check(cx, cont);
+    timeseries::check(cx, cont);
 }
 
 /// `tag`, `content` and `untagged` describe enums.
@@ -857,12 +861,25 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
             .name
             .as_ref()
             .map_or(default, |n| n.value.clone());
-        (name == wanted.value && index.value.partial.is_none()).then_some((name, stored, keys))
+        (name == wanted.value && index.value.partial.is_none()).then_some((
+            name,
+            stored,
+            keys,
+            index.value.collation.as_ref(),
+        ))
     });
-    let Some((name, keys, key_tokens)) = found else {
+    let Some((name, keys, key_tokens, index_collation)) = found else {
         let _ = silent.check();
         return;
     };
+    // another collation than the index's: which keys hold strings is `Schema::build`'s to
+    // tell (it reads the validator), so the fit waits for it
+    if effective_collation(cont, query.collation.as_ref())
+        != effective_collation(cont, index_collation)
+    {
+        let _ = silent.check();
+        return;
+    }
     if key_tokens
         .value
         .iter()
@@ -903,6 +920,18 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         multikey_paths: multikey.clone(),
         // the most any release serves: `Schema::build` checks with the schema's own rules
         rules: mongo_schema_planner::ServerRules::Mongod81,
+        geo: query
+            .geo
+            .as_ref()
+            .map(|g| mongo_schema_planner::GeoPredicate {
+                path: resolve_field(&silent, cont, &g.field),
+                kind: if g.near {
+                    mongo_schema_planner::GeoKind::Near
+                } else {
+                    mongo_schema_planner::GeoKind::Within
+                },
+            }),
+        ..QueryShape::default()
     };
     let mut shape = shape;
     if query.pages && !shape.sort.iter().any(|(p, _)| p == "_id") {
@@ -939,6 +968,33 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
             esr.join(", ")
         ),
     );
+}
+
+/// The collation a query or an index of the container runs under, as text: its own, or the
+/// collection's default (`None`: the simple collation).
+fn effective_collation(
+    cont: &Container,
+    own: Option<&crate::attr::Sp<crate::attr::Collation>>,
+) -> Option<String> {
+    let collation = own.or_else(|| {
+        cont.attrs
+            .collection
+            .as_ref()
+            .and_then(|c| c.value.collation.as_ref())
+    })?;
+    let c = &collation.value;
+    (c.locale != "simple").then(|| {
+        format!(
+            "{}/{:?}/{:?}/{:?}/{:?}/{:?}/{:?}",
+            c.locale,
+            c.strength,
+            c.case_level,
+            c.case_first,
+            c.numeric_ordering,
+            c.alternate,
+            c.backwards
+        )
+    })
 }
 
 /// A number or a date the user stores as a string (`#[schema(stored_as = String)]`): its text

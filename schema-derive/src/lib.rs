@@ -38,9 +38,12 @@ use syn::{parse_macro_input, DeriveInput};
 /// `#[embed(max = N)]` array, the copy type of each `#[extended_ref]`, and `T::check`.
 ///
 /// Container attributes: `#[collection(name = "...", validation_level, validation_action,
-/// additional_properties, shard_key(...), same_id_as = Owner, optional_part)]` (required), `#[index(keys(...), unique, sparse,
-/// partial, expire_after_secs, name)]`, `#[query(name, eq, any_of, range, sort, limit, project,
-/// index)]`, `#[bucket(...)]`, `#[schema(stored_as = T, crate = "path")]`. Field attributes: `#[embed(max = N,
+/// additional_properties, shard_key(...), same_id_as = Owner, optional_part, collation(...),
+/// timeseries(time, meta, granularity),
+/// expire_after_secs)]` (required), `#[index(keys(...), unique, sparse, partial,
+/// expire_after_secs, name, collation(...))]`, `#[query(name, eq, any_of, range, sort, near,
+/// within, limit, project, index, pages, collation(...))]`, `#[bucket(...)]`, `#[schema(stored_as
+/// = T, crate = "path")]`. Field attributes: `#[embed(max = N,
 /// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
 /// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync, via)]`,
 /// `#[counter(of = T, filter, sync, via)]`,

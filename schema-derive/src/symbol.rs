@@ -88,6 +88,24 @@ symbols! {
     VARIANT_IDENTIFIER = "variant_identifier",
 }
 
+// collation, geo and time series options (a block of their own)
+symbols! {
+    COLLATION = "collation",
+    LOCALE = "locale",
+    STRENGTH = "strength",
+    CASE_LEVEL = "case_level",
+    CASE_FIRST = "case_first",
+    NUMERIC_ORDERING = "numeric_ordering",
+    ALTERNATE = "alternate",
+    BACKWARDS = "backwards",
+    NEAR = "near",
+    WITHIN = "within",
+    TIMESERIES = "timeseries",
+    TIME = "time",
+    META = "meta",
+    GRANULARITY = "granularity",
+}
+
 impl PartialEq<Symbol> for Ident {
     fn eq(&self, word: &Symbol) -> bool {
         self == word.0

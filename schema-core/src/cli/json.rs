@@ -16,6 +16,7 @@ use crate::{
 fn action_kind(action: &Action) -> &'static str {
     match action {
         Action::CreateCollection { .. } => "create_collection",
+        Action::ModifyTimeSeries { .. } => "modify_timeseries",
         Action::UpdateValidator { .. } => "update_validator",
         Action::CreateIndexes { .. } => "create_indexes",
         Action::DropIndex { .. } => "drop_index",

@@ -873,6 +873,17 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
     let claimed_status = run.claimed.as_ref().map(|(_, status)| status);
     let staged = planning::plan_apply(apply.specs, &seen, deciding, claimed_status, &run.executed);
     note_seen(run, &seen, &staged)?;
+    // a declared state mongod cannot reach: refused before the lock, nothing written
+    if let Some(warning @ Warning::NotTimeSeries { collection }) = staged
+        .warnings
+        .iter()
+        .find(|w| matches!(w, Warning::NotTimeSeries { .. }))
+    {
+        return Err(Stop::Fail(Error::CannotApply {
+            collection: collection.clone(),
+            reason: warning.to_string(),
+        }));
+    }
     let next = match staged.next {
         Next::Refuse { recorded, applying } => {
             return Err(Stop::Fail(Error::Downgrade { recorded, applying }))

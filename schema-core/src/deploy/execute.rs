@@ -99,12 +99,51 @@ async fn send(db: &Database, action: &Action) -> mongodb::error::Result<()> {
             validator,
             level,
             action,
-        } => doc! {
-            "create": collection,
-            "validator": validator.clone(),
-            "validationLevel": level.as_str(),
-            "validationAction": action.as_str(),
-        },
+            collation,
+            timeseries,
+        } => {
+            let mut create = doc! { "create": collection };
+            match timeseries {
+                // mongod refuses a validator, a level and an action on a time series
+                // collection (InvalidOptions, jstests/core/timeseries/ddl/timeseries_create.js)
+                Some(timeseries) => {
+                    create.insert("timeseries", timeseries.to_document());
+                    if let Some(secs) = timeseries.expire_after_secs {
+                        create.insert("expireAfterSeconds", secs as i64);
+                    }
+                }
+                None => {
+                    create.insert("validator", validator.clone());
+                    create.insert("validationLevel", level.as_str());
+                    create.insert("validationAction", action.as_str());
+                }
+            }
+            if let Some(collation) = collation {
+                create.insert("collation", collation.to_document());
+            }
+            create
+        }
+        Action::ModifyTimeSeries {
+            collection,
+            granularity,
+            expire_after_secs,
+            ..
+        } => {
+            let mut coll_mod = doc! { "collMod": collection };
+            if let Some(granularity) = granularity {
+                coll_mod.insert("timeseries", doc! { "granularity": granularity.as_str() });
+            }
+            match expire_after_secs {
+                Some(Some(secs)) => {
+                    coll_mod.insert("expireAfterSeconds", *secs as i64);
+                }
+                Some(None) => {
+                    coll_mod.insert("expireAfterSeconds", "off");
+                }
+                None => {}
+            }
+            coll_mod
+        }
         Action::UpdateValidator {
             collection,
             validator,

@@ -113,11 +113,42 @@ pub(crate) fn script(
             "validationAction": spec.validation_action.as_str(),
         };
         let mut coll_mod = doc! { "collMod": &spec.name };
-        coll_mod.extend(options.clone());
+        let mut create = match &spec.timeseries {
+            // mongod takes no validator on a time series collection; collMod changes its
+            // granularity (upward) and its expiry
+            Some(timeseries) => {
+                let _ = writeln!(
+                    out,
+                    "// a time series collection ({}): no validator (mongod refuses one)",
+                    comment(&timeseries.to_string())
+                );
+                let mut create = doc! { "timeseries": timeseries.to_document() };
+                if let Some(granularity) = timeseries.granularity {
+                    coll_mod.insert("timeseries", doc! { "granularity": granularity.as_str() });
+                }
+                match timeseries.expire_after_secs {
+                    Some(secs) => {
+                        create.insert("expireAfterSeconds", secs as i64);
+                        coll_mod.insert("expireAfterSeconds", secs as i64);
+                    }
+                    None => {
+                        coll_mod.insert("expireAfterSeconds", "off");
+                    }
+                }
+                create
+            }
+            None => {
+                coll_mod.extend(options.clone());
+                options
+            }
+        };
+        if let Some(collation) = &spec.collation {
+            create.insert("collation", collation.to_document());
+        }
         let _ = writeln!(
             out,
             "if (!db.getCollectionNames().includes({name})) db.createCollection({name}, {});",
-            ejson(options)
+            ejson(create)
         );
         let _ = writeln!(out, "else db.runCommand({});", ejson(coll_mod));
         for index in &spec.indexes {

@@ -52,6 +52,12 @@ pub struct ObservedCollection {
     pub shard_key: Option<Document>,
     /// `options.changeStreamPreAndPostImages.enabled`.
     pub pre_images: bool,
+    /// `options.collation`: the collection's default collation (`None`: the simple one).
+    pub collation: Option<Document>,
+    /// `options.timeseries` and `options.expireAfterSeconds` of a time series collection
+    /// (mongod lists it with `type: "timeseries"`, SecantusDB with `type: "collection"` and
+    /// the same options).
+    pub timeseries: Option<crate::TimeSeries>,
 }
 
 impl ObservedCollection {
@@ -83,7 +89,16 @@ impl ObservedCollection {
                 .and_then(|o| o.get_document("changeStreamPreAndPostImages").ok())
                 .and_then(|p| p.get_bool("enabled").ok())
                 .unwrap_or(false),
+            collation: options
+                .and_then(|o| o.get_document("collation").ok())
+                .cloned(),
+            timeseries: options.and_then(crate::TimeSeries::from_options),
         }
+    }
+
+    /// Whether the server holds it as a time series collection.
+    pub(crate) fn is_timeseries(&self) -> bool {
+        self.timeseries.is_some() || self.kind == "timeseries"
     }
 
     pub(crate) fn level(&self) -> &str {
@@ -209,9 +224,10 @@ pub(crate) async fn observe_apply<'m>(
     let observed = observe_all(db, specs, looking.sharding).await?;
     let mut counted = Vec::new();
     for spec in specs {
-        let differs = observed
-            .collection(&spec.name)
-            .is_some_and(|c| c.kind == "collection" && !c.validates_as(spec));
+        let differs = observed.collection(&spec.name).is_some_and(|c| {
+            // a time series collection takes no validator: nothing to count against
+            c.kind == "collection" && spec.timeseries.is_none() && !c.validates_as(spec)
+        });
         if !differs {
             continue;
         }

@@ -28,6 +28,23 @@ pub enum Action {
         level: ValidationLevel,
         /// `validationAction`.
         action: ValidationAction,
+        /// The collection's default collation (`collation`), which mongod cannot change later.
+        collation: Option<crate::Collation>,
+        /// A time series collection's options (`timeseries`, `expireAfterSeconds`): then no
+        /// validator, level or action is sent (mongod refuses them on one).
+        timeseries: Option<crate::TimeSeries>,
+    },
+    /// `collMod` of a time series collection's options mongod can change: the granularity
+    /// (upward only) and the expiry of its measurements.
+    ModifyTimeSeries {
+        /// Collection name.
+        collection: String,
+        /// The new granularity (`None`: unchanged).
+        granularity: Option<crate::Granularity>,
+        /// The new expiry (`None`: unchanged; `Some(None)`: measurements kept forever, `"off"`).
+        expire_after_secs: Option<Option<u64>>,
+        /// What changes, in words.
+        changes: Vec<String>,
     },
     /// `collMod` to the schema's validator, level and action.
     UpdateValidator {
@@ -86,6 +103,7 @@ impl Action {
     pub fn collection(&self) -> &str {
         match self {
             Action::CreateCollection { collection, .. }
+            | Action::ModifyTimeSeries { collection, .. }
             | Action::UpdateValidator { collection, .. }
             | Action::CreateIndexes { collection, .. }
             | Action::DropIndex { collection, .. }
@@ -98,10 +116,29 @@ impl Action {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Action::CreateCollection { collection, level, action, .. } => write!(
-                f,
-                "create collection `{collection}` with its validator (level {level}, action {action})"
-            ),
+            Action::CreateCollection { collection, timeseries: Some(timeseries), collation, .. } => {
+                write!(
+                    f,
+                    "create time series collection `{collection}` ({timeseries}; no validator: mongod takes none on a time series collection)"
+                )?;
+                match collation {
+                    Some(collation) => write!(f, " with the default collation {collation}"),
+                    None => Ok(()),
+                }
+            }
+            Action::ModifyTimeSeries { collection, changes, .. } => {
+                write!(f, "collMod time series `{collection}`: {}", changes.join("; "))
+            }
+            Action::CreateCollection { collection, level, action, collation, .. } => {
+                write!(
+                    f,
+                    "create collection `{collection}` with its validator (level {level}, action {action})"
+                )?;
+                match collation {
+                    Some(collation) => write!(f, " and the default collation {collation}"),
+                    None => Ok(()),
+                }
+            }
             Action::UpdateValidator { collection, changes, violations, .. } => {
                 write!(f, "collMod `{collection}`: {}", changes.join("; "))?;
                 match violations {
@@ -157,6 +194,34 @@ pub enum Warning {
         violations: Violations,
         /// What was done.
         decision: OnViolations,
+    },
+    /// The collection's default collation on the server is not the declared one (a collection
+    /// created before its `#[collection(collation(...))]`, or by someone else). mongod cannot
+    /// change it: the library sends the declared collation with every index it creates and
+    /// every declared query it runs, so only queries written by hand see the server's default.
+    CollationDiffers {
+        /// Collection name.
+        collection: String,
+        /// The declared default collation (`None`: the simple collation).
+        declared: Option<crate::Collation>,
+        /// The server's (`options.collation` of `listCollections`; `None`: the simple one).
+        server: Option<Document>,
+    },
+    /// The schema declares a time series collection and the server holds a plain collection of
+    /// that name, which mongod cannot turn into one: `apply` refuses ([`crate::Error::CannotApply`],
+    /// nothing written). Move its documents and drop it, or rename one of them.
+    NotTimeSeries {
+        /// Collection name.
+        collection: String,
+    },
+    /// A time series collection's options on the server differ from the declared ones where
+    /// mongod cannot change them (the time or meta field, a granularity above the declared):
+    /// left alone.
+    TimeSeriesDiffers {
+        /// Collection name.
+        collection: String,
+        /// What differs, in words.
+        differences: Vec<String>,
     },
     /// A name of the schema is a view or time-series collection on the server.
     NotACollection {
@@ -336,6 +401,12 @@ impl Warning {
             Warning::NotACollection { collection, kind } => Some(format!(
                 "collection `{collection}` (a {kind} on the server)"
             )),
+            Warning::NotTimeSeries { collection } => Some(format!(
+                "time series collection `{collection}` (a plain collection on the server)"
+            )),
+            Warning::TimeSeriesDiffers { collection, .. } => {
+                Some(format!("the time series options of `{collection}`"))
+            }
             _ => None,
         }
     }
@@ -419,6 +490,21 @@ impl fmt::Display for Warning {
             Warning::NotACollection { collection, kind } => write!(
                 f,
                 "`{collection}` is a {kind} on the server, not a collection; left alone"
+            ),
+            Warning::NotTimeSeries { collection } => write!(
+                f,
+                "`{collection}` is declared a time series collection, and the server holds a plain collection of that name, which mongod cannot turn into one: apply writes nothing; move its documents into a new time series collection and drop it (or rename one of them)"
+            ),
+            Warning::TimeSeriesDiffers { collection, differences } => write!(
+                f,
+                "the time series options of `{collection}` differ where mongod cannot change them, left alone: {}",
+                differences.join("; ")
+            ),
+            Warning::CollationDiffers { collection, declared, server } => write!(
+                f,
+                "`{collection}` has the default collation {} on the server, not the declared {}: mongod cannot change a collection's default collation (recreate the collection to change it); the library sends the declared collation with every index and declared query, so only queries written by hand see the server's",
+                server.as_ref().map_or_else(|| "simple".to_owned(), ToString::to_string),
+                declared.as_ref().map_or_else(|| "simple one".to_owned(), ToString::to_string)
             ),
             Warning::SameVersionChanged { version, recorded_fingerprint, fingerprint } => write!(
                 f,
@@ -616,6 +702,8 @@ impl Plan {
                 validator: spec.validator.clone(),
                 level: spec.validation_level,
                 action: spec.validation_action,
+                collation: spec.collation.clone(),
+                timeseries: spec.timeseries.clone(),
             });
             if !spec.indexes.is_empty() {
                 plan.actions.push(Action::CreateIndexes {
@@ -630,14 +718,46 @@ impl Plan {
             }
             return plan;
         };
-        if observed.kind != "collection" {
-            plan.warnings.push(Warning::NotACollection {
-                collection: spec.name.clone(),
-                kind: observed.kind.clone(),
-            });
-            return plan;
+        match (&spec.timeseries, observed.is_timeseries()) {
+            (Some(_), false) if observed.kind == "collection" => {
+                plan.warnings.push(Warning::NotTimeSeries {
+                    collection: spec.name.clone(),
+                });
+                return plan;
+            }
+            (None, true) => {
+                plan.warnings.push(Warning::NotACollection {
+                    collection: spec.name.clone(),
+                    kind: "timeseries".to_owned(),
+                });
+                return plan;
+            }
+            (Some(_), true) => {}
+            _ if observed.kind != "collection" => {
+                plan.warnings.push(Warning::NotACollection {
+                    collection: spec.name.clone(),
+                    kind: observed.kind.clone(),
+                });
+                return plan;
+            }
+            _ => {}
         }
-        let changes = validator_changes(spec, observed);
+        if !crate::Collation::same_as_server(spec.collation.as_ref(), observed.collation.as_ref()) {
+            plan.warnings.push(Warning::CollationDiffers {
+                collection: spec.name.clone(),
+                declared: spec.collation.clone(),
+                server: observed.collation.clone(),
+            });
+        }
+        if let Some(wanted) = &spec.timeseries {
+            plan.extend(timeseries_changes(&spec.name, wanted, observed));
+        }
+        // mongod takes no validator on a time series collection
+        let changes = if spec.timeseries.is_some() {
+            Vec::new()
+        } else {
+            validator_changes(spec, observed)
+        };
         if !changes.is_empty() {
             plan.actions.push(Action::UpdateValidator {
                 collection: spec.name.clone(),
@@ -791,6 +911,77 @@ fn prefix_indexes<'a>(
     })
 }
 
+/// A time series collection's options against the declared ones: a `collMod` of what mongod
+/// changes (the granularity upward, the expiry: `timeseries_collmod.js`), a warning for the
+/// rest (the time and meta fields, a lower granularity).
+fn timeseries_changes(
+    collection: &str,
+    wanted: &crate::TimeSeries,
+    observed: &ObservedCollection,
+) -> Plan {
+    let mut plan = Plan::default();
+    let Some(server) = &observed.timeseries else {
+        return plan;
+    };
+    let mut differences = Vec::new();
+    if server.time_field != wanted.time_field {
+        differences.push(format!(
+            "time field `{}` on the server, `{}` declared",
+            server.time_field, wanted.time_field
+        ));
+    }
+    if server.meta_field != wanted.meta_field {
+        let name = |m: &Option<String>| m.as_ref().map_or("none".to_owned(), |m| format!("`{m}`"));
+        differences.push(format!(
+            "meta field {} on the server, {} declared",
+            name(&server.meta_field),
+            name(&wanted.meta_field)
+        ));
+    }
+    let mut changes = Vec::new();
+    let (has, wants) = (
+        server.effective_granularity(),
+        wanted.effective_granularity(),
+    );
+    let granularity = match has.cmp(&wants) {
+        std::cmp::Ordering::Less => {
+            changes.push(format!("granularity {has} -> {wants}"));
+            Some(wants)
+        }
+        std::cmp::Ordering::Greater => {
+            differences.push(format!(
+                "granularity {has} on the server, {wants} declared (mongod raises a granularity, never lowers it)"
+            ));
+            None
+        }
+        std::cmp::Ordering::Equal => None,
+    };
+    let expire_after_secs = (server.expire_after_secs != wanted.expire_after_secs).then(|| {
+        let show = |e: Option<u64>| e.map_or("off".to_owned(), |s| format!("{s} s"));
+        changes.push(format!(
+            "expireAfterSeconds {} -> {}",
+            show(server.expire_after_secs),
+            show(wanted.expire_after_secs)
+        ));
+        wanted.expire_after_secs
+    });
+    if !differences.is_empty() {
+        plan.warnings.push(Warning::TimeSeriesDiffers {
+            collection: collection.to_owned(),
+            differences,
+        });
+    }
+    if !changes.is_empty() {
+        plan.actions.push(Action::ModifyTimeSeries {
+            collection: collection.to_owned(),
+            granularity,
+            expire_after_secs,
+            changes,
+        });
+    }
+    plan
+}
+
 /// What differs between the collection's validator, level and action and `spec`'s, in
 /// words; empty when they are the same.
 fn validator_changes(spec: &CollectionSpec, observed: &ObservedCollection) -> Vec<String> {
@@ -830,6 +1021,20 @@ pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
     for action in executed {
         let seen = observed.collection(action.collection());
         let holds = match action {
+            Action::CreateCollection {
+                timeseries: Some(_),
+                ..
+            } => seen.is_some_and(ObservedCollection::is_timeseries),
+            Action::ModifyTimeSeries {
+                granularity,
+                expire_after_secs,
+                ..
+            } => seen.is_some_and(|seen| {
+                seen.timeseries.as_ref().is_some_and(|ts| {
+                    granularity.is_none_or(|g| ts.effective_granularity() == g)
+                        && expire_after_secs.is_none_or(|e| ts.expire_after_secs == e)
+                })
+            }),
             Action::CreateCollection {
                 validator,
                 level,
@@ -1730,7 +1935,124 @@ mod sharding_tests {
             Action::UpdateValidator { .. } => "collMod",
             Action::DropIndex { .. } => "dropIndexes",
             Action::EnablePreImages { .. } => "collMod",
+            Action::ModifyTimeSeries { .. } => "collMod",
         }
+    }
+
+    fn readings() -> CollectionSpec {
+        crate::deploy::test_spec("readings").timeseries(
+            crate::TimeSeries::new("at")
+                .meta("sensor")
+                .granularity(crate::Granularity::Minutes)
+                .expire_after_secs(600),
+        )
+    }
+
+    fn timeseries_on_server(options: Document) -> ObservedCollection {
+        ObservedCollection::from_list_collections(&doc! {
+            "name": "readings", "type": "timeseries", "options": options,
+        })
+    }
+
+    #[test]
+    fn a_time_series_is_created_without_a_validator_and_refused_over_a_plain_collection() {
+        let spec = readings();
+        let plan = Plan::for_collection(&spec, None);
+        let Action::CreateCollection { timeseries, .. } = &plan.actions[0] else {
+            panic!("{plan}")
+        };
+        assert_eq!(timeseries.as_ref(), spec.timeseries.as_ref());
+        assert!(plan.actions[0].to_string().contains("no validator"));
+        // mongod's `{ meta: 1, time: 1 }` is declared with the collection's indexes
+        assert!(spec
+            .indexes
+            .iter()
+            .any(|i| i.keys == doc! { "sensor": 1, "at": 1 }
+                && i.reasons.contains(&crate::IndexReason::TimeSeries)));
+        // a plain collection of the name: nothing planned, the refusal reported
+        let plain = ObservedCollection::new("readings");
+        let plan = Plan::for_collection(&spec, Some(&plain));
+        assert!(plan.actions.is_empty(), "{plan}");
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::NotTimeSeries { .. }]
+        ));
+        assert!(plan.warnings[0].not_as_declared().is_some());
+        // the other way round: a time series where a plain collection is declared
+        let server = timeseries_on_server(doc! { "timeseries": { "timeField": "at" } });
+        let plan = Plan::for_collection(&crate::deploy::test_spec("readings"), Some(&server));
+        assert!(matches!(
+            &plan.warnings[..],
+            [Warning::NotACollection { kind, .. }] if kind == "timeseries"
+        ));
+    }
+
+    #[test]
+    fn time_series_options_are_changed_as_mongod_changes_them() {
+        let spec = readings();
+        let same = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor", "granularity": "minutes" },
+            "expireAfterSeconds": 600_i64,
+        });
+        let mut indexed = same.clone();
+        indexed.indexes = spec.indexes.iter().map(IndexSpec::to_document).collect();
+        let plan = Plan::for_collection(&spec, Some(&indexed));
+        assert!(
+            plan.actions.is_empty() && plan.warnings.is_empty(),
+            "{plan}"
+        );
+        // upward and the expiry: one collMod
+        let lower = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor" },
+        });
+        let plan = Plan::for_collection(&spec, Some(&lower));
+        let modify = plan
+            .actions
+            .iter()
+            .find(|a| kind(a) == "collMod")
+            .unwrap_or_else(|| panic!("{plan}"));
+        assert_eq!(
+            modify,
+            &Action::ModifyTimeSeries {
+                collection: "readings".into(),
+                granularity: Some(crate::Granularity::Minutes),
+                expire_after_secs: Some(Some(600)),
+                changes: vec![
+                    "granularity seconds -> minutes".into(),
+                    "expireAfterSeconds off -> 600 s".into()
+                ],
+            }
+        );
+        // downward and another meta field: reported, not changed
+        let higher = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "host", "granularity": "hours" },
+            "expireAfterSeconds": 600_i64,
+        });
+        let plan = Plan::for_collection(&spec, Some(&higher));
+        assert!(!plan.actions.iter().any(|a| kind(a) == "collMod"), "{plan}");
+        let Some(Warning::TimeSeriesDiffers { differences, .. }) = plan
+            .warnings
+            .iter()
+            .find(|w| matches!(w, Warning::TimeSeriesDiffers { .. }))
+        else {
+            panic!("{plan}")
+        };
+        assert_eq!(differences.len(), 2, "{differences:?}");
+        // an expiry removed: `off`
+        let spec = crate::deploy::test_spec("readings")
+            .timeseries(crate::TimeSeries::new("at").meta("sensor"));
+        let expiring = timeseries_on_server(doc! {
+            "timeseries": { "timeField": "at", "metaField": "sensor" },
+            "expireAfterSeconds": 60_i64,
+        });
+        let plan = Plan::for_collection(&spec, Some(&expiring));
+        assert!(plan.actions.iter().any(|a| matches!(
+            a,
+            Action::ModifyTimeSeries {
+                expire_after_secs: Some(None),
+                ..
+            }
+        )));
     }
 
     #[test]

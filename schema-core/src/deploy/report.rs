@@ -508,6 +508,18 @@ fn wrap(name: &str, property: &Document) -> Document {
 
 fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) {
     let _ = writeln!(out, "## `{}`\n", spec.name);
+    if let Some(timeseries) = &spec.timeseries {
+        let _ = writeln!(
+            out,
+            "A time series collection ({timeseries}). mongod takes no validator on one: the `$jsonSchema` below is checked in the library (`T::check`) before a write, not by the server.\n"
+        );
+    }
+    if let Some(collation) = &spec.collation {
+        let _ = writeln!(
+            out,
+            "Default collation {collation}: sent with every index and declared query of the collection.\n"
+        );
+    }
     let json = spec
         .validator
         .get_document("$jsonSchema")
@@ -666,11 +678,27 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 .map(|(p, max)| format!("`{p}` in ≤{max}")),
         );
         conditions.extend(query.range.iter().map(|p| format!("`{p}` range")));
-        let sort: Vec<String> = query
+        if let Some(geo) = &query.geo {
+            conditions.push(if query.is_near() {
+                format!(
+                    "`{}` near a point, within a distance (`$geoNear`)",
+                    geo.path
+                )
+            } else {
+                format!("`{}` within an area (`$geoWithin`)", geo.path)
+            });
+        }
+        if let Some(collation) = &query.collation {
+            conditions.push(format!("collation {collation}"));
+        }
+        let mut sort: Vec<String> = query
             .sort
             .iter()
             .map(|(p, d)| format!("`{p}`: {d}"))
             .collect();
+        if query.is_near() {
+            sort.push("nearest first".to_owned());
+        }
         let fit = query.fit.as_ref();
         let served = match fit.and_then(|f| f.index.as_ref()) {
             Some(index) => {

@@ -200,6 +200,11 @@ pub struct CollectionSpec {
     /// `#[collection(same_id_as = Owner)]`: its documents are parts of another collection's,
     /// each stored under its owner's `_id`.
     pub part_of: Option<crate::PartSpec>,
+    /// The collection's default collation (`#[collection(collation(...))]`): created with it,
+    /// and given to every index and declared query that declares none of its own.
+    pub collation: Option<crate::Collation>,
+    /// A time series collection's options (`#[collection(timeseries(...))]`).
+    pub timeseries: Option<crate::TimeSeries>,
 }
 
 /// How many documents a reference field points at.
@@ -298,6 +303,8 @@ impl CollectionSpec {
             queries: Vec::new(),
             library_queries: Vec::new(),
             part_of: None,
+            collation: None,
+            timeseries: None,
         }
     }
 
@@ -308,10 +315,57 @@ impl CollectionSpec {
         self
     }
 
-    /// Adds a declared query.
-    pub fn query(mut self, query: crate::query::QuerySpec) -> Self {
+    /// Makes it a time series collection: created with `timeseries` (and its expiry), no
+    /// validator sent (mongod takes none on one), and the index `{ <meta>: 1, <time>: 1 }`
+    /// that mongod creates with it, declared so that `apply` creates it where a server does not.
+    pub fn timeseries(mut self, timeseries: crate::TimeSeries) -> Self {
+        let default_index = timeseries.meta_field.as_ref().map(|meta| {
+            let mut keys = BsonDocument::new();
+            keys.insert(meta.clone(), 1);
+            keys.insert(timeseries.time_field.clone(), 1);
+            IndexSpec::new(keys).reason(IndexReason::TimeSeries)
+        });
+        self.timeseries = Some(timeseries);
+        match default_index {
+            Some(index) => self.require_index(index),
+            None => self,
+        }
+    }
+
+    /// Adds a declared query; one that declares no collation gets the collection's.
+    pub fn query(mut self, mut query: crate::query::QuerySpec) -> Self {
+        if query.collation.is_none() {
+            query.collation = self.collation.clone();
+        }
         self.queries.push(query);
         self
+    }
+
+    /// Sets the collection's default collation, and gives it to every index and declared query
+    /// without one of their own (those added before and after): mongod gives a collection's
+    /// default to the indexes and queries that name none, and the library sends it on each, so
+    /// that a server which does not apply a default (SecantusDB) does the same.
+    pub fn collation(mut self, collation: crate::Collation) -> Self {
+        for index in &mut self.indexes {
+            if index.collation.is_none() {
+                index.collation = Some(collation.clone());
+            }
+        }
+        for query in &mut self.queries {
+            if query.collation.is_none() {
+                query.collation = Some(collation.clone());
+            }
+        }
+        self.collation = Some(collation);
+        self
+    }
+
+    /// An index with the collection's collation when it declares none.
+    fn collated(&self, mut index: IndexSpec) -> IndexSpec {
+        if index.collation.is_none() {
+            index.collation = self.collation.clone();
+        }
+        index
     }
 
     /// Sets `validationLevel`.
@@ -446,7 +500,12 @@ impl CollectionSpec {
     /// A declared index with an option is never changed; a shorter declared index left beside
     /// a longer one is reported as redundant by `plan` and the report.
     pub fn require_index(mut self, index: IndexSpec) -> Self {
-        if let Some(existing) = self.indexes.iter_mut().find(|i| i.covers(&index.keys)) {
+        let index = self.collated(index);
+        if let Some(existing) = self
+            .indexes
+            .iter_mut()
+            .find(|i| i.covers(&index.keys) && i.same_collation(&index))
+        {
             existing.merge_reasons(&index);
             return self;
         }
@@ -457,7 +516,11 @@ impl CollectionSpec {
         let mut i = 0;
         while i < self.indexes.len() {
             let old = &self.indexes[i];
-            if !declared(old) && !old.has_declared_name() && index.covers(&old.keys) {
+            if !declared(old)
+                && !old.has_declared_name()
+                && index.covers(&old.keys)
+                && index.same_collation(old)
+            {
                 let old = self.indexes.remove(i);
                 index.merge_reasons(&old);
                 position.get_or_insert(i);
@@ -468,7 +531,9 @@ impl CollectionSpec {
         let extended = self
             .indexes
             .iter_mut()
-            .filter(|i| declared(i) && i.is_plain() && index.covers(&i.keys))
+            .filter(|i| {
+                declared(i) && i.is_plain() && i.same_collation(&index) && index.covers(&i.keys)
+            })
             .max_by_key(|i| i.keys.len());
         match extended {
             Some(target) => {
@@ -487,7 +552,12 @@ impl CollectionSpec {
     /// (the first keeps its name and options; the reasons are combined), so a relationship index
     /// that a declared index already provides is not created twice.
     pub fn index(mut self, index: IndexSpec) -> Self {
-        match self.indexes.iter_mut().find(|i| i.same_keys(&index)) {
+        let index = self.collated(index);
+        match self
+            .indexes
+            .iter_mut()
+            .find(|i| i.same_keys(&index) && i.same_collation(&index))
+        {
             Some(existing) => existing.merge_reasons(&index),
             None => self.indexes.push(index),
         }

@@ -37,6 +37,9 @@ pub enum IndexReason {
         /// The queries it serves.
         queries: Vec<String>,
     },
+    /// The index mongod (6.3 and later) creates with a time series collection that has a meta
+    /// field: `{ <meta>: 1, <time>: 1 }`, one series' measurements in time order.
+    TimeSeries,
     /// Serves the fan-out update of a copy (`<path>._id`) when its source changes.
     FanOut {
         /// Stored path of the copy.
@@ -57,6 +60,9 @@ impl fmt::Display for IndexReason {
             IndexReason::Bucket { purpose } => write!(f, "bucket: {purpose}"),
             IndexReason::Query { queries } => {
                 write!(f, "declared queries `{}`", queries.join("`, `"))
+            }
+            IndexReason::TimeSeries => {
+                f.write_str("time series: one series' measurements in time order")
             }
             IndexReason::FanOut { path, source } => {
                 write!(f, "fan-out of `{source}` copies at `{path}`")
@@ -81,6 +87,9 @@ pub struct IndexSpec {
     pub partial_filter: Option<Document>,
     /// `expireAfterSeconds` (a TTL index).
     pub expire_after_secs: Option<u64>,
+    /// `collation`: how the index compares strings (`None`: the collection's default, which the
+    /// schema gives every index of a collection that declares one).
+    pub collation: Option<crate::Collation>,
     /// Why the index exists.
     pub reasons: Vec<IndexReason>,
     name_declared: bool,
@@ -96,9 +105,17 @@ impl IndexSpec {
             sparse: false,
             partial_filter: None,
             expire_after_secs: None,
+            collation: None,
             reasons: vec![IndexReason::Declared],
             name_declared: false,
         }
+    }
+
+    /// Sets the collation (`createIndexes`' `collation`): a string predicate or sort uses the
+    /// index only under the same collation.
+    pub fn collation(mut self, collation: crate::Collation) -> Self {
+        self.collation = Some(collation);
+        self
     }
 
     /// Sets the index name.
@@ -189,11 +206,20 @@ impl IndexSpec {
             && self.expire_after_secs.is_none()
     }
 
+    /// Whether the two indexes compare strings alike (the same collation, or both none).
+    pub(crate) fn same_collation(&self, other: &IndexSpec) -> bool {
+        let key = |i: &IndexSpec| crate::Collation::planner_key(i.collation.as_ref());
+        key(self) == key(other)
+    }
+
     /// Whether this index is redundant next to `other`: it is plain (see [`IndexSpec::is_plain`])
     /// and its keys are a strict prefix of `other`'s, with the same directions, and `other`
     /// holds every document. `other` then serves every query this one serves.
     pub fn is_prefix_of(&self, other: &IndexSpec) -> bool {
-        self.is_plain() && self.keys.len() < other.keys.len() && other.covers(&self.keys)
+        self.is_plain()
+            && self.same_collation(other)
+            && self.keys.len() < other.keys.len()
+            && other.covers(&self.keys)
     }
 
     /// Gives a plain index the longer `keys` it is a prefix of (see [`CollectionSpec::require_index`]):
@@ -226,6 +252,10 @@ impl IndexSpec {
         }
         options.partial_filter_expression = self.partial_filter.clone();
         options.expire_after = self.expire_after_secs.map(Duration::from_secs);
+        options.collation = self
+            .collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver);
         IndexModel::builder()
             .keys(self.keys.clone())
             .options(options)
@@ -248,6 +278,9 @@ impl IndexSpec {
         }
         if let Some(secs) = self.expire_after_secs {
             doc.insert("expireAfterSeconds", secs as i64);
+        }
+        if let Some(collation) = &self.collation {
+            doc.insert("collation", collation.to_document());
         }
         doc
     }
@@ -307,6 +340,16 @@ impl IndexSpec {
                 show(wanted_ttl.as_ref())
             ));
         }
+        let found = existing.get_document("collation").ok();
+        if !crate::Collation::same_as_server(self.collation.as_ref(), found) {
+            diffs.push(format!(
+                "collation: server has {}, schema wants {} (mongod changes no index's collation: drop the index and apply again)",
+                found.map_or_else(|| "the simple collation".to_owned(), ToString::to_string),
+                self.collation
+                    .as_ref()
+                    .map_or_else(|| "the simple collation".to_owned(), ToString::to_string)
+            ));
+        }
         diffs
     }
 }
@@ -324,7 +367,8 @@ pub(crate) fn conflicts(collection: &str, indexes: &[IndexSpec]) -> Vec<String> 
                 (None, None) => true,
                 _ => false,
             };
-            if !first.same_keys(second) || !same_filter {
+            // mongod keeps indexes of one key pattern apart by their collation too
+            if !first.same_keys(second) || !same_filter || !first.same_collation(second) {
                 continue;
             }
             let describe = |index: &IndexSpec| {
@@ -433,6 +477,9 @@ impl fmt::Display for IndexSpec {
         }
         if let Some(secs) = self.expire_after_secs {
             write!(f, " ttl {secs}s")?;
+        }
+        if let Some(collation) = &self.collation {
+            write!(f, " collation {collation}")?;
         }
         let reasons: Vec<String> = self.reasons.iter().map(ToString::to_string).collect();
         write!(f, " ({})", reasons.join(", "))

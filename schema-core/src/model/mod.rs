@@ -2,9 +2,11 @@
 //! [`document::CollectionSpec`] (validator, indexes, references, copies), the `$jsonSchema` of
 //! every type ([`bson_schema`]), index descriptions ([`index`]), copied fields and the sync graph
 //! ([`copy`]), parts stored under their owner's `_id` ([`part`]), the worst-case size a schema allows ([`size`]), the schemas of std and ecosystem types
-//! ([`ecosystem`]) and the stored shapes of known serde helpers ([`stored`]).
+//! ([`ecosystem`]), the stored shapes of known serde helpers ([`stored`]), and how strings
+//! compare ([`collation`]), and time series collections ([`timeseries`]).
 
 pub(crate) mod bson_schema;
+pub(crate) mod collation;
 pub(crate) mod copy;
 pub(crate) mod copy_de;
 pub(crate) mod document;
@@ -14,3 +16,4 @@ pub(crate) mod part;
 pub(crate) mod size;
 pub(crate) mod sort;
 pub mod stored;
+pub(crate) mod timeseries;

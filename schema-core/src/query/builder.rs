@@ -105,6 +105,22 @@ impl<R: ?Sized> Filter<R> {
         self
     }
 
+    /// `{ path: { $geoWithin: area } }`: the GeoJSON point at `path` lies inside `area` (a
+    /// circle or a polygon, [`crate::geo::Area`]).
+    #[inline]
+    pub fn within<T: crate::geo::GeoField, S: ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        area: &crate::geo::Area,
+    ) -> Self {
+        self.operator(
+            path.as_str(),
+            "$geoWithin",
+            Bson::Document(area.geo_within()),
+        );
+        self
+    }
+
     /// `{ path: { $ne: value } }`.
     #[inline]
     pub fn ne<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
@@ -46,7 +47,15 @@ pub struct QuerySpec {
     /// that makes every position unique, so the index fitted and derived for the query serves
     /// every page.
     pub pages: bool,
+    /// The collation the query runs under (`#[query(.., collation(...))]`, or the collection's),
+    /// sent with every command that runs it; `None` is the simple collation.
+    pub collation: Option<crate::Collation>,
+    /// The geo condition (`near(field)`, `within(field)`), by stored path.
+    pub geo: Option<super::fit::GeoPredicate>,
 }
+
+/// The field `$geoNear` writes each document's distance to, removed from the rows.
+const DISTANCE_FIELD: &str = "__mongo_schema_distance";
 
 impl QuerySpec {
     /// A declared query named `name` with no conditions yet.
@@ -138,6 +147,41 @@ impl QuerySpec {
         self
     }
 
+    /// Returns the documents whose GeoJSON point at `path` is nearest to a point first, within a
+    /// distance (both given when the query runs): a `$geoNear` stage, which mongod answers
+    /// with a `2dsphere` index on `path` and no other.
+    pub fn near(mut self, path: impl Into<String>) -> Self {
+        self.geo = Some(super::fit::GeoPredicate {
+            path: path.into(),
+            kind: super::fit::GeoKind::Near,
+        });
+        self
+    }
+
+    /// Keeps the documents whose GeoJSON point at `path` lies inside an area (given when the
+    /// query runs): `$geoWithin`.
+    pub fn within(mut self, path: impl Into<String>) -> Self {
+        self.geo = Some(super::fit::GeoPredicate {
+            path: path.into(),
+            kind: super::fit::GeoKind::Within,
+        });
+        self
+    }
+
+    /// Whether it is a `near` query (run as a `$geoNear` aggregation).
+    pub fn is_near(&self) -> bool {
+        self.geo
+            .as_ref()
+            .is_some_and(|g| g.kind == super::fit::GeoKind::Near)
+    }
+
+    /// Runs the query under `collation` (an index serves its string conditions and sort only
+    /// under the same collation).
+    pub fn collation(mut self, collation: crate::Collation) -> Self {
+        self.collation = Some(collation);
+        self
+    }
+
     /// Requires the index named `name`.
     pub fn index(mut self, name: impl Into<String>) -> Self {
         self.index = Some(name.into());
@@ -152,6 +196,7 @@ impl QuerySpec {
             .chain(self.any_of.iter().map(|(p, _)| p.as_str()))
             .chain(self.range.iter().map(String::as_str))
             .chain(self.sort.iter().map(|(p, _)| p.as_str()))
+            .chain(self.geo.iter().map(|g| g.path.as_str()))
     }
 
     /// The sort document.
@@ -192,8 +237,67 @@ impl QuerySpec {
         if let Some(limit) = self.limit {
             command.insert("limit", limit);
         }
+        if let Some(collation) = &self.collation {
+            command.insert("collation", collation.to_document());
+        }
         command.insert("comment", self.name.clone());
         command
+    }
+
+    /// The `aggregate` pipeline of a near query: `$geoNear` (nearest first, within
+    /// `max_metres`, on the `2dsphere` index of the query's field, with `filter` as its
+    /// `query`), then the limit and the projection, without the distance.
+    pub fn near_pipeline(
+        &self,
+        filter: Document,
+        point: &crate::geo::Point,
+        max_metres: f64,
+    ) -> Vec<Document> {
+        let path = self.geo.as_ref().map_or("", |g| g.path.as_str());
+        let mut pipeline = vec![doc! { "$geoNear": {
+            "near": point.to_document(),
+            "distanceField": DISTANCE_FIELD,
+            "maxDistance": max_metres,
+            "spherical": true,
+            "key": path,
+            "query": filter,
+        } }];
+        if let Some(limit) = self.limit {
+            pipeline.push(doc! { "$limit": limit });
+        }
+        match self.projection() {
+            Some(projection) => pipeline.push(doc! { "$project": projection }),
+            None => pipeline.push(doc! { "$unset": DISTANCE_FIELD }),
+        }
+        pipeline
+    }
+
+    /// The `aggregate` command of a near query ([`QuerySpec::near_pipeline`]), as run and
+    /// explained.
+    pub fn near_command(
+        &self,
+        collection: &str,
+        filter: Document,
+        point: &crate::geo::Point,
+        max_metres: f64,
+    ) -> Document {
+        let mut command = doc! {
+            "aggregate": collection,
+            "pipeline": self.near_pipeline(filter, point, max_metres),
+            "cursor": {},
+        };
+        if let Some(collation) = &self.collation {
+            command.insert("collation", collation.to_document());
+        }
+        command.insert("comment", self.name.clone());
+        command
+    }
+
+    /// The driver's collation option of the query's commands.
+    pub(crate) fn driver_collation(&self) -> Option<mongodb::options::Collation> {
+        self.collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver)
     }
 }
 
@@ -262,6 +366,8 @@ pub struct DeclaredQuery<'a, R, Row = R, P = Unpaged> {
     filter: Result<Document>,
     after: Option<QueryCursor>,
     session: Option<&'a mut mongodb::ClientSession>,
+    /// A near query's point and distance in metres.
+    near: Option<(crate::geo::Point, f64)>,
     _types: Types<R, Row, P>,
 }
 
@@ -291,8 +397,24 @@ where
             filter,
             after: None,
             session: None,
+            near: None,
             _types: PhantomData,
         }
+    }
+
+    #[doc(hidden)]
+    /// Used by generated code: the point and the distance of a `near` query. A distance that is
+    /// negative or not finite is refused when the query is awaited
+    /// ([`crate::Error::InvalidArgument`], nothing sent).
+    pub fn __near(mut self, point: &crate::geo::Point, max_metres: f64) -> Self {
+        if (!max_metres.is_finite() || max_metres < 0.0) && self.filter.is_ok() {
+            self.filter = Err(crate::Error::invalid_argument(
+                "max_metres",
+                format!("a near query's distance of {max_metres} metres: it is 0 or more"),
+            ));
+        }
+        self.near = Some((*point, max_metres));
+        self
     }
 
     /// Returns at most `limit` documents instead of the declared limit (a page of `limit` rows
@@ -402,7 +524,11 @@ where
     /// # Errors
     /// A value that could not be serialized as its field is stored, or a refused cursor.
     pub fn command(&self) -> Result<Document> {
-        Ok(self.spec.find_command(self.collection, self.run_filter()?))
+        let filter = self.run_filter()?;
+        Ok(match &self.near {
+            Some((point, max)) => self.spec.near_command(self.collection, filter, point, *max),
+            None => self.spec.find_command(self.collection, filter),
+        })
     }
 
     /// The number of documents the filter matches (the declared limit and any page cursor
@@ -413,11 +539,20 @@ where
     /// A value that could not be serialized as its field is stored
     /// ([`crate::Error::Serialization`], nothing sent), and the driver's errors.
     pub async fn count(self) -> Result<u64> {
-        let filter = self.filter?;
+        let mut filter = self.filter?;
+        // `countDocuments` takes no `$near`: the same documents are those within the distance
+        if let (Some((point, max)), Some(geo)) = (&self.near, &self.spec.geo) {
+            let circle = crate::geo::Area::Circle {
+                center: *point,
+                radius_metres: *max,
+            };
+            filter.insert(geo.path.clone(), doc! { "$geoWithin": circle.geo_within() });
+        }
         let collection = self.db.collection::<Document>(self.collection);
         let count = collection
             .count_documents(filter)
-            .comment(self.spec.name.clone());
+            .comment(self.spec.name.clone())
+            .optional(self.spec.driver_collation(), |count, c| count.collation(c));
         Ok(match self.session {
             Some(session) => count.session(session).await?,
             None => count.await?,
@@ -463,6 +598,32 @@ where
     }
 }
 
+/// A near query: the `$geoNear` aggregation ([`QuerySpec::near_pipeline`]), nearest first.
+async fn run_near<Row: serde::de::DeserializeOwned + Send + Sync>(
+    db: &Database,
+    collection: &'static str,
+    spec: QuerySpec,
+    filter: Document,
+    point: crate::geo::Point,
+    max_metres: f64,
+    session: Option<&mut mongodb::ClientSession>,
+) -> Result<Vec<Row>> {
+    let pipeline = spec.near_pipeline(filter, &point, max_metres);
+    let collection = db.collection::<Document>(collection);
+    let aggregate = collection
+        .aggregate(pipeline)
+        .comment(spec.name.clone())
+        .optional(spec.driver_collation(), |a, c| a.collation(c))
+        .with_type::<Row>();
+    Ok(match session {
+        Some(session) => {
+            let mut cursor = aggregate.session(&mut *session).await?;
+            cursor.stream(&mut *session).try_collect().await?
+        }
+        None => aggregate.await?.try_collect().await?,
+    })
+}
+
 /// One page of a declared query (see [`DeclaredQuery::page`]).
 async fn read_page<Row: serde::de::DeserializeOwned>(
     db: &Database,
@@ -501,7 +662,8 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
         .find(filter)
         .sort(spec.sort_document())
         .limit(size + 1)
-        .comment(spec.name.clone());
+        .comment(spec.name.clone())
+        .optional(spec.driver_collation(), |find, c| find.collation(c));
     if let Some(projection) = projection {
         find = find.projection(projection);
     }
@@ -592,11 +754,18 @@ where
             collection,
             spec,
             session,
+            near,
             ..
         } = self;
         Box::pin(async move {
+            if let Some((point, max)) = near {
+                return run_near(db, collection, spec, filter?, point, max, session).await;
+            }
             let collection = db.collection::<Row>(collection);
-            let mut find = collection.find(filter?).comment(spec.name.clone());
+            let mut find = collection
+                .find(filter?)
+                .comment(spec.name.clone())
+                .optional(spec.driver_collation(), |find, c| find.collation(c));
             if !spec.sort.is_empty() {
                 find = find.sort(spec.sort_document());
             }

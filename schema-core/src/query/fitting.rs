@@ -80,14 +80,64 @@ pub(crate) fn index_shape(index: &IndexSpec, schema: Option<&Document>) -> Index
         unique: index.unique,
         sparse: index.sparse,
         partial: index.partial_filter.is_some(),
-        collation: None,
+        collation: crate::Collation::planner_key(index.collation.as_ref()),
     }
+}
+
+/// The BSON types a collation never compares (`CollationIndexKey::isCollatableType`: strings,
+/// objects and arrays are collated, symbols too).
+const UNCOLLATED_TYPES: &[&str] = &[
+    "double",
+    "int",
+    "long",
+    "decimal",
+    "date",
+    "timestamp",
+    "objectId",
+    "bool",
+    "binData",
+    "null",
+];
+
+/// The stored paths of `paths` whose every value is of a type no collation compares (a number,
+/// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
+/// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
+/// assumed to hold strings.
+fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) -> Vec<String> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let uncollated_leaf = |leaf: &Document| {
+        let types: Vec<&str> = match leaf.get("bsonType") {
+            Some(Bson::String(t)) => vec![t.as_str()],
+            Some(Bson::Array(ts)) => ts.iter().filter_map(Bson::as_str).collect(),
+            _ => {
+                // an enum of values of its own: collated when one of them is
+                return leaf.get_array("enum").is_ok_and(|values| {
+                    values
+                        .iter()
+                        .all(|v| !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_)))
+                });
+            }
+        };
+        !types.is_empty() && types.iter().all(|t| UNCOLLATED_TYPES.contains(t))
+    };
+    paths
+        .filter(|path| {
+            let leaves = json_schema::schemas_at(schema, path);
+            !leaves.is_empty()
+                && leaves
+                    .iter()
+                    .all(|(leaf, multikey)| !*multikey && uncollated_leaf(leaf))
+        })
+        .collect()
 }
 
 pub(crate) fn query_shape(
     query: &QuerySpec,
     schema: Option<&Document>,
     rules: ServerRules,
+    time_series: Option<&fit::TimeSeriesFields>,
 ) -> QueryShape {
     QueryShape {
         eq: query.eq.clone(),
@@ -98,8 +148,11 @@ pub(crate) fn query_shape(
             .iter()
             .map(|(path, d)| (path.clone(), dir(*d)))
             .collect(),
-        collation: None,
+        collation: crate::Collation::planner_key(query.collation.as_ref()),
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
+        uncollated_paths: uncollated(schema, query.paths().map(str::to_owned)),
+        geo: query.geo.clone(),
+        time_series: time_series.cloned(),
         rules,
     }
 }
@@ -282,19 +335,26 @@ pub(crate) fn fit_collection(
     let mut library = library_queries(spec);
     library.extend(extra);
     // every collection has the `_id_` index, which no spec lists
-    let id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
+    let mut id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
         .name("_id_")
         .unique(true);
+    // mongod gives the `_id` index the collection's default collation
+    id_index.collation = spec.collation.clone();
+    // a time series collection's measurements have no `_id` index (mongod clusters its
+    // buckets by theirs), and planner rule 9 bounds them by bucket
+    let ts = spec.timeseries.as_ref().map(crate::TimeSeries::fields);
+    let id_index = ts.is_none().then_some(id_index);
+    let id_index = id_index.as_ref();
     // declared queries pinned to an index are checked against it; the others, and the
     // library's, are fitted to the indexes there are, or wait for a derived one
     let mut unserved: Vec<(bool, usize)> = Vec::new();
     for (i, query) in spec.queries.iter_mut().enumerate() {
-        let shape = query_shape(query, schema, rules);
+        let shape = query_shape(query, schema, rules, ts.as_ref());
         if let Some(wanted) = query.index.clone() {
             let pinned = spec
                 .indexes
                 .iter()
-                .chain(std::iter::once(&id_index))
+                .chain(id_index)
                 .find(|index| index.name == wanted);
             match pinned {
                 None => {
@@ -338,14 +398,16 @@ pub(crate) fn fit_collection(
             }
             continue;
         }
-        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+        match best_fit(&spec.indexes, id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
+            // mongod answers `$geoNear` with a declared 2dsphere index only: none is derived
+            Err(_) if query.is_near() => problems.push(near_problem(&spec.name, query, &shape)),
             Err(_) => unserved.push((true, i)),
         }
     }
     for (i, query) in library.iter_mut().enumerate() {
-        let shape = query_shape(query, schema, rules);
-        match best_fit(&spec.indexes, &id_index, &shape, schema) {
+        let shape = query_shape(query, schema, rules, ts.as_ref());
+        match best_fit(&spec.indexes, id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
             Err(_) => unserved.push((false, i)),
         }
@@ -358,13 +420,16 @@ pub(crate) fn fit_collection(
         }
     };
     // one index per group of queries that one index serves (a prefix, or the reverse)
-    let derived: Vec<(Document, Vec<String>)> = {
+    let derived: Vec<(Document, Vec<String>, Option<crate::Collation>)> = {
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
             .iter()
             .map(|&at| {
-                let shape = query_shape(&query_of(spec, &library, at), schema, rules);
+                let query = query_of(spec, &library, at);
+                let shape = query_shape(&query, schema, rules, ts.as_ref());
                 let keys = esr_document(&shape);
-                (index_shape(&IndexSpec::new(keys), schema), shape)
+                let mut index = IndexSpec::new(keys);
+                index.collation = query.collation.clone();
+                (index_shape(&index, schema), shape)
             })
             .collect();
         fit::merge_derived(&wanted)
@@ -379,12 +444,15 @@ pub(crate) fn fit_collection(
                     .iter()
                     .map(|&k| query_of(spec, &library, unserved[k]).name)
                     .collect();
-                (keys, names)
+                // the queries one index serves share its collation: the first one's
+                let collation = query_of(spec, &library, unserved[merged.serves[0]]).collation;
+                (keys, names, collation)
             })
             .collect()
     };
-    for (keys, queries) in derived {
+    for (keys, queries, collation) in derived {
         let mut index = IndexSpec::new(keys).reason(IndexReason::Query { queries });
+        index.collation = collation;
         index.reasons.retain(|r| *r != IndexReason::Declared);
         // a relationship index that is a prefix of the derived one is served by it: one index,
         // both reasons (a fan-out on `customer._id` by `{ customer._id: 1, updatedAt: -1 }`)
@@ -395,7 +463,7 @@ pub(crate) fn fit_collection(
                     IndexReason::Reference { .. } | IndexReason::FanOut { .. }
                 )
             });
-            let absorbed = existing.same_keys(&index)
+            let absorbed = (existing.same_keys(&index) && existing.same_collation(&index))
                 || (relationship_only
                     && !existing.has_declared_name()
                     && existing.is_prefix_of(&index));
@@ -429,7 +497,7 @@ pub(crate) fn fit_collection(
         .filter(|q| q.index.is_none())
         .chain(library.iter_mut())
     {
-        let shape = query_shape(query, schema, rules);
+        let shape = query_shape(query, schema, rules, ts.as_ref());
         // the index derived for it first, when it serves (so the report's reasons, the fit and
         // `prove` name one index), then the others in order
         let derived_for = |index: &&IndexSpec| {
@@ -444,7 +512,7 @@ pub(crate) fn fit_collection(
             .chain(spec.indexes.iter().filter(|i| !derived_for(i)))
             .cloned()
             .collect();
-        query.fit = Some(match best_fit(&candidates, &id_index, &shape, schema) {
+        query.fit = Some(match best_fit(&candidates, id_index, &shape, schema) {
             Ok(mut fit) => {
                 fit.derived = spec
                     .indexes
@@ -472,12 +540,12 @@ pub(crate) fn fit_collection(
 /// The first index that serves `shape` (`_id_` last), or the last rule that kept one from it.
 fn best_fit(
     indexes: &[IndexSpec],
-    id_index: &IndexSpec,
+    id_index: Option<&IndexSpec>,
     shape: &QueryShape,
     schema: Option<&Document>,
 ) -> std::result::Result<QueryFit, Option<String>> {
     let mut first_rule = None;
-    for index in indexes.iter().chain(std::iter::once(id_index)) {
+    for index in indexes.iter().chain(id_index) {
         let verdict = fit::fit(&index_shape(index, schema), shape);
         if let Some((reverse, merge_scans)) = served(&verdict, shape) {
             return Ok(QueryFit {
@@ -496,6 +564,27 @@ fn best_fit(
         }
     }
     Err(first_rule)
+}
+
+/// A near query no index serves: the `2dsphere` index to declare.
+fn near_problem(collection: &str, query: &QuerySpec, shape: &QueryShape) -> String {
+    let keys: Vec<String> = fit::esr_keys(shape)
+        .into_iter()
+        .map(|(path, dir)| {
+            let field = if path.contains('.') {
+                format!("\"{path}\"")
+            } else {
+                path
+            };
+            format!("{field} = {dir}")
+        })
+        .collect();
+    let path = query.geo.as_ref().map_or("", |g| g.path.as_str());
+    format!(
+        "query `{}` of `{collection}` asks for the documents nearest to a point, which mongod answers (`$geoNear`) only with a 2dsphere index on `{path}`, and `{collection}` has none that serves it: declare `#[index(keys({}))]`",
+        query.name,
+        keys.join(", ")
+    )
 }
 
 /// The ESR index of a query, as a key document.

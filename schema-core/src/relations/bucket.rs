@@ -16,6 +16,23 @@ use crate::{Document, Error, Ref, Result};
 
 /// `#[bucket(parent = .., entries = .., count = .., key = "..", first = .., last = ..)]` on a
 /// collection root, as the constant `BUCKET`: the stored names of the bucket's fields.
+///
+/// # Buckets or a time series collection
+///
+/// MongoDB 5.0 and later bucket measurements natively: a time series collection
+/// (`#[collection(name = "readings", timeseries(time = at, meta = sensor))]`) stores each
+/// measurement as a document of its own and groups them into compressed buckets by meta value
+/// and time, with expiry (`expire_after_secs`), secondary indexes on the meta and time fields,
+/// and queries that read measurements rather than buckets. Choose it for append-mostly
+/// measurements over time (sensor readings, metrics, events), which is most uses of the
+/// pattern, and declare it before the first insert: a collection cannot be converted later.
+///
+/// Choose `#[bucket]` when the entries are not measurements over time, or when the application
+/// must own the bucket: an entry is updated or deleted on its own (mongod restricts updates and
+/// deletes of measurements), a bucket carries a summary kept with each append (a count, first and
+/// last keys, totals), the entries are read bucket by bucket, or the server must validate them
+/// (mongod takes no validator on a time series collection; a bucket collection keeps its
+/// `$jsonSchema`, `maxItems` included).
 #[derive(Debug)]
 pub struct Bucket<B, E> {
     parent: &'static str,

@@ -66,6 +66,7 @@ impl ErrorClass {
             | Error::Schema(_)
             | Error::Worker { .. }
             | Error::Downgrade { .. }
+            | Error::CannotApply { .. }
             | Error::CommitUnknown { .. } => ErrorClass::Permanent,
             // as when it came as the driver's error: kept trying with back-off
             Error::Serialization { .. } => ErrorClass::Transient,

@@ -78,14 +78,25 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             quote!(.expire_after_secs(#secs))
         });
         let kind = kind.map(|(tag, kind)| quote!(.kind(#tag, #kind)));
+        let collation = index.collation.as_ref().map(|c| {
+            let c = crate::gen::collation::expr(&c.value);
+            quote!(.collation(#c))
+        });
         quote! {
-            .index(#private::IndexSpec::new(#keys) #name #unique #sparse #partial #kind #ttl)
+            .index(#private::IndexSpec::new(#keys) #name #unique #sparse #partial #kind #ttl #collation)
         }
+    });
+    // first: every index and query the spec gets after it takes the default
+    let collation = collection.collation.as_ref().map(|c| {
+        let c = crate::gen::collation::expr(&c.value);
+        quote!(.collation(#c))
     });
     let shard_key = collection.shard_key.as_ref().map(|keys| {
         let keys = keys_document(cont, &keys.value);
         quote!(.shard_key(#keys))
     });
+    let timeseries = crate::gen::timeseries::spec(cont);
+    let timeseries_checks = crate::gen::timeseries::checks(cont);
     let references = crate::gen::relations::reference_specs(cont);
     let queries = crate::gen::queries::query_specs(cont);
     let query_items = crate::gen::queries::query_items(cont);
@@ -124,7 +135,9 @@ pub fn document_impl(cont: &Container) -> TokenStream {
                 #private::CollectionSpec::new(#collection_name, <Self as #private::Document>::validator())
                     .validation_level(#private::ValidationLevel::#level)
                     .validation_action(#private::ValidationAction::#action)
+                    #collation
                     #(#indexes)*
+                    #timeseries
                     #shard_key
                     #references
                     #copies
@@ -136,6 +149,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         }
         #identified
         #relation_consts
+        #timeseries_checks
     }
 }
 

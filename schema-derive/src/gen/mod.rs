@@ -1,6 +1,7 @@
 //! Code generation, one file per generated item.
 
 pub mod checks;
+pub mod collation;
 pub mod copies;
 pub mod document;
 pub mod json_schema;
@@ -8,6 +9,7 @@ pub mod parts;
 pub mod paths;
 pub mod queries;
 pub mod relations;
+pub mod timeseries;
 
 use std::cell::RefCell;
 

@@ -31,6 +31,11 @@ fn stored_tokens(cont: &Container, field: &KeyField) -> TokenStream {
     }
 }
 
+/// The span of a field as written (a name, a dotted path, a quoted path).
+pub fn key_span(field: &KeyField) -> Span {
+    span_of(field)
+}
+
 fn span_of(field: &KeyField) -> Span {
     match field {
         KeyField::Rust(ident) => ident.span(),
@@ -281,8 +286,30 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
         quote!(.index(#index))
     });
     let pages = query.pages.then(|| quote!(.pages()));
+    let geo = query.geo.as_ref().map(|g| {
+        let path = stored_tokens(cont, &g.field);
+        if g.near {
+            quote!(.near(#path))
+        } else {
+            quote!(.within(#path))
+        }
+    });
+    // the collection's default is the spec's, given by `CollectionSpec::query`; the function
+    // that runs the query sends the spec it builds here, so it carries the default too
+    let collation = query
+        .collation
+        .as_ref()
+        .map(|c| crate::gen::collation::expr(&c.value))
+        .or_else(|| {
+            cont.attrs
+                .collection
+                .as_ref()
+                .and_then(|c| c.value.collation.as_ref())
+                .map(|c| crate::gen::collation::expr(&c.value))
+        })
+        .map(|c| quote!(.collation(#c)));
     quote! {
-        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #pages #limit #project #index
+        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #geo #pages #limit #project #index #collation
     }
 }
 
@@ -296,6 +323,16 @@ pub fn query_specs(cont: &Container) -> TokenStream {
             quote!(.query(#spec))
         })
         .collect()
+}
+
+/// `base`, or `base_` (and so on) when a field's argument already has the name.
+fn fresh_name(base: &str, taken: &mut Vec<String>) -> String {
+    let mut name = base.to_owned();
+    while taken.contains(&name) || name == "db" {
+        name.push('_');
+    }
+    taken.push(name.clone());
+    name
 }
 
 fn param_name(field: &KeyField, taken: &mut Vec<String>) -> Ident {
@@ -425,6 +462,32 @@ fn query_fn(cont: &Container, query: &Query, fallback: bool) -> TokenStream {
         }
         docs.push(format!("`{}` in the range `{param}`", stored(cont, field)));
     }
+    // the geo condition's arguments come last: the point and the distance, or the area
+    let mut near = None;
+    if let Some(geo) = &query.geo {
+        let stored_path = stored(cont, &geo.field);
+        if geo.near {
+            let point = format_ident!("{}", fresh_name("near", &mut taken));
+            let max = format_ident!("{}", fresh_name("max_metres", &mut taken));
+            params.push(quote!(#point: &#private::geo::Point));
+            params.push(quote!(#max: f64));
+            near = Some(quote!(.__near(#point, #max)));
+            docs.push(format!(
+                "`{stored_path}` nearest to `{point}` first, at most `{max}` metres away"
+            ));
+        } else {
+            let area = format_ident!("{}", fresh_name("within", &mut taken));
+            params.push(quote!(#area: &#private::geo::Area));
+            match typed(cont, &geo.field) {
+                Some(typed) => {
+                    let path = typed.path();
+                    steps.push(quote!(let __filter = __filter.within(#path, #area);));
+                }
+                None => steps.push(quote!(let _ = #area;)),
+            }
+            docs.push(format!("`{stored_path}` inside the area `{area}`"));
+        }
+    }
     let sort: Vec<String> = query
         .sort
         .iter()
@@ -473,7 +536,7 @@ fn query_fn(cont: &Container, query: &Query, fallback: bool) -> TokenStream {
             #(#limits)*
             let __filter = #private::Filter::<Self>::new();
             #(#steps)*
-            #private::DeclaredQuery::__new(__db, __spec, __filter.build())
+            #private::DeclaredQuery::__new(__db, __spec, __filter.build()) #near
         }
     };
     quote! {
@@ -552,6 +615,19 @@ pub fn query_items(cont: &Container) -> TokenStream {
             }
         }
     }
+    // a geo condition reads a GeoJSON point
+    for query in &cont.attrs.queries {
+        let Some(geo) = &query.value.geo else {
+            continue;
+        };
+        if let Some(typed) = typed(cont, &geo.field) {
+            let ty = typed.ty();
+            order_checks.push(crate::gen::copies::respan(
+                quote!(#private::require_geo::<#ty>();),
+                span_of(&geo.field),
+            ));
+        }
+    }
     // an index key on an array indexes its elements (multikey): those must order
     let mut add = |field: &KeyField, elements: bool| {
         if let (KeyField::Rust(key_ident), Some(f)) = (field, rust_field(cont, field)) {
@@ -615,7 +691,8 @@ fn key_consts(cont: &Container) -> TokenStream {
             .iter()
             .chain(query.any_of.iter().map(|(f, _)| f))
             .chain(query.range.iter())
-            .chain(query.sort.iter().map(|k| &k.field));
+            .chain(query.sort.iter().map(|k| &k.field))
+            .chain(query.geo.iter().map(|g| &g.field));
         for typed in fields.filter_map(|f| typed(cont, f)) {
             for (name, value) in typed.keys {
                 if !seen.contains(&name) {

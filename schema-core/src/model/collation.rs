@@ -1,0 +1,245 @@
+//! Collations: how a collection, an index or a query compares strings
+//! (`#[collection(collation(...))]`, `#[index(.., collation(...))]`, `#[query(.., collation(...))]`).
+
+use std::fmt;
+
+use mongodb::bson::{Bson, Document};
+
+/// A collation, mongod's `collation` document: the locale and the ICU options that decide how
+/// strings compare, sort and are indexed. `Collation::new("en").strength(2)` compares letters
+/// without their case ("ana@x.io" equals "ANA@x.io") and with their accents.
+///
+/// mongod uses an index for a string predicate or a sort only when the index's collation is the
+/// query's (`planner_ixselect.cpp` `_compatible`, `query_solution.cpp` `computeSortsForScan`), so
+/// a case-insensitive lookup needs an index of the same collation: declare it on the collection
+/// (`#[collection(collation(locale = "en", strength = 2))]`: every index and declared query of
+/// the collection gets it) or on the index and the query. The library sends the collation with
+/// every index it creates and every declared query it runs, so a server that does not apply a
+/// collection's default (SecantusDB) behaves as mongod does.
+///
+/// `locale = "simple"` is the simple (binary) collation, mongod's default.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Collation {
+    /// The ICU locale (`"en"`, `"fr_CA"`) or `"simple"`.
+    pub locale: String,
+    /// The comparison level, 1 to 5: 1 compares base letters only, 2 adds accents, 3 (ICU's
+    /// default) adds case.
+    pub strength: Option<u8>,
+    /// `caseLevel`: case compared at strength 1 or 2.
+    pub case_level: Option<bool>,
+    /// `caseFirst`: `"upper"`, `"lower"` or `"off"`.
+    pub case_first: Option<String>,
+    /// `numericOrdering`: digits compared as numbers (`"10" > "9"`).
+    pub numeric_ordering: Option<bool>,
+    /// `alternate`: `"non-ignorable"` or `"shifted"` (spaces and punctuation ignored).
+    pub alternate: Option<String>,
+    /// `backwards`: accents compared from the end of the string (French Canadian).
+    pub backwards: Option<bool>,
+}
+
+/// ICU's value of an option the collation leaves out, as mongod reports it in `listIndexes`
+/// and `listCollections` (`collation_spec.h`, `CollationSpec`'s defaults; a locale may change
+/// `caseFirst` or `backwards`, which is then reported as a difference).
+fn default_of(key: &str) -> Option<Bson> {
+    match key {
+        "strength" => Some(Bson::Int32(3)),
+        "caseLevel" | "numericOrdering" | "backwards" => Some(Bson::Boolean(false)),
+        "caseFirst" => Some(Bson::String("off".to_owned())),
+        "alternate" => Some(Bson::String("non-ignorable".to_owned())),
+        _ => None,
+    }
+}
+
+impl Collation {
+    /// The collation of `locale` with ICU's defaults.
+    pub fn new(locale: impl Into<String>) -> Self {
+        Collation {
+            locale: locale.into(),
+            strength: None,
+            case_level: None,
+            case_first: None,
+            numeric_ordering: None,
+            alternate: None,
+            backwards: None,
+        }
+    }
+
+    /// Sets `strength` (1 to 5).
+    pub fn strength(mut self, strength: u8) -> Self {
+        self.strength = Some(strength);
+        self
+    }
+
+    /// Sets `caseLevel`.
+    pub fn case_level(mut self, case_level: bool) -> Self {
+        self.case_level = Some(case_level);
+        self
+    }
+
+    /// Sets `caseFirst` (`"upper"`, `"lower"` or `"off"`).
+    pub fn case_first(mut self, case_first: impl Into<String>) -> Self {
+        self.case_first = Some(case_first.into());
+        self
+    }
+
+    /// Sets `numericOrdering`.
+    pub fn numeric_ordering(mut self, numeric_ordering: bool) -> Self {
+        self.numeric_ordering = Some(numeric_ordering);
+        self
+    }
+
+    /// Sets `alternate` (`"non-ignorable"` or `"shifted"`).
+    pub fn alternate(mut self, alternate: impl Into<String>) -> Self {
+        self.alternate = Some(alternate.into());
+        self
+    }
+
+    /// Sets `backwards`.
+    pub fn backwards(mut self, backwards: bool) -> Self {
+        self.backwards = Some(backwards);
+        self
+    }
+
+    /// Whether it is the simple (binary) collation, mongod's default.
+    pub fn is_simple(&self) -> bool {
+        self.locale == "simple"
+    }
+
+    /// The `collation` document of `create`, `createIndexes`, `find`, `aggregate` and `count`.
+    pub fn to_document(&self) -> Document {
+        let mut doc = Document::new();
+        doc.insert("locale", self.locale.clone());
+        if let Some(v) = self.strength {
+            doc.insert("strength", i32::from(v));
+        }
+        if let Some(v) = self.case_level {
+            doc.insert("caseLevel", v);
+        }
+        if let Some(v) = &self.case_first {
+            doc.insert("caseFirst", v.clone());
+        }
+        if let Some(v) = self.numeric_ordering {
+            doc.insert("numericOrdering", v);
+        }
+        if let Some(v) = &self.alternate {
+            doc.insert("alternate", v.clone());
+        }
+        if let Some(v) = self.backwards {
+            doc.insert("backwards", v);
+        }
+        doc
+    }
+
+    /// Whether the server's `collation` document (of `listIndexes` or `listCollections`) is
+    /// this collation: the same locale, every option given here equal, and every option left
+    /// out either absent or at ICU's default (mongod reports every option, SecantusDB those it
+    /// was sent).
+    pub fn matches(&self, server: &Document) -> bool {
+        let mine = self.to_document();
+        if server.get_str("locale").ok() != Some(self.locale.as_str()) {
+            return false;
+        }
+        let same = |a: &Bson, b: &Bson| crate::json_schema::same(a, b);
+        for (key, wanted) in &mine {
+            if key == "locale" {
+                continue;
+            }
+            match server.get(key) {
+                Some(found) if same(found, wanted) => {}
+                None if default_of(key).is_some_and(|d| same(&d, wanted)) => {}
+                _ => return false,
+            }
+        }
+        for (key, found) in server {
+            if mine.contains_key(key) {
+                continue;
+            }
+            if let Some(default) = default_of(key) {
+                if !same(found, &default) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The planner's name of the collation ([`crate::query::fit::IndexShape::collation`]):
+    /// `None` for the simple collation.
+    pub(crate) fn planner_key(collation: Option<&Collation>) -> Option<String> {
+        collation.filter(|c| !c.is_simple()).map(|c| c.to_string())
+    }
+
+    /// Whether a server's `collation` (`None`: the simple collation) is `wanted` (`None`: the
+    /// simple collation).
+    pub(crate) fn same_as_server(wanted: Option<&Collation>, server: Option<&Document>) -> bool {
+        let server = server.filter(|d| d.get_str("locale").ok() != Some("simple"));
+        match (wanted.filter(|c| !c.is_simple()), server) {
+            (None, None) => true,
+            (Some(wanted), Some(server)) => wanted.matches(server),
+            _ => false,
+        }
+    }
+
+    /// The driver's collation option.
+    pub(crate) fn to_driver(&self) -> Option<mongodb::options::Collation> {
+        crate::bson_compat::from_document(self.to_document()).ok()
+    }
+}
+
+impl fmt::Display for Collation {
+    /// `{ locale: "en", strength: 2 }`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .to_document()
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        write!(f, "{{ {} }}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn a_server_collation_matches_by_the_options_given() {
+        let ci = Collation::new("en").strength(2);
+        assert_eq!(ci.to_document(), doc! { "locale": "en", "strength": 2 });
+        assert_eq!(ci.to_string(), "{ locale: \"en\", strength: 2 }");
+        // SecantusDB reports what it was sent, mongod every option
+        assert!(ci.matches(&doc! { "locale": "en", "strength": 2 }));
+        assert!(ci.matches(&doc! {
+            "locale": "en", "caseLevel": false, "caseFirst": "off", "strength": 2,
+            "numericOrdering": false, "alternate": "non-ignorable", "maxVariable": "punct",
+            "normalization": false, "backwards": false, "version": "57.1",
+        }));
+        // controls: another strength, another locale, a default strength for `en` alone
+        assert!(!ci.matches(&doc! { "locale": "en", "strength": 3 }));
+        assert!(!ci.matches(&doc! { "locale": "fr", "strength": 2 }));
+        assert!(!Collation::new("en").matches(&doc! { "locale": "en", "strength": 2 }));
+        assert!(Collation::new("en").matches(&doc! { "locale": "en", "strength": 3 }));
+        // the simple collation is no collation
+        assert!(Collation::same_as_server(None, None));
+        assert!(Collation::same_as_server(
+            Some(&Collation::new("simple")),
+            None
+        ));
+        assert!(Collation::same_as_server(
+            None,
+            Some(&doc! { "locale": "simple" })
+        ));
+        assert!(!Collation::same_as_server(Some(&ci), None));
+        assert!(!Collation::same_as_server(
+            None,
+            Some(&doc! { "locale": "en" })
+        ));
+        assert_eq!(
+            Collation::planner_key(Some(&Collation::new("simple"))),
+            None
+        );
+        assert!(ci.to_driver().is_some());
+    }
+}
