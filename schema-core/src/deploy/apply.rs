@@ -308,11 +308,11 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
         } = action
         {
             *slot = Some(
-                observe::violations(
+                observe::violations_or_unfinished(
                     db,
                     collection,
                     validator,
-                    Some(observe::OPERATOR_TIME_LIMIT),
+                    observe::OPERATOR_TIME_LIMIT,
                 )
                 .await?,
             );
@@ -570,7 +570,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                         ..
                     } = action
                     {
-                        if found.count == 0 {
+                        if !found.any() {
                             continue;
                         }
                         if this.options.on_violations == OnViolations::Moderate {
@@ -651,7 +651,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                     {
                         let missing = format!("the validator of `{collection}`");
                         let stepped = plan.migrations.iter().any(|m| &m.collection == collection);
-                        if found.count > 0 && !stepped && !plan.missing.contains(&missing) {
+                        if found.any() && !stepped && !plan.missing.contains(&missing) {
                             plan.missing.push(missing);
                         }
                     }
@@ -1013,10 +1013,9 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
                 ..
             } = action
             {
-                if found.count > 0 && before_steps {
+                if found.any() && before_steps {
                     run.report.notes.push(format!(
-                        "the new validator of `{collection}` was set at level moderate while the migration steps ran ({} existing document(s) violated it)",
-                        found.count
+                        "the new validator of `{collection}` was set at level moderate while the migration steps ran ({found})"
                     ));
                 }
             }

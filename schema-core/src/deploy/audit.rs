@@ -121,7 +121,7 @@ pub(crate) async fn audit(
         };
         audit.exists = true;
         let coll = db.collection::<BsonDocument>(&spec.name);
-        audit.documents = coll.estimated_document_count().await?;
+        audit.documents = coll.estimated_document_count().max_time(LIMIT).await?;
         let largest: Vec<BsonDocument> = coll
             .aggregate([
                 doc! { "$project": { "size": { "$bsonSize": "$$ROOT" } } },
@@ -214,7 +214,7 @@ pub(crate) async fn audit(
         // violating documents (or rolled back) is exactly when the two differ
         if server.kind == "collection" {
             audit.invalid =
-                super::observe::violations(db, &spec.name, &spec.validator, Some(LIMIT)).await?;
+                super::observe::violations(db, &spec.name, &spec.validator, LIMIT).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {
