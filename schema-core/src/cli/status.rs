@@ -10,7 +10,8 @@ use mongodb::Database;
 use serde_json::json;
 
 use super::{table, Exit, Output, STALLED_WORKER_AFTER};
-use crate::deploy::observe::{read_record, OPERATOR_TIME_LIMIT};
+use crate::concern::OPERATOR_TIME_LIMIT;
+use crate::deploy::observe::read_record;
 use crate::migrate::MigrationState;
 use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
 

@@ -312,7 +312,7 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
                     db,
                     collection,
                     validator,
-                    observe::OPERATOR_TIME_LIMIT,
+                    crate::concern::OPERATOR_TIME_LIMIT,
                 )
                 .await?,
             );
@@ -358,7 +358,7 @@ async fn foresee(
                     let groups: Vec<Document> = db
                         .collection::<Document>(collection)
                         .aggregate(pipeline)
-                        .max_time(observe::OPERATOR_TIME_LIMIT)
+                        .max_time(crate::concern::OPERATOR_TIME_LIMIT)
                         .await?
                         .try_collect()
                         .await?;

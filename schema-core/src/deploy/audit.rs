@@ -6,8 +6,9 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use super::observe::{Violations, OPERATOR_TIME_LIMIT as LIMIT};
+use super::observe::Violations;
 use super::plan::{Action, Plan, PlanOptions, Warning};
+use crate::concern::OPERATOR_TIME_LIMIT as LIMIT;
 use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES};
 
 /// An array at or above 80% of its bound is reported.

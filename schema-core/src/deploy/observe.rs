@@ -11,6 +11,7 @@ use mongodb::{Collection, Database};
 
 use super::record::{self, RecordedVersion, DEFAULT_SCHEMA_NAME};
 pub use super::violations::Violations;
+use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::error::server_code;
 use crate::migrate::{Migration, MigrationRecord};
 use crate::{json_schema, CollectionSpec, Result, TOKENS_COLLECTION};
@@ -302,16 +303,6 @@ async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> 
 }
 
 const SAMPLE_VIOLATIONS: i64 = 5;
-
-/// The time limit (`maxTimeMS`) of every collection scan the library runs for an operator or a
-/// start-up: `apply`'s and `plan`'s counts of the documents a validator change would reject,
-/// `plan`'s counts of duplicates and of the documents a pending migration step touches,
-/// `audit`'s sizes, kinds, array pressure and invalid documents. Past it the server stops the
-/// scan (code 50, MaxTimeMSExpired): the count of violators is then unfinished (see
-/// [`violations_or_unfinished`]); any other scan fails its command, saying so, instead of
-/// running on. A start-up counts once per version and fingerprint (the record keeps the count,
-/// or that it did not finish, while the validator is refused).
-pub(crate) const OPERATOR_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `MaxTimeMSExpired`: a command stopped at its `maxTimeMS`.
 const MAX_TIME_EXPIRED: i32 = 50;

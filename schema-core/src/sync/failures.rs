@@ -397,15 +397,12 @@ pub(crate) async fn list(db: &Database) -> Result<Vec<SyncFailure>> {
     stream(db).try_collect().await
 }
 
-/// The time limit (`maxTimeMS`) of [`count`], as the other scans run for an operator have.
-const COUNT_TIME_LIMIT: Duration = Duration::from_secs(60);
-
 /// The number of recorded failures of the copy `label` (`holder.path`), for `reconcile`'s
-/// report (an operator's command), within [`COUNT_TIME_LIMIT`].
+/// report (an operator's command), within [`crate::concern::OPERATOR_TIME_LIMIT`].
 pub(crate) async fn count(db: &Database, label: &str) -> Result<u64> {
     Ok(db
         .collection::<BsonDocument>(FAILURES_COLLECTION)
         .count_documents(doc! { "copy": label })
-        .max_time(COUNT_TIME_LIMIT)
+        .max_time(crate::concern::OPERATOR_TIME_LIMIT)
         .await?)
 }

@@ -14,7 +14,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::{Step, StepContext, StepCounts, Work};
-use crate::deploy::observe::OPERATOR_TIME_LIMIT;
+use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::model::copy::CopyShape;
 use crate::model::document::CollectionSpec;
 use crate::{Document as Model, Error, Result};
