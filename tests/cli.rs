@@ -906,6 +906,77 @@ async fn status_exits_2_for_a_worker_that_holds_its_lease_without_progress() {
     drop(server);
 }
 
+/// Repairs that fail exit 2: a ticket whose copy of its agent's name drifted and whose own
+/// document another client left invalid (its validator, strict, rejects any update of it).
+/// `reconcile --repair` cannot repair it (the failure recorded), `retry-failures` still fails;
+/// once the ticket is mended by hand the retry resolves it and exits 0.
+async fn repairs_that_fail_exit_2() {
+    let db = mongo_schema_testkit::database("cli_failed_repairs").await;
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let customer = helpdesk::customer("Bo");
+    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
+    if let Some(assignee) = ticket.assignee.as_mut() {
+        assignee.display_name = "stale".into();
+    }
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    let tickets = db.collection::<BsonDocument>("tickets");
+    tickets
+        .update_one(
+            mongo_schema::bson::doc! { "_id": ticket.id },
+            mongo_schema::bson::doc! { "$set": { "subject": 42 } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+
+    let repair = run(args("reconcile", &db, &["--repair", "--json"])).await;
+    assert_eq!(repair.code, 2, "{}{}", repair.stdout, repair.stderr);
+    let json = repair.json();
+    assert_eq!(json["exit"], 2);
+    assert_eq!(json["repaired"], 0, "{json}");
+    let copy = json["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["copy"] == "tickets.assignee")
+        .unwrap_or_else(|| panic!("no tickets.assignee in {json}"));
+    assert_eq!(copy["failed"], 1, "{json}");
+    let retry = run(args("retry-failures", &db, &["--json"])).await;
+    assert_eq!(retry.code, 2, "{}{}", retry.stdout, retry.stderr);
+    let json = retry.json();
+    assert_eq!(
+        (&json["retried"], &json["still_failing"]),
+        (&1.into(), &1.into()),
+        "{json}"
+    );
+
+    // mended by hand: the retry resolves it, and nothing is left to repair
+    tickets
+        .update_one(
+            mongo_schema::bson::doc! { "_id": ticket.id },
+            mongo_schema::bson::doc! { "$set": { "subject": "mended" } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let retry = run(args("retry-failures", &db, &["--json"])).await;
+    assert_eq!(retry.code, 0, "{}{}", retry.stdout, retry.stderr);
+    assert_eq!(retry.json()["resolved"], 1);
+    let repair = run(args("reconcile", &db, &["--repair", "--json"])).await;
+    assert_eq!(repair.code, 0, "{}{}", repair.stdout, repair.stderr);
+    assert_eq!(repair.json()["drifted"], 0);
+}
+
 async fn reports_and_read_only_commands() {
     let db = mongo_schema_testkit::database("cli_reports").await;
     let schema = helpdesk::schema();
@@ -1228,7 +1299,10 @@ fn main() -> ExitCode {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 10] = [
+    let tests: [Test; 11] = [
+        ("repairs_that_fail_exit_2", || {
+            Box::pin(repairs_that_fail_exit_2())
+        }),
         ("progress_is_shown_once_on_a_terminal", || {
             Box::pin(progress_is_shown_once_on_a_terminal())
         }),
