@@ -1147,6 +1147,16 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
     assert_eq!(json["migrations"][0]["name"], "default color", "{json}");
     assert_eq!(json["migrations"][0]["recorded"], "done", "{json}");
     assert_eq!(json["migrations"][0]["documents"], 1, "{json}");
+    // with `--on-violations moderate`, the step still fixes the documents before the validator
+    // is set: nothing would be left at `moderate`, so nothing is missing (exit 2, not 3)
+    let moderate = run_as(
+        "gadgets-v2",
+        args("plan", &db, &["--on-violations", "moderate", "--json"]),
+    )
+    .await;
+    assert_eq!(moderate.code, 2, "{}{}", moderate.stdout, moderate.stderr);
+    let json = moderate.json();
+    assert_eq!(json["missing"].as_array().unwrap().len(), 0, "{json}");
     let forward = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
     assert_eq!(forward.code, 0, "{}{}", forward.stdout, forward.stderr);
     let json = forward.json();

@@ -638,8 +638,19 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 ));
             }
             // what apply would leave off the server; where steps are pending on a collection, apply
-            // counts its violators after them, so the plan cannot tell
-            plan.missing = planning::not_as_declared(&plan.warnings);
+            // counts its violators after them (the validator held at `moderate` meanwhile), so the
+            // plan cannot tell, whatever the decision
+            let stepped =
+                |collection: &str| plan.migrations.iter().any(|m| m.collection == collection);
+            let decided: Vec<Warning> = plan
+                .warnings
+                .iter()
+                .filter(|w| {
+                    !matches!(w, Warning::ValidatorOverViolations { collection, .. } if stepped(collection))
+                })
+                .cloned()
+                .collect();
+            plan.missing = planning::not_as_declared(&decided);
             if this.options.on_violations == OnViolations::Refuse {
                 // what apply refuses (plan warns only about the other decisions)
                 for action in &plan.actions {
