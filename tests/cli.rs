@@ -66,6 +66,110 @@ fn schema_command(schema: &str, args: &[&str], timeout: Duration) -> Ran {
     }
 }
 
+/// Runs `args` as the service binary of `schema` would, on a terminal: its standard output and
+/// error are a pseudo-terminal (`script`, as an operator's shell gives them), whose whole output
+/// is returned as `stdout`.
+fn schema_command_on_a_terminal(schema: &str, args: &[&str], timeout: Duration) -> Ran {
+    let quote = |arg: &str| format!("'{}'", arg.replace('\'', r"'\''"));
+    let exe = std::env::current_exe().unwrap();
+    let line: Vec<String> = std::iter::once(exe.to_str().unwrap())
+        .chain(args.iter().copied())
+        .map(quote)
+        .collect();
+    let mut child = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env(CHILD, schema)
+        .env_remove("MONGODB_URI")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("`script` (util-linux) runs the command on a pseudo-terminal");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            panic!(
+                "`{}` on a terminal not done within {timeout:?}",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The lines a terminal shows after `output` was written to it: carriage returns, line feeds,
+/// and the cursor and erase sequences a progress bar uses (`ESC[2K`, `ESC[nA`, `ESC[J`).
+fn screen(output: &str) -> Vec<String> {
+    let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+    let (mut row, mut col) = (0_usize, 0_usize);
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => col = 0,
+            '\n' => {
+                row += 1;
+                col = 0;
+                if lines.len() <= row {
+                    lines.push(Vec::new());
+                }
+            }
+            '\u{1b}' if chars.peek() == Some(&'[') => {
+                chars.next();
+                let mut parameter = String::new();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        last = c;
+                        break;
+                    }
+                    parameter.push(c);
+                }
+                let n: usize = parameter.trim_start_matches('?').parse().unwrap_or(0);
+                match last {
+                    'K' if n == 2 => lines[row].clear(),
+                    'K' => lines[row].truncate(col),
+                    'A' => row = row.saturating_sub(n.max(1)),
+                    'J' => {
+                        lines.truncate(row + 1);
+                        lines[row].truncate(col);
+                    }
+                    _ => {}
+                }
+            }
+            c if !c.is_control() => {
+                let line = &mut lines[row];
+                if line.len() <= col {
+                    line.resize(col, ' ');
+                    line.push(c);
+                } else {
+                    line[col] = c;
+                }
+                col += 1;
+            }
+            _ => {}
+        }
+    }
+    lines
+        .into_iter()
+        .map(|l| l.into_iter().collect::<String>().trim_end().to_owned())
+        .collect()
+}
+
+/// Whether `line` is a drawn progress bar (`apply [=====>    ] 3/9 ...`).
+fn is_bar(line: &str) -> bool {
+    line.split_once(" [").is_some_and(|(_, rest)| {
+        let bar: Vec<char> = rest.chars().take(31).collect();
+        bar.len() == 31 && bar[30] == ']' && bar[..30].iter().all(|c| "=> ".contains(*c))
+    })
+}
+
 /// `schema_command` of the help desk's binary, off the runtime's threads, within a minute.
 async fn run(args: Vec<String>) -> Ran {
     run_as("helpdesk", args).await
@@ -398,6 +502,51 @@ async fn errors_exit_1_and_say_why() {
     }
 }
 
+/// On a terminal, `apply` draws its progress while it runs and then prints what it did: each
+/// action and migration step is on the screen once, in the report, not a second time in a
+/// finished bar above it (into whose last line the report used to run).
+async fn progress_is_shown_once_on_a_terminal() {
+    let db = mongo_schema_testkit::database("cli_terminal").await;
+    let args = args("apply", &db, &[]);
+    let ran = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        schema_command_on_a_terminal("helpdesk-v2", &args, Duration::from_secs(60))
+    })
+    .await
+    .unwrap();
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    // the control: it ran on a terminal, and the bars were drawn there
+    assert!(
+        ran.stdout.contains("\u{1b}[2K") && ran.stdout.lines().any(is_bar),
+        "no progress bar was drawn: {:?}",
+        ran.stdout
+    );
+    let shown = screen(&ran.stdout);
+    let text = shown.join("\n");
+    assert!(
+        !shown.iter().any(|l| is_bar(l)),
+        "a bar is left on the screen:\n{text}"
+    );
+    for what in [
+        "create collection `customers`",
+        "create 1 index(es) on `messages`",
+        "default team",
+    ] {
+        let lines: Vec<&String> = shown.iter().filter(|l| l.contains(what)).collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "`{what}` shown {} times:\n{text}",
+            lines.len()
+        );
+        assert!(
+            lines[0].starts_with('['),
+            "not a line of the report: {}\n{text}",
+            lines[0]
+        );
+    }
+}
+
 /// The worker rows of `status --json`, by name.
 fn worker<'a>(status: &'a Value, name: &str) -> &'a Value {
     status["workers"]
@@ -570,6 +719,264 @@ async fn status_shows_an_expired_lease_until_someone_takes_it() {
     assert!(row["lease_expires_in_ms"].as_i64().unwrap() < 0);
 }
 
+/// A worker that holds its lease and has stopped progressing: the server holds the commit of
+/// its first rewrite (a `failCommand` that blocks that one command of the worker's client, as a
+/// lock, a slow disk or a lost primary would), while its lease renewals go on. `status` shows
+/// its lease live and, once its last saved progress is older than [`STALLED_WORKER_AFTER`],
+/// calls it stalled and exits 2. The bound is five minutes: the progress document is written as
+/// the worker leaves it after a stall that long (its last save moved back by the bound and a
+/// minute), which this worker, being stalled, cannot overwrite. The controls: before the stall
+/// and once the commit goes through (the worker saves its progress), `status` exits 0.
+///
+/// [`STALLED_WORKER_AFTER`]: mongo_schema::cli::STALLED_WORKER_AFTER
+async fn status_exits_2_for_a_worker_that_holds_its_lease_without_progress() {
+    const APP: &str = "cli-stalled-worker";
+    const BLOCKED: Duration = Duration::from_secs(20);
+    // a server of its own, with the test commands (`configureFailPoint`)
+    let server = tokio::task::spawn_blocking(|| {
+        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
+    })
+    .await
+    .unwrap()
+    .expect("a dedicated server with the failpoints");
+    let uri = server.uri().to_owned();
+    let db = mongodb::Client::with_uri_str(&uri)
+        .await
+        .unwrap()
+        .database("cli_stalled");
+    let status = |more: &'static [&'static str]| {
+        let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.clone()];
+        all.extend(["--db".to_owned(), db.name().to_owned()]);
+        all.extend(more.iter().map(|s| (*s).to_owned()));
+        all
+    };
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    // the worker's own client, named so that the server can tell its commands apart
+    let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
+    options.app_name = Some(APP.to_owned());
+    let client = mongodb::Client::with_options(options).unwrap();
+    let stalled_worker = schema
+        .sync_worker(&client.database(db.name()))
+        .name("stalled")
+        .lease(Duration::from_millis(1500))
+        .max_await_time(Duration::from_millis(100))
+        .token_save_interval(Duration::from_millis(200))
+        .spawn();
+    common::within(
+        Duration::from_secs(30),
+        "worker ready",
+        stalled_worker.ready(),
+    )
+    .await
+    .unwrap();
+    let tokens = db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION);
+    let saved_at = || {
+        let tokens = tokens.clone();
+        async move {
+            let token = tokens
+                .find_one(mongo_schema::bson::doc! { "_id": "stalled" })
+                .await
+                .unwrap()
+                .expect("the worker's document");
+            (
+                *token.get_datetime("updated_at").unwrap(),
+                *token.get_datetime("expires").unwrap(),
+            )
+        }
+    };
+    // the control: a live worker on a quiet stream is not stalled
+    let live = run(status(&["--json"])).await;
+    assert_eq!(live.code, 0, "{}{}", live.stdout, live.stderr);
+    assert_eq!(worker(&live.json(), "stalled")["stalled"], false);
+
+    // the server holds the commit of the worker's first rewrite
+    let admin = db.client().database("admin");
+    admin
+        .run_command(mongo_schema::bson::doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 1 },
+            "data": {
+                "failCommands": ["commitTransaction"],
+                "appName": APP,
+                "blockConnection": true,
+                "blockTimeMS": BLOCKED.as_millis() as i64,
+            },
+        })
+        .await
+        .unwrap();
+    let blocked = Instant::now();
+    Agent::collection(&db)
+        .update_one(
+            mongo_schema::bson::doc! { "_id": agent.id },
+            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
+        )
+        .await
+        .unwrap();
+    // stalled: its progress stops while its lease is renewed
+    let (stopped_at, _) = saved_at().await;
+    common::eventually(
+        Duration::from_secs(10),
+        "the worker stops saving progress and keeps its lease",
+        || async {
+            let (saved, expires) = saved_at().await;
+            let now = mongo_schema::bson::DateTime::now().timestamp_millis();
+            now - saved.timestamp_millis() > 1000 && expires.timestamp_millis() > now
+        },
+    )
+    .await;
+    let (saved, _) = saved_at().await;
+    assert!(saved >= stopped_at);
+    // the document as a worker stalled for the bound and a minute leaves it
+    let bound = mongo_schema::cli::STALLED_WORKER_AFTER + Duration::from_secs(60);
+    let long_ago = mongo_schema::bson::DateTime::from_millis(
+        saved.timestamp_millis() - bound.as_millis() as i64,
+    );
+    tokens
+        .update_one(
+            mongo_schema::bson::doc! { "_id": "stalled", "updated_at": saved },
+            mongo_schema::bson::doc! { "$set": { "updated_at": long_ago } },
+        )
+        .await
+        .unwrap();
+    let stalled = run(status(&["--json"])).await;
+    let json = stalled.json();
+    let row = worker(&json, "stalled");
+    assert_eq!(stalled.code, 2, "{json}");
+    assert_eq!(row["stalled"], true, "{row}");
+    assert_eq!(row["expired"], false, "the lease is live: {row}");
+    assert!(row["lease_expires_in_ms"].as_i64().unwrap() > 0, "{row}");
+    assert_eq!(
+        json["failures"]["total"], 0,
+        "exit 2 for the stall alone: {json}"
+    );
+    assert_eq!(json["pending_actions"], 0, "{json}");
+    let table = run(status(&[])).await;
+    assert_eq!(table.code, 2, "{}{}", table.stdout, table.stderr);
+    assert!(
+        table
+            .stdout
+            .contains("STALLED: held, no progress saved for"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        blocked.elapsed() < BLOCKED,
+        "the checks ran while the commit was held ({:?})",
+        blocked.elapsed()
+    );
+
+    // the commit goes through: the worker applies the rename and saves its progress
+    common::eventually(
+        BLOCKED + Duration::from_secs(20),
+        "the worker progresses again",
+        || async {
+            let (saved, _) = saved_at().await;
+            saved > long_ago
+                && helpdesk::Ticket::collection(&db)
+                    .find_one(mongo_schema::bson::doc! { "_id": ticket.id })
+                    .await
+                    .unwrap()
+                    .and_then(|t| t.assignee)
+                    .is_some_and(|a| a.display_name == "Ana (lead)")
+        },
+    )
+    .await;
+    let after = run(status(&["--json"])).await;
+    assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+    assert_eq!(worker(&after.json(), "stalled")["stalled"], false);
+    common::within(
+        Duration::from_secs(30),
+        "shutdown",
+        stalled_worker.shutdown(),
+    )
+    .await
+    .unwrap();
+    drop(server);
+}
+
+/// Repairs that fail exit 2: a ticket whose copy of its agent's name drifted and whose own
+/// document another client left invalid (its validator, strict, rejects any update of it).
+/// `reconcile --repair` cannot repair it (the failure recorded), `retry-failures` still fails;
+/// once the ticket is mended by hand the retry resolves it and exits 0.
+async fn repairs_that_fail_exit_2() {
+    let db = mongo_schema_testkit::database("cli_failed_repairs").await;
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let customer = helpdesk::customer("Bo");
+    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
+    if let Some(assignee) = ticket.assignee.as_mut() {
+        assignee.display_name = "stale".into();
+    }
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    let tickets = db.collection::<BsonDocument>("tickets");
+    tickets
+        .update_one(
+            mongo_schema::bson::doc! { "_id": ticket.id },
+            mongo_schema::bson::doc! { "$set": { "subject": 42 } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+
+    let repair = run(args("reconcile", &db, &["--repair", "--json"])).await;
+    assert_eq!(repair.code, 2, "{}{}", repair.stdout, repair.stderr);
+    let json = repair.json();
+    assert_eq!(json["exit"], 2);
+    assert_eq!(json["repaired"], 0, "{json}");
+    let copy = json["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["copy"] == "tickets.assignee")
+        .unwrap_or_else(|| panic!("no tickets.assignee in {json}"));
+    assert_eq!(copy["failed"], 1, "{json}");
+    let retry = run(args("retry-failures", &db, &["--json"])).await;
+    assert_eq!(retry.code, 2, "{}{}", retry.stdout, retry.stderr);
+    let json = retry.json();
+    assert_eq!(
+        (&json["retried"], &json["still_failing"]),
+        (&1.into(), &1.into()),
+        "{json}"
+    );
+
+    // mended by hand: the retry resolves it, and nothing is left to repair
+    tickets
+        .update_one(
+            mongo_schema::bson::doc! { "_id": ticket.id },
+            mongo_schema::bson::doc! { "$set": { "subject": "mended" } },
+        )
+        .bypass_document_validation(true)
+        .await
+        .unwrap();
+    let retry = run(args("retry-failures", &db, &["--json"])).await;
+    assert_eq!(retry.code, 0, "{}{}", retry.stdout, retry.stderr);
+    assert_eq!(retry.json()["resolved"], 1);
+    let repair = run(args("reconcile", &db, &["--repair", "--json"])).await;
+    assert_eq!(repair.code, 0, "{}{}", repair.stdout, repair.stderr);
+    assert_eq!(repair.json()["drifted"], 0);
+}
+
 async fn reports_and_read_only_commands() {
     let db = mongo_schema_testkit::database("cli_reports").await;
     let schema = helpdesk::schema();
@@ -740,6 +1147,16 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
     assert_eq!(json["migrations"][0]["name"], "default color", "{json}");
     assert_eq!(json["migrations"][0]["recorded"], "done", "{json}");
     assert_eq!(json["migrations"][0]["documents"], 1, "{json}");
+    // with `--on-violations moderate`, the step still fixes the documents before the validator
+    // is set: nothing would be left at `moderate`, so nothing is missing (exit 2, not 3)
+    let moderate = run_as(
+        "gadgets-v2",
+        args("plan", &db, &["--on-violations", "moderate", "--json"]),
+    )
+    .await;
+    assert_eq!(moderate.code, 2, "{}{}", moderate.stdout, moderate.stderr);
+    let json = moderate.json();
+    assert_eq!(json["missing"].as_array().unwrap().len(), 0, "{json}");
     let forward = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
     assert_eq!(forward.code, 0, "{}{}", forward.stdout, forward.stderr);
     let json = forward.json();
@@ -813,6 +1230,25 @@ async fn a_validator_refused_over_violators_exits_3_and_is_not_counted_again() {
     let json = plan.json();
     assert_eq!(json["actions"][0]["kind"], "update_validator", "{json}");
     assert_eq!(json["missing"][0], "the validator of `gadgets`", "{json}");
+    // display-text: the table says it too, in the CLI's terms; so does the library's `Plan`
+    let text = run_as("gadgets-v2-nostep", args("plan", &db, &[])).await;
+    assert_eq!(text.code, 3, "{}{}", text.stdout, text.stderr);
+    assert!(
+        text.stdout.contains(
+            "NOT AS DECLARED after apply: the validator of `gadgets` would not be on the server"
+        ) && text.stdout.contains("(`apply` exits 3)"),
+        "{}",
+        text.stdout
+    );
+    let plan = gadget_v2::schema(false).plan(&db).await.unwrap();
+    assert_eq!(plan.missing, ["the validator of `gadgets`"], "{plan}");
+    let shown = plan.to_string();
+    assert!(
+        shown.contains(
+            "NOT AS DECLARED after apply: the validator of `gadgets` would not be on the server"
+        ) && shown.contains("`ApplyReport::is_as_declared()` is false"),
+        "{shown}"
+    );
     let audit = run_as("gadgets-v2-nostep", args("audit", &db, &["--json"])).await;
     assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
     assert_eq!(audit.json()["collections"][0]["invalid"], 2);
@@ -873,7 +1309,17 @@ fn main() -> ExitCode {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 8] = [
+    let tests: [Test; 11] = [
+        ("repairs_that_fail_exit_2", || {
+            Box::pin(repairs_that_fail_exit_2())
+        }),
+        ("progress_is_shown_once_on_a_terminal", || {
+            Box::pin(progress_is_shown_once_on_a_terminal())
+        }),
+        (
+            "status_exits_2_for_a_worker_that_holds_its_lease_without_progress",
+            || Box::pin(status_exits_2_for_a_worker_that_holds_its_lease_without_progress()),
+        ),
         ("a_rollback_then_a_roll_forward_ends_as_declared", || {
             Box::pin(a_rollback_then_a_roll_forward_ends_as_declared())
         }),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
-use mongo_schema::{Action, Error, VersionStatus, META_COLLECTION};
+use mongo_schema::{Action, Error, OnViolations, VersionStatus, Warning, META_COLLECTION};
 use serde::{Deserialize, Serialize};
 
 #[derive(Document, Serialize, Deserialize)]
@@ -267,4 +267,209 @@ async fn a_server_back_within_the_deadline_lets_the_same_apply_complete() {
     assert!(!record.contains_key("locked_by"));
     drop(server);
     let _ = std::fs::remove_dir_all(&storage);
+}
+
+/// A release of `widgets` before `color`.
+mod widget_v1 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "widgets")]
+    pub struct Widget {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub name: String,
+    }
+}
+
+/// The release that requires `color` (and no step that fills it in).
+mod widget_v2 {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize)]
+    #[collection(name = "widgets")]
+    pub struct Widget {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        pub name: String,
+        pub color: String,
+    }
+}
+
+/// Arms (or disarms) mongod's `maxTimeAlwaysTimeOut` failpoint, which SecantusDB implements:
+/// every command that carries a `maxTimeMS` fails with MaxTimeMSExpired (50), the others run.
+async fn every_time_limit_expires(db: &mongodb::Database, on: bool) {
+    db.client()
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "maxTimeAlwaysTimeOut",
+            "mode": if on { "alwaysOn" } else { "off" },
+        })
+        .await
+        .unwrap();
+}
+
+/// Every count a start-up, `plan` or `audit` runs over a collection carries a time limit
+/// (`maxTimeMS`), the first count of a start-up among them. On a server where every time limit
+/// expires (a collection too large to count in time), the start-up's count of the documents a
+/// new validator would reject is cut off: the start-up neither hangs nor fails; the validator is
+/// refused (not applied over documents nobody counted) and the version recorded `partial` with
+/// the count unfinished, so the next start-up sends no count; `plan` says the same (exit 3 from
+/// the CLI); `audit` fails, saying so. Once the server counts again, an operator's apply counts.
+/// A dedicated server: the failpoint is the whole server's (and a test command).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_up_count_cut_off_by_its_time_limit_refuses_the_validator_and_is_kept() {
+    let server = tokio::task::spawn_blocking(|| {
+        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
+    })
+    .await
+    .unwrap()
+    .expect("a dedicated server with the failpoints");
+    let v1 = Schema::new()
+        .model::<widget_v1::Widget>()
+        .version(1)
+        .build()
+        .unwrap();
+    let v2 = Schema::new()
+        .model::<widget_v2::Widget>()
+        .version(2)
+        .build()
+        .unwrap();
+    let (client, log) = mongo_schema_testkit::monitored_client_at(server.uri()).await;
+    let db = client.database("limits");
+    v1.apply(&db).await.unwrap();
+    db.collection::<BsonDocument>("widgets")
+        .insert_many([
+            doc! { "_id": 1_i64, "name": "a" },
+            doc! { "_id": 2_i64, "name": "b" },
+        ])
+        .await
+        .unwrap();
+
+    every_time_limit_expires(&db, true).await;
+    // the control: the failpoint cuts off a count that has a limit, and only such a count
+    let widgets = db.collection::<BsonDocument>("widgets");
+    let cut = widgets
+        .count_documents(doc! {})
+        .max_time(Duration::from_secs(60))
+        .await
+        .expect_err("a limited count times out");
+    let code = match *cut.kind {
+        mongodb::error::ErrorKind::Command(ref e) => Some(e.code),
+        _ => None,
+    };
+    assert_eq!(code, Some(50), "MaxTimeMSExpired: {cut}");
+    assert_eq!(widgets.count_documents(doc! {}).await.unwrap(), 2);
+
+    // the start-up of v2
+    log.clear();
+    let report = v2.apply(&db).await.expect("the start-up goes on");
+    let counts: Vec<_> = log
+        .commands()
+        .into_iter()
+        .filter(|c| c.name == "aggregate" && c.command.get_str("aggregate") == Ok("widgets"))
+        .collect();
+    assert!(
+        !counts.is_empty(),
+        "the start-up counted: {:?}",
+        log.names()
+    );
+    for count in &counts {
+        assert!(
+            count.command.contains_key("maxTimeMS"),
+            "a count without a time limit: {}",
+            count.command
+        );
+    }
+    assert!(!report.is_as_declared(), "{report}");
+    assert_eq!(report.missing, ["the validator of `widgets`"], "{report}");
+    let unfinished = report.warnings.iter().find_map(|w| match w {
+        Warning::ValidatorOverViolations {
+            decision: OnViolations::Refuse,
+            violations,
+            ..
+        } => Some(violations.clone()),
+        _ => None,
+    });
+    let unfinished = unfinished.unwrap_or_else(|| panic!("no refusal in {report}"));
+    assert_eq!(unfinished.count, 0, "{report}");
+    assert_eq!(unfinished.unfinished_after, Some(Duration::from_secs(60)));
+    assert!(
+        report.to_string().contains("did not finish within 60 s"),
+        "{report}"
+    );
+    let validator = |db: mongodb::Database| async move {
+        let info = db
+            .run_command(doc! { "listCollections": 1, "filter": { "name": "widgets" } })
+            .await
+            .unwrap();
+        info.get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_document("options")
+            .unwrap()
+            .get_document("validator")
+            .unwrap()
+            .clone()
+    };
+    use mongo_schema::Document as _;
+    assert_eq!(
+        validator(db.clone()).await,
+        widget_v1::Widget::validator(),
+        "the validator was not tightened over documents nobody counted"
+    );
+    let record = db
+        .collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.get_str("state").unwrap(), "partial", "{record}");
+    let kept = record.get_array("violators").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(kept.get_i64("unfinished_after_ms"), Ok(60_000), "{kept}");
+
+    // the next start-up: the record keeps the unfinished count; no scan, no write
+    log.clear();
+    let again = v2.apply(&db).await.unwrap();
+    assert_eq!(again.missing, ["the validator of `widgets`"], "{again}");
+    assert_eq!(
+        log.count("aggregate"),
+        0,
+        "a count was sent: {:?}",
+        log.names()
+    );
+    assert_eq!(log.count("collMod"), 0, "{:?}", log.names());
+
+    // plan says what apply would do, within its limits; audit fails, saying so
+    let plan = v2.plan(&db).await.expect("plan goes on");
+    assert_eq!(plan.missing, ["the validator of `widgets`"], "{plan}");
+    assert!(
+        plan.to_string().contains("did not finish within 60 s"),
+        "{plan}"
+    );
+    let audit = v2.audit(&db).await.expect_err("audit's scans time out");
+    assert_eq!(audit.code(), Some(50), "{audit:?}");
+
+    // the server counts again: an operator's apply counts the two documents
+    every_time_limit_expires(&db, false).await;
+    let counted = v2.apply(&db).recount_violations(true).await.unwrap();
+    let found = counted.warnings.iter().find_map(|w| match w {
+        Warning::ValidatorOverViolations { violations, .. } => Some(violations.clone()),
+        _ => None,
+    });
+    let found = found.unwrap_or_else(|| panic!("no refusal in {counted}"));
+    assert_eq!(
+        (found.count, found.unfinished_after),
+        (2, None),
+        "{counted}"
+    );
+    drop(server);
 }

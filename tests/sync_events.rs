@@ -9,7 +9,8 @@
 //! - an event the worker cannot decode (made so by the worker's test hook: the test server
 //!   refuses to store what the driver cannot decode) is recorded once with its document key and
 //!   skipped, the changes after it are applied, and reconcile repairs what it would have done
-//!   (and removes the record);
+//!   (and removes the record); a worker that lost its lease while it held such a record in
+//!   hand records nothing (the record is written under the worker's fence);
 //! - a trickle of one change every 300 ms: a rename is applied within a second (a batch no
 //!   longer waits for 1,000 changes); and a shutdown while changes keep coming (one every 50 ms)
 //!   returns at once (the stop is honoured while a batch is gathered).
@@ -228,6 +229,107 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
         "the record goes with the reconcile that repaired what the event would have done"
     );
     within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+/// Whether `started` is the upsert of a sync failure record.
+fn failure_record(started: &mongodb::event::command::CommandStartedEvent) -> bool {
+    started.command_name == "update"
+        && started.command.get_str("update") == Ok(mongo_schema::FAILURES_COLLECTION)
+}
+
+/// The record of an unreadable event is a write of the worker like its copies: a worker that
+/// meets one and loses its lease before the record lands (paused with the record in hand, past
+/// its lease, while a standby took over and applied the same change) records nothing. Without
+/// the fence its upsert lands after the new holder's work and blames it on the name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_fenced_off_records_no_unreadable_event() {
+    const LEASE: Duration = Duration::from_millis(1500);
+    let (db, schema, agents, cases) = setup("sync_events_fenced", 2).await;
+    let (bad, good) = (&agents[0], &agents[1]);
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    // the first worker's record of the unreadable event is held, its whole task with it (the
+    // renewals of its lease stop too, as in a VM pause)
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, failure_record).await;
+    let paused = schema
+        .sync_worker(&client.database(db.name()))
+        .name("fenced")
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .__unreadable_key(bad.id)
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        paused.ready(),
+    )
+    .await
+    .unwrap();
+    assert!(paused.stats().is_active());
+    // a standby of the same name, which reads every event
+    let standby = schema
+        .sync_worker(&db)
+        .name("fenced")
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the standby is ready",
+        standby.ready(),
+    )
+    .await
+    .unwrap();
+    assert!(standby.stats().is_standby());
+
+    rename(&db, bad, "unread by the first").await;
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the first worker reached the record of the unreadable event");
+    // the standby takes over and applies that change and the next
+    eventually(
+        Duration::from_secs(20),
+        "the standby takes over",
+        || async { standby.stats().is_active() },
+    )
+    .await;
+    rename(&db, good, "after the takeover").await;
+    eventually(
+        Duration::from_secs(20),
+        "the new holder applies both changes",
+        || async {
+            copied_name(&db, &cases[0]).await.as_deref() == Some("unread by the first")
+                && copied_name(&db, &cases[1]).await.as_deref() == Some("after the takeover")
+        },
+    )
+    .await;
+
+    // the first worker resumes: its held upsert goes out inside a transaction whose fence no
+    // longer holds
+    release.send(()).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the first worker finds it lost the lease and stands by",
+        || async { !paused.stats().is_active() && paused.stats().is_standby() },
+    )
+    .await;
+    // a few renewals of the new holder later, nothing was recorded
+    tokio::time::sleep(LEASE * 2).await;
+    let records = schema.sync_failures(&db).await.unwrap();
+    assert!(
+        records.is_empty(),
+        "a worker that lost its lease recorded a failure: {records:#?}"
+    );
+    assert_eq!(paused.stats().snapshot().unreadable, 0);
+    assert!(standby.stats().is_active(), "the new holder kept the lease");
+    within(Duration::from_secs(30), "shutdown", standby.shutdown())
+        .await
+        .unwrap();
+    within(Duration::from_secs(30), "shutdown", paused.shutdown())
         .await
         .unwrap();
 }

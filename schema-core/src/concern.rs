@@ -7,6 +7,8 @@
 //! dedupe that groups stale data, a lease grant, lane claim or fenced commit that vanishes on
 //! failover. So every read that decides reads the primary at read concern `majority`, and every
 //! write that a guarantee rests on is acknowledged by a majority ([`pinned`], [`transaction`]).
+//! And every scan the library runs for an operator or a start-up stops at a time limit
+//! ([`OPERATOR_TIME_LIMIT`]).
 
 use mongodb::options::{
     DatabaseOptions, ReadConcern, ReadPreference, SelectionCriteria, TransactionOptions,
@@ -46,3 +48,14 @@ pub(crate) fn transaction() -> TransactionOptions {
         .write_concern(WriteConcern::majority())
         .build()
 }
+
+/// The time limit (`maxTimeMS`) of every scan the library runs for an operator or a start-up:
+/// `apply`'s and `plan`'s counts of the documents a validator change would reject, `plan`'s
+/// counts of duplicates and of the documents a pending migration step touches, `audit`'s sizes,
+/// kinds, array pressure and invalid documents, `status`'s and `reconcile`'s reads of the sync
+/// records. Past it the server stops the scan (code 50, MaxTimeMSExpired): a count of violators
+/// is then unfinished (`deploy::observe::violations_or_unfinished`, which `apply` treats as
+/// violators); any other scan fails its command, saying so, instead of running on. A start-up
+/// counts once per version and fingerprint (the record keeps the count, or that it did not
+/// finish, while the validator is refused).
+pub(crate) const OPERATOR_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);

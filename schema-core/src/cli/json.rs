@@ -87,8 +87,8 @@ pub(crate) fn plan(plan: &Plan) -> Output {
     if !missing.is_empty() {
         let _ = writeln!(
             text,
-            "NOT AS DECLARED after apply: {} would not be on the server",
-            missing.join("; ")
+            "{}",
+            crate::deploy::plan::missing_after_apply(missing)
         );
     }
     Output {

@@ -49,8 +49,10 @@
 //! While a command runs, the library's progress events ([`crate::PROGRESS_TARGET`]: each action
 //! of `apply`, each migration step and the batches it saves) and its warnings go to standard
 //! error: a progress bar on a terminal, plain lines otherwise (`apply [3/9] create collection
-//! ...`). They go through a `tracing` subscriber of the command's own, set for the command's
-//! future only; the service's subscriber sees nothing of that future meanwhile.
+//! ...`). On a terminal the bars are cleared once the command has its result, which it then
+//! prints (each action once); a failed command's bars stay where they stopped. They go through a
+//! `tracing` subscriber of the command's own, set for the command's future only; the service's
+//! subscriber sees nothing of that future meanwhile.
 //!
 //! # `--json`
 //!
@@ -385,7 +387,7 @@ pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
     let outcome = crate::deploy::terms::in_cli_terms(execute(schema, command))
         .with_subscriber(progress::subscriber(progress.clone()))
         .await;
-    progress.finish();
+    progress.finish(outcome.is_ok());
     let mut stdout = std::io::stdout().lock();
     match outcome {
         Ok(Printed::Raw(text)) => {

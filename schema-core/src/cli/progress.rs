@@ -1,6 +1,11 @@
 //! What a command shows on standard error while it runs: the library's progress events
 //! ([`crate::PROGRESS_TARGET`]) as a bar on a terminal and as plain lines otherwise, and its
 //! warnings and errors as lines.
+//!
+//! On a terminal the bars are transient: once the command has its result they are cleared, so
+//! that what ran is shown once, by the command's own output (`[3/9] create collection ...`),
+//! not a second time by a finished bar above it (whose last line the output would also run
+//! into). A command that fails keeps its bars where they stopped, beside the error.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -99,19 +104,26 @@ impl Progress {
             };
             bar.with_prefix(task.clone())
         });
-        bar.set_position(done);
+        // the message first: the new count is never drawn beside the previous action's message
         bar.set_message(fields.message);
-        if fields.total.is_some_and(|total| done >= total) {
-            bar.finish();
-        }
+        bar.set_position(done);
     }
 
-    /// Ends the bars still drawn (a command's last step done or failed).
-    pub(crate) fn finish(&self) {
+    /// Ends the bars of a command that has its result: cleared when it `succeeded` (its output
+    /// lists what ran), kept where they stopped when it failed.
+    pub(crate) fn finish(&self, succeeded: bool) {
+        let mut kept = false;
         for (_, bar) in self.bars.lock().unwrap_or_else(|e| e.into_inner()).drain() {
-            if !bar.is_finished() {
+            if succeeded {
+                bar.finish_and_clear();
+            } else {
                 bar.abandon();
+                kept = true;
             }
+        }
+        if kept {
+            // the last bar's line is left open: the error goes on the next one
+            let _ = writeln!(std::io::stderr());
         }
     }
 }

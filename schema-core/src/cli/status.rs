@@ -10,6 +10,7 @@ use mongodb::Database;
 use serde_json::json;
 
 use super::{table, Exit, Output, STALLED_WORKER_AFTER};
+use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::deploy::observe::read_record;
 use crate::migrate::MigrationState;
 use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
@@ -64,6 +65,7 @@ async fn oplog_window_ms(db: &Database, now: DateTime) -> Option<i64> {
         .collection::<BsonDocument>("oplog.rs")
         .find_one(doc! {})
         .sort(doc! { "$natural": 1 })
+        .max_time(OPERATOR_TIME_LIMIT)
         .await
         .ok()??;
     let oldest = oldest.get_timestamp("ts").ok()?;
@@ -113,6 +115,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
     let mut cursor = records
         .find(doc! {})
         .projection(doc! { "copy": 1, "worker": 1 })
+        .max_time(OPERATOR_TIME_LIMIT)
         .await?;
     let mut total_failures = 0_u64;
     while let Some(record) = cursor.try_next().await? {
@@ -131,6 +134,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
     let mut cursor = tokens
         .find(doc! { "_id": { "$type": "string" } })
         .sort(doc! { "_id": 1 })
+        .max_time(OPERATOR_TIME_LIMIT)
         .await?;
     while let Some(token) = cursor.try_next().await? {
         let name = token.get_str("_id").unwrap_or_default().to_owned();

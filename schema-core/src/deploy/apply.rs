@@ -308,11 +308,11 @@ async fn count_violations(db: &Database, plan: &mut Plan) -> Result<()> {
         } = action
         {
             *slot = Some(
-                observe::violations(
+                observe::violations_or_unfinished(
                     db,
                     collection,
                     validator,
-                    Some(observe::OPERATOR_TIME_LIMIT),
+                    crate::concern::OPERATOR_TIME_LIMIT,
                 )
                 .await?,
             );
@@ -358,7 +358,7 @@ async fn foresee(
                     let groups: Vec<Document> = db
                         .collection::<Document>(collection)
                         .aggregate(pipeline)
-                        .max_time(observe::OPERATOR_TIME_LIMIT)
+                        .max_time(crate::concern::OPERATOR_TIME_LIMIT)
                         .await?
                         .try_collect()
                         .await?;
@@ -570,7 +570,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                         ..
                     } = action
                     {
-                        if found.count == 0 {
+                        if !found.any() {
                             continue;
                         }
                         if this.options.on_violations == OnViolations::Moderate {
@@ -638,8 +638,19 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                 ));
             }
             // what apply would leave off the server; where steps are pending on a collection, apply
-            // counts its violators after them, so the plan cannot tell
-            plan.missing = planning::not_as_declared(&plan.warnings);
+            // counts its violators after them (the validator held at `moderate` meanwhile), so the
+            // plan cannot tell, whatever the decision
+            let stepped =
+                |collection: &str| plan.migrations.iter().any(|m| m.collection == collection);
+            let decided: Vec<Warning> = plan
+                .warnings
+                .iter()
+                .filter(|w| {
+                    !matches!(w, Warning::ValidatorOverViolations { collection, .. } if stepped(collection))
+                })
+                .cloned()
+                .collect();
+            plan.missing = planning::not_as_declared(&decided);
             if this.options.on_violations == OnViolations::Refuse {
                 // what apply refuses (plan warns only about the other decisions)
                 for action in &plan.actions {
@@ -651,7 +662,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                     {
                         let missing = format!("the validator of `{collection}`");
                         let stepped = plan.migrations.iter().any(|m| &m.collection == collection);
-                        if found.count > 0 && !stepped && !plan.missing.contains(&missing) {
+                        if found.any() && !stepped && !plan.missing.contains(&missing) {
                             plan.missing.push(missing);
                         }
                     }
@@ -1024,10 +1035,9 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
                 ..
             } = action
             {
-                if found.count > 0 && before_steps {
+                if found.any() && before_steps {
                     run.report.notes.push(format!(
-                        "the new validator of `{collection}` was set at level moderate while the migration steps ran ({} existing document(s) violated it)",
-                        found.count
+                        "the new validator of `{collection}` was set at level moderate while the migration steps ran ({found})"
                     ));
                 }
             }

@@ -6,8 +6,9 @@ use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
-use super::observe::{Violations, OPERATOR_TIME_LIMIT as LIMIT};
+use super::observe::Violations;
 use super::plan::{Action, Plan, PlanOptions, Warning};
+use crate::concern::OPERATOR_TIME_LIMIT as LIMIT;
 use crate::{human_bytes, ReconcileReport, Result, Schema, MAX_DOCUMENT_BYTES};
 
 /// An array at or above 80% of its bound is reported.
@@ -153,7 +154,7 @@ pub(crate) async fn audit(
         };
         audit.exists = true;
         let coll = db.collection::<BsonDocument>(&spec.name);
-        audit.documents = coll.estimated_document_count().await?;
+        audit.documents = coll.estimated_document_count().max_time(LIMIT).await?;
         let largest: Vec<BsonDocument> = coll
             .aggregate([
                 doc! { "$project": { "size": { "$bsonSize": "$$ROOT" } } },
@@ -246,7 +247,7 @@ pub(crate) async fn audit(
         // violating documents (or rolled back) is exactly when the two differ
         if server.kind == "collection" {
             audit.invalid =
-                super::observe::violations(db, &spec.name, &spec.validator, Some(LIMIT)).await?;
+                super::observe::violations(db, &spec.name, &spec.validator, LIMIT).await?;
         }
         for action in plan.actions.iter().filter(|a| a.collection() == spec.name) {
             match action {

@@ -11,6 +11,7 @@ use mongodb::{Collection, Database};
 
 use super::record::{self, RecordedVersion, DEFAULT_SCHEMA_NAME};
 pub use super::violations::Violations;
+use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::error::server_code;
 use crate::migrate::{Migration, MigrationRecord};
 use crate::{json_schema, CollectionSpec, Result, TOKENS_COLLECTION};
@@ -243,7 +244,10 @@ pub(crate) async fn observe_apply<'m>(
             .and_then(|_| record.violators.iter().find(|(name, _)| *name == spec.name));
         let found = match kept {
             Some((_, found)) => found.clone(),
-            None => violations(db, &spec.name, &spec.validator, None).await?,
+            None => {
+                violations_or_unfinished(db, &spec.name, &spec.validator, OPERATOR_TIME_LIMIT)
+                    .await?
+            }
         };
         counted.push((spec.name.clone(), found));
     }
@@ -316,37 +320,50 @@ async fn list_indexes(db: &Database, collection: &str) -> Result<Vec<Document>> 
 
 const SAMPLE_VIOLATIONS: i64 = 5;
 
-/// The time limit (`maxTimeMS`) of every collection scan the library runs for an operator:
-/// `plan`'s and `audit`'s counts of violating documents and duplicates, `audit`'s sizes and
-/// array pressure. Past it the server stops the scan (code 50, MaxTimeMSExpired) and the
-/// command fails, saying so, instead of running on. A start-up counts without one, once per
-/// version and fingerprint (the record keeps the count while the validator is refused).
-pub(crate) const OPERATOR_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// `MaxTimeMSExpired`: a command stopped at its `maxTimeMS`.
+const MAX_TIME_EXPIRED: i32 = 50;
+
+/// [`violations`] within `time_limit`, where a count stopped at the limit is an outcome, not an
+/// error: [`Violations::unfinished`], which `apply` treats as violating documents (the validator
+/// is refused, or held at `moderate`, as decided), so that a start-up over a collection too large
+/// to count in time neither hangs nor fails, and records that the count did not finish.
+pub(crate) async fn violations_or_unfinished(
+    db: &Database,
+    collection: &str,
+    validator: &Document,
+    time_limit: std::time::Duration,
+) -> Result<Violations> {
+    match violations(db, collection, validator, time_limit).await {
+        Err(crate::Error::Driver(e)) if crate::error::server_code(&e) == Some(MAX_TIME_EXPIRED) => {
+            tracing::warn!(collection, limit = ?time_limit, "counting the documents a new validator would reject did not finish within its time limit: treated as violating documents");
+            Ok(Violations::unfinished(time_limit))
+        }
+        other => other,
+    }
+}
 
 /// Counts the existing documents of `collection` that `validator` would reject (a validator is
-/// a query: `{ $nor: [validator] }` matches them), with a few of their ids; within
-/// `time_limit` when given ([`OPERATOR_TIME_LIMIT`] for an operator's command).
+/// a query: `{ $nor: [validator] }` matches them), with a few of their ids, within `time_limit`
+/// ([`OPERATOR_TIME_LIMIT`]).
 pub(crate) async fn violations(
     db: &Database,
     collection: &str,
     validator: &Document,
-    time_limit: Option<std::time::Duration>,
+    time_limit: std::time::Duration,
 ) -> Result<Violations> {
     let filter = doc! { "$nor": [validator.clone()] };
     let coll = db.collection::<Document>(collection);
-    let mut counting = coll.count_documents(filter.clone());
-    if let Some(limit) = time_limit {
-        counting = counting.max_time(limit);
-    }
+    let counting = coll.count_documents(filter.clone()).max_time(time_limit);
     let count = counting.await?;
     let samples: Vec<Document> = if count == 0 {
         Vec::new()
     } else {
-        let mut finding = coll.find(filter).limit(SAMPLE_VIOLATIONS);
-        if let Some(limit) = time_limit {
-            finding = finding.max_time(limit);
-        }
-        finding.await?.try_collect().await?
+        coll.find(filter)
+            .limit(SAMPLE_VIOLATIONS)
+            .max_time(time_limit)
+            .await?
+            .try_collect()
+            .await?
     };
     // which rule each sample fails, by mongod's semantics evaluated here
     let local = crate::LocalValidator::new(validator).ok();
@@ -373,6 +390,7 @@ pub(crate) async fn violations(
         count,
         sample_ids,
         sample_rules,
+        unfinished_after: None,
     })
 }
 

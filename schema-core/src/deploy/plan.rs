@@ -142,7 +142,7 @@ impl fmt::Display for Action {
             Action::UpdateValidator { collection, changes, violations, .. } => {
                 write!(f, "collMod `{collection}`: {}", changes.join("; "))?;
                 match violations {
-                    Some(v) if v.count > 0 => write!(f, " ({v})"),
+                    Some(v) if v.any() => write!(f, " ({v})"),
                     Some(_) => f.write_str(" (no existing document violates it)"),
                     None => Ok(()),
                 }
@@ -865,8 +865,21 @@ impl fmt::Display for Plan {
         for warning in &self.warnings {
             writeln!(f, "! {warning}")?;
         }
+        if !self.missing.is_empty() {
+            writeln!(f, "{}", missing_after_apply(&self.missing))?;
+        }
         Ok(())
     }
+}
+
+/// The line of a plan whose apply would leave `missing` off the server, in the caller's terms
+/// (what `apply` then returns: its report's `is_as_declared()`, or the CLI's exit code).
+pub(crate) fn missing_after_apply(missing: &[String]) -> String {
+    format!(
+        "NOT AS DECLARED after apply: {} would not be on the server; apply would record the version `partial`, not `applied` ({})",
+        missing.join("; "),
+        terms::NOT_AS_DECLARED
+    )
 }
 
 /// The server's indexes that the schema does not declare (by name or keys) and that are a
@@ -1359,7 +1372,7 @@ fn writes_of(
                 .find(|(name, _)| name == collection)
                 .map(|(_, found)| found.clone())
                 .unwrap_or_default();
-            if found.count > 0 {
+            if found.any() {
                 warnings.push(Warning::ValidatorOverViolations {
                     collection: collection.clone(),
                     violations: found.clone(),
@@ -2137,5 +2150,30 @@ mod sharding_tests {
             .actions
             .iter()
             .any(|a| matches!(a, Action::ShardCollection { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_plan_says_what_apply_would_leave_off_the_server_in_the_callers_terms() {
+        let plan = Plan {
+            missing: vec![
+                "the validator of `gadgets`".to_owned(),
+                "index `sku_1` of `gadgets`".to_owned(),
+            ],
+            ..Plan::default()
+        };
+        let text = plan.to_string();
+        assert!(
+            text.contains("NOT AS DECLARED after apply: the validator of `gadgets`; index `sku_1` of `gadgets` would not be on the server"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`ApplyReport::is_as_declared()` is false"),
+            "{text}"
+        );
+        let from_the_cli = super::super::terms::in_cli_terms(async { plan.to_string() }).await;
+        assert!(from_the_cli.contains("(`apply` exits 3)"), "{from_the_cli}");
+        assert!(!from_the_cli.contains("is_as_declared"), "{from_the_cli}");
+        // the control: nothing missing, no such line
+        assert!(!Plan::default().to_string().contains("NOT AS DECLARED"));
     }
 }

@@ -281,6 +281,12 @@ pub(crate) fn violators(doc: &BsonDocument) -> Vec<(String, Violations)> {
                     count,
                     sample_ids: entry.get_array("sample_ids").cloned().unwrap_or_default(),
                     sample_rules,
+                    unfinished_after: match entry.get("unfinished_after_ms") {
+                        Some(Bson::Int64(ms)) => Some(std::time::Duration::from_millis(
+                            u64::try_from(*ms).unwrap_or(0),
+                        )),
+                        _ => None,
+                    },
                 },
             ))
         })
@@ -510,16 +516,20 @@ pub(crate) async fn complete(
 ) -> Result<bool> {
     let violators: Vec<Bson> = violators
         .iter()
-        .filter(|(_, found)| found.count > 0 && !missing.is_empty())
+        .filter(|(_, found)| found.any() && !missing.is_empty())
         .map(|(collection, found)| {
-            doc! {
+            let mut entry = doc! {
                 "collection": { "$literal": collection },
                 "count": found.count as i64,
                 "sample_ids": { "$literal": found.sample_ids.clone() },
                 "sample_rules": { "$literal": found.sample_rules.clone() },
                 "counted_at": "$$NOW",
+            };
+            if let Some(limit) = found.unfinished_after {
+                // the count was cut off: kept as such, so start-ups do not scan again
+                entry.insert("unfinished_after_ms", limit.as_millis() as i64);
             }
-            .into()
+            entry.into()
         })
         .collect();
     let applied_at: Bson = if touched {

@@ -70,6 +70,12 @@ pub(crate) const ON_NEWER_CONTINUE: Term = Term {
     cli: "`--on-newer continue`",
 };
 
+/// What `apply` returns when a declared validator or index is not on the server afterwards.
+pub(crate) const NOT_AS_DECLARED: Term = Term {
+    api: "`ApplyReport::is_as_declared()` is false",
+    cli: "`apply` exits 3",
+};
+
 /// Runs `work` with the messages it formats in the CLI's terms.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // used by the schema commands
 pub(crate) async fn in_cli_terms<F: Future>(work: F) -> F::Output {

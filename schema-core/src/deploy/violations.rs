@@ -2,6 +2,7 @@
 //! what `audit` reports, and what the version record keeps of a validator refused over them.
 
 use std::fmt;
+use std::time::Duration;
 
 use mongodb::bson::Bson;
 
@@ -17,10 +18,37 @@ pub struct Violations {
     /// [`crate::LocalValidator`] evaluates the new validator (`name` fails `maxLength`); empty
     /// when the validator holds what it cannot evaluate.
     pub sample_rules: Vec<String>,
+    /// The count was stopped at this time limit (`maxTimeMS`) before it finished: how many
+    /// documents violate the validator is not known (`count` is then 0), and `apply` treats the
+    /// change as one over violating documents (refused, or held at `moderate`, as decided).
+    pub unfinished_after: Option<Duration>,
+}
+
+impl Violations {
+    /// The outcome of a count stopped at `limit`.
+    pub(crate) fn unfinished(limit: Duration) -> Violations {
+        Violations {
+            unfinished_after: Some(limit),
+            ..Violations::default()
+        }
+    }
+
+    /// Whether existing documents violate the validator, or may (a count cut off by its time
+    /// limit).
+    pub(crate) fn any(&self) -> bool {
+        self.count > 0 || self.unfinished_after.is_some()
+    }
 }
 
 impl fmt::Display for Violations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(limit) = self.unfinished_after {
+            return write!(
+                f,
+                "an unknown number of existing documents may violate it (counting them did not finish within {} s, the time limit of the library's scans)",
+                limit.as_secs()
+            );
+        }
         let samples: Vec<String> = self
             .sample_ids
             .iter()

@@ -397,10 +397,12 @@ pub(crate) async fn list(db: &Database) -> Result<Vec<SyncFailure>> {
     stream(db).try_collect().await
 }
 
-/// The number of recorded failures of the copy `label` (`holder.path`).
+/// The number of recorded failures of the copy `label` (`holder.path`), for `reconcile`'s
+/// report (an operator's command), within [`crate::concern::OPERATOR_TIME_LIMIT`].
 pub(crate) async fn count(db: &Database, label: &str) -> Result<u64> {
     Ok(db
         .collection::<BsonDocument>(FAILURES_COLLECTION)
         .count_documents(doc! { "copy": label })
+        .max_time(crate::concern::OPERATOR_TIME_LIMIT)
         .await?)
 }

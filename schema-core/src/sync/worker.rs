@@ -327,6 +327,16 @@ pub struct SyncWorkerHandle {
     ready_timeout: Duration,
 }
 
+/// What probing an event too large to send found.
+enum Probed {
+    /// Its record written: go on after this token.
+    After(ResumeToken),
+    /// No position to go on from: reopen and meet it again.
+    Unknown,
+    /// The record was fenced off: the lease was taken over.
+    FencedOff,
+}
+
 /// Why a worker stopped following.
 enum Stopped {
     /// Asked to stop.
@@ -645,7 +655,10 @@ impl SyncWorker {
     }
 
     /// Records an event that could not be read, once per event (a replay after a crash meets
-    /// the same record), so reconcile's repair is asked for; the worker goes on after it.
+    /// the same record), so reconcile's repair is asked for; the worker goes on after it. The
+    /// record is a write of the worker like its copies: under the fence (on lane 0, free while
+    /// no batch is applied), so a worker that lost its lease records nothing. `false`: fenced
+    /// off (the event is the new holder's to meet).
     #[allow(deprecated)] // the worker writes its own counters
     async fn skip(
         &self,
@@ -653,36 +666,40 @@ impl SyncWorker {
         code: Option<i32>,
         stats: &WorkerStats,
         log: &FailureLog,
-    ) -> Result<()> {
-        tracing::error!(worker = %self.name, collection = ?event.collection, document = ?event.document, reason = %event.reason, "a change event could not be read: recorded and skipped; reconcile repairs its copies");
-        WorkerStats::add(&stats.unreadable, 1);
+        fence: &Fence,
+    ) -> Result<bool> {
         let collection = event
             .collection
             .as_deref()
             .unwrap_or("(unknown collection)");
         let document = event.document.clone().unwrap_or(Bson::Null);
-        log.record(
-            &self.db,
-            super::failures::Failure::unreadable(collection, document, code, &event.reason),
-        )
-        .await
+        let failure =
+            super::failures::Failure::unreadable(collection, document, code, &event.reason);
+        if !log.record_fenced(&self.db, failure, fence, 0).await? {
+            return Ok(false);
+        }
+        tracing::error!(worker = %self.name, collection = ?event.collection, document = ?event.document, reason = %event.reason, "a change event could not be read: recorded and skipped; reconcile repairs its copies");
+        WorkerStats::add(&stats.unreadable, 1);
+        Ok(true)
     }
 
     /// After `BSONObjectTooLarge`, with the stream stopped right before that event (read one
     /// event at a time): reads the event's token, namespace and document key from a stream of
     /// the same changes that asks for no document and keeps nothing else (so it is small),
-    /// records it, and returns its token, after which the worker goes on.
+    /// records it (under the fence: [`Probed::FencedOff`] when the lease was taken over), and
+    /// returns its token, after which the worker goes on.
     async fn probe_too_large(
         &self,
         pipeline: &[BsonDocument],
         before: Option<ResumeToken>,
         stats: &WorkerStats,
         log: &FailureLog,
-    ) -> Result<Option<ResumeToken>> {
+        fence: &Fence,
+    ) -> Result<Probed> {
         let Some(before) = before else {
             // no position to probe from (the very first event of a fresh stream): the worker
             // reopens and meets it again; documented as a limit
-            return Ok(None);
+            return Ok(Probed::Unknown);
         };
         let keep = doc! { "$project": {
             "_id": 1, "operationType": 1, "ns": 1, "documentKey": 1, "clusterTime": 1,
@@ -718,8 +735,13 @@ impl SyncWorker {
             unreadable.reason =
                 "larger than the server can send (BSONObjectTooLarge, 10334), even projected"
                     .to_owned();
-            self.skip(unreadable, Some(TOO_LARGE), stats, log).await?;
-            return Ok(token);
+            if !self
+                .skip(unreadable, Some(TOO_LARGE), stats, log, fence)
+                .await?
+            {
+                return Ok(Probed::FencedOff);
+            }
+            return Ok(token.map_or(Probed::Unknown, Probed::After));
         }
     }
 
@@ -820,8 +842,17 @@ impl SyncWorker {
                     };
                     let position = Some(position);
                     let after = if one_at_a_time {
-                        self.probe_too_large(&pipeline, position.clone(), stats, &log)
+                        match self
+                            .probe_too_large(&pipeline, position.clone(), stats, &log, &fence)
                             .await?
+                        {
+                            Probed::After(token) => Some(token),
+                            Probed::Unknown => None,
+                            Probed::FencedOff => {
+                                lease.lost();
+                                return Ok(Stopped::LeaseLost);
+                            }
+                        }
                     } else {
                         tracing::warn!(worker = %self.name, "a change event is too large to send even projected: reading one event at a time up to it");
                         None
@@ -901,7 +932,11 @@ impl SyncWorker {
             }
             let cluster_time = batch.iter().rev().find_map(|e| e.cluster_time);
             for event in unreadable {
-                self.skip(event, None, stats, &log).await?;
+                if !self.skip(event, None, stats, &log, &fence).await? {
+                    tracing::warn!(worker = %self.name, "the record of an unreadable event was fenced off: the lease was taken over");
+                    lease.lost();
+                    return Ok(Stopped::LeaseLost);
+                }
             }
             if !batch.is_empty() && !self.apply_batch(&batch, stats, &log, &fence).await? {
                 tracing::warn!(worker = %self.name, "a fenced write was refused: the lease was taken over");

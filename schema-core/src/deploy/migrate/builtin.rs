@@ -14,6 +14,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::{Step, StepContext, StepCounts, Work};
+use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::model::copy::CopyShape;
 use crate::model::document::CollectionSpec;
 use crate::{Document as Model, Error, Result};
@@ -107,6 +108,7 @@ impl Work for Simple {
             Ok(db
                 .collection::<Document>(self.collection)
                 .count_documents(self.filter.clone())
+                .max_time(OPERATOR_TIME_LIMIT)
                 .await?)
         })
     }
@@ -349,6 +351,7 @@ impl Work for Dedupe {
             let total: Vec<Document> = db
                 .collection::<Document>(self.collection)
                 .aggregate(pipeline)
+                .max_time(OPERATOR_TIME_LIMIT)
                 .await?
                 .try_collect()
                 .await?;
@@ -578,6 +581,7 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
             Ok(db
                 .collection::<Document>(T::COLLECTION)
                 .count_documents(self.holders_filter(self.copy(&collections)))
+                .max_time(OPERATOR_TIME_LIMIT)
                 .await?)
         })
     }

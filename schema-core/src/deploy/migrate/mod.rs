@@ -68,7 +68,8 @@ pub(crate) trait Work: Send + Sync {
     fn collection(&self) -> &str;
     /// Problems of the step against the schema's collections (`Schema::build` errors).
     fn problems(&self, collections: &[CollectionSpec]) -> Vec<String>;
-    /// The documents a run would touch now (for `plan`).
+    /// The documents a run would touch now (for `plan`; the built-in steps count within
+    /// [`crate::concern::OPERATOR_TIME_LIMIT`]).
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>>;
     /// The keys of the unique index a step removes duplicates for (`apply` runs it again when
     /// the build of a unique index on exactly these keys still meets some); `None` for the
