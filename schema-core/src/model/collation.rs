@@ -165,9 +165,20 @@ impl Collation {
     }
 
     /// The planner's name of the collation ([`crate::query::fit::IndexShape::collation`]):
-    /// `None` for the simple collation.
+    /// `None` for the simple collation; an option given at ICU's default is left out, so that
+    /// `{ locale: "en" }` and `{ locale: "en", strength: 3 }` are one collator, as mongod's
+    /// `CollatorInterface::collatorsMatch` finds them.
     pub(crate) fn planner_key(collation: Option<&Collation>) -> Option<String> {
-        collation.filter(|c| !c.is_simple()).map(|c| c.to_string())
+        let collation = collation.filter(|c| !c.is_simple())?;
+        let parts: Vec<String> = collation
+            .to_document()
+            .iter()
+            .filter(|(key, value)| {
+                default_of(key).is_none_or(|d| !crate::json_schema::same(&d, value))
+            })
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        Some(format!("{{ {} }}", parts.join(", ")))
     }
 
     /// Whether a server's `collation` (`None`: the simple collation) is `wanted` (`None`: the
@@ -239,6 +250,14 @@ mod tests {
         assert_eq!(
             Collation::planner_key(Some(&Collation::new("simple"))),
             None
+        );
+        assert_eq!(
+            Collation::planner_key(Some(&Collation::new("en").strength(3))),
+            Collation::planner_key(Some(&Collation::new("en")))
+        );
+        assert_ne!(
+            Collation::planner_key(Some(&ci)),
+            Collation::planner_key(Some(&Collation::new("en")))
         );
         assert!(ci.to_driver().is_some());
     }
