@@ -58,7 +58,20 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match App::parse().command {
+    // an argument error exits 1 (an error), not clap's 2, which the schema commands keep for
+    // "work pending"
+    let app = match App::try_parse() {
+        Ok(app) => app,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match app.command {
         Some(Command::Schema(mut command)) => {
             if let Some(connection) = command.connection_mut() {
                 // the demo's own server and database, unless told otherwise
