@@ -445,9 +445,9 @@ pub mod relations {
 pub mod spec {
     pub use mongo_schema_core::{
         human_bytes, BoundedCollection, Collation, CollectionSpec, CopyShape, CopySpec, EmbedSpec,
-        Granularity, IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec, SizeBound,
-        SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy, TimeSeries,
-        Unbounded, ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
+        Granularity, IndexReason, IndexSpec, MapKey, OnDelete, PartSpec, RefKind, ReferenceSpec,
+        SizeBound, SortDirection, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph, SyncStrategy,
+        TimeSeries, Unbounded, ValidationAction, ValidationLevel, MAX_DOCUMENT_BYTES,
     };
 }
 
@@ -518,9 +518,9 @@ mod guide {
 pub mod __private {
     pub use mongo_schema_core::__private::*;
     pub use mongo_schema_core::{
-        BoundedCollection, BsonSchema, Bucket, Collation, CollectionSpec, CopyShape, CopySpec, Counter,
-        Document, EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec, LocalValidator,
-        OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey, Subset, SubsetSpec,
-        SyncStrategy, ValidationAction, ValidationLevel,
+        BoundedCollection, BsonSchema, Bucket, Collation, CollectionSpec, CopyShape, CopySpec,
+        Counter, Document, EmbedSpec, EmbeddedArray, Identified, IndexReason, IndexSpec,
+        LocalValidator, OnDelete, PartSpec, Ref, RefKind, ReferenceSpec, Relation, Result, SortKey,
+        Subset, SubsetSpec, SyncStrategy, ValidationAction, ValidationLevel,
     };
 }
