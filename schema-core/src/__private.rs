@@ -15,8 +15,9 @@ pub use crate::json_schema::compose::{
 };
 pub use crate::json_schema::{constrain, not_null};
 pub use crate::model::bson_schema::FieldList;
-pub use crate::model::copy_de::{deserialize_copy, CopySlots};
+pub use crate::model::copy_de::{deserialize_copy, missing_field, CopySlots, FieldSeed};
 pub use crate::model::stored;
+pub use crate::relations::subset::rule::{subset_preview, PreviewOf};
 /// The transaction loop of `update_source`, a `Transaction` and the subset helpers, for a
 /// test that counts how often a body of its own runs (`tests/commit_outcome.rs`).
 pub use crate::sync::transaction::in_transaction;
@@ -152,18 +153,6 @@ where
     P: ?Sized,
 {
     <C as FieldPath<KEY>>::STORED
-}
-
-/// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built
-/// where only BSON is at hand (reconcile, the sync worker).
-pub fn subset_preview<C, V>(child: &Document) -> crate::Result<Bson>
-where
-    C: serde::de::DeserializeOwned,
-    V: PreviewOf<C> + serde::Serialize,
-{
-    let child: C =
-        crate::bson_compat::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
-    crate::relations::to_bson(&V::preview_of(&child))
 }
 
 /// The stored named fields of a struct the derives model (all but `_id`): their Rust names
@@ -493,92 +482,6 @@ pub fn copy_schema(source: Document, fields: &[&str]) -> Document {
     schema.build()
 }
 
-/// The field identifier of a generated visitor: the position of a stored key in the type's table
-/// of stored names, or `None` for a key the type does not hold (ignored, as serde's derive does).
-#[derive(Clone, Copy)]
-pub struct FieldSeed(pub &'static [&'static str]);
-
-impl<'de> serde::de::DeserializeSeed<'de> for FieldSeed {
-    type Value = Option<usize>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_identifier(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for FieldSeed {
-    type Value = Option<usize>;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        formatter.write_str("a field identifier")
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, index: u64) -> Result<Self::Value, E> {
-        Ok(usize::try_from(index).ok().filter(|i| *i < self.0.len()))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().position(|name| *name == key))
-    }
-
-    fn visit_bytes<E: serde::de::Error>(self, key: &[u8]) -> Result<Self::Value, E> {
-        Ok(self.0.iter().position(|name| name.as_bytes() == key))
-    }
-}
-
-/// The value of a field absent from the input, the way serde's derive reads it: `None` for an
-/// `Option`, `missing field` otherwise.
-pub fn missing_field<'de, T: serde::Deserialize<'de>, E: serde::de::Error>(
-    field: &'static str,
-) -> Result<T, E> {
-    T::deserialize(MissingField {
-        field,
-        error: std::marker::PhantomData,
-    })
-}
-
-struct MissingField<E> {
-    field: &'static str,
-    error: std::marker::PhantomData<E>,
-}
-
-impl<'de, E: serde::de::Error> serde::Deserializer<'de> for MissingField<E> {
-    type Error = E;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _visitor: V) -> Result<V::Value, E> {
-        Err(E::missing_field(self.field))
-    }
-
-    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
-        visitor.visit_none()
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
-}
-
-/// The preview type of a `#[subset]`: built from a child with `From<&C>`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is the preview of a `#[subset]` of `{C}` and needs `impl From<&{C}> for {Self}`",
-    label = "no `From<&{C}>`"
-)]
-pub trait PreviewOf<C> {
-    /// `Self::from(child)`.
-    fn preview_of(child: &C) -> Self;
-}
-impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {
-    #[inline]
-    fn preview_of(child: &C) -> Self {
-        V::from(child)
-    }
-}
-
 /// Compile-time check of a subset's preview type.
 pub fn require_preview<V: PreviewOf<C>, C>() {}
 
@@ -629,30 +532,7 @@ mod native_tests {
 
 #[cfg(test)]
 mod tests {
-    use serde::de::DeserializeSeed;
-
-    use super::{
-        list_message, list_message_len, message_text, missing_field, position, stored_name,
-        FieldSeed,
-    };
-
-    const FIELDS: &[&str] = &["_id", "name"];
-
-    fn field(json: &str) -> Option<usize> {
-        FieldSeed(FIELDS)
-            .deserialize(&mut serde_json::Deserializer::from_str(json))
-            .unwrap()
-    }
-
-    #[test]
-    fn a_key_is_its_position_in_the_table_and_an_unknown_key_none() {
-        assert_eq!(field(r#""_id""#), Some(0));
-        assert_eq!(field(r#""name""#), Some(1));
-        assert_eq!(field(r#""Name""#), None);
-        let index = |i| serde::de::Visitor::visit_u64::<serde_json::Error>(FieldSeed(FIELDS), i);
-        assert_eq!(index(1).unwrap(), Some(1));
-        assert_eq!(index(2).unwrap(), None);
-    }
+    use super::{list_message, list_message_len, message_text, position, stored_name};
 
     #[test]
     fn the_message_of_a_missing_copied_field_lists_the_stored_fields() {
@@ -678,21 +558,12 @@ mod tests {
         assert_eq!(stored_name(NAMES, STORED, "author"), "by");
         assert_eq!(stored_name(NAMES, STORED, "by"), "");
     }
-
-    #[test]
-    fn a_missing_option_is_none_and_any_other_missing_field_an_error() {
-        assert_eq!(
-            missing_field::<Option<String>, serde_json::Error>("name").unwrap(),
-            None
-        );
-        let error = missing_field::<String, serde_json::Error>("name").unwrap_err();
-        assert_eq!(error.to_string(), "missing field `name`");
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // typed field paths (`field!`, `#[query]`)
 
+pub use crate::query::path::{Decoded, Encoded};
 pub use crate::query::{
     stored_read, stored_value, Array, DeclaredQuery, Decoder, Encoder, Filter, Ordered, Paged,
     Path, QuerySpec, Unpaged, Value,
@@ -967,40 +838,6 @@ pub fn query_elem<R: ?Sized, T: QueryElem<A> + ?Sized, S: ?Sized, const A: bool>
     path: Path<R, T, S>,
 ) -> Path<R, T::Elem, T::Elem> {
     Path::__new(path.as_str(), T::encoder(path.encoder()), None)
-}
-
-/// A value serialized as a field whose encoder is `.1` is stored: through the field's serde
-/// helper when it has one. What a copy type writes for each of its fields (the source field's
-/// helper travels with its type) and what a [`crate::Ref`] writes for its id.
-pub struct Encoded<'a, T: ?Sized>(pub &'a T, pub Encoder<T>);
-
-impl<T: serde::Serialize + ?Sized> serde::Serialize for Encoded<'_, T> {
-    #[inline]
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.1 {
-            Encoder::Plain | Encoder::Native(_) => self.0.serialize(serializer),
-            Encoder::Custom(encode) => encode(self.0)
-                .map_err(<S::Error as serde::ser::Error>::custom)?
-                .serialize(serializer),
-        }
-    }
-}
-
-/// Reads a value stored by a field whose decoder is `.0` (the mirror of [`Encoded`]).
-pub struct Decoded<T>(pub Decoder<T>);
-
-impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Decoded<T> {
-    type Value = T;
-    #[inline]
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-        match self.0 {
-            Decoder::Plain => T::deserialize(deserializer),
-            Decoder::Custom(decode) => decode(
-                <crate::bson::Bson as serde::Deserialize>::deserialize(deserializer)?,
-            )
-            .map_err(<D::Error as serde::de::Error>::custom),
-        }
-    }
 }
 
 /// FNV-1a of a Rust field name: the key of [`FieldPath`] (the derive computes
