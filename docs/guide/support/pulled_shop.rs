@@ -1,5 +1,5 @@
 // What the guide's excerpt of a pulled module (`docs/guide/pull.md`) leaves out: the other
-// collections and types of the shop of `cli/tests/pull_shop.rs`, reduced to what the excerpt's
+// collections and types of the shop of `mongo-schema-cli/tests/pull_shop.rs`, reduced to what the excerpt's
 // `Order` and `schema()` name. Included by that doc test (`include!`: no inner attributes or
 // `//!` comments here).
 

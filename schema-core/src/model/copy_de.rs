@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::__private::{missing_field, Decoded, FieldSeed};
+use crate::query::path::Decoded;
 use crate::query::Decoder;
 
 /// The slots of a copy type's fields, in the order of its table of stored names.
@@ -156,6 +156,76 @@ where
     )
 }
 
+/// The field identifier of a generated visitor: the position of a stored key in the type's table
+/// of stored names, or `None` for a key the type does not hold (ignored, as serde's derive does).
+#[derive(Clone, Copy)]
+pub struct FieldSeed(pub &'static [&'static str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for FieldSeed {
+    type Value = Option<usize>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FieldSeed {
+    type Value = Option<usize>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a field identifier")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, index: u64) -> Result<Self::Value, E> {
+        Ok(usize::try_from(index).ok().filter(|i| *i < self.0.len()))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|name| *name == key))
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, key: &[u8]) -> Result<Self::Value, E> {
+        Ok(self.0.iter().position(|name| name.as_bytes() == key))
+    }
+}
+
+/// The value of a field absent from the input, the way serde's derive reads it: `None` for an
+/// `Option`, `missing field` otherwise.
+pub fn missing_field<'de, T: serde::Deserialize<'de>, E: serde::de::Error>(
+    field: &'static str,
+) -> Result<T, E> {
+    T::deserialize(MissingField {
+        field,
+        error: std::marker::PhantomData,
+    })
+}
+
+struct MissingField<E> {
+    field: &'static str,
+    error: std::marker::PhantomData<E>,
+}
+
+impl<'de, E: serde::de::Error> serde::Deserializer<'de> for MissingField<E> {
+    type Error = E;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _visitor: V) -> Result<V::Value, E> {
+        Err(E::missing_field(self.field))
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mongodb::bson::{doc, oid::ObjectId, Bson, Document};
@@ -198,5 +268,35 @@ mod tests {
         // the control: the same document with `name` gone is no copy
         assert!(read(doc! { "_id": id, "count": 1_i64 }).is_err());
         assert!(read(doc! { "name": "Ada", "count": 1_i64 }).is_err());
+    }
+
+    const SEED_FIELDS: &[&str] = &["_id", "name"];
+
+    fn field(json: &str) -> Option<usize> {
+        use serde::de::DeserializeSeed;
+        FieldSeed(SEED_FIELDS)
+            .deserialize(&mut serde_json::Deserializer::from_str(json))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_key_is_its_position_in_the_table_and_an_unknown_key_none() {
+        assert_eq!(field(r#""_id""#), Some(0));
+        assert_eq!(field(r#""name""#), Some(1));
+        assert_eq!(field(r#""Name""#), None);
+        let index =
+            |i| serde::de::Visitor::visit_u64::<serde_json::Error>(FieldSeed(SEED_FIELDS), i);
+        assert_eq!(index(1).unwrap(), Some(1));
+        assert_eq!(index(2).unwrap(), None);
+    }
+
+    #[test]
+    fn a_missing_option_is_none_and_any_other_missing_field_an_error() {
+        assert_eq!(
+            missing_field::<Option<String>, serde_json::Error>("name").unwrap(),
+            None
+        );
+        let error = missing_field::<String, serde_json::Error>("name").unwrap_err();
+        assert_eq!(error.to_string(), "missing field `name`");
     }
 }

@@ -162,6 +162,40 @@ pub fn stored_value<T: serde::Serialize + ?Sized>(
     crate::bson_compat::stored_value(value)
 }
 
+/// A value serialized as a field whose encoder is `.1` is stored: through the field's serde
+/// helper when it has one. What a copy type writes for each of its fields (the source field's
+/// helper travels with its type) and what a [`crate::Ref`] writes for its id.
+pub struct Encoded<'a, T: ?Sized>(pub &'a T, pub Encoder<T>);
+
+impl<T: serde::Serialize + ?Sized> serde::Serialize for Encoded<'_, T> {
+    #[inline]
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.1 {
+            Encoder::Plain | Encoder::Native(_) => self.0.serialize(serializer),
+            Encoder::Custom(encode) => encode(self.0)
+                .map_err(<S::Error as serde::ser::Error>::custom)?
+                .serialize(serializer),
+        }
+    }
+}
+
+/// Reads a value stored by a field whose decoder is `.0` (the mirror of [`Encoded`]).
+pub struct Decoded<T>(pub Decoder<T>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Decoded<T> {
+    type Value = T;
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        match self.0 {
+            Decoder::Plain => T::deserialize(deserializer),
+            Decoder::Custom(decode) => decode(
+                <crate::bson::Bson as serde::Deserialize>::deserialize(deserializer)?,
+            )
+            .map_err(<D::Error as serde::de::Error>::custom),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mongodb::bson::oid::ObjectId;

@@ -1,8 +1,7 @@
 //! `impl Document`: collection name, validation settings and indexes.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
+use quote::quote;
 
 use crate::ast::{Container, Data, Field, Repr, Variant};
 use crate::attr::{IndexKey, KeyKind};
@@ -103,7 +102,7 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let copies = crate::gen::copies::copy_specs(cont);
     let part = crate::gen::parts::part_spec(cont);
     // a generic holder's impl does not bound its parameters by `BsonSchema`
-    let embedded = (!cont.is_generic()).then(|| embedded_calls(cont));
+    let embedded = (!cont.is_generic()).then(|| crate::gen::relations::embedded_calls(cont));
     let buckets = crate::gen::copies::bucket_indexes(cont);
     let relation_consts = crate::gen::relations::relation_consts(cont);
     let child_of = crate::gen::relations::child_of_impls(cont);
@@ -287,66 +286,4 @@ fn keys_document(cont: &Container, keys: &[IndexKey]) -> TokenStream {
     }};
     cx.check().expect("index keys were checked");
     tokens
-}
-
-/// `.embedded("lines", <Lines as BoundedCollection>::__element_relations())` for every field
-/// that may hold values with references or copies (one, an `Option` of one, a bounded array of
-/// them, through aliases and generic arguments alike: the type system finds the relations the
-/// derive cannot see), so the holder declares them under the field's path. Fields of known
-/// scalars, relationship fields and fields stored through a helper hold none.
-pub fn embedded_calls(cont: &Container) -> TokenStream {
-    let private = private();
-    cont.stored_fields()
-        .filter(|field| {
-            field.attrs.reference.is_none()
-                && field.attrs.extended_ref.is_none()
-                && field.attrs.subset.is_none()
-                && field.attrs.counter.is_none()
-                && field.attrs.flatten.is_none()
-                && field.attrs.custom_serialize.is_none()
-                && field.stored_type().is_none()
-        })
-        .filter_map(|field| {
-            let ty = field.ty;
-            let bounded = field.attrs.embed.as_ref().and_then(|e| e.value.max).is_some();
-            if !crate::gen::checks::may_hold_relations(ty, bounded) {
-                return None;
-            }
-            let stored = &field.stored_name;
-            // spanned as the field's schema is, so a type without it is one error
-            let relations = if bounded {
-                quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::__element_relations())
-            } else {
-                quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__embedded_relations())
-            };
-            Some(quote!(.embedded(#stored, #relations)))
-        })
-        .collect()
-}
-
-/// `fn __embedded_relations()` of a `BsonSchema` struct: its references and copies, and those
-/// of the values it embeds, relative to it (`None` when it has none).
-pub fn embedded_relations_fn(cont: &Container) -> TokenStream {
-    let private = private();
-    if !matches!(cont.data, Data::Struct(_)) {
-        return TokenStream::new();
-    }
-    let references = crate::gen::relations::reference_specs(cont);
-    let copies = crate::gen::copies::copy_specs(cont);
-    let embedded = embedded_calls(cont);
-    let relations = cont
-        .stored_fields()
-        .any(|f| f.attrs.reference.is_some() || f.attrs.extended_ref.is_some());
-    if !relations && embedded.is_empty() {
-        return TokenStream::new();
-    }
-    quote! {
-        fn __embedded_relations() -> ::core::option::Option<#private::CollectionSpec> {
-            let relations = #private::CollectionSpec::new("", #private::bson::Document::new())
-                #references
-                #copies
-                #embedded;
-            relations.has_relations().then_some(relations)
-        }
-    }
 }

@@ -41,7 +41,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
     let root = derive == Derive::Document;
     let root = quote!(#root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*);
     let embedded =
-        (derive == Derive::BsonSchema).then(|| crate::gen::document::embedded_relations_fn(cont));
+        (derive == Derive::BsonSchema).then(|| crate::gen::relations::embedded_relations_fn(cont));
     let field_list = crate::gen::copies::field_list(cont, derive);
     quote! {
         #[automatically_derived]

@@ -1,5 +1,6 @@
 //! What `#[reference]` fields generate: the reference table of the collection, the typed
-//! `Relation` constants, and the check that a plain id has the target's id type.
+//! `Relation` constants, the check that a plain id has the target's id type, and the relations
+//! an embedded value declares to its holder (`__embedded_relations`, the holder's `.embedded`).
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -238,4 +239,66 @@ pub fn child_of_impls(cont: &Container) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// `.embedded("lines", <Lines as BoundedCollection>::__element_relations())` for every field
+/// that may hold values with references or copies (one, an `Option` of one, a bounded array of
+/// them, through aliases and generic arguments alike: the type system finds the relations the
+/// derive cannot see), so the holder declares them under the field's path. Fields of known
+/// scalars, relationship fields and fields stored through a helper hold none.
+pub fn embedded_calls(cont: &Container) -> TokenStream {
+    let private = private();
+    cont.stored_fields()
+        .filter(|field| {
+            field.attrs.reference.is_none()
+                && field.attrs.extended_ref.is_none()
+                && field.attrs.subset.is_none()
+                && field.attrs.counter.is_none()
+                && field.attrs.flatten.is_none()
+                && field.attrs.custom_serialize.is_none()
+                && field.stored_type().is_none()
+        })
+        .filter_map(|field| {
+            let ty = field.ty;
+            let bounded = field.attrs.embed.as_ref().and_then(|e| e.value.max).is_some();
+            if !crate::gen::checks::may_hold_relations(ty, bounded) {
+                return None;
+            }
+            let stored = &field.stored_name;
+            // spanned as the field's schema is, so a type without it is one error
+            let relations = if bounded {
+                quote_spanned!(ty.span()=> <#ty as #private::BoundedCollection>::__element_relations())
+            } else {
+                quote_spanned!(ty.span()=> <#ty as #private::BsonSchema>::__embedded_relations())
+            };
+            Some(quote!(.embedded(#stored, #relations)))
+        })
+        .collect()
+}
+
+/// `fn __embedded_relations()` of a `BsonSchema` struct: its references and copies, and those
+/// of the values it embeds, relative to it (`None` when it has none).
+pub fn embedded_relations_fn(cont: &Container) -> TokenStream {
+    let private = private();
+    if !matches!(cont.data, Data::Struct(_)) {
+        return TokenStream::new();
+    }
+    let references = crate::gen::relations::reference_specs(cont);
+    let copies = crate::gen::copies::copy_specs(cont);
+    let embedded = embedded_calls(cont);
+    let relations = cont
+        .stored_fields()
+        .any(|f| f.attrs.reference.is_some() || f.attrs.extended_ref.is_some());
+    if !relations && embedded.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn __embedded_relations() -> ::core::option::Option<#private::CollectionSpec> {
+            let relations = #private::CollectionSpec::new("", #private::bson::Document::new())
+                #references
+                #copies
+                #embedded;
+            relations.has_relations().then_some(relations)
+        }
+    }
 }

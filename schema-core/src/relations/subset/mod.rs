@@ -18,7 +18,7 @@ use crate::{Document, Error, Ref, Result, SchemaError, SyncStrategy};
 mod action;
 mod counter;
 pub(crate) mod reconcile;
-mod rule;
+pub(crate) mod rule;
 
 pub use action::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
 pub use counter::Counter;
@@ -533,7 +533,7 @@ where
             count_type: self.count_type,
             parent_field: self.parent_field()?.into(),
             filter,
-            preview: crate::__private::subset_preview::<C, V>,
+            preview: rule::subset_preview::<C, V>,
             strategy: self.strategy,
         })
     }

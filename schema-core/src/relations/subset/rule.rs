@@ -19,6 +19,34 @@ use crate::Result;
 /// does (generated next to each `#[subset]`, so that code working on BSON can build previews).
 pub type PreviewFn = fn(&BsonDocument) -> Result<Bson>;
 
+/// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built
+/// where only BSON is at hand (reconcile, the sync worker).
+pub fn subset_preview<C, V>(child: &BsonDocument) -> Result<Bson>
+where
+    C: serde::de::DeserializeOwned,
+    V: PreviewOf<C> + serde::Serialize,
+{
+    let child: C =
+        crate::bson_compat::from_document(child.clone()).map_err(mongodb::error::Error::from)?;
+    crate::relations::to_bson(&V::preview_of(&child))
+}
+
+/// The preview type of a `#[subset]`: built from a child with `From<&C>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is the preview of a `#[subset]` of `{C}` and needs `impl From<&{C}> for {Self}`",
+    label = "no `From<&{C}>`"
+)]
+pub trait PreviewOf<C> {
+    /// `Self::from(child)`.
+    fn preview_of(child: &C) -> Self;
+}
+impl<C, V: for<'c> From<&'c C>> PreviewOf<C> for V {
+    #[inline]
+    fn preview_of(child: &C) -> Self {
+        V::from(child)
+    }
+}
+
 /// A subset, with everything needed to recompute it from the children.
 #[derive(Clone)]
 pub(crate) struct SubsetRule {

@@ -445,7 +445,7 @@ fn counts(line: &str) -> (u64, u64) {
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("cli/ is in the workspace")
+        .expect("mongo-schema-cli/ is in the workspace")
         .to_path_buf()
 }
 

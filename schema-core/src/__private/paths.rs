@@ -1,0 +1,234 @@
+//! Typed field paths (the derive's `gen/paths.rs`, and `field!`): the `FieldPath` impl of each
+//! stored named field and its forwarding through `Option`, arrays and sets, a struct's table of
+//! stored fields (`Fields`), field keys, typed and nested paths, and how a field's values are
+//! written and read (encoders, decoders, the native encoders of BSON scalars).
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+
+use mongodb::bson::Bson;
+
+pub use crate::model::bson_schema::FieldList;
+pub use crate::query::path::{Decoded, Encoded};
+pub use crate::query::{stored_read, stored_value, Decoder, Encoder, Ordered, Path};
+use crate::BsonSchema;
+
+/// The stored named fields of a struct the derives model (all but `_id`): their Rust names
+/// and, in the same order, their stored names, read from [`BsonSchema::__FIELDS`] (empty for
+/// other types, which [`Fields::IS_STRUCT`] tells apart). Read by the copy types of other
+/// derives to check `#[extended_ref(fields = ...)]`, and by a query's projection check, while
+/// evaluating a constant.
+pub trait Fields {
+    /// Rust names.
+    const NAMES: &'static [&'static str];
+    /// Stored names.
+    const STORED: &'static [&'static str];
+    /// Whether the type stores an `_id`.
+    const HAS_ID: bool;
+    /// Whether the type is a struct the derives model.
+    const IS_STRUCT: bool;
+}
+
+impl<T: BsonSchema + ?Sized> Fields for T {
+    const NAMES: &'static [&'static str] = match T::__FIELDS {
+        Some(fields) => fields.names,
+        None => &[],
+    };
+    const STORED: &'static [&'static str] = match T::__FIELDS {
+        Some(fields) => fields.stored,
+        None => &[],
+    };
+    const HAS_ID: bool = match T::__FIELDS {
+        Some(fields) => fields.has_id,
+        None => false,
+    };
+    const IS_STRUCT: bool = T::__FIELDS.is_some();
+}
+
+/// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
+/// field of these types, so that a typed filter costs what `doc!` does (serde's path writes an
+/// `ObjectId` or a date as extended JSON and converts it back). Unit-tested against the driver's
+/// serialization.
+macro_rules! native {
+    ($($name:ident: $ty:ty => $variant:ident,)*) => {$(
+        #[doc(hidden)]
+        #[inline]
+        pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
+            Ok(Bson::$variant(value.clone()))
+        }
+    )*};
+}
+
+native! {
+    native_object_id: mongodb::bson::oid::ObjectId => ObjectId,
+    native_date_time: mongodb::bson::DateTime => DateTime,
+    native_i32: i32 => Int32,
+    native_i64: i64 => Int64,
+    native_f64: f64 => Double,
+    native_bool: bool => Boolean,
+    native_decimal128: mongodb::bson::Decimal128 => Decimal128,
+}
+
+/// A stored field of a struct, keyed by a hash of its Rust name ([`field_key`]): its Rust type,
+/// the type that describes its stored form, its stored name, how its values are written and,
+/// for a capped array, its cap. Implemented by both derives for every stored named field, and
+/// forwarded through `Option`, arrays and sets (a path through an array names its elements' field,
+/// as mongod's dotted paths do), so that `field!(Ticket, history.status)` resolves.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no stored field by this name",
+    label = "`field!` and `#[query]` name Rust fields of a struct deriving `Document` or `BsonSchema` (serde's renames give the stored name)",
+    note = "check the spelling, and that the field is not `#[serde(skip)]`; an embedded type must derive `BsonSchema` for its fields to be named"
+)]
+pub trait FieldPath<const KEY: u64> {
+    /// The field's Rust type.
+    type Type;
+    /// What describes the stored form: the field's type, or what its serde helper or
+    /// `#[schema(stored_as = T)]` writes.
+    type Stored: ?Sized;
+    /// The stored name.
+    const STORED: &'static str;
+    /// How values are written.
+    const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+    /// How stored values are read back.
+    const DECODER: Decoder<Self::Type> = Decoder::Plain;
+    /// `#[embed(max = N, cap)]`: the cap.
+    const CAP: Option<u32> = None;
+    /// Whether the field is an array or a set (a bounded collection that is no map): a declared
+    /// query's `eq` on it takes one element.
+    const IS_ARRAY: bool = false;
+    /// Whether the field is an `Option`: a declared query's range on it takes bounds of the
+    /// value (`null` bounds no range).
+    const IS_OPTION: bool = false;
+    /// The field of `self`: what a copy type of another struct reads (`From<&Source>`).
+    /// `#[derive(Document)]` implements it for the fields of a collection root struct, the only
+    /// sources a copy type's checked constants admit; everywhere else (an enum's fields, a value
+    /// embedded in a document, the forwarding impls) it is never called.
+    #[inline]
+    fn field(&self) -> &Self::Type {
+        unreachable!("mongo-schema: `FieldPath::field` of a field that is no collection root's")
+    }
+}
+
+macro_rules! forward_field_path {
+    ($($ty:ident)::+ <T $(, $extra:ident)*>) => {
+        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*> {
+            type Type = T::Type;
+            type Stored = T::Stored;
+            const STORED: &'static str = T::STORED;
+            const ENCODER: Encoder<Self::Type> = T::ENCODER;
+            const DECODER: Decoder<Self::Type> = T::DECODER;
+            const CAP: Option<u32> = T::CAP;
+            const IS_ARRAY: bool = T::IS_ARRAY;
+            const IS_OPTION: bool = T::IS_OPTION;
+        }
+    };
+}
+
+forward_field_path!(Option<T>);
+forward_field_path!(Vec<T>);
+forward_field_path!(VecDeque<T>);
+forward_field_path!(BTreeSet<T>);
+forward_field_path!(HashSet<T, H>);
+forward_field_path!(Box<T>);
+
+impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N] {
+    type Type = T::Type;
+    type Stored = T::Stored;
+    const STORED: &'static str = T::STORED;
+    const ENCODER: Encoder<Self::Type> = T::ENCODER;
+    const DECODER: Decoder<Self::Type> = T::DECODER;
+    const CAP: Option<u32> = T::CAP;
+    const IS_ARRAY: bool = T::IS_ARRAY;
+    const IS_OPTION: bool = T::IS_OPTION;
+}
+
+/// FNV-1a of a Rust field name: the key of [`FieldPath`] (the derive computes
+/// the same).
+pub const fn field_key(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// The typed path of one field of `R`.
+pub const fn field_path<R: FieldPath<KEY> + ?Sized, const KEY: u64>() -> Path<R, R::Type, R::Stored>
+{
+    Path::__new(R::STORED, R::ENCODER, R::CAP)
+}
+
+/// The typed path of `segments` joined with dots, ending at the field `L` of some embedded type.
+pub const fn nested_path<R: ?Sized, L: FieldPath<KEY> + ?Sized, const KEY: u64>(
+    joined: &'static str,
+) -> Path<R, L::Type, L::Stored> {
+    Path::__new(joined, L::ENCODER, L::CAP)
+}
+
+/// The length of `segments` joined with dots.
+pub const fn joined_len(segments: &[&str]) -> usize {
+    let mut len = 0;
+    let mut parts = 0;
+    let mut i = 0;
+    while i < segments.len() {
+        if !segments[i].is_empty() {
+            len += segments[i].len();
+            if parts > 0 {
+                len += 1;
+            }
+            parts += 1;
+        }
+        i += 1;
+    }
+    len
+}
+
+/// `segments` joined with dots, in an array of [`joined_len`] bytes; empty segments (a
+/// flattened value's) are left out.
+pub const fn join<const N: usize>(segments: &[&str]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < segments.len() {
+        // a flattened value's segment is empty: its fields are stored at the level above
+        if segments[i].is_empty() {
+            i += 1;
+            continue;
+        }
+        if at > 0 {
+            out[at] = b'.';
+            at += 1;
+        }
+        let bytes = segments[i].as_bytes();
+        let mut j = 0;
+        while j < bytes.len() {
+            out[at] = bytes[j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod native_tests {
+    use super::*;
+
+    #[test]
+    fn native_encoders_are_the_driver_s_stored_form() {
+        let id = mongodb::bson::oid::ObjectId::new();
+        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
+        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
+        assert_eq!(native_object_id(&id).unwrap(), stored_value(&id).unwrap());
+        assert_eq!(native_date_time(&at).unwrap(), stored_value(&at).unwrap());
+        assert_eq!(native_i32(&-3).unwrap(), stored_value(&-3_i32).unwrap());
+        assert_eq!(native_i64(&3).unwrap(), stored_value(&3_i64).unwrap());
+        assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
+        assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
+        assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
+    }
+}
