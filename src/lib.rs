@@ -494,6 +494,8 @@ mod guide {
     mod relations {}
     #[doc = include_str!("../docs/guide/subsets.md")]
     mod subsets {}
+    #[doc = include_str!("../docs/guide/collation-geo-timeseries.md")]
+    mod collation_geo_timeseries {}
     #[doc = include_str!("../docs/guide/sync-worker.md")]
     mod sync_worker {}
     #[doc = include_str!("../docs/guide/scaling.md")]
