@@ -447,6 +447,28 @@ async fn a_migration_is_planned_applied_and_shown_done() {
     let kept = run(args("apply", &db, &["--on-newer", "continue", "--json"])).await;
     assert_eq!(kept.code, 0, "{}", kept.stderr);
     assert_eq!(kept.json()["recorded"], false);
+    // display-text: the table says it once, in agreement (not "apply refuses" above "serving
+    // on"), and standard error does not say it again
+    let kept = run(args("apply", &db, &["--on-newer", "continue"])).await;
+    assert_eq!(kept.code, 0, "{}{}", kept.stdout, kept.stderr);
+    assert!(!kept.stdout.contains("refuses"), "{}", kept.stdout);
+    assert!(
+        kept.stdout
+            .contains("schema version 0 is older than the recorded version 2: nothing written"),
+        "{}",
+        kept.stdout
+    );
+    assert_eq!(
+        kept.stdout.matches("serving on").count(),
+        1,
+        "{}",
+        kept.stdout
+    );
+    assert!(
+        !kept.stderr.contains("newer schema version"),
+        "said by the report, not again on standard error: {}",
+        kept.stderr
+    );
 }
 
 async fn errors_exit_1_and_say_why() {

@@ -6,6 +6,9 @@
 //!   that event is over 16 MB (`BSONObjectTooLarge`, which wedged the worker); SecantusDB sends
 //!   it whatever its size, so here the test shows the projected stream reads it, and
 //!   `sync::events`' unit tests show the projection;
+//! - an event too large to send even projected (`BSONObjectTooLarge` on its `getMore`, as
+//!   mongod answers; a failpoint answers so here) is probed, recorded once with code 10334 and
+//!   skipped;
 //! - an event the worker cannot decode (made so by the worker's test hook: the test server
 //!   refuses to store what the driver cannot decode) is recorded once with its document key and
 //!   skipped, the changes after it are applied, and reconcile repairs what it would have done
@@ -84,7 +87,14 @@ fn schema() -> Schema {
 
 /// A database with the schema applied, `agents` agents and one case of each.
 async fn setup(prefix: &str, agents: usize) -> (mongodb::Database, Schema, Vec<Agent>, Vec<Case>) {
-    let db = mongo_schema_testkit::database(prefix).await;
+    setup_in(mongo_schema_testkit::database(prefix).await, agents).await
+}
+
+/// [`setup`] in `db`.
+async fn setup_in(
+    db: mongodb::Database,
+    agents: usize,
+) -> (mongodb::Database, Schema, Vec<Agent>, Vec<Case>) {
     let schema = schema();
     schema.apply(&db).await.unwrap();
     let agents: Vec<Agent> = (0..agents)
@@ -332,6 +342,107 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
     within(Duration::from_secs(30), "shutdown", paused.shutdown())
         .await
         .unwrap();
+}
+
+/// An event too large to send, as mongod answers it: its `getMore` fails with
+/// `BSONObjectTooLarge` (10334), before and after the worker reopens its stream one event at a
+/// time (SecantusDB sends events of any size, so a `failCommand` of a server of the test's own
+/// answers the worker's next two `getMore`s so, as mongod would while that event is next). The
+/// worker probes the event's key with a stream that asks for no document, records it once with
+/// code 10334 under its fence, goes on after it, and applies the next change; reconcile repairs
+/// what it skipped. Before the fix this path retried from the same token for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
+    const APP: &str = "too-large-worker";
+    let server = tokio::task::spawn_blocking(|| {
+        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
+    })
+    .await
+    .unwrap()
+    .expect("a dedicated server with the failpoints");
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (db, schema, agents, cases) = setup_in(client.database("too_large"), 2).await;
+    let (big, next) = (&agents[0], &agents[1]);
+    // the worker's own client: named, so that the failpoint answers its commands alone
+    let (worker_client, log) =
+        mongo_schema_testkit::monitored_client_at(&format!("{}&appName={APP}", server.uri())).await;
+    let worker = schema
+        .sync_worker(&worker_client.database(db.name()))
+        .name("too-large")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    within(
+        Duration::from_secs(30),
+        "the worker is ready",
+        worker.ready(),
+    )
+    .await
+    .unwrap();
+
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 2 },
+            "data": { "failCommands": ["getMore"], "appName": APP, "errorCode": 10334 },
+        })
+        .await
+        .unwrap();
+    // the worker reopens one event at a time, meets 10334 again, and probes from its position
+    let probing = |c: &mongo_schema_testkit::StartedCommand| {
+        c.name == "aggregate"
+            && c.command.get_array("pipeline").is_ok_and(|stages| {
+                stages.iter().any(|stage| {
+                    stage
+                        .as_document()
+                        .and_then(|s| s.get_document("$project").ok())
+                        .is_some_and(|p| {
+                            // the probe's: the event's key and nothing else
+                            let kept: Vec<&str> = p.keys().map(String::as_str).collect();
+                            kept == ["_id", "operationType", "ns", "documentKey", "clusterTime"]
+                        })
+                })
+            })
+    };
+    eventually(
+        Duration::from_secs(20),
+        "the worker probes the event it cannot read",
+        || async { log.commands().iter().any(probing) },
+    )
+    .await;
+    // the event the server cannot send
+    rename(&db, big, "too large to send").await;
+    rename(&db, next, "after the large one").await;
+    eventually(
+        Duration::from_secs(30),
+        "the change after it is applied",
+        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
+    )
+    .await;
+    let records = schema.sync_failures(&db).await.unwrap();
+    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
+    let record = &records[0];
+    assert_eq!(record.code, Some(10334), "{record}");
+    assert_eq!(record.copy, "agents", "the collection of the event");
+    assert_eq!(record.holder, Bson::ObjectId(big.id), "its document key");
+    assert_eq!(record.attempts, 1, "recorded once");
+    assert_eq!(worker.stats().snapshot().unreadable, 1);
+    // skipped, not applied (the control: the failpoint made the worker skip it)
+    assert_eq!(
+        copied_name(&db, &cases[0]).await.as_deref(),
+        Some("agent 0")
+    );
+    let report = schema.reconcile(&db).await.unwrap();
+    assert_eq!(report.repaired(), 1, "{report}");
+    assert_eq!(
+        copied_name(&db, &cases[0]).await.as_deref(),
+        Some("too large to send")
+    );
+    assert!(schema.sync_failures(&db).await.unwrap().is_empty());
+    within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+    drop(server);
 }
 
 /// Renames `agent` every `period` until `done`.

@@ -125,8 +125,8 @@ pub(crate) fn plan(plan: &Plan) -> Output {
 
 pub(crate) fn apply(report: &ApplyReport) -> Output {
     let mut text = String::new();
-    if let Some(version) = &report.version {
-        let _ = writeln!(text, "{version}");
+    if let Some(line) = report.version_line() {
+        let _ = writeln!(text, "{line}");
     }
     // one line per action and per migration step, in the order apply ran them
     let total = report.applied.len() + report.migrations.len();

@@ -2,6 +2,10 @@
 //! ([`crate::PROGRESS_TARGET`]) as a bar on a terminal and as plain lines otherwise, and its
 //! warnings and errors as lines.
 //!
+//! A warning or error whose event carries `in_result = true` is one the command's result carries
+//! too (`apply`'s report: a note, a warning, what is missing; or the error it returns): it is
+//! not printed here, so a message is shown once. Services' logs still get it.
+//!
 //! On a terminal the bars are transient: once the command has its result they are cleared, so
 //! that what ran is shown once, by the command's own output (`[3/9] create collection ...`),
 //! not a second time by a finished bar above it (whose last line the output would also run
@@ -24,9 +28,17 @@ struct Fields {
     done: Option<u64>,
     total: Option<u64>,
     message: String,
+    /// `in_result = true`: the command's result says it too.
+    in_result: bool,
 }
 
 impl Visit for Fields {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if field.name() == "in_result" {
+            self.in_result = value;
+        }
+    }
+
     fn record_u64(&mut self, field: &Field, value: u64) {
         match field.name() {
             "done" => self.done = Some(value),
@@ -134,27 +146,77 @@ struct Shown(Arc<Progress>);
 impl<S: Subscriber> Layer<S> for Shown {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
         let metadata = event.metadata();
-        let ours = metadata.target().starts_with("mongo_schema");
-        if !ours {
+        if !metadata.target().starts_with("mongo_schema") {
             return;
         }
         let mut fields = Fields::default();
         event.record(&mut fields);
         if metadata.target() == crate::PROGRESS_TARGET {
             self.0.show(fields);
-        } else if *metadata.level() <= Level::WARN {
-            let level = if *metadata.level() == Level::ERROR {
-                "error"
-            } else {
-                "warning"
-            };
-            let _ = writeln!(std::io::stderr(), "{level}: {}", fields.message);
+        } else if let Some(line) = line_of(*metadata.level(), &fields) {
+            let _ = writeln!(std::io::stderr(), "{line}");
         }
     }
+}
+
+/// The line another event of the library prints: its warnings and errors, but those the
+/// command's result carries too (`in_result`).
+fn line_of(level: Level, fields: &Fields) -> Option<String> {
+    if level > Level::WARN || fields.in_result {
+        return None;
+    }
+    let label = if level == Level::ERROR {
+        "error"
+    } else {
+        "warning"
+    };
+    Some(format!("{label}: {}", fields.message))
 }
 
 /// A subscriber that shows `progress` and the library's warnings while a command's future
 /// runs (it is that future's default subscriber only, not the process's).
 pub(crate) fn subscriber(progress: Arc<Progress>) -> tracing::Dispatch {
     tracing::Dispatch::new(tracing_subscriber::registry().with(Shown(progress)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields a real event of each kind carries, read as the layer reads them.
+    fn fields_of(emit: impl FnOnce()) -> Fields {
+        struct Keep(Arc<Mutex<Option<Fields>>>);
+        impl<S: Subscriber> Layer<S> for Keep {
+            fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+                let mut fields = Fields::default();
+                event.record(&mut fields);
+                *self.0.lock().unwrap() = Some(fields);
+            }
+        }
+        let kept = Arc::new(Mutex::new(None));
+        let subscriber = tracing_subscriber::registry().with(Keep(kept.clone()));
+        tracing::subscriber::with_default(subscriber, emit);
+        let fields = kept.lock().unwrap().take();
+        fields.expect("an event")
+    }
+
+    #[test]
+    fn a_warning_the_result_carries_is_not_printed_again() {
+        let carried = fields_of(|| tracing::warn!(in_result = true, "serving on"));
+        assert!(carried.in_result);
+        assert_eq!(line_of(Level::WARN, &carried), None);
+        // the control: a warning the result does not carry is printed, as is an error
+        let own = fields_of(|| tracing::warn!(attempt = 2, "the lease may have lapsed"));
+        assert!(!own.in_result);
+        assert_eq!(
+            line_of(Level::WARN, &own).as_deref(),
+            Some("warning: the lease may have lapsed")
+        );
+        let error = fields_of(|| tracing::error!("no server"));
+        assert_eq!(
+            line_of(Level::ERROR, &error).as_deref(),
+            Some("error: no server")
+        );
+        assert_eq!(line_of(Level::INFO, &own), None);
+    }
 }

@@ -137,25 +137,32 @@ impl ApplyReport {
     }
 }
 
+impl ApplyReport {
+    /// The report's first line: how the version relates to the record, as this apply left it
+    /// (the status alone says what an apply would do over a newer version; this one did it, or
+    /// served on).
+    pub(crate) fn version_line(&self) -> Option<String> {
+        Some(match self.version.as_ref()? {
+            VersionStatus::Downgrade { recorded, applying } if self.recorded => format!(
+                "schema version {applying} applied over the newer recorded version {recorded} ({}): the record now says {applying}",
+                terms::ALLOW_DOWNGRADE_BY_NAME
+            ),
+            VersionStatus::Downgrade { recorded, applying } => format!(
+                "schema version {applying} is older than the recorded version {recorded}: nothing written"
+            ),
+            version => version.to_string(),
+        })
+    }
+}
+
 impl fmt::Display for ApplyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let serving_on = matches!(
             &self.version,
             Some(VersionStatus::Downgrade { .. }) if !self.recorded
         );
-        match &self.version {
-            // the status says what apply would do; here it did it
-            Some(VersionStatus::Downgrade { recorded, applying }) if self.recorded => writeln!(
-                f,
-                "schema version {applying} applied over the newer recorded version {recorded} ({}): the record now says {applying}",
-                terms::ALLOW_DOWNGRADE_BY_NAME
-            )?,
-            Some(VersionStatus::Downgrade { recorded, applying }) => writeln!(
-                f,
-                "schema version {applying} is older than the recorded version {recorded}: nothing written"
-            )?,
-            Some(version) => writeln!(f, "{version}")?,
-            None => {}
+        if let Some(line) = self.version_line() {
+            writeln!(f, "{line}")?;
         }
         let wrote =
             self.applied.iter().any(|a| !a.done_concurrently) || !self.migrations.is_empty();
@@ -900,7 +907,7 @@ async fn pass<'m>(apply: &ApplyAction<'m>, run: &mut Run<'m>) -> Result<Pass, St
             return Err(Stop::Fail(Error::Downgrade { recorded, applying }))
         }
         Next::ServeOn { recorded, applying } => {
-            tracing::warn!(recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
+            tracing::warn!(in_result = true, recorded, applying, "apply: the database records a newer schema version; this instance keeps serving and writes nothing");
             run.report.notes.push(format!(
                 "the database records version {recorded}, newer than this instance's {applying}: nothing written, serving on ({})",
                 terms::ON_NEWER_CONTINUE
@@ -1118,7 +1125,7 @@ fn note_seen(run: &mut Run<'_>, seen: &Seen<'_>, staged: &planning::Staged) -> R
             }
         );
         if late {
-            tracing::warn!(%drift, "apply: a late write landed after this apply's; writing again");
+            tracing::warn!(in_result = true, %drift, "apply: a late write landed after this apply's; writing again");
             run.replans += 1;
             if run.replans > MAX_REPLANS {
                 return Err(Stop::Transient(Error::Contended {
@@ -1127,7 +1134,7 @@ fn note_seen(run: &mut Run<'_>, seen: &Seen<'_>, staged: &planning::Staged) -> R
                 }));
             }
         } else {
-            tracing::warn!(%drift, "apply: drift from the recorded state");
+            tracing::warn!(in_result = true, %drift, "apply: drift from the recorded state");
         }
         push_once(&mut run.kept, drift.clone());
     }
@@ -1165,7 +1172,7 @@ fn status_warning(status: &VersionStatus) -> Option<Warning> {
             applying,
             error,
         } => {
-            tracing::warn!(failed, applying, %error, "apply: rolled back over a failed version");
+            tracing::warn!(in_result = true, failed, applying, %error, "apply: rolled back over a failed version");
             Some(Warning::RolledBack {
                 failed: *failed,
                 applying: *applying,
@@ -1200,7 +1207,7 @@ fn dedupe_again<'m>(
         return Err(Stop::Fail(error));
     }
     run.dedupe_reruns += 1;
-    tracing::warn!(%error, run = run.dedupe_reruns, "apply: new duplicates met by a unique index build; the dedupe step runs again");
+    tracing::warn!(in_result = true, %error, run = run.dedupe_reruns, "apply: new duplicates met by a unique index build; the dedupe step runs again");
     run.dedupe_again = steps;
     Ok(Pass::Again)
 }
@@ -1274,7 +1281,7 @@ async fn fail(apply: &ApplyAction<'_>, run: &mut Run<'_>, error: Error) -> Error
         release(run).await;
         return error;
     }
-    tracing::error!(%error, version = apply.target.version, "apply failed; recorded as failed");
+    tracing::error!(in_result = true, %error, version = apply.target.version, "apply failed; recorded as failed");
     let message = error.to_string();
     let _ = tokio::time::timeout(
         Duration::from_secs(2),

@@ -335,7 +335,7 @@ pub(crate) async fn violations_or_unfinished(
 ) -> Result<Violations> {
     match violations(db, collection, validator, time_limit).await {
         Err(crate::Error::Driver(e)) if crate::error::server_code(&e) == Some(MAX_TIME_EXPIRED) => {
-            tracing::warn!(collection, limit = ?time_limit, "counting the documents a new validator would reject did not finish within its time limit: treated as violating documents");
+            tracing::warn!(in_result = true, collection, limit = ?time_limit, "counting the documents a new validator would reject did not finish within its time limit: treated as violating documents");
             Ok(Violations::unfinished(time_limit))
         }
         other => other,
