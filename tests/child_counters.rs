@@ -394,6 +394,15 @@ async fn every_query_of_a_counter_is_a_library_query_with_its_index() {
         !names.iter().any(|n| n.starts_with("refill of posts.")),
         "{names:?}"
     );
+    // reconcile's walk of the posts, in `_id` order
+    let walk = schema
+        .collection("posts")
+        .unwrap()
+        .library_queries
+        .iter()
+        .find(|q| q.name == "reconcile of posts.like_count")
+        .expect("the walk of the parents is a library query");
+    assert_eq!(walk.fit.as_ref().unwrap().index.as_deref(), Some("_id_"));
     schema.apply(&db).await.unwrap();
     let proof = schema.prove(&db).await.unwrap();
     assert!(proof.clone().into_result().is_ok(), "{proof}");

@@ -451,15 +451,22 @@ mod generated_values_of_the_example_models {
                 parts: parts.iter().map(|(id, name)| products::Part { id: id.clone(), name: name.clone() }).map(|p| products::ProductHybridParts::from(&p)).collect(),
             };
             prop_assert!(products::ProductHybrid::check(&hybrid).is_ok(), "{:?}", products::ProductHybrid::check(&hybrid));
-            let follower = followers::User { id: "u1".into(), name: user, follower_count: 0, newest_followers: Vec::new() };
-            prop_assert!(followers::User::check(&follower).is_ok());
             let follow = followers::Follow {
-                id: mongo_schema::bson::oid::ObjectId::new(),
+                id: ObjectId::new(),
                 followed_id: Ref::new("u2".into()),
                 follower_id: Ref::new("u1".into()),
-                at: mongo_schema::bson::DateTime::now(),
+                at: DateTime::from_millis(1_700_000_000_000),
             };
             prop_assert!(followers::Follow::check(&follow).is_ok());
+            let follower = followers::User {
+                id: "u1".into(),
+                name: user,
+                follower_count: 1,
+                newest_followers: vec![followers::FollowerPreview::from(&follow)],
+            };
+            prop_assert!(followers::User::check(&follower).is_ok());
+            let spec = products::ProductSpec { id: "bike".into(), sheet: "spec ".repeat(100) };
+            prop_assert!(products::ProductSpec::check(&spec).is_ok());
         }
     }
 }

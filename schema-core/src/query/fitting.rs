@@ -168,6 +168,14 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
             QuerySpec::library(format!("part of a {} document by _id", part.owner)).eq("_id"),
         );
     }
+    for subset in &spec.subsets {
+        // reconcile reads every parent of a subset or counter in `_id` order, as it reads the
+        // holders of a copy
+        queries.push(
+            QuerySpec::library(format!("reconcile of {}.{}", spec.name, subset.path))
+                .sort("_id", 1),
+        );
+    }
     for reference in &spec.references {
         if reference.kind == crate::RefKind::Many {
             continue;
