@@ -720,8 +720,10 @@ fn local_and_server_verdicts_agree_on_more_than_10000_documents() {
         .unwrap_or(0x5EED_0018);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let db = runtime.block_on(mongo_schema_testkit::database("differential"));
+    // the hand-written schemas first: their documents then do not move when a model of the
+    // examples (derived) gains a field and draws more from the generator
     let schemas: Vec<(&'static str, BsonDocument)> =
-        derived().into_iter().chain(hand_written()).collect();
+        hand_written().into_iter().chain(derived()).collect();
     let per_schema = 10_400 / schemas.len() + 1;
     let mut generator = Generator::new(seed, 0.04);
     let (mut compared, mut accepted, mut refused, mut other) = (0usize, 0usize, 0usize, 0usize);
