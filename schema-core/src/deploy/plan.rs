@@ -2174,6 +2174,7 @@ mod sharding_tests {
         assert!(from_the_cli.contains("(`apply` exits 3)"), "{from_the_cli}");
         assert!(!from_the_cli.contains("is_as_declared"), "{from_the_cli}");
         // the control: nothing missing, no such line
+        // display-text: the plan an operator reads
         assert!(!Plan::default().to_string().contains("NOT AS DECLARED"));
     }
 }
