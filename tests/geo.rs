@@ -254,6 +254,7 @@ async fn a_latitude_of_95_is_refused_by_the_validator_and_by_the_constructor() {
         panic!("the validator refuses it (code 121): {refused:?}")
     };
     assert!(
+        // display-text: the refusal names the coordinates for the reader
         failure.to_string().contains("location.coordinates"),
         "{failure}"
     );

@@ -158,11 +158,11 @@ async fn a_plain_collection_of_the_name_is_refused_and_nothing_is_written() {
         panic!("{error:?}")
     };
     assert_eq!(collection, "readings");
-    assert!(
-        reason.contains("cannot turn into one")
-            && error.to_string().contains("apply wrote nothing"),
-        "{error}"
-    );
+    // display-text: the refusal tells the operator why
+    assert!(reason.contains("cannot turn into one"), "{error}");
+    let said = error.to_string();
+    // display-text: and that nothing was written
+    assert!(said.contains("apply wrote nothing"), "{error}");
     // nothing written: not the other collection, not the version record
     assert_eq!(collection_names(&db).await, before);
     let indexes = first_batch(&db, doc! { "listIndexes": "readings" }).await;
@@ -174,6 +174,7 @@ async fn a_plain_collection_of_the_name_is_refused_and_nothing_is_written() {
         .iter()
         .any(|w| matches!(w, Warning::NotTimeSeries { collection } if collection == "readings")));
     assert!(
+        // display-text: `missing` lists what is off the server for the operator
         plan.missing.iter().any(|m| m.contains("readings")),
         "{plan}"
     );
@@ -286,6 +287,7 @@ fn the_fit_follows_mongods_time_series_rules() {
     );
     let error = Schema::new().collection(pinned).build().unwrap_err();
     assert!(
+        // display-text: the build error names the key and the rule for the reader
         error.to_string().contains(
             "key `celsius` of index `by_celsius` is a measurement of a time series collection"
         ),

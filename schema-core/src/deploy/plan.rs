@@ -1975,6 +1975,7 @@ mod sharding_tests {
             panic!("{plan}")
         };
         assert_eq!(timeseries.as_ref(), spec.timeseries.as_ref());
+        // display-text: the plan line tells the operator no validator is sent
         assert!(plan.actions[0].to_string().contains("no validator"));
         // mongod's `{ meta: 1, time: 1 }` is declared with the collection's indexes
         assert!(spec
