@@ -194,6 +194,10 @@ impl<'de> serde::de::Visitor<'de> for FieldSeed {
 
 /// The value of a field absent from the input, the way serde's derive reads it: `None` for an
 /// `Option`, `missing field` otherwise.
+///
+/// # Errors
+///
+/// serde's `missing field` error for a type that is no `Option`.
 pub fn missing_field<'de, T: serde::Deserialize<'de>, E: serde::de::Error>(
     field: &'static str,
 ) -> Result<T, E> {

@@ -21,6 +21,10 @@ pub type PreviewFn = fn(&BsonDocument) -> Result<Bson>;
 
 /// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built
 /// where only BSON is at hand (reconcile, the sync worker).
+///
+/// # Errors
+///
+/// The child does not deserialize as `C`, or the preview does not serialize.
 pub fn subset_preview<C, V>(child: &BsonDocument) -> Result<Bson>
 where
     C: serde::de::DeserializeOwned,
