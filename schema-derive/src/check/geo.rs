@@ -35,11 +35,18 @@ fn check_near_has_2dsphere_index(cx: &Ctxt, cont: &Container, query: &Query) {
         Data::Enum(variants) => variants.iter().flat_map(|v| &v.attrs.indexes).collect(),
         _ => Vec::new(),
     };
-    let indexed = cont
-        .attrs
-        .indexes
+    let indexes: Vec<_> = cont.attrs.indexes.iter().chain(variant_indexes).collect();
+    // an index whose keys did not parse (`"2DSphere"`) has its own error, which may be this
+    // index: no second error for one mistake
+    // (a malformed `keys(..)` leaves the option poisoned: given, and empty)
+    if indexes
         .iter()
-        .chain(variant_indexes)
+        .any(|index| index.value.keys.as_ref().is_none_or(|k| k.value.is_empty()))
+    {
+        return;
+    }
+    let indexed = indexes
+        .iter()
         .filter_map(|index| index.value.keys.as_ref())
         .flat_map(|keys| &keys.value)
         .any(|key| {
@@ -47,6 +54,12 @@ fn check_near_has_2dsphere_index(cx: &Ctxt, cont: &Container, query: &Query) {
                 && stored_key(cont, key) == path
         });
     if indexed {
+        return;
+    }
+    // a field that is no GeoJSON point gets rustc's error at `require_geo` alone: an index
+    // to declare on it would be the wrong fix (`Schema::build` still asks for the index of a
+    // point whose type is named otherwise, an alias)
+    if !names_a_point(cont, &geo.field) {
         return;
     }
     let field = geo.field.tokens();
@@ -83,4 +96,26 @@ fn check_near_takes_no_sort(cx: &Ctxt, query: &Query) {
             "a `near` query is not read in keyset pages (`pages`): its order is a distance no index holds; use `limit`",
         );
     }
+}
+
+/// Whether the top-level field a geo query names is declared as a `Point` (`geo::Point`,
+/// `Option<Point>`): the type a 2dsphere index serves. Nested paths are taken to be one.
+fn names_a_point(cont: &Container, key: &crate::attr::KeyField) -> bool {
+    let crate::attr::KeyField::Rust(ident) = key else {
+        return true;
+    };
+    let wanted = crate::ast::unraw(ident);
+    let all: Vec<&crate::ast::Field> = match &cont.data {
+        Data::Struct(fields) => fields.iter().collect(),
+        Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
+        _ => Vec::new(),
+    };
+    let Some(field) = all
+        .iter()
+        .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
+    else {
+        return true;
+    };
+    let ty = crate::ast::generic_arg(field.ty, &["Option"]).unwrap_or(field.ty);
+    crate::serde_helpers::type_last_name(ty).is_none_or(|name| name == "Point")
 }
