@@ -1205,11 +1205,29 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
 
     let audit = run_as("gadgets-v2", args("audit", &db, &["--json"])).await;
     assert_eq!(audit.code, 0, "{}{}", audit.stdout, audit.stderr);
+    assert!(
+        audit.json()["collections"][0]["validator_differs"].is_null(),
+        "{}",
+        audit.stdout
+    );
     let status = run_as("gadgets-v2", args("status", &db, &["--json"])).await;
     let json = status.json();
     assert_eq!(status.code, 0, "{json}");
     assert_eq!(json["version"]["recorded"]["version"], 2);
     assert_eq!(json["version"]["recorded"]["completed"], true);
+
+    // the validation level lowered by hand, every document still valid: `audit` is not clean
+    db.run_command(mongo_schema::bson::doc! { "collMod": "gadgets", "validationLevel": "moderate" })
+        .await
+        .unwrap();
+    let audit = run_as("gadgets-v2", args("audit", &db, &["--json"])).await;
+    assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
+    let json = audit.json();
+    assert_eq!(json["collections"][0]["invalid"], 0, "{json}");
+    assert!(
+        json["collections"][0]["validator_differs"].is_string(),
+        "{json}"
+    );
 }
 
 /// A validator change refused over documents that violate it: `apply` exits 3 and the record
@@ -1274,6 +1292,12 @@ async fn a_validator_refused_over_violators_exits_3_and_is_not_counted_again() {
     let audit = run_as("gadgets-v2-nostep", args("audit", &db, &["--json"])).await;
     assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
     assert_eq!(audit.json()["collections"][0]["invalid"], 2);
+    // the server keeps v1's validator: said, beside the documents v2's rejects
+    assert!(
+        audit.json()["collections"][0]["validator_differs"].is_string(),
+        "{}",
+        audit.stdout
+    );
     let status = run_as("gadgets-v2-nostep", args("status", &db, &["--json"])).await;
     let json = status.json();
     assert_eq!(json["version"]["recorded"]["completed"], false, "{json}");

@@ -320,9 +320,59 @@ async fn state(db: &mongodb::Database) -> Vec<(String, BsonDocument, Vec<BsonDoc
 
 #[tokio::test]
 async fn the_mongosh_script_sets_up_what_apply_sets_up() {
-    let schema = helpdesk::schema();
+    script_sets_up_what_apply_sets_up(helpdesk::schema(), "mongosh", 6, 1).await;
+}
+
+/// An async counter's child collection: the script enables its pre-images as apply does (the
+/// worker reads a deleted child's parent from them; without, a plain delete moves no count).
+#[tokio::test]
+async fn the_mongosh_script_enables_the_pre_images_of_an_async_counter() {
+    let schema = Schema::new()
+        .model::<counted::Board>()
+        .model::<counted::Pin>()
+        .build()
+        .unwrap();
+    assert!(
+        schema.mongosh_script().contains("changeStreamPreAndPostImages"),
+        "the script enables pre-images"
+    );
+    script_sets_up_what_apply_sets_up(schema, "mongosh_counter", 3, 0).await;
+}
+
+mod counted {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "boards")]
+    pub struct Board {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[counter(of = Pin, sync = "async")]
+        pub pins: i64,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "pins")]
+    pub struct Pin {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub board_id: Ref<Board>,
+    }
+}
+
+/// Runs `schema`'s mongosh script line by line through the driver on one database and `apply`
+/// on another, and compares what each set up: collections with their options, indexes and the
+/// version record.
+async fn script_sets_up_what_apply_sets_up(
+    schema: Schema,
+    prefix: &str,
+    collections: usize,
+    shards: usize,
+) {
     let script = schema.mongosh_script();
-    let by_script = mongo_schema_testkit::database("mongosh_script").await;
+    let by_script = mongo_schema_testkit::database(&format!("{prefix}_script")).await;
     let meta = by_script.collection::<BsonDocument>(META_COLLECTION);
     let mut ran = 0;
     let mut shard = 0;
@@ -344,6 +394,15 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
         } else if line.starts_with("else db.runCommand(") {
             let command = ejson_args(line).remove(0);
             assert!(command.contains_key("collMod") && command.contains_key("validator"));
+        } else if line.starts_with("db.runCommand(") {
+            let command = ejson_args(line).remove(0);
+            assert!(
+                command.contains_key("collMod")
+                    && command.contains_key("changeStreamPreAndPostImages"),
+                "{line}"
+            );
+            by_script.run_command(command).await.unwrap();
+            ran += 1;
         } else if line.starts_with("db.getCollection(\"mongo_schema_meta\").updateOne(") {
             let mut args = ejson_args(line);
             assert!(line.ends_with(", { upsert: true });"), "{line}");
@@ -377,14 +436,14 @@ async fn the_mongosh_script_sets_up_what_apply_sets_up() {
             );
         }
     }
-    assert_eq!(shard, 1);
-    let by_apply = mongo_schema_testkit::database("mongosh_apply").await;
+    assert_eq!(shard, shards);
+    let by_apply = mongo_schema_testkit::database(&format!("{prefix}_apply")).await;
     schema.apply(&by_apply).await.unwrap();
     let (script_state, apply_state) = (state(&by_script).await, state(&by_apply).await);
     assert_eq!(
         script_state.len(),
-        6,
-        "five collections and the version record"
+        collections,
+        "the schema's collections and the version record"
     );
     // equal as relaxed extended JSON: the script writes `maxLength: 80` as mongosh would (an
     // int32) where the derive writes an int64; the server compares them as numbers

@@ -178,6 +178,12 @@ async fn a_plain_collection_of_the_name_is_refused_and_nothing_is_written() {
         plan.missing.iter().any(|m| m.contains("readings")),
         "{plan}"
     );
+    // display-text: the plan predicts the refusal, not a `partial` record apply never writes
+    let shown = plan.to_string();
+    assert!(
+        shown.contains("apply would refuse and write nothing") && !shown.contains("partial"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]

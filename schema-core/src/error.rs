@@ -705,8 +705,10 @@ impl fmt::Display for Error {
                 if !index.is_empty() {
                     write!(f, ": unique index `{index}`")?;
                 }
+                // the server's `keyValue` is the refused write's key (under the index's
+                // collation, equal to the one stored, which may differ in case)
                 if !key.is_empty() {
-                    write!(f, " already holds {key}")?;
+                    write!(f, " already holds a key equal to {key}")?;
                 }
                 Ok(())
             }

@@ -43,10 +43,12 @@ pub(crate) fn plan(plan: &Plan) -> Output {
     let missing = &plan.missing;
     // apply (with these options and no `--allow-downgrade`) would refuse, or leave part of the
     // declared state off the server
-    let refuses = plan
+    let downgrade = plan
         .version
         .as_ref()
         .is_some_and(crate::VersionStatus::is_downgrade);
+    let refused_over = plan.warnings.iter().find(|w| w.refuses_apply());
+    let refuses = downgrade || refused_over.is_some();
     let mut text = String::new();
     if let Some(version) = &plan.version {
         let _ = writeln!(text, "{version}");
@@ -74,17 +76,33 @@ pub(crate) fn plan(plan: &Plan) -> Output {
         text.push_str(&table(&rows));
         let _ = writeln!(
             text,
-            "{} action(s), {} migration step(s) pending: run `apply`",
+            "{} action(s), {} migration step(s) pending: {}",
             plan.actions.len(),
-            plan.migrations.len()
+            plan.migrations.len(),
+            if refused_over.is_some() {
+                "`apply` refuses them all (below)"
+            } else if downgrade {
+                "`apply` refuses them unless `--allow-downgrade`"
+            } else {
+                "run `apply`"
+            }
         );
+    } else if refuses || !missing.is_empty() {
+        // never "matches" beside a line that says what is not on the server
+        text.push_str("nothing apply would write, but the database differs from the schema (below)\n");
     } else {
         text.push_str("nothing to do: the database matches the schema\n");
     }
     for warning in &plan.warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
-    if !missing.is_empty() {
+    if refused_over.is_some() {
+        let _ = writeln!(
+            text,
+            "apply would refuse and write nothing ({}): the warning above says what to do first",
+            crate::deploy::terms::REFUSED
+        );
+    } else if !missing.is_empty() {
         let _ = writeln!(
             text,
             "{}",
@@ -158,7 +176,8 @@ pub(crate) fn apply(report: &ApplyReport) -> Output {
         if report.is_as_declared() {
             text.push_str("schema up to date: nothing written\n");
         } else {
-            text.push_str("nothing written\n");
+            // the record may still be written (`partial`): no collection or index changed
+            text.push_str("no collection, validator or index changed\n");
         }
     }
     for note in &report.notes {
@@ -216,6 +235,7 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
         "invalid",
         "near bound",
         "index differences",
+        "validator",
     ]
     .map(str::to_owned)
     .to_vec()];
@@ -224,6 +244,7 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
             rows.push(vec![
                 c.collection.clone(),
                 "missing".into(),
+                String::new(),
                 String::new(),
                 String::new(),
                 String::new(),
@@ -242,6 +263,7 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
             c.invalid.count.to_string(),
             c.arrays_near_bound.len().to_string(),
             differences.to_string(),
+            if c.validator_differs.is_some() { "differs" } else { "as declared" }.to_owned(),
         ]);
     }
     let mut text = table(&rows);
@@ -272,6 +294,7 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
                 "missing_indexes": c.missing_indexes,
                 "unexpected_indexes": c.unexpected_indexes,
                 "conflicting_indexes": c.conflicting_indexes,
+                "validator_differs": c.validator_differs,
             })).collect::<Vec<_>>(),
             "unknown_collections": report.unknown_collections,
             "parts": report.parts.iter().map(|p| json!({

@@ -41,8 +41,8 @@
 //! | --- | --- | --- |
 //! | `0` | [`Exit::Done`] | done, or nothing to do / nothing found |
 //! | `1` | [`Exit::Error`] | an error (printed on standard error; with `--json`, also as `{"error": "..."}` on standard output): `apply` refused (a newer recorded version without `--allow-downgrade`), a step failed, the server was unreachable |
-//! | `2` | [`Exit::Attention`] | work pending or attention needed: `plan` has actions or migration steps to run; `audit` is not clean; `reconcile` found drift (a dry run) or a repair failed; `retry-failures` left records still failing; `prove` has a query not served as declared; `status` shows drift, pending or failed migrations, an expired lease, a worker that holds its lease without saving progress for longer than [`STALLED_WORKER_AFTER`], or recorded sync failures |
-//! | `3` | [`Exit::NotAsDeclared`] | the schema is not as declared: `apply` ran and a declared validator or index is not on the server (a validator refused over, or held at `moderate` for, violating documents; a conflicting index), so the version is recorded `partial`, never `applied`; `plan`: `apply` with the same options would leave it so, or would refuse (a newer recorded version) |
+//! | `2` | [`Exit::Attention`] | work pending or attention needed: `plan` has actions or migration steps to run; `audit` is not clean; `reconcile` found drift (a dry run) or a repair failed; `retry-failures` left records still failing; `prove` has a query not served as declared; `status` shows drift, pending actions, pending or failed migrations, a recorded version newer than this binary's (whose `apply` refuses without `--allow-downgrade`), an expired lease, a worker that holds its lease without saving progress for longer than [`STALLED_WORKER_AFTER`], or recorded sync failures |
+//! | `3` | [`Exit::NotAsDeclared`] | the schema is not as declared: `apply` ran and a declared validator or index is not on the server (a validator refused over, or held at `moderate` for, violating documents; a conflicting index), so the version is recorded `partial`, never `applied`; `plan`: `apply` with the same options would leave it so, or would refuse (a newer recorded version; a time series collection declared over a plain one) |
 //!
 //! # Progress
 //!
@@ -164,12 +164,14 @@ pub enum SchemaCommand {
     /// copies, atomicity, routing }], warnings: [string] }`.
     Report(ReportArgs),
     /// A read-only look at the live database against the schema: document counts and sizes,
-    /// arrays near their bound, documents the validator rejects, index differences, drift.
+    /// arrays near their bound, documents the declared validator rejects, a validator on the
+    /// server that is not the declared one, index differences, parts without owners, drift.
     /// Exits 2 when it found something.
     ///
     /// JSON: `{ command: "audit", exit, clean: bool, collections: [{ collection, exists,
     /// documents, largest_bytes, oversized, arrays_near_bound, invalid, missing_indexes,
-    /// unexpected_indexes, conflicting_indexes }], unknown_collections: [string], drifted }`.
+    /// unexpected_indexes, conflicting_indexes, validator_differs: string | null }],
+    /// unknown_collections: [string], parts, drifted }`.
     Audit(Connection),
     /// Compares every copy and subset with its source; `--repair` rewrites the drifted ones.
     /// Exits 2 when something drifted (without `--repair`) or a repair failed.

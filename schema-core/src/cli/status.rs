@@ -95,7 +95,11 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                 Warning::Drifted { .. } | Warning::SameVersionChanged { .. }
             )
         })
-        .map(ToString::to_string)
+        // after "drift:" in the line below: the warning's own "DRIFT: " would say it twice
+        .map(|w| {
+            let text = w.to_string();
+            text.strip_prefix("DRIFT: ").map_or(text.clone(), str::to_owned)
+        })
         .collect();
 
     // migrations: declared, the pending ones as plan found them (with the state an earlier
@@ -267,7 +271,14 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         let _ = writeln!(text, "  {copy}: {n}");
     }
 
-    let trouble = !plan.actions.is_empty()
+    // this binary is older than the recorded version: its apply refuses (a rollback needs
+    // `--allow-downgrade`), which an operator must see in the exit code too
+    let older = plan
+        .version
+        .as_ref()
+        .is_some_and(crate::VersionStatus::is_downgrade);
+    let trouble = older
+        || !plan.actions.is_empty()
         || !plan.migrations.is_empty()
         || !drift.is_empty()
         || expired_leases > 0

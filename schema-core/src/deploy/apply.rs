@@ -170,7 +170,8 @@ impl fmt::Display for ApplyReport {
             if self.missing.is_empty() {
                 writeln!(f, "schema up to date: nothing written")?;
             } else {
-                writeln!(f, "nothing written")?;
+                // the record may still be written (`partial`): no collection or index changed
+                writeln!(f, "no collection, validator or index changed")?;
             }
         }
         for entry in self.in_order() {

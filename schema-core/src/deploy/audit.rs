@@ -88,6 +88,10 @@ pub struct CollectionAudit {
     pub unexpected_indexes: Vec<String>,
     /// Indexes whose options or names differ.
     pub conflicting_indexes: Vec<String>,
+    /// How the server's validator, validation level or action differs from the declared ones
+    /// (`None`: as declared). Set after a rollback to an older version's validator, a validator
+    /// refused over violating documents, or one changed by hand; `apply` sends the declared one.
+    pub validator_differs: Option<String>,
 }
 
 /// An array that is filling up.
@@ -119,6 +123,7 @@ impl AuditReport {
                     && c.missing_indexes.is_empty()
                     && c.unexpected_indexes.is_empty()
                     && c.conflicting_indexes.is_empty()
+                    && c.validator_differs.is_none()
             })
     }
 
@@ -255,6 +260,9 @@ pub(crate) async fn audit(
                     .missing_indexes
                     .extend(indexes.iter().map(|i| i.name.clone())),
                 Action::DropIndex { name, .. } => audit.unexpected_indexes.push(name.clone()),
+                Action::UpdateValidator { changes, .. } => {
+                    audit.validator_differs = Some(changes.join("; "));
+                }
                 _ => {}
             }
         }
@@ -421,6 +429,12 @@ impl fmt::Display for AuditReport {
                     f,
                     "  - `{}` near its bound of {}: {} document(s) at 80% or more, fullest _id {id} with {n}",
                     a.path, a.max, a.documents
+                )?;
+            }
+            if let Some(differences) = &c.validator_differs {
+                writeln!(
+                    f,
+                    "  - the validator on the server is not the declared one ({differences}): `apply` sends it"
                 )?;
             }
             if c.invalid.count > 0 {

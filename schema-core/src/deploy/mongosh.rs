@@ -151,6 +151,20 @@ pub(crate) fn script(
             ejson(create)
         );
         let _ = writeln!(out, "else db.runCommand({});", ejson(coll_mod));
+        if spec.change_stream_pre_images {
+            let _ = writeln!(
+                out,
+                "// the sync worker of an async subset or counter reads a deleted child's parent from its pre-image"
+            );
+            let _ = writeln!(
+                out,
+                "db.runCommand({});",
+                ejson(doc! {
+                    "collMod": &spec.name,
+                    "changeStreamPreAndPostImages": { "enabled": true },
+                })
+            );
+        }
         for index in &spec.indexes {
             let mut options = index.to_document();
             options.remove("key");

@@ -412,6 +412,15 @@ impl Warning {
     }
 }
 
+impl Warning {
+    /// Whether `apply` refuses the whole plan over this, writing nothing
+    /// ([`crate::Error::CannotApply`]): a time series collection declared where the server holds
+    /// a plain one. Not a part left off (`partial`): nothing at all is applied.
+    pub(crate) fn refuses_apply(&self) -> bool {
+        matches!(self, Warning::NotTimeSeries { .. })
+    }
+}
+
 /// What of the declared state `warnings` say is not on the server ([`Warning::not_as_declared`]).
 pub(crate) fn not_as_declared(warnings: &[Warning]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
@@ -844,7 +853,7 @@ impl fmt::Display for Plan {
             )
         });
         if self.actions.is_empty() && self.migrations.is_empty() {
-            if differs {
+            if differs || !self.missing.is_empty() {
                 writeln!(
                     f,
                     "nothing apply would write, but the database differs from the schema where apply changes nothing by itself (below)"
@@ -865,7 +874,13 @@ impl fmt::Display for Plan {
         for warning in &self.warnings {
             writeln!(f, "! {warning}")?;
         }
-        if !self.missing.is_empty() {
+        if self.warnings.iter().any(Warning::refuses_apply) {
+            writeln!(
+                f,
+                "apply would refuse and write nothing ({}): the warning above says what to do first",
+                terms::REFUSED
+            )?;
+        } else if !self.missing.is_empty() {
             writeln!(f, "{}", missing_after_apply(&self.missing))?;
         }
         Ok(())

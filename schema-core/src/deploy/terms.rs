@@ -76,6 +76,12 @@ pub(crate) const NOT_AS_DECLARED: Term = Term {
     cli: "`apply` exits 3",
 };
 
+/// What `apply` returns when it refuses the whole plan and writes nothing.
+pub(crate) const REFUSED: Term = Term {
+    api: "`Error::CannotApply`",
+    cli: "`apply` exits 1",
+};
+
 /// Runs `work` with the messages it formats in the CLI's terms.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // used by the schema commands
 pub(crate) async fn in_cli_terms<F: Future>(work: F) -> F::Output {

@@ -134,7 +134,8 @@ fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<Stri
         "bool" => 1,
         "int" => 4,
         "long" | "double" | "date" | "timestamp" => 8,
-        "decimal" => 16,
+        // `number`: any numeric type, at most a decimal's 16 bytes
+        "decimal" | "number" => 16,
         "objectId" => 12,
         // int32 length, UTF-8 bytes (at most 4 per character), NUL
         "string" => match number(schema, "maxLength") {
@@ -288,6 +289,13 @@ mod tests {
         let worst = doc! { "a": 1, "s": "\u{1F600}\u{1F600}\u{1F600}", "t": [1_i64, 2_i64] };
         let encoded = crate::bson_compat::to_vec(&worst).unwrap().len() as u64;
         assert_eq!(bound.bytes, encoded);
+    }
+
+    #[test]
+    fn a_geojson_point_is_bounded() {
+        let point = <crate::geo::Point as crate::BsonSchema>::bson_schema();
+        let bound = SizeBound::of(&doc! { "bsonType": "object", "properties": { "at": point } });
+        assert!(bound.is_known(), "{bound}");
     }
 
     #[test]
