@@ -515,3 +515,62 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
     .await
     .unwrap();
 }
+
+/// A filter on a value the child never stores (the Rust variant name of an enum serde stores in
+/// snake_case, text for a number) would count nothing, and reconcile, counting with the same
+/// filter, would agree: `Schema::build` refuses it with what the field stores. The stored value
+/// and a number of another width build (the control).
+mod filter_values {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Kind {
+        Verified,
+        Guest,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "venues")]
+    pub struct Venue {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[counter(of = Review, filter = r#"{ "kind": "Verified" }"#)]
+        pub verified: i64,
+        #[counter(of = Review, filter = r#"{ "stars": "5" }"#)]
+        pub five_stars: i64,
+        #[counter(of = Review, filter = r#"{ "kind": "guest", "stars": 4 }"#)]
+        pub guest_fours: i64,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+    #[collection(name = "venue_reviews")]
+    pub struct Review {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[reference]
+        pub venue_id: Ref<Venue>,
+        pub kind: Kind,
+        pub stars: i32,
+    }
+
+    #[test]
+    fn a_filter_value_the_child_never_stores_is_refused_at_build() {
+        let problems = match Schema::new().model::<Venue>().model::<Review>().build() {
+            Err(e) => e.problems,
+            Ok(_) => panic!("built a counter whose filter matches nothing"),
+        };
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        let text = problems.join("\n");
+        // display-text: each names the value, the field, and what the field stores
+        assert!(
+            text.contains("matches `kind` = \"Verified\", which `venue_reviews` never stores in `kind` (it stores \"verified\", \"guest\")"),
+            "{text}"
+        );
+        assert!(
+            text.contains("matches `stars` = \"5\", which `venue_reviews` never stores in `stars` (it stores int)"),
+            "{text}"
+        );
+    }
+}

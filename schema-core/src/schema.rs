@@ -628,8 +628,12 @@ impl SchemaBuilder {
                         || path.ends_with("$**")
                         || schema.is_none_or(|schema| json_schema::has_path(schema, path));
                     if !known {
+                        let hint = schema
+                            .and_then(|schema| json_schema::nearest_path(schema, path))
+                            .map(|near| format!(" (did you mean `{near}`, as stored?)"))
+                            .unwrap_or_default();
                         problems.push(format!(
-                            "index `{}` of `{}` names `{path}`, which is not a field of its documents",
+                            "index `{}` of `{}` names `{path}`, which is not a field of its documents{hint}",
                             index.name, spec.name
                         ));
                     }
@@ -792,6 +796,22 @@ fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
                             "`{}.{}` needs `{}` to hold exactly one `#[reference]` to `{}` (found {back})",
                             spec.name, subset.path, subset.child, spec.name
                         ));
+                    }
+                    // an equality on a value the child never stores counts (and previews)
+                    // nothing, and reconcile, counting with the same filter, agrees
+                    if let Some(child_schema) = properties(child) {
+                        for (path, value) in subset.filter.iter().flatten() {
+                            if let Some(stored) = json_schema::never_holds(&child_schema, path, value) {
+                                problems.push(format!(
+                                    "the filter of `{}.{}` matches `{path}` = {value}, which `{}` never stores in `{path}` (it stores {stored}): the {} would stay {}; write the value as serde stores it",
+                                    spec.name,
+                                    subset.path,
+                                    subset.child,
+                                    if subset.is_counter() { "count" } else { "subset" },
+                                    if subset.is_counter() { "0" } else { "empty" },
+                                ));
+                            }
+                        }
                     }
                     if !subset.is_counter() && !properties(child).is_some_and(|s| json_schema::has_path(&s, &subset.sort_field)) {
                         problems.push(format!(

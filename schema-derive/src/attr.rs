@@ -998,6 +998,8 @@ pub struct SubsetAttr {
     pub max: Option<u64>,
     /// Stored field of the child and preview, and 1 / -1.
     pub sort: Option<(String, i32)>,
+    /// The `"-at"` literal, where a sort the child does not store is reported.
+    pub sort_tokens: Option<TokenStream>,
     /// Rust field of the parent that counts the children.
     pub count: Option<Ident>,
     /// `filter = r#"{ "status": "active" }"#`: the JSON and the stored fields it names.
@@ -1682,6 +1684,7 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute, kind: Children) -> SubsetAttr 
     SubsetAttr {
         of: of.and_then(|o| o.value),
         max: max.map(|m| m.value),
+        sort_tokens: sort.as_ref().map(|s| s.tokens.clone()),
         sort: sort.and_then(|s| s.value),
         count: count.get().and_then(|c| c.value),
         filter: filter.get().and_then(|f| f.value),

@@ -446,13 +446,33 @@ fn check_copies(cx: &Ctxt, cont: &Container, field: &Field, derive: Derive) {
                 .stored_fields()
                 .any(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted));
             if !exists {
-                cx.error_spanned_by(
-                    count,
-                    format!(
-                        "`count` names no stored field `{wanted}` of `{}`",
+                // `count` names a Rust field of this struct: a stored name (after serde's
+                // renames) is told apart, a misspelling gets the nearest field
+                let by_stored = cont
+                    .stored_fields()
+                    .find(|f| f.ident.is_some() && f.stored_name == wanted);
+                let names: Vec<String> = cont
+                    .stored_fields()
+                    .filter_map(|f| f.ident.map(crate::ast::unraw))
+                    .collect();
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let message = match (by_stored, crate::near::near_miss(&wanted, &refs)) {
+                    (Some(field), _) => format!(
+                        "`count` names the field by its Rust name: `{wanted}` is how `{}` stores `{}`; write `count = \"{}\"`",
+                        cont.ident,
+                        crate::ast::unraw(field.ident.expect("named")),
+                        crate::ast::unraw(field.ident.expect("named")),
+                    ),
+                    (None, Some(near)) => format!(
+                        "`count` names no field `{wanted}` of `{}`: did you mean `{near}`?",
                         cont.ident
                     ),
-                );
+                    (None, None) => format!(
+                        "`count` names no field `{wanted}` of `{}`: name the integer field of this struct that holds the count (its Rust name)",
+                        cont.ident
+                    ),
+                };
+                cx.error_spanned_by(count, message);
             }
         }
     }

@@ -257,6 +257,154 @@ pub(crate) fn has_path(schema: &Document, path: &str) -> bool {
     true
 }
 
+/// What `path` stores, when no document `schema` accepts can hold `value` there (an equality
+/// of a partial index's or a subset's filter on a value the field never stores: `"Paid"` for an
+/// enum stored `"paid"`, the text `"5"` for an `i32`): the values of its enum, or its BSON
+/// types. `None` when some document can hold it (on an array, as one of its elements), or
+/// when the path leads nowhere (reported as an unknown field elsewhere).
+pub(crate) fn never_holds(schema: &Document, path: &str, value: &Bson) -> Option<String> {
+    let leaves = schemas_at(schema, path);
+    if leaves.is_empty() {
+        return None;
+    }
+    // a query's number matches a stored number of any type with its value (`5` finds an
+    // `i64` 5): each numeric form is tried
+    let forms: Vec<Bson> = match value {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => {
+            let n = match value {
+                Bson::Int32(n) => f64::from(*n),
+                Bson::Int64(n) => *n as f64,
+                Bson::Double(n) => *n,
+                _ => unreachable!(),
+            };
+            let mut forms = vec![Bson::Double(n)];
+            if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                forms.push(Bson::Int64(n as i64));
+                if let Ok(small) = i32::try_from(n as i64) {
+                    forms.push(Bson::Int32(small));
+                }
+            }
+            forms
+        }
+        other => vec![other.clone()],
+    };
+    let accepts = |candidate: &Document| -> bool {
+        let validator = doc! { "$jsonSchema": {
+            "bsonType": "object",
+            "required": ["v"],
+            "properties": { "v": candidate.clone() },
+        } };
+        // a schema the local evaluator cannot judge is taken to accept
+        crate::validation::LocalValidator::new(&validator).map_or(true, |local| {
+            forms
+                .iter()
+                .any(|form| local.check(&doc! { "v": form.clone() }).is_ok())
+        })
+    };
+    let mut stored = Vec::new();
+    for (leaf, _) in &leaves {
+        // the field itself, its `anyOf` branches and an array's elements
+        let candidates = expand(vec![leaf.clone()]);
+        if candidates.iter().any(accepts) {
+            return None;
+        }
+        for candidate in candidates {
+            let text = match (candidate.get_array("enum"), candidate.get("bsonType")) {
+                (Ok(values), _) => values
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                (_, Some(Bson::String(t))) => t.clone(),
+                (_, Some(Bson::Array(types))) => types
+                    .iter()
+                    .filter_map(Bson::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                _ => continue,
+            };
+            if !stored.contains(&text) {
+                stored.push(text);
+            }
+        }
+    }
+    Some(if stored.is_empty() {
+        "other values".to_owned()
+    } else {
+        stored.join("; ")
+    })
+}
+
+/// The stored path nearest to `path`, which `has_path` refused: the same path with its first
+/// unknown segment replaced by the stored name it most likely means (the Rust name of a field
+/// stored under another case, `created_at` for `createdAt`, or a misspelling of one or two
+/// letters); `None` when no name is near.
+pub(crate) fn nearest_path(schema: &Document, path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.split('.').collect();
+    let mut current = vec![schema.clone()];
+    for (i, segment) in segments.iter().enumerate() {
+        let mut next = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for schema in expand(current) {
+            if let Ok(properties) = schema.get_document("properties") {
+                names.extend(properties.keys().cloned());
+                if let Ok(property) = properties.get_document(segment) {
+                    next.push(property.clone());
+                }
+            }
+            if let Ok(values) = schema.get_document("additionalProperties") {
+                next.push(values.clone());
+            }
+        }
+        if next.is_empty() {
+            let fixed = nearest_name(segment, &names)?;
+            let mut out: Vec<&str> = segments[..i].to_vec();
+            out.push(fixed);
+            out.extend(&segments[i + 1..]);
+            return Some(out.join("."));
+        }
+        current = next;
+    }
+    None
+}
+
+/// The name of `names` that `wanted` most likely means: equal once case and `_` are ignored
+/// (a Rust name against its `rename_all` form), else within two edits.
+fn nearest_name<'a>(wanted: &str, names: &'a [String]) -> Option<&'a str> {
+    let fold = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let folded = fold(wanted);
+    if let Some(name) = names.iter().find(|n| fold(n) == folded) {
+        return Some(name);
+    }
+    names
+        .iter()
+        .map(|n| (edit_distance(wanted, n), n))
+        .filter(|(d, n)| *d <= 2 && *d < n.chars().count())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n.as_str())
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// The schemas a dotted path leads to (through arrays, `anyOf` branches and maps), each with
 /// whether the path crossed an array on the way (a multikey path), or ended on one.
 pub(crate) fn schemas_at(schema: &Document, path: &str) -> Vec<(Document, bool)> {
@@ -343,6 +491,52 @@ fn expand(schemas: Vec<Document>) -> Vec<Document> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_the_field_never_holds_is_named_with_what_it_holds() {
+        let schema = doc! { "bsonType": "object", "properties": {
+            "stars": { "bsonType": "int" },
+            "kind": { "bsonType": "string", "enum": ["verified", "guest"] },
+            "note": { "bsonType": ["string", "null"] },
+            "tags": { "bsonType": "array", "items": { "bsonType": "string" } },
+        } };
+        assert_eq!(never_holds(&schema, "stars", &Bson::Int32(5)), None);
+        // a number finds a stored number of another type
+        assert_eq!(never_holds(&schema, "stars", &Bson::Int64(5)), None);
+        assert_eq!(never_holds(&schema, "stars", &Bson::Double(5.0)), None);
+        assert_eq!(
+            never_holds(&schema, "stars", &Bson::String("5".into())).as_deref(),
+            Some("int")
+        );
+        assert_eq!(never_holds(&schema, "kind", &Bson::String("verified".into())), None);
+        assert_eq!(
+            never_holds(&schema, "kind", &Bson::String("Verified".into())).as_deref(),
+            Some("\"verified\", \"guest\"")
+        );
+        assert_eq!(never_holds(&schema, "note", &Bson::Null), None);
+        // an array field holds one element equal to it
+        assert_eq!(never_holds(&schema, "tags", &Bson::String("rust".into())), None);
+        assert!(never_holds(&schema, "tags", &Bson::Int32(1)).is_some());
+        // a path the schema does not know is someone else's report
+        assert_eq!(never_holds(&schema, "nope", &Bson::Int32(1)), None);
+    }
+
+    #[test]
+    fn the_nearest_stored_path_is_the_rust_name_refolded_or_a_near_spelling() {
+        let schema = doc! { "bsonType": "object", "properties": {
+            "createdAt": { "bsonType": "date" },
+            "status": { "bsonType": "string" },
+            "owner": { "bsonType": "object", "properties": { "displayName": { "bsonType": "string" } } },
+        } };
+        assert_eq!(nearest_path(&schema, "created_at").as_deref(), Some("createdAt"));
+        assert_eq!(nearest_path(&schema, "stauts").as_deref(), Some("status"));
+        assert_eq!(
+            nearest_path(&schema, "owner.display_name").as_deref(),
+            Some("owner.displayName")
+        );
+        assert_eq!(nearest_path(&schema, "priority"), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 
     #[test]
     fn not_null_takes_back_what_nullable_added() {

@@ -617,8 +617,11 @@ fn query_path_problems(
     let mut problems = Vec::new();
     for path in query.paths() {
         if path != "_id" && !json_schema::has_path(schema, path) {
+            let hint = json_schema::nearest_path(schema, path)
+                .map(|near| format!(" (did you mean `{near}`, as stored?)"))
+                .unwrap_or_default();
             problems.push(format!(
-                "query `{}` of `{collection}` names `{path}`, which is not a field of its documents",
+                "query `{}` of `{collection}` names `{path}`, which is not a field of its documents{hint}",
                 query.name
             ));
         }
@@ -666,21 +669,11 @@ fn partial_filter_problems(spec: &CollectionSpec, schema: Option<&Document>) -> 
                 },
                 v => v,
             };
-            let leaves = json_schema::schemas_at(schema, path);
-            let allowed: Vec<&Bson> = leaves
-                .iter()
-                .filter_map(|(s, _)| s.get_array("enum").ok())
-                .flatten()
-                .collect();
-            let all_enums =
-                !leaves.is_empty() && leaves.iter().all(|(s, _)| s.contains_key("enum"));
-            if all_enums && !allowed.iter().any(|a| json_schema::same(a, value)) {
-                let allowed: Vec<String> = allowed.iter().map(ToString::to_string).collect();
+            if let Some(stored) = json_schema::never_holds(schema, path, value) {
                 problems.push(format!(
-                    "the partial filter of index `{}` of `{}` matches `{path}` = {value}, which `{path}` never stores (its values: {}): the index would stay empty",
+                    "the partial filter of index `{}` of `{}` matches `{path}` = {value}, which `{path}` never stores (it stores {stored}): the index would stay empty",
                     index.name,
                     spec.name,
-                    allowed.join(", ")
                 ));
             }
         }

@@ -677,18 +677,33 @@ pub fn checks(cont: &Container) -> TokenStream {
                         .fields
                         .iter()
                         .map(|field| {
-                            let message = format!(
-                                "`#[{}(filter)]` compares `{field}`, which `{}` does not store: name a stored field of the child",
+                            let prefix = format!(
+                                "`#[{}(filter)]` compares `{field}`, which `{}` does not store: name the child's field as it is stored (after serde's `rename` / `rename_all`), one of ",
                                 if counted { "counter" } else { "subset" },
                                 type_name(child)
                             );
-                            quote_spanned! {filter.span=>
-                                const _: () = if #private::position(<#child as #private::Fields>::STORED, #field).is_none() {
-                                    ::core::panic!(#message)
-                                };
-                            }
+                            respan(stored_by_child(child, field, &prefix), filter.span)
                         })
                         .collect::<TokenStream>()
+                });
+            // the sort key is a stored field of the child (a top-level one: a dotted key is
+            // checked by `Schema::build`, against the composed validator)
+            let sort = subset
+                .sort
+                .as_ref()
+                .zip(subset.sort_tokens.as_ref())
+                .filter(|((field, _), _)| !counted && !cont.is_generic() && !field.contains('.'))
+                .map(|((field, _), tokens)| {
+                    let prefix = format!(
+                        "`#[subset(sort)]` names `{field}`, which `{}` does not store: name the child's field as it is stored (after serde's `rename` / `rename_all`), one of ",
+                        type_name(child)
+                    );
+                    let span = tokens
+                        .clone()
+                        .into_iter()
+                        .next()
+                        .map_or_else(|| child.span(), |t| t.span());
+                    respan(stored_by_child(child, field, &prefix), span)
                 });
             // (the preview's `From<&C>` is checked where the subset's constant names it)
             // the child's one reference to this type, as a free constant: `cargo check`
@@ -705,10 +720,27 @@ pub fn checks(cont: &Container) -> TokenStream {
                 #private::require_document::<#child>();
                 #count
                 #filter
+                #sort
                 #parent
             })
         }))
         .collect()
+}
+
+/// A constant `cargo check` evaluates: `field` is a top-level stored name of `child`, else an
+/// error of `prefix` followed by the names it stores.
+fn stored_by_child(child: &syn::Type, field: &str, prefix: &str) -> TokenStream {
+    let private = private();
+    quote! {
+        const _: () = {
+            const NAMES: &[&str] = <#child as #private::Fields>::STORED;
+            const LEN: usize = #private::list_message_len(#prefix, NAMES, "");
+            const MESSAGE: [u8; LEN] = #private::list_message(#prefix, NAMES, "");
+            if #private::position(NAMES, #field).is_none() {
+                ::core::panic!("{}", #private::message_text(&MESSAGE));
+            }
+        };
+    }
 }
 
 /// The child's stored field holding the parent's `_id`: the one named by `via`, or the child's

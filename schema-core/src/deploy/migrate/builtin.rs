@@ -33,12 +33,15 @@ fn field_problem(collections: &[CollectionSpec], collection: &str, field: &str) 
             "`{collection}` is not part of the schema: add its model with `.model::<T>()`"
         ));
     };
-    let known = spec
-        .validator
-        .get_document("$jsonSchema")
-        .is_ok_and(|s| crate::json_schema::has_path(s, field));
-    (!known)
-        .then(|| format!("`{collection}` stores no field `{field}` (fields are named as stored)"))
+    let schema = spec.validator.get_document("$jsonSchema").ok();
+    let known = schema.is_some_and(|s| crate::json_schema::has_path(s, field));
+    (!known).then(|| {
+        let hint = schema
+            .and_then(|s| crate::json_schema::nearest_path(s, field))
+            .map(|near| format!(": did you mean `{near}`?"))
+            .unwrap_or_default();
+        format!("`{collection}` stores no field `{field}` (fields are named as stored{hint})")
+    })
 }
 
 /// Sends one `update` command (several statements, unordered): its matched and modified
