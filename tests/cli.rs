@@ -1217,9 +1217,11 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
     assert_eq!(json["version"]["recorded"]["completed"], true);
 
     // the validation level lowered by hand, every document still valid: `audit` is not clean
-    db.run_command(mongo_schema::bson::doc! { "collMod": "gadgets", "validationLevel": "moderate" })
-        .await
-        .unwrap();
+    db.run_command(
+        mongo_schema::bson::doc! { "collMod": "gadgets", "validationLevel": "moderate" },
+    )
+    .await
+    .unwrap();
     let audit = run_as("gadgets-v2", args("audit", &db, &["--json"])).await;
     assert_eq!(audit.code, 2, "{}{}", audit.stdout, audit.stderr);
     let json = audit.json();

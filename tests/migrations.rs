@@ -591,7 +591,9 @@ fn steps_are_checked_against_the_models_at_build() {
     };
     let text = problems.join("\n");
     assert!(
-        text.contains("`customers` stores no field `teir` (fields are named as stored: did you mean `tier`?)"),
+        text.contains(
+            "`customers` stores no field `teir` (fields are named as stored: did you mean `tier`?)"
+        ),
         "{text}"
     );
     assert!(

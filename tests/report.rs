@@ -333,7 +333,9 @@ async fn the_mongosh_script_enables_the_pre_images_of_an_async_counter() {
         .build()
         .unwrap();
     assert!(
-        schema.mongosh_script().contains("changeStreamPreAndPostImages"),
+        schema
+            .mongosh_script()
+            .contains("changeStreamPreAndPostImages"),
         "the script enables pre-images"
     );
     script_sets_up_what_apply_sets_up(schema, "mongosh_counter", 3, 0).await;

@@ -89,7 +89,9 @@ pub(crate) fn plan(plan: &Plan) -> Output {
         );
     } else if refuses || !missing.is_empty() {
         // never "matches" beside a line that says what is not on the server
-        text.push_str("nothing apply would write, but the database differs from the schema (below)\n");
+        text.push_str(
+            "nothing apply would write, but the database differs from the schema (below)\n",
+        );
     } else {
         text.push_str("nothing to do: the database matches the schema\n");
     }
@@ -263,7 +265,12 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
             c.invalid.count.to_string(),
             c.arrays_near_bound.len().to_string(),
             differences.to_string(),
-            if c.validator_differs.is_some() { "differs" } else { "as declared" }.to_owned(),
+            if c.validator_differs.is_some() {
+                "differs"
+            } else {
+                "as declared"
+            }
+            .to_owned(),
         ]);
     }
     let mut text = table(&rows);

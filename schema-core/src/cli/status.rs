@@ -98,7 +98,8 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         // after "drift:" in the line below: the warning's own "DRIFT: " would say it twice
         .map(|w| {
             let text = w.to_string();
-            text.strip_prefix("DRIFT: ").map_or(text.clone(), str::to_owned)
+            text.strip_prefix("DRIFT: ")
+                .map_or(text.clone(), str::to_owned)
         })
         .collect();
 

@@ -508,14 +508,20 @@ mod tests {
             never_holds(&schema, "stars", &Bson::String("5".into())).as_deref(),
             Some("int")
         );
-        assert_eq!(never_holds(&schema, "kind", &Bson::String("verified".into())), None);
+        assert_eq!(
+            never_holds(&schema, "kind", &Bson::String("verified".into())),
+            None
+        );
         assert_eq!(
             never_holds(&schema, "kind", &Bson::String("Verified".into())).as_deref(),
             Some("\"verified\", \"guest\"")
         );
         assert_eq!(never_holds(&schema, "note", &Bson::Null), None);
         // an array field holds one element equal to it
-        assert_eq!(never_holds(&schema, "tags", &Bson::String("rust".into())), None);
+        assert_eq!(
+            never_holds(&schema, "tags", &Bson::String("rust".into())),
+            None
+        );
         assert!(never_holds(&schema, "tags", &Bson::Int32(1)).is_some());
         // a path the schema does not know is someone else's report
         assert_eq!(never_holds(&schema, "nope", &Bson::Int32(1)), None);
@@ -528,7 +534,10 @@ mod tests {
             "status": { "bsonType": "string" },
             "owner": { "bsonType": "object", "properties": { "displayName": { "bsonType": "string" } } },
         } };
-        assert_eq!(nearest_path(&schema, "created_at").as_deref(), Some("createdAt"));
+        assert_eq!(
+            nearest_path(&schema, "created_at").as_deref(),
+            Some("createdAt")
+        );
         assert_eq!(nearest_path(&schema, "stauts").as_deref(), Some("status"));
         assert_eq!(
             nearest_path(&schema, "owner.display_name").as_deref(),

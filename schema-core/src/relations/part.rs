@@ -18,7 +18,7 @@ use super::lookup::Lookup;
 use super::resolve::{Resolve, ResolveAll};
 use super::Attached;
 use crate::sync::transaction::{in_transaction_or, TRANSACTION_DEADLINE};
-use crate::{Document, Error, Identified, Ref, Result, ResultExt, SchemaError};
+use crate::{Document, Error, Identified, Ref, Result, ResultExt};
 
 /// The part `P` of every `O`, stored under the owner's `_id`: generated as the constant
 /// `P::OWNER` of a `#[collection(same_id_as = O)]` (with `P::of` and `P::of_all` beside it).
@@ -159,15 +159,16 @@ where
                 _ => false,
             };
             if !same {
-                return Err(Error::Schema(SchemaError {
-                    problems: vec![format!(
+                return Err(Error::InvalidArgument {
+                    argument: "part._id".to_owned(),
+                    reason: format!(
                         "a `{}` part is stored under its owner's `_id`, and this one's `_id` ({}) is not the `{}` owner's ({})",
                         P::COLLECTION,
                         part_doc.get("_id").cloned().unwrap_or(Bson::Null),
                         O::COLLECTION,
                         owner_doc.get("_id").cloned().unwrap_or(Bson::Null),
-                    )],
-                }));
+                    ),
+                });
             }
             Ok((owner_doc, part_doc))
         })();
@@ -212,7 +213,7 @@ impl<'a> IntoFuture for PartInsert<'a> {
     /// # Errors
     ///
     /// A document that does not serialize ([`crate::Error::Serialization`]) or a part whose
-    /// `_id` is not its owner's ([`crate::Error::Schema`]), refused before anything is sent;
+    /// `_id` is not its owner's ([`crate::Error::InvalidArgument`]), refused before anything is sent;
     /// the driver's errors ([`crate::Error::Duplicate`], [`crate::Error::Validation`]: then
     /// neither is stored); without a session, the library's transaction's
     /// [`crate::Error::Timeout`] and [`crate::Error::CommitUnknown`].
