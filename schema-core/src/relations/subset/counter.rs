@@ -169,7 +169,8 @@ where
     /// Inserts `child` and, in the same transaction, `$inc`s its parent's count (when the
     /// child matches the counter's filter): two writes and the commit, retried on write
     /// conflicts. With [`.session(&mut s)`](SubsetAdd::session) it runs inside the caller's
-    /// transaction.
+    /// transaction. A child whose parent does not exist is stored, and no count moves (the
+    /// `$inc` matches nothing; no error): the library does not check references on write.
     ///
     /// # Errors
     ///
