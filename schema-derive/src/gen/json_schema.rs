@@ -37,7 +37,12 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
         }
     };
     // a generic value holding a collection root embeds it too (rule 3)
-    let params: Vec<_> = cont.original.generics.type_params().map(|p| &p.ident).collect();
+    let params: Vec<_> = cont
+        .original
+        .generics
+        .type_params()
+        .map(|p| &p.ident)
+        .collect();
     let root = derive == Derive::Document;
     // `false` is the trait's default: an embedded type without parameters leaves it out
     let root = (root || !params.is_empty()).then(|| {
