@@ -48,24 +48,31 @@ impl<T: BsonSchema + ?Sized> Fields for T {
 /// field of these types, so that a typed filter costs what `doc!` does (serde's path writes an
 /// `ObjectId` or a date as extended JSON and converts it back). Unit-tested against the driver's
 /// serialization.
+///
+/// Each also as its `Encoder` constant (`NATIVE_I64`), which the derive names: a path to a
+/// constant is a smaller body for rustc than the `Encoder::Native(native_i64)` it stands for,
+/// in each of the fields of a model.
 macro_rules! native {
-    ($($name:ident: $ty:ty => $variant:ident,)*) => {$(
+    ($($name:ident, $encoder:ident: $ty:ty => $variant:ident,)*) => {$(
         #[doc(hidden)]
         #[inline]
         pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
             Ok(Bson::$variant(value.clone()))
         }
+
+        #[doc(hidden)]
+        pub const $encoder: Encoder<$ty> = Encoder::Native($name);
     )*};
 }
 
 native! {
-    native_object_id: mongodb::bson::oid::ObjectId => ObjectId,
-    native_date_time: mongodb::bson::DateTime => DateTime,
-    native_i32: i32 => Int32,
-    native_i64: i64 => Int64,
-    native_f64: f64 => Double,
-    native_bool: bool => Boolean,
-    native_decimal128: mongodb::bson::Decimal128 => Decimal128,
+    native_object_id, NATIVE_OBJECT_ID: mongodb::bson::oid::ObjectId => ObjectId,
+    native_date_time, NATIVE_DATE_TIME: mongodb::bson::DateTime => DateTime,
+    native_i32, NATIVE_I32: i32 => Int32,
+    native_i64, NATIVE_I64: i64 => Int64,
+    native_f64, NATIVE_F64: f64 => Double,
+    native_bool, NATIVE_BOOL: bool => Boolean,
+    native_decimal128, NATIVE_DECIMAL128: mongodb::bson::Decimal128 => Decimal128,
 }
 
 /// A stored field of a struct, keyed by a hash of its Rust name ([`field_key`]): its Rust type,
@@ -230,5 +237,25 @@ mod native_tests {
         assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
         assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
         assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
+    }
+
+    #[test]
+    fn the_native_encoder_constants_are_the_native_encoders() {
+        fn write<T>(encoder: Encoder<T>, value: &T) -> Bson {
+            match encoder {
+                Encoder::Native(f) => f(value).unwrap(),
+                _ => panic!("not a native encoder"),
+            }
+        }
+        let id = mongodb::bson::oid::ObjectId::new();
+        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
+        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
+        assert_eq!(write(NATIVE_OBJECT_ID, &id), Bson::ObjectId(id));
+        assert_eq!(write(NATIVE_DATE_TIME, &at), Bson::DateTime(at));
+        assert_eq!(write(NATIVE_I32, &-3), Bson::Int32(-3));
+        assert_eq!(write(NATIVE_I64, &3), Bson::Int64(3));
+        assert_eq!(write(NATIVE_F64, &0.5), Bson::Double(0.5));
+        assert_eq!(write(NATIVE_BOOL, &true), Bson::Boolean(true));
+        assert_eq!(write(NATIVE_DECIMAL128, &d), Bson::Decimal128(d));
     }
 }

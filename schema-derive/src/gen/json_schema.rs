@@ -37,9 +37,17 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
         }
     };
     // a generic value holding a collection root embeds it too (rule 3)
-    let params = cont.original.generics.type_params().map(|p| &p.ident);
+    let params: Vec<_> = cont
+        .original
+        .generics
+        .type_params()
+        .map(|p| &p.ident)
+        .collect();
     let root = derive == Derive::Document;
-    let root = quote!(#root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*);
+    // `false` is the trait's default: an embedded type without parameters leaves it out
+    let root = (root || !params.is_empty()).then(|| {
+        quote!(const __COLLECTION_ROOT: bool = #root #(|| <#params as #private::BsonSchema>::__COLLECTION_ROOT)*;)
+    });
     let embedded =
         (derive == Derive::BsonSchema).then(|| crate::gen::relations::embedded_relations_fn(cont));
     let field_list = crate::gen::copies::field_list(cont, derive);
@@ -51,7 +59,7 @@ pub fn bson_schema_impl(cont: &Container, derive: Derive) -> TokenStream {
                 #type_checks
                 #body
             }
-            const __COLLECTION_ROOT: bool = #root;
+            #root
             #field_list
             #embedded
         }

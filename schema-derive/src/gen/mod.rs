@@ -49,8 +49,8 @@ pub fn facade() -> TokenStream {
 /// the alias [`private_use`] declares there (one token for the five of the full path, in the
 /// hundreds of paths a model expands to: the derive's output, and so the user's compile time,
 /// is smaller).
-pub fn private() -> TokenStream {
-    quote!(__mongo_schema)
+pub fn private() -> proc_macro2::Ident {
+    proc_macro2::Ident::new("__mongo_schema", proc_macro2::Span::call_site())
 }
 
 /// The facade's hidden module by its full path, for generated items outside the anonymous

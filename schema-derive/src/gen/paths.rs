@@ -11,17 +11,6 @@ use crate::ast::Derive;
 use crate::ast::{field_key, unraw, Container, Data, Field, Repr, Style};
 use crate::gen::private;
 
-/// The type whose stored form a field has: what its helper or `stored_as` writes, or its own.
-pub fn stored_form(field: &Field) -> TokenStream {
-    match field.stored_type() {
-        Some(stored) => quote!(#stored),
-        None => {
-            let ty = field.ty;
-            quote!(#ty)
-        }
-    }
-}
-
 /// How a field's values are written, when a serde helper writes them: a function that calls the
 /// helper with a driver serializer. `None` for fields serialized by their own type (and, in a
 /// generic struct, where a nested function could not name the type's parameters).
@@ -31,7 +20,7 @@ pub fn encoder(cont: &Container, field: &Field) -> Option<TokenStream> {
         return None;
     }
     let Some((option, helper)) = field.attrs.custom_serialize.as_ref() else {
-        return native(field.ty).map(|f| quote!(#private::Encoder::Native(#private::#f)));
+        return native(field.ty).map(|f| quote!(#private::#f));
     };
     if cont.is_generic() || helper.is_empty() {
         return None;
@@ -88,7 +77,8 @@ pub fn decoder(cont: &Container, field: &Field) -> Option<TokenStream> {
     })
 }
 
-/// The native encoder of a BSON type whose stored form is the value itself.
+/// The native encoder of a BSON type whose stored form is the value itself (its `Encoder`
+/// constant in the facade's hidden module).
 fn native(ty: &Type) -> Option<syn::Ident> {
     let Type::Path(path) = ty else {
         return None;
@@ -98,13 +88,13 @@ fn native(ty: &Type) -> Option<syn::Ident> {
         return None;
     }
     let name = match last.ident.to_string().as_str() {
-        "ObjectId" => "native_object_id",
-        "DateTime" => "native_date_time",
-        "i32" => "native_i32",
-        "i64" => "native_i64",
-        "f64" => "native_f64",
-        "bool" => "native_bool",
-        "Decimal128" => "native_decimal128",
+        "ObjectId" => "NATIVE_OBJECT_ID",
+        "DateTime" => "NATIVE_DATE_TIME",
+        "i32" => "NATIVE_I32",
+        "i64" => "NATIVE_I64",
+        "f64" => "NATIVE_F64",
+        "bool" => "NATIVE_BOOL",
+        "Decimal128" => "NATIVE_DECIMAL128",
         _ => return None,
     };
     Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
@@ -128,11 +118,18 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     // a collection root struct's fields are the sources of other structs' copies: their
     // `FieldPath` impls carry the accessor `From<&Source>` reads
     let root = derive == Derive::Document && matches!(cont.data, Data::Struct(_));
+    // one stream for all the impls, each field's parts interpolated into it (every stream
+    // spliced into another is a round trip to rustc for the derive)
+    let mut keys = Vec::with_capacity(fields.len());
+    let mut types = Vec::with_capacity(fields.len());
+    let mut stored_types = Vec::with_capacity(fields.len());
+    let mut stored_names = Vec::with_capacity(fields.len());
+    let mut items = Vec::with_capacity(fields.len());
     for field in &fields {
         let member = field.ident.expect("named");
         let key = field_key(&unraw(member));
         let ty = field.ty;
-        let stored_ty = stored_form(field);
+        let stored_ty = field.stored_type();
         // a flattened value's fields are stored at this level: its segment is empty, and
         // `field!(T, meta.revision)` is `revision`
         let stored = if field.attrs.flatten.is_some() {
@@ -183,7 +180,6 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
                 const IS_OPTION: bool = true;
             )
         });
-        let is_array = quote!(#is_array #is_option);
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
         let accessor = root.then(|| {
@@ -203,24 +199,31 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
                 }
             }
         });
-        // the impl written out rather than through a `macro_rules!` call: rustc expands the
-        // call into the same impl, and matching it costs more than the tokens it saves
-        // (`KIND=plain COUNT=instructions benches/compile-time.sh 100`: 1.3% fewer
-        // instructions for the derive's whole rebuild)
-        out.extend(quote! {
-            #[automatically_derived]
-            impl #impl_generics #private::FieldPath<#key> for #ident #ty_generics #where_clause {
-                type Type = #ty;
-                type Stored = #stored_ty;
-                const STORED: &'static str = #stored;
-                #encoder
-                #decoder
-                #cap
-                #is_array
-                #accessor
-            }
-        });
+        keys.push(key);
+        types.push(ty);
+        stored_types.push(stored_ty);
+        stored_names.push(stored);
+        items.push([encoder, decoder, cap, is_array, is_option, accessor]);
     }
+    let stored_types = types
+        .iter()
+        .zip(&stored_types)
+        .map(|(ty, stored)| stored.as_ref().unwrap_or(ty));
+    // the impls written out rather than through a `macro_rules!` call: rustc expands the
+    // call into the same impl, and matching it costs more than the tokens it saves
+    // (`KIND=plain COUNT=instructions benches/compile-time.sh 100`: 1.3% fewer
+    // instructions for the derive's whole rebuild); no `#[automatically_derived]`: no lint
+    // reads it on a hidden trait's impl, and it is a thousand attributes in a hundred models
+    out.extend(quote! {
+        #(
+            impl #impl_generics #private::FieldPath<#keys> for #ident #ty_generics #where_clause {
+                type Type = #types;
+                type Stored = #stored_types;
+                const STORED: &'static str = #stored_names;
+                #(#items)*
+            }
+        )*
+    });
     // a collection root is never a stored value of another document (rule 3), so never a sort
     // key's or a range's type: only embeddable types need the marker
     if derive == Derive::BsonSchema && ordered(cont) {
