@@ -15,6 +15,7 @@
 
 use std::collections::HashSet;
 
+use super::edit_distance;
 use mongodb::bson::{Bson, Document};
 
 /// The keywords mongod's `$jsonSchema` parser knows.
@@ -708,25 +709,6 @@ fn suggestion(key: &str) -> Option<&'static str> {
         .copied()
         .filter(|keyword| keyword.eq_ignore_ascii_case(key) || edit_distance(keyword, key) <= 2)
         .min_by_key(|keyword| edit_distance(keyword, key))
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// A numeric value as `f64` (int, long, double or decimal); `None` for anything else.

@@ -389,8 +389,8 @@ fn nearest_name<'a>(wanted: &str, names: &'a [String]) -> Option<&'a str> {
         .map(|(_, n)| n.as_str())
 }
 
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance, by characters (also the keyword suggestions of `check`).
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
