@@ -1216,6 +1216,38 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
     assert_eq!(json["version"]["recorded"]["version"], 2);
     assert_eq!(json["version"]["recorded"]["completed"], true);
 
+    // the previous binary, older than the record: its `status` says apply refuses and exits 2;
+    // its `plan` exits 3 and never says the database matches its schema
+    let older = run_as("gadgets-v1", args("status", &db, &["--json"])).await;
+    assert_eq!(older.code, 2, "{}{}", older.stdout, older.stderr);
+    let older = run_as("gadgets-v1", args("plan", &db, &[])).await;
+    assert_eq!(older.code, 3, "{}{}", older.stdout, older.stderr);
+    // display-text: no "nothing to do" beside a refusal
+    assert!(!older.stdout.contains("nothing to do"), "{}", older.stdout);
+    // a record newer than this binary (a v3 whose apply did not complete) over a server as v2
+    // declares it: no action to plan, and still `status` 2 and `plan` 3 (apply refuses)
+    let meta = db.collection::<mongo_schema::bson::Document>(mongo_schema::META_COLLECTION);
+    let set_version = |version: i64| {
+        let meta = meta.clone();
+        async move {
+            meta.update_one(
+                mongo_schema::bson::doc! { "_id": "schema" },
+                mongo_schema::bson::doc! { "$set": { "version": version } },
+            )
+            .await
+            .unwrap();
+        }
+    };
+    set_version(3).await;
+    let newer = run_as("gadgets-v2", args("status", &db, &["--json"])).await;
+    assert_eq!(newer.code, 2, "{}{}", newer.stdout, newer.stderr);
+    assert_eq!(newer.json()["pending_actions"], 0, "{}", newer.stdout);
+    let newer = run_as("gadgets-v2", args("plan", &db, &[])).await;
+    assert_eq!(newer.code, 3, "{}{}", newer.stdout, newer.stderr);
+    // display-text: no "nothing to do" beside a refusal
+    assert!(!newer.stdout.contains("nothing to do"), "{}", newer.stdout);
+    set_version(2).await;
+
     // the validation level lowered by hand, every document still valid: `audit` is not clean
     db.run_command(
         mongo_schema::bson::doc! { "collMod": "gadgets", "validationLevel": "moderate" },
