@@ -95,12 +95,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                 Warning::Drifted { .. } | Warning::SameVersionChanged { .. }
             )
         })
-        // after "drift:" in the line below: the warning's own "DRIFT: " would say it twice
-        .map(|w| {
-            let text = w.to_string();
-            text.strip_prefix("DRIFT: ")
-                .map_or(text.clone(), str::to_owned)
-        })
+        .map(ToString::to_string)
         .collect();
 
     // migrations: declared, the pending ones as plan found them (with the state an earlier
@@ -179,10 +174,11 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
     let _ = writeln!(text, "status: {status_text}");
     let _ = writeln!(
         text,
-        "pending: {} action(s); drift: {}",
+        "pending: {} action(s); {}",
         plan.actions.len(),
+        // each warning names itself ("DRIFT: ...")
         if drift.is_empty() {
-            "none".to_owned()
+            "drift: none".to_owned()
         } else {
             drift.join("; ")
         }
