@@ -1065,6 +1065,15 @@ fn check_stored_order(cx: &Ctxt, cont: &Container, key: &KeyField) {
     }
 }
 
+/// The fields a key may name: a struct's, or those of every variant of an enum.
+pub fn named_fields<'c, 'a>(cont: &'c Container<'a>) -> Vec<&'c Field<'a>> {
+    match &cont.data {
+        Data::Struct(fields) => fields.iter().collect(),
+        Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The stored path a key names (a Rust field through serde's renames, or a quoted path).
 pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
     match key {
@@ -1079,11 +1088,7 @@ pub fn resolve_field(cx: &Ctxt, cont: &Container, key: &KeyField) -> String {
         }
         KeyField::Rust(ident) => {
             let wanted = crate::ast::unraw(ident);
-            let all: Vec<&Field> = match &cont.data {
-                Data::Struct(fields) => fields.iter().collect(),
-                Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
-                _ => Vec::new(),
-            };
+            let all = named_fields(cont);
             match all
                 .iter()
                 .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))

@@ -105,13 +105,8 @@ fn names_a_point(cont: &Container, key: &crate::attr::KeyField) -> bool {
         return true;
     };
     let wanted = crate::ast::unraw(ident);
-    let all: Vec<&crate::ast::Field> = match &cont.data {
-        Data::Struct(fields) => fields.iter().collect(),
-        Data::Enum(variants) => variants.iter().flat_map(|v| &v.fields).collect(),
-        _ => Vec::new(),
-    };
-    let Some(field) = all
-        .iter()
+    let Some(field) = super::named_fields(cont)
+        .into_iter()
         .find(|f| f.ident.is_some_and(|i| crate::ast::unraw(i) == wanted))
     else {
         return true;
