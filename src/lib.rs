@@ -310,7 +310,7 @@
 //! serves it, it derives the ESR index, merging queries one index serves (equalities as a set). An `index = "..."` that
 //! cannot serve its query is an error naming the rule. Where mongod releases plan differently
 //! (an `$in` exploded for a sort over an index with an array key), the fit follows 7.0 and 8.0
-//! unless [`SchemaBuilder::server_rules`] picks [`query::fit::ServerRules::Mongod81`]. [`Schema::prove`] runs `explain` of each.
+//! unless [`SchemaBuilder::server_rules`] picks [`ServerRules::Mongod81`](query::ServerRules::Mongod81). [`Schema::prove`] runs `explain` of each.
 //!
 //! ```
 //! use mongo_schema::prelude::*;
@@ -467,6 +467,7 @@ pub use mongo_schema_derive::BsonSchema;
 pub mod prelude {
     pub use crate::bson::{doc, oid::ObjectId, DateTime, Decimal128};
     pub use crate::field;
+    pub use crate::query::ServerRules;
     pub use crate::{BsonSchema, Document, Identified, Ref, ResultExt, Schema};
 }
 

@@ -170,6 +170,9 @@ async fn every_path_form_takes_the_field_type_and_finds_what_was_written() {
         written(&[2, 3]),
         "any_of on an array takes elements"
     );
+    // the same list as `&str`s (a `String` field's borrowed form, as `eq` takes `&str`)
+    let any_str = Post::tagged_any(&db, &["go", "serde"]).await.unwrap();
+    assert_eq!(ids(&any_str), written(&[2, 3]), "any_of takes `&str`s");
 
     // through an `Option` of an embedded struct, by Rust path and by stored path
     let lyon = Post::in_city(&db, "Lyon").await.unwrap();

@@ -475,12 +475,12 @@ impl SchemaBuilder {
     }
 
     /// Whose query planner rules fit the declared and library queries to indexes where mongod
-    /// releases differ (default [`ServerRules::Mongod70`](crate::query::fit::ServerRules), for
-    /// mongod 7.0 and 8.0; [`ServerRules::Mongod81`](crate::query::fit::ServerRules) when every
+    /// releases differ (default [`ServerRules::Mongod70`](crate::query::ServerRules), for
+    /// mongod 7.0 and 8.0; [`ServerRules::Mongod81`](crate::query::ServerRules) when every
     /// server runs 8.1 or later, whose `explodeForSort` also serves a sort from an index with an
     /// array key). The derive's compile-time check of `#[query(index = ..)]` follows 8.1's
     /// rules (it refuses only what no release serves); `build` checks with these.
-    pub fn server_rules(mut self, rules: crate::query::fit::ServerRules) -> Self {
+    pub fn server_rules(mut self, rules: crate::query::ServerRules) -> Self {
         self.server_rules = rules;
         self
     }

@@ -29,15 +29,16 @@ pub trait ChildOf<P: ?Sized> {
     /// The child's stored path holding the parent's `_id` (`ticket_id`, `member._id`); empty
     /// when the child holds several references to `P` (see [`child_parent_field`]).
     const PARENT_FIELD: &'static str;
+    /// When the child holds several references to `P`: why a subset or counter must say `via`,
+    /// naming the child's fields that reference `P`.
+    const SEVERAL: &'static str = "";
 }
 
 /// The child's path holding the parent's `_id`, checked while evaluating the subset's
 /// constant: a child with two references to the parent cannot say which one the subset means.
 pub const fn child_parent_field<C: ChildOf<P> + ?Sized, P: ?Sized>() -> &'static str {
     if C::PARENT_FIELD.is_empty() {
-        panic!(
-            "the child type of this `#[subset]` or `#[counter]` holds more than one reference to the parent type: say which one it follows with `via = field` (`#[subset(of = Follow, via = followed, ...)]`, `#[counter(of = Follow, via = followed)]`)"
-        );
+        panic!("{}", C::SEVERAL);
     }
     C::PARENT_FIELD
 }

@@ -20,6 +20,7 @@ mod usage;
 
 pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, Paged, Paging, QueryCursor, QuerySpec, Unpaged};
+pub use fit::ServerRules;
 pub use fitting::QueryFit;
 #[doc(hidden)]
 pub use path::{stored_read, stored_value};
@@ -99,6 +100,33 @@ impl Value<Option<String>> for str {
         helper: fn(&Option<String>) -> Result<Bson, crate::bson_compat::SerError>,
     ) -> Result<Bson, crate::bson_compat::SerError> {
         helper(&Some(self.to_owned()))
+    }
+}
+
+/// `&str` where a `String` is queried: a list of `&str` (`any_of(tags)` given `&["rust", "go"]`).
+impl Value<String> for &str {
+    #[inline]
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
+        Ok(Bson::String((*self).to_owned()))
+    }
+    fn custom(
+        &self,
+        helper: fn(&String) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
+        helper(&(*self).to_owned())
+    }
+}
+
+impl Value<Option<String>> for &str {
+    #[inline]
+    fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
+        Ok(Bson::String((*self).to_owned()))
+    }
+    fn custom(
+        &self,
+        helper: fn(&Option<String>) -> Result<Bson, crate::bson_compat::SerError>,
+    ) -> Result<Bson, crate::bson_compat::SerError> {
+        helper(&Some((*self).to_owned()))
     }
 }
 

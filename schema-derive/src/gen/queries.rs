@@ -424,7 +424,7 @@ fn query_fn(cont: &Container, query: &Query, fallback: bool) -> TokenStream {
             Some(typed) => {
                 let (ty, array, path) = (typed.ty(), typed.is_array(), typed.path());
                 let max = *max as usize;
-                params.push(quote!(#param: &[<#ty as #private::QueryElem<#array>>::Elem]));
+                params.push(quote!(#param: &[impl #private::Value<<#ty as #private::QueryElem<#array>>::Elem>]));
                 let stored = &typed.stored;
                 limits.push(quote! {
                     if #param.len() > #max {

@@ -194,9 +194,10 @@ pub fn child_of_impls(cont: &Container) -> TokenStream {
     let private = private();
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
-    // (target as written, target, stored paths of references, of extended references)
-    let mut targets: Vec<(String, syn::Type, Vec<String>, Vec<String>)> = Vec::new();
-    let mut add = |target: &syn::Type, path: String, extended: bool| {
+    // (target as written, target, (stored path, Rust name) of references, of extended references)
+    type Paths = Vec<(String, String)>;
+    let mut targets: Vec<(String, syn::Type, Paths, Paths)> = Vec::new();
+    let mut add = |target: &syn::Type, path: String, name: String, extended: bool| {
         let key = target.to_token_stream().to_string();
         let entry = match targets.iter_mut().find(|t| t.0 == key) {
             Some(entry) => entry,
@@ -206,39 +207,56 @@ pub fn child_of_impls(cont: &Container) -> TokenStream {
             }
         };
         if extended {
-            entry.3.push(path);
+            entry.3.push((path, name));
         } else {
-            entry.2.push(path);
+            entry.2.push((path, name));
         }
     };
     for field in cont.stored_fields() {
+        let name = field.ident.map(|i| i.to_string()).unwrap_or_default();
         if let Some(shape) = field.reference_shape() {
             if let (Some(target), false) = (&shape.target, shape.kind == RefKind::Many) {
-                add(target, field.stored_name.clone(), false);
+                add(target, field.stored_name.clone(), name, false);
             }
         } else if let Some(extended) = &field.attrs.extended_ref {
             let many = crate::ast::copy_shape(field.ty).0 == RefKind::Many;
             if let (Some(target), false) = (&extended.value.to, many) {
-                add(target, format!("{}._id", field.stored_name), true);
+                add(target, format!("{}._id", field.stored_name), name, true);
             }
         }
     }
     targets
         .into_iter()
-        .map(|(_, target, references, extended)| {
+        .map(|(key, target, references, extended)| {
             let paths = if references.is_empty() { extended } else { references };
-            let path = match paths.as_slice() {
-                [one] => one.clone(),
-                _ => String::new(),
+            let (path, several) = match paths.as_slice() {
+                [(one, _)] => (one.clone(), None),
+                _ => (String::new(), Some(several_references(ident, &key, &paths))),
             };
+            let several = several.map(|message| quote!(const SEVERAL: &'static str = #message;));
             quote! {
                 #[automatically_derived]
                 impl #impl_generics #private::ChildOf<#target> for #ident #ty_generics #where_clause {
                     const PARENT_FIELD: &'static str = #path;
+                    #several
                 }
             }
         })
         .collect()
+}
+
+/// Why a subset or counter of `target` over `child` must say `via`: the child's fields that
+/// reference it, by their Rust names (what `via` takes).
+fn several_references(child: &syn::Ident, target: &str, paths: &[(String, String)]) -> String {
+    let target = target.replace(' ', "");
+    let names: Vec<String> = paths.iter().map(|(_, name)| format!("`{name}`")).collect();
+    let choices: Vec<String> = paths.iter().map(|(_, name)| format!("`via = {name}`")).collect();
+    format!(
+        "`{child}` holds {} references to `{target}` ({}): a `#[subset]` or `#[counter]` of `{target}` over `{child}` must say which one it follows, with {}",
+        paths.len(),
+        names.join(", "),
+        choices.join(" or ")
+    )
 }
 
 /// `.embedded("lines", <Lines as BoundedCollection>::__element_relations())` for every field
