@@ -332,6 +332,19 @@ async fn a_service_through_three_versions_with_its_data_steps() {
         "{email}"
     );
     assert_eq!(email.get_bool("unique"), Ok(true), "{email}");
+    // the dedupe's find of a group's duplicates is one of the library's queries, fitted to the
+    // unique index on its keys (no other index derived for it)
+    let customers_spec = v2.collection("customers").unwrap();
+    let dedupe_query = customers_spec
+        .library_queries
+        .iter()
+        .find(|q| q.name.starts_with("migration 2 `one account per email`"))
+        .expect("the dedupe's query is described");
+    assert_eq!(
+        dedupe_query.fit.as_ref().and_then(|f| f.index.as_deref()),
+        email.get_str("name").ok(),
+        "{dedupe_query:?}"
+    );
     assert_eq!(count(&db, "customers", doc! {}).await, 995);
     // the removed duplicates are kept aside, never lost
     assert_eq!(count(&db, "customers_dedupe_2", doc! {}).await, 5);
@@ -394,6 +407,24 @@ async fn a_service_through_three_versions_with_its_data_steps() {
             .count(),
         40
     );
+    // the copy step's batches are the library's queries: the sources walked on `_id`, the
+    // holders of a source found by the copy's id, each served by an index on the server
+    let proof = v3.prove(&db).await.unwrap();
+    let migration: Vec<_> = proof
+        .queries
+        .iter()
+        .filter(|q| q.query.starts_with("migration 3 `customer copy`"))
+        .collect();
+    assert_eq!(migration.len(), 2, "{proof}");
+    for query in &migration {
+        assert!(query.failure.is_none(), "{proof}");
+        // SecantusDB scans for a range on `_id` (noted); mongod walks `_id_`
+        assert!(
+            !query.collscan || (proof.sorts_in_memory && query.note.is_some()),
+            "{proof}"
+        );
+        assert!(query.expected_index.is_some(), "{proof}");
+    }
     let reconcile = v3.reconcile(&db).dry_run(true).await.unwrap();
     assert_eq!(reconcile.drifted(), 0, "{reconcile}");
     assert_eq!(reconcile.missing_sources(), 0, "{reconcile}");

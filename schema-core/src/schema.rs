@@ -580,6 +580,8 @@ impl SchemaBuilder {
                     .into_iter()
                     .filter_map(|query| Some((part.part_of.as_ref()?.owner.clone(), query)))
             }))
+            // the migrations' batches (a copy's sources walked, a group's duplicates)
+            .chain(crate::migrate::queries(&self.migrations, &self.collections))
             .collect();
         for spec in &mut self.collections {
             let extra = subset_queries

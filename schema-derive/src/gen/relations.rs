@@ -250,7 +250,10 @@ pub fn child_of_impls(cont: &Container) -> TokenStream {
 fn several_references(child: &syn::Ident, target: &str, paths: &[(String, String)]) -> String {
     let target = target.replace(' ', "");
     let names: Vec<String> = paths.iter().map(|(_, name)| format!("`{name}`")).collect();
-    let choices: Vec<String> = paths.iter().map(|(_, name)| format!("`via = {name}`")).collect();
+    let choices: Vec<String> = paths
+        .iter()
+        .map(|(_, name)| format!("`via = {name}`"))
+        .collect();
     format!(
         "`{child}` holds {} references to `{target}` ({}): a `#[subset]` or `#[counter]` of `{target}` over `{child}` must say which one it follows, with {}",
         paths.len(),

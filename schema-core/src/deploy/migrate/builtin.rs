@@ -17,6 +17,7 @@ use super::{Step, StepContext, StepCounts, Work};
 use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::model::copy::CopyShape;
 use crate::model::document::CollectionSpec;
+use crate::query::QuerySpec;
 use crate::{Document as Model, Error, Result};
 
 /// Sources (or duplicate groups) per batch of the steps that read before they write.
@@ -344,6 +345,16 @@ impl Work for Dedupe {
         problems
     }
 
+    /// Each group's other members, found by the group's key values (the declared unique
+    /// index on the keys serves it once built; the grouping itself is one scan).
+    fn queries(&self, _collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
+        let mut query = QuerySpec::library("a group's duplicates by their keys");
+        for key in &self.keys {
+            query = query.eq(key.clone());
+        }
+        vec![(self.collection.to_owned(), query.limit(BATCH))]
+    }
+
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
             let mut pipeline = self.pipeline(&self.scope());
@@ -385,9 +396,10 @@ impl Work for Dedupe {
                 };
                 loop {
                     cx.ensure_lock()?;
+                    // any `BATCH` of them (each batch is deleted before the next find): no
+                    // order, so the keys' index serves it without a sort
                     let copies: Vec<Document> = collection
                         .find(others.clone())
-                        .sort(doc! { "_id": 1 })
                         .limit(BATCH)
                         .await?
                         .try_collect()
@@ -578,6 +590,28 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
         problems
     }
 
+    /// The walk of the sources in `_id` order after the checkpoint, and each source's
+    /// holders found by the id they hold.
+    fn queries(&self, collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
+        let Some(copy) = self.copy(collections) else {
+            return Vec::new();
+        };
+        vec![
+            (
+                copy.source.clone(),
+                QuerySpec::library(format!("a batch of the sources of {}", self.field))
+                    .range("_id")
+                    .sort("_id", 1)
+                    .limit(BATCH),
+            ),
+            (
+                T::COLLECTION.to_owned(),
+                QuerySpec::library(format!("the holders of a source at {}", self.id_path()))
+                    .eq(self.id_path()),
+            ),
+        ]
+    }
+
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
             let collections = [T::collection_spec()];
@@ -722,6 +756,16 @@ impl Work for Custom {
         } else {
             Vec::new()
         }
+    }
+
+    /// The walk [`StepContext::next_batch`] sends when the step walks its collection.
+    fn queries(&self, _collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
+        vec![(
+            self.collection.clone(),
+            QuerySpec::library("a batch of `next_batch` after the checkpoint")
+                .range("_id")
+                .sort("_id", 1),
+        )]
     }
 
     fn pending<'a>(&'a self, _: &'a Database) -> BoxFuture<'a, Result<u64>> {

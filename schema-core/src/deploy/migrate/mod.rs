@@ -34,6 +34,7 @@ pub use changelog::{MigrationRecord, MigrationState, MIGRATIONS_COLLECTION};
 pub use context::StepContext;
 
 use crate::model::document::CollectionSpec;
+use crate::query::QuerySpec;
 use crate::Result;
 
 /// What a step did: documents matched by its filters and documents changed.
@@ -82,6 +83,13 @@ pub(crate) trait Work: Send + Sync {
     /// applied again after it was rolled back runs such steps again.
     fn reruns(&self) -> bool {
         true
+    }
+    /// The batched reads and updates the step sends, as `(collection, query)`: described to
+    /// the fit like the library's other queries (`Schema::build` derives an index for one no
+    /// index serves; the report and `prove` list them). A step's whole-collection `updateMany`
+    /// and the dedupe's grouping are one scan per run by design and are not listed.
+    fn queries(&self, _collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
+        Vec::new()
     }
     /// Runs the step (again from `cx`'s checkpoint after an interruption).
     fn run<'a>(&'a self, cx: &'a mut StepContext) -> BoxFuture<'a, Result<StepCounts>>;
@@ -211,6 +219,27 @@ impl fmt::Display for RanStep {
 }
 
 /// The problems of `migrations` against `collections` and each other (`Schema::build`).
+/// The queries the migrations' steps send in batches, by collection (see `Work::queries`),
+/// each named after its version and step.
+pub(crate) fn queries(
+    migrations: &[Migration],
+    collections: &[CollectionSpec],
+) -> Vec<(String, QuerySpec)> {
+    migrations
+        .iter()
+        .flat_map(|m| {
+            m.step
+                .0
+                .queries(collections)
+                .into_iter()
+                .map(move |(collection, mut query)| {
+                    query.name = format!("migration {} `{}`: {}", m.version, m.name, query.name);
+                    (collection, query)
+                })
+        })
+        .collect()
+}
+
 pub(crate) fn problems(migrations: &[Migration], collections: &[CollectionSpec]) -> Vec<String> {
     let mut problems = Vec::new();
     for (i, migration) in migrations.iter().enumerate() {
