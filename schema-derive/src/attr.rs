@@ -1097,8 +1097,9 @@ impl Field {
                         max.set_or_poison(&meta.path, parsed);
                     } else if meta.path == CAP {
                         cap.set(&meta.path, ());
-                    } else {
-                        unknown(cx, &meta, "embed", &["max", "cap"])?;
+                    } else if unknown_near(cx, &meta, "embed", &["max", "cap"])? == Some("max") {
+                        // a misspelt `max` (`maxx`): one error, not also "needs its bound"
+                        max.poison(&meta.path);
                     }
                     Ok(())
                 });
@@ -1204,7 +1205,11 @@ impl Field {
                                 });
                             to.set_or_poison(&meta.path, parsed);
                         } else {
-                            unknown(cx, &meta, "reference", &["max", "to"])?;
+                            match unknown_near(cx, &meta, "reference", &["max", "to"])? {
+                                Some("max") => max.poison(&meta.path),
+                                Some("to") => to.poison(&meta.path),
+                                _ => {}
+                            }
                         }
                         Ok(())
                     });
@@ -1475,6 +1480,7 @@ fn parse_extended_ref(cx: &Ctxt, attr: &syn::Attribute) -> ExtendedRef {
                 Some("to") => to.poison(&meta.path),
                 Some("fields") => fields.poison(&meta.path),
                 Some("sync") => sync.poison(&meta.path),
+                Some("max") => max.poison(&meta.path),
                 _ => {}
             }
         }
@@ -1658,6 +1664,7 @@ fn parse_subset(cx: &Ctxt, attr: &syn::Attribute, kind: Children) -> SubsetAttr 
             match unknown_near(cx, &meta, name, expected)? {
                 Some("of") => of.poison(&meta.path),
                 Some("sort") => sort.poison(&meta.path),
+                Some("max") => max.poison(&meta.path),
                 _ => {}
             }
         }

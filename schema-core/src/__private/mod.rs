@@ -46,6 +46,7 @@ mod json_schema;
 mod paths;
 mod queries;
 mod relations;
+mod walk;
 
 pub use checks::*;
 pub use const_text::*;
@@ -55,3 +56,4 @@ pub use json_schema::*;
 pub use paths::*;
 pub use queries::*;
 pub use relations::*;
+pub use walk::*;

@@ -232,27 +232,20 @@ macro_rules! field {
         $crate::__private::field_path::<$root, { $crate::__private::field_key(stringify!($first)) }>()
     };
     ($root:ty, $first:ident $(. $rest:ident)+) => {
-        $crate::__field_walk!(@ [$root] [$root] [] $first $(. $rest)+)
+        $crate::__field_walk!(@ [$root] [$crate::__private::Start<$root>] $first $(. $rest)+)
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __field_walk {
-    (@ [$root:ty] [$t:ty] [$($seg:expr,)*] $f:ident . $($rest:ident).+) => {
+    (@ [$root:ty] [$w:ty] $f:ident . $($rest:ident).+) => {
         $crate::__field_walk!(@ [$root]
-            [<$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::Type]
-            [$($seg,)* <$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::STORED,]
+            [$crate::__private::Then<$w, { $crate::__private::field_key(stringify!($f)) }>]
             $($rest).+)
     };
-    (@ [$root:ty] [$t:ty] [$($seg:expr,)*] $f:ident) => {{
-        const __SEGMENTS: &[&str] = &[
-            $($seg,)*
-            <$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::STORED,
-        ];
-        const __LEN: usize = $crate::__private::joined_len(__SEGMENTS);
-        const __BYTES: [u8; __LEN] = $crate::__private::join::<__LEN>(__SEGMENTS);
-        const __PATH: &str = $crate::__private::message_text(&__BYTES);
-        $crate::__private::nested_path::<$root, $t, { $crate::__private::field_key(stringify!($f)) }>(__PATH)
-    }};
+    // the whole walk is one type: a misspelt segment is one unmet bound, one error
+    (@ [$root:ty] [$w:ty] $f:ident) => {
+        $crate::__private::walked::<$root, $crate::__private::Then<$w, { $crate::__private::field_key(stringify!($f)) }>>()
+    };
 }
