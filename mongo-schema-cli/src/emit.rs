@@ -174,7 +174,7 @@ fn element_name(kinds: &[&str]) -> String {
 
 /// A string literal of `s`: Rust's escapes for quotes, backslashes, control characters and
 /// every character that is invisible or reorders text (`\u{202e}`).
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     format!("{s:?}")
 }
 
@@ -251,6 +251,9 @@ impl Emitter<'_> {
         }
         if let Some(action) = &c.validation_action {
             let _ = write!(collection, ", validation_action = {}", quote(action));
+        }
+        if let Some(collation) = &c.collation {
+            let _ = write!(collection, ", {collation}");
         }
         if let Some(part) = c.part_of.as_ref().filter(|p| p.certain) {
             let _ = write!(collection, ", same_id_as = {}", part.type_name);
@@ -584,6 +587,9 @@ fn index_attr(index: &Index) -> String {
     }
     if let Some(secs) = index.expire_after_secs {
         parts.push(format!("expire_after_secs = {secs}"));
+    }
+    if let Some(collation) = &index.collation {
+        parts.push(collation.clone());
     }
     parts.push(format!("name = {}", quote(&index.name)));
     format!("#[index({})]\n", parts.join(", "))

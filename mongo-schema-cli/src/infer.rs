@@ -138,6 +138,7 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
             indexes: Vec::new(),
             validation_level: None,
             validation_action: None,
+            collation: None,
             part_of: None,
         });
     }

@@ -11,6 +11,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+pub mod collation;
 pub mod config;
 pub mod emit;
 pub mod existing;

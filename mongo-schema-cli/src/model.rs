@@ -189,6 +189,9 @@ pub struct Index {
     pub expire_after_secs: Option<i64>,
     /// `partialFilterExpression` as relaxed extended JSON.
     pub partial: Option<String>,
+    /// Its collation as the attribute says it (`collation(locale = "en", strength = 2)`), when
+    /// it is not the collection's default.
+    pub collation: Option<String>,
 }
 
 /// A collection root.
@@ -210,6 +213,9 @@ pub struct Collection {
     pub validation_level: Option<String>,
     /// `validationAction` of the existing validator, when not the default.
     pub validation_action: Option<String>,
+    /// The collection's default collation as the attribute says it
+    /// (`collation(locale = "en", strength = 2)`).
+    pub collation: Option<String>,
     /// Its `_id`s lie inside another collection's: a part stored under its owner's `_id`
     /// (seed 003's large and cold outcome).
     pub part_of: Option<PartOf>,

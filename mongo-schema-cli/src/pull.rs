@@ -117,6 +117,14 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     for (c, f) in model.collections.iter_mut().zip(&found) {
         c.validation_level = f.validation_level.clone();
         c.validation_action = f.validation_action.clone();
+        match f.collation.as_ref().map(crate::collation::attribute) {
+            Some(Ok(collation)) => c.collation = collation,
+            Some(Err(why)) => report.notes.push(format!(
+                "`{}`: the collection's default collation is not kept: {why}; its indexes and queries are compared without it",
+                c.name
+            )),
+            None => {}
+        }
     }
     keep_indexes(&mut model, &found, &mut report);
     for (c, f) in model.collections.iter().zip(&found) {
@@ -342,17 +350,32 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 })
             };
             let special = keys.iter().find_map(|(_, v)| match v {
-                Bson::String(kind) if kind != "hashed" => Some(kind.clone()),
+                Bson::String(kind) if kind != "hashed" && kind != "2dsphere" => Some(kind.clone()),
                 _ => None,
             });
             if let Some(kind) = special {
                 note(format!("not kept: a `{kind}` index (the attributes cannot say its options); create it by hand"));
                 continue;
             }
-            if spec.contains_key("collation") {
-                note("not kept: it has a collation, which `#[index]` cannot say".to_owned());
-                continue;
-            }
+            // an index of the collection's default collation needs none of its own: the
+            // derive creates every index with the collection's
+            let default = f
+                .collation
+                .as_ref()
+                .filter(|d| d.get_str("locale").is_ok_and(|l| l != "simple"));
+            let collation = match spec.get_document("collation") {
+                Ok(own) if Some(own) == default => None,
+                Ok(own) => match crate::collation::attribute(own) {
+                    Ok(collation) => collation,
+                    Err(why) => {
+                        note(format!("not kept: {why}; create it by hand"));
+                        continue;
+                    }
+                },
+                // listed without one on a collection that has one: made `simple` on purpose
+                Err(_) if default.is_some() => Some(r#"collation(locale = "simple")"#.to_owned()),
+                Err(_) => None,
+            };
             if keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k)) {
                 note("kept by the relationship: the derive creates it".to_owned());
                 continue;
@@ -381,6 +404,7 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                     _ => None,
                 },
                 partial,
+                collation,
             });
             note(if extended_by_derive {
                 format!("kept as #[index]; it starts with the reference `{first}`, so the derive appends `_id` to it for keyset pages of a parent's children, and `apply` warns that the server's differs until it is rebuilt")

@@ -50,6 +50,8 @@ pub struct Found {
     pub validation_level: Option<String>,
     /// `validationAction`.
     pub validation_action: Option<String>,
+    /// The collection's default collation (`options.collation`).
+    pub collation: Option<Document>,
 }
 
 /// The collection handle with the read options.
@@ -160,6 +162,7 @@ pub async fn sample(
                 .ok()
                 .filter(|a| *a != "error")
                 .map(str::to_owned),
+            collation: options.get_document("collation").ok().cloned(),
         });
     }
     Ok(found)

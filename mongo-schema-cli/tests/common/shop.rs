@@ -198,6 +198,28 @@ pub async fn seed_sized(
         ))
         .await
         .expect("index");
+    // a case-insensitive lookup by email (its own collation) and a geo index: kept by pull
+    db.collection::<Document>("customers")
+        .create_index(index(
+            doc! { "email": 1 },
+            Some(
+                IndexOptions::builder()
+                    .name("email_ci".to_owned())
+                    .collation(
+                        mongodb::options::Collation::builder()
+                            .locale("en")
+                            .strength(mongodb::options::CollationStrength::Secondary)
+                            .build(),
+                    )
+                    .build(),
+            ),
+        ))
+        .await
+        .expect("index");
+    db.collection::<Document>("customers")
+        .create_index(index(doc! { "location": "2dsphere" }, None))
+        .await
+        .expect("index");
     db.collection::<Document>("orders")
         .create_index(index(doc! { "customerId": 1, "placedAt": -1 }, None))
         .await
