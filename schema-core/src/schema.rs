@@ -803,7 +803,7 @@ fn copy_problems(collections: &[CollectionSpec]) -> Vec<String> {
                     // nothing, and reconcile, counting with the same filter, agrees
                     if let Some(child_schema) = properties(child) {
                         for (path, value) in subset.filter.iter().flatten() {
-                            if let Some(stored) = json_schema::never_holds(&child_schema, path, value) {
+                            if let Some(stored) = crate::validation::never_holds(&child_schema, path, value) {
                                 problems.push(format!(
                                     "the filter of `{}.{}` matches `{path}` = {value}, which `{}` never stores in `{path}` (it stores {stored}): the {} would stay {}; write the value as serde stores it",
                                     spec.name,

@@ -669,7 +669,7 @@ fn partial_filter_problems(spec: &CollectionSpec, schema: Option<&Document>) -> 
                 },
                 v => v,
             };
-            if let Some(stored) = json_schema::never_holds(schema, path, value) {
+            if let Some(stored) = crate::validation::never_holds(schema, path, value) {
                 problems.push(format!(
                     "the partial filter of index `{}` of `{}` matches `{path}` = {value}, which `{path}` never stores (it stores {stored}): the index would stay empty",
                     index.name,

@@ -2,11 +2,13 @@
 //! the [`LocalValidator`] that reaches the same verdict in the library.
 
 mod equality;
+mod holds;
 mod local;
 mod number;
 mod pattern;
 mod value;
 
+pub(crate) use holds::never_holds;
 pub use local::LocalValidator;
 
 use std::any::TypeId;
