@@ -581,7 +581,11 @@ impl SchemaBuilder {
                     .filter_map(|query| Some((part.part_of.as_ref()?.owner.clone(), query)))
             }))
             // the migrations' batches (a copy's sources walked, a group's duplicates)
-            .chain(crate::migrate::queries(&self.migrations, &self.collections))
+            .chain(crate::migrate::queries(
+                &self.migrations,
+                self.version.unwrap_or(0),
+                &self.collections,
+            ))
             .collect();
         for spec in &mut self.collections {
             let extra = subset_queries

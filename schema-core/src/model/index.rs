@@ -59,7 +59,7 @@ impl fmt::Display for IndexReason {
             }
             IndexReason::Bucket { purpose } => write!(f, "bucket: {purpose}"),
             IndexReason::Query { queries } => {
-                write!(f, "declared queries `{}`", queries.join("`, `"))
+                write!(f, "queries `{}`", queries.join("`, `"))
             }
             IndexReason::TimeSeries => {
                 f.write_str("time series: one series' measurements in time order")

@@ -345,16 +345,6 @@ impl Work for Dedupe {
         problems
     }
 
-    /// Each group's other members, found by the group's key values (the declared unique
-    /// index on the keys serves it once built; the grouping itself is one scan).
-    fn queries(&self, _collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
-        let mut query = QuerySpec::library("a group's duplicates by their keys");
-        for key in &self.keys {
-            query = query.eq(key.clone());
-        }
-        vec![(self.collection.to_owned(), query.limit(BATCH))]
-    }
-
     fn pending<'a>(&'a self, db: &'a Database) -> BoxFuture<'a, Result<u64>> {
         Box::pin(async move {
             let mut pipeline = self.pipeline(&self.scope());

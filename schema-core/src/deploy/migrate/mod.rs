@@ -87,7 +87,9 @@ pub(crate) trait Work: Send + Sync {
     /// The batched reads and updates the step sends, as `(collection, query)`: described to
     /// the fit like the library's other queries (`Schema::build` derives an index for one no
     /// index serves; the report and `prove` list them). A step's whole-collection `updateMany`
-    /// and the dedupe's grouping are one scan per run by design and are not listed.
+    /// and the dedupe's grouping are one scan per run by design, and the dedupe's reads of a
+    /// group's members run before the unique index they prepare for exists (a scan per group,
+    /// which no index the schema keeps would serve): none of them is listed.
     fn queries(&self, _collections: &[CollectionSpec]) -> Vec<(String, QuerySpec)> {
         Vec::new()
     }
@@ -219,14 +221,18 @@ impl fmt::Display for RanStep {
 }
 
 /// The problems of `migrations` against `collections` and each other (`Schema::build`).
-/// The queries the migrations' steps send in batches, by collection (see `Work::queries`),
-/// each named after its version and step.
+/// The queries the steps of `version` (the schema's own) send in batches, by collection (see
+/// `Work::queries`), each named after its version and step. An older version's steps are left
+/// out: they have run on every database already at that version, and an index derived for
+/// them would stay for good (a database that skips versions runs them without it).
 pub(crate) fn queries(
     migrations: &[Migration],
+    version: u64,
     collections: &[CollectionSpec],
 ) -> Vec<(String, QuerySpec)> {
     migrations
         .iter()
+        .filter(|m| m.version == version)
         .flat_map(|m| {
             m.step
                 .0
