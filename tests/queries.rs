@@ -162,6 +162,15 @@ fn build_derives_one_index_per_group_of_queries_by_esr() {
         .any(|i| i.keys == doc! { "status": 1, "total": -1 }));
     for query in &orders.queries {
         let fit = query.fit.as_ref().unwrap();
+        if query.name == "customer_over_total" {
+            // its equality is the prefix of the index derived for `recent_of_customer`
+            assert_eq!(
+                fit.index.as_deref(),
+                Some("customer._id_1_placedAt_-1"),
+                "{query:?}"
+            );
+            continue;
+        }
         assert!(fit.index.is_some() && fit.derived, "{query:?}");
     }
     let open = orders
