@@ -767,7 +767,7 @@ impl fmt::Display for Error {
                 attempted,
             } => write!(
                 f,
-                "refused: {attempted} items for `{path}`, which holds at most {max}"
+                "refused: {attempted} items for `{path}`, where at most {max} are allowed"
             ),
             Error::UnsafeValue { what, path, found } => {
                 write!(f, "refused: {what} holds {found}")?;

@@ -336,7 +336,7 @@ mod time_0_3 {
 ///
 /// A field of this type needs a stored form said out loud, since `doc!`, mongosh and every
 /// other driver write a uuid as subtype 4 and a filter of one form matches nothing of the
-/// other: the derives refuse it without `#[serde(with = "bson::serde_helpers::uuid_1_as_binary")]`
+/// other: the derives refuse it without `#[serde(with = "mongo_schema::bson::serde_helpers::uuid_1_as_binary")]`
 /// (subtype 4) or `#[schema(stored_as = Binary)]` (subtype 0, for existing data).
 #[cfg(feature = "uuid-1")]
 #[cfg_attr(docsrs, doc(cfg(feature = "uuid-1")))]

@@ -146,8 +146,8 @@ fn uuid_checks(cont: &Container) -> TokenStream {
         let message = format!(
             "field `{}` is a `uuid::Uuid` with no serde helper: serde stores it as binary subtype 0, \
              while `doc!`, mongosh and every other driver write subtype 4, so filters of one form match nothing of the other; \
-             add `#[serde(with = \"bson::serde_helpers::uuid_1_as_binary\")]` (subtype 4, what every tool writes), \
-             or `#[schema(stored_as = bson::Binary)]` to keep subtype 0 for existing data",
+             add `#[serde(with = \"mongo_schema::bson::serde_helpers::uuid_1_as_binary\")]` (subtype 4, what every tool writes), \
+             or `#[schema(stored_as = mongo_schema::bson::Binary)]` to keep subtype 0 for existing data",
             field.display_name(),
         );
         checks.extend(quote_spanned! {ty.span()=>

@@ -198,9 +198,11 @@ pub fn truncate<T: Model>(field: &str, max_chars: u32) -> Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Keep {
-    /// The one with the smallest `_id` (for ObjectIds, the oldest).
+    /// The one with the smallest `_id`: the oldest for ObjectIds (and ids that grow with
+    /// time), an arbitrary member for uuids or strings.
     Oldest,
-    /// The one with the largest `_id`.
+    /// The one with the largest `_id`: the newest for ObjectIds, an arbitrary member for uuids
+    /// or strings.
     Newest,
 }
 
