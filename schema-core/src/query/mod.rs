@@ -241,7 +241,7 @@ macro_rules! field {
 macro_rules! __field_walk {
     (@ [$root:ty] [$t:ty] [$($seg:expr,)*] $f:ident . $($rest:ident).+) => {
         $crate::__field_walk!(@ [$root]
-            [<$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::Type]
+            [$crate::__private::TypeOf<$t, { $crate::__private::field_key(stringify!($f)) }>]
             [$($seg,)* <$t as $crate::__private::FieldPath<{ $crate::__private::field_key(stringify!($f)) }>>::STORED,]
             $($rest).+)
     };

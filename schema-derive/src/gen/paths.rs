@@ -121,8 +121,7 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     // one stream for all the impls, each field's parts interpolated into it (every stream
     // spliced into another is a round trip to rustc for the derive)
     let mut keys = Vec::with_capacity(fields.len());
-    let mut types = Vec::with_capacity(fields.len());
-    let mut stored_types = Vec::with_capacity(fields.len());
+    let mut forms = Vec::with_capacity(fields.len());
     let mut stored_names = Vec::with_capacity(fields.len());
     let mut items = Vec::with_capacity(fields.len());
     for field in &fields {
@@ -137,10 +136,23 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         } else {
             field.stored_name.clone()
         };
-        let encoder = encoder(cont, field)
-            .map(|e| quote!(const ENCODER: #private::Encoder<Self::Type> = #e;));
-        let decoder = decoder(cont, field)
-            .map(|d| quote!(const DECODER: #private::Decoder<Self::Type> = #d;));
+        // a BSON scalar's form carries its native encoder; a serde helper's encoder is the
+        // impl's own
+        let native = (field.attrs.stored_as.is_none() && field.attrs.custom_serialize.is_none())
+            .then(|| native(ty))
+            .flatten();
+        let form = match (&native, &stored_ty) {
+            (Some(_), _) => quote!(#private::Native<#ty>),
+            (None, Some(stored)) => quote!((#ty, #stored)),
+            (None, None) => quote!((#ty,)),
+        };
+        let encoder = native
+            .is_none()
+            .then(|| encoder(cont, field))
+            .flatten()
+            .map(|e| quote!(const ENCODER: #private::Encoder<#ty> = #e;));
+        let decoder =
+            decoder(cont, field).map(|d| quote!(const DECODER: #private::Decoder<#ty> = #d;));
         let cap = field
             .attrs
             .embed
@@ -200,26 +212,27 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
             }
         });
         keys.push(key);
-        types.push(ty);
-        stored_types.push(stored_ty);
+        forms.push(form);
         stored_names.push(stored);
         items.push([encoder, decoder, cap, is_array, is_option, accessor]);
     }
-    let stored_types = types
-        .iter()
-        .zip(&stored_types)
-        .map(|(ty, stored)| stored.as_ref().unwrap_or(ty));
     // the impls written out rather than through a `macro_rules!` call: rustc expands the
     // call into the same impl, and matching it costs more than the tokens it saves
     // (`KIND=plain COUNT=instructions benches/compile-time.sh 100`: 1.3% fewer
     // instructions for the derive's whole rebuild); no `#[automatically_derived]`: no lint
     // reads it on a hidden trait's impl, and it is a thousand attributes in a hundred models
+    // the stored names in one table of the type, which each impl's default `STORED` reads
+    if !keys.is_empty() {
+        out.extend(quote! {
+            impl #impl_generics #private::StoredNames for #ident #ty_generics #where_clause {
+                const STORED_NAMES: &'static [(u64, &'static str)] = &[#((#keys, #stored_names)),*];
+            }
+        });
+    }
     out.extend(quote! {
         #(
             impl #impl_generics #private::FieldPath<#keys> for #ident #ty_generics #where_clause {
-                type Type = #types;
-                type Stored = #stored_types;
-                const STORED: &'static str = #stored_names;
+                type Form = #forms;
                 #(#items)*
             }
         )*
