@@ -194,7 +194,9 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         });
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
-        let accessor = root.then(|| {
+        // (not `_id`'s: a copy reads the source's id through `Identified`, and `fields` cannot
+        // name it)
+        let accessor = (root && field.stored_name != "_id").then(|| {
             if cont.is_generic() || !crate::gen::copies::unbounded_type(ty) {
                 quote_spanned! {ty.span()=>
                     #[inline]
