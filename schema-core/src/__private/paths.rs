@@ -95,6 +95,8 @@ pub trait Form {
     type Stored: ?Sized;
     /// How values are written, unless the field's impl says otherwise.
     const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+    /// Whether the field is an array or a set, unless the field's impl says otherwise.
+    const IS_ARRAY: bool = false;
 }
 
 impl<T> Form for (T,) {
@@ -110,29 +112,63 @@ impl<T, S: ?Sized> Form for (T, S) {
 /// The [`Form`] of a BSON scalar whose stored form is the value itself (its native encoder).
 pub struct Native<T>(PhantomData<T>);
 
+/// The [`Form`] of a bounded array or set stored as itself whose type the derive knows by name
+/// (`Vec`, `VecDeque`, `HashSet`, `BTreeSet`, a fixed-size array, or an `Option` of one): a
+/// declared query's `eq` on it takes one element. No bound: a type that is no bounded
+/// collection is the field schema's one error.
+pub struct Sequence<T>(PhantomData<T>);
+
+impl<T> Form for Sequence<T> {
+    type Type = T;
+    type Stored = T;
+    const IS_ARRAY: bool = true;
+}
+
 /// The Rust type of the field `KEY` of `R`.
 pub type TypeOf<R, const KEY: u64> = <<R as FieldPath<KEY>>::Form as Form>::Type;
 
 /// What describes the stored form of the field `KEY` of `R`.
 pub type StoredOf<R, const KEY: u64> = <<R as FieldPath<KEY>>::Form as Form>::Stored;
 
-/// The stored names of a derived type's named fields, each beside its [`field_key`]: one table
-/// for the type, which the default [`FieldPath::STORED`] of each field's impl looks its name up
-/// in (one slice for rustc to check, where a constant in each impl was one body each).
-/// Forwarded through `Option`, arrays and sets as [`FieldPath`] is; empty for a copy type, whose
-/// impls name their stored names themselves.
+/// The field list that the default [`FieldPath::STORED`] of each field's impl looks its stored
+/// name up in: a struct's own (`BsonSchema::__FIELDS`, which its derive writes anyway), so that
+/// no impl of a struct's field names its stored name itself. The derives name it in the impls
+/// of an enum's fields (which have no list) and of flattened ones (stored at the level above:
+/// an empty segment). The collections [`FieldPath`] is forwarded through, which describe
+/// themselves as `BoundedCollection`s, have no list either.
 pub trait StoredNames {
-    /// `(key, stored name)` of each field.
-    const STORED_NAMES: &'static [(u64, &'static str)] = &[];
+    /// The type's field list.
+    const FIELD_LIST: Option<FieldList>;
 }
 
-/// The stored name beside `key` in `names` (`""` when there is none: never, for a derived
-/// type's impls, whose table and impls are generated from the same fields).
-pub const fn stored_name_of(names: &[(u64, &'static str)], key: u64) -> &'static str {
+impl<T: BsonSchema + ?Sized> StoredNames for T {
+    const FIELD_LIST: Option<FieldList> = T::__FIELDS;
+}
+
+macro_rules! no_field_list {
+    ($($ty:ident <T $(, $extra:ident)*>),*) => {$(
+        impl<T $(, $extra)*> StoredNames for $ty<T $(, $extra)*> {
+            const FIELD_LIST: Option<FieldList> = None;
+        }
+    )*};
+}
+
+no_field_list!(Vec<T>, VecDeque<T>, BTreeSet<T>, HashSet<T, H>);
+
+/// The stored name of the field whose [`field_key`] is `key` in `fields` (`""` when there is
+/// none: never, for a derived struct's impls, whose list and impls are written from the same
+/// fields).
+pub const fn stored_name_of(fields: Option<FieldList>, key: u64) -> &'static str {
+    let Some(fields) = fields else {
+        return "";
+    };
+    if fields.has_id && field_key(fields.id) == key {
+        return "_id";
+    }
     let mut i = 0;
-    while i < names.len() {
-        if names[i].0 == key {
-            return names[i].1;
+    while i < fields.names.len() && i < fields.stored.len() {
+        if field_key(fields.names[i]) == key {
+            return fields.stored[i];
         }
         i += 1;
     }
@@ -154,8 +190,8 @@ pub trait FieldPath<const KEY: u64>: StoredNames {
     /// The field's Rust type and what describes its stored form (read through [`TypeOf`] and
     /// [`StoredOf`]).
     type Form: Form;
-    /// The stored name: the type's table's ([`StoredNames`]).
-    const STORED: &'static str = stored_name_of(Self::STORED_NAMES, KEY);
+    /// The stored name: the type's field list's ([`StoredNames`]).
+    const STORED: &'static str = stored_name_of(Self::FIELD_LIST, KEY);
     /// How values are written: the form's (a BSON scalar's native encoder), or the serde
     /// helper's.
     const ENCODER: Encoder<TypeOf<Self, KEY>> = <Self::Form as Form>::ENCODER;
@@ -165,7 +201,7 @@ pub trait FieldPath<const KEY: u64>: StoredNames {
     const CAP: Option<u32> = None;
     /// Whether the field is an array or a set (a bounded collection that is no map): a declared
     /// query's `eq` on it takes one element.
-    const IS_ARRAY: bool = false;
+    const IS_ARRAY: bool = <Self::Form as Form>::IS_ARRAY;
     /// Whether the field is an `Option`: a declared query's range on it takes bounds of the
     /// value (`null` bounds no range).
     const IS_OPTION: bool = false;
@@ -181,11 +217,10 @@ pub trait FieldPath<const KEY: u64>: StoredNames {
 
 macro_rules! forward_field_path {
     ($($ty:ident)::+ <T $(, $extra:ident)*>) => {
-        impl<T: StoredNames, $($extra,)*> StoredNames for $($ty)::+<T $(, $extra)*> {
-            const STORED_NAMES: &'static [(u64, &'static str)] = T::STORED_NAMES;
-        }
-
-        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*> {
+        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*>
+        where
+            Self: StoredNames,
+        {
             type Form = T::Form;
             const STORED: &'static str = T::STORED;
             const ENCODER: Encoder<TypeOf<Self, KEY>> = T::ENCODER;
@@ -204,11 +239,10 @@ forward_field_path!(BTreeSet<T>);
 forward_field_path!(HashSet<T, H>);
 forward_field_path!(Box<T>);
 
-impl<T: StoredNames, const N: usize> StoredNames for [T; N] {
-    const STORED_NAMES: &'static [(u64, &'static str)] = T::STORED_NAMES;
-}
-
-impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N] {
+impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N]
+where
+    Self: StoredNames,
+{
     type Form = T::Form;
     const STORED: &'static str = T::STORED;
     const ENCODER: Encoder<TypeOf<Self, KEY>> = T::ENCODER;

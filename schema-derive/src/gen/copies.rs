@@ -264,7 +264,6 @@ pub fn copy_types(cont: &Container) -> TokenStream {
             #[allow(clippy::all)]
             const _: () = {
                 #private_use
-                impl #ms::StoredNames for #name {}
                 #[automatically_derived]
                 impl #ms::FieldPath<#id_key> for #name {
                     type Form = (#checked_inner::Id,);

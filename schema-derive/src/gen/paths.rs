@@ -100,12 +100,43 @@ fn native(ty: &Type) -> Option<syn::Ident> {
     Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
 }
 
+/// Whether `ty` (or the `T` of an `Option<T>`) is one of std's bounded arrays or sets
+/// (`Some(true)`: `Vec`, `VecDeque`, `HashSet`, `BTreeSet`, a fixed-size array) or maps
+/// (`Some(false)`), by its name; `None` for any other type (an alias, `Box<[T]>`), whose
+/// `BoundedCollection` impl says.
+fn known_collection(ty: &Type) -> Option<bool> {
+    let ty = crate::ast::generic_arg(ty, &["Option"]).unwrap_or(ty);
+    if matches!(ty, Type::Array(_)) {
+        return Some(true);
+    }
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    match path.path.segments.last()?.ident.to_string().as_str() {
+        "Vec" | "VecDeque" | "HashSet" | "BTreeSet" => Some(true),
+        "HashMap" | "BTreeMap" => Some(false),
+        _ => None,
+    }
+}
+
 /// `impl FieldPath<KEY>` for every stored named field (a collection root's with the field's
 /// accessor), and `Ordered` for an embeddable type.
 pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStream {
     let private = private();
     let ident = cont.ident;
-    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    // a generic struct's field list is its `BsonSchema` impl's, which bounds its parameters:
+    // its impls read it where the struct is one
+    let mut generics = cont.original.generics.clone();
+    if cont.is_generic() {
+        generics
+            .make_where_clause()
+            .predicates
+            .push(syn::parse_quote!(Self: #private::StoredNames));
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let mut out = TokenStream::new();
     // the fields of an enum's variants sit beside its tag only when internally tagged or
     // untagged (external and adjacent tags nest them under the variant's or the content's name)
@@ -129,23 +160,24 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         let key = field_key(&unraw(member));
         let ty = field.ty;
         let stored_ty = field.stored_type();
-        // a flattened value's fields are stored at this level: its segment is empty, and
+        // a struct's stored names are its field list's (the trait's default `STORED`); a
+        // flattened value's fields are stored at this level: its segment is empty, and
         // `field!(T, meta.revision)` is `revision`
         let stored = if field.attrs.flatten.is_some() {
-            String::new()
+            Some(quote!(
+                const STORED: &'static str = "";
+            ))
+        } else if matches!(cont.data, Data::Struct(_)) {
+            None
         } else {
-            field.stored_name.clone()
+            let name = &field.stored_name;
+            Some(quote!(const STORED: &'static str = #name;))
         };
         // a BSON scalar's form carries its native encoder; a serde helper's encoder is the
         // impl's own
         let native = (field.attrs.stored_as.is_none() && field.attrs.custom_serialize.is_none())
             .then(|| native(ty))
             .flatten();
-        let form = match (&native, &stored_ty) {
-            (Some(_), _) => quote!(#private::Native<#ty>),
-            (None, Some(stored)) => quote!((#ty, #stored)),
-            (None, None) => quote!((#ty,)),
-        };
         let encoder = native
             .is_none()
             .then(|| encoder(cont, field))
@@ -177,7 +209,19 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         let bound = crate::gen::json_schema::collection_bound(field)
             .map(|_| ())
             .or(unbounded_sequence.then_some(()));
-        let is_array = bound.map(|()| {
+        // a bounded collection of std's, stored as itself: an array's or a set's form says it
+        // is one, a map's is the default (no `IS_ARRAY` in the impl either way)
+        let known = bound
+            .and(stored_ty.as_ref().map_or(Some(()), |_| None))
+            .filter(|()| !cont.is_generic() && !fallback)
+            .and_then(|()| known_collection(ty));
+        let form = match (&native, &stored_ty) {
+            (Some(_), _) => quote!(#private::Native<#ty>),
+            (None, Some(stored)) => quote!((#ty, #stored)),
+            (None, None) if known == Some(true) => quote!(#private::Sequence<#ty>),
+            (None, None) => quote!((#ty,)),
+        };
+        let is_array = bound.filter(|()| known.is_none()).map(|()| {
             if cont.is_generic() || fallback {
                 let sequence = !crate::serde_helpers::type_last_name(ty)
                     .is_some_and(|name| name.ends_with("Map"));
@@ -223,18 +267,11 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     // (`KIND=plain COUNT=instructions benches/compile-time.sh 100`: 1.3% fewer
     // instructions for the derive's whole rebuild); no `#[automatically_derived]`: no lint
     // reads it on a hidden trait's impl, and it is a thousand attributes in a hundred models
-    // the stored names in one table of the type, which each impl's default `STORED` reads
-    if !keys.is_empty() {
-        out.extend(quote! {
-            impl #impl_generics #private::StoredNames for #ident #ty_generics #where_clause {
-                const STORED_NAMES: &'static [(u64, &'static str)] = &[#((#keys, #stored_names)),*];
-            }
-        });
-    }
     out.extend(quote! {
         #(
             impl #impl_generics #private::FieldPath<#keys> for #ident #ty_generics #where_clause {
                 type Form = #forms;
+                #stored_names
                 #(#items)*
             }
         )*
