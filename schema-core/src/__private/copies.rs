@@ -5,7 +5,7 @@
 use mongodb::bson::{doc, Document};
 
 use super::const_text::position;
-use super::paths::{FieldPath, Fields};
+use super::paths::{FieldPath, Fields, StoredOf, TypeOf};
 use crate::json_schema::compose::object;
 pub use crate::model::copy_de::{deserialize_copy, missing_field, CopySlots, FieldSeed};
 use crate::query::{Decoder, Encoder};
@@ -145,8 +145,8 @@ pub trait CheckedField {
 
 impl<S: FieldPath<K> + ?Sized, const K: u64> CheckedField for Checked<S, K> {
     type Of = S;
-    type Type = <S as FieldPath<K>>::Type;
-    type Stored = <S as FieldPath<K>>::Stored;
+    type Type = TypeOf<S, K>;
+    type Stored = StoredOf<S, K>;
     const ENCODER: Encoder<Self::Type> = <S as FieldPath<K>>::ENCODER;
     const DECODER: Decoder<Self::Type> = <S as FieldPath<K>>::DECODER;
     const IS_ARRAY: bool = <S as FieldPath<K>>::IS_ARRAY;
@@ -227,13 +227,17 @@ macro_rules! __copied_field_path {
     ($copy:ty, $key:literal, $checked:ty, $index:literal) => {
         #[automatically_derived]
         impl $crate::__private::FieldPath<$key> for $copy {
-            type Type = <$checked as $crate::__private::CheckedField>::Type;
-            type Stored = <$checked as $crate::__private::CheckedField>::Stored;
+            type Form = (
+                <$checked as $crate::__private::CheckedField>::Type,
+                <$checked as $crate::__private::CheckedField>::Stored,
+            );
             const STORED: &'static str = <$copy>::__STORED[$index];
-            const ENCODER: $crate::__private::Encoder<Self::Type> =
-                <$checked as $crate::__private::CheckedField>::ENCODER;
-            const DECODER: $crate::__private::Decoder<Self::Type> =
-                <$checked as $crate::__private::CheckedField>::DECODER;
+            const ENCODER: $crate::__private::Encoder<
+                <$checked as $crate::__private::CheckedField>::Type,
+            > = <$checked as $crate::__private::CheckedField>::ENCODER;
+            const DECODER: $crate::__private::Decoder<
+                <$checked as $crate::__private::CheckedField>::Type,
+            > = <$checked as $crate::__private::CheckedField>::DECODER;
             const IS_ARRAY: bool = <$checked as $crate::__private::CheckedField>::IS_ARRAY;
             const IS_OPTION: bool = <$checked as $crate::__private::CheckedField>::IS_OPTION;
         }

@@ -4,6 +4,7 @@
 //! written and read (encoders, decoders, the native encoders of BSON scalars).
 
 use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::marker::PhantomData;
 
 use mongodb::bson::Bson;
 
@@ -49,9 +50,9 @@ impl<T: BsonSchema + ?Sized> Fields for T {
 /// `ObjectId` or a date as extended JSON and converts it back). Unit-tested against the driver's
 /// serialization.
 ///
-/// Each also as its `Encoder` constant (`NATIVE_I64`), which the derive names: a path to a
-/// constant is a smaller body for rustc than the `Encoder::Native(native_i64)` it stands for,
-/// in each of the fields of a model.
+/// Each also as its `Encoder` constant (`NATIVE_I64`), and as the [`Form`] `Native<T>` that
+/// carries it, which the derive names as a field's form: the field's impl then has no encoder
+/// of its own for rustc to check.
 macro_rules! native {
     ($($name:ident, $encoder:ident: $ty:ty => $variant:ident,)*) => {$(
         #[doc(hidden)]
@@ -62,6 +63,12 @@ macro_rules! native {
 
         #[doc(hidden)]
         pub const $encoder: Encoder<$ty> = Encoder::Native($name);
+
+        impl Form for Native<$ty> {
+            type Type = $ty;
+            type Stored = $ty;
+            const ENCODER: Encoder<$ty> = $encoder;
+        }
     )*};
 }
 
@@ -75,33 +82,126 @@ native! {
     native_decimal128, NATIVE_DECIMAL128: mongodb::bson::Decimal128 => Decimal128,
 }
 
-/// A stored field of a struct, keyed by a hash of its Rust name ([`field_key`]): its Rust type,
-/// the type that describes its stored form, its stored name, how its values are written and,
-/// for a capped array, its cap. Implemented by both derives for every stored named field, and
-/// forwarded through `Option`, arrays and sets (a path through an array names its elements' field,
-/// as mongod's dotted paths do), so that `field!(Ticket, history.status)` resolves.
+/// The Rust type of a stored field and the type that describes its stored form, as one
+/// associated type of its [`FieldPath`] impl (`Form`), with the encoder of a BSON scalar whose
+/// stored form is the value itself: `(T,)` for a field stored as its type, `(T, S)` for one
+/// whose serde helper or `#[schema(stored_as = S)]` writes an `S`, [`Native<T>`] for the BSON
+/// scalars. One item of each of a model's field impls for rustc to check, where the type, the
+/// stored type and the encoder were three.
+pub trait Form {
+    /// The field's Rust type.
+    type Type;
+    /// What describes the stored form.
+    type Stored: ?Sized;
+    /// How values are written, unless the field's impl says otherwise.
+    const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+    /// Whether the field is an array or a set, unless the field's impl says otherwise.
+    const IS_ARRAY: bool = false;
+}
+
+impl<T> Form for (T,) {
+    type Type = T;
+    type Stored = T;
+}
+
+impl<T, S: ?Sized> Form for (T, S) {
+    type Type = T;
+    type Stored = S;
+}
+
+/// The [`Form`] of a BSON scalar whose stored form is the value itself (its native encoder).
+pub struct Native<T>(PhantomData<T>);
+
+/// The [`Form`] of a bounded array or set stored as itself whose type the derive knows by name
+/// (`Vec`, `VecDeque`, `HashSet`, `BTreeSet`, a fixed-size array, or an `Option` of one): a
+/// declared query's `eq` on it takes one element. No bound: a type that is no bounded
+/// collection is the field schema's one error.
+pub struct Sequence<T>(PhantomData<T>);
+
+impl<T> Form for Sequence<T> {
+    type Type = T;
+    type Stored = T;
+    const IS_ARRAY: bool = true;
+}
+
+/// The Rust type of the field `KEY` of `R`.
+pub type TypeOf<R, const KEY: u64> = <<R as FieldPath<KEY>>::Form as Form>::Type;
+
+/// What describes the stored form of the field `KEY` of `R`.
+pub type StoredOf<R, const KEY: u64> = <<R as FieldPath<KEY>>::Form as Form>::Stored;
+
+/// The field list that the default [`FieldPath::STORED`] of each field's impl looks its stored
+/// name up in: a struct's own (`BsonSchema::__FIELDS`, which its derive writes anyway), so that
+/// no impl of a struct's field names its stored name itself. The derives name it in the impls
+/// of an enum's fields (which have no list) and of flattened ones (stored at the level above:
+/// an empty segment). The collections [`FieldPath`] is forwarded through, which describe
+/// themselves as `BoundedCollection`s, have no list either.
+pub trait StoredNames {
+    /// The type's field list.
+    const FIELD_LIST: Option<FieldList>;
+}
+
+impl<T: BsonSchema + ?Sized> StoredNames for T {
+    const FIELD_LIST: Option<FieldList> = T::__FIELDS;
+}
+
+macro_rules! no_field_list {
+    ($($ty:ident <T $(, $extra:ident)*>),*) => {$(
+        impl<T $(, $extra)*> StoredNames for $ty<T $(, $extra)*> {
+            const FIELD_LIST: Option<FieldList> = None;
+        }
+    )*};
+}
+
+no_field_list!(Vec<T>, VecDeque<T>, BTreeSet<T>, HashSet<T, H>);
+
+/// The stored name of the field whose [`field_key`] is `key` in `fields` (`""` when there is
+/// none: never, for a derived struct's impls, whose list and impls are written from the same
+/// fields).
+pub const fn stored_name_of(fields: Option<FieldList>, key: u64) -> &'static str {
+    let Some(fields) = fields else {
+        return "";
+    };
+    if fields.has_id && field_key(fields.id) == key {
+        return "_id";
+    }
+    let mut i = 0;
+    while i < fields.names.len() && i < fields.stored.len() {
+        if field_key(fields.names[i]) == key {
+            return fields.stored[i];
+        }
+        i += 1;
+    }
+    ""
+}
+
+/// A stored field of a struct, keyed by a hash of its Rust name ([`field_key`]): its Rust type
+/// and the type that describes its stored form ([`Form`]), its stored name, how its values are
+/// written and, for a capped array, its cap. Implemented by both derives for every stored named
+/// field, and forwarded through `Option`, arrays and sets (a path through an array names its
+/// elements' field, as mongod's dotted paths do), so that `field!(Ticket, history.status)`
+/// resolves.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no stored field by this name",
     label = "`field!` and `#[query]` name Rust fields of a struct deriving `Document` or `BsonSchema` (serde's renames give the stored name)",
     note = "check the spelling, and that the field is not `#[serde(skip)]`; an embedded type must derive `BsonSchema` for its fields to be named"
 )]
-pub trait FieldPath<const KEY: u64> {
-    /// The field's Rust type.
-    type Type;
-    /// What describes the stored form: the field's type, or what its serde helper or
-    /// `#[schema(stored_as = T)]` writes.
-    type Stored: ?Sized;
-    /// The stored name.
-    const STORED: &'static str;
-    /// How values are written.
-    const ENCODER: Encoder<Self::Type> = Encoder::Plain;
+pub trait FieldPath<const KEY: u64>: StoredNames {
+    /// The field's Rust type and what describes its stored form (read through [`TypeOf`] and
+    /// [`StoredOf`]).
+    type Form: Form;
+    /// The stored name: the type's field list's ([`StoredNames`]).
+    const STORED: &'static str = stored_name_of(Self::FIELD_LIST, KEY);
+    /// How values are written: the form's (a BSON scalar's native encoder), or the serde
+    /// helper's.
+    const ENCODER: Encoder<TypeOf<Self, KEY>> = <Self::Form as Form>::ENCODER;
     /// How stored values are read back.
-    const DECODER: Decoder<Self::Type> = Decoder::Plain;
+    const DECODER: Decoder<TypeOf<Self, KEY>> = Decoder::Plain;
     /// `#[embed(max = N, cap)]`: the cap.
     const CAP: Option<u32> = None;
     /// Whether the field is an array or a set (a bounded collection that is no map): a declared
     /// query's `eq` on it takes one element.
-    const IS_ARRAY: bool = false;
+    const IS_ARRAY: bool = <Self::Form as Form>::IS_ARRAY;
     /// Whether the field is an `Option`: a declared query's range on it takes bounds of the
     /// value (`null` bounds no range).
     const IS_OPTION: bool = false;
@@ -110,19 +210,21 @@ pub trait FieldPath<const KEY: u64> {
     /// sources a copy type's checked constants admit; everywhere else (an enum's fields, a value
     /// embedded in a document, the forwarding impls) it is never called.
     #[inline]
-    fn field(&self) -> &Self::Type {
+    fn field(&self) -> &TypeOf<Self, KEY> {
         unreachable!("mongo-schema: `FieldPath::field` of a field that is no collection root's")
     }
 }
 
 macro_rules! forward_field_path {
     ($($ty:ident)::+ <T $(, $extra:ident)*>) => {
-        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*> {
-            type Type = T::Type;
-            type Stored = T::Stored;
+        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*>
+        where
+            Self: StoredNames,
+        {
+            type Form = T::Form;
             const STORED: &'static str = T::STORED;
-            const ENCODER: Encoder<Self::Type> = T::ENCODER;
-            const DECODER: Decoder<Self::Type> = T::DECODER;
+            const ENCODER: Encoder<TypeOf<Self, KEY>> = T::ENCODER;
+            const DECODER: Decoder<TypeOf<Self, KEY>> = T::DECODER;
             const CAP: Option<u32> = T::CAP;
             const IS_ARRAY: bool = T::IS_ARRAY;
             const IS_OPTION: bool = T::IS_OPTION;
@@ -137,12 +239,14 @@ forward_field_path!(BTreeSet<T>);
 forward_field_path!(HashSet<T, H>);
 forward_field_path!(Box<T>);
 
-impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N] {
-    type Type = T::Type;
-    type Stored = T::Stored;
+impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N]
+where
+    Self: StoredNames,
+{
+    type Form = T::Form;
     const STORED: &'static str = T::STORED;
-    const ENCODER: Encoder<Self::Type> = T::ENCODER;
-    const DECODER: Decoder<Self::Type> = T::DECODER;
+    const ENCODER: Encoder<TypeOf<Self, KEY>> = T::ENCODER;
+    const DECODER: Decoder<TypeOf<Self, KEY>> = T::DECODER;
     const CAP: Option<u32> = T::CAP;
     const IS_ARRAY: bool = T::IS_ARRAY;
     const IS_OPTION: bool = T::IS_OPTION;
@@ -163,15 +267,15 @@ pub const fn field_key(name: &str) -> u64 {
 }
 
 /// The typed path of one field of `R`.
-pub const fn field_path<R: FieldPath<KEY> + ?Sized, const KEY: u64>() -> Path<R, R::Type, R::Stored>
-{
+pub const fn field_path<R: FieldPath<KEY> + ?Sized, const KEY: u64>(
+) -> Path<R, TypeOf<R, KEY>, StoredOf<R, KEY>> {
     Path::__new(R::STORED, R::ENCODER, R::CAP)
 }
 
 /// The typed path of `segments` joined with dots, ending at the field `L` of some embedded type.
 pub const fn nested_path<R: ?Sized, L: FieldPath<KEY> + ?Sized, const KEY: u64>(
     joined: &'static str,
-) -> Path<R, L::Type, L::Stored> {
+) -> Path<R, TypeOf<L, KEY>, StoredOf<L, KEY>> {
     Path::__new(joined, L::ENCODER, L::CAP)
 }
 

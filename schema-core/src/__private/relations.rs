@@ -2,7 +2,7 @@
 //! buckets of `gen/copies.rs`): a reference's id type, a subset's parent reference, preview and
 //! counter.
 
-use super::paths::FieldPath;
+use super::paths::{FieldPath, TypeOf};
 pub use crate::relations::subset::rule::{subset_preview, PreviewOf};
 
 /// `I` is the `_id` type of the collection root `T` (checked for `#[reference(to = T)]`).
@@ -59,7 +59,7 @@ impl<P: crate::Document> ParentRef<P> for Option<crate::Ref<P>> {}
 pub const fn via_parent_field<C, P, const KEY: u64>() -> &'static str
 where
     C: ChildOf<P> + FieldPath<KEY> + ?Sized,
-    <C as FieldPath<KEY>>::Type: ParentRef<P>,
+    TypeOf<C, KEY>: ParentRef<P>,
     P: ?Sized,
 {
     <C as FieldPath<KEY>>::STORED

@@ -4,7 +4,7 @@
 
 use core::marker::PhantomData;
 
-use super::FieldPath;
+use super::{FieldPath, StoredOf, TypeOf};
 use crate::query::{Encoder, Path};
 
 /// The most segments a dotted `field!` path may have.
@@ -48,8 +48,8 @@ impl<P: Walk, const KEY: u64> Walk for Then<P, KEY>
 where
     P::At: FieldPath<KEY>,
 {
-    type At = <P::At as FieldPath<KEY>>::Type;
-    type Stored = <P::At as FieldPath<KEY>>::Stored;
+    type At = TypeOf<P::At, KEY>;
+    type Stored = StoredOf<P::At, KEY>;
     const DEPTH: usize = {
         assert!(
             P::DEPTH < MAX_SEGMENTS,

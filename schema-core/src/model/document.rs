@@ -25,9 +25,10 @@ pub trait Document: BsonSchema {
     type Id: BsonSchema;
 
     /// How the `_id` is written: through its serde helper when it has one (a uuid with
-    /// `uuid_1_as_binary`), so that copies and filters of the id encode it as stored.
+    /// `uuid_1_as_binary`), so that copies and filters of the id encode it as stored; else as
+    /// its type writes itself alone (a BSON scalar's native encoder).
     #[doc(hidden)]
-    const ID_ENCODER: crate::query::Encoder<Self::Id> = crate::query::Encoder::Plain;
+    const ID_ENCODER: crate::query::Encoder<Self::Id> = <Self::Id as crate::BsonSchema>::__ENCODER;
 
     /// How a stored `_id` is read back: through its serde helper when it has one, so that a
     /// [`crate::Ref`] reads what the helper wrote.

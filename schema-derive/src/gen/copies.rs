@@ -266,11 +266,10 @@ pub fn copy_types(cont: &Container) -> TokenStream {
                 #private_use
                 #[automatically_derived]
                 impl #ms::FieldPath<#id_key> for #name {
-                    type Type = #checked_inner::Id;
-                    type Stored = #checked_inner::Id;
+                    type Form = (#checked_inner::Id,);
                     const STORED: &'static str = "_id";
-                    const ENCODER: #ms::Encoder<Self::Type> = #checked_inner::ID_ENCODER;
-                    const DECODER: #ms::Decoder<Self::Type> = #checked_inner::ID_DECODER;
+                    const ENCODER: #ms::Encoder<#checked_inner::Id> = #checked_inner::ID_ENCODER;
+                    const DECODER: #ms::Decoder<#checked_inner::Id> = #checked_inner::ID_DECODER;
                 }
                 #(
                     #facade::__copied_field_path!(#name, #path_keys, #field_aliases, #path_positions);

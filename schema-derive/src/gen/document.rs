@@ -110,7 +110,15 @@ pub fn document_impl(cont: &Container) -> TokenStream {
     let id_type = id_type(cont);
     let id_encoder = match (id_field(cont), &cont.data) {
         ((Some(field), None), Data::Struct(_)) => {
-            let encoder = crate::gen::paths::encoder(cont, field)
+            // the trait's default is the type's own (a BSON scalar's native encoder): named
+            // here only for a serde helper, or as `Plain` where a helper or `stored_as` writes
+            // what no encoder of the derive's can
+            let helper = field.attrs.custom_serialize.is_some() || field.attrs.stored_as.is_some();
+            let encoder = helper
+                .then(|| {
+                    crate::gen::paths::encoder(cont, field)
+                        .unwrap_or_else(|| quote!(#private::Encoder::Plain))
+                })
                 .map(|e| quote!(const ID_ENCODER: #private::Encoder<Self::Id> = #e;));
             let decoder = crate::gen::paths::decoder(cont, field)
                 .map(|d| quote!(const ID_DECODER: #private::Decoder<Self::Id> = #d;));

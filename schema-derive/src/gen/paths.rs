@@ -100,12 +100,43 @@ fn native(ty: &Type) -> Option<syn::Ident> {
     Some(syn::Ident::new(name, proc_macro2::Span::call_site()))
 }
 
+/// Whether `ty` (or the `T` of an `Option<T>`) is one of std's bounded arrays or sets
+/// (`Some(true)`: `Vec`, `VecDeque`, `HashSet`, `BTreeSet`, a fixed-size array) or maps
+/// (`Some(false)`), by its name; `None` for any other type (an alias, `Box<[T]>`), whose
+/// `BoundedCollection` impl says.
+fn known_collection(ty: &Type) -> Option<bool> {
+    let ty = crate::ast::generic_arg(ty, &["Option"]).unwrap_or(ty);
+    if matches!(ty, Type::Array(_)) {
+        return Some(true);
+    }
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
+    match path.path.segments.last()?.ident.to_string().as_str() {
+        "Vec" | "VecDeque" | "HashSet" | "BTreeSet" => Some(true),
+        "HashMap" | "BTreeMap" => Some(false),
+        _ => None,
+    }
+}
+
 /// `impl FieldPath<KEY>` for every stored named field (a collection root's with the field's
 /// accessor), and `Ordered` for an embeddable type.
 pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStream {
     let private = private();
     let ident = cont.ident;
-    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    // a generic struct's field list is its `BsonSchema` impl's, which bounds its parameters:
+    // its impls read it where the struct is one
+    let mut generics = cont.original.generics.clone();
+    if cont.is_generic() {
+        generics
+            .make_where_clause()
+            .predicates
+            .push(syn::parse_quote!(Self: #private::StoredNames));
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let mut out = TokenStream::new();
     // the fields of an enum's variants sit beside its tag only when internally tagged or
     // untagged (external and adjacent tags nest them under the variant's or the content's name)
@@ -121,8 +152,7 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     // one stream for all the impls, each field's parts interpolated into it (every stream
     // spliced into another is a round trip to rustc for the derive)
     let mut keys = Vec::with_capacity(fields.len());
-    let mut types = Vec::with_capacity(fields.len());
-    let mut stored_types = Vec::with_capacity(fields.len());
+    let mut forms = Vec::with_capacity(fields.len());
     let mut stored_names = Vec::with_capacity(fields.len());
     let mut items = Vec::with_capacity(fields.len());
     for field in &fields {
@@ -130,17 +160,31 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         let key = field_key(&unraw(member));
         let ty = field.ty;
         let stored_ty = field.stored_type();
-        // a flattened value's fields are stored at this level: its segment is empty, and
+        // a struct's stored names are its field list's (the trait's default `STORED`); a
+        // flattened value's fields are stored at this level: its segment is empty, and
         // `field!(T, meta.revision)` is `revision`
         let stored = if field.attrs.flatten.is_some() {
-            String::new()
+            Some(quote!(
+                const STORED: &'static str = "";
+            ))
+        } else if matches!(cont.data, Data::Struct(_)) {
+            None
         } else {
-            field.stored_name.clone()
+            let name = &field.stored_name;
+            Some(quote!(const STORED: &'static str = #name;))
         };
-        let encoder = encoder(cont, field)
-            .map(|e| quote!(const ENCODER: #private::Encoder<Self::Type> = #e;));
-        let decoder = decoder(cont, field)
-            .map(|d| quote!(const DECODER: #private::Decoder<Self::Type> = #d;));
+        // a BSON scalar's form carries its native encoder; a serde helper's encoder is the
+        // impl's own
+        let native = (field.attrs.stored_as.is_none() && field.attrs.custom_serialize.is_none())
+            .then(|| native(ty))
+            .flatten();
+        let encoder = native
+            .is_none()
+            .then(|| encoder(cont, field))
+            .flatten()
+            .map(|e| quote!(const ENCODER: #private::Encoder<#ty> = #e;));
+        let decoder =
+            decoder(cont, field).map(|d| quote!(const DECODER: #private::Decoder<#ty> = #d;));
         let cap = field
             .attrs
             .embed
@@ -165,7 +209,19 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         let bound = crate::gen::json_schema::collection_bound(field)
             .map(|_| ())
             .or(unbounded_sequence.then_some(()));
-        let is_array = bound.map(|()| {
+        // a bounded collection of std's, stored as itself: an array's or a set's form says it
+        // is one, a map's is the default (no `IS_ARRAY` in the impl either way)
+        let known = bound
+            .and(stored_ty.as_ref().map_or(Some(()), |_| None))
+            .filter(|()| !cont.is_generic() && !fallback)
+            .and_then(|()| known_collection(ty));
+        let form = match (&native, &stored_ty) {
+            (Some(_), _) => quote!(#private::Native<#ty>),
+            (None, Some(stored)) => quote!((#ty, #stored)),
+            (None, None) if known == Some(true) => quote!(#private::Sequence<#ty>),
+            (None, None) => quote!((#ty,)),
+        };
+        let is_array = bound.filter(|()| known.is_none()).map(|()| {
             if cont.is_generic() || fallback {
                 let sequence = !crate::serde_helpers::type_last_name(ty)
                     .is_some_and(|name| name.ends_with("Map"));
@@ -182,7 +238,9 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
         });
         // a type with bounds on its parameters keeps its accessor spanned at the type, as the
         // struct's own report of an ill-formed type is, which rustc then reports once
-        let accessor = root.then(|| {
+        // (not `_id`'s: a copy reads the source's id through `Identified`, and `fields` cannot
+        // name it)
+        let accessor = (root && field.stored_name != "_id").then(|| {
             if cont.is_generic() || !crate::gen::copies::unbounded_type(ty) {
                 quote_spanned! {ty.span()=>
                     #[inline]
@@ -200,15 +258,10 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
             }
         });
         keys.push(key);
-        types.push(ty);
-        stored_types.push(stored_ty);
+        forms.push(form);
         stored_names.push(stored);
         items.push([encoder, decoder, cap, is_array, is_option, accessor]);
     }
-    let stored_types = types
-        .iter()
-        .zip(&stored_types)
-        .map(|(ty, stored)| stored.as_ref().unwrap_or(ty));
     // the impls written out rather than through a `macro_rules!` call: rustc expands the
     // call into the same impl, and matching it costs more than the tokens it saves
     // (`KIND=plain COUNT=instructions benches/compile-time.sh 100`: 1.3% fewer
@@ -217,9 +270,8 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
     out.extend(quote! {
         #(
             impl #impl_generics #private::FieldPath<#keys> for #ident #ty_generics #where_clause {
-                type Type = #types;
-                type Stored = #stored_types;
-                const STORED: &'static str = #stored_names;
+                type Form = #forms;
+                #stored_names
                 #(#items)*
             }
         )*

@@ -77,14 +77,14 @@ impl Typed {
 
     /// The field's Rust type.
     fn ty(&self) -> TokenStream {
-        let field = self.field();
-        quote!(#field::Type)
+        let (private, holder, key) = (private(), &self.holder, &self.key);
+        quote!(#private::TypeOf<#holder, #key>)
     }
 
     /// What describes its stored form.
     fn stored_ty(&self) -> TokenStream {
-        let field = self.field();
-        quote!(#field::Stored)
+        let (private, holder, key) = (private(), &self.holder, &self.key);
+        quote!(#private::StoredOf<#holder, #key>)
     }
 
     /// Whether the field is an `Option`, as a const generic argument.
@@ -156,7 +156,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
             let mut segments = Vec::new();
             for (i, ident) in idents.iter().enumerate() {
                 if i > 0 {
-                    holder = quote!(<#holder as #private::FieldPath<#key>>::Type);
+                    holder = quote!(#private::TypeOf<#holder, #key>);
                 }
                 let k = field_key(&unraw(ident));
                 key = quote!(#k);
@@ -203,7 +203,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
             let mut holder = root.clone();
             let mut key = quote!(#first_key);
             for (i, segment) in rest.into_iter().enumerate() {
-                holder = quote!(<#holder as #private::FieldPath<#key>>::Type);
+                holder = quote!(#private::TypeOf<#holder, #key>);
                 // looked up once, in a hidden constant of the struct's impl, that every use
                 // reads: a name that is not stored is one error
                 let name = key_const_name(&path, i);
@@ -212,7 +212,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
                     quote!(#private::stored_key(#fields, #segment)),
                 ));
                 key = quote!({ #root::#name });
-                fields = quote!(<<#holder as #private::FieldPath<#key>>::Type as #private::Embedded>::FIELDS);
+                fields = quote!(<#private::TypeOf<#holder, #key> as #private::Embedded>::FIELDS);
             }
             (holder, key, quote!(#path))
         }
@@ -632,7 +632,7 @@ pub fn query_items(cont: &Container) -> TokenStream {
     let mut add = |field: &KeyField, elements: bool| {
         if let (KeyField::Rust(key_ident), Some(f)) = (field, rust_field(cont, field)) {
             let key = field_key(&unraw(key_ident));
-            let stored = quote!(<#ident #ty_generics as #private::FieldPath<#key>>::Stored);
+            let stored = quote!(#private::StoredOf<#ident #ty_generics, #key>);
             let checked = if elements && crate::check::is_array_field(f) {
                 quote!(<#stored as #private::Array>::Elem)
             } else {

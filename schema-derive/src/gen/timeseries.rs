@@ -83,7 +83,7 @@ pub fn checks(cont: &Container) -> TokenStream {
     };
     crate::gen::copies::respan(
         quote! {
-            const _: () = #private::require_bson_date::<<#ident as #private::FieldPath<#key>>::Stored>();
+            const _: () = #private::require_bson_date::<#private::StoredOf<#ident, #key>>();
         },
         crate::gen::queries::key_span(&time.value),
     )
