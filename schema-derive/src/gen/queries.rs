@@ -222,7 +222,7 @@ fn typed(cont: &Container, field: &KeyField) -> Option<Typed> {
     Some(Typed {
         holder: crate::gen::copies::respan(holder, span),
         key: crate::gen::copies::respan(key, span),
-        stored,
+        stored: crate::gen::copies::respan(stored, span),
         keys: keys
             .into_iter()
             .map(|(name, value)| (name, crate::gen::copies::respan(value, span)))
