@@ -359,10 +359,13 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
             }
             // an index of the collection's default collation needs none of its own: the
             // derive creates every index with the collection's
+            // (only when the model says it: a default it could not say is no default of the
+            // pulled model, and an index of that collation is reported, not kept without it)
             let default = f
                 .collation
                 .as_ref()
-                .filter(|d| d.get_str("locale").is_ok_and(|l| l != "simple"));
+                .filter(|d| d.get_str("locale").is_ok_and(|l| l != "simple"))
+                .filter(|_| c.collation.is_some());
             let collation = match spec.get_document("collation") {
                 Ok(own) if Some(own) == default => None,
                 Ok(own) => match crate::collation::attribute(own) {

@@ -82,9 +82,7 @@ const fn joined<W: Walk>() -> ([u8; MAX_PATH_BYTES], usize) {
 pub const fn walked<R: ?Sized, W: Walk>() -> Path<R, W::At, W::Stored> {
     let bytes: &'static [u8; MAX_PATH_BYTES] = const { &joined::<W>().0 };
     let len = const { joined::<W>().1 };
-    let path = match core::str::from_utf8(bytes.split_at(len).0) {
-        Ok(path) => path,
-        Err(_) => "",
-    };
+    // joined from `&str`s: always UTF-8
+    let path = super::message_text(bytes.split_at(len).0);
     Path::__new(path, W::ENCODER, W::CAP)
 }

@@ -104,29 +104,30 @@ impl Value<Option<String>> for str {
 }
 
 /// `&str` where a `String` is queried: a list of `&str` (`any_of(tags)` given `&["rust", "go"]`).
+/// (Both forward to the `str` impls.)
 impl Value<String> for &str {
     #[inline]
     fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
-        Ok(Bson::String((*self).to_owned()))
+        Value::<String>::plain(*self)
     }
     fn custom(
         &self,
         helper: fn(&String) -> Result<Bson, crate::bson_compat::SerError>,
     ) -> Result<Bson, crate::bson_compat::SerError> {
-        helper(&(*self).to_owned())
+        Value::<String>::custom(*self, helper)
     }
 }
 
 impl Value<Option<String>> for &str {
     #[inline]
     fn plain(&self) -> Result<Bson, crate::bson_compat::SerError> {
-        Ok(Bson::String((*self).to_owned()))
+        Value::<Option<String>>::plain(*self)
     }
     fn custom(
         &self,
         helper: fn(&Option<String>) -> Result<Bson, crate::bson_compat::SerError>,
     ) -> Result<Bson, crate::bson_compat::SerError> {
-        helper(&Some((*self).to_owned()))
+        Value::<Option<String>>::custom(*self, helper)
     }
 }
 
@@ -225,7 +226,8 @@ impl<A: Array> Array for Option<A> {
 ///
 /// Segments are Rust field names; the path holds serde's stored names (`rename`, `rename_all`,
 /// `_id`), computed at compile time. A misspelt, skipped or renamed-away field is a compile
-/// error, and so is a value of the wrong type in the builders.
+/// error, and so is a value of the wrong type in the builders. A dotted path has at most 8
+/// segments and joins to at most 256 bytes (a longer one is a compile error saying so).
 #[macro_export]
 macro_rules! field {
     ($root:ty, $first:ident) => {

@@ -389,7 +389,8 @@ impl Work for Dedupe {
                 loop {
                     cx.ensure_lock()?;
                     // any `BATCH` of them (each batch is deleted before the next find): no
-                    // order, so the keys' index serves it without a sort
+                    // order needed, so no sort (the unique index on the keys is built after
+                    // the step: without another index on them this find scans)
                     let copies: Vec<Document> = collection
                         .find(others.clone())
                         .limit(BATCH)
