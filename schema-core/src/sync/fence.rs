@@ -32,10 +32,30 @@
 //! it claims the lane; a takeover kills the sessions an older epoch named (`killSessions`, which
 //! aborts their transactions) before it claims their lanes. A session killed while its holder
 //! still lives only aborts a transaction that could no longer commit anyway.
+//!
+//! A holder whose pass is cancelled in the middle of a fenced transaction (its lease lapsed
+//! while it was paused, so the worker stopped following where it stood) may leave that
+//! transaction open on the server without knowing it: the driver marks a transaction in
+//! progress only once its first statement has answered, so neither `abortTransaction` nor
+//! dropping the session ends one whose first statement was cancelled on its way. Its writes
+//! then hold their documents, and every fenced write of the new holder to them conflicts until
+//! the server reaps the transaction (60 s), although the takeover killed the sessions this
+//! holder named *before* the late statement arrived (issue 48: a standby took over, applied a
+//! rename, and then applied nothing for 40 s once the paused holder was released and shut
+//! down). Two guards close it:
+//! - each lane remembers that a transaction may be open on it (`LaneSession::open`) until its
+//!   commit or abort has answered; a cancelled pass leaves the mark, and the holder kills its
+//!   own marked sessions ([`settle`]) before it stands by, reopens or stops, and before the
+//!   lane's next transaction;
+//! - a new holder whose fenced write keeps conflicting kills the older holder's sessions again
+//!   (the ones its claim found named on the lanes), for a late statement that reached the
+//!   server after the claim's kill (a partition that delivered it late, a holder that died
+//!   before settling).
 
 use std::time::Duration;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -76,17 +96,81 @@ pub(crate) fn is_fenced_off(error: &Error) -> bool {
 /// How long a takeover waits for the server to kill an older holder's sessions.
 const KILL_DEADLINE: Duration = Duration::from_secs(5);
 
+/// After this many conflicting attempts of one fenced write, the older holder's sessions are
+/// killed again (see the module documentation).
+const KILL_AGAIN_AFTER: u32 = 2;
+
+/// The session one lane's fenced transactions run on.
+#[derive(Debug)]
+pub(crate) struct LaneSession {
+    session: AsyncMutex<ClientSession>,
+    /// The server's id of the session (what `killSessions` names).
+    id: BsonDocument,
+    /// Set from the start of a transaction until its commit or abort has answered: a pass
+    /// cancelled in between leaves it set, and the transaction may still be open on the server.
+    open: AtomicBool,
+}
+
 /// The sessions a holder runs its fenced transactions on, one per lane, for the holder's life
 /// (across its tenures); see the module documentation.
-pub(crate) type LaneSessions = Arc<Vec<AsyncMutex<ClientSession>>>;
+pub(crate) type LaneSessions = Arc<Vec<LaneSession>>;
 
 /// Starts `lanes` sessions for fenced transactions.
 pub(crate) async fn lane_sessions(client: &Client, lanes: usize) -> Result<LaneSessions> {
     let mut sessions = Vec::with_capacity(lanes);
     for _ in 0..lanes.max(1) {
-        sessions.push(AsyncMutex::new(client.start_session().await?));
+        let session = client.start_session().await?;
+        sessions.push(LaneSession {
+            id: session.id().clone(),
+            session: AsyncMutex::new(session),
+            open: AtomicBool::new(false),
+        });
     }
     Ok(Arc::new(sessions))
+}
+
+/// Kills `sessions` on the server (aborting their open transactions), within [`KILL_DEADLINE`].
+/// `false`: the server refused or did not answer in time (logged).
+async fn kill_sessions(client: &Client, sessions: Vec<BsonDocument>, whose: &str) -> bool {
+    if sessions.is_empty() {
+        return true;
+    }
+    let admin = client.database("admin");
+    let kill = admin.run_command(doc! { "killSessions": sessions });
+    match tokio::time::timeout(KILL_DEADLINE, kill).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "could not kill {whose} sessions");
+            false
+        }
+        Err(_) => {
+            tracing::warn!("killing {whose} sessions took longer than {KILL_DEADLINE:?}");
+            false
+        }
+    }
+}
+
+/// Ends, on the server, every transaction a cancelled pass may have left open on `sessions`
+/// (those marked `open`), by killing their sessions; the marks are cleared once the server
+/// confirmed. A holder calls it whenever it stops following (see the module documentation).
+/// `false`: a kill was refused or timed out (the server reaps the transaction at its lifetime
+/// limit, and the mark stays for the next attempt).
+pub(crate) async fn settle(client: &Client, sessions: &LaneSessions) -> bool {
+    let marked: Vec<&LaneSession> = sessions
+        .iter()
+        .filter(|lane| lane.open.load(Ordering::Acquire))
+        .collect();
+    if marked.is_empty() {
+        return true;
+    }
+    let ids = marked.iter().map(|lane| lane.id.clone()).collect();
+    if !kill_sessions(client, ids, "this holder's own cancelled").await {
+        return false;
+    }
+    for lane in marked {
+        lane.open.store(false, Ordering::Release);
+    }
+    true
 }
 
 /// The fence of one holder of a lease: its owner id and epoch, the lease's lane documents, and
@@ -98,6 +182,9 @@ pub(crate) struct Fence {
     owner: String,
     epoch: i64,
     sessions: LaneSessions,
+    /// The sessions older holders named on the lanes this fence claimed (killed by the claim;
+    /// killed again when fenced writes keep conflicting).
+    older: Arc<Mutex<Vec<BsonDocument>>>,
 }
 
 /// What a fenced write did.
@@ -125,17 +212,33 @@ impl Fence {
             owner: owner.to_owned(),
             epoch,
             sessions,
+            older: Arc::default(),
         }
     }
 
     /// The session of `lane`'s fenced transactions.
     pub(crate) fn session(&self, lane: usize) -> &AsyncMutex<ClientSession> {
+        &self.lane(lane).session
+    }
+
+    fn lane(&self, lane: usize) -> &LaneSession {
         &self.sessions[lane % self.sessions.len()]
     }
 
     /// The session id `lane` names on its lane document.
-    async fn session_id(&self, lane: usize) -> BsonDocument {
-        self.session(lane).lock().await.id().clone()
+    fn session_id(&self, lane: usize) -> BsonDocument {
+        self.lane(lane).id.clone()
+    }
+
+    /// Kills the sessions older holders named on this fence's lanes again: a statement of
+    /// theirs that reached the server after the claim killed them may hold documents in a
+    /// transaction nobody ends (see the module documentation).
+    async fn kill_older_again(&self) {
+        let older = self.older.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if !older.is_empty() {
+            tracing::warn!(lease = %self.lease, sessions = older.len(), "fenced writes keep conflicting: killing the older holder's sessions again");
+            kill_sessions(self.lanes.client(), older, "an older holder's").await;
+        }
     }
 
     /// The epoch this fence writes under.
@@ -155,7 +258,7 @@ impl Fence {
         for lane in 0..lanes {
             let id = self.lane_id(lane);
             self.kill_older_session(lane).await?;
-            let session = self.session_id(lane).await;
+            let session = self.session_id(lane);
             // a pipeline update: the epoch only goes up
             let newer = doc! { "$gt": [{ "$ifNull": ["$epoch", i64::MIN] }, self.epoch] };
             let update = vec![doc! { "$set": {
@@ -210,20 +313,22 @@ impl Fence {
         let Some(Bson::Document(session)) = held.get("session") else {
             return Ok(());
         };
-        if !older || *session == self.session_id(lane).await {
+        if !older || *session == self.session_id(lane) {
             return Ok(());
         }
-        let admin = self.lanes.client().database("admin");
-        let kill = admin.run_command(doc! { "killSessions": [session.clone()] });
-        match tokio::time::timeout(KILL_DEADLINE, kill).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(lease = %self.lease, lane, %error, "could not kill an older holder's session; the claim waits for its transaction to end");
-            }
-            Err(_) => {
-                tracing::warn!(lease = %self.lease, lane, "killing an older holder's session took too long; the claim waits for its transaction to end");
+        {
+            let mut known = self.older.lock().unwrap_or_else(|e| e.into_inner());
+            if !known.contains(session) {
+                known.push(session.clone());
             }
         }
+        // refused or too slow: the claim waits for the transaction to end, as it did before
+        kill_sessions(
+            self.lanes.client(),
+            vec![session.clone()],
+            "an older holder's",
+        )
+        .await;
         Ok(())
     }
 
@@ -254,20 +359,40 @@ pub(crate) async fn transact<R>(
     // fenced: the lane's session (see the module documentation); else a session of its own
     let mut own = None;
     let mut lane_session = None;
+    let open = fence.map(|(fence, lane)| &fence.lane(lane).open);
     let session: &mut ClientSession = match fence {
         Some((fence, lane)) => {
             let session = lane_session.insert(fence.session(lane).lock().await);
             // a transaction left open on it by a pass that was cancelled (a lost lease stops
-            // the follower where it stands) ends here; nothing is sent when none is open
+            // the follower where it stands) ends here: on the server by killing the session
+            // when the pass may have sent a statement the driver does not count, then here
+            if fence.lane(lane).open.load(Ordering::Acquire)
+                && kill_sessions(
+                    client,
+                    vec![fence.session_id(lane)],
+                    "this holder's own cancelled",
+                )
+                .await
+            {
+                fence.lane(lane).open.store(false, Ordering::Release);
+            }
             let _ = session.abort_transaction().await;
             session
         }
         None => own.insert(client.start_session().await?),
     };
+    // set while the transaction's outcome is unknown to the server's side of things; a
+    // cancelled pass leaves it set (see `settle`)
+    let mark_open = |maybe_open: bool| {
+        if let Some(open) = open {
+            open.store(maybe_open, Ordering::Release);
+        }
+    };
     let mut backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(500));
     let mut attempt = 0;
     loop {
         attempt += 1;
+        mark_open(true);
         session
             .start_transaction()
             .with_options(crate::concern::transaction())
@@ -292,7 +417,9 @@ pub(crate) async fn transact<R>(
                             commit(session).await.map(|()| result)
                         }
                         Ok(_) => {
-                            let _ = session.abort_transaction().await;
+                            if session.abort_transaction().await.is_ok() {
+                                mark_open(false);
+                            }
                             return Ok(Fenced::FencedOff);
                         }
                         Err(e) => Err(Error::from(e)),
@@ -302,12 +429,22 @@ pub(crate) async fn transact<R>(
             Err(error) => Err(error),
         };
         let error = match outcome {
-            Ok(result) => return Ok(Fenced::Committed(result)),
+            Ok(result) => {
+                mark_open(false);
+                return Ok(Fenced::Committed(result));
+            }
             Err(error) => error,
         };
-        let _ = session.abort_transaction().await;
+        if session.abort_transaction().await.is_ok() {
+            mark_open(false);
+        }
         if !error.contains_label(TRANSIENT) || attempt >= FENCED_ATTEMPTS {
             return Err(error);
+        }
+        if attempt == KILL_AGAIN_AFTER {
+            if let Some((fence, _)) = fence {
+                fence.kill_older_again().await;
+            }
         }
         tokio::time::sleep(backoff.next_wait()).await;
     }

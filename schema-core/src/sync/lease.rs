@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::fence::{lane_sessions, Fence, LaneSessions};
+use super::fence::{lane_sessions, settle, Fence, LaneSessions};
 use crate::lease::{LeaseInstant, ServerLease};
 use crate::Result;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
@@ -222,8 +222,21 @@ impl Lease {
         }
     }
 
+    /// Ends, on the server, any fenced transaction a cancelled pass of this worker left open
+    /// (see [`super::fence`]): called whenever the worker stops following, so that what it
+    /// wrote in a transaction nobody will finish does not hold the next holder's writes up.
+    pub(crate) async fn settle(&self) {
+        let sessions = self.sessions.lock().await.clone();
+        if let Some(sessions) = sessions {
+            if !settle(self.tokens.client(), &sessions).await {
+                tracing::warn!(worker = %self.name, "a transaction this worker left open could not be ended; the server ends it at its lifetime limit");
+            }
+        }
+    }
+
     /// Gives the lease up so a standby takes over at once.
     pub(crate) async fn release(&self) {
+        self.settle().await;
         self.lost();
         let owned = self.owned();
         if let Some(fence) = self.fence() {

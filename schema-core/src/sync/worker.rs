@@ -479,6 +479,9 @@ impl SyncWorker {
             };
             stats.role(false, false);
             metrics::role(&self.name, false);
+            // a pass cancelled inside a fenced transaction (the lease lapsed while it was
+            // paused) may have left it open on the server: end it before standing by
+            lease.settle().await;
             match followed {
                 Ok(Stopped::Requested) => break Ok(()),
                 Ok(Stopped::LeaseLost) => {

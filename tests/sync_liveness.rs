@@ -1,0 +1,271 @@
+//! A worker never stays alive and idle: after a rename that fans out to 100,000 holders the next
+//! rename of another source still lands; after a paused holder loses its lease to a standby, is
+//! released and shut down, the standby applies every later rename.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::cases::*;
+use common::{eventually, within};
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
+use mongo_schema::prelude::*;
+
+const SHUTDOWN: Duration = Duration::from_secs(60);
+
+mod big {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    /// The source.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "authors")]
+    pub struct Author {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub name: String,
+    }
+
+    /// A holder of an async copy.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "posts")]
+    pub struct Post {
+        #[serde(rename = "_id")]
+        pub id: i64,
+        #[extended_ref(to = Author, fields = "name", sync = "async")]
+        pub author: PostAuthor,
+    }
+
+    pub fn schema() -> Schema {
+        Schema::new()
+            .model::<Author>()
+            .model::<Post>()
+            .build()
+            .expect("the schema builds")
+    }
+}
+
+async fn rename_author(db: &mongodb::Database, id: ObjectId, name: &str) {
+    big::Author::collection(db)
+        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
+    const HOLDERS: i64 = 100_000;
+    let db = mongo_schema_testkit::database("live_big_fan_out").await;
+    let schema = big::schema();
+    schema.apply(&db).await.unwrap();
+    let (prolific, occasional) = (ObjectId::new(), ObjectId::new());
+    db.collection::<BsonDocument>("authors")
+        .insert_many([
+            doc! { "_id": prolific, "name": "Pro" },
+            doc! { "_id": occasional, "name": "Occ" },
+        ])
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let posts = db.collection::<BsonDocument>("posts");
+    let docs: Vec<BsonDocument> = (0..HOLDERS)
+        .map(|i| doc! { "_id": i, "author": { "_id": prolific, "name": "Pro" } })
+        .chain([doc! { "_id": -1_i64, "author": { "_id": occasional, "name": "Occ" } }])
+        .collect();
+    for part in docs.chunks(10_000) {
+        posts.insert_many(part.to_vec()).await.unwrap();
+    }
+    println!("{} posts inserted in {:?}", HOLDERS + 1, started.elapsed());
+
+    let worker = schema
+        .sync_worker(&db)
+        .name("big")
+        .ready_timeout(Duration::from_secs(300))
+        .spawn();
+    worker.ready().await.unwrap();
+    let started = Instant::now();
+    rename_author(&db, prolific, "Pro 2").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    rename_author(&db, occasional, "Occ 2").await;
+    let landed = eventually(
+        Duration::from_secs(300),
+        "the one-post author's rename lands after the big fan-out",
+        || async {
+            posts
+                .count_documents(doc! { "_id": -1_i64, "author.name": "Occ 2" })
+                .await
+                .unwrap()
+                == 1
+        },
+    )
+    .await;
+    println!(
+        "the small rename landed after {landed:?}; {:?}",
+        worker.stats().snapshot()
+    );
+    eventually(
+        Duration::from_secs(300),
+        "every post of the prolific author is renamed",
+        || async {
+            posts
+                .count_documents(doc! { "author.name": "Pro 2" })
+                .await
+                .unwrap()
+                == HOLDERS as u64
+        },
+    )
+    .await;
+    println!("all renamed after {:?}", started.elapsed());
+    // and later renames too
+    for round in 3..5 {
+        let name = format!("Occ {round}");
+        rename_author(&db, occasional, &name).await;
+        eventually(Duration::from_secs(30), "a later rename lands", || async {
+            posts
+                .count_documents(doc! { "_id": -1_i64, "author.name": &name })
+                .await
+                .unwrap()
+                == 1
+        })
+        .await;
+    }
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
+}
+
+const LEASE: Duration = Duration::from_secs(1);
+const WORKER: &str = "takeover";
+
+async fn copied_names(db: &mongodb::Database) -> Vec<Option<String>> {
+    db.collection::<BsonDocument>("cases")
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c.get_document("agent")
+                .ok()
+                .and_then(|copy| copy.get_str("name").ok())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
+    Agent::collection(db)
+        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
+    started.command_name == "update"
+        && started.command.get_str("update") == Ok("cases")
+        && started
+            .command
+            .get_array("updates")
+            .ok()
+            .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
+            .is_some_and(|q| q.contains_key("agent._id"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_rename() {
+    let db = mongo_schema_testkit::database("live_takeover").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    let customer = Customer {
+        id: ObjectId::new(),
+        name: "Ana".into(),
+    };
+    let agent = Agent {
+        id: ObjectId::new(),
+        name: "Bo".into(),
+    };
+    let team = Team {
+        id: 1,
+        name: "Billing".into(),
+    };
+    Customer::collection(&db)
+        .insert_one(&customer)
+        .await
+        .unwrap();
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    Team::collection(&db).insert_one(&team).await.unwrap();
+    let cases: Vec<Case> = (0..3).map(|i| case(&customer, &agent, &team, i)).collect();
+    Case::collection(&db).insert_many(&cases).await.unwrap();
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, agent_fan_out).await;
+    let paused = schema
+        .sync_worker(&client.database(db.name()))
+        .name(WORKER)
+        .lease(LEASE)
+        .spawn();
+    paused.ready().await.unwrap();
+    let standby = schema.sync_worker(&db).name(WORKER).lease(LEASE).spawn();
+    standby.ready().await.unwrap();
+    assert!(standby.stats().is_standby());
+
+    rename_agent(&db, agent.id, "Older").await;
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the first worker reached its fan-out");
+    eventually(
+        Duration::from_secs(20),
+        "the standby takes over",
+        || async { standby.stats().is_active() },
+    )
+    .await;
+    rename_agent(&db, agent.id, "Newer").await;
+    eventually(Duration::from_secs(20), "the newer rename lands", || async {
+        copied_names(&db).await == vec![Some("Newer".to_owned()); 3]
+    })
+    .await;
+    tokio::time::sleep(LEASE * 3).await;
+    release.send(()).unwrap();
+    within(SHUTDOWN, "the paused worker shuts down", paused.shutdown())
+        .await
+        .unwrap();
+    for i in 0..5 {
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(3), db.collection::<BsonDocument>("cases").find(doc! {}).await.unwrap().try_collect::<Vec<_>>()).await;
+        println!("probe find {i}: {:?} in {:?}; {:?}", r.map(|r| r.map(|v| v.len())), t.elapsed(), standby.stats().snapshot());
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(3), db.collection::<BsonDocument>("agents").find(doc! {}).await.unwrap().try_collect::<Vec<_>>()).await;
+        println!("probe agents {i}: {:?} in {:?}", r.map(|r| r.map(|v| v.len())), t.elapsed());
+    }
+    for round in 0..3 {
+        let name = format!("Later {round}");
+        rename_agent(&db, agent.id, &name).await;
+        let t0 = Instant::now();
+        loop {
+            if copied_names(&db).await == vec![Some(name.clone()); 3] { break; }
+            if t0.elapsed() > Duration::from_secs(20) {
+                panic!("not landed: {:?} {:?}", copied_names(&db).await, standby.stats().snapshot());
+            }
+            if t0.elapsed().as_millis() % 2000 < 25 { println!("{:?} {:?}", t0.elapsed(), standby.stats().snapshot()); }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let took = t0.elapsed();
+        println!("{name} landed in {took:?}: {:?}", standby.stats().snapshot());
+        assert!(
+            took < Duration::from_secs(5),
+            "{name} took {took:?} to land"
+        );
+    }
+    assert!(standby.stats().is_active());
+    within(SHUTDOWN, "the standby shuts down", standby.shutdown())
+        .await
+        .unwrap();
+    let _ = Bson::Null;
+}
