@@ -422,8 +422,8 @@ pub mod sync {
         EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
         SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerSnapshot,
         WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
-        DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION, FAILURE_RECORD_TTL, FAN_OUT_CHUNK,
-        TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+        DEFAULT_STALL_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION,
+        FAILURE_RECORD_TTL, FAN_OUT_CHUNK, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
     };
 }
 

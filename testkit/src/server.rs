@@ -27,6 +27,13 @@ const GRACE_PERSISTENT: Duration = Duration::from_secs(10);
 /// What `stop` waits for the wrapper beyond the grace, before killing it (its server then gets
 /// SIGKILL through PR_SET_PDEATHSIG on Linux).
 const STOP_EXTRA_WAIT: Duration = Duration::from_secs(5);
+/// The oplog's length, in entries. SecantusDB caps it at 100,000 entries by default, and an open
+/// change stream whose position was pruned goes on from the oldest entry left, silently
+/// skipping what was pruned: a rename written during a fan-out to 100,000 holders was never
+/// seen by the sync worker (issue 48). mongod sizes its oplog in bytes (5% of the disk, at least
+/// 990 MB: millions of small entries), so a test must not run out of it first.
+const OPLOG_MAX_ENTRIES: &str = "10000000";
+
 /// Server logs older than this are removed when a server starts.
 const LOG_MAX_AGE: Duration = Duration::from_secs(3 * 24 * 3600);
 
@@ -354,6 +361,7 @@ impl TestServer {
             .arg(self.port.to_string())
             .arg("--storage-path")
             .arg(&storage)
+            .args(["--oplog-max-entries", OPLOG_MAX_ENTRIES])
             .args(&self.args)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::piped())

@@ -54,7 +54,7 @@
 
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -185,6 +185,8 @@ pub(crate) struct Fence {
     /// The sessions older holders named on the lanes this fence claimed (killed by the claim;
     /// killed again when fenced writes keep conflicting).
     older: Arc<Mutex<Vec<BsonDocument>>>,
+    /// Beats at every commit (the worker's watchdog reads it).
+    pulse: Arc<AtomicU64>,
 }
 
 /// What a fenced write did.
@@ -213,7 +215,14 @@ impl Fence {
             epoch,
             sessions,
             older: Arc::default(),
+            pulse: Arc::default(),
         }
+    }
+
+    /// Beats `pulse` at every commit through this fence.
+    pub(crate) fn with_pulse(mut self, pulse: Arc<AtomicU64>) -> Self {
+        self.pulse = pulse;
+        self
     }
 
     /// The session of `lane`'s fenced transactions.
@@ -431,6 +440,9 @@ pub(crate) async fn transact<R>(
         let error = match outcome {
             Ok(result) => {
                 mark_open(false);
+                if let Some((fence, _)) = fence {
+                    fence.pulse.fetch_add(1, Ordering::Relaxed);
+                }
                 return Ok(Fenced::Committed(result));
             }
             Err(error) => error,

@@ -6,7 +6,8 @@
 //! lanes before its first write, so a write of a holder that was paused past its lease (already
 //! sent, or sent after it resumed) cannot land after the new holder's.
 
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::fence::{lane_sessions, settle, Fence, LaneSessions};
@@ -31,6 +32,8 @@ pub(crate) struct Lease {
     /// The sessions of this worker's fenced transactions, one per lane, started at its first
     /// takeover and kept for its life (see [`super::fence`]).
     sessions: tokio::sync::Mutex<Option<LaneSessions>>,
+    /// Beats at every fenced commit (the worker's watchdog reads it).
+    pulse: Arc<AtomicU64>,
 }
 
 impl Lease {
@@ -48,7 +51,14 @@ impl Lease {
             lanes,
             fence: Mutex::new(None),
             sessions: tokio::sync::Mutex::new(None),
+            pulse: Arc::default(),
         }
+    }
+
+    /// Beats `pulse` at every fenced commit of its fences.
+    pub(crate) fn with_pulse(mut self, pulse: Arc<AtomicU64>) -> Self {
+        self.pulse = pulse;
+        self
     }
 
     /// This worker's lane sessions, at least `lanes` of them.
@@ -169,7 +179,8 @@ impl Lease {
             self.owner(),
             epoch,
             sessions,
-        );
+        )
+        .with_pulse(self.pulse.clone());
         if !fence.claim(lanes).await? {
             self.lease.lost();
             return Ok(false);

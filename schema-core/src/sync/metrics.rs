@@ -18,6 +18,7 @@
 //! | `mongo_schema_sync_active` | gauge | `worker` | 1 while this process holds the lease, else 0 |
 //! | `mongo_schema_sync_reopened_total` | counter | `worker` | change stream reopened after an error |
 //! | `mongo_schema_sync_token_age_seconds` | gauge | `worker` | age of the last saved resume token's cluster time, when it was saved |
+//! | `mongo_schema_sync_stalls_total` | counter | `worker` | times the watchdog found the worker stalled and reopened its stream ([`SyncWorker::stall_timeout`](crate::SyncWorker::stall_timeout)) |
 
 use std::time::Duration;
 
@@ -46,8 +47,11 @@ pub const REOPENED: &str = "mongo_schema_sync_reopened_total";
 /// `mongo_schema_sync_token_age_seconds`.
 pub const TOKEN_AGE_SECONDS: &str = "mongo_schema_sync_token_age_seconds";
 
+/// `mongo_schema_sync_stalls_total`.
+pub const STALLS: &str = "mongo_schema_sync_stalls_total";
+
 /// Every metric name, for exporters that want to describe them up front.
-pub const ALL: [&str; 12] = [
+pub const ALL: [&str; 13] = [
     EVENTS,
     EVENTS_APPLIED,
     HOLDERS_REWRITTEN,
@@ -60,6 +64,7 @@ pub const ALL: [&str; 12] = [
     ACTIVE,
     REOPENED,
     TOKEN_AGE_SECONDS,
+    STALLS,
 ];
 
 pub(crate) fn events_received(worker: &str, received: usize) {
@@ -106,6 +111,10 @@ pub(crate) fn role(worker: &str, active: bool) {
         metrics::counter!(TAKEOVERS, "worker" => worker.to_owned()).increment(1);
     }
     metrics::gauge!(ACTIVE, "worker" => worker.to_owned()).set(if active { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn stalled(worker: &str) {
+    metrics::counter!(STALLS, "worker" => worker.to_owned()).increment(1);
 }
 
 pub(crate) fn reopened(worker: &str) {

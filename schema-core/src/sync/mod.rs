@@ -39,7 +39,7 @@ pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;
 pub use worker::{
     SyncWorker, SyncWorkerHandle, WorkerSnapshot, WorkerStats, DEFAULT_MAX_BATCH,
-    DEFAULT_READY_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
+    DEFAULT_READY_TIMEOUT, DEFAULT_STALL_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, TOKENS_COLLECTION,
 };
 
 pub(crate) use fan_out::FanOut;

@@ -54,6 +54,9 @@ pub const DEFAULT_MAX_BATCH: usize = 1000;
 /// The default of [`SyncWorker::token_save_interval`].
 pub const DEFAULT_TOKEN_SAVE_INTERVAL: Duration = Duration::from_secs(60);
 
+/// The default of [`SyncWorker::stall_timeout`].
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// At most this many fan-outs of one batch run at once, each on its own fence lane.
 pub const FAN_OUT_CONCURRENCY: usize = 8;
 
@@ -128,6 +131,10 @@ pub struct WorkerSnapshot {
     /// decodable): each recorded in [`crate::FAILURES_COLLECTION`] with its document key and
     /// skipped; reconcile repairs what it would have done.
     pub unreadable: u64,
+    /// Times the watchdog found the worker stalled (nothing read from its stream and no write
+    /// committed for [`SyncWorker::stall_timeout`] while it held the lease) and reopened the
+    /// stream from the saved token.
+    pub stalls: u64,
 }
 
 /// Counters and state of a running worker, readable at any time through
@@ -221,6 +228,13 @@ pub struct WorkerStats {
     )]
     pub max_lag_ms: AtomicU64,
     unreadable: AtomicU64,
+    stalls: AtomicU64,
+    /// Ticks at every reply of the change stream and every fenced commit: what the watchdog
+    /// watches (shared with the lease's fences).
+    pulse: Arc<AtomicU64>,
+    /// The cluster time up to which every change has been applied (or concerned no copy),
+    /// packed as `time << 32 | increment`; 0 before the first.
+    through: AtomicU64,
     ready: AtomicBool,
     active: AtomicBool,
     standby: AtomicBool,
@@ -258,6 +272,19 @@ impl WorkerStats {
             last_lag_ms: read(&self.last_lag_ms),
             max_lag_ms: read(&self.max_lag_ms),
             unreadable: read(&self.unreadable),
+            stalls: read(&self.stalls),
+        }
+    }
+
+    /// One beat of the worker's pulse (a stream reply, a fenced commit).
+    fn beat(&self) {
+        self.pulse.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Moves the position every change before which has been applied (never back).
+    fn applied_through(&self, time: Option<mongodb::bson::Timestamp>) {
+        if let Some(time) = time {
+            self.through.fetch_max(pack(time), Ordering::AcqRel);
         }
     }
 
@@ -311,9 +338,12 @@ pub struct SyncWorker {
     max_batch: usize,
     max_await_time: Option<Duration>,
     token_save_interval: Duration,
+    stall_timeout: Duration,
     subsets: SubsetFollow,
     /// Test support: events of this document key are read as undecodable.
     unreadable_key: Option<Bson>,
+    /// Test support: the next batch's apply never ends (once).
+    stall_once: Arc<AtomicBool>,
 }
 
 /// A running worker. Dropping it detaches the worker, which keeps running until
@@ -325,6 +355,8 @@ pub struct SyncWorkerHandle {
     task: tokio::task::JoinHandle<Result<()>>,
     stats: Arc<WorkerStats>,
     ready_timeout: Duration,
+    db: Database,
+    name: String,
 }
 
 /// What probing an event too large to send found.
@@ -343,6 +375,8 @@ enum Stopped {
     Requested,
     /// Its lease was taken or lapsed: stand by again.
     LeaseLost,
+    /// The watchdog found it stalled (the reason): reopen from the saved token.
+    Stalled(String),
 }
 
 impl SyncWorker {
@@ -357,8 +391,10 @@ impl SyncWorker {
             max_batch: DEFAULT_MAX_BATCH,
             max_await_time: None,
             token_save_interval: DEFAULT_TOKEN_SAVE_INTERVAL,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
             subsets: SubsetFollow::default(),
             unreadable_key: None,
+            stall_once: Arc::default(),
         }
     }
 
@@ -418,6 +454,29 @@ impl SyncWorker {
         self
     }
 
+    /// How long the active worker may go with nothing read from its change stream and no write
+    /// committed before its watchdog calls it stalled (default 60 s, at least three times
+    /// [`max_await_time`](SyncWorker::max_await_time)): the server answers a `getMore` within
+    /// `maxAwaitTimeMS` even when nothing changed, and a fan-out commits a chunk of at most
+    /// [`crate::FAN_OUT_CHUNK`] holders at a time, so a worker silent that long is stuck (a
+    /// command that never returns, a transaction that waits for ever). The watchdog then logs a
+    /// `tracing` warning, counts it ([`WorkerSnapshot::stalls`], the metric
+    /// `mongo_schema_sync_stalls_total`), records it on the worker's token document (`status`
+    /// exits 2 for [`crate::cli::STALLED_WORKER_AFTER`] after it) and reopens the stream from the
+    /// saved token: what was not applied is applied again (every rewrite is idempotent).
+    pub fn stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = timeout;
+        self
+    }
+
+    /// Test support, not part of the API: the next batch's apply never ends, as a command that
+    /// never returns would hold it, so a test can watch the watchdog recover.
+    #[doc(hidden)]
+    pub fn __stall_next_batch(self) -> Self {
+        self.stall_once.store(true, Ordering::Release);
+        self
+    }
+
     /// Test support, not part of the API: the worker reads every change event whose document
     /// key's `_id` equals `key` as undecodable (the fault of an event the driver cannot decode,
     /// which the test server cannot store), so a test can watch it recorded and skipped.
@@ -433,12 +492,16 @@ impl SyncWorker {
         let (stop, stopped) = watch::channel(false);
         let stats = Arc::new(WorkerStats::default());
         let ready_timeout = self.ready_timeout;
+        let db = self.db.clone();
+        let name = self.name.clone();
         let task = tokio::spawn(self.run(stopped, stats.clone()));
         SyncWorkerHandle {
             stop,
             task,
             stats,
             ready_timeout,
+            db,
+            name,
         }
     }
 
@@ -456,7 +519,8 @@ impl SyncWorker {
             return Ok(());
         }
         let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
-        let lease = Lease::new(tokens, &self.name, self.lease, FAN_OUT_CONCURRENCY);
+        let lease = Lease::new(tokens, &self.name, self.lease, FAN_OUT_CONCURRENCY)
+            .with_pulse(stats.pulse.clone());
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CAP);
         let outcome = loop {
             // stand by until this worker holds the lease
@@ -473,6 +537,7 @@ impl SyncWorker {
                     tokio::select! {
                         followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff) => followed,
                         () = lease.keep() => Ok(Stopped::LeaseLost),
+                        reason = self.watchdog(&stats) => Ok(Stopped::Stalled(reason)),
                     }
                 }
                 Err(error) => Err(error),
@@ -486,6 +551,17 @@ impl SyncWorker {
                 Ok(Stopped::Requested) => break Ok(()),
                 Ok(Stopped::LeaseLost) => {
                     tracing::warn!(worker = %self.name, "lease lost: another worker of this name took over; standing by");
+                }
+                Ok(Stopped::Stalled(reason)) => {
+                    WorkerStats::add(&stats.stalls, 1);
+                    metrics::stalled(&self.name);
+                    tracing::warn!(worker = %self.name, %reason, "sync worker stalled: reopening its change stream from the saved token");
+                    self.record_stall(&lease, &reason).await;
+                    let wait = backoff.next_wait();
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = stop_requested(&mut stop) => break Ok(()),
+                    }
                 }
                 Err(error) => {
                     stats.set_last_error(&error);
@@ -506,6 +582,51 @@ impl SyncWorker {
         };
         lease.release().await;
         outcome
+    }
+
+    /// Resolves when the worker, ready and holding its lease, has gone
+    /// [`stall_timeout`](SyncWorker::stall_timeout) with no reply from its change stream and no
+    /// fenced commit (its pulse did not beat), with the reason.
+    async fn watchdog(&self, stats: &WorkerStats) -> String {
+        let floor = self.max_await_time.map_or(Duration::ZERO, |wait| wait * 3);
+        let bound = self
+            .stall_timeout
+            .max(floor)
+            .max(Duration::from_millis(100));
+        let step = (bound / 4).max(Duration::from_millis(25));
+        let mut seen = stats.pulse.load(Ordering::Relaxed);
+        let mut since = Instant::now();
+        loop {
+            tokio::time::sleep(step).await;
+            let now = stats.pulse.load(Ordering::Relaxed);
+            if now != seen || !stats.is_ready() {
+                seen = now;
+                since = Instant::now();
+                continue;
+            }
+            if since.elapsed() >= bound {
+                return format!(
+                    "no reply from its change stream and no write committed for {:?} (stall_timeout {bound:?})",
+                    since.elapsed()
+                );
+            }
+        }
+    }
+
+    /// Records a stall on the worker's token document (`stalled_at`, `stall`, `stalls`), for
+    /// `status`; best effort.
+    async fn record_stall(&self, lease: &Lease, reason: &str) {
+        let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
+        let record = tokens.update_one(
+            doc! { "_id": &self.name, "owner": lease.owner() },
+            doc! {
+                "$set": { "stalled_at": mongodb::bson::DateTime::now(), "stall": reason },
+                "$inc": { "stalls": 1_i64 },
+            },
+        );
+        if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), record).await {
+            tracing::warn!(worker = %self.name, %error, "could not record the stall");
+        }
     }
 
     /// Waits until this worker holds the lease, polling while another live worker holds it.
@@ -823,6 +944,7 @@ impl SyncWorker {
                 stream
             }
         };
+        stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
         stats.ready.store(true, Ordering::Release);
         backoff.reset();
         let mut quiet_until = Instant::now() + self.token_save_interval;
@@ -837,6 +959,7 @@ impl SyncWorker {
                 first = stream.next_if_any() => first,
                 _ = stop_requested(stop) => return Ok(Stopped::Requested),
             };
+            stats.beat();
             let first = match first {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
                     let Some(position) = stream.resume_token() else {
@@ -876,6 +999,10 @@ impl SyncWorker {
                     return Err(Error::Driver(mongodb::error::Error::custom(
                         "change stream ended",
                     )));
+                }
+                if !fragments.pending() {
+                    // every change before the stream's position was applied or concerned no copy
+                    stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
                 }
                 if Instant::now() >= quiet_until && !fragments.pending() {
                     // nothing to apply for a while: save where the stream is (every change
@@ -923,6 +1050,9 @@ impl SyncWorker {
                     next = read => next,
                     _ = stop_requested(stop) => return Ok(Stopped::Requested),
                 };
+                if next.is_some() {
+                    stats.beat();
+                }
                 match next {
                     None => break,
                     Some(Err(e)) if server_code(&e) == Some(TOO_LARGE) => break,
@@ -962,6 +1092,7 @@ impl SyncWorker {
             {
                 return Ok(Stopped::LeaseLost);
             }
+            stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
             quiet_until = Instant::now() + self.token_save_interval;
             backoff.reset();
         }
@@ -984,6 +1115,10 @@ impl SyncWorker {
     ) -> Result<bool> {
         WorkerStats::add(&stats.events, batch.len() as u64);
         metrics::events_received(&self.name, batch.len());
+        if self.stall_once.swap(false, Ordering::AcqRel) {
+            // test support (`__stall_next_batch`): a command that never returns
+            std::future::pending::<()>().await;
+        }
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
         let mut applied: Vec<&ChangeStreamEvent<BsonDocument>> = Vec::new();
@@ -1182,6 +1317,11 @@ fn token_time(token: &ResumeToken) -> Option<mongodb::bson::Timestamp> {
     document.get_timestamp("t").ok()
 }
 
+/// A cluster time as one ordered number.
+fn pack(time: mongodb::bson::Timestamp) -> u64 {
+    (u64::from(time.time) << 32) | u64::from(time.increment)
+}
+
 /// Refreshes one parent of an async subset, fenced on `lane` like the copies' fan-outs (a
 /// worker that lost its lease writes nothing), with the removal of the parent's failure record
 /// in the same transaction. A parent that cannot take its previews (its validator rejects
@@ -1321,6 +1461,79 @@ impl SyncWorkerHandle {
                 join.to_string(),
             )),
         }
+    }
+
+    /// Resolves once the worker has applied every change committed before the call: each
+    /// copy it keeps holds what its source held then (or newer). Tests and request handlers
+    /// await it instead of polling for a copy to change.
+    ///
+    /// The call reads the newest entry of the server's oplog (`local.oplog.rs`; where that is
+    /// not readable, the cluster time of a `ping`, which only the next write after it passes),
+    /// then waits until this worker's change stream has passed it with every change before it
+    /// applied. A worker standing by waits for the saved token of its name (the active
+    /// worker saves it after every batch, and at least every
+    /// [`token_save_interval`](SyncWorker::token_save_interval) on a quiet stream).
+    ///
+    /// # Errors
+    ///
+    /// The error that stopped the worker, if it ends before catching up ([`Error::Worker`]);
+    /// a server error reading the oplog's newest entry.
+    pub async fn caught_up(&self) -> Result<()> {
+        let target = self.newest_change().await?;
+        loop {
+            let through = self.stats.through.load(Ordering::Acquire);
+            if self.stats.is_active() && through >= target {
+                return Ok(());
+            }
+            if !self.stats.is_active() && self.saved_through().await? >= target {
+                return Ok(());
+            }
+            if self.task.is_finished() {
+                return Err(match self.stats.last_error() {
+                    Some(error) => Error::worker_stopped_by(error),
+                    None => Error::worker(
+                        crate::error::WorkerStop::Ended,
+                        "it stopped before catching up",
+                    ),
+                });
+            }
+            // a standby reads the saved token from the server: less often
+            let poll = if self.stats.is_active() { 5 } else { 100 };
+            tokio::time::sleep(Duration::from_millis(poll)).await;
+        }
+    }
+
+    /// The cluster time of the newest change on the server, packed (see [`pack`]).
+    async fn newest_change(&self) -> Result<u64> {
+        let newest = self
+            .db
+            .client()
+            .database("local")
+            .collection::<BsonDocument>("oplog.rs")
+            .find_one(doc! {})
+            .sort(doc! { "$natural": -1 })
+            .projection(doc! { "ts": 1 })
+            .await;
+        if let Ok(Some(entry)) = newest {
+            if let Ok(ts) = entry.get_timestamp("ts") {
+                return Ok(pack(ts));
+            }
+        }
+        let ping = self.db.run_command(doc! { "ping": 1 }).await?;
+        Ok(ping.get_timestamp("operationTime").map_or(0, pack))
+    }
+
+    /// The time of the token saved for this worker's name, packed (0 when none).
+    async fn saved_through(&self) -> Result<u64> {
+        let saved = self
+            .db
+            .collection::<BsonDocument>(TOKENS_COLLECTION)
+            .find_one(doc! { "_id": &self.name })
+            .projection(doc! { "token_time": 1 })
+            .await?;
+        Ok(saved
+            .and_then(|d| d.get_timestamp("token_time").ok())
+            .map_or(0, pack))
     }
 
     /// Whether the worker has ended (stopped, or ended on an error).
