@@ -612,4 +612,151 @@ mod tests {
             "one committed fenced write: {lane}"
         );
     }
+
+    /// Issue 48: a statement of the old holder that reaches the server after the takeover's
+    /// claim killed its sessions (a partition delivered it late) opens a transaction nobody
+    /// ends. The new holder's fenced writes to the same document conflict; after
+    /// `KILL_AGAIN_AFTER` attempts it kills the old holder's sessions again and commits, well
+    /// before the server would reap the transaction (60 s).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_late_statement_of_the_old_holder_does_not_hold_the_new_one_up() {
+        let db = mongo_schema_testkit::database("fence_late_statement").await;
+        let lanes = db.collection::<BsonDocument>("lanes");
+        let copies = db.collection::<BsonDocument>("copies");
+        copies
+            .insert_one(doc! { "_id": 1, "name": "original" })
+            .await
+            .unwrap();
+        let old = Fence::new(
+            lanes.clone(),
+            "w",
+            "old-owner",
+            1,
+            lane_sessions(db.client(), 1).await.unwrap(),
+        );
+        assert!(old.claim(1).await.unwrap());
+        let new = Fence::new(
+            lanes.clone(),
+            "w",
+            "new-owner",
+            2,
+            lane_sessions(db.client(), 1).await.unwrap(),
+        );
+        assert!(new.claim(1).await.unwrap(), "the takeover");
+        // the late statement: on the old holder's lane session, after the claim's kill, and
+        // never committed nor aborted
+        let mut late = old.session(0).lock().await;
+        late.start_transaction().await.unwrap();
+        copies
+            .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "older" } })
+            .session(&mut *late)
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let written = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            transact(db.client(), Some((&new, 0)), |session| {
+                let copies = copies.clone();
+                Box::pin(async move {
+                    copies
+                        .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "newer" } })
+                        .session(&mut *session)
+                        .await?;
+                    Ok(())
+                })
+            }),
+        )
+        .await
+        .expect("the new holder's write does not wait for the server to reap the late one")
+        .unwrap();
+        assert_eq!(written, Fenced::Committed(()));
+        println!("committed after {:?}", started.elapsed());
+        assert!(
+            late.commit_transaction().await.is_err(),
+            "the late one was aborted"
+        );
+        assert_eq!(
+            copies.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
+            doc! { "_id": 1, "name": "newer" }
+        );
+    }
+
+    /// Issue 48: a fenced pass cancelled while its first statement was on its way leaves a
+    /// transaction open that the driver does not know of (it neither aborts nor ends it); the
+    /// lane stays marked, and `settle` ends it on the server, so another writer of the document
+    /// is not held up.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cancelled_pass_is_settled_on_the_server() {
+        let db = mongo_schema_testkit::database("fence_settle").await;
+        let lanes = db.collection::<BsonDocument>("lanes");
+        let copies = db.collection::<BsonDocument>("copies");
+        copies
+            .insert_one(doc! { "_id": 1, "name": "original" })
+            .await
+            .unwrap();
+        let sessions = lane_sessions(db.client(), 1).await.unwrap();
+        let holder = Fence::new(lanes.clone(), "w", "owner", 1, sessions.clone());
+        assert!(holder.claim(1).await.unwrap());
+        let wrote = Arc::new(Notify::new());
+        let pass = {
+            let (holder, client, copies, wrote) = (
+                holder.clone(),
+                db.client().clone(),
+                copies.clone(),
+                wrote.clone(),
+            );
+            tokio::spawn(async move {
+                transact(&client, Some((&holder, 0)), |session| {
+                    let (copies, wrote) = (copies.clone(), wrote.clone());
+                    Box::pin(async move {
+                        copies
+                            .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "cut" } })
+                            .session(&mut *session)
+                            .await?;
+                        wrote.notify_one();
+                        std::future::pending::<()>().await;
+                        Ok(())
+                    })
+                })
+                .await
+            })
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), wrote.notified())
+            .await
+            .expect("the pass wrote");
+        pass.abort(); // the pass is cancelled where it stands
+        let _ = pass.await;
+        assert!(
+            sessions[0].open.load(Ordering::Acquire),
+            "the lane is marked"
+        );
+        // another writer conflicts with the open transaction
+        let other = || async {
+            let mut session = db.client().start_session().await.unwrap();
+            session.start_transaction().await.unwrap();
+            let wrote = copies
+                .update_one(doc! { "_id": 1 }, doc! { "$set": { "name": "other" } })
+                .session(&mut session)
+                .await;
+            match wrote {
+                Ok(_) => session.commit_transaction().await.map_err(Error::from),
+                Err(e) => {
+                    let _ = session.abort_transaction().await;
+                    Err(Error::from(e))
+                }
+            }
+        };
+        assert!(
+            other().await.is_err(),
+            "the cancelled pass holds the document"
+        );
+        assert!(settle(db.client(), &sessions).await);
+        assert!(!sessions[0].open.load(Ordering::Acquire));
+        other().await.expect("the document is free once settled");
+        assert_eq!(
+            copies.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
+            doc! { "_id": 1, "name": "other" },
+            "nothing of the cancelled pass landed"
+        );
+    }
 }
