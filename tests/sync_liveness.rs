@@ -87,10 +87,11 @@ async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
     let started = Instant::now();
     rename_author(&db, prolific, "Pro 2").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let small = Instant::now();
     rename_author(&db, occasional, "Occ 2").await;
     let landed = eventually(
         Duration::from_secs(300),
-        "the one-post author's rename lands after the big fan-out",
+        "the one-post author's rename lands during the big fan-out",
         || async {
             posts
                 .count_documents(doc! { "_id": -1_i64, "author.name": "Occ 2" })
@@ -100,9 +101,24 @@ async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
         },
     )
     .await;
+    let big_then = posts
+        .count_documents(doc! { "author.name": "Pro 2" })
+        .await
+        .unwrap();
     println!(
-        "the small rename landed after {landed:?}; {:?}",
+        "the small rename landed {landed:?} after it was made ({:?} after the big one), when \
+         {big_then} of {HOLDERS} big holders had; {:?}",
+        small.elapsed(),
         worker.stats().snapshot()
+    );
+    assert!(
+        big_then < HOLDERS as u64,
+        "the big fan-out was still running when the small rename landed (the control: it did \
+         not wait for it)"
+    );
+    assert!(
+        landed < Duration::from_secs(2),
+        "a one-holder rename lands in under 2 s while a 100,000-holder fan-out runs: {landed:?}"
     );
     eventually(
         Duration::from_secs(300),

@@ -6,6 +6,8 @@
 //! - [`fan_out`]: the `updateMany` every strategy sends, in chunks of at most
 //!   [`FAN_OUT_CHUNK`] holders, falling back to one holder at a time when a holder cannot take it, and [`failures`], where such holders are recorded;
 //! - [`fence`]: the worker's writes commit only while it holds its lease;
+//! - [`lanes`]: the worker's jobs run on lanes, a source's in order, so one large fan-out holds
+//!   its own lane only;
 //! - [`reconcile`]: compare and repair, conditional on the value read, over a [`walk`] of the
 //!   holders in `_id` order that survives breaks and mixed `_id` types;
 //! - [`metrics`]: the worker's counters, gauges and histograms through the `metrics` facade;
@@ -18,6 +20,7 @@ pub(crate) mod events;
 pub(crate) mod failures;
 pub(crate) mod fan_out;
 pub(crate) mod fence;
+pub(crate) mod lanes;
 pub(crate) mod lease;
 pub mod metrics;
 pub(crate) mod reconcile;

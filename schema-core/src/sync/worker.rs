@@ -14,6 +14,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesOrdered;
 use futures_util::StreamExt;
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocumentBuf};
 use mongodb::change_stream::event::{
@@ -30,6 +31,7 @@ use super::events::{self, Fragments, Read, Unreadable};
 use super::failures::FailureLog;
 use super::fan_out::{FanOut, FanOutOutcome, Writer};
 use super::fence::Fence;
+use super::lanes::{Lanes, Turn};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::metrics;
 use super::reconcile::reconcile;
@@ -71,6 +73,10 @@ const GATHER_DEADLINE: Duration = Duration::from_millis(10);
 /// [`SyncWorker::max_batch`], so a backlog is applied with one rewrite per renamed source per
 /// batch; fresh changes are applied as they come.
 const CATCHING_UP: Duration = Duration::from_secs(1);
+
+/// At most this many batches are in flight (read, not yet finished) at once; the stream is not
+/// read further until the oldest finishes (the saved token cannot move past it anyway).
+const MAX_IN_FLIGHT: usize = 64;
 
 /// `BSONObjectTooLarge`: the next event exceeds what the server can send.
 const TOO_LARGE: i32 = 10334;
@@ -369,6 +375,33 @@ enum Probed {
     FencedOff,
 }
 
+/// What a worker keeps across reopenings of its stream.
+#[derive(Debug, Default)]
+struct Recovery {
+    /// After an event too large to send: read one event a time until the stream stops right
+    /// before it, then probe its key and go on after it.
+    one_at_a_time: bool,
+}
+
+/// A batch read from the stream, planned: each job and subset parent with its turn on the
+/// lanes, and the wall times of the events it applies (for the lag).
+struct Planned<'e> {
+    jobs: Vec<(Turn, Job<'e>)>,
+    parents: Vec<(Turn, usize, Bson)>,
+    applied: Vec<Option<mongodb::bson::DateTime>>,
+}
+
+/// A batch that finished applying.
+struct Finished {
+    /// A write was fenced off: the lease was taken over.
+    fenced_off: bool,
+    /// The stream's position after the batch (`None`: not to be saved, a split event half
+    /// read).
+    token: Option<ResumeToken>,
+    /// The cluster time of its last event.
+    cluster_time: Option<mongodb::bson::Timestamp>,
+}
+
 /// Why a worker stopped following.
 enum Stopped {
     /// Asked to stop.
@@ -522,6 +555,7 @@ impl SyncWorker {
         let lease = Lease::new(tokens, &self.name, self.lease, FAN_OUT_CONCURRENCY)
             .with_pulse(stats.pulse.clone());
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CAP);
+        let mut recovery = Recovery::default();
         let outcome = loop {
             // stand by until this worker holds the lease
             let acquired = tokio::select! {
@@ -535,7 +569,7 @@ impl SyncWorker {
                     metrics::role(&self.name, true);
                     tracing::info!(worker = %self.name, owner = lease.owner(), "holds the lease: following the change streams");
                     tokio::select! {
-                        followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff) => followed,
+                        followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff, &mut recovery) => followed,
                         () = lease.keep() => Ok(Stopped::LeaseLost),
                         reason = self.watchdog(&stats) => Ok(Stopped::Stalled(reason)),
                     }
@@ -879,6 +913,7 @@ impl SyncWorker {
         stats: &WorkerStats,
         lease: &Lease,
         backoff: &mut Backoff,
+        recovery: &mut Recovery,
     ) -> Result<Stopped> {
         let log = FailureLog::new(&self.name);
         let Some(fence) = lease.fence() else {
@@ -887,14 +922,21 @@ impl SyncWorker {
         let pipeline = self.pipeline(sources).await?;
         let saved = self.load_token().await?;
         let opened = match saved {
-            Some(token) => match self.open(&pipeline, Some(token), false).await {
+            Some(token) => match self
+                .open_past_too_large(&pipeline, token, recovery, stats, &log, &fence)
+                .await
+            {
                 Err(Error::Driver(e))
                     if server_code(&e).is_some_and(|c| UNRESUMABLE.contains(&c)) =>
                 {
                     tracing::warn!(worker = %self.name, error = %e, "saved resume token unusable; full reconcile");
                     None
                 }
-                other => Some(other?),
+                Ok(None) => {
+                    lease.lost();
+                    return Ok(Stopped::LeaseLost);
+                }
+                other => other?,
             },
             None => None,
         };
@@ -949,47 +991,89 @@ impl SyncWorker {
         backoff.reset();
         let mut quiet_until = Instant::now() + self.token_save_interval;
         let mut fragments = Fragments::default();
-        // after an event too large to send: read one event a time until the stream stops
-        // right before it, then probe its key and go on after it
-        let mut one_at_a_time = false;
+        // the batches read and not yet finished, oldest first (see `super::lanes`)
+        let lanes = Lanes::new(FAN_OUT_CONCURRENCY);
+        let mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>> = FuturesOrdered::new();
         loop {
             // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
-            // waits), so the stream's position can be read between two of them
+            // waits), so the stream's position can be read between two of them; meanwhile
+            // the batches in flight go on, and each one that finishes in order saves its token
             let first = tokio::select! {
-                first = stream.next_if_any() => first,
-                _ = stop_requested(stop) => return Ok(Stopped::Requested),
+                biased;
+                _ = stop_requested(stop) => {
+                    return self.drain_and_stop(in_flight, lease, stats).await;
+                }
+                finished = in_flight.next(), if !in_flight.is_empty() => {
+                    let finished = finished.expect("a batch in flight")?;
+                    if !self.finished(finished, lease, stats, in_flight.is_empty()).await? {
+                        return Ok(Stopped::LeaseLost);
+                    }
+                    if in_flight.is_empty() {
+                        quiet_until = Instant::now() + self.token_save_interval;
+                        backoff.reset();
+                    }
+                    continue;
+                }
+                first = stream.next_if_any(), if in_flight.len() < MAX_IN_FLIGHT => first,
             };
             stats.beat();
             let first = match first {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
+                    // every batch before the event finishes (and saves its token) first, so
+                    // that the position saved below is not ahead of unfinished work
+                    while let Some(finished) = in_flight.next().await {
+                        if !self
+                            .finished(finished?, lease, stats, in_flight.is_empty())
+                            .await?
+                        {
+                            return Ok(Stopped::LeaseLost);
+                        }
+                    }
                     let Some(position) = stream.resume_token() else {
                         // no position to go on from: reopened from the saved token
                         return Err(e.into());
                     };
-                    let position = Some(position);
-                    let after = if one_at_a_time {
+                    if !recovery.one_at_a_time {
+                        tracing::warn!(worker = %self.name, "a change event is too large to send even projected: reading one event at a time up to it");
+                    }
+                    // one event at a time up to it, then probed from right before it
+                    let probe_now = recovery.one_at_a_time;
+                    recovery.one_at_a_time = true;
+                    let from = if probe_now {
                         match self
-                            .probe_too_large(&pipeline, position.clone(), stats, &log, &fence)
+                            .probe_too_large(&pipeline, Some(position.clone()), stats, &log, &fence)
                             .await?
                         {
-                            Probed::After(token) => Some(token),
-                            Probed::Unknown => None,
+                            Probed::After(token) => {
+                                recovery.one_at_a_time = false;
+                                token
+                            }
+                            Probed::Unknown => position,
                             Probed::FencedOff => {
                                 lease.lost();
                                 return Ok(Stopped::LeaseLost);
                             }
                         }
                     } else {
-                        tracing::warn!(worker = %self.name, "a change event is too large to send even projected: reading one event at a time up to it");
-                        None
+                        position
                     };
-                    one_at_a_time = after.is_none();
-                    let from = after.or(position);
-                    if from.is_some() && !self.save_token(lease, from.clone(), None, None).await? {
+                    if !self
+                        .save_token(lease, Some(from.clone()), None, None)
+                        .await?
+                    {
                         return Ok(Stopped::LeaseLost);
                     }
                     fragments = Fragments::default();
-                    stream = self.open(&pipeline, from, one_at_a_time).await?;
+                    stream = match self
+                        .open_past_too_large(&pipeline, from, recovery, stats, &log, &fence)
+                        .await?
+                    {
+                        Some(stream) => stream,
+                        None => {
+                            lease.lost();
+                            return Ok(Stopped::LeaseLost);
+                        }
+                    };
                     continue;
                 }
                 other => other?,
@@ -1000,11 +1084,11 @@ impl SyncWorker {
                         "change stream ended",
                     )));
                 }
-                if !fragments.pending() {
+                if !fragments.pending() && in_flight.is_empty() {
                     // every change before the stream's position was applied or concerned no copy
                     stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
                 }
-                if Instant::now() >= quiet_until && !fragments.pending() {
+                if Instant::now() >= quiet_until && !fragments.pending() && in_flight.is_empty() {
                     // nothing to apply for a while: save where the stream is (every change
                     // before its post-batch resume token was applied or concerned no copy)
                     if !self
@@ -1023,13 +1107,13 @@ impl SyncWorker {
             // the batch: what the driver has already received, and a reply arriving within
             // GATHER_DEADLINE (never a wait for more changes: a trickle is applied as it
             // comes; a worker catching up reads on, see CATCHING_UP), plus the rest of a split
-            // event; then applied, and the token saved once for the batch: a crash re-applies
-            // at most one batch (the rewrites are idempotent)
+            // event; then started on the lanes, its token saved once it and every batch before
+            // it finished: a crash re-applies what was unfinished (the rewrites are idempotent)
             let mut batch = Vec::new();
             let mut unreadable = Vec::new();
             self.take(&first, &mut fragments, &mut batch, &mut unreadable);
             let gathering_until = Instant::now() + GATHER_DEADLINE;
-            while (batch.len() < self.max_batch && !one_at_a_time) || fragments.pending() {
+            while (batch.len() < self.max_batch && !recovery.one_at_a_time) || fragments.pending() {
                 let whole_event = fragments.pending();
                 // changes already late (a worker catching up): the next reply is waiting on
                 // the server, and applying them with it coalesces more rewrites
@@ -1048,7 +1132,10 @@ impl SyncWorker {
                 };
                 let next = tokio::select! {
                     next = read => next,
-                    _ = stop_requested(stop) => return Ok(Stopped::Requested),
+                    // the batch being gathered is left to the next worker, from the saved token
+                    _ = stop_requested(stop) => {
+                        return self.drain_and_stop(in_flight, lease, stats).await;
+                    }
                 };
                 if next.is_some() {
                     stats.beat();
@@ -1063,7 +1150,6 @@ impl SyncWorker {
                     },
                 }
             }
-            let cluster_time = batch.iter().rev().find_map(|e| e.cluster_time);
             for event in unreadable {
                 if !self.skip(event, None, stats, &log, &fence).await? {
                     tracing::warn!(worker = %self.name, "the record of an unreadable event was fenced off: the lease was taken over");
@@ -1071,57 +1157,136 @@ impl SyncWorker {
                     return Ok(Stopped::LeaseLost);
                 }
             }
-            if !batch.is_empty() && !self.apply_batch(&batch, stats, &log, &fence).await? {
-                tracing::warn!(worker = %self.name, "a fenced write was refused: the lease was taken over");
-                lease.lost();
-                return Ok(Stopped::LeaseLost);
+            let planned = self.plan_batch(&batch, stats, &lanes);
+            let finished = Finished {
+                fenced_off: false,
+                // a split event half read when an error ended the gathering: its token is
+                // saved once the event is whole
+                token: (!fragments.pending())
+                    .then(|| stream.resume_token())
+                    .flatten(),
+                cluster_time: batch.iter().rev().find_map(|e| e.cluster_time),
+            };
+            let (log, fence, lanes) = (&log, &fence, &lanes);
+            in_flight.push_back(Box::pin(async move {
+                let applied = self.run_batch(planned, stats, log, fence, lanes).await?;
+                Ok(Finished {
+                    fenced_off: !applied,
+                    ..finished
+                })
+            }));
+        }
+    }
+
+    /// Opens the stream after `from`, where the change right after it may be too large to send
+    /// even projected: on mongod the reopening `aggregate` itself then fails with 10334, not
+    /// only a `getMore`. It is opened again one event at a time (the failing event is then
+    /// the first after `from`), and failing again the event is probed from `from`, recorded
+    /// and skipped, and the stream opened after it. The one-at-a-time state lives in
+    /// `recovery`, across reopenings of the stream. `None`: the record was fenced off.
+    async fn open_past_too_large(
+        &self,
+        pipeline: &[BsonDocument],
+        mut from: ResumeToken,
+        recovery: &mut Recovery,
+        stats: &WorkerStats,
+        log: &FailureLog,
+        fence: &Fence,
+    ) -> Result<Option<ChangeStream<RawDocumentBuf>>> {
+        loop {
+            match self
+                .open(pipeline, Some(from.clone()), recovery.one_at_a_time)
+                .await
+            {
+                Err(Error::Driver(e)) if server_code(&e) == Some(TOO_LARGE) => {
+                    if !recovery.one_at_a_time {
+                        tracing::warn!(worker = %self.name, "reopening the change stream failed: an event is too large to send even projected; reading one event at a time");
+                        recovery.one_at_a_time = true;
+                        continue;
+                    }
+                    match self
+                        .probe_too_large(pipeline, Some(from.clone()), stats, log, fence)
+                        .await?
+                    {
+                        Probed::After(token) => {
+                            recovery.one_at_a_time = false;
+                            from = token;
+                        }
+                        Probed::Unknown => return Err(e.into()),
+                        Probed::FencedOff => return Ok(None),
+                    }
+                }
+                other => return other.map(Some),
             }
-            if fragments.pending() {
-                // a split event half read when an error ended the gathering: saved and
-                // applied once it is whole
-                continue;
-            }
+        }
+    }
+
+    /// On a requested stop: the batches in flight finish and save their tokens, as a batch
+    /// being applied always did before the worker stopped.
+    async fn drain_and_stop(
+        &self,
+        mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>>,
+        lease: &Lease,
+        stats: &WorkerStats,
+    ) -> Result<Stopped> {
+        while let Some(finished) = in_flight.next().await {
             if !self
-                .save_token(
-                    lease,
-                    stream.resume_token(),
-                    cluster_time,
-                    Some(WorkerStats::get(&stats.last_lag_ms)),
-                )
+                .finished(finished?, lease, stats, in_flight.is_empty())
                 .await?
             {
                 return Ok(Stopped::LeaseLost);
             }
-            stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
-            quiet_until = Instant::now() + self.token_save_interval;
-            backoff.reset();
         }
+        Ok(Stopped::Requested)
     }
 
-    /// Applies a batch of changes: the rewrites they need are coalesced per copy and source
-    /// document (the full document looked up for a later change makes an earlier one's
-    /// redundant, and a deletion supersedes both), then run concurrently, at most
-    /// [`FAN_OUT_CONCURRENCY`] at a time, each fenced on a lane of its own (see
-    /// [`super::fence`]). Measures the lag of the applied changes. `false`: a write was fenced
-    /// off (the lease was taken over); the batch is the new holder's to apply.
-    #[tracing::instrument(name = "sync_batch", level = "debug", skip_all, fields(worker = %self.name, events = batch.len()))]
-    #[allow(deprecated)] // the worker writes its own counters
-    async fn apply_batch(
+    /// A batch finished: its token saved when every batch before it has finished (they finish
+    /// in order: `in_flight` is ordered). `false`: the lease was lost (a write fenced off, or
+    /// the token's save).
+    #[allow(deprecated)] // the worker reads its own counters
+    async fn finished(
         &self,
+        finished: Finished,
+        lease: &Lease,
+        stats: &WorkerStats,
+        last: bool,
+    ) -> Result<bool> {
+        if finished.fenced_off {
+            tracing::warn!(worker = %self.name, "a fenced write was refused: the lease was taken over");
+            lease.lost();
+            return Ok(false);
+        }
+        let Some(token) = finished.token else {
+            return Ok(true);
+        };
+        // the lag saved is the last applied event's; a batch behind others saves its own
+        let lag = last.then(|| WorkerStats::get(&stats.last_lag_ms));
+        if !self
+            .save_token(lease, Some(token.clone()), finished.cluster_time, lag)
+            .await?
+        {
+            return Ok(false);
+        }
+        stats.applied_through(token_time(&token));
+        Ok(true)
+    }
+
+    /// Plans a batch of changes: the rewrites they need, coalesced per copy and source
+    /// document (the full document looked up for a later change makes an earlier one's
+    /// redundant, and a deletion supersedes both), and the subset parents to refresh, each
+    /// with its turn on the lanes, taken now, in the order the stream delivered the changes.
+    #[allow(deprecated)] // the worker writes its own counters
+    fn plan_batch<'e>(
+        &'e self,
         batch: &[ChangeStreamEvent<BsonDocument>],
         stats: &WorkerStats,
-        log: &FailureLog,
-        fence: &Fence,
-    ) -> Result<bool> {
+        lanes: &Lanes,
+    ) -> Planned<'e> {
         WorkerStats::add(&stats.events, batch.len() as u64);
         metrics::events_received(&self.name, batch.len());
-        if self.stall_once.swap(false, Ordering::AcqRel) {
-            // test support (`__stall_next_batch`): a command that never returns
-            std::future::pending::<()>().await;
-        }
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
-        let mut applied: Vec<&ChangeStreamEvent<BsonDocument>> = Vec::new();
+        let mut applied = Vec::new();
         let mut parents: Vec<(usize, Bson)> = Vec::new();
         let mut parent_slots: HashMap<(usize, String), ()> = HashMap::new();
         for event in batch {
@@ -1130,7 +1295,7 @@ impl SyncWorker {
                 WorkerStats::add(&stats.unknown_parents, 1);
             }
             if !children.parents.is_empty() {
-                applied.push(event);
+                applied.push(event.wall_time);
             }
             for (rule, parent) in children.parents {
                 match parent_slots.entry((rule, id_key(&parent))) {
@@ -1145,7 +1310,7 @@ impl SyncWorker {
             if planned.is_empty() {
                 continue;
             }
-            applied.push(event);
+            applied.push(event.wall_time);
             for job in planned {
                 match slots.entry((job.edge_index, id_key(&job.source))) {
                     Entry::Occupied(slot) => {
@@ -1159,23 +1324,59 @@ impl SyncWorker {
                 }
             }
         }
+        let jobs = jobs
+            .into_iter()
+            .map(|job| {
+                let key = format!("copy {} {}", job.edge_index, id_key(&job.source));
+                (lanes.turn(key), job)
+            })
+            .collect();
+        let parents = parents
+            .into_iter()
+            .map(|(rule, parent)| {
+                let key = format!("parent {rule} {}", id_key(&parent));
+                (lanes.turn(key), rule, parent)
+            })
+            .collect();
+        Planned {
+            jobs,
+            parents,
+            applied,
+        }
+    }
+
+    /// Runs a planned batch: its jobs on the lanes, each in its turn and fenced on its lane
+    /// (see [`super::fence`]); measures the lag of the applied changes. `false`: a write was
+    /// fenced off (the lease was taken over); the batch is the new holder's to apply.
+    #[tracing::instrument(name = "sync_batch", level = "debug", skip_all, fields(worker = %self.name, jobs = planned.jobs.len()))]
+    #[allow(deprecated)] // the worker writes its own counters
+    async fn run_batch(
+        &self,
+        planned: Planned<'_>,
+        stats: &WorkerStats,
+        log: &FailureLog,
+        fence: &Fence,
+        lanes: &Lanes,
+    ) -> Result<bool> {
+        if self.stall_once.swap(false, Ordering::AcqRel) {
+            // test support (`__stall_next_batch`): a command that never returns
+            std::future::pending::<()>().await;
+        }
+        let Planned {
+            jobs,
+            parents,
+            applied,
+        } = planned;
         if !jobs.is_empty() || !parents.is_empty() {
             log.refresh(&self.db).await?;
         }
         let db = &self.db;
         let worker = self.name.as_str();
-        // the free lanes: at most FAN_OUT_CONCURRENCY jobs run at once, so one is always free
-        let lanes = &Mutex::new((0..FAN_OUT_CONCURRENCY).collect::<Vec<usize>>());
         // boxed, so the futures' type names no closure (which keeps the task `Send`)
-        let runs: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = jobs
+        let mut runs: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = jobs
             .into_iter()
-            .map(|job| {
-                Box::pin(async move {
-                    let lane = lanes
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .pop()
-                        .unwrap_or(0);
+            .map(|(turn, job)| {
+                Box::pin(lanes.run(turn, move |lane| async move {
                     let writer = Writer::Fenced { fence, lane };
                     let copy = format!("{}.{}", job.edge.holder, job.edge.copy.path);
                     let started = std::time::Instant::now();
@@ -1187,31 +1388,18 @@ impl SyncWorker {
                     if let Ok(done) = &outcome {
                         metrics::fan_out(worker, &copy, job.deletion, started.elapsed(), done.rewritten, done.failed);
                     }
-                    lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
                     Ok((job.deletion, outcome?))
-                }) as BoxFuture<'_, _>
+                })) as BoxFuture<'_, _>
             })
             .collect();
         let subsets = &self.subsets;
-        let refreshes: Vec<BoxFuture<'_, Result<(bool, FanOutOutcome)>>> = parents
-            .into_iter()
-            .map(|(rule, parent)| {
-                Box::pin(async move {
-                    let lane = lanes
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .pop()
-                        .unwrap_or(0);
-                    let outcome =
-                        refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await;
-                    lanes.lock().unwrap_or_else(|e| e.into_inner()).push(lane);
-                    outcome
-                }) as BoxFuture<'_, _>
-            })
-            .collect();
-        let mut runs = runs;
-        runs.extend(refreshes);
-        let mut outcomes = futures_util::stream::iter(runs).buffer_unordered(FAN_OUT_CONCURRENCY);
+        runs.extend(parents.into_iter().map(|(turn, rule, parent)| {
+            Box::pin(lanes.run(turn, move |lane| {
+                refresh_parent(subsets, db, stats, log, fence, lane, rule, parent)
+            })) as BoxFuture<'_, _>
+        }));
+        // every job concurrently: the lanes' permits bound how many run at once
+        let mut outcomes: futures_util::stream::FuturesUnordered<_> = runs.into_iter().collect();
         let mut fenced_off = false;
         while let Some(done) = outcomes.next().await {
             let (deletion, outcome) = done?;
@@ -1230,13 +1418,11 @@ impl SyncWorker {
         WorkerStats::add(&stats.applied, applied.len() as u64);
         metrics::events_applied(&self.name, applied.len());
         let now = mongodb::bson::DateTime::now().timestamp_millis();
-        for event in applied {
-            if let Some(wall) = event.wall_time {
-                let lag = (now - wall.timestamp_millis()).max(0) as u64;
-                stats.last_lag_ms.store(lag, Ordering::Relaxed);
-                stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
-                metrics::lag(&self.name, lag);
-            }
+        for wall in applied.into_iter().flatten() {
+            let lag = (now - wall.timestamp_millis()).max(0) as u64;
+            stats.last_lag_ms.store(lag, Ordering::Relaxed);
+            stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            metrics::lag(&self.name, lag);
         }
         Ok(true)
     }
