@@ -445,6 +445,85 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
     drop(server);
 }
 
+/// Issue 48, item 1: an event too large to send even projected that is the first after the
+/// saved position (the common case under light traffic). On mongod the reopening `aggregate`
+/// fails with 10334 itself, not only a `getMore`, and again when opened one event at a time
+/// (the event is then its first); the worker probes the event from the saved position, records
+/// it and goes on after it. The failpoint answers the worker's next two `aggregate`s so, as
+/// mongod would while that event is the first after the saved token. Before the fix the worker
+/// reopened from the same token for ever on mongod (here: until the failpoint ran out, and then
+/// applied the event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped() {
+    const APP: &str = "too-large-reopen";
+    let server = tokio::task::spawn_blocking(|| {
+        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
+    })
+    .await
+    .unwrap()
+    .expect("a dedicated server with the failpoints");
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (db, schema, agents, cases) = setup_in(client.database("too_large_reopen"), 2).await;
+    let (big, next) = (&agents[0], &agents[1]);
+    let (worker_client, _log) =
+        mongo_schema_testkit::monitored_client_at(&format!("{}&appName={APP}", server.uri())).await;
+    let worker_db = worker_client.database(db.name());
+    // a first worker saves its token and stops
+    let first = schema.sync_worker(&worker_db).name("reopen").spawn();
+    within(
+        Duration::from_secs(30),
+        "the first worker is ready",
+        first.ready(),
+    )
+    .await
+    .unwrap();
+    within(Duration::from_secs(30), "shutdown", first.shutdown())
+        .await
+        .unwrap();
+    // the event the server cannot send, first after the saved token, and a change after it
+    rename(&db, big, "too large to send").await;
+    rename(&db, next, "after the large one").await;
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 2 },
+            "data": { "failCommands": ["aggregate"], "appName": APP, "errorCode": 10334 },
+        })
+        .await
+        .unwrap();
+    let worker = schema
+        .sync_worker(&worker_db)
+        .name("reopen")
+        .max_await_time(Duration::from_millis(100))
+        .spawn();
+    eventually(
+        Duration::from_secs(30),
+        "the change after it is applied",
+        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
+    )
+    .await;
+    let records = schema.sync_failures(&db).await.unwrap();
+    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
+    assert_eq!(records[0].code, Some(10334), "{}", records[0]);
+    assert_eq!(
+        records[0].holder,
+        Bson::ObjectId(big.id),
+        "its document key"
+    );
+    assert_eq!(worker.stats().snapshot().unreadable, 1);
+    // skipped, not applied (the control: without the fix the event was applied once the
+    // failpoint ran out)
+    assert_eq!(
+        copied_name(&db, &cases[0]).await.as_deref(),
+        Some("agent 0")
+    );
+    within(Duration::from_secs(30), "shutdown", worker.shutdown())
+        .await
+        .unwrap();
+    drop(server);
+}
+
 /// Renames `agent` every `period` until `done`.
 fn trickle(
     db: mongodb::Database,

@@ -619,8 +619,9 @@ impl SyncWorker {
     }
 
     /// Resolves when the worker, ready and holding its lease, has gone
-    /// [`stall_timeout`](SyncWorker::stall_timeout) with no reply from its change stream and no
-    /// fenced commit (its pulse did not beat), with the reason.
+    /// [`stall_timeout`](SyncWorker::stall_timeout) without progress (its pulse did not beat),
+    /// with the reason: no fenced commit while batches were in flight, and no reply from its
+    /// change stream while none was. (A job that hangs while other jobs commit is not seen.)
     async fn watchdog(&self, stats: &WorkerStats) -> String {
         let floor = self.max_await_time.map_or(Duration::ZERO, |wait| wait * 3);
         let bound = self
@@ -640,7 +641,7 @@ impl SyncWorker {
             }
             if since.elapsed() >= bound {
                 return format!(
-                    "no reply from its change stream and no write committed for {:?} (stall_timeout {bound:?})",
+                    "no reply from its change stream (nothing in flight) and no write committed (a batch in flight) for {:?} (stall_timeout {bound:?})",
                     since.elapsed()
                 );
             }
@@ -1016,7 +1017,10 @@ impl SyncWorker {
                 }
                 first = stream.next_if_any(), if in_flight.len() < MAX_IN_FLIGHT => first,
             };
-            stats.beat();
+            if in_flight.is_empty() {
+                // with batches in flight, only their commits are progress (the watchdog)
+                stats.beat();
+            }
             let first = match first {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
                     // every batch before the event finishes (and saves its token) first, so
@@ -1137,7 +1141,7 @@ impl SyncWorker {
                         return self.drain_and_stop(in_flight, lease, stats).await;
                     }
                 };
-                if next.is_some() {
+                if next.is_some() && in_flight.is_empty() {
                     stats.beat();
                 }
                 match next {
