@@ -928,6 +928,83 @@ async fn status_exits_2_for_a_worker_that_holds_its_lease_without_progress() {
     drop(server);
 }
 
+/// `status` exits 2 for five minutes after a worker's watchdog found it stalled (it recovered
+/// by reopening its stream, but an operator must hear of it), and names the reason; the
+/// control: exit 0 before the stall.
+async fn status_exits_2_after_a_watchdog_stall() {
+    let db = mongo_schema_testkit::database("cli_watchdog").await;
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let status = |more: &'static [&'static str]| {
+        let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.clone()];
+        all.extend(["--db".to_owned(), db.name().to_owned()]);
+        all.extend(more.iter().map(|s| (*s).to_owned()));
+        all
+    };
+    let schema = helpdesk::schema();
+    schema.apply(&db).await.unwrap();
+    let agent = Agent {
+        id: ObjectId::new(),
+        display_name: "Ana".into(),
+        team: "billing".into(),
+    };
+    Agent::collection(&db).insert_one(&agent).await.unwrap();
+    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
+    helpdesk::Ticket::collection(&db)
+        .insert_one(&ticket)
+        .await
+        .unwrap();
+    let watched = schema
+        .sync_worker(&db)
+        .name("watched")
+        .max_await_time(Duration::from_millis(100))
+        .stall_timeout(Duration::from_secs(1))
+        .__stall_next_batch()
+        .spawn();
+    common::within(Duration::from_secs(30), "worker ready", watched.ready())
+        .await
+        .unwrap();
+    let before = run(status(&["--json"])).await;
+    assert_eq!(before.code, 0, "{}{}", before.stdout, before.stderr);
+    assert_eq!(worker(&before.json(), "watched")["stalls"], 0);
+    Agent::collection(&db)
+        .update_one(
+            mongo_schema::bson::doc! { "_id": agent.id },
+            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
+        )
+        .await
+        .unwrap();
+    common::within(Duration::from_secs(30), "caught up", watched.caught_up())
+        .await
+        .unwrap();
+    assert_eq!(watched.stats().snapshot().stalls, 1);
+    let after = run(status(&["--json"])).await;
+    let json = after.json();
+    let row = worker(&json, "watched");
+    assert_eq!(after.code, 2, "{json}");
+    assert_eq!(row["stalls"], 1, "{row}");
+    assert_eq!(row["stalled_recently"], true, "{row}");
+    assert!(
+        row["stall"]
+            .as_str()
+            .is_some_and(|r| r.contains("no write committed")),
+        "{row}"
+    );
+    let table = run(status(&[])).await;
+    assert_eq!(table.code, 2, "{}{}", table.stdout, table.stderr);
+    assert!(
+        table
+            .stdout
+            .contains("STALLED: worker `watched`'s watchdog found it stalled"),
+        "{}",
+        table.stdout
+    );
+    common::within(Duration::from_secs(30), "shutdown", watched.shutdown())
+        .await
+        .unwrap();
+}
+
 /// Repairs that fail exit 2: a ticket whose copy of its agent's name drifted and whose own
 /// document another client left invalid (its validator, strict, rejects any update of it).
 /// `reconcile --repair` cannot repair it (the failure recorded), `retry-failures` still fails;
@@ -1390,6 +1467,9 @@ fn main() -> ExitCode {
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
     let tests: [Test; 11] = [
+        ("status_exits_2_after_a_watchdog_stall", || {
+            Box::pin(status_exits_2_after_a_watchdog_stall())
+        }),
         ("repairs_that_fail_exit_2", || {
             Box::pin(repairs_that_fail_exit_2())
         }),

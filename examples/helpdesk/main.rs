@@ -306,19 +306,15 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             doc! { "$set": { "name": &new_name } },
         )
         .await?;
-    loop {
-        let stale = Ticket::collection(&db)
-            .count_documents(
-                doc! { "assignee._id": busiest.id, "assignee.name": { "$ne": &new_name } },
-            )
-            .await?;
-        if stale == 0 {
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            return Err(format!("{stale} tickets still show the old name after 30 s").into());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    // every change committed before this call is applied when it returns
+    tokio::time::timeout(Duration::from_secs(30), worker.caught_up())
+        .await
+        .map_err(|_| "the worker did not catch up within 30 s")??;
+    let stale = Ticket::collection(&db)
+        .count_documents(doc! { "assignee._id": busiest.id, "assignee.name": { "$ne": &new_name } })
+        .await?;
+    if stale > 0 {
+        return Err(format!("{stale} tickets still show the old name once caught up").into());
     }
     let stats = worker.stats().snapshot();
     println!(

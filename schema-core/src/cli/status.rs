@@ -25,6 +25,11 @@ struct WorkerRow {
     lag_ms: Option<i64>,
     saved_at: Option<DateTime>,
     failures: u64,
+    /// The watchdog's stalls recorded on the token document: how many, the last one's time
+    /// and reason.
+    stalls: Option<i64>,
+    stalled_at: Option<DateTime>,
+    stall: Option<String>,
 }
 
 /// Whether a worker whose lease is held has saved no progress (its token) for longer than
@@ -35,6 +40,15 @@ fn stalled(worker: &WorkerRow, now_ms: i64) -> bool {
     worker
         .saved_at
         .is_some_and(|at| now_ms - at.timestamp_millis() > bound)
+}
+
+/// Whether the worker's watchdog recorded a stall within the last [`STALLED_WORKER_AFTER`] (it
+/// recovered by reopening its stream, but an operator must hear of it).
+fn stalled_recently(worker: &WorkerRow, now_ms: i64) -> bool {
+    let bound = STALLED_WORKER_AFTER.as_millis() as i64;
+    worker
+        .stalled_at
+        .is_some_and(|at| now_ms - at.timestamp_millis() <= bound)
 }
 
 fn rfc3339(at: DateTime) -> String {
@@ -146,6 +160,9 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             token_time: token.get_timestamp("token_time").ok(),
             lag_ms: as_i64(token.get("lag_ms")),
             saved_at: token.get_datetime("updated_at").ok().copied(),
+            stalls: as_i64(token.get("stalls")),
+            stalled_at: token.get_datetime("stalled_at").ok().copied(),
+            stall: token.get_str("stall").ok().map(str::to_owned),
             name,
         });
     }
@@ -257,6 +274,17 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             ]);
         }
         text.push_str(&table(&rows));
+        for w in workers.iter().filter(|w| stalled_recently(w, now_ms)) {
+            stalled_workers += 1;
+            let _ = writeln!(
+                text,
+                "STALLED: worker `{}`'s watchdog found it stalled {} ago ({} time(s) in all): {}; it reopened its stream from the saved token",
+                w.name,
+                w.stalled_at.map_or("-".to_owned(), |at| seconds(now_ms - at.timestamp_millis())),
+                w.stalls.unwrap_or(1),
+                w.stall.as_deref().unwrap_or("no reason recorded"),
+            );
+        }
     }
     let _ = writeln!(
         text,
@@ -327,6 +355,10 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                     "token_saved_at": w.saved_at.map(rfc3339),
                     "oplog_window_ms": window,
                     "failures": w.failures,
+                    "stalls": w.stalls.unwrap_or(0),
+                    "stalled_at": w.stalled_at.map(rfc3339),
+                    "stall": w.stall,
+                    "stalled_recently": stalled_recently(w, now_ms),
                 })
             }).collect::<Vec<_>>(),
             "failures": { "total": total_failures, "by_copy": by_copy },
