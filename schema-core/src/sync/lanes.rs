@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, Notify, Semaphore};
 
 /// When the table of keys grows past this, the keys whose last job has ended are forgotten.
 const FORGET_AFTER: usize = 4096;
@@ -31,6 +31,8 @@ pub(crate) struct Lanes {
     permits: Semaphore,
     free: Mutex<Vec<usize>>,
     last: Mutex<HashMap<String, oneshot::Receiver<()>>>,
+    /// Notified when a lane is given back.
+    freed: Notify,
 }
 
 /// A job's turn for its key: the end of the job planned before it (if any), and the signal of
@@ -54,6 +56,7 @@ impl Drop for Taken<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(self.lane);
+        self.lanes.freed.notify_one();
     }
 }
 
@@ -65,7 +68,20 @@ impl Lanes {
             permits: Semaphore::new(count),
             free: Mutex::new((0..count).rev().collect()),
             last: Mutex::new(HashMap::new()),
+            freed: Notify::new(),
         }
+    }
+
+    /// Whether a lane is free: the worker reads ahead only then, so a backlog is not read
+    /// faster than the lanes apply it (a new batch would only queue behind the busy lanes,
+    /// and the saved token moves only when the oldest batch finishes).
+    pub(crate) fn any_free(&self) -> bool {
+        self.permits.available_permits() > 0
+    }
+
+    /// Resolves when a lane is given back (at once if one was since the last call).
+    pub(crate) async fn freed(&self) {
+        self.freed.notified().await;
     }
 
     /// Takes the next turn of `key`: its job runs once the job planned before it for the same

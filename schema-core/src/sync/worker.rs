@@ -74,6 +74,11 @@ const GATHER_DEADLINE: Duration = Duration::from_millis(10);
 /// batch; fresh changes are applied as they come.
 const CATCHING_UP: Duration = Duration::from_secs(1);
 
+/// How long a batch runs before the worker reads ahead of it (see `follow`): long enough for an
+/// ordinary batch to finish first, short enough that a change arriving during a large fan-out
+/// lands within about a second.
+const READ_AHEAD_AFTER: Duration = Duration::from_secs(1);
+
 /// At most this many batches are in flight (read, not yet finished) at once; the stream is not
 /// read further until the oldest finishes (the saved token cannot move past it anyway).
 const MAX_IN_FLIGHT: usize = 64;
@@ -995,16 +1000,39 @@ impl SyncWorker {
         // the batches read and not yet finished, oldest first (see `super::lanes`)
         let lanes = Lanes::new(FAN_OUT_CONCURRENCY);
         let mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>> = FuturesOrdered::new();
+        // when each batch in flight was started, oldest first
+        let mut started: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
         loop {
             // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
             // waits), so the stream's position can be read between two of them; meanwhile
-            // the batches in flight go on, and each one that finishes in order saves its token
+            // the batches in flight go on, and each one that finishes in order saves its token.
+            // The stream is read ahead of an unfinished batch only once it has run for
+            // READ_AHEAD_AFTER and while a lane is free: a large fan-out holding one lane
+            // leaves the others to the next changes, while a backlog read faster than the
+            // lanes apply it would only queue (and load the server: on a busy one the lease's
+            // renewals then came too late, and the token never moved)
+            let oldest = started.front().copied();
+            let read_ahead = match oldest {
+                None => true,
+                Some(oldest) => {
+                    in_flight.len() < MAX_IN_FLIGHT
+                        && lanes.any_free()
+                        && oldest.elapsed() >= READ_AHEAD_AFTER
+                }
+            };
+            let long_running = async {
+                match oldest {
+                    Some(oldest) => tokio::time::sleep_until(oldest + READ_AHEAD_AFTER).await,
+                    None => std::future::pending().await,
+                }
+            };
             let first = tokio::select! {
                 biased;
                 _ = stop_requested(stop) => {
                     return self.drain_and_stop(in_flight, lease, stats).await;
                 }
                 finished = in_flight.next(), if !in_flight.is_empty() => {
+                    started.pop_front();
                     let finished = finished.expect("a batch in flight")?;
                     if !self.finished(finished, lease, stats, in_flight.is_empty()).await? {
                         return Ok(Stopped::LeaseLost);
@@ -1015,7 +1043,10 @@ impl SyncWorker {
                     }
                     continue;
                 }
-                first = stream.next_if_any(), if in_flight.len() < MAX_IN_FLIGHT => first,
+                // a lane given back, or the oldest batch running long: may read ahead now
+                () = lanes.freed(), if !read_ahead => continue,
+                () = long_running, if !read_ahead => continue,
+                first = stream.next_if_any(), if read_ahead => first,
             };
             if in_flight.is_empty() {
                 // with batches in flight, only their commits are progress (the watchdog)
@@ -1026,6 +1057,7 @@ impl SyncWorker {
                     // every batch before the event finishes (and saves its token) first, so
                     // that the position saved below is not ahead of unfinished work
                     while let Some(finished) = in_flight.next().await {
+                        started.pop_front();
                         if !self
                             .finished(finished?, lease, stats, in_flight.is_empty())
                             .await?
@@ -1154,6 +1186,19 @@ impl SyncWorker {
                     },
                 }
             }
+            if !unreadable.is_empty() {
+                // the record is written on lane 0, which a job in flight may hold: those finish
+                // first (they are not polled while the record is written)
+                while let Some(finished) = in_flight.next().await {
+                    started.pop_front();
+                    if !self
+                        .finished(finished?, lease, stats, in_flight.is_empty())
+                        .await?
+                    {
+                        return Ok(Stopped::LeaseLost);
+                    }
+                }
+            }
             for event in unreadable {
                 if !self.skip(event, None, stats, &log, &fence).await? {
                     tracing::warn!(worker = %self.name, "the record of an unreadable event was fenced off: the lease was taken over");
@@ -1172,6 +1217,7 @@ impl SyncWorker {
                 cluster_time: batch.iter().rev().find_map(|e| e.cluster_time),
             };
             let (log, fence, lanes) = (&log, &fence, &lanes);
+            started.push_back(Instant::now());
             in_flight.push_back(Box::pin(async move {
                 let applied = self.run_batch(planned, stats, log, fence, lanes).await?;
                 Ok(Finished {
