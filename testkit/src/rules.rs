@@ -34,7 +34,8 @@ pub const RULES: &[(&str, &str)] = &[
         "id-index",
         "a second index on { _id: 1 } (IndexOptionsConflict, 85), an _id index that is sparse, \
          partial or non-unique (CannotCreateIndex, 67) or of another collation than the \
-         collection's (BadValue, 2)",
+         collection's (BadValue, 2); an inserted _id equal under the collection's collation to \
+         a stored or earlier one (DuplicateKey, 11000)",
     ),
     (
         "collation-locale",
@@ -45,7 +46,8 @@ pub const RULES: &[(&str, &str)] = &[
     (
         "default-collation",
         "the collection's default collation applied to find, aggregate, count, distinct, \
-         update, delete, findAndModify and createIndexes sent without one",
+         update, delete, findAndModify and createIndexes sent without one (and an equality on \
+         _id compared under the query's collation)",
     ),
     (
         "timeseries-transaction",

@@ -31,7 +31,8 @@ PINNED_SECANTUS = "0.7.0b3"
 RULES: dict[str, str] = {
     "parallel-arrays": "a write or index build that puts two arrays under one compound index (171)",
     "id-index": "a second index on { _id: 1 }, or an _id index that is sparse, partial, "
-    "non-unique or of another collation than the collection's (85, 67, 2)",
+    "non-unique or of another collation than the collection's (85, 67, 2); an _id equal under "
+    "the collection's collation to a stored one (11000)",
     "collation-locale": "a collation whose locale mongod does not know or whose options are "
     "out of range (2, 9, 14, 161); an index type that takes no collation (67)",
     "default-collation": "the collection's default collation applied to a command sent without "
@@ -476,6 +477,16 @@ def parallel_arrays(doc: Mapping[str, Any], key: Mapping[str, Any]) -> str | Non
     return None
 
 
+def _has_string(value: Any) -> bool:
+    if isinstance(value, str):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_string(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_string(v) for v in value)
+    return False
+
+
 def _is_btree(key: Mapping[str, Any]) -> bool:
     return all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in key.values()
@@ -911,8 +922,51 @@ def _find_and_modify(body: dict[str, Any], ctx: Any):
 def _insert(body: dict[str, Any], ctx: Any):
     db, coll = ctx.db_name, body.get("insert")
     opts = _options(ctx, db, coll)
-    if not _is_timeseries(opts):
+    if opts is None:
         return None
+    if _is_timeseries(opts):
+        return _insert_measurements(body, ctx, db, coll)
+    default = _default_collation(opts)
+    if default is None or not _on("id-index"):
+        return None
+    # The _id index has the collection's collation (`getDefaultIdIndexSpec`,
+    # src/mongo/db/catalog/index_catalog_impl.cpp), so on a case-insensitive collection "abc"
+    # is a duplicate of a stored "ABC" (DuplicateKey, 11000; the message names the index's
+    # collation: `buildDupKeyErrorStatus`, src/mongo/db/storage/duplicate_key_error_info.cpp).
+    # SecantusDB keys documents by the exact _id.
+    from secantus.collation import cmp_key, parse
+
+    collator = parse(default)
+    if collator is None:
+        return None
+    refused: dict[int, dict] = {}
+    seen: dict[Any, Any] = {}
+    for i, doc in enumerate(body.get("documents") or []):
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("_id"), str):
+            continue
+        doc_id = doc["_id"]
+        key = cmp_key(doc_id, collator)
+        clash = key in seen and seen[key] != doc_id
+        if not clash and key not in seen:
+            stored = ctx.storage.find_matching(db, coll, {"_id": doc_id}, limit=1, collation=default)
+            clash = bool(stored) and stored[0].get("_id") != doc_id
+        seen.setdefault(key, doc_id)
+        if clash:
+            refused[i] = {
+                "index": i,
+                "code": 11000,
+                "errmsg": f"E11000 duplicate key error collection: {_ns(db, coll)} index: _id_ "
+                f"collation: {fmt(expand(default))} dup key: {{ _id: {fmt(doc_id)} }}",
+                "keyPattern": {"_id": 1},
+                "keyValue": {"_id": doc_id},
+            }
+    if not refused:
+        return None
+    _log.info("mongod rules: id-index refused %d duplicate _ids under the collation", len(refused))
+    return ("reply", _run_batch(body, ctx, "documents", refused))
+
+
+def _insert_measurements(body: dict[str, Any], ctx: Any, db: str, coll: str):
     if _in_txn(body) and _on("timeseries-transaction"):
         return _refuse("timeseries-transaction", body, ctx, _timeseries_txn_error("insert", db, coll))
     if _on("timeseries-measurement-size"):
@@ -931,7 +985,9 @@ def _insert(body: dict[str, Any], ctx: Any):
                     f"{MAX_MEASUREMENT} bytes (4 MB) a time-series measurement may have",
                 }
         if refused:
-            _log.info("mongod rules: timeseries-measurement-size refused %d measurements", len(refused))
+            _log.info(
+                "mongod rules: timeseries-measurement-size refused %d measurements", len(refused)
+            )
             return ("reply", _run_batch(body, ctx, "documents", refused))
     return None
 
@@ -1230,6 +1286,7 @@ def install() -> None:
         (Storage, "get_collection_options"),
         (Storage, "collection_exists"),
         (Storage, "collection_uuid"),
+        (Storage, "_try_index_id_keys"),
         (changestreams, "project"),
     ):
         if not callable(getattr(owner, attr, None)):
@@ -1263,6 +1320,25 @@ def install() -> None:
                     raise error_class(message)
 
         Storage._validate_geo_indexes = _validate_indexes
+
+    if _on("default-collation"):
+        try_index_id_keys = Storage._try_index_id_keys
+
+        def _id_lookup_under_collation(self, db, coll, filter, *, collation=None):
+            # SecantusDB answers an equality on `_id` alone from its primary key, comparing the
+            # bytes whatever the query's collation; mongod's `_id` index has the collection's
+            # collation, so `find({ _id: "abc" })` on a case-insensitive collection finds "ABC".
+            # Under a collation, a string `_id` is matched by the scan, which honours it.
+            if (
+                collation is not None
+                and len(filter) == 1
+                and "_id" in filter
+                and _has_string(filter["_id"])
+            ):
+                return None
+            return try_index_id_keys(self, db, coll, filter, collation=collation)
+
+        Storage._try_index_id_keys = _id_lookup_under_collation
 
     if _on("timeseries-change-stream"):
         project = changestreams.project
