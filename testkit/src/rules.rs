@@ -74,6 +74,12 @@ pub const RULES: &[(&str, &str)] = &[
         "a time series measurement larger than 4 MB (BSONObjectTooLarge, 10334)",
     ),
     (
+        "timeseries-update",
+        "an update of a time series collection beyond mongod 7.0's limits: not multi, an \
+         upsert, a replacement or pipeline, a condition or a change outside the metaField \
+         (InvalidOptions, 72)",
+    ),
+    (
         "geonear-key",
         "$geoNear without key on a collection with more than one 2dsphere (or 2d) index \
          (IndexNotFound, 27)",

@@ -662,6 +662,45 @@ async fn a_measurement_over_4_mb_is_refused() {
         .unwrap();
 }
 
+#[tokio::test]
+async fn a_time_series_update_keeps_to_mongod_7_0s_limits() {
+    let db = database("rules_ts_update").await;
+    timeseries(&db, "scans").await;
+    let scans = coll(&db, "scans");
+    scans
+        .insert_one(doc! { "t": DateTime::now(), "m": "gate-1", "count": 1 })
+        .await
+        .unwrap();
+    let msg = refused(
+        scans
+            .update_one(doc! { "m": "gate-1" }, doc! { "$set": { "m": "gate-2" } })
+            .await,
+        72,
+    );
+    assert_eq!(
+        msg,
+        "Cannot perform a non-multi update on a time-series collection"
+    );
+    refused(
+        scans
+            .update_many(doc! { "count": 1 }, doc! { "$set": { "m": "gate-2" } })
+            .await,
+        72,
+    );
+    refused(
+        scans
+            .update_many(doc! { "m": "gate-1" }, doc! { "$inc": { "count": 1 } })
+            .await,
+        72,
+    );
+    // The neighbour: a multi-update of the metaField by the metaField.
+    let changed = scans
+        .update_many(doc! { "m": "gate-1" }, doc! { "$set": { "m": "gate-2" } })
+        .await
+        .unwrap();
+    assert_eq!(changed.matched_count, 1);
+}
+
 // --- $geoNear's key --------------------------------------------------------------------------
 
 #[tokio::test]

@@ -46,6 +46,8 @@ RULES: dict[str, str] = {
     "timeseries-geonear": "$geoNear on a time series collection without 'key', with 'query' or "
     "'includeLocs' (5892921, 1938439, 5860207, 5860208)",
     "timeseries-measurement-size": "a time series measurement over 4 MB (10334)",
+    "timeseries-update": "an update of a time series collection beyond mongod 7.0's: not multi, "
+    "an upsert, a replacement or pipeline, a condition or a change outside the metaField (72)",
     "geonear-key": "$geoNear without 'key' on a collection with more than one 2dsphere (or 2d) "
     "index (27)",
 }
@@ -992,6 +994,58 @@ def _insert_measurements(body: dict[str, Any], ctx: Any, db: str, coll: str):
     return None
 
 
+def _meta_path(path: Any, meta: str) -> bool:
+    return isinstance(path, str) and (path == meta or path.startswith(meta + "."))
+
+
+def _query_on_meta(query: Any, meta: str) -> bool:
+    if not isinstance(query, Mapping):
+        return False
+    for key, value in query.items():
+        if key in ("$and", "$or", "$nor"):
+            if not isinstance(value, list) or not all(_query_on_meta(q, meta) for q in value):
+                return False
+        elif key == "$comment":
+            continue
+        elif not _meta_path(key, meta):
+            return False
+    return True
+
+
+def _timeseries_update_error(statement: Any, meta: Any) -> str | None:
+    """mongod 7.0's limits on an update of a time series collection, in its order
+    (`timeseries::...` in src/mongo/db/timeseries/timeseries_update_delete_util.cpp and
+    src/mongo/db/commands/write_commands.cpp when `featureFlagTimeseriesUpdatesSupport` is off,
+    as in 7.0; 8.0 lifts them): InvalidOptions (72)."""
+    if not isinstance(statement, Mapping):
+        return None
+    if not isinstance(meta, str):
+        return "Cannot perform an update on a time-series collection that does not have a metaField"
+    if not statement.get("multi"):
+        return "Cannot perform a non-multi update on a time-series collection"
+    if statement.get("upsert"):
+        return "Cannot perform an upsert on a time-series collection"
+    if not _query_on_meta(statement.get("q") or {}, meta):
+        return (
+            "Cannot perform an update or delete on a time-series collection when querying on a "
+            f"field that is not the metaField '{meta}'"
+        )
+    update = statement.get("u")
+    if isinstance(update, list):
+        return "Cannot perform an update on a time-series collection using a pipeline update"
+    if not isinstance(update, Mapping) or not all(str(k).startswith("$") for k in update):
+        return "Cannot perform an update on a time-series collection using a replacement document"
+    for fields in update.values():
+        paths = fields.keys() if isinstance(fields, Mapping) else []
+        for path in paths:
+            if not _meta_path(path, meta):
+                return (
+                    "Cannot perform an update on a time-series collection which updates a field "
+                    f"that is not the metaField '{meta}'"
+                )
+    return None
+
+
 def _write(field: str):
     """update and delete: time series in a transaction, each statement's collation, the
     collection's default."""
@@ -1004,8 +1058,13 @@ def _write(field: str):
             return _refuse("timeseries-transaction", body, ctx, _timeseries_txn_error(name, db, coll))
         new = _statements_with_default(body, field, _default_collation(opts))
         refused = _statement_collation_errors(new, field)
+        if field == "updates" and _is_timeseries(opts) and _on("timeseries-update"):
+            meta = opts["timeseries"].get("metaField")
+            for i, statement in enumerate(new.get("updates") or []):
+                if i not in refused and (message := _timeseries_update_error(statement, meta)):
+                    refused[i] = {"index": i, "code": 72, "errmsg": message}
         if refused:
-            _log.info("mongod rules: collation-locale refused %d statements", len(refused))
+            _log.info("mongod rules: refused %d statements of %s", len(refused), name)
             return ("reply", _run_batch(new, ctx, field, refused))
         return ("pass", new) if new is not body else None
 
