@@ -1149,6 +1149,7 @@ impl SyncWorker {
             let mut unreadable = Vec::new();
             self.take(&first, &mut fragments, &mut batch, &mut unreadable);
             let gathering_until = Instant::now() + GATHER_DEADLINE;
+            let mut done_meanwhile = Vec::new();
             while (batch.len() < self.max_batch && !recovery.one_at_a_time) || fragments.pending() {
                 let whole_event = fragments.pending();
                 // changes already late (a worker catching up): the next reply is waiting on
@@ -1167,11 +1168,19 @@ impl SyncWorker {
                     }
                 };
                 let next = tokio::select! {
-                    next = read => next,
+                    biased;
                     // the batch being gathered is left to the next worker, from the saved token
                     _ = stop_requested(stop) => {
                         return self.drain_and_stop(in_flight, lease, stats).await;
                     }
+                    // the batches in flight go on while this one is gathered (a read may wait
+                    // for the server's `maxAwaitTime`); those that finish are saved after it
+                    finished = in_flight.next(), if !in_flight.is_empty() => {
+                        started.pop_front();
+                        done_meanwhile.push(finished.expect("a batch in flight"));
+                        continue;
+                    }
+                    next = read => next,
                 };
                 if next.is_some() && in_flight.is_empty() {
                     stats.beat();
@@ -1184,6 +1193,14 @@ impl SyncWorker {
                         None if whole_event => continue,
                         None => break,
                     },
+                }
+            }
+            for finished in done_meanwhile {
+                if !self
+                    .finished(finished?, lease, stats, in_flight.is_empty())
+                    .await?
+                {
+                    return Ok(Stopped::LeaseLost);
                 }
             }
             if !unreadable.is_empty() {
