@@ -259,12 +259,35 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
         matches!(error, mongo_schema::Error::InvalidArgument { .. }),
         "{error:?}"
     );
-    // a forged cursor of the right query with a text where the amount is a number
-    let forged: QueryCursor = serde_json::from_value(serde_json::json!({
-        "query": "by_amount",
-        "keys": ["zzz", { "$oid": "000000000000000000000000" }]
-    }))
-    .unwrap();
+    // a cursor of the right query called for another account (a web API's cursor kept across
+    // a switch of the account in its URL): refused, where it read a wrong page
+    let first_of_a = Entry::by_amount(&db, "a").page().await.unwrap();
+    let cursor_of_a = first_of_a
+        .next
+        .clone()
+        .expect("account a has more than one page");
+    let error = Entry::by_amount(&db, "b")
+        .after(cursor_of_a.clone())
+        .page()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, mongo_schema::Error::InvalidArgument { .. })
+            && error.to_string().contains("other arguments"),
+        "{error:?}"
+    );
+    // the control: the same call continues from it
+    let second_of_a = Entry::by_amount(&db, "a")
+        .after(cursor_of_a.clone())
+        .page()
+        .await
+        .unwrap();
+    assert!(!second_of_a.items.is_empty());
+    assert!(second_of_a.items.iter().all(|e| e.account == "a"));
+    // a forged cursor of the right call with a text where the amount is a number
+    let mut forged = serde_json::to_value(&cursor_of_a).unwrap();
+    forged["keys"] = serde_json::json!(["zzz", { "$oid": "000000000000000000000000" }]);
+    let forged: QueryCursor = serde_json::from_value(forged).unwrap();
     let error = Entry::by_amount(&db, "a")
         .after(forged)
         .page()
@@ -276,11 +299,9 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
     );
 
     // a client's cursor with an operator where a key was
-    let hostile: QueryCursor = serde_json::from_value(serde_json::json!({
-        "query": "by_amount",
-        "keys": [{ "$gt": "" }, { "$oid": "000000000000000000000000" }]
-    }))
-    .unwrap();
+    let mut hostile = serde_json::to_value(&cursor_of_a).unwrap();
+    hostile["keys"] = serde_json::json!([{ "$gt": "" }, { "$oid": "000000000000000000000000" }]);
+    let hostile: QueryCursor = serde_json::from_value(hostile).unwrap();
     assert_eq!(hostile.keys()[0], Bson::Document(doc! { "$gt": "" }));
     let error = Entry::by_amount(&db, "a")
         .after(hostile)

@@ -330,12 +330,17 @@ pub trait Paging: sealed::Sealed {}
 impl Paging for Paged {}
 
 /// Where the next page of a declared query starts: the sort key values of the last row of a
-/// page, `_id` last. Serializable, to hand to a client and take back (its values are compared
-/// as values, and a value shaped like a query operator is refused).
+/// page, `_id` last, and a digest of the call that issued it (the query's arguments, as its
+/// filter holds them). Serializable, to hand to a client and take back (its values are compared
+/// as values, and a value shaped like a query operator is refused). A cursor passed to another
+/// query, or to the same query called with other arguments (the page of one venue continued
+/// for another), is refused: its position means nothing there. The digest tells calls apart;
+/// it is no signature (a client can forge a cursor, as it could forge any key).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryCursor {
     query: String,
     keys: Vec<mongodb::bson::Bson>,
+    call: String,
 }
 
 impl QueryCursor {
@@ -348,6 +353,23 @@ impl QueryCursor {
     pub fn keys(&self) -> &[mongodb::bson::Bson] {
         &self.keys
     }
+}
+
+/// The digest of a call of a declared query: 64-bit FNV-1a of its filter's BSON bytes (the
+/// query's arguments as sent) and of the `near` point and distance, in hex. Stable across
+/// processes and versions of the crate as long as the filter is built the same way.
+fn call_digest(filter: &Document, near: Option<&(crate::geo::Point, f64)>) -> String {
+    let mut bytes = Vec::new();
+    let _ = filter.to_writer(&mut bytes);
+    if let Some((point, max)) = near {
+        bytes.extend_from_slice(format!("{point:?} {max}").as_bytes());
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
 }
 
 /// A run of a declared query, made by the function `#[query]` generates
@@ -506,6 +528,15 @@ where
                 ));
             }
         }
+        if after.call != call_digest(&base, self.near.as_ref()) {
+            return Err(crate::Error::invalid_argument(
+                "after",
+                format!(
+                    "a cursor of query `{}` called with other arguments: a page's position means nothing for other arguments (the page of one venue continued for another); pass the `next` of a page of this call, or start again without a cursor",
+                    self.spec.name
+                ),
+            ));
+        }
         let order: Vec<(&str, i32)> = self
             .spec
             .sort
@@ -587,6 +618,11 @@ where
         // the filter is built here and the future holds no `R` or `P`: a query declared
         // without `pages` is one error, at `page`
         let filter = self.run_filter();
+        let call = self
+            .filter
+            .as_ref()
+            .map(|base| call_digest(base, self.near.as_ref()))
+            .unwrap_or_default();
         let DeclaredQuery {
             db,
             collection,
@@ -594,7 +630,7 @@ where
             session,
             ..
         } = self;
-        Box::pin(read_page(db, collection, spec, filter, session))
+        Box::pin(read_page(db, collection, spec, filter, call, session))
     }
 }
 
@@ -630,6 +666,7 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
     collection: &'static str,
     spec: QuerySpec,
     filter: Result<Document>,
+    call: String,
     session: Option<&mut mongodb::ClientSession>,
 ) -> Result<crate::Page<Row, QueryCursor>> {
     let size = spec.limit.unwrap_or(50);
@@ -679,6 +716,7 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
     let next = match raw.last() {
         Some(last) if more => Some(QueryCursor {
             query: spec.name.clone(),
+            call,
             keys: spec
                 .sort
                 .iter()
