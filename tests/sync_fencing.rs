@@ -19,33 +19,6 @@ use mongo_schema::TOKENS_COLLECTION;
 const LEASE: Duration = Duration::from_millis(600);
 const WORKER: &str = "fenced";
 
-/// The names in the copies at `path` of every case.
-async fn copied_names(db: &mongodb::Database, path: &str) -> Vec<Option<String>> {
-    db.collection::<BsonDocument>("cases")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c.get_document(path)
-                .ok()
-                .and_then(|copy| copy.get_str("name").ok())
-                .map(str::to_owned)
-        })
-        .collect()
-}
-
-async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
-    Agent::collection(db)
-        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
-}
-
 /// A desk: one customer, agent and team, and `n` cases of theirs.
 async fn desk(db: &mongodb::Database, n: usize) -> (Agent, Vec<Case>) {
     let customer = Customer {
@@ -69,18 +42,6 @@ async fn desk(db: &mongodb::Database, n: usize) -> (Agent, Vec<Case>) {
     let cases: Vec<Case> = (0..n).map(|i| case(&customer, &agent, &team, i)).collect();
     Case::collection(db).insert_many(&cases).await.unwrap();
     (agent, cases)
-}
-
-/// Whether `started` is the fan-out of the agent's name into the cases.
-fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
-    started.command_name == "update"
-        && started.command.get_str("update") == Ok("cases")
-        && started
-            .command
-            .get_array("updates")
-            .ok()
-            .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
-            .is_some_and(|q| q.contains_key("agent._id"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

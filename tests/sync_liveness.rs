@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::cases::*;
 use common::{eventually, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -157,43 +156,6 @@ async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
 const LEASE: Duration = Duration::from_secs(1);
 const WORKER: &str = "takeover";
 
-async fn copied_names(db: &mongodb::Database) -> Vec<Option<String>> {
-    db.collection::<BsonDocument>("cases")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c.get_document("agent")
-                .ok()
-                .and_then(|copy| copy.get_str("name").ok())
-                .map(str::to_owned)
-        })
-        .collect()
-}
-
-async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
-    Agent::collection(db)
-        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
-}
-
-fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
-    started.command_name == "update"
-        && started.command.get_str("update") == Ok("cases")
-        && started
-            .command
-            .get_array("updates")
-            .ok()
-            .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
-            .is_some_and(|q| q.contains_key("agent._id"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_rename() {
     let db = mongo_schema_testkit::database("live_takeover").await;
@@ -249,7 +211,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
     eventually(
         Duration::from_secs(20),
         "the newer rename lands",
-        || async { copied_names(&db).await == vec![Some("Newer".to_owned()); 3] },
+        || async { copied_names(&db, "agent").await == vec![Some("Newer".to_owned()); 3] },
     )
     .await;
     tokio::time::sleep(LEASE * 3).await;
@@ -261,7 +223,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
         let name = format!("Later {round}");
         rename_agent(&db, agent.id, &name).await;
         let took = eventually(Duration::from_secs(20), "a later rename lands", || async {
-            copied_names(&db).await == vec![Some(name.clone()); 3]
+            copied_names(&db, "agent").await == vec![Some(name.clone()); 3]
         })
         .await;
         println!(

@@ -3,6 +3,8 @@
 //! of a team (async, kept), and keep their three newest notes with a count (a subset).
 #![allow(dead_code)]
 
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -99,4 +101,45 @@ pub fn case(customer: &Customer, agent: &Agent, team: &Team, i: usize) -> Case {
         note_count: 0,
         labels: vec![],
     }
+}
+
+/// The names in the copies at `path` (`agent`, `team`, `customer`) of every case, in `_id` order.
+pub async fn copied_names(db: &mongodb::Database, path: &str) -> Vec<Option<String>> {
+    db.collection::<BsonDocument>("cases")
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c.get_document(path)
+                .ok()
+                .and_then(|copy| copy.get_str("name").ok())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Renames an agent with a plain driver write (as another service would).
+pub async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
+    Agent::collection(db)
+        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
+        .await
+        .unwrap();
+}
+
+/// Whether `started` is the fan-out of an agent's name into the cases (what a test holds to
+/// pause a worker in the middle of its writes).
+pub fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
+    started.command_name == "update"
+        && started.command.get_str("update") == Ok("cases")
+        && started
+            .command
+            .get_array("updates")
+            .ok()
+            .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
+            .is_some_and(|q| q.contains_key("agent._id"))
 }

@@ -1056,14 +1056,9 @@ impl SyncWorker {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
                     // every batch before the event finishes (and saves its token) first, so
                     // that the position saved below is not ahead of unfinished work
-                    while let Some(finished) = in_flight.next().await {
-                        started.pop_front();
-                        if !self
-                            .finished(finished?, lease, stats, in_flight.is_empty())
-                            .await?
-                        {
-                            return Ok(Stopped::LeaseLost);
-                        }
+                    started.clear();
+                    if !self.drain(&mut in_flight, lease, stats).await? {
+                        return Ok(Stopped::LeaseLost);
                     }
                     let Some(position) = stream.resume_token() else {
                         // no position to go on from: reopened from the saved token
@@ -1206,14 +1201,9 @@ impl SyncWorker {
             if !unreadable.is_empty() {
                 // the record is written on lane 0, which a job in flight may hold: those finish
                 // first (they are not polled while the record is written)
-                while let Some(finished) = in_flight.next().await {
-                    started.pop_front();
-                    if !self
-                        .finished(finished?, lease, stats, in_flight.is_empty())
-                        .await?
-                    {
-                        return Ok(Stopped::LeaseLost);
-                    }
+                started.clear();
+                if !self.drain(&mut in_flight, lease, stats).await? {
+                    return Ok(Stopped::LeaseLost);
                 }
             }
             for event in unreadable {
@@ -1296,15 +1286,30 @@ impl SyncWorker {
         lease: &Lease,
         stats: &WorkerStats,
     ) -> Result<Stopped> {
+        Ok(if self.drain(&mut in_flight, lease, stats).await? {
+            Stopped::Requested
+        } else {
+            Stopped::LeaseLost
+        })
+    }
+
+    /// Lets every batch in flight finish, saving their tokens in order. `false`: the lease was
+    /// lost meanwhile.
+    async fn drain(
+        &self,
+        in_flight: &mut FuturesOrdered<BoxFuture<'_, Result<Finished>>>,
+        lease: &Lease,
+        stats: &WorkerStats,
+    ) -> Result<bool> {
         while let Some(finished) = in_flight.next().await {
             if !self
                 .finished(finished?, lease, stats, in_flight.is_empty())
                 .await?
             {
-                return Ok(Stopped::LeaseLost);
+                return Ok(false);
             }
         }
-        Ok(Stopped::Requested)
+        Ok(true)
     }
 
     /// A batch finished: its token saved when every batch before it has finished (they finish
