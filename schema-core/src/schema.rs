@@ -644,6 +644,23 @@ impl SchemaBuilder {
                         ));
                     }
                 }
+                if let Some(((first, a), (second, b))) = schema.and_then(|schema| {
+                    crate::model::index::parallel_arrays(
+                        schema,
+                        crate::model::index::ordered_keys(&index.keys),
+                    )
+                }) {
+                    let reasons: Vec<String> =
+                        index.reasons.iter().map(ToString::to_string).collect();
+                    problems.push(format!(
+                        "index `{}` of `{}` ({}): mongod cannot index parallel arrays (CannotIndexParallelArrays, 171): {} and {} are both arrays; mongod refuses every insert or update of a document that holds both under one index: keep one array in the index and index `{second}` in an index of its own",
+                        index.name,
+                        spec.name,
+                        reasons.join(", "),
+                        crate::model::index::in_array(&first, &a),
+                        crate::model::index::in_array(&second, &b),
+                    ));
+                }
                 // the second index with a name reports it; later ones do not repeat it
                 let same_name = |other: &&crate::IndexSpec| other.name == index.name;
                 if spec
@@ -959,6 +976,81 @@ mod tests {
                 "two indexes of `a` have the name `x`",
                 "two indexes of `b` have the name `x`"
             ]
+        );
+    }
+
+    /// `tags` and `categories` are arrays of strings; `lines` an array of documents.
+    fn products() -> CollectionSpec {
+        let strings = doc! { "bsonType": "array", "items": { "bsonType": "string" } };
+        CollectionSpec::new(
+            "products",
+            doc! { "$jsonSchema": { "bsonType": "object", "properties": {
+                "tags": strings.clone(),
+                "categories": { "anyOf": [strings, { "bsonType": "null" }] },
+                "lines": { "bsonType": "array", "items": { "bsonType": "object", "properties": {
+                    "sku": { "bsonType": "string" }, "qty": { "bsonType": "int" },
+                } } },
+                "status": { "bsonType": "string" },
+            } } },
+        )
+    }
+
+    #[test]
+    fn an_index_over_two_arrays_is_refused() {
+        let error = Schema::new()
+            .collection(
+                products()
+                    .index(IndexSpec::new(
+                        doc! { "status": 1, "tags": 1, "categories": 1 },
+                    ))
+                    .index(IndexSpec::new(doc! { "lines.sku": 1, "tags": -1 }))
+                    // one array: both keys cross `lines` only
+                    .index(IndexSpec::new(doc! { "lines.sku": 1, "lines.qty": 1 })),
+            )
+            .build()
+            .unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+        assert!(
+            error.problems[0].starts_with(
+                "index `status_1_tags_1_categories_1` of `products` (declared): mongod cannot index \
+                 parallel arrays (CannotIndexParallelArrays, 171): `tags` and `categories` are both arrays"
+            ),
+            "{error}"
+        );
+        assert!(
+            error.problems[1]
+                .contains("`lines.sku` (in the array `lines`) and `tags` are both arrays"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_query_on_two_arrays_indexes_one_and_filters_the_other() {
+        let schema = Schema::new()
+            .collection(
+                products().query(
+                    crate::query::QuerySpec::new("tagged_in")
+                        .eq("status")
+                        .eq("tags")
+                        .eq("categories"),
+                ),
+            )
+            .build()
+            .unwrap();
+        let products = schema.collection("products").unwrap();
+        let derived: Vec<&mongodb::bson::Document> =
+            products.indexes.iter().map(|i| &i.keys).collect();
+        assert_eq!(derived, [&doc! { "status": 1, "tags": 1 }]);
+        let fit = products.queries[0].fit.as_ref().unwrap();
+        assert_eq!(fit.index.as_deref(), Some("status_1_tags_1"));
+        assert_eq!(fit.problem, None);
+        assert_eq!(fit.filtered, ["categories"]);
+        let report = schema.report();
+        assert!(
+            report.contains(
+                "`status_1_tags_1` (derived) (`categories` filtered on fetch: mongod cannot index parallel arrays"
+            ),
+            "{report}"
         );
     }
 

@@ -715,6 +715,13 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 if fit.is_some_and(|f| f.derived) {
                     text.push_str(" (derived)");
                 }
+                if let Some(f) = fit.filter(|f| !f.filtered.is_empty()) {
+                    let paths: Vec<String> = f.filtered.iter().map(|p| format!("`{p}`")).collect();
+                    text.push_str(&format!(
+                        " ({} filtered on fetch: mongod cannot index parallel arrays, so one index holds one of the query's arrays)",
+                        paths.join(", ")
+                    ));
+                }
                 text
             }
             None => "**none**".to_owned(),

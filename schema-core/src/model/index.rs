@@ -405,6 +405,52 @@ pub(crate) fn conflicts(collection: &str, indexes: &[IndexSpec]) -> Vec<String> 
     problems
 }
 
+/// Two key paths of one index that cross different arrays of a document, by `schema`: mongod
+/// refuses every insert or update of a document that holds both (`btree_key_generator.cpp`,
+/// `BtreeKeyGenerator::_getKeysWithArray`: "cannot index parallel arrays",
+/// CannotIndexParallelArrays, 171). At each level the keys' first arrays must be one array
+/// (`lines.sku` and `lines.qty` cross `lines` only); under it, the next arrays are compared
+/// again. Ascending and descending keys only: hashed, text and geo keys have generators of
+/// their own. Returns the two paths, each with the array it crosses.
+pub(crate) fn parallel_arrays<'p>(
+    schema: &Document,
+    paths: impl IntoIterator<Item = &'p str>,
+) -> Option<((String, String), (String, String))> {
+    let arrays: Vec<(&str, Vec<String>)> = paths
+        .into_iter()
+        .map(|path| (path, json_schema::array_prefixes(schema, path)))
+        .collect();
+    for (i, (first, first_arrays)) in arrays.iter().enumerate() {
+        for (second, second_arrays) in &arrays[i + 1..] {
+            let crossing = first_arrays.iter().zip(second_arrays).find(|(a, b)| a != b);
+            if let Some((a, b)) = crossing {
+                return Some((
+                    ((*first).to_owned(), a.clone()),
+                    ((*second).to_owned(), b.clone()),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The ordered keys of an index (ascending or descending), the ones [`parallel_arrays`] reads.
+pub(crate) fn ordered_keys(keys: &Document) -> impl Iterator<Item = &str> {
+    keys.iter()
+        .filter(|(_, kind)| !matches!(kind, Bson::String(_)))
+        .map(|(path, _)| path.as_str())
+        .filter(|path| !path.starts_with('$') && !path.contains("$**"))
+}
+
+/// A path, and the array it crosses when that is a prefix of it, for messages.
+pub(crate) fn in_array(path: &str, array: &str) -> String {
+    if path == array {
+        format!("`{path}`")
+    } else {
+        format!("`{path}` (in the array `{array}`)")
+    }
+}
+
 /// The declared indexes of `indexes` that another index of the collection makes redundant,
 /// each with the first index that serves every query it serves: a plain declared index (no
 /// unique, sparse, partial or TTL option) whose keys are a strict prefix, same directions, of

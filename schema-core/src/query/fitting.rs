@@ -24,6 +24,9 @@ pub struct QueryFit {
     pub derived: bool,
     /// Why no index serves it in order, as mongod's rule says.
     pub problem: Option<String>,
+    /// Conditions on an array that no index holds beside another array of the query (mongod
+    /// cannot index parallel arrays): mongod checks them on the documents the index finds.
+    pub filtered: Vec<String>,
 }
 
 fn dir(direction: i32) -> KeyDir {
@@ -133,7 +136,52 @@ fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) ->
         .collect()
 }
 
+/// The shape of `query` as one index can serve it: without the conditions
+/// [`parallel_conditions`] leaves to the fetch.
 pub(crate) fn query_shape(
+    query: &QuerySpec,
+    schema: Option<&Document>,
+    rules: ServerRules,
+    time_series: Option<&fit::TimeSeriesFields>,
+) -> QueryShape {
+    let mut shape = whole_shape(query, schema, rules, time_series);
+    let filtered = parallel_conditions(&shape, schema);
+    shape.eq.retain(|p| !filtered.contains(p));
+    shape.in_.retain(|(p, _)| !filtered.contains(p));
+    shape.range.retain(|p| !filtered.contains(p));
+    shape
+}
+
+/// The conditions of a query that its index cannot hold: in the order of the ESR index, a
+/// condition on an array other than the one an earlier key crosses (mongod cannot index
+/// parallel arrays, `crate::model::index::parallel_arrays`), which mongod then checks on each
+/// document the index finds. A sort key is never left out (the order needs it).
+fn parallel_conditions(shape: &QueryShape, schema: Option<&Document>) -> Vec<String> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let mut kept: Vec<String> = Vec::new();
+    let mut filtered = Vec::new();
+    for (path, dir) in fit::esr_keys(shape) {
+        if matches!(dir, KeyDir::Special(_)) {
+            continue;
+        }
+        let parallel = crate::model::index::parallel_arrays(
+            schema,
+            kept.iter().map(String::as_str).chain([path.as_str()]),
+        )
+        .is_some();
+        let sorted = shape.sort.iter().any(|(p, _)| *p == path);
+        if parallel && !sorted {
+            filtered.push(path);
+        } else {
+            kept.push(path);
+        }
+    }
+    filtered
+}
+
+fn whole_shape(
     query: &QuerySpec,
     schema: Option<&Document>,
     rules: ServerRules,
@@ -382,6 +430,7 @@ pub(crate) fn fit_collection(
                                 merge_scans,
                                 derived: false,
                                 problem: None,
+                                filtered: Vec::new(),
                             });
                         }
                         None => {
@@ -533,6 +582,7 @@ pub(crate) fn fit_collection(
                 reverse: false,
                 merge_scans: 1,
                 derived: false,
+                filtered: Vec::new(),
                 problem: Some(rule.unwrap_or_else(|| if query.declared {
                     "no index can serve it without a blocking sort (the ESR index does not either: check the `$in` lists against mongod's limit of 200 scans)".to_owned()
                 } else {
@@ -540,6 +590,13 @@ pub(crate) fn fit_collection(
                 })),
             },
         });
+    }
+    // what each fit leaves to the fetch, for the report
+    for query in spec.queries.iter_mut().chain(library.iter_mut()) {
+        let filtered = parallel_conditions(&whole_shape(query, schema, rules, ts.as_ref()), schema);
+        if let Some(fit) = &mut query.fit {
+            fit.filtered = filtered;
+        }
     }
     spec.library_queries = library;
     problems
@@ -562,6 +619,7 @@ fn best_fit(
                 merge_scans,
                 derived: false,
                 problem: None,
+                filtered: Vec::new(),
             });
         }
         // the first index's reason: the one derived for the query comes first
