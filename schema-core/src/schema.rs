@@ -626,6 +626,23 @@ impl SchemaBuilder {
                     ));
                 }
             }
+            let collations = spec
+                .collation
+                .iter()
+                .map(|c| ("its default collation".to_owned(), c))
+                .chain(spec.indexes.iter().filter_map(|index| {
+                    let c = index.collation.as_ref()?;
+                    Some((format!("index `{}`", index.name), c))
+                }))
+                .chain(spec.queries.iter().filter_map(|query| {
+                    let c = query.collation.as_ref()?;
+                    Some((format!("query `{}`", query.name), c))
+                }));
+            for (what, collation) in collations {
+                if let Some(problem) = collation.locale_problem() {
+                    problems.push(format!("{what} of `{}`: {problem}", spec.name));
+                }
+            }
             let schema = spec.validator.get_document("$jsonSchema").ok();
             for index in &spec.indexes {
                 for (path, _) in &index.keys {
