@@ -127,9 +127,11 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         _ => None,
     };
     let identified = identified_impl(cont);
+    let kind = crate::gen::timeseries::kind_impl(cont);
     quote! {
         #child_of
         #part_owner
+        #kind
         #query_items
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
@@ -258,10 +260,12 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let child_of = crate::gen::relations::child_of_impls(cont);
     let part_owner = crate::gen::parts::owner_impl(cont);
     let queries = crate::gen::queries::fallback_query_items(cont);
+    let kind = crate::gen::timeseries::kind_impl(cont);
     quote! {
         #paths
         #child_of
         #part_owner
+        #kind
         #queries
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;

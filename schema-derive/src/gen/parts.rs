@@ -127,7 +127,12 @@ pub fn checks(cont: &Container) -> TokenStream {
     };
     // (that the owner is a collection root is `PartOwner::Owner`'s bound, at `same_id_as`)
     let ty = id.ty;
-    quote_spanned! {ty.span()=>
+    let owner_kind = crate::gen::copies::respan(
+        quote!(#private::require_part_owner::<#owner>();),
+        owner.span(),
+    );
+    let same_id = quote_spanned! {ty.span()=>
         #private::require_same_id::<#ty, <#owner as #private::Document>::Id, #owner>();
-    }
+    };
+    quote!(#owner_kind #same_id)
 }
