@@ -696,6 +696,7 @@ impl SchemaBuilder {
         }
         problems.extend(copy_problems(&self.collections));
         problems.extend(part_problems(&self.collections));
+        problems.extend(timeseries_problems(&self.collections));
         problems.extend(crate::migrate::problems(
             &self.migrations,
             &self.collections,
@@ -893,6 +894,72 @@ fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
     problems
 }
 
+/// Time series collections in the relationships the library keeps in a transaction or by
+/// following change streams: mongod refuses writes to a time series collection inside a
+/// transaction (OperationNotSupportedInTransaction), and its change streams do not show them.
+/// The derive refuses what one struct shows; these are the specs written by hand, or composed.
+fn timeseries_problems(collections: &[CollectionSpec]) -> Vec<String> {
+    const WHY: &str = "mongod refuses writes to a time series collection inside a transaction, and its change streams do not show them";
+    let is_ts = |name: &str| {
+        collections
+            .iter()
+            .any(|c| c.name == name && c.timeseries.is_some())
+    };
+    let kept = |copy: &crate::CopySpec| copy.strategy != crate::SyncStrategy::Frozen;
+    let mut problems = Vec::new();
+    for spec in collections {
+        let holder_ts = spec.timeseries.is_some();
+        for copy in spec.copies.iter().filter(|c| kept(c)) {
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` holds a copy of `{}` kept in sync at `{}`: {WHY}; copy it once (`sync = \"frozen\"`) or hold a reference",
+                    spec.name, copy.source, copy.path
+                ));
+            }
+            if is_ts(&copy.source) {
+                problems.push(format!(
+                    "`{}.{}` copies time series collection `{}` and keeps the copy in sync: {WHY}; copy it once (`sync = \"frozen\"`) or hold a reference",
+                    spec.name, copy.path, copy.source
+                ));
+            }
+        }
+        for subset in &spec.subsets {
+            let what = if subset.is_counter() {
+                "counter"
+            } else {
+                "subset"
+            };
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` holds the {what} `{}` of `{}`: {WHY}; count or list the children with a query",
+                    spec.name, subset.path, subset.child
+                ));
+            }
+            if is_ts(&subset.child) {
+                problems.push(format!(
+                    "`{}.{}` is a {what} of time series collection `{}`: {WHY}; read the latest measurements with a declared query on `{}`",
+                    spec.name, subset.path, subset.child, subset.child
+                ));
+            }
+        }
+        if let Some(part) = &spec.part_of {
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` is a part stored under the `_id` of `{}`: {WHY}; hold a reference to the owner",
+                    spec.name, part.owner
+                ));
+            }
+            if is_ts(&part.owner) {
+                problems.push(format!(
+                    "`{}` is a part stored under the `_id` of time series collection `{}`: {WHY}; store the part's fields in the measurement",
+                    spec.name, part.owner
+                ));
+            }
+        }
+    }
+    problems
+}
+
 fn collection_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         Some("a collection name is empty".to_owned())
@@ -1069,6 +1136,42 @@ mod tests {
             ),
             "{report}"
         );
+    }
+
+    #[test]
+    fn time_series_collections_in_kept_relationships_are_refused() {
+        use crate::{CopyShape, CopySpec, PartSpec, SubsetSpec, SyncStrategy, TimeSeries};
+        let readings = || spec("readings").timeseries(TimeSeries::new("at").meta("sensor"));
+        let copy = |source: &str, strategy| {
+            CopySpec::new("last", source, "T", &["celsius"], strategy, CopyShape::One)
+        };
+        let latest = SubsetSpec::new("latest", "readings", "Reading", 5, "at", -1, None);
+        let collections = [
+            readings(),
+            spec("sensors")
+                .subset(latest)
+                .copy(copy("readings", SyncStrategy::Async))
+                // a frozen copy is taken once: accepted
+                .copy(copy("readings", SyncStrategy::Frozen)),
+            spec("notes").part_of(PartSpec::new("readings", "Reading")),
+            readings()
+                .copy(copy("sensors", SyncStrategy::Transactional))
+                .part_of(PartSpec::new("sensors", "Sensor")),
+        ];
+        let problems = timeseries_problems(&collections);
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        let why = "mongod refuses writes to a time series collection inside a transaction, and its change streams do not show them";
+        assert!(problems.iter().all(|p| p.contains(why)), "{problems:#?}");
+        assert!(problems[0].starts_with("`sensors.last` copies time series collection `readings`"));
+        assert!(problems[1]
+            .starts_with("`sensors.latest` is a subset of time series collection `readings`"));
+        assert!(problems[2].starts_with(
+            "`notes` is a part stored under the `_id` of time series collection `readings`"
+        ));
+        assert!(
+            problems[3].starts_with("time series collection `readings` holds a copy of `sensors`")
+        );
+        assert!(problems[4].starts_with("time series collection `readings` is a part"));
     }
 
     #[test]
