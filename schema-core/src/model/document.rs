@@ -327,6 +327,9 @@ impl CollectionSpec {
             IndexSpec::new(keys).reason(IndexReason::TimeSeries)
         });
         self.timeseries = Some(timeseries);
+        for query in &mut self.queries {
+            query.time_series = true;
+        }
         match default_index {
             Some(index) => self.require_index(index),
             None => self,
@@ -338,6 +341,7 @@ impl CollectionSpec {
         if query.collation.is_none() {
             query.collation = self.collation.clone();
         }
+        query.time_series |= self.timeseries.is_some();
         self.queries.push(query);
         self
     }
