@@ -720,6 +720,17 @@ impl SchemaBuilder {
                         spec.name,
                         crate::human_bytes(bound.bytes)
                     ));
+                } else if let Some(ts) = &spec.timeseries {
+                    let bucket =
+                        crate::SizeBound::of_measurement(json_schema, ts.meta_field.as_deref());
+                    if bucket.exceeds_limit() {
+                        problems.push(format!(
+                            "a `{}` measurement can reach {} by its bounds, and mongod writes it into a bucket that holds every field but the meta field three times (`control.min`, `control.max`, `data`): {}, over the 16 MiB limit, so mongod would refuse it (BSONObjectTooLarge); lower a `max` or a `max_length`",
+                            spec.name,
+                            crate::human_bytes(bound.bytes),
+                            crate::human_bytes(bucket.bytes)
+                        ));
+                    }
                 }
             }
         }
@@ -1172,6 +1183,34 @@ mod tests {
             problems[3].starts_with("time series collection `readings` holds a copy of `sensors`")
         );
         assert!(problems[4].starts_with("time series collection `readings` is a part"));
+    }
+
+    #[test]
+    fn a_measurement_whose_bucket_exceeds_16_mib_is_refused() {
+        let scans = |max_length: i64| {
+            CollectionSpec::new(
+                "gate_scans",
+                doc! { "$jsonSchema": { "bsonType": "object", "properties": {
+                    "at": { "bsonType": "date" },
+                    "gate": { "bsonType": "string", "maxLength": 100 },
+                    "photo": { "bsonType": "string", "maxLength": max_length },
+                } } },
+            )
+            .timeseries(crate::TimeSeries::new("at").meta("gate"))
+        };
+        let error = Schema::new()
+            .collection(scans(2 * 1024 * 1024))
+            .build()
+            .unwrap_err();
+        assert_eq!(error.problems.len(), 1, "{error}");
+        assert!(
+            error.problems[0].starts_with("a `gate_scans` measurement can reach 8.0 MiB by its bounds, and mongod writes it into a bucket that holds every field but the meta field three times"),
+            "{error}"
+        );
+        Schema::new()
+            .collection(scans(1024 * 1024))
+            .build()
+            .unwrap();
     }
 
     #[test]
