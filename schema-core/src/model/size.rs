@@ -44,12 +44,12 @@ impl SizeBound {
 
 /// How many times a bucket of a time series collection holds each field of a measurement but
 /// the meta field: in `control.min`, `control.max` and the `data` column.
-pub const BUCKET_COPIES: u64 = 3;
+const BUCKET_COPIES: u64 = 3;
 
 impl SizeBound {
     /// The bound of the bucket mongod writes for one measurement of a time series collection
     /// described by `json_schema` (meta field `meta_field`): the meta field once, every other
-    /// field [`BUCKET_COPIES`] times. mongod refuses a measurement whose bucket exceeds 16 MiB
+    /// field three times. mongod refuses a measurement whose bucket exceeds 16 MiB
     /// (BSONObjectTooLarge: the jstest "Bucket Insert: Measurements that are uninsertable due to
     /// exceeding the BSON size limit when a bucket insert is generated to accommodate one
     /// measurement" inserts 8 MB of metrics, "always too big due to total metric size being
