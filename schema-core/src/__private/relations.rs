@@ -172,7 +172,8 @@ pub trait CopySourceKind {}
 impl CopySourceKind for PlainCollection {}
 
 /// The owner of a part stored under its `_id` (`#[collection(same_id_as = Owner)]`): deleted in
-/// one transaction with its parts.
+/// one transaction with its parts. Read through [`OwnerProbe`], so that an owner that is no
+/// collection root is one error (`PartOwner::Owner`'s), not two.
 #[diagnostic::on_unimplemented(
     message = "a time series collection cannot own a part (`same_id_as`): mongod refuses writes to a time series collection inside a transaction (an owner is deleted with its parts in one), and a measurement has no `_id` index to find its part by",
     label = "a time series collection",
@@ -180,6 +181,45 @@ impl CopySourceKind for PlainCollection {}
 )]
 pub trait PartOwnerKind {}
 impl PartOwnerKind for PlainCollection {}
+
+/// What a part's owner is, found by method resolution: `(&&OwnerProbe::<O>::new()).owner_kind()`
+/// is [`TimeSeriesCollection`] for a time series collection root, [`PlainCollection`] for any
+/// other type (a plain root, or a type that is no root, which `PartOwner` reports).
+pub struct OwnerProbe<O: ?Sized>(core::marker::PhantomData<fn() -> *const O>);
+
+impl<O: ?Sized> OwnerProbe<O> {
+    /// The probe of `O`.
+    pub fn new() -> Self {
+        OwnerProbe(core::marker::PhantomData)
+    }
+}
+
+impl<O: ?Sized> Default for OwnerProbe<O> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The probe's answer for a time series collection root (taken first, by reference).
+pub trait TimeSeriesOwner {
+    /// [`TimeSeriesCollection`].
+    fn owner_kind(&self) -> core::marker::PhantomData<TimeSeriesCollection> {
+        core::marker::PhantomData
+    }
+}
+impl<O: CollectionKind<Kind = TimeSeriesCollection> + ?Sized> TimeSeriesOwner for &OwnerProbe<O> {}
+
+/// The probe's answer for every other type.
+pub trait OtherOwner {
+    /// [`PlainCollection`].
+    fn owner_kind(&self) -> core::marker::PhantomData<PlainCollection> {
+        core::marker::PhantomData
+    }
+}
+impl<O: ?Sized> OtherOwner for OwnerProbe<O> {}
+
+/// Compile-time check of a part's owner, from its probe: no time series collection.
+pub fn require_part_owner<K: PartOwnerKind>(_kind: core::marker::PhantomData<K>) {}
 
 /// Compile-time check that `C` can be the child of a subset or counter.
 pub fn require_subset_child<C: CollectionKind + ?Sized>()
@@ -192,12 +232,5 @@ where
 pub fn require_copy_source<S: CollectionKind + ?Sized>()
 where
     S::Kind: CopySourceKind,
-{
-}
-
-/// Compile-time check that `O` can own a part.
-pub fn require_part_owner<O: CollectionKind + ?Sized>()
-where
-    O::Kind: PartOwnerKind,
 {
 }
