@@ -11,6 +11,13 @@
 //!   [`secantus_dir`] and [`ensure_secantus_installed`]. The server is a
 //!   single-node replica set (`secantus`), in memory, on a free port of 127.0.0.1; it stops when
 //!   the test process exits, however it exits.
+//! * The embedded server says no where mongod says no: mongod's rules ([`RULES`]: parallel
+//!   arrays under one index, a second `{ _id: 1 }` index, unknown collation locales and the
+//!   collection's default collation, what a time series collection cannot do, ...) are installed
+//!   into SecantusDB's own command handling when the testkit starts it, for every client of the
+//!   server. A test turns single rules off by name, with its reason, on a server of its own
+//!   ([`TestServer::start_with_rules_off`]); `MONGO_SCHEMA_TESTKIT_RULES=off` ([`RULES_ENV`])
+//!   turns them all off for a process, to see whether a failure comes from them.
 //! * If neither is possible, the functions here panic with a message saying how to get a server:
 //!   tests never skip silently.
 //!
@@ -49,6 +56,7 @@ macro_rules! say {
 
 mod install;
 mod log;
+mod rules;
 mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +72,7 @@ pub use install::{
     ensure_secantus_installed, secantus_dir, PYTHON_ENV, SECANTUS_DIR_ENV, SECANTUS_REQUIREMENT,
     SECANTUS_VERSION,
 };
+pub use rules::{RULES, RULES_ENV};
 pub use server::TestServer;
 
 /// The environment variable that points the tests at an existing server instead of the embedded

@@ -13,6 +13,7 @@ use mongodb::options::ClientOptions;
 
 use crate::install::{ensure_installation, logs_dir, Installation};
 use crate::log::{read_from, tail};
+use crate::rules;
 
 /// How long a server may take from spawn to answering `ping`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -30,7 +31,9 @@ const STOP_EXTRA_WAIT: Duration = Duration::from_secs(5);
 /// Server logs older than this are removed when a server starts.
 const LOG_MAX_AGE: Duration = Duration::from_secs(3 * 24 * 3600);
 
-/// The watchdog: `python -c WRAPPER <grace seconds> <secantusd-py> <args...>`.
+/// The watchdog: `python -c WRAPPER <grace seconds> <server command...>`, where the server
+/// command is `python <rules module> <args...>` (SecantusDB with mongod's rules, see
+/// [`crate::rules`]) or, with the rules off for the process, `<secantusd-py> <args...>`.
 ///
 /// It starts the server as its child and terminates it (SIGTERM, then SIGKILL after the grace)
 /// when its own stdin reaches EOF (the Rust process closed the pipe or died: the OS closes the
@@ -126,6 +129,10 @@ impl Running {
 /// under `<secantus dir>/logs/` ([`secantus_dir`](crate::secantus_dir),
 /// `~/.cache/mongo-schema/secantus-<version>/logs/` by default; [`log_path`](TestServer::log_path)).
 ///
+/// The server refuses what mongod refuses: mongod's rules are installed into it (see
+/// [`RULES`](crate::RULES)); [`start_with_rules_off`](TestServer::start_with_rules_off) leaves
+/// named rules out for a test that needs them out, with the reason.
+///
 /// Errors of [`start`](TestServer::start) and [`restart`](TestServer::restart) are
 /// [`std::io::Error`]s whose message says why (install failure, the server exited, timeout) and
 /// ends with the last lines of the server log.
@@ -137,6 +144,9 @@ pub struct TestServer {
     log: PathBuf,
     inst: Installation,
     args: Vec<String>,
+    rules_off: Vec<String>,
+    /// `MONGO_SCHEMA_TESTKIT_RULES=off` when the server was made: SecantusDB without the rules.
+    rules_off_by_env: bool,
     running: Option<Running>,
 }
 
@@ -165,7 +175,69 @@ impl TestServer {
     /// with code 40573, as a standalone mongod does) or `--auth` (every command but the
     /// handshake needs a user; none exists, so they fail with code 13).
     pub fn start_with_args(storage: Option<&Path>, args: &[&str]) -> io::Result<TestServer> {
-        Self::launch_with(None, None, storage, args)
+        Self::launch_with(None, None, storage, args, &[])
+    }
+
+    /// Like [`start`](TestServer::start), without the named mongod rules (names from
+    /// [`RULES`](crate::RULES), kept for restarts), for a test that needs SecantusDB's own
+    /// behaviour there; `reason` says why, and goes to the server log and stderr with the names.
+    /// Every other rule stays on.
+    ///
+    /// ```no_run
+    /// # fn demo() -> std::io::Result<()> {
+    /// use mongo_schema_testkit::TestServer;
+    /// let server = TestServer::start_with_rules_off(
+    ///     None,
+    ///     &["default-collation"],
+    ///     "shows what SecantusDB does without the collection's default collation",
+    /// )?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`std::io::ErrorKind::InvalidInput`] for an unknown rule name, no rule or an empty
+    /// reason; otherwise like [`start`](TestServer::start).
+    pub fn start_with_rules_off(
+        storage: Option<&Path>,
+        rules: &[&str],
+        reason: &str,
+    ) -> io::Result<TestServer> {
+        if rules.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "start_with_rules_off: name the rules to turn off",
+            ));
+        }
+        if let Some(unknown) = rules.iter().find(|name| !rules::is_rule(name)) {
+            let known: Vec<&str> = rules::RULES.iter().map(|(name, _)| *name).collect();
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "start_with_rules_off: no mongod rule is named {unknown:?} (the rules: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        if reason.trim().is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "start_with_rules_off: say why the rules are off",
+            ));
+        }
+        crate::say!(
+            "mongo-schema-testkit: a test server without the mongod rules {}: {reason}",
+            rules.join(", ")
+        );
+        let server = Self::launch_with(None, None, storage, &[], rules)?;
+        append_log(
+            &server.log,
+            &format!(
+                "=== mongo-schema-testkit: mongod rules off: {} ({reason}) ===",
+                rules.join(", ")
+            ),
+        );
+        Ok(server)
     }
 
     /// Like [`start`](TestServer::start), but on the given port (fails if it is taken).
@@ -187,7 +259,7 @@ impl TestServer {
         port: Option<u16>,
         storage: Option<&Path>,
     ) -> io::Result<TestServer> {
-        Self::launch_with(name, port, storage, &[])
+        Self::launch_with(name, port, storage, &[], &[])
     }
 
     fn launch_with(
@@ -195,8 +267,10 @@ impl TestServer {
         port: Option<u16>,
         storage: Option<&Path>,
         args: &[&str],
+        rules_off: &[&str],
     ) -> io::Result<TestServer> {
         let inst = ensure_installation().map_err(io::Error::other)?;
+        let rules_off_by_env = rules::rules_off_by_env().map_err(io::Error::other)?;
         let log = match name {
             Some(name) => new_log_path(name)?,
             None => new_log_path(&format!(
@@ -211,6 +285,8 @@ impl TestServer {
             log,
             inst,
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            rules_off: rules_off.iter().map(|rule| (*rule).to_owned()).collect(),
+            rules_off_by_env,
             running: None,
         };
         server
@@ -232,6 +308,17 @@ impl TestServer {
     /// The storage directory, `None` for in-memory storage.
     pub fn storage(&self) -> Option<&Path> {
         self.storage.as_deref()
+    }
+
+    /// The mongod rules this server leaves out: those named at
+    /// [`start_with_rules_off`](TestServer::start_with_rules_off), or every one of
+    /// [`RULES`](crate::RULES) when `MONGO_SCHEMA_TESTKIT_RULES=off`
+    /// ([`RULES_ENV`](crate::RULES_ENV)) was set when it started.
+    pub fn rules_off(&self) -> Vec<&str> {
+        if self.rules_off_by_env {
+            return rules::RULES.iter().map(|(name, _)| *name).collect();
+        }
+        self.rules_off.iter().map(String::as_str).collect()
     }
 
     /// The log file that receives the server's stdout and stderr (appended to on restart).
@@ -344,11 +431,24 @@ impl TestServer {
         let grace = self.grace();
 
         let mut cmd = Command::new(&self.inst.python);
-        cmd.arg("-c")
-            .arg(WRAPPER)
-            .arg(grace.as_secs().to_string())
-            .arg(&self.inst.secantusd)
-            .arg("--config")
+        cmd.arg("-c").arg(WRAPPER).arg(grace.as_secs().to_string());
+        if self.rules_off_by_env {
+            announce_rules_off_by_env();
+            cmd.arg(&self.inst.secantusd)
+                .env_remove(rules::RULES_OFF_ENV);
+        } else {
+            let dir = self.inst.config.parent().unwrap_or(Path::new("."));
+            let module = rules::module_in(dir).map_err(|e| {
+                format!(
+                    "cannot write the mongod rules module into {}: {e}",
+                    dir.display()
+                )
+            })?;
+            cmd.arg(&self.inst.python)
+                .arg(module)
+                .env(rules::RULES_OFF_ENV, self.rules_off.join(","));
+        }
+        cmd.arg("--config")
             .arg(&self.inst.config)
             .args(["--host", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
@@ -511,7 +611,18 @@ fn append_log(log: &Path, line: &str) {
     }
 }
 
-/// The file's text from byte `offset` on (lossy), empty if unreadable.
+/// Says once per process that `MONGO_SCHEMA_TESTKIT_RULES=off` leaves the rules out.
+fn announce_rules_off_by_env() {
+    static ANNOUNCED: std::sync::Once = std::sync::Once::new();
+    ANNOUNCED.call_once(|| {
+        crate::say!(
+            "mongo-schema-testkit: {}=off: the test servers of this process run without \
+             mongod's rules (SecantusDB alone accepts much that mongod refuses)",
+            rules::RULES_ENV
+        );
+    });
+}
+
 fn thread_sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }

@@ -1,0 +1,866 @@
+//! The test server says no where mongod says no: each of mongod's rules the testkit installs
+//! into SecantusDB ([`mongo_schema_testkit::RULES`]), through `database(..)` and the driver
+//! directly, with the refused command and its allowed neighbour; the rules SecantusDB enforces
+//! by itself; and a server that leaves a rule out by name.
+//!
+//! With `MONGODB_URI` set to a mongod these hold as they are: they are mongod's rules.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mongo_schema_testkit::{database, TestServer, RULES};
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{ChangeStreamOptions, FullDocumentType};
+use mongodb::{Client, Collection, Database};
+
+/// The server's error code of a refused command or write (the first write error of a batch).
+fn code(e: &mongodb::error::Error) -> Option<i32> {
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => Some(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.first().map(|w| w.code),
+        _ => None,
+    }
+}
+
+fn message(e: &mongodb::error::Error) -> String {
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => c.message.clone(),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.message.clone(),
+        ErrorKind::InsertMany(m) => m
+            .write_errors
+            .iter()
+            .flatten()
+            .map(|w| w.message.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => e.to_string(),
+    }
+}
+
+#[track_caller]
+fn refused<T: std::fmt::Debug>(result: mongodb::error::Result<T>, expected: i32) -> String {
+    match result {
+        Ok(value) => panic!("expected code {expected}, the server accepted it: {value:?}"),
+        Err(e) => {
+            assert_eq!(code(&e), Some(expected), "{e}");
+            message(&e)
+        }
+    }
+}
+
+fn coll(db: &Database, name: &str) -> Collection<Document> {
+    db.collection::<Document>(name)
+}
+
+async fn run(db: &Database, command: Document) -> mongodb::error::Result<Document> {
+    db.run_command(command).await
+}
+
+// --- parallel arrays -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn an_insert_of_two_arrays_under_one_compound_index_fails_with_171() {
+    let db = database("rules_parallel").await;
+    run(
+        &db,
+        doc! { "createIndexes": "c", "indexes": [{ "key": { "a": 1, "b": 1 }, "name": "a_1_b_1" }] },
+    )
+    .await
+    .unwrap();
+    let c = coll(&db, "c");
+    let msg = refused(c.insert_one(doc! { "a": [1, 2], "b": [3, 4] }).await, 171);
+    assert_eq!(msg, "cannot index parallel arrays [b] [a]");
+    // The neighbour: one array under the index.
+    c.insert_one(doc! { "a": [1, 2], "b": 3 }).await.unwrap();
+    c.insert_one(doc! { "a": 1, "b": [3, 4] }).await.unwrap();
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_batch_stops_at_its_first_parallel_arrays_when_ordered() {
+    let db = database("rules_parallel_batch").await;
+    let c = coll(&db, "c");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "a": 1, "b": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let docs = [
+        doc! { "_id": 1, "a": 1, "b": 1 },
+        doc! { "_id": 2, "a": [1], "b": [2] },
+        doc! { "_id": 3, "a": 2, "b": 2 },
+    ];
+    refused(c.insert_many(docs.clone()).await, 171);
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1);
+    c.delete_many(doc! {}).await.unwrap();
+    let err = c
+        .insert_many(docs)
+        .ordered(false)
+        .await
+        .expect_err("the second document has two arrays");
+    let ErrorKind::InsertMany(m) = err.kind.as_ref() else {
+        panic!("{err}");
+    };
+    let errors = m.write_errors.as_ref().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!((errors[0].index, errors[0].code), (1, 171));
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn updates_replacements_upserts_and_find_and_modify_that_make_parallel_arrays_fail() {
+    let db = database("rules_parallel_update").await;
+    let c = coll(&db, "c");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "a": 1, "b": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    c.insert_one(doc! { "_id": 1, "a": [1, 2], "b": 3 })
+        .await
+        .unwrap();
+
+    let msg = refused(
+        c.update_one(doc! { "_id": 1 }, doc! { "$set": { "b": [4, 5] } })
+            .await,
+        171,
+    );
+    assert!(
+        msg.ends_with("cannot index parallel arrays [b] [a]"),
+        "{msg}"
+    );
+    refused(
+        c.replace_one(doc! { "_id": 1 }, doc! { "a": [1], "b": [2] })
+            .await,
+        171,
+    );
+    refused(
+        c.update_one(doc! { "_id": 2 }, doc! { "$set": { "a": [1], "b": [2] } })
+            .upsert(true)
+            .await,
+        171,
+    );
+    refused(
+        c.find_one_and_update(doc! { "_id": 1 }, doc! { "$set": { "b": [1] } })
+            .await,
+        171,
+    );
+    // The neighbours: the same writes leaving one array.
+    c.update_one(doc! { "_id": 1 }, doc! { "$set": { "b": 4 } })
+        .await
+        .unwrap();
+    c.replace_one(doc! { "_id": 1 }, doc! { "a": 1, "b": [2] })
+        .await
+        .unwrap();
+    c.find_one_and_update(doc! { "_id": 1 }, doc! { "$push": { "b": 3 } })
+        .await
+        .unwrap();
+    assert_eq!(
+        c.find_one(doc! { "_id": 1 }).await.unwrap().unwrap(),
+        doc! { "_id": 1, "a": 1, "b": [2, 3] }
+    );
+}
+
+#[tokio::test]
+async fn dotted_paths_count_arrays_as_mongod_does() {
+    let db = database("rules_parallel_dotted").await;
+    let c = coll(&db, "c");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "x.a": 1, "x.b": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    // One array holding both paths: one array, not two.
+    c.insert_one(doc! { "x": [{ "a": 1, "b": 2 }, { "a": 3, "b": 4 }] })
+        .await
+        .unwrap();
+    let msg = refused(
+        c.insert_one(doc! { "x": { "a": [1], "b": [2] } }).await,
+        171,
+    );
+    assert_eq!(msg, "cannot index parallel arrays [b] [a]");
+    // Arrays inside the elements of the one array are parallel too.
+    refused(
+        c.insert_one(doc! { "x": [{ "a": [1], "b": [2] }] }).await,
+        171,
+    );
+}
+
+#[tokio::test]
+async fn an_index_over_documents_with_parallel_arrays_is_not_built() {
+    let db = database("rules_parallel_build").await;
+    let c = coll(&db, "c");
+    c.insert_one(doc! { "a": [1, 2], "b": [3, 4], "c": 1 })
+        .await
+        .unwrap();
+    let msg = refused(
+        c.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "a": 1, "b": 1 })
+                .build(),
+        )
+        .await,
+        171,
+    );
+    assert!(msg.starts_with("Index build failed: "), "{msg}");
+    assert!(
+        msg.ends_with(":: caused by :: cannot index parallel arrays [b] [a]"),
+        "{msg}"
+    );
+    // The neighbour: an index over one of the arrays.
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "a": 1, "c": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let names = c.list_index_names().await.unwrap();
+    assert!(!names.contains(&"a_1_b_1".to_owned()), "{names:?}");
+}
+
+// --- the _id index -----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_second_index_on_id_is_refused() {
+    let db = database("rules_id_index").await;
+    run(&db, doc! { "create": "c" }).await.unwrap();
+    let second = |options: Document| {
+        let mut spec = doc! { "key": { "_id": 1 }, "name": "by_id" };
+        spec.extend(options);
+        doc! { "createIndexes": "c", "indexes": [spec] }
+    };
+    let msg = refused(run(&db, second(doc! {})).await, 85);
+    assert_eq!(msg, "Index already exists with a different name: _id_");
+    refused(run(&db, second(doc! { "unique": true })).await, 85);
+    refused(run(&db, second(doc! { "sparse": true })).await, 67);
+    refused(run(&db, second(doc! { "unique": false })).await, 67);
+    // The neighbours: the _id index itself, and { _id: -1 }.
+    run(
+        &db,
+        doc! { "createIndexes": "c", "indexes": [{ "key": { "_id": 1 }, "name": "_id_" }] },
+    )
+    .await
+    .unwrap();
+    run(
+        &db,
+        doc! { "createIndexes": "c", "indexes": [{ "key": { "_id": -1 }, "name": "id_desc" }] },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_id_index_takes_the_collections_collation_only() {
+    let db = database("rules_id_collation").await;
+    run(
+        &db,
+        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+    let with = |collation: Document| {
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "_id": -1 }, "name": "id_desc", "collation": collation }
+        ] }
+    };
+    let msg = refused(run(&db, with(doc! { "locale": "simple" })).await, 2);
+    assert!(
+        msg.starts_with("The _id index must have the same collation as the collection."),
+        "{msg}"
+    );
+    // Without a collation it gets the collection's; with the collection's it is taken.
+    run(&db, with(doc! { "locale": "en", "strength": 2 }))
+        .await
+        .unwrap();
+    // And a second { _id: 1 }, collation or none, is still a second { _id: 1 }.
+    refused(
+        run(
+            &db,
+            doc! { "createIndexes": "c", "indexes": [{ "key": { "_id": 1 }, "name": "by_id" }] },
+        )
+        .await,
+        85,
+    );
+}
+
+// --- collation -------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn create_with_an_unknown_locale_fails() {
+    let db = database("rules_locale").await;
+    let msg = refused(
+        run(
+            &db,
+            doc! { "create": "c", "collation": { "locale": "xx_NOPE" } },
+        )
+        .await,
+        2,
+    );
+    assert_eq!(
+        msg,
+        r#"Field 'locale' is invalid in: { locale: "xx_NOPE" }"#
+    );
+    refused(
+        run(
+            &db,
+            doc! { "create": "d", "collation": { "locale": "english" } },
+        )
+        .await,
+        2,
+    );
+    let msg = refused(
+        run(
+            &db,
+            doc! { "create": "e", "collation": { "locale": "en_XX" } },
+        )
+        .await,
+        2,
+    );
+    assert!(msg.ends_with(". Did you mean 'en'?"), "{msg}");
+    // Out of range.
+    refused(
+        run(
+            &db,
+            doc! { "create": "f", "collation": { "locale": "en", "strength": 7 } },
+        )
+        .await,
+        9,
+    );
+    refused(
+        run(
+            &db,
+            doc! { "create": "g", "collation": { "locale": "en", "caseFirst": "UPPER" } },
+        )
+        .await,
+        9,
+    );
+    refused(
+        run(&db, doc! { "create": "h", "collation": { "locale": "en", "strength": 1, "backwards": true } })
+            .await,
+        2,
+    );
+    // Any command's collation.
+    refused(
+        coll(&db, "x")
+            .find(doc! {})
+            .collation(
+                mongodb::options::Collation::builder()
+                    .locale("xx_NOPE")
+                    .build(),
+            )
+            .await,
+        2,
+    );
+    // The neighbours: locales mongod knows, a variant, simple.
+    for locale in ["en", "fr_CA", "de@collation=phonebook", "zh_Hant", "simple"] {
+        run(
+            &db,
+            doc! { "create": format!("ok_{}", locale.replace(['@', '='], "_")), "collation": { "locale": locale } },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{locale}: {e}"));
+    }
+}
+
+#[tokio::test]
+async fn a_count_without_a_collation_runs_under_the_collections_default() {
+    let db = database("rules_default_collation").await;
+    run(
+        &db,
+        doc! { "create": "people", "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+    let people = coll(&db, "people");
+    people.insert_one(doc! { "e": "Ana" }).await.unwrap();
+    assert_eq!(
+        people.count_documents(doc! { "e": "ana" }).await.unwrap(),
+        1
+    );
+    // The other commands too.
+    assert!(people
+        .find_one(doc! { "e": "ANA" })
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        people.distinct("e", doc! { "e": "ana" }).await.unwrap(),
+        vec![Bson::String("Ana".into())]
+    );
+    let matched = people
+        .update_many(doc! { "e": "ana" }, doc! { "$set": { "seen": true } })
+        .await
+        .unwrap()
+        .matched_count;
+    assert_eq!(matched, 1);
+    let mut cursor = people
+        .aggregate([doc! { "$match": { "e": "aNa" } }])
+        .await
+        .unwrap();
+    assert!(cursor.next().await.is_some());
+    // An explicit collation wins: the simple one compares code points.
+    let simple = mongodb::options::Collation::builder()
+        .locale("simple")
+        .build();
+    assert_eq!(
+        people
+            .count_documents(doc! { "e": "ana" })
+            .collation(simple)
+            .await
+            .unwrap(),
+        0
+    );
+    // An index created without a collation gets the collection's: it is unique case-insensitively.
+    people
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "e": 1 })
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .unique(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .await
+        .unwrap();
+    refused(people.insert_one(doc! { "e": "ANA" }).await, 11000);
+    assert_eq!(
+        people
+            .delete_many(doc! { "e": "ana" })
+            .await
+            .unwrap()
+            .deleted_count,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_2d_index_on_a_collated_collection_must_say_simple() {
+    let db = database("rules_2d_collation").await;
+    run(
+        &db,
+        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+    // (SecantusDB has no text indexes; a 2d index takes no collation either.)
+    let two_d = |collation: Option<Document>| {
+        let mut spec = doc! { "key": { "at": "2d" }, "name": "at_2d" };
+        if let Some(collation) = collation {
+            spec.insert("collation", collation);
+        }
+        doc! { "createIndexes": "c", "indexes": [spec] }
+    };
+    refused(run(&db, two_d(None)).await, 67);
+    run(&db, two_d(Some(doc! { "locale": "simple" })))
+        .await
+        .unwrap();
+}
+
+// --- time series -----------------------------------------------------------------------------
+
+async fn timeseries(db: &Database, name: &str) {
+    run(
+        db,
+        doc! { "create": name, "timeseries": { "timeField": "t", "metaField": "m" } },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_insert_into_a_time_series_collection_inside_a_transaction_fails() {
+    let db = database("rules_ts_txn").await;
+    timeseries(&db, "scans").await;
+    run(&db, doc! { "create": "plain" }).await.unwrap();
+    let client: Client = db.client().clone();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    let msg = refused(
+        coll(&db, "scans")
+            .insert_one(doc! { "t": DateTime::now(), "m": "gate-1" })
+            .session(&mut session)
+            .await,
+        263,
+    );
+    assert!(
+        msg.starts_with(
+            "Cannot insert into a time-series collection in a multi-document transaction"
+        ),
+        "{msg}"
+    );
+    let _ = session.abort_transaction().await;
+    // The neighbours: the same insert outside a transaction, a plain collection inside one.
+    coll(&db, "scans")
+        .insert_one(doc! { "t": DateTime::now(), "m": "gate-1" })
+        .await
+        .unwrap();
+    session.start_transaction().await.unwrap();
+    coll(&db, "plain")
+        .insert_one(doc! { "x": 1 })
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    // Updates and deletes inside one fail too.
+    session.start_transaction().await.unwrap();
+    refused(
+        coll(&db, "scans")
+            .delete_many(doc! { "m": "gate-1" })
+            .session(&mut session)
+            .await,
+        263,
+    );
+    let _ = session.abort_transaction().await;
+}
+
+#[tokio::test]
+async fn pre_and_post_images_are_not_for_a_time_series_collection() {
+    let db = database("rules_ts_images").await;
+    let msg = refused(
+        run(
+            &db,
+            doc! {
+                "create": "scans",
+                "timeseries": { "timeField": "t" },
+                "changeStreamPreAndPostImages": { "enabled": true },
+            },
+        )
+        .await,
+        72,
+    );
+    assert!(
+        msg.ends_with("'timeseries' is not allowed with 'changeStreamPreAndPostImages'"),
+        "{msg}"
+    );
+    timeseries(&db, "scans").await;
+    refused(
+        run(
+            &db,
+            doc! { "collMod": "scans", "changeStreamPreAndPostImages": { "enabled": true } },
+        )
+        .await,
+        72,
+    );
+    // The neighbour: a plain collection takes them.
+    run(&db, doc! { "create": "plain" }).await.unwrap();
+    run(
+        &db,
+        doc! { "collMod": "plain", "changeStreamPreAndPostImages": { "enabled": true } },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn change_streams_do_not_show_a_time_series_collections_writes() {
+    let db = database("rules_ts_stream").await;
+    timeseries(&db, "scans").await;
+    run(&db, doc! { "create": "plain" }).await.unwrap();
+    refused(coll(&db, "scans").watch().await, 166);
+
+    let mut stream = db
+        .watch()
+        .with_options(
+            ChangeStreamOptions::builder()
+                .full_document(Some(FullDocumentType::UpdateLookup))
+                .build(),
+        )
+        .await
+        .unwrap();
+    coll(&db, "scans")
+        .insert_one(doc! { "t": DateTime::now(), "m": "gate-1" })
+        .await
+        .unwrap();
+    coll(&db, "plain")
+        .insert_one(doc! { "x": 1 })
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(20), stream.next())
+        .await
+        .expect("an event within 20 s")
+        .expect("the stream is open")
+        .unwrap();
+    assert_eq!(
+        event.ns.as_ref().and_then(|ns| ns.coll.as_deref()),
+        Some("plain"),
+        "{event:?}"
+    );
+}
+
+#[tokio::test]
+async fn geo_near_on_a_time_series_collection_takes_a_key_and_no_query() {
+    let db = database("rules_ts_geonear").await;
+    timeseries(&db, "scans").await;
+    coll(&db, "scans")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "loc": "2dsphere" })
+                .build(),
+        )
+        .await
+        .unwrap();
+    coll(&db, "scans")
+        .insert_one(doc! {
+            "t": DateTime::now(), "m": "gate-1",
+            "loc": { "type": "Point", "coordinates": [13.4, 52.5] },
+        })
+        .await
+        .unwrap();
+    let near = |extra: Document| {
+        let mut stage = doc! {
+            "near": { "type": "Point", "coordinates": [13.4, 52.5] },
+            "distanceField": "d",
+        };
+        stage.extend(extra);
+        vec![doc! { "$geoNear": stage }]
+    };
+    refused(coll(&db, "scans").aggregate(near(doc! {})).await, 5892921);
+    refused(
+        coll(&db, "scans")
+            .aggregate(near(doc! { "key": "loc", "query": { "m": "gate-1" } }))
+            .await,
+        5860207,
+    );
+    // The neighbour: the key, and the condition in a $match after the stage.
+    let mut pipeline = near(doc! { "key": "loc" });
+    pipeline.push(doc! { "$match": { "m": "gate-1" } });
+    let found: Vec<_> = coll(&db, "scans")
+        .aggregate(pipeline)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[tokio::test]
+async fn a_measurement_over_4_mb_is_refused() {
+    let db = database("rules_ts_size").await;
+    timeseries(&db, "scans").await;
+    let measurement =
+        |bytes: usize| doc! { "t": DateTime::now(), "m": "gate-1", "blob": "x".repeat(bytes) };
+    refused(
+        coll(&db, "scans")
+            .insert_one(measurement(5 * 1024 * 1024))
+            .await,
+        10334,
+    );
+    coll(&db, "scans")
+        .insert_one(measurement(1024 * 1024))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_time_series_update_keeps_to_mongod_7_0s_limits() {
+    let db = database("rules_ts_update").await;
+    timeseries(&db, "scans").await;
+    let scans = coll(&db, "scans");
+    scans
+        .insert_one(doc! { "t": DateTime::now(), "m": "gate-1", "count": 1 })
+        .await
+        .unwrap();
+    let msg = refused(
+        scans
+            .update_one(doc! { "m": "gate-1" }, doc! { "$set": { "m": "gate-2" } })
+            .await,
+        72,
+    );
+    assert_eq!(
+        msg,
+        "Cannot perform a non-multi update on a time-series collection"
+    );
+    refused(
+        scans
+            .update_many(doc! { "count": 1 }, doc! { "$set": { "m": "gate-2" } })
+            .await,
+        72,
+    );
+    refused(
+        scans
+            .update_many(doc! { "m": "gate-1" }, doc! { "$inc": { "count": 1 } })
+            .await,
+        72,
+    );
+    // The neighbour: a multi-update of the metaField by the metaField.
+    let changed = scans
+        .update_many(doc! { "m": "gate-1" }, doc! { "$set": { "m": "gate-2" } })
+        .await
+        .unwrap();
+    assert_eq!(changed.matched_count, 1);
+}
+
+// --- $geoNear's key --------------------------------------------------------------------------
+
+#[tokio::test]
+async fn geo_near_without_a_key_over_two_2dsphere_indexes_fails() {
+    let db = database("rules_geonear_key").await;
+    let venues = coll(&db, "venues");
+    for field in ["entrance", "stage"] {
+        venues
+            .create_index(
+                mongodb::IndexModel::builder()
+                    .keys(doc! { field: "2dsphere" })
+                    .build(),
+            )
+            .await
+            .unwrap();
+    }
+    venues
+        .insert_one(doc! {
+            "entrance": { "type": "Point", "coordinates": [13.4, 52.5] },
+            "stage": { "type": "Point", "coordinates": [13.41, 52.51] },
+        })
+        .await
+        .unwrap();
+    let near = |key: Option<&str>| {
+        let mut stage = doc! {
+            "near": { "type": "Point", "coordinates": [13.4, 52.5] },
+            "distanceField": "d",
+        };
+        if let Some(key) = key {
+            stage.insert("key", key);
+        }
+        vec![doc! { "$geoNear": stage }]
+    };
+    let msg = refused(venues.aggregate(near(None)).await, 27);
+    assert!(
+        msg.starts_with("There is more than one 2dsphere index on "),
+        "{msg}"
+    );
+    let found: Vec<_> = venues
+        .aggregate(near(Some("entrance")))
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(found.len(), 1);
+}
+
+// --- rules SecantusDB enforces by itself -----------------------------------------------------
+
+#[tokio::test]
+async fn secantus_already_refuses_a_hint_naming_no_index() {
+    let db = database("rules_hint").await;
+    let c = coll(&db, "c");
+    c.insert_one(doc! { "a": 1 }).await.unwrap();
+    refused(
+        c.find(doc! {})
+            .hint(mongodb::options::Hint::Name("a_1".into()))
+            .await,
+        2,
+    );
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "a": 1 }).build())
+        .await
+        .unwrap();
+    c.find(doc! {})
+        .hint(mongodb::options::Hint::Name("a_1".into()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn secantus_already_refuses_max_time_on_a_get_more_of_a_plain_cursor() {
+    let db = database("rules_getmore").await;
+    let c = coll(&db, "c");
+    c.insert_many((0..5).map(|i| doc! { "i": i }))
+        .await
+        .unwrap();
+    let reply = run(&db, doc! { "find": "c", "batchSize": 1 })
+        .await
+        .unwrap();
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    refused(
+        run(
+            &db,
+            doc! { "getMore": id, "collection": "c", "maxTimeMS": 1000 },
+        )
+        .await,
+        2,
+    );
+    run(&db, doc! { "getMore": id, "collection": "c" })
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn secantus_already_refuses_a_write_concern_inside_a_transaction() {
+    let db = database("rules_txn_wc").await;
+    run(&db, doc! { "create": "c" }).await.unwrap();
+    let mut session = db.client().start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    let refusal = db
+        .run_command(doc! { "insert": "c", "documents": [{ "x": 1 }], "writeConcern": { "w": 1 } })
+        .session(&mut session)
+        .await;
+    refused(refusal, 72);
+    let _ = session.abort_transaction().await;
+}
+
+// --- turning rules off -----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_is_turned_off_by_name_with_a_reason() {
+    let server = tokio::task::spawn_blocking(|| {
+        TestServer::start_with_rules_off(
+            None,
+            &["parallel-arrays"],
+            "shows SecantusDB's own leniency",
+        )
+    })
+    .await
+    .unwrap()
+    .expect("server");
+    assert_eq!(server.rules_off(), ["parallel-arrays"]);
+    let client = Client::with_uri_str(server.uri()).await.unwrap();
+    let db = client.database("rules_off");
+    let c = coll(&db, "c");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "a": 1, "b": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    c.insert_one(doc! { "a": [1, 2], "b": [3, 4] })
+        .await
+        .unwrap();
+    // The others stay on.
+    refused(
+        run(
+            &db,
+            doc! { "create": "d", "collation": { "locale": "xx_NOPE" } },
+        )
+        .await,
+        2,
+    );
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
+}
+
+#[test]
+fn turning_off_needs_known_names_and_a_reason() {
+    let unknown = TestServer::start_with_rules_off(None, &["parallel-array"], "a reason")
+        .expect_err("no such rule");
+    assert_eq!(unknown.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(unknown.to_string().contains("parallel-arrays"), "{unknown}");
+    let reasonless =
+        TestServer::start_with_rules_off(None, &["parallel-arrays"], " ").expect_err("no reason");
+    assert_eq!(reasonless.kind(), std::io::ErrorKind::InvalidInput);
+    let none = TestServer::start_with_rules_off(None, &[], "a reason").expect_err("no rule");
+    assert_eq!(none.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(RULES.iter().any(|(name, _)| *name == "parallel-arrays"));
+}
