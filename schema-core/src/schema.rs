@@ -899,6 +899,24 @@ fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
                         spec.name, owner.name, grand.owner, grand.owner_type
                     ));
                 }
+                // each `_id` index compares ids under its collection's default collation: two
+                // owners the owner's tells apart ("abc", "ABC") would share one part
+                let key = |c: &CollectionSpec| crate::Collation::planner_key(c.collation.as_ref());
+                let schema = spec.validator.get_document("$jsonSchema").ok();
+                let strings = crate::query::fitting::uncollated(schema, ["_id".to_owned()].into_iter())
+                    .is_empty();
+                if strings && key(spec) != key(owner) {
+                    let name = |c: &CollectionSpec| {
+                        c.collation
+                            .as_ref()
+                            .filter(|c| !c.is_simple())
+                            .map_or_else(|| "the simple collation".to_owned(), ToString::to_string)
+                    };
+                    problems.push(format!(
+                        "`{}` is stored under the `_id` of `{}`, but compares `_id`s under {} where `{}` compares them under {} (each `_id` index has its collection's default collation): two `{}` ids one tells apart and the other does not would share one part or refuse the second; give both collections the same `collation(...)`",
+                        spec.name, owner.name, name(spec), owner.name, name(owner), owner.name
+                    ));
+                }
             }
         }
     }

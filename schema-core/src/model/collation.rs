@@ -107,9 +107,33 @@ impl Collation {
         self
     }
 
+    /// The simple collation, `{ locale: "simple" }`: strings compared by their bytes, mongod's
+    /// default. The library sends it with every command that compares ids held in documents
+    /// (references, copies, a child's parent) on a collection whose default collation is
+    /// another ([`Collation::for_identities`]).
+    pub fn simple() -> Self {
+        Collation::new("simple")
+    }
+
     /// Whether it is the simple (binary) collation, mongod's default.
     pub fn is_simple(&self) -> bool {
         self.locale == "simple"
+    }
+
+    /// The collation under which the library compares the ids a collection's documents hold
+    /// (a reference, the `_id` of a copy, a child's parent) on a collection whose default
+    /// collation is `default`: the simple one where the default is another, so that `"abc"`
+    /// never matches `"ABC"`; `None` where the default is simple already (the command needs
+    /// none). The indexes that serve those comparisons get it too (mongod uses an index for a
+    /// string comparison only under the index's own collation).
+    ///
+    /// A command on the collection's own `_id` alone is sent without a collation instead:
+    /// mongod runs it under the collection's default, which its `_id` index has (and no other
+    /// index on `{ _id: 1 }` may exist).
+    pub fn for_identities(default: Option<&Collation>) -> Option<Collation> {
+        default
+            .filter(|c| !c.is_simple())
+            .map(|_| Collation::simple())
     }
 
     /// Why mongod refuses this collation's locale (`collator_factory_icu.cpp`,

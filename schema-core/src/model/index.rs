@@ -93,6 +93,7 @@ pub struct IndexSpec {
     /// Why the index exists.
     pub reasons: Vec<IndexReason>,
     name_declared: bool,
+    renamed_from: Option<String>,
 }
 
 impl IndexSpec {
@@ -108,6 +109,7 @@ impl IndexSpec {
             collation: None,
             reasons: vec![IndexReason::Declared],
             name_declared: false,
+            renamed_from: None,
         }
     }
 
@@ -206,6 +208,21 @@ impl IndexSpec {
             && self.expire_after_secs.is_none()
     }
 
+    /// Whether it exists only for the library's comparisons of ids held in documents (a
+    /// reference, a copy's fan-out, a bucket's parent), which the library runs under the simple
+    /// collation on a collection whose default is another.
+    pub(crate) fn is_for_identities(&self) -> bool {
+        !self.reasons.is_empty()
+            && self.reasons.iter().all(|r| {
+                matches!(
+                    r,
+                    IndexReason::Reference { .. }
+                        | IndexReason::FanOut { .. }
+                        | IndexReason::Bucket { .. }
+                )
+            })
+    }
+
     /// Whether the two indexes compare strings alike (the same collation, or both none).
     pub(crate) fn same_collation(&self, other: &IndexSpec) -> bool {
         let key = |i: &IndexSpec| crate::Collation::planner_key(i.collation.as_ref());
@@ -231,6 +248,17 @@ impl IndexSpec {
             self.name = default_name(&keys);
         }
         self.keys = keys;
+    }
+
+    /// Gives an index the library adds another name than its default one (which another index
+    /// of the collection has), remembering the default.
+    pub(crate) fn rename(&mut self, name: String) {
+        self.renamed_from = Some(std::mem::replace(&mut self.name, name));
+    }
+
+    /// The default name an index was renamed from ([`IndexSpec::rename`]).
+    pub(crate) fn renamed_from(&self) -> Option<&String> {
+        self.renamed_from.as_ref()
     }
 
     pub(crate) fn merge_reasons(&mut self, other: &IndexSpec) {

@@ -106,7 +106,10 @@ const UNCOLLATED_TYPES: &[&str] = &[
 /// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
 /// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
 /// assumed to hold strings.
-fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) -> Vec<String> {
+pub(crate) fn uncollated(
+    schema: Option<&Document>,
+    paths: impl Iterator<Item = String>,
+) -> Vec<String> {
     let Some(schema) = schema else {
         return Vec::new();
     };
@@ -349,6 +352,29 @@ pub(crate) fn owner_queries(part: &CollectionSpec) -> Vec<QuerySpec> {
         .collect()
 }
 
+/// The collation a query of the library runs under on `spec`'s collection: one on the
+/// collection's own `_id` alone (a walk of every document, a document by its `_id`) under the
+/// collection's default, which its `_id` index has (the command is sent without a collation);
+/// one that compares ids held in the documents (a reference, a copy's `_id`, a child's parent)
+/// under the simple collation where the default is another ([`crate::Collation::for_identities`]):
+/// ids are compared exactly, by an index of the simple collation.
+pub(crate) fn library_collation(
+    spec: &CollectionSpec,
+    query: &QuerySpec,
+) -> Option<crate::Collation> {
+    if query.paths().all(|path| path == "_id") {
+        spec.collation.clone()
+    } else {
+        crate::Collation::for_identities(spec.collation.as_ref())
+    }
+}
+
+/// Whether `keys` is an index on `_id` alone, which no collection may have beside its `_id`
+/// index (mongod refuses a second `{ _id: 1 }`, whatever its options: IndexOptionsConflict).
+fn on_id_alone(keys: &Document) -> bool {
+    keys.len() == 1 && keys.contains_key("_id")
+}
+
 /// Whether a verdict serves a query in order: a whole-index scan for the order does not serve a
 /// query that has conditions (mongod would read every key).
 fn served(verdict: &Verdict, shape: &QueryShape) -> Option<(bool, usize)> {
@@ -390,6 +416,9 @@ pub(crate) fn fit_collection(
     }
     let mut library = library_queries(spec);
     library.extend(extra);
+    for query in &mut library {
+        query.collation = library_collation(spec, query);
+    }
     // every collection has the `_id_` index, which no spec lists
     let mut id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
         .name("_id_")
@@ -476,6 +505,29 @@ pub(crate) fn fit_collection(
             library[i].clone()
         }
     };
+    // a query of `_id` alone that the `_id` index does not serve (another collation than the
+    // collection's, on string ids) gets no index of its own: mongod has one index on
+    // `{ _id: 1 }`, with the collection's default collation
+    unserved.retain(|&at| {
+        if id_index.is_none() {
+            return true;
+        }
+        let query = query_of(spec, &library, at);
+        let shape = query_shape(&query, schema, rules, ts.as_ref());
+        if !on_id_alone(&esr_document(&shape)) {
+            return true;
+        }
+        if query.declared {
+            problems.push(format!(
+                "query `{}` of `{}` compares `_id` under {}, and the `_id` index compares it under {}: mongod allows no other index on `{{ _id: 1 }}` (the `_id` index has the collection's default collation), so no index can serve it; leave out the query's `collation(...)` (it then runs under the collection's)",
+                query.name,
+                spec.name,
+                query.collation.as_ref().map_or_else(|| "the simple collation".to_owned(), ToString::to_string),
+                spec.collation.as_ref().map_or_else(|| "the simple collation".to_owned(), ToString::to_string),
+            ));
+        }
+        false
+    });
     // one index per group of queries that one index serves (a prefix, or the reverse)
     let derived: Vec<(Document, Vec<String>, Option<crate::Collation>)> = {
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
@@ -598,8 +650,63 @@ pub(crate) fn fit_collection(
             fit.filtered = filtered;
         }
     }
+    distinct_names(&mut spec.indexes);
+    // an index renamed above is still the one its queries were fitted to
+    for query in spec.queries.iter_mut().chain(library.iter_mut()) {
+        if let Some(fit) = &mut query.fit {
+            if let Some(name) = &fit.index {
+                if let Some(renamed) = spec.indexes.iter().find(|i| i.renamed_from() == Some(name))
+                {
+                    fit.index = Some(renamed.name.clone());
+                }
+            }
+        }
+    }
     spec.library_queries = library;
     problems
+}
+
+/// Gives an index the library adds (for a relationship or a query) a name of its own where its
+/// default name is another index's: mongod keeps two indexes of one key pattern apart by their
+/// collations, and their names must differ (`product_1` declared with the collection's
+/// collation, `product_1_simple` for the library's exact comparison of the ids).
+fn distinct_names(indexes: &mut [IndexSpec]) {
+    let declared =
+        |i: &IndexSpec| i.has_declared_name() || i.reasons.contains(&IndexReason::Declared);
+    for i in 0..indexes.len() {
+        if declared(&indexes[i]) {
+            continue;
+        }
+        let name = indexes[i].name.clone();
+        let clashes = indexes
+            .iter()
+            .enumerate()
+            .any(|(j, other)| j != i && other.name == name && (j < i || declared(other)));
+        if !clashes {
+            continue;
+        }
+        let tag = match &indexes[i].collation {
+            Some(c) if !c.is_simple() => {
+                let mut tag: String = c
+                    .locale
+                    .chars()
+                    .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
+                    .collect();
+                if let Some(strength) = c.strength {
+                    tag.push_str(&format!("_{strength}"));
+                }
+                tag
+            }
+            _ => "simple".to_owned(),
+        };
+        let mut renamed = format!("{name}_{tag}");
+        let mut n = 2;
+        while indexes.iter().any(|other| other.name == renamed) {
+            renamed = format!("{name}_{tag}_{n}");
+            n += 1;
+        }
+        indexes[i].rename(renamed);
+    }
 }
 
 /// The first index that serves `shape` (`_id_` last), or the last rule that kept one from it.

@@ -90,6 +90,14 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         let c = crate::gen::collation::expr(&c.value);
         quote!(.collation(#c))
     });
+    // the relationship helpers read it without building the whole spec
+    let default_collation = collection.collation.as_ref().map_or_else(
+        || quote!(::core::option::Option::None),
+        |c| {
+            let c = crate::gen::collation::expr(&c.value);
+            quote!(::core::option::Option::Some(#c))
+        },
+    );
     let shard_key = collection.shard_key.as_ref().map(|keys| {
         let keys = keys_document(cont, &keys.value);
         quote!(.shard_key(#keys))
@@ -138,6 +146,11 @@ pub fn document_impl(cont: &Container) -> TokenStream {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
             #id_encoder
+
+            #[inline]
+            fn __default_collation() -> ::core::option::Option<#private::Collation> {
+                #default_collation
+            }
 
             #[inline]
             fn collection_spec() -> #private::CollectionSpec {
