@@ -778,6 +778,7 @@ impl SchemaBuilder {
                                 holder: c.name.clone(),
                                 copy: copy.clone(),
                                 reference,
+                                identities: crate::Collation::for_identities(c.collation.as_ref()),
                             }
                         })
                     })
@@ -790,6 +791,12 @@ impl SchemaBuilder {
                             .map(|subset| crate::model::copy::SubsetEdge {
                                 parent: c.name.clone(),
                                 subset: subset.clone(),
+                                identities: crate::Collation::for_identities(
+                                    collections
+                                        .iter()
+                                        .find(|child| child.name == subset.child)
+                                        .and_then(|child| child.collation.as_ref()),
+                                ),
                             })
                     })
                     .collect(),

@@ -4,6 +4,7 @@
 //! it, that chunk's holders one by one so that every other holder still converges.
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
@@ -38,6 +39,9 @@ pub(crate) struct FanOut {
     /// The whole copy as the source makes it (`{ _id, <copied fields> }`), for a conditional
     /// update through an array filter (see [`FanOut::when`]); `None` for a deletion.
     pub copy: Option<BsonDocument>,
+    /// The collation it runs under on the holders: the simple one where their default is
+    /// another (the copied id is compared exactly), else none (see [`SyncEdge`]).
+    pub collation: Option<crate::Collation>,
 }
 
 /// What a fan-out did.
@@ -103,6 +107,7 @@ impl FanOut {
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
             copy: Some(whole),
+            collation: edge.identities.clone(),
         })
     }
 
@@ -126,6 +131,7 @@ impl FanOut {
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
             copy: None,
+            collation: edge.identities.clone(),
         })
     }
 
@@ -187,13 +193,24 @@ impl FanOut {
         if let Some(filters) = &self.array_filters {
             update.insert("arrayFilters", filters.clone());
         }
+        if let Some(collation) = &self.collation {
+            update.insert("collation", collation.to_document());
+        }
         doc! { "update": holder, "updates": [update] }
     }
 
     fn options(&self) -> Option<UpdateOptions> {
-        self.array_filters
-            .clone()
-            .map(|filters| UpdateOptions::builder().array_filters(filters).build())
+        let collation = self
+            .collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver);
+        if self.array_filters.is_none() && collation.is_none() {
+            return None;
+        }
+        let mut options = UpdateOptions::default();
+        options.array_filters = self.array_filters.clone();
+        options.collation = collation;
+        Some(options)
     }
 
     /// Runs the `updateMany`; returns the holder documents changed. Any error ends it (inside a
@@ -293,6 +310,7 @@ impl FanOut {
             self.filter.clone(),
             Some(doc! { "_id": 1 }),
             FAN_OUT_CHUNK,
+            self.collation.as_ref(),
             &mut chunks,
         )
         .await;
@@ -341,6 +359,12 @@ impl FanOut {
             .collection::<BsonDocument>(&edge.holder)
             .find(self.filter.clone())
             .projection(doc! { "_id": 1 })
+            .optional(
+                self.collation
+                    .as_ref()
+                    .and_then(crate::Collation::to_driver),
+                |find, c| find.collation(c),
+            )
             .await?
             .try_collect::<Vec<_>>()
             .await?
