@@ -11,7 +11,11 @@
 //!   transaction and by the sync worker;
 //! - a filtered counter counts on the server what the helper counts (`"Active"` is not
 //!   `"active"`): reconcile finds no drift;
-//! - the lookup of an order's product `"abc"` does not return product `"ABC"`.
+//! - the lookup of an order's product `"abc"` does not return product `"ABC"`;
+//! - the commands of the joins and reads state the collation of their ids, a declared index of
+//!   a reference's key pattern keeps its name beside the library's exact one, and the designs
+//!   no index can serve (a part compared otherwise than its owner, a query of `_id` under
+//!   another collation than the `_id` index's) are `Schema::build` errors.
 
 mod common;
 
@@ -369,4 +373,148 @@ async fn the_lookup_of_product_abc_does_not_return_product_abc_upper() {
         .unwrap();
     // (a query of one's own, sent without a collation, runs under the orders' default)
     assert_eq!(raw.len(), 2, "{raw:?}");
+}
+
+#[test]
+fn the_library_s_joins_and_reads_state_the_collation_of_their_ids() {
+    let simple = doc! { "locale": "simple" };
+    // orders (case-insensitive) joined to their products on the products' `_id` (simple):
+    // the aggregation on the orders states the simple collation, the products' find none
+    let lookup = Order::PRODUCT.lookup();
+    assert_eq!(
+        lookup.aggregate_command().get_document("collation").ok(),
+        Some(&simple)
+    );
+    let related = lookup.related_find_command("abc".into());
+    assert!(!related.contains_key("collation"), "{related}");
+    // the products' orders: the aggregation on the products needs none, the orders' find the
+    // simple one (the reference's index has it)
+    let children = Order::PRODUCT.children();
+    assert!(!children.aggregate_command().contains_key("collation"));
+    let related = children.related_find_command("abc".into());
+    assert_eq!(related.get_document("collation").ok(), Some(&simple));
+    // an order's lines: both collections case-insensitive, the join on held ids exact
+    let lines = Line::ORDER.children();
+    assert_eq!(
+        lines.aggregate_command().get_document("collation").ok(),
+        Some(&simple)
+    );
+    // a find of one's own of an order's lines: the collation to send with it
+    assert_eq!(
+        Line::ORDER.children_collation(),
+        Some(mongo_schema::spec::Collation::simple())
+    );
+    assert_eq!(
+        Order::PRODUCT.children_collation(),
+        Some(mongo_schema::spec::Collation::simple())
+    );
+}
+
+/// Designs the schema refuses or serves apart on a collection with a default collation.
+mod designs {
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "skus")]
+    pub struct Sku {
+        #[serde(rename = "_id")]
+        pub id: String,
+    }
+
+    /// A declared index of the reference's key pattern, under the collection's collation (for
+    /// the service's case-insensitive lookups by the code), beside the library's exact one.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "baskets", collation(locale = "en", strength = 2))]
+    #[index(keys(sku = 1))]
+    pub struct Basket {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[reference]
+        pub sku: Ref<Sku>,
+    }
+
+    /// A part compared otherwise than its owner.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "sku_sheets", same_id_as = Sku, collation(locale = "en", strength = 2))]
+    pub struct SkuSheet {
+        #[serde(rename = "_id")]
+        pub id: String,
+    }
+
+    /// Looked up by `_id` under another collation than the `_id` index's.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "codes", collation(locale = "en", strength = 2))]
+    #[query(name = "by_code_exactly", eq(id), collation(locale = "simple"))]
+    pub struct Code {
+        #[serde(rename = "_id")]
+        pub id: String,
+    }
+}
+
+#[test]
+fn a_declared_index_of_the_references_key_pattern_keeps_its_name_beside_the_exact_one() {
+    use designs::*;
+    let schema = Schema::new()
+        .model::<Sku>()
+        .model::<Basket>()
+        .build()
+        .unwrap();
+    let baskets = schema.collection("baskets").unwrap();
+    let indexes: Vec<(String, Option<String>)> = baskets
+        .indexes
+        .iter()
+        .map(|i| {
+            (
+                i.name.clone(),
+                i.collation.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            (
+                "sku_1".to_owned(),
+                Some("{ locale: \"en\", strength: 2 }".to_owned())
+            ),
+            (
+                "sku_1_simple".to_owned(),
+                Some("{ locale: \"simple\" }".to_owned())
+            ),
+        ]
+    );
+    let children = baskets
+        .library_queries
+        .iter()
+        .find(|q| q.name == "children by sku")
+        .unwrap();
+    assert_eq!(
+        children.fit.as_ref().and_then(|f| f.index.as_deref()),
+        Some("sku_1_simple")
+    );
+}
+
+#[test]
+fn a_part_compared_otherwise_than_its_owner_and_an_id_query_of_another_collation_are_refused() {
+    use designs::*;
+    let error = Schema::new()
+        .model::<Sku>()
+        .model::<SkuSheet>()
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("`sku_sheets` is stored under the `_id` of `skus`, but compares `_id`s under { locale: \"en\", strength: 2 } where `skus` compares them under the simple collation"),
+        "{error}"
+    );
+    let error = Schema::new()
+        .model::<Code>()
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("query `by_code_exactly` of `codes` compares `_id` under { locale: \"simple\" }, and the `_id` index compares it under { locale: \"en\", strength: 2 }: mongod allows no other index on `{ _id: 1 }`"),
+        "{error}"
+    );
 }

@@ -468,3 +468,97 @@ impl Visit for Chunks<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Collation, CollectionSpec, CopyShape, SyncStrategy};
+
+    /// The copy `item` of a product in `orders`, whose default collation is `collation`.
+    fn item_of(collation: Option<Collation>) -> SyncEdge {
+        let copy = CopySpec::new(
+            "item",
+            "products",
+            "Product",
+            &["name"],
+            SyncStrategy::Transactional,
+            CopyShape::One,
+        );
+        let mut orders = CollectionSpec::new("orders", doc! {});
+        if let Some(collation) = collation {
+            orders = orders.collation(collation);
+        }
+        let orders = orders.copy(copy);
+        SyncEdge {
+            holder: "orders".into(),
+            copy: orders.copies[0].clone(),
+            reference: None,
+            identities: Collation::for_identities(orders.collation.as_ref()),
+        }
+    }
+
+    #[test]
+    fn a_fan_out_on_a_collection_with_a_default_collation_states_the_simple_one() {
+        let ci = Collation::new("en").strength(2);
+        let edge = item_of(Some(ci.clone()));
+        let source = doc! { "_id": "abc", "name": "Hex nut" };
+        let fan_out = FanOut::new(&edge, &source).unwrap();
+        let command = fan_out.command("orders");
+        let statement = command.get_array("updates").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            statement.get_document("q").unwrap(),
+            &doc! { "item._id": "abc" }
+        );
+        assert_eq!(
+            statement.get_document("collation").unwrap(),
+            &doc! { "locale": "simple" },
+            "{command}"
+        );
+        let options = fan_out.options().unwrap();
+        assert_eq!(
+            options.collation.map(|c| c.locale),
+            Some("simple".to_owned())
+        );
+        // a deletion's unset and a chunk of the walk: the same collation
+        let deleted = FanOut::deleted(
+            &SyncEdge {
+                copy: CopySpec {
+                    on_delete: crate::OnDelete::Unset,
+                    ..edge.copy.clone()
+                },
+                ..edge.clone()
+            },
+            &Bson::String("abc".into()),
+        )
+        .unwrap();
+        assert_eq!(deleted.collation, Some(Collation::simple()));
+        let chunk = fan_out
+            .clone()
+            .chunk(vec![Bson::String("o1".into()), Bson::String("o9".into())]);
+        assert_eq!(chunk.collation, Some(Collation::simple()));
+        // the fan-out index of the holders has it too
+        let spec = CollectionSpec::new("orders", doc! {})
+            .collation(ci)
+            .copy(edge.copy.clone());
+        assert_eq!(spec.indexes[0].collation, Some(Collation::simple()));
+    }
+
+    #[test]
+    fn a_fan_out_on_a_collection_without_a_default_collation_states_none() {
+        let edge = item_of(None);
+        let fan_out = FanOut::new(&edge, &doc! { "_id": "abc", "name": "Hex nut" }).unwrap();
+        let command = fan_out.command("orders");
+        let statement = command.get_array("updates").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        assert!(!statement.contains_key("collation"), "{command}");
+        assert!(fan_out.options().is_none());
+        // an explicit simple default is no default
+        let edge = item_of(Some(Collation::simple()));
+        assert_eq!(edge.identities, None);
+    }
+}
