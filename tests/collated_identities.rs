@@ -453,6 +453,26 @@ mod designs {
         pub sku: Ref<Sku>,
     }
 
+    /// A team's members, by an `ObjectId` reference under a declared case-insensitive index.
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "teams")]
+    pub struct Team {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+    }
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "members", collation(locale = "en", strength = 2))]
+    #[index(keys(team = 1, joined = -1))]
+    pub struct Member {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        #[reference]
+        pub team: Ref<Team>,
+        pub name: String,
+        pub joined: DateTime,
+    }
+
     /// A part compared otherwise than its owner.
     #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
     #[collection(name = "sku_sheets", same_id_as = Sku, collation(locale = "en", strength = 2))]
@@ -512,6 +532,40 @@ fn a_declared_index_of_the_references_key_pattern_keeps_its_name_beside_the_exac
         children.fit.as_ref().and_then(|f| f.index.as_deref()),
         Some("sku_1_simple")
     );
+}
+
+#[test]
+fn an_objectid_reference_is_served_by_a_declared_index_of_the_collections_collation() {
+    use designs::*;
+    let schema = Schema::new()
+        .model::<Team>()
+        .model::<Member>()
+        .build()
+        .unwrap();
+    let members = schema.collection("members").unwrap();
+    // an ObjectId and a date compare alike under every collation: the declared index takes
+    // the `_id` tie-break of the team's pages and serves the library's exact reads too
+    assert_eq!(members.indexes.len(), 1, "{:?}", members.indexes);
+    let index = &members.indexes[0];
+    assert_eq!(index.name, "team_1_joined_-1__id_-1");
+    assert_eq!(
+        index.collation,
+        Some(mongo_schema::spec::Collation::new("en").strength(2))
+    );
+    for query in &members.library_queries {
+        assert_eq!(
+            query.collation,
+            Some(mongo_schema::spec::Collation::simple()),
+            "{}",
+            query.name
+        );
+        assert_eq!(
+            query.fit.as_ref().and_then(|f| f.index.as_deref()),
+            Some("team_1_joined_-1__id_-1"),
+            "{}",
+            query.name
+        );
+    }
 }
 
 #[test]
