@@ -3,14 +3,16 @@
 
 use mongodb::bson::{Bson, Document};
 
-/// `collation(locale = "en", strength = 2)` for `collation`, its options at mongod's defaults
-/// left out; `Ok(None)` for the `simple` locale (no collation). `Err` names what the attribute
+/// `collation(locale = "en", strength = 2)` for `collation`, its options at the locale's own
+/// defaults left out (`fr_CA`'s `backwards: true`, `da`'s `caseFirst: "upper"`, as mongod fills
+/// them in); `Ok(None)` for the `simple` locale (no collation). `Err` names what the attribute
 /// cannot say (`maxVariable`, `normalization`), for the report.
 pub fn attribute(collation: &Document) -> Result<Option<String>, String> {
     let locale = collation.get_str("locale").unwrap_or("simple");
     if locale == "simple" {
         return Ok(None);
     }
+    let defaults = mongo_schema_core::query::fit::collation::defaults(locale);
     let mut parts = vec![format!("locale = {}", crate::emit::quote(locale))];
     let int = |key: &str| match collation.get(key) {
         Some(Bson::Int32(n)) => Some(i64::from(*n)),
@@ -18,27 +20,39 @@ pub fn attribute(collation: &Document) -> Result<Option<String>, String> {
         Some(Bson::Double(n)) => Some(*n as i64),
         _ => None,
     };
-    if let Some(strength) = int("strength").filter(|s| *s != 3) {
+    if let Some(strength) = int("strength").filter(|s| *s != i64::from(defaults.strength)) {
         parts.push(format!("strength = {strength}"));
     }
-    if collation.get_bool("caseLevel") == Ok(true) {
-        parts.push("case_level = true".to_owned());
+    if let Some(case_level) = collation
+        .get_bool("caseLevel")
+        .ok()
+        .filter(|c| *c != defaults.case_level)
+    {
+        parts.push(format!("case_level = {case_level}"));
     }
     if let Ok(first) = collation.get_str("caseFirst") {
-        if first != "off" {
+        if first != defaults.case_first {
             parts.push(format!("case_first = {}", crate::emit::quote(first)));
         }
     }
-    if collation.get_bool("numericOrdering") == Ok(true) {
-        parts.push("numeric_ordering = true".to_owned());
+    if let Some(numeric) = collation
+        .get_bool("numericOrdering")
+        .ok()
+        .filter(|n| *n != defaults.numeric_ordering)
+    {
+        parts.push(format!("numeric_ordering = {numeric}"));
     }
     if let Ok(alternate) = collation.get_str("alternate") {
-        if alternate != "non-ignorable" {
+        if alternate != defaults.alternate {
             parts.push(format!("alternate = {}", crate::emit::quote(alternate)));
         }
     }
-    if collation.get_bool("backwards") == Ok(true) {
-        parts.push("backwards = true".to_owned());
+    if let Some(backwards) = collation
+        .get_bool("backwards")
+        .ok()
+        .filter(|b| *b != defaults.backwards)
+    {
+        parts.push(format!("backwards = {backwards}"));
     }
     let mut unsaid = Vec::new();
     if collation.get_str("maxVariable").is_ok_and(|m| m != "punct") {
@@ -75,15 +89,34 @@ mod tests {
             Ok(Some(r#"collation(locale = "en", strength = 2)"#.to_owned()))
         );
         let options = doc! {
-            "locale": "fr_CA", "strength": 3, "caseFirst": "upper", "numericOrdering": true,
+            "locale": "fr", "strength": 3, "caseFirst": "upper", "numericOrdering": true,
             "alternate": "shifted", "backwards": true, "caseLevel": true,
         };
         assert_eq!(
             attribute(&options),
             Ok(Some(
-                r#"collation(locale = "fr_CA", case_level = true, case_first = "upper", numeric_ordering = true, alternate = "shifted", backwards = true)"#
+                r#"collation(locale = "fr", case_level = true, case_first = "upper", numeric_ordering = true, alternate = "shifted", backwards = true)"#
                     .to_owned()
             ))
+        );
+        // a locale's own defaults, as mongod fills them in, are left out
+        let fr_ca =
+            doc! { "locale": "fr_CA", "caseFirst": "off", "strength": 3, "backwards": true };
+        assert_eq!(
+            attribute(&fr_ca),
+            Ok(Some(r#"collation(locale = "fr_CA")"#.to_owned()))
+        );
+        let fr_ca = doc! { "locale": "fr_CA", "backwards": false };
+        assert_eq!(
+            attribute(&fr_ca),
+            Ok(Some(
+                r#"collation(locale = "fr_CA", backwards = false)"#.to_owned()
+            ))
+        );
+        let da = doc! { "locale": "da", "caseFirst": "upper", "strength": 2 };
+        assert_eq!(
+            attribute(&da),
+            Ok(Some(r#"collation(locale = "da", strength = 2)"#.to_owned()))
         );
         assert_eq!(attribute(&doc! { "locale": "simple" }), Ok(None));
         assert!(attribute(&doc! { "locale": "en", "maxVariable": "space" })

@@ -87,6 +87,8 @@
 
 use std::fmt;
 
+pub mod collation;
+
 /// mongod's `internalQueryMaxScansToExplode` (query_knobs.idl, default 200): the most point
 /// scans `explodeForSort` creates to merge-sort; over it mongod sorts in memory.
 pub const MAX_SCANS_TO_EXPLODE: usize = 200;

@@ -626,6 +626,23 @@ impl SchemaBuilder {
                     ));
                 }
             }
+            let collations = spec
+                .collation
+                .iter()
+                .map(|c| ("its default collation".to_owned(), c))
+                .chain(spec.indexes.iter().filter_map(|index| {
+                    let c = index.collation.as_ref()?;
+                    Some((format!("index `{}`", index.name), c))
+                }))
+                .chain(spec.queries.iter().filter_map(|query| {
+                    let c = query.collation.as_ref()?;
+                    Some((format!("query `{}`", query.name), c))
+                }));
+            for (what, collation) in collations {
+                if let Some(problem) = collation.locale_problem() {
+                    problems.push(format!("{what} of `{}`: {problem}", spec.name));
+                }
+            }
             let schema = spec.validator.get_document("$jsonSchema").ok();
             for index in &spec.indexes {
                 for (path, _) in &index.keys {
@@ -643,6 +660,23 @@ impl SchemaBuilder {
                             index.name, spec.name
                         ));
                     }
+                }
+                if let Some(((first, a), (second, b))) = schema.and_then(|schema| {
+                    crate::model::index::parallel_arrays(
+                        schema,
+                        crate::model::index::ordered_keys(&index.keys),
+                    )
+                }) {
+                    let reasons: Vec<String> =
+                        index.reasons.iter().map(ToString::to_string).collect();
+                    problems.push(format!(
+                        "index `{}` of `{}` ({}): mongod cannot index parallel arrays (CannotIndexParallelArrays, 171): {} and {} are both arrays; mongod refuses every insert or update of a document that holds both under one index: keep one array in the index and index `{second}` in an index of its own",
+                        index.name,
+                        spec.name,
+                        reasons.join(", "),
+                        crate::model::index::in_array(&first, &a),
+                        crate::model::index::in_array(&second, &b),
+                    ));
                 }
                 // the second index with a name reports it; later ones do not repeat it
                 let same_name = |other: &&crate::IndexSpec| other.name == index.name;
@@ -662,6 +696,7 @@ impl SchemaBuilder {
         }
         problems.extend(copy_problems(&self.collections));
         problems.extend(part_problems(&self.collections));
+        problems.extend(timeseries_problems(&self.collections));
         problems.extend(crate::migrate::problems(
             &self.migrations,
             &self.collections,
@@ -685,6 +720,17 @@ impl SchemaBuilder {
                         spec.name,
                         crate::human_bytes(bound.bytes)
                     ));
+                } else if let Some(ts) = &spec.timeseries {
+                    let bucket =
+                        crate::SizeBound::of_measurement(json_schema, ts.meta_field.as_deref());
+                    if bucket.exceeds_limit() {
+                        problems.push(format!(
+                            "a `{}` measurement can reach {} by its bounds, and mongod writes it into a bucket that holds every field but the meta field three times (`control.min`, `control.max`, `data`): {}, over the 16 MiB limit, so mongod would refuse it (BSONObjectTooLarge); lower a `max` or a `max_length`",
+                            spec.name,
+                            crate::human_bytes(bound.bytes),
+                            crate::human_bytes(bucket.bytes)
+                        ));
+                    }
                 }
             }
         }
@@ -732,6 +778,7 @@ impl SchemaBuilder {
                                 holder: c.name.clone(),
                                 copy: copy.clone(),
                                 reference,
+                                identities: crate::Collation::for_identities(c.collation.as_ref()),
                             }
                         })
                     })
@@ -744,6 +791,12 @@ impl SchemaBuilder {
                             .map(|subset| crate::model::copy::SubsetEdge {
                                 parent: c.name.clone(),
                                 subset: subset.clone(),
+                                identities: crate::Collation::for_identities(
+                                    collections
+                                        .iter()
+                                        .find(|child| child.name == subset.child)
+                                        .and_then(|child| child.collation.as_ref()),
+                                ),
                             })
                     })
                     .collect(),
@@ -853,6 +906,90 @@ fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
                         spec.name, owner.name, grand.owner, grand.owner_type
                     ));
                 }
+                // each `_id` index compares ids under its collection's default collation: two
+                // owners the owner's tells apart ("abc", "ABC") would share one part
+                let key = |c: &CollectionSpec| crate::Collation::planner_key(c.collation.as_ref());
+                let schema = spec.validator.get_document("$jsonSchema").ok();
+                let strings = crate::query::fitting::uncollated(schema, ["_id".to_owned()].into_iter())
+                    .is_empty();
+                if strings && key(spec) != key(owner) {
+                    let name = |c: &CollectionSpec| {
+                        c.collation
+                            .as_ref()
+                            .filter(|c| !c.is_simple())
+                            .map_or_else(|| "the simple collation".to_owned(), ToString::to_string)
+                    };
+                    problems.push(format!(
+                        "`{}` is stored under the `_id` of `{}`, but compares `_id`s under {} where `{}` compares them under {} (each `_id` index has its collection's default collation): two `{}` ids one tells apart and the other does not would share one part or refuse the second; give both collections the same `collation(...)`",
+                        spec.name, owner.name, name(spec), owner.name, name(owner), owner.name
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Time series collections in the relationships the library keeps in a transaction or by
+/// following change streams: mongod refuses writes to a time series collection inside a
+/// transaction (OperationNotSupportedInTransaction), and its change streams do not show them.
+/// The derive refuses what one struct shows; these are the specs written by hand, or composed.
+fn timeseries_problems(collections: &[CollectionSpec]) -> Vec<String> {
+    const WHY: &str = "mongod refuses writes to a time series collection inside a transaction, and its change streams do not show them";
+    let is_ts = |name: &str| {
+        collections
+            .iter()
+            .any(|c| c.name == name && c.timeseries.is_some())
+    };
+    let kept = |copy: &crate::CopySpec| copy.strategy != crate::SyncStrategy::Frozen;
+    let mut problems = Vec::new();
+    for spec in collections {
+        let holder_ts = spec.timeseries.is_some();
+        for copy in spec.copies.iter().filter(|c| kept(c)) {
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` holds a copy of `{}` kept in sync at `{}`: {WHY}; copy it once (`sync = \"frozen\"`) or hold a reference",
+                    spec.name, copy.source, copy.path
+                ));
+            }
+            if is_ts(&copy.source) {
+                problems.push(format!(
+                    "`{}.{}` copies time series collection `{}` and keeps the copy in sync: {WHY}; copy it once (`sync = \"frozen\"`) or hold a reference",
+                    spec.name, copy.path, copy.source
+                ));
+            }
+        }
+        for subset in &spec.subsets {
+            let what = if subset.is_counter() {
+                "counter"
+            } else {
+                "subset"
+            };
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` holds the {what} `{}` of `{}`: {WHY}; count or list the children with a query",
+                    spec.name, subset.path, subset.child
+                ));
+            }
+            if is_ts(&subset.child) {
+                problems.push(format!(
+                    "`{}.{}` is a {what} of time series collection `{}`: {WHY}; read the latest measurements with a declared query on `{}`",
+                    spec.name, subset.path, subset.child, subset.child
+                ));
+            }
+        }
+        if let Some(part) = &spec.part_of {
+            if holder_ts {
+                problems.push(format!(
+                    "time series collection `{}` is a part stored under the `_id` of `{}`: {WHY}; hold a reference to the owner",
+                    spec.name, part.owner
+                ));
+            }
+            if is_ts(&part.owner) {
+                problems.push(format!(
+                    "`{}` is a part stored under the `_id` of time series collection `{}`: {WHY}; store the part's fields in the measurement",
+                    spec.name, part.owner
+                ));
             }
         }
     }
@@ -960,6 +1097,145 @@ mod tests {
                 "two indexes of `b` have the name `x`"
             ]
         );
+    }
+
+    /// `tags` and `categories` are arrays of strings; `lines` an array of documents.
+    fn products() -> CollectionSpec {
+        let strings = doc! { "bsonType": "array", "items": { "bsonType": "string" } };
+        CollectionSpec::new(
+            "products",
+            doc! { "$jsonSchema": { "bsonType": "object", "properties": {
+                "tags": strings.clone(),
+                "categories": { "anyOf": [strings, { "bsonType": "null" }] },
+                "lines": { "bsonType": "array", "items": { "bsonType": "object", "properties": {
+                    "sku": { "bsonType": "string" }, "qty": { "bsonType": "int" },
+                } } },
+                "status": { "bsonType": "string" },
+            } } },
+        )
+    }
+
+    #[test]
+    fn an_index_over_two_arrays_is_refused() {
+        let error = Schema::new()
+            .collection(
+                products()
+                    .index(IndexSpec::new(
+                        doc! { "status": 1, "tags": 1, "categories": 1 },
+                    ))
+                    .index(IndexSpec::new(doc! { "lines.sku": 1, "tags": -1 }))
+                    // one array: both keys cross `lines` only
+                    .index(IndexSpec::new(doc! { "lines.sku": 1, "lines.qty": 1 })),
+            )
+            .build()
+            .unwrap_err();
+        assert_eq!(error.problems.len(), 2, "{error}");
+        assert!(
+            error.problems[0].starts_with(
+                "index `status_1_tags_1_categories_1` of `products` (declared): mongod cannot index \
+                 parallel arrays (CannotIndexParallelArrays, 171): `tags` and `categories` are both arrays"
+            ),
+            "{error}"
+        );
+        assert!(
+            error.problems[1]
+                .contains("`lines.sku` (in the array `lines`) and `tags` are both arrays"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_query_on_two_arrays_indexes_one_and_filters_the_other() {
+        let schema = Schema::new()
+            .collection(
+                products().query(
+                    crate::query::QuerySpec::new("tagged_in")
+                        .eq("status")
+                        .eq("tags")
+                        .eq("categories"),
+                ),
+            )
+            .build()
+            .unwrap();
+        let products = schema.collection("products").unwrap();
+        let derived: Vec<&mongodb::bson::Document> =
+            products.indexes.iter().map(|i| &i.keys).collect();
+        assert_eq!(derived, [&doc! { "status": 1, "tags": 1 }]);
+        let fit = products.queries[0].fit.as_ref().unwrap();
+        assert_eq!(fit.index.as_deref(), Some("status_1_tags_1"));
+        assert_eq!(fit.problem, None);
+        assert_eq!(fit.filtered, ["categories"]);
+        let report = schema.report();
+        assert!(
+            report.contains(
+                "`status_1_tags_1` (derived) (`categories` filtered on fetch: mongod cannot index parallel arrays"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn time_series_collections_in_kept_relationships_are_refused() {
+        use crate::{CopyShape, CopySpec, PartSpec, SubsetSpec, SyncStrategy, TimeSeries};
+        let readings = || spec("readings").timeseries(TimeSeries::new("at").meta("sensor"));
+        let copy = |source: &str, strategy| {
+            CopySpec::new("last", source, "T", &["celsius"], strategy, CopyShape::One)
+        };
+        let latest = SubsetSpec::new("latest", "readings", "Reading", 5, "at", -1, None);
+        let collections = [
+            readings(),
+            spec("sensors")
+                .subset(latest)
+                .copy(copy("readings", SyncStrategy::Async))
+                // a frozen copy is taken once: accepted
+                .copy(copy("readings", SyncStrategy::Frozen)),
+            spec("notes").part_of(PartSpec::new("readings", "Reading")),
+            readings()
+                .copy(copy("sensors", SyncStrategy::Transactional))
+                .part_of(PartSpec::new("sensors", "Sensor")),
+        ];
+        let problems = timeseries_problems(&collections);
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        let why = "mongod refuses writes to a time series collection inside a transaction, and its change streams do not show them";
+        assert!(problems.iter().all(|p| p.contains(why)), "{problems:#?}");
+        assert!(problems[0].starts_with("`sensors.last` copies time series collection `readings`"));
+        assert!(problems[1]
+            .starts_with("`sensors.latest` is a subset of time series collection `readings`"));
+        assert!(problems[2].starts_with(
+            "`notes` is a part stored under the `_id` of time series collection `readings`"
+        ));
+        assert!(
+            problems[3].starts_with("time series collection `readings` holds a copy of `sensors`")
+        );
+        assert!(problems[4].starts_with("time series collection `readings` is a part"));
+    }
+
+    #[test]
+    fn a_measurement_whose_bucket_exceeds_16_mib_is_refused() {
+        let scans = |max_length: i64| {
+            CollectionSpec::new(
+                "gate_scans",
+                doc! { "$jsonSchema": { "bsonType": "object", "properties": {
+                    "at": { "bsonType": "date" },
+                    "gate": { "bsonType": "string", "maxLength": 100 },
+                    "photo": { "bsonType": "string", "maxLength": max_length },
+                } } },
+            )
+            .timeseries(crate::TimeSeries::new("at").meta("gate"))
+        };
+        let error = Schema::new()
+            .collection(scans(2 * 1024 * 1024))
+            .build()
+            .unwrap_err();
+        assert_eq!(error.problems.len(), 1, "{error}");
+        assert!(
+            error.problems[0].starts_with("a `gate_scans` measurement can reach 8.0 MiB by its bounds, and mongod writes it into a bucket that holds every field but the meta field three times"),
+            "{error}"
+        );
+        Schema::new()
+            .collection(scans(1024 * 1024))
+            .build()
+            .unwrap();
     }
 
     #[test]

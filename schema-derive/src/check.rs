@@ -827,9 +827,13 @@ pub fn is_array_field(field: &Field) -> bool {
         return !crate::serde_helpers::type_last_name(field.ty)
             .is_some_and(|name| name.ends_with("Map"));
     }
-    field
-        .reference_shape()
-        .is_some_and(|shape| shape.kind == RefKind::Many)
+    // an extended reference or a subset's previews in a sequence: copies kept in an array
+    let copies_in_array = (field.attrs.extended_ref.is_some() || field.attrs.subset.is_some())
+        && crate::ast::copy_shape(field.ty).0 == RefKind::Many;
+    copies_in_array
+        || field
+            .reference_shape()
+            .is_some_and(|shape| shape.kind == RefKind::Many)
 }
 
 /// `#[query(index = "name")]` naming an index declared on the same struct, all of whose keys

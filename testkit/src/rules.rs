@@ -47,7 +47,9 @@ pub const RULES: &[(&str, &str)] = &[
         "default-collation",
         "the collection's default collation applied to find, aggregate, count, distinct, \
          update, delete, findAndModify and createIndexes sent without one (and an equality on \
-         _id compared under the query's collation)",
+         _id compared under the query's collation); a $lookup joined under the aggregation's \
+         collation; { locale: \"simple\" } stated served by the indexes of the simple \
+         collation, as mongod's null collator",
     ),
     (
         "timeseries-transaction",

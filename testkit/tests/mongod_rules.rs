@@ -444,6 +444,178 @@ async fn a_count_without_a_collation_runs_under_the_collections_default() {
     );
 }
 
+/// The plan's index of a `find` (`None`: a collection scan), from `explain`.
+async fn index_of(db: &Database, find: Document) -> Option<String> {
+    let explained = run(db, doc! { "explain": find }).await.unwrap();
+    fn walk(stage: &Document) -> Option<String> {
+        if let Ok(name) = stage.get_str("indexName") {
+            return Some(name.to_owned());
+        }
+        stage.get_document("inputStage").ok().and_then(walk)
+    }
+    walk(
+        explained
+            .get_document("queryPlanner")
+            .and_then(|p| p.get_document("winningPlan"))
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_simple_collation_stated_is_served_by_an_index_of_the_simple_collation() {
+    let db = database("rules_simple_stated").await;
+    run(
+        &db,
+        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+    run(
+        &db,
+        doc! { "createIndexes": "c", "indexes": [
+            { "key": { "a": 1 }, "name": "a_simple", "collation": { "locale": "simple" } },
+            { "key": { "b": 1 }, "name": "b_default" },
+        ] },
+    )
+    .await
+    .unwrap();
+    coll(&db, "c")
+        .insert_many([
+            doc! { "_id": 1, "a": "abc", "b": "abc" },
+            doc! { "_id": 2, "a": "ABC", "b": "ABC" },
+        ])
+        .await
+        .unwrap();
+    let simple = doc! { "locale": "simple" };
+    // mongod: `{ locale: "simple" }` is no collator, so the index of the simple collation
+    // serves it, exactly
+    let find = doc! { "find": "c", "filter": { "a": "abc" }, "collation": simple.clone() };
+    assert_eq!(
+        index_of(&db, find.clone()).await.as_deref(),
+        Some("a_simple")
+    );
+    let found = run(&db, find).await.unwrap();
+    let batch = found
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap();
+    assert_eq!(batch.len(), 1, "{found}");
+    // the neighbour: without a collation the query runs under the default, which the index of
+    // the simple collation does not serve (and "ABC" matches)
+    let find = doc! { "find": "c", "filter": { "a": "abc" } };
+    assert_eq!(index_of(&db, find).await, None);
+    assert_eq!(
+        coll(&db, "c")
+            .count_documents(doc! { "a": "abc" })
+            .await
+            .unwrap(),
+        2
+    );
+    // and the index of the default collation serves the query without one only
+    let find = doc! { "find": "c", "filter": { "b": "abc" } };
+    assert_eq!(index_of(&db, find).await.as_deref(), Some("b_default"));
+    let find = doc! { "find": "c", "filter": { "b": "abc" }, "collation": simple.clone() };
+    assert_eq!(index_of(&db, find).await, None);
+    // an update statement stating the simple collation matches exactly too
+    let updated = run(
+        &db,
+        doc! { "update": "c", "updates": [
+            { "q": { "a": "abc" }, "u": { "$set": { "seen": true } }, "multi": true, "collation": simple },
+        ] },
+    )
+    .await
+    .unwrap();
+    assert_eq!(updated.get_i32("n").unwrap(), 1, "{updated}");
+}
+
+#[tokio::test]
+async fn a_lookup_compares_under_the_aggregations_collation() {
+    // jstests/aggregation/sources/lookup/collation_lookup.js
+    let db = database("rules_lookup_collation").await;
+    run(
+        &db,
+        doc! { "create": "with_default", "collation": { "locale": "en_US", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+    coll(&db, "with_default")
+        .insert_one(doc! { "_id": "lowercase", "str": "abc" })
+        .await
+        .unwrap();
+    coll(&db, "without_default")
+        .insert_many([
+            doc! { "_id": "lowercase", "str": "abc" },
+            doc! { "_id": "uppercase", "str": "ABC" },
+            doc! { "_id": "unmatched", "str": "def" },
+        ])
+        .await
+        .unwrap();
+    let lookup = |from: &str| {
+        doc! { "$lookup": { "from": from, "localField": "str", "foreignField": "str", "as": "matched" } }
+    };
+    let matched = |rows: Vec<Document>| -> Vec<String> {
+        let mut ids: Vec<String> = rows[0]
+            .get_array("matched")
+            .unwrap()
+            .iter()
+            .filter_map(|m| m.as_document()?.get_str("_id").ok().map(str::to_owned))
+            .collect();
+        ids.sort();
+        ids
+    };
+    // the collection's default collation is inherited by the join
+    let rows: Vec<Document> = coll(&db, "with_default")
+        .aggregate([lookup("without_default")])
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(matched(rows), vec!["lowercase", "uppercase"]);
+    // the neighbour: the simple collation stated on the aggregation joins exactly
+    let simple = mongodb::options::Collation::builder()
+        .locale("simple")
+        .build();
+    let rows: Vec<Document> = coll(&db, "with_default")
+        .aggregate([lookup("without_default")])
+        .collation(simple)
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(matched(rows), vec!["lowercase"]);
+    // from a collection without a default, the foreign one's default does not count
+    let rows: Vec<Document> = coll(&db, "without_default")
+        .aggregate([
+            doc! { "$match": { "_id": "lowercase" } },
+            lookup("with_default"),
+        ])
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(matched(rows), vec!["lowercase"]);
+    // an explicit collation on the aggregation is the join's
+    let ci = mongodb::options::Collation::builder()
+        .locale("en_US")
+        .strength(mongodb::options::CollationStrength::Secondary)
+        .build();
+    let rows: Vec<Document> = coll(&db, "without_default")
+        .aggregate([
+            doc! { "$match": { "_id": "lowercase" } },
+            lookup("without_default"),
+        ])
+        .collation(ci)
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(matched(rows), vec!["lowercase", "uppercase"]);
+}
+
 #[tokio::test]
 async fn a_2d_index_on_a_collated_collection_must_say_simple() {
     let db = database("rules_2d_collation").await;

@@ -134,3 +134,103 @@ pub fn require_same_id<I: SameIdAs<OwnerId, Owner>, OwnerId, Owner>() {}
 pub const fn require_unbounded_count<T: UnboundedCount>() -> crate::CounterType {
     T::TYPE
 }
+
+/// The kind of collection a `#[derive(Document)]` type is stored in (implemented by the
+/// derive): [`PlainCollection`] or [`TimeSeriesCollection`]. mongod refuses writes to a time
+/// series collection inside a transaction (OperationNotSupportedInTransaction), and its change
+/// streams do not show them, so a time series collection takes no part in the relationships the
+/// library keeps with either: the bounds below keep it out, spanned at the attribute naming it.
+pub trait CollectionKind {
+    /// [`PlainCollection`] or [`TimeSeriesCollection`].
+    type Kind;
+}
+
+/// A collection that is not a time series.
+pub enum PlainCollection {}
+
+/// A time series collection (`#[collection(timeseries(...))]`).
+pub enum TimeSeriesCollection {}
+
+/// The children of a `#[subset]` or `#[counter]`: written in one transaction with their
+/// parent's previews and counts, and followed by the sync worker.
+#[diagnostic::on_unimplemented(
+    message = "a time series collection cannot be the child of a `#[subset]` or `#[counter]`: mongod refuses writes to a time series collection inside a transaction (the helpers write a child and its parent's previews or count in one), and its change streams do not show them (the sync worker follows the children)",
+    label = "a time series collection",
+    note = "read the latest measurements with a declared query on the time series (`#[query(eq(sensor), sort(at = -1))]`), or store the children in a plain collection"
+)]
+pub trait SubsetChildKind {}
+impl SubsetChildKind for PlainCollection {}
+
+/// The source of a copy kept in sync (`#[extended_ref(sync = transactional | async |
+/// reconcile)]`): updated in one transaction with its copies, or followed by the sync worker.
+#[diagnostic::on_unimplemented(
+    message = "a time series collection cannot be the source of an `#[extended_ref]` kept in sync: mongod refuses writes to a time series collection inside a transaction (`update_source` writes the source and its copies in one), and its change streams do not show them (the sync worker follows the source)",
+    label = "a time series collection",
+    note = "copy the measurement once (`sync = \"frozen\"`), or hold a `#[reference]` to it"
+)]
+pub trait CopySourceKind {}
+impl CopySourceKind for PlainCollection {}
+
+/// The owner of a part stored under its `_id` (`#[collection(same_id_as = Owner)]`): deleted in
+/// one transaction with its parts. Read through [`OwnerProbe`], so that an owner that is no
+/// collection root is one error (`PartOwner::Owner`'s), not two.
+#[diagnostic::on_unimplemented(
+    message = "a time series collection cannot own a part (`same_id_as`): mongod refuses writes to a time series collection inside a transaction (an owner is deleted with its parts in one), and a measurement has no `_id` index to find its part by",
+    label = "a time series collection",
+    note = "store the part's fields in the measurement, or make the owner a plain collection"
+)]
+pub trait PartOwnerKind {}
+impl PartOwnerKind for PlainCollection {}
+
+/// What a part's owner is, found by method resolution: `(&&OwnerProbe::<O>::new()).owner_kind()`
+/// is [`TimeSeriesCollection`] for a time series collection root, [`PlainCollection`] for any
+/// other type (a plain root, or a type that is no root, which `PartOwner` reports).
+pub struct OwnerProbe<O: ?Sized>(core::marker::PhantomData<fn() -> *const O>);
+
+impl<O: ?Sized> OwnerProbe<O> {
+    /// The probe of `O`.
+    pub fn new() -> Self {
+        OwnerProbe(core::marker::PhantomData)
+    }
+}
+
+impl<O: ?Sized> Default for OwnerProbe<O> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The probe's answer for a time series collection root (taken first, by reference).
+pub trait TimeSeriesOwner {
+    /// [`TimeSeriesCollection`].
+    fn owner_kind(&self) -> core::marker::PhantomData<TimeSeriesCollection> {
+        core::marker::PhantomData
+    }
+}
+impl<O: CollectionKind<Kind = TimeSeriesCollection> + ?Sized> TimeSeriesOwner for &OwnerProbe<O> {}
+
+/// The probe's answer for every other type.
+pub trait OtherOwner {
+    /// [`PlainCollection`].
+    fn owner_kind(&self) -> core::marker::PhantomData<PlainCollection> {
+        core::marker::PhantomData
+    }
+}
+impl<O: ?Sized> OtherOwner for OwnerProbe<O> {}
+
+/// Compile-time check of a part's owner, from its probe: no time series collection.
+pub fn require_part_owner<K: PartOwnerKind>(_kind: core::marker::PhantomData<K>) {}
+
+/// Compile-time check that `C` can be the child of a subset or counter.
+pub fn require_subset_child<C: CollectionKind + ?Sized>()
+where
+    C::Kind: SubsetChildKind,
+{
+}
+
+/// Compile-time check that `S` can be the source of a copy kept in sync.
+pub fn require_copy_source<S: CollectionKind + ?Sized>()
+where
+    S::Kind: CopySourceKind,
+{
+}

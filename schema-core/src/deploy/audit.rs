@@ -3,6 +3,7 @@
 use std::fmt;
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
@@ -204,9 +205,14 @@ pub(crate) async fn audit(
                 let (Some((tag, value)), Some(label)) = (&kind.tag, kind.label()) else {
                     continue;
                 };
+                // a kind's tag is the derive's own name for it: compared exactly, whatever
+                // the collection's default collation
+                let exact = crate::Collation::for_identities(spec.collation.as_ref())
+                    .and_then(|c| c.to_driver());
                 let count = coll
                     .count_documents(doc! { tag: value })
                     .max_time(LIMIT)
+                    .optional(exact, |count, c| count.collation(c))
                     .await?;
                 audit.kinds.push((label, count));
             }

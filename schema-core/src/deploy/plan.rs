@@ -198,7 +198,9 @@ pub enum Warning {
     /// The collection's default collation on the server is not the declared one (a collection
     /// created before its `#[collection(collation(...))]`, or by someone else). mongod cannot
     /// change it: the library sends the declared collation with every index it creates and
-    /// every declared query it runs, so only queries written by hand see the server's default.
+    /// every declared query it runs (and the simple one with its comparisons of held ids where
+    /// the declared default is another), so its reads by `_id` (the `_id` index's collation)
+    /// and the queries written by hand see the server's default.
     CollationDiffers {
         /// Collection name.
         collection: String,
@@ -511,7 +513,7 @@ impl fmt::Display for Warning {
             ),
             Warning::CollationDiffers { collection, declared, server } => write!(
                 f,
-                "`{collection}` has the default collation {} on the server, not the declared {}: mongod cannot change a collection's default collation (recreate the collection to change it); the library sends the declared collation with every index and declared query, so only queries written by hand see the server's",
+                "`{collection}` has the default collation {} on the server, not the declared {}: mongod cannot change a collection's default collation (recreate the collection to change it); the library sends the declared collation with every index and declared query, so only its reads by `_id` and the queries written by hand see the server's",
                 server.as_ref().map_or_else(|| "simple".to_owned(), ToString::to_string),
                 declared.as_ref().map_or_else(|| "simple one".to_owned(), ToString::to_string)
             ),

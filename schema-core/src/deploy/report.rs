@@ -515,9 +515,14 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         );
     }
     if let Some(collation) = &spec.collation {
+        let exact = if collation.is_simple() {
+            ""
+        } else {
+            " The library compares the ids the documents hold (references, copies, a child's parent) under the simple collation, by indexes of the simple collation, and the collection's own `_id` under the default, as its `_id` index does."
+        };
         let _ = writeln!(
             out,
-            "Default collation {collation}: sent with every index and declared query of the collection.\n"
+            "Default collation {collation}: sent with every index and declared query of the collection.{exact}\n"
         );
     }
     let json = spec
@@ -714,6 +719,13 @@ fn queries_section(out: &mut String, spec: &CollectionSpec, json: &Document) {
                 }
                 if fit.is_some_and(|f| f.derived) {
                     text.push_str(" (derived)");
+                }
+                if let Some(f) = fit.filter(|f| !f.filtered.is_empty()) {
+                    let paths: Vec<String> = f.filtered.iter().map(|p| format!("`{p}`")).collect();
+                    text.push_str(&format!(
+                        " ({} filtered on fetch: mongod cannot index parallel arrays, so one index holds one of the query's arrays)",
+                        paths.join(", ")
+                    ));
                 }
                 text
             }

@@ -359,6 +359,52 @@ pub(crate) fn schemas_at(schema: &Document, path: &str) -> Vec<(Document, bool)>
         .collect()
 }
 
+/// The prefixes of a dotted path (the path itself included) at which `schema` may hold an
+/// array, shortest first: `["lines"]` for `lines.sku` when `lines` is an array of documents.
+pub(crate) fn array_prefixes(schema: &Document, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = vec![schema.clone()];
+    let mut prefix = String::new();
+    for segment in path.split('.') {
+        let mut next = Vec::new();
+        for schema in expand(current) {
+            if let Ok(property) = schema
+                .get_document("properties")
+                .and_then(|properties| properties.get_document(segment))
+            {
+                next.push(property.clone());
+            }
+            if let Ok(values) = schema.get_document("additionalProperties") {
+                next.push(values.clone());
+            }
+        }
+        if !prefix.is_empty() {
+            prefix.push('.');
+        }
+        prefix.push_str(segment);
+        if next.iter().any(|s| alternatives(s).iter().any(is_array)) {
+            out.push(prefix.clone());
+        }
+        current = next;
+    }
+    out
+}
+
+/// A schema and its `anyOf`/`oneOf` branches (not its array `items`).
+fn alternatives(schema: &Document) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut stack = vec![schema.clone()];
+    while let Some(schema) = stack.pop() {
+        for keyword in ["anyOf", "oneOf"] {
+            if let Ok(branches) = schema.get_array(keyword) {
+                stack.extend(branches.iter().filter_map(|b| b.as_document().cloned()));
+            }
+        }
+        out.push(schema);
+    }
+    out
+}
+
 fn is_array(schema: &Document) -> bool {
     schema.contains_key("items")
         || match schema.get("bsonType") {

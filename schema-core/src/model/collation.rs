@@ -38,15 +38,21 @@ pub struct Collation {
     pub backwards: Option<bool>,
 }
 
-/// ICU's value of an option the collation leaves out, as mongod reports it in `listIndexes`
-/// and `listCollections` (`collation_spec.h`, `CollationSpec`'s defaults; a locale may change
-/// `caseFirst` or `backwards`, which is then reported as a difference).
-fn default_of(key: &str) -> Option<Bson> {
+/// The value mongod gives an option a collation of `locale` leaves out, as it reports it in
+/// `listIndexes` and `listCollections`: the locale's own (`collator_factory_icu.cpp`
+/// `parseToCollationSpec` reads each option left out from the ICU collator, so `fr_CA` reports
+/// `backwards: true` and `da` `caseFirst: "upper"`), ICU's root's for most
+/// ([`fit::collation::defaults`](crate::query::fit::collation::defaults)). `None` for an option
+/// this crate does not declare (`maxVariable`, `normalization`, `version`).
+fn default_of(locale: &str, key: &str) -> Option<Bson> {
+    let defaults = crate::query::fit::collation::defaults(locale);
     match key {
-        "strength" => Some(Bson::Int32(3)),
-        "caseLevel" | "numericOrdering" | "backwards" => Some(Bson::Boolean(false)),
-        "caseFirst" => Some(Bson::String("off".to_owned())),
-        "alternate" => Some(Bson::String("non-ignorable".to_owned())),
+        "strength" => Some(Bson::Int32(i32::from(defaults.strength))),
+        "caseLevel" => Some(Bson::Boolean(defaults.case_level)),
+        "numericOrdering" => Some(Bson::Boolean(defaults.numeric_ordering)),
+        "backwards" => Some(Bson::Boolean(defaults.backwards)),
+        "caseFirst" => Some(Bson::String(defaults.case_first.to_owned())),
+        "alternate" => Some(Bson::String(defaults.alternate.to_owned())),
         _ => None,
     }
 }
@@ -101,9 +107,54 @@ impl Collation {
         self
     }
 
+    /// The simple collation, `{ locale: "simple" }`: strings compared by their bytes, mongod's
+    /// default. The library sends it with every command that compares ids held in documents
+    /// (references, copies, a child's parent) on a collection whose default collation is
+    /// another ([`Collation::for_identities`]).
+    pub fn simple() -> Self {
+        Collation::new("simple")
+    }
+
     /// Whether it is the simple (binary) collation, mongod's default.
     pub fn is_simple(&self) -> bool {
         self.locale == "simple"
+    }
+
+    /// The collation under which the library compares the ids a collection's documents hold
+    /// (a reference, the `_id` of a copy, a child's parent) on a collection whose default
+    /// collation is `default`: the simple one where the default is another, so that `"abc"`
+    /// never matches `"ABC"`; `None` where the default is simple already (the command needs
+    /// none). The indexes that serve those comparisons get it too (mongod uses an index for a
+    /// string comparison only under the index's own collation).
+    ///
+    /// A command on the collection's own `_id` alone is sent without a collation instead:
+    /// mongod runs it under the collection's default, which its `_id` index has (and no other
+    /// index on `{ _id: 1 }` may exist).
+    pub fn for_identities(default: Option<&Collation>) -> Option<Collation> {
+        default
+            .filter(|c| !c.is_simple())
+            .map(|_| Collation::simple())
+    }
+
+    /// Why mongod refuses this collation's locale (`collator_factory_icu.cpp`,
+    /// `validateLocaleID`), with the locale it most likely means; `None` for a locale mongod
+    /// accepts ([`fit::collation::LOCALES`](crate::query::fit::collation::LOCALES), or
+    /// `"simple"`).
+    pub fn locale_problem(&self) -> Option<String> {
+        use crate::query::fit::collation;
+        if collation::is_supported(&self.locale) {
+            return None;
+        }
+        let head = format!(
+            "mongod has no collation locale \"{}\" and refuses the collation (BadValue)",
+            self.locale.escape_default()
+        );
+        Some(match collation::suggestion(&self.locale) {
+            Some(near) => format!("{head}: did you mean \"{near}\"?"),
+            None => format!(
+                "{head}: use a locale mongod lists (an ICU locale such as \"en\", \"fr_CA\" or \"de@collation=phonebook\"), or \"simple\""
+            ),
+        })
     }
 
     /// The `collation` document of `create`, `createIndexes`, `find`, `aggregate` and `count`.
@@ -133,8 +184,9 @@ impl Collation {
 
     /// Whether the server's `collation` document (of `listIndexes` or `listCollections`) is
     /// this collation: the same locale, every option given here equal, and every option left
-    /// out either absent or at ICU's default (mongod reports every option, SecantusDB those it
-    /// was sent).
+    /// out either absent or at the locale's default (mongod reports every option, filled in
+    /// from the locale: `fr_CA`'s `backwards: true` is `fr_CA`'s own; SecantusDB reports those
+    /// it was sent).
     pub fn matches(&self, server: &Document) -> bool {
         let mine = self.to_document();
         if server.get_str("locale").ok() != Some(self.locale.as_str()) {
@@ -147,7 +199,7 @@ impl Collation {
             }
             match server.get(key) {
                 Some(found) if same(found, wanted) => {}
-                None if default_of(key).is_some_and(|d| same(&d, wanted)) => {}
+                None if default_of(&self.locale, key).is_some_and(|d| same(&d, wanted)) => {}
                 _ => return false,
             }
         }
@@ -155,7 +207,7 @@ impl Collation {
             if mine.contains_key(key) {
                 continue;
             }
-            if let Some(default) = default_of(key) {
+            if let Some(default) = default_of(&self.locale, key) {
                 if !same(found, &default) {
                     return false;
                 }
@@ -165,8 +217,9 @@ impl Collation {
     }
 
     /// The planner's name of the collation ([`crate::query::fit::IndexShape::collation`]):
-    /// `None` for the simple collation; an option given at ICU's default is left out, so that
-    /// `{ locale: "en" }` and `{ locale: "en", strength: 3 }` are one collator, as mongod's
+    /// `None` for the simple collation; an option given at the locale's default is left out, so
+    /// that `{ locale: "en" }` and `{ locale: "en", strength: 3 }` (or `{ locale: "fr_CA" }` and
+    /// `{ locale: "fr_CA", backwards: true }`) are one collator, as mongod's
     /// `CollatorInterface::collatorsMatch` finds them.
     pub(crate) fn planner_key(collation: Option<&Collation>) -> Option<String> {
         let collation = collation.filter(|c| !c.is_simple())?;
@@ -174,7 +227,8 @@ impl Collation {
             .to_document()
             .iter()
             .filter(|(key, value)| {
-                default_of(key).is_none_or(|d| !crate::json_schema::same(&d, value))
+                default_of(&collation.locale, key)
+                    .is_none_or(|d| !crate::json_schema::same(&d, value))
             })
             .map(|(k, v)| format!("{k}: {v}"))
             .collect();
@@ -260,5 +314,54 @@ mod tests {
             Collation::planner_key(Some(&Collation::new("en")))
         );
         assert!(ci.to_driver().is_some());
+    }
+
+    /// What mongod 7.0 reports for `{ locale: "fr_CA" }` and `{ locale: "da", strength: 2 }`
+    /// (`listIndexes`, every option filled in from the locale's ICU collator), as its jstests
+    /// show expanded specs (`jstests/core/collation.js`: "fr_CA" with `backwards: true`).
+    #[test]
+    fn a_locale_s_own_defaults_count_as_declared() {
+        let expanded = |locale: &str, strength: i32, case_first: &str, backwards: bool| {
+            doc! {
+                "locale": locale, "caseLevel": false, "caseFirst": case_first,
+                "strength": strength, "numericOrdering": false, "alternate": "non-ignorable",
+                "maxVariable": "punct", "normalization": false, "backwards": backwards,
+                "version": "57.1",
+            }
+        };
+        let fr_ca = Collation::new("fr_CA");
+        assert!(fr_ca.matches(&expanded("fr_CA", 3, "off", true)));
+        assert!(!fr_ca.matches(&expanded("fr_CA", 3, "off", false)));
+        assert!(Collation::new("fr_CA")
+            .backwards(false)
+            .matches(&expanded("fr_CA", 3, "off", false)));
+        // `fr` has ICU's root's `backwards: false`
+        assert!(!Collation::new("fr").matches(&expanded("fr", 3, "off", true)));
+        let da = Collation::new("da").strength(2);
+        assert!(da.matches(&expanded("da", 2, "upper", false)));
+        assert!(!da.matches(&expanded("da", 2, "off", false)));
+        assert!(Collation::new("th").matches(&doc! { "locale": "th", "alternate": "shifted" }));
+        // one collator whether the locale's default is written or not
+        assert_eq!(
+            Collation::planner_key(Some(&Collation::new("fr_CA").backwards(true))),
+            Collation::planner_key(Some(&fr_ca))
+        );
+        assert_eq!(
+            Collation::planner_key(Some(&Collation::new("da").case_first("upper"))),
+            Collation::planner_key(Some(&Collation::new("da")))
+        );
+    }
+
+    #[test]
+    fn a_locale_mongod_does_not_know_is_a_problem() {
+        assert_eq!(Collation::new("en").locale_problem(), None);
+        assert_eq!(Collation::new("simple").locale_problem(), None);
+        assert_eq!(
+            Collation::new("english").locale_problem().as_deref(),
+            Some("mongod has no collation locale \"english\" and refuses the collation (BadValue): did you mean \"en\"?")
+        );
+        assert!(Collation::new("xx_NOPE")
+            .locale_problem()
+            .is_some_and(|p| p.contains("use a locale mongod lists")));
     }
 }

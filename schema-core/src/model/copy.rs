@@ -462,6 +462,11 @@ pub struct SyncEdge {
     /// The holder's one `#[reference]` field to the copy's source, if it has exactly one (not
     /// an array): where reconcile finds the source of a holder whose copy is missing.
     pub reference: Option<String>,
+    /// The collation of the commands that find the holders by the copied id: the simple one
+    /// where the holder's default collation is another
+    /// ([`crate::Collation::for_identities`]), so that a rename of `"abc"` never reaches the
+    /// copies of `"ABC"`.
+    pub(crate) identities: Option<crate::Collation>,
 }
 
 impl SyncEdge {
@@ -490,6 +495,9 @@ pub struct SubsetEdge {
     pub parent: String,
     /// The subset.
     pub subset: SubsetSpec,
+    /// The collation of the reads of the children: the simple one where their default
+    /// collation is another ([`crate::Collation::for_identities`]).
+    pub(crate) identities: Option<crate::Collation>,
 }
 
 impl SyncGraph {

@@ -55,6 +55,16 @@ pub trait Document: BsonSchema {
     /// and indexes with the reason each exists.
     fn collection_spec() -> CollectionSpec;
 
+    /// The collection's default collation (`#[collection(collation(...))]`), as
+    /// [`CollectionSpec::collation`] holds it: the relationship helpers send the simple
+    /// collation with the commands that compare held ids on a collection that has another
+    /// ([`crate::Collation::for_identities`]). The derive writes it out; a hand-written impl
+    /// reads it from its spec.
+    #[doc(hidden)]
+    fn __default_collation() -> Option<crate::Collation> {
+        Self::collection_spec().collation
+    }
+
     /// The references this collection holds, for `Schema::build` and the relationship helpers.
     fn references() -> Vec<ReferenceSpec> {
         Self::collection_spec().references
@@ -327,6 +337,9 @@ impl CollectionSpec {
             IndexSpec::new(keys).reason(IndexReason::TimeSeries)
         });
         self.timeseries = Some(timeseries);
+        for query in &mut self.queries {
+            query.time_series = true;
+        }
         match default_index {
             Some(index) => self.require_index(index),
             None => self,
@@ -338,6 +351,7 @@ impl CollectionSpec {
         if query.collation.is_none() {
             query.collation = self.collation.clone();
         }
+        query.time_series |= self.timeseries.is_some();
         self.queries.push(query);
         self
     }
@@ -346,10 +360,18 @@ impl CollectionSpec {
     /// without one of their own (those added before and after): mongod gives a collection's
     /// default to the indexes and queries that name none, and the library sends it on each, so
     /// that a server which does not apply a default (SecantusDB) does the same.
+    ///
+    /// The indexes of the library's comparisons of held ids (a reference's, a copy's fan-out,
+    /// a bucket's parent) get the simple collation instead when `collation` is not simple
+    /// ([`crate::Collation::for_identities`]): the library compares ids exactly.
     pub fn collation(mut self, collation: crate::Collation) -> Self {
         for index in &mut self.indexes {
             if index.collation.is_none() {
-                index.collation = Some(collation.clone());
+                index.collation = if index.is_for_identities() {
+                    crate::Collation::for_identities(Some(&collation))
+                } else {
+                    Some(collation.clone())
+                };
             }
         }
         for query in &mut self.queries {
@@ -361,10 +383,15 @@ impl CollectionSpec {
         self
     }
 
-    /// An index with the collection's collation when it declares none.
+    /// An index with the collection's collation when it declares none; an index of the
+    /// library's comparisons of held ids with the simple one when the collection's is another.
     fn collated(&self, mut index: IndexSpec) -> IndexSpec {
         if index.collation.is_none() {
-            index.collation = self.collation.clone();
+            index.collation = if index.is_for_identities() {
+                crate::Collation::for_identities(self.collation.as_ref())
+            } else {
+                self.collation.clone()
+            };
         }
         index
     }
@@ -502,10 +529,19 @@ impl CollectionSpec {
     /// a longer one is reported as redundant by `plan` and the report.
     pub fn require_index(mut self, index: IndexSpec) -> Self {
         let index = self.collated(index);
+        // an index of another collation serves keys that hold no string alike (an ObjectId
+        // reference under a case-insensitive declared index)
+        let alike = {
+            let schema = self.validator.get_document("$jsonSchema").ok();
+            let keys: Vec<String> = index.keys.keys().cloned().collect();
+            let uncollated = crate::query::fitting::uncollated(schema, keys.iter().cloned());
+            let all_uncollated = keys.iter().all(|k| uncollated.contains(k));
+            move |i: &IndexSpec, index: &IndexSpec| all_uncollated || i.same_collation(index)
+        };
         if let Some(existing) = self
             .indexes
             .iter_mut()
-            .find(|i| i.covers(&index.keys) && i.same_collation(&index))
+            .find(|i| i.covers(&index.keys) && alike(i, &index))
         {
             existing.merge_reasons(&index);
             return self;
@@ -532,9 +568,7 @@ impl CollectionSpec {
         let extended = self
             .indexes
             .iter_mut()
-            .filter(|i| {
-                declared(i) && i.is_plain() && i.same_collation(&index) && index.covers(&i.keys)
-            })
+            .filter(|i| declared(i) && i.is_plain() && alike(i, &index) && index.covers(&i.keys))
             .max_by_key(|i| i.keys.len());
         match extended {
             Some(target) => {

@@ -93,6 +93,7 @@ pub struct IndexSpec {
     /// Why the index exists.
     pub reasons: Vec<IndexReason>,
     name_declared: bool,
+    renamed_from: Option<String>,
 }
 
 impl IndexSpec {
@@ -108,6 +109,7 @@ impl IndexSpec {
             collation: None,
             reasons: vec![IndexReason::Declared],
             name_declared: false,
+            renamed_from: None,
         }
     }
 
@@ -206,6 +208,21 @@ impl IndexSpec {
             && self.expire_after_secs.is_none()
     }
 
+    /// Whether it exists only for the library's comparisons of ids held in documents (a
+    /// reference, a copy's fan-out, a bucket's parent), which the library runs under the simple
+    /// collation on a collection whose default is another.
+    pub(crate) fn is_for_identities(&self) -> bool {
+        !self.reasons.is_empty()
+            && self.reasons.iter().all(|r| {
+                matches!(
+                    r,
+                    IndexReason::Reference { .. }
+                        | IndexReason::FanOut { .. }
+                        | IndexReason::Bucket { .. }
+                )
+            })
+    }
+
     /// Whether the two indexes compare strings alike (the same collation, or both none).
     pub(crate) fn same_collation(&self, other: &IndexSpec) -> bool {
         let key = |i: &IndexSpec| crate::Collation::planner_key(i.collation.as_ref());
@@ -231,6 +248,17 @@ impl IndexSpec {
             self.name = default_name(&keys);
         }
         self.keys = keys;
+    }
+
+    /// Gives an index the library adds another name than its default one (which another index
+    /// of the collection has), remembering the default.
+    pub(crate) fn rename(&mut self, name: String) {
+        self.renamed_from = Some(std::mem::replace(&mut self.name, name));
+    }
+
+    /// The default name an index was renamed from ([`IndexSpec::rename`]).
+    pub(crate) fn renamed_from(&self) -> Option<&String> {
+        self.renamed_from.as_ref()
     }
 
     pub(crate) fn merge_reasons(&mut self, other: &IndexSpec) {
@@ -403,6 +431,52 @@ pub(crate) fn conflicts(collection: &str, indexes: &[IndexSpec]) -> Vec<String> 
         }
     }
     problems
+}
+
+/// Two key paths of one index that cross different arrays of a document, by `schema`: mongod
+/// refuses every insert or update of a document that holds both (`btree_key_generator.cpp`,
+/// `BtreeKeyGenerator::_getKeysWithArray`: "cannot index parallel arrays",
+/// CannotIndexParallelArrays, 171). At each level the keys' first arrays must be one array
+/// (`lines.sku` and `lines.qty` cross `lines` only); under it, the next arrays are compared
+/// again. Ascending and descending keys only: hashed, text and geo keys have generators of
+/// their own. Returns the two paths, each with the array it crosses.
+pub(crate) fn parallel_arrays<'p>(
+    schema: &Document,
+    paths: impl IntoIterator<Item = &'p str>,
+) -> Option<((String, String), (String, String))> {
+    let arrays: Vec<(&str, Vec<String>)> = paths
+        .into_iter()
+        .map(|path| (path, json_schema::array_prefixes(schema, path)))
+        .collect();
+    for (i, (first, first_arrays)) in arrays.iter().enumerate() {
+        for (second, second_arrays) in &arrays[i + 1..] {
+            let crossing = first_arrays.iter().zip(second_arrays).find(|(a, b)| a != b);
+            if let Some((a, b)) = crossing {
+                return Some((
+                    ((*first).to_owned(), a.clone()),
+                    ((*second).to_owned(), b.clone()),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The ordered keys of an index (ascending or descending), the ones [`parallel_arrays`] reads.
+pub(crate) fn ordered_keys(keys: &Document) -> impl Iterator<Item = &str> {
+    keys.iter()
+        .filter(|(_, kind)| !matches!(kind, Bson::String(_)))
+        .map(|(path, _)| path.as_str())
+        .filter(|path| !path.starts_with('$') && !path.contains("$**"))
+}
+
+/// A path, and the array it crosses when that is a prefix of it, for messages.
+pub(crate) fn in_array(path: &str, array: &str) -> String {
+    if path == array {
+        format!("`{path}`")
+    } else {
+        format!("`{path}` (in the array `{array}`)")
+    }
 }
 
 /// The declared indexes of `indexes` that another index of the collection makes redundant,

@@ -42,6 +42,40 @@ impl SizeBound {
     }
 }
 
+/// How many times a bucket of a time series collection holds each field of a measurement but
+/// the meta field: in `control.min`, `control.max` and the `data` column.
+const BUCKET_COPIES: u64 = 3;
+
+impl SizeBound {
+    /// The bound of the bucket mongod writes for one measurement of a time series collection
+    /// described by `json_schema` (meta field `meta_field`): the meta field once, every other
+    /// field three times. mongod refuses a measurement whose bucket exceeds 16 MiB
+    /// (BSONObjectTooLarge: the jstest "Bucket Insert: Measurements that are uninsertable due to
+    /// exceeding the BSON size limit when a bucket insert is generated to accommodate one
+    /// measurement" inserts 8 MB of metrics, "always too big due to total metric size being
+    /// copied into control block"), whatever the measurement's own size.
+    pub fn of_measurement(json_schema: &Document, meta_field: Option<&str>) -> SizeBound {
+        let whole = SizeBound::of(json_schema);
+        let meta = meta_field
+            .and_then(|meta| {
+                let schema = json_schema
+                    .get_document("properties")
+                    .ok()?
+                    .get_document(meta)
+                    .ok()?;
+                let mut ignored = Vec::new();
+                // type byte, key and NUL, value
+                Some(1 + meta.len() as u64 + 1 + value_bytes(schema, meta, &mut ignored))
+            })
+            .unwrap_or(0);
+        let metrics = whole.bytes.saturating_sub(meta);
+        SizeBound {
+            bytes: meta.saturating_add(metrics.saturating_mul(BUCKET_COPIES)),
+            unbounded: whole.unbounded,
+        }
+    }
+}
+
 /// Human-readable bytes: `512 B`, `3.2 KiB`, `1.5 MiB`.
 pub fn human(bytes: u64) -> String {
     const KIB: f64 = 1024.0;
@@ -254,6 +288,34 @@ fn literal_bytes(value: &Bson) -> u64 {
 mod tests {
     use super::*;
     use mongodb::bson::doc;
+
+    #[test]
+    fn a_measurement_s_bucket_holds_its_metrics_three_times() {
+        let scan = |max_length: i64| {
+            doc! { "bsonType": "object", "properties": {
+                "at": { "bsonType": "date" },
+                "gate": { "bsonType": "string", "maxLength": 1000 },
+                "payload": { "bsonType": "string", "maxLength": max_length },
+            } }
+        };
+        // 2 M characters of up to 4 bytes: 8 MiB, under the document limit, 24 MiB in a bucket
+        let schema = scan(2 * 1024 * 1024);
+        let document = SizeBound::of(&schema);
+        assert!(!document.exceeds_limit(), "{document}");
+        let bucket = SizeBound::of_measurement(&schema, Some("gate"));
+        assert!(bucket.exceeds_limit(), "{bucket}");
+        let meta = 1 + 4 + 1 + (4 + 4 * 1000 + 1);
+        assert_eq!(bucket.bytes, meta + 3 * (document.bytes - meta));
+        // a small measurement fits
+        let small = SizeBound::of_measurement(&scan(1000), Some("gate"));
+        assert!(!small.exceeds_limit(), "{small}");
+        // without a meta field every field is a metric
+        let schema = scan(1000);
+        assert_eq!(
+            SizeBound::of_measurement(&schema, None).bytes,
+            3 * SizeBound::of(&schema).bytes
+        );
+    }
 
     #[test]
     fn a_tuple_counts_each_position_with_its_own_schema() {

@@ -52,6 +52,9 @@ pub struct QuerySpec {
     pub collation: Option<crate::Collation>,
     /// The geo condition (`near(field)`, `within(field)`), by stored path.
     pub geo: Option<super::fit::GeoPredicate>,
+    /// The query reads a time series collection: a near query sends its conditions in a
+    /// `$match` after `$geoNear`, which takes no `query` there.
+    pub time_series: bool,
 }
 
 /// The field `$geoNear` writes each document's distance to, removed from the rows.
@@ -168,6 +171,13 @@ impl QuerySpec {
         self
     }
 
+    /// Marks the query as one of a time series collection ([`QuerySpec::time_series`]; set by
+    /// `CollectionSpec::query` on a time series collection).
+    pub fn on_time_series(mut self) -> Self {
+        self.time_series = true;
+        self
+    }
+
     /// Whether it is a `near` query (run as a `$geoNear` aggregation).
     pub fn is_near(&self) -> bool {
         self.geo
@@ -247,6 +257,12 @@ impl QuerySpec {
     /// The `aggregate` pipeline of a near query: `$geoNear` (nearest first, within
     /// `max_metres`, on the `2dsphere` index of the query's field, with `filter` as its
     /// `query`), then the limit and the projection, without the distance.
+    ///
+    /// On a time series collection mongod refuses `$geoNear`'s `query`
+    /// (`document_source_geo_near.cpp`, `jstests/core/timeseries/query/
+    /// timeseries_geonear*.js`: "$geoNear with a 'query' on a time-series collection is not
+    /// supported"): the filter is a `$match` after it, before the limit, so the limit still
+    /// counts the matching documents nearest first.
     pub fn near_pipeline(
         &self,
         filter: Document,
@@ -254,14 +270,23 @@ impl QuerySpec {
         max_metres: f64,
     ) -> Vec<Document> {
         let path = self.geo.as_ref().map_or("", |g| g.path.as_str());
-        let mut pipeline = vec![doc! { "$geoNear": {
+        let mut geo_near = doc! {
             "near": point.to_document(),
             "distanceField": DISTANCE_FIELD,
             "maxDistance": max_metres,
             "spherical": true,
             "key": path,
-            "query": filter,
-        } }];
+        };
+        let mut pipeline = Vec::new();
+        if self.time_series {
+            pipeline.push(doc! { "$geoNear": geo_near });
+            if !filter.is_empty() {
+                pipeline.push(doc! { "$match": filter });
+            }
+        } else {
+            geo_near.insert("query", filter);
+            pipeline.push(doc! { "$geoNear": geo_near });
+        }
         if let Some(limit) = self.limit {
             pipeline.push(doc! { "$limit": limit });
         }
@@ -822,5 +847,54 @@ where
             };
             Ok(rows)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stages(pipeline: &[Document]) -> Vec<&str> {
+        pipeline
+            .iter()
+            .map(|stage| stage.keys().next().map_or("", String::as_str))
+            .collect()
+    }
+
+    #[test]
+    fn a_near_query_of_a_time_series_sends_its_equalities_after_geo_near() {
+        let point = crate::geo::Point::new(2.35, 48.85).unwrap();
+        let query = QuerySpec::new("near_gate")
+            .eq("gate")
+            .near("at_place")
+            .limit(5);
+        let filter = doc! { "gate": "north" };
+        // a plain collection: the filter is `$geoNear`'s `query`
+        let plain = query.near_pipeline(filter.clone(), &point, 100.0);
+        assert_eq!(stages(&plain), ["$geoNear", "$limit", "$unset"]);
+        let geo_near = plain[0].get_document("$geoNear").unwrap();
+        assert_eq!(geo_near.get_document("query").unwrap(), &filter);
+        // a time series collection: mongod refuses `query` there, so a `$match` follows, before
+        // the limit
+        let ts = query.clone().on_time_series();
+        let pipeline = ts.near_pipeline(filter.clone(), &point, 100.0);
+        assert_eq!(
+            stages(&pipeline),
+            ["$geoNear", "$match", "$limit", "$unset"]
+        );
+        let geo_near = pipeline[0].get_document("$geoNear").unwrap();
+        assert!(!geo_near.contains_key("query"), "{geo_near}");
+        assert_eq!(geo_near.get_str("key").unwrap(), "at_place");
+        assert_eq!(pipeline[1], doc! { "$match": filter });
+        // no condition: no `$match`
+        let pipeline = ts.near_pipeline(Document::new(), &point, 100.0);
+        assert_eq!(stages(&pipeline), ["$geoNear", "$limit", "$unset"]);
+        // `CollectionSpec::query` marks the queries of a time series collection, before and
+        // after `timeseries`
+        let spec = crate::CollectionSpec::new("gate_scans", Document::new())
+            .query(query.clone())
+            .timeseries(crate::TimeSeries::new("at"))
+            .query(query.clone());
+        assert!(spec.queries.iter().all(|q| q.time_series));
     }
 }

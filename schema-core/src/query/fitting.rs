@@ -24,6 +24,9 @@ pub struct QueryFit {
     pub derived: bool,
     /// Why no index serves it in order, as mongod's rule says.
     pub problem: Option<String>,
+    /// Conditions on an array that no index holds beside another array of the query (mongod
+    /// cannot index parallel arrays): mongod checks them on the documents the index finds.
+    pub filtered: Vec<String>,
 }
 
 fn dir(direction: i32) -> KeyDir {
@@ -103,7 +106,10 @@ const UNCOLLATED_TYPES: &[&str] = &[
 /// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
 /// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
 /// assumed to hold strings.
-fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) -> Vec<String> {
+pub(crate) fn uncollated(
+    schema: Option<&Document>,
+    paths: impl Iterator<Item = String>,
+) -> Vec<String> {
     let Some(schema) = schema else {
         return Vec::new();
     };
@@ -133,7 +139,52 @@ fn uncollated(schema: Option<&Document>, paths: impl Iterator<Item = String>) ->
         .collect()
 }
 
+/// The shape of `query` as one index can serve it: without the conditions
+/// [`parallel_conditions`] leaves to the fetch.
 pub(crate) fn query_shape(
+    query: &QuerySpec,
+    schema: Option<&Document>,
+    rules: ServerRules,
+    time_series: Option<&fit::TimeSeriesFields>,
+) -> QueryShape {
+    let mut shape = whole_shape(query, schema, rules, time_series);
+    let filtered = parallel_conditions(&shape, schema);
+    shape.eq.retain(|p| !filtered.contains(p));
+    shape.in_.retain(|(p, _)| !filtered.contains(p));
+    shape.range.retain(|p| !filtered.contains(p));
+    shape
+}
+
+/// The conditions of a query that its index cannot hold: in the order of the ESR index, a
+/// condition on an array other than the one an earlier key crosses (mongod cannot index
+/// parallel arrays, `crate::model::index::parallel_arrays`), which mongod then checks on each
+/// document the index finds. A sort key is never left out (the order needs it).
+fn parallel_conditions(shape: &QueryShape, schema: Option<&Document>) -> Vec<String> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let mut kept: Vec<String> = Vec::new();
+    let mut filtered = Vec::new();
+    for (path, dir) in fit::esr_keys(shape) {
+        if matches!(dir, KeyDir::Special(_)) {
+            continue;
+        }
+        let parallel = crate::model::index::parallel_arrays(
+            schema,
+            kept.iter().map(String::as_str).chain([path.as_str()]),
+        )
+        .is_some();
+        let sorted = shape.sort.iter().any(|(p, _)| *p == path);
+        if parallel && !sorted {
+            filtered.push(path);
+        } else {
+            kept.push(path);
+        }
+    }
+    filtered
+}
+
+fn whole_shape(
     query: &QuerySpec,
     schema: Option<&Document>,
     rules: ServerRules,
@@ -301,6 +352,29 @@ pub(crate) fn owner_queries(part: &CollectionSpec) -> Vec<QuerySpec> {
         .collect()
 }
 
+/// The collation a query of the library runs under on `spec`'s collection: one on the
+/// collection's own `_id` alone (a walk of every document, a document by its `_id`) under the
+/// collection's default, which its `_id` index has (the command is sent without a collation);
+/// one that compares ids held in the documents (a reference, a copy's `_id`, a child's parent)
+/// under the simple collation where the default is another ([`crate::Collation::for_identities`]):
+/// ids are compared exactly, by an index of the simple collation.
+pub(crate) fn library_collation(
+    spec: &CollectionSpec,
+    query: &QuerySpec,
+) -> Option<crate::Collation> {
+    if query.paths().all(|path| path == "_id") {
+        spec.collation.clone()
+    } else {
+        crate::Collation::for_identities(spec.collation.as_ref())
+    }
+}
+
+/// Whether `keys` is an index on `_id` alone, which no collection may have beside its `_id`
+/// index (mongod refuses a second `{ _id: 1 }`, whatever its options: IndexOptionsConflict).
+fn on_id_alone(keys: &Document) -> bool {
+    keys.len() == 1 && keys.contains_key("_id")
+}
+
 /// Whether a verdict serves a query in order: a whole-index scan for the order does not serve a
 /// query that has conditions (mongod would read every key).
 fn served(verdict: &Verdict, shape: &QueryShape) -> Option<(bool, usize)> {
@@ -342,6 +416,9 @@ pub(crate) fn fit_collection(
     }
     let mut library = library_queries(spec);
     library.extend(extra);
+    for query in &mut library {
+        query.collation = library_collation(spec, query);
+    }
     // every collection has the `_id_` index, which no spec lists
     let mut id_index = IndexSpec::new(mongodb::bson::doc! { "_id": 1 })
         .name("_id_")
@@ -382,6 +459,7 @@ pub(crate) fn fit_collection(
                                 merge_scans,
                                 derived: false,
                                 problem: None,
+                                filtered: Vec::new(),
                             });
                         }
                         None => {
@@ -427,6 +505,29 @@ pub(crate) fn fit_collection(
             library[i].clone()
         }
     };
+    // a query of `_id` alone that the `_id` index does not serve (another collation than the
+    // collection's, on string ids) gets no index of its own: mongod has one index on
+    // `{ _id: 1 }`, with the collection's default collation
+    unserved.retain(|&at| {
+        if id_index.is_none() {
+            return true;
+        }
+        let query = query_of(spec, &library, at);
+        let shape = query_shape(&query, schema, rules, ts.as_ref());
+        if !on_id_alone(&esr_document(&shape)) {
+            return true;
+        }
+        if query.declared {
+            problems.push(format!(
+                "query `{}` of `{}` compares `_id` under {}, and the `_id` index compares it under {}: mongod allows no other index on `{{ _id: 1 }}` (the `_id` index has the collection's default collation), so no index can serve it; leave out the query's `collation(...)` (it then runs under the collection's)",
+                query.name,
+                spec.name,
+                query.collation.as_ref().map_or_else(|| "the simple collation".to_owned(), ToString::to_string),
+                spec.collation.as_ref().map_or_else(|| "the simple collation".to_owned(), ToString::to_string),
+            ));
+        }
+        false
+    });
     // one index per group of queries that one index serves (a prefix, or the reverse)
     let derived: Vec<(Document, Vec<String>, Option<crate::Collation>)> = {
         let wanted: Vec<(IndexShape, QueryShape)> = unserved
@@ -533,6 +634,7 @@ pub(crate) fn fit_collection(
                 reverse: false,
                 merge_scans: 1,
                 derived: false,
+                filtered: Vec::new(),
                 problem: Some(rule.unwrap_or_else(|| if query.declared {
                     "no index can serve it without a blocking sort (the ESR index does not either: check the `$in` lists against mongod's limit of 200 scans)".to_owned()
                 } else {
@@ -541,8 +643,70 @@ pub(crate) fn fit_collection(
             },
         });
     }
+    // what each fit leaves to the fetch, for the report
+    for query in spec.queries.iter_mut().chain(library.iter_mut()) {
+        let filtered = parallel_conditions(&whole_shape(query, schema, rules, ts.as_ref()), schema);
+        if let Some(fit) = &mut query.fit {
+            fit.filtered = filtered;
+        }
+    }
+    distinct_names(&mut spec.indexes);
+    // an index renamed above is still the one its queries were fitted to
+    for query in spec.queries.iter_mut().chain(library.iter_mut()) {
+        if let Some(fit) = &mut query.fit {
+            if let Some(name) = &fit.index {
+                if let Some(renamed) = spec.indexes.iter().find(|i| i.renamed_from() == Some(name))
+                {
+                    fit.index = Some(renamed.name.clone());
+                }
+            }
+        }
+    }
     spec.library_queries = library;
     problems
+}
+
+/// Gives an index the library adds (for a relationship or a query) a name of its own where its
+/// default name is another index's: mongod keeps two indexes of one key pattern apart by their
+/// collations, and their names must differ (`product_1` declared with the collection's
+/// collation, `product_1_simple` for the library's exact comparison of the ids).
+fn distinct_names(indexes: &mut [IndexSpec]) {
+    let declared =
+        |i: &IndexSpec| i.has_declared_name() || i.reasons.contains(&IndexReason::Declared);
+    for i in 0..indexes.len() {
+        if declared(&indexes[i]) {
+            continue;
+        }
+        let name = indexes[i].name.clone();
+        let clashes = indexes
+            .iter()
+            .enumerate()
+            .any(|(j, other)| j != i && other.name == name && (j < i || declared(other)));
+        if !clashes {
+            continue;
+        }
+        let tag = match &indexes[i].collation {
+            Some(c) if !c.is_simple() => {
+                let mut tag: String = c
+                    .locale
+                    .chars()
+                    .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
+                    .collect();
+                if let Some(strength) = c.strength {
+                    tag.push_str(&format!("_{strength}"));
+                }
+                tag
+            }
+            _ => "simple".to_owned(),
+        };
+        let mut renamed = format!("{name}_{tag}");
+        let mut n = 2;
+        while indexes.iter().any(|other| other.name == renamed) {
+            renamed = format!("{name}_{tag}_{n}");
+            n += 1;
+        }
+        indexes[i].rename(renamed);
+    }
 }
 
 /// The first index that serves `shape` (`_id_` last), or the last rule that kept one from it.
@@ -562,6 +726,7 @@ fn best_fit(
                 merge_scans,
                 derived: false,
                 problem: None,
+                filtered: Vec::new(),
             });
         }
         // the first index's reason: the one derived for the query comes first

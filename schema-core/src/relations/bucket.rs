@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
@@ -171,6 +172,7 @@ impl<B: Document, E: Serialize + DeserializeOwned> Bucket<B, E> {
             db,
             collection: B::COLLECTION,
             prepared,
+            collation: crate::Collation::for_identities(B::__default_collation().as_ref()),
             session: None,
         }
     }
@@ -261,6 +263,9 @@ pub struct BucketAppend<'a> {
     db: &'a Database,
     collection: &'static str,
     prepared: Result<(BsonDocument, BsonDocument)>,
+    /// The simple collation where the buckets' default is another: the parent's id is
+    /// compared exactly (by the bucket's indexes, which have it).
+    collation: Option<crate::Collation>,
     session: Option<&'a mut ClientSession>,
 }
 
@@ -286,7 +291,12 @@ impl<'a> std::future::IntoFuture for BucketAppend<'a> {
         Box::pin(async move {
             let (filter, update) = self.prepared?;
             let buckets = self.db.collection::<BsonDocument>(self.collection);
-            let upsert = buckets.update_one(filter, update).upsert(true);
+            let upsert = buckets.update_one(filter, update).upsert(true).optional(
+                self.collation
+                    .as_ref()
+                    .and_then(crate::Collation::to_driver),
+                |u, c| u.collation(c),
+            );
             match self.session {
                 Some(session) => upsert.session(session).await?,
                 None => upsert.await?,
@@ -344,7 +354,14 @@ impl<'a, B: Document, E: Serialize + DeserializeOwned> BucketEntries<'a, B, E> {
             crate::literal::refuse_operators("the entry cursor's bucket", &after.bucket)?;
         }
         let buckets = db.collection::<BsonDocument>(B::COLLECTION);
-        let aggregate = buckets.aggregate(bucket.page_pipeline(parent, after.as_ref(), limit + 1));
+        // the parent's id compared exactly, and so the keys too (one aggregation, one collation)
+        let collation = crate::Collation::for_identities(B::__default_collation().as_ref());
+        let aggregate = buckets
+            .aggregate(bucket.page_pipeline(parent, after.as_ref(), limit + 1))
+            .optional(
+                collation.as_ref().and_then(crate::Collation::to_driver),
+                |a, c| a.collation(c),
+            );
         let mut rows: Vec<BsonDocument> = match session {
             Some(session) => {
                 let mut cursor = aggregate.session(&mut *session).await?;

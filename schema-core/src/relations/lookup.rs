@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
@@ -32,8 +33,50 @@ pub struct Lookup<L, R, D = Detached> {
     in_local_order: bool,
     before: Vec<BsonDocument>,
     related: Vec<BsonDocument>,
+    collations: JoinCollations,
     on: D,
     types: PhantomData<fn() -> (L, R)>,
+}
+
+/// The collations of a lookup's join: mongod compares `localField` and `foreignField` under the
+/// aggregation's collation (the command's, or else the outer collection's default: jstests
+/// `aggregation/sources/lookup/collation_lookup.js`), not the related collection's.
+#[derive(Debug, Clone, Default)]
+struct JoinCollations {
+    /// What the join compares under (`None`: the simple collation). Ids held in documents are
+    /// compared exactly; a join on the related documents' own `_id` runs under their default,
+    /// which their `_id` index has, and the documents it returns are kept only where their
+    /// `_id` is exactly the outer one's (as [`crate::Ref::resolve_all`] keeps them).
+    join: Option<crate::Collation>,
+    /// The collation the aggregation states: the join's, where the outer collection's default
+    /// is another (`None`: the default is the join's, nothing to state).
+    stated: Option<crate::Collation>,
+    /// The collation the related `find` of `explain` states (where the related collection's
+    /// default is not the join's).
+    related: Option<crate::Collation>,
+}
+
+impl JoinCollations {
+    fn of<L: Document, R: Document>(foreign_field: &str) -> Self {
+        let non_simple = |c: Option<crate::Collation>| c.filter(|c| !c.is_simple());
+        let outer = non_simple(L::__default_collation());
+        let foreign = non_simple(R::__default_collation());
+        let join = if foreign_field == "_id" {
+            foreign.clone()
+        } else {
+            None
+        };
+        let key = |c: &Option<crate::Collation>| crate::Collation::planner_key(c.as_ref());
+        let state = |default: &Option<crate::Collation>| {
+            (key(default) != key(&join))
+                .then(|| join.clone().unwrap_or_else(crate::Collation::simple))
+        };
+        JoinCollations {
+            stated: state(&outer),
+            related: state(&foreign),
+            join,
+        }
+    }
 }
 
 /// An outer document with the documents it is related to.
@@ -69,6 +112,7 @@ impl<L: Document, R: Document> Lookup<L, R> {
             in_local_order,
             before: Vec::new(),
             related: Vec::new(),
+            collations: JoinCollations::of::<L, R>(foreign_field),
             on: Detached,
             types: PhantomData,
         }
@@ -84,6 +128,7 @@ impl<L: Document, R: Document> Lookup<L, R> {
             in_local_order: self.in_local_order,
             before: self.before,
             related: self.related,
+            collations: self.collations,
             on: Attached::new(db),
             types: PhantomData,
         }
@@ -101,6 +146,11 @@ impl<'a, L, R> Lookup<L, R, Attached<'a>> {
 
 impl<L: Document, R: Document, D> Lookup<L, R, D> {
     /// `$match` on the outer documents.
+    ///
+    /// The aggregation has one collation, the join's: on an outer collection whose default
+    /// collation is not the join's (a case-insensitive collection joined on ids, which are
+    /// compared exactly), it states the join's, and this filter, the sort and the related
+    /// filter compare strings under it too.
     pub fn filter(mut self, filter: BsonDocument) -> Self {
         self.before.push(doc! { "$match": filter });
         self
@@ -163,9 +213,15 @@ impl<L: Document, R: Document, D> Lookup<L, R, D> {
         pipeline
     }
 
-    /// The `aggregate` command (for `explain`).
+    /// The `aggregate` command (for `explain`), with the join's collation where the outer
+    /// collection's default is another (see [`Lookup::filter`]).
     pub fn aggregate_command(&self) -> BsonDocument {
-        doc! { "aggregate": self.outer, "pipeline": self.pipeline(), "cursor": {} }
+        let mut command =
+            doc! { "aggregate": self.outer, "pipeline": self.pipeline(), "cursor": {} };
+        if let Some(collation) = &self.collations.stated {
+            command.insert("collation", collation.to_document());
+        }
+        command
     }
 
     /// The `find` the `$lookup` performs on the related collection for one outer document
@@ -187,6 +243,9 @@ impl<L: Document, R: Document, D> Lookup<L, R, D> {
             }
         }
         command.insert("filter", filter);
+        if let Some(collation) = &self.collations.related {
+            command.insert("collation", collation.to_document());
+        }
         command
     }
 
@@ -202,7 +261,13 @@ impl<L: Document, R: Document, D> Lookup<L, R, D> {
         R: DeserializeOwned,
     {
         let outer = db.collection::<BsonDocument>(self.outer);
-        let aggregate = outer.aggregate(self.pipeline());
+        let aggregate = outer.aggregate(self.pipeline()).optional(
+            self.collations
+                .stated
+                .as_ref()
+                .and_then(crate::Collation::to_driver),
+            |a, c| a.collation(c),
+        );
         let rows: Vec<BsonDocument> = match session {
             Some(session) => {
                 let mut cursor = aggregate.session(&mut *session).await?;
@@ -212,10 +277,14 @@ impl<L: Document, R: Document, D> Lookup<L, R, D> {
         };
         let mut out = Vec::with_capacity(rows.len());
         for mut raw in rows {
-            let related = match raw.remove(RELATED_FIELD) {
+            let mut related = match raw.remove(RELATED_FIELD) {
                 Some(Bson::Array(related)) => related,
                 _ => Vec::new(),
             };
+            if self.collations.join.is_some() {
+                // joined on the related `_id` under its collation: the same id, exactly
+                related = exactly_the_local_ids(related, raw.get(self.local_field));
+            }
             let related = if self.in_local_order {
                 in_order_of(related, raw.get(self.local_field))
             } else {
@@ -276,6 +345,7 @@ where
             in_local_order,
             before,
             related,
+            collations,
             on,
             types,
         } = self;
@@ -287,11 +357,25 @@ where
             in_local_order,
             before,
             related,
+            collations,
             on: Detached,
             types,
         };
         Box::pin(async move { lookup.read(on.db, on.session).await })
     }
+}
+
+/// The looked-up documents whose `_id` is exactly one of the local ids (`local`: one id, or an
+/// array of them).
+fn exactly_the_local_ids(related: Vec<Bson>, local: Option<&Bson>) -> Vec<Bson> {
+    let ids: std::collections::HashSet<String> = match local {
+        Some(Bson::Array(ids)) => ids.iter().map(|id| id_key(Some(id))).collect(),
+        other => other.into_iter().map(|id| id_key(Some(id))).collect(),
+    };
+    related
+        .into_iter()
+        .filter(|doc| ids.contains(&id_key(doc.as_document().and_then(|d| d.get("_id")))))
+        .collect()
 }
 
 /// Orders looked-up documents as their ids appear in the local array.

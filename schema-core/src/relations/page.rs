@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use futures_util::future::BoxFuture;
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocumentBuf};
 use mongodb::{ClientSession, Database};
 use serde::de::DeserializeOwned;
@@ -208,9 +209,22 @@ impl<F: Document, D> ChildPage<F, D> {
     }
 
     /// The `find` command of this page (for `explain`): its limit is one more than the page
-    /// size, so that a next page is announced only when a child follows.
+    /// size, so that a next page is announced only when a child follows. On a collection
+    /// whose default collation is not simple it states the simple one: the parent's id is
+    /// compared exactly, by the reference's index of the simple collation (so a string sort key
+    /// is in code point order, and the service's [`filter`](ChildPage::filter) compares
+    /// strings exactly too).
     pub fn find_command(&self) -> BsonDocument {
-        doc! { "find": self.collection, "filter": self.find_filter(), "sort": self.sort(), "limit": self.limit + 1 }
+        let mut command = doc! { "find": self.collection, "filter": self.find_filter(), "sort": self.sort(), "limit": self.limit + 1 };
+        if let Some(collation) = Self::collation() {
+            command.insert("collation", collation.to_document());
+        }
+        command
+    }
+
+    /// The collation of the page's `find` ([`ChildPage::find_command`]).
+    fn collation() -> Option<crate::Collation> {
+        crate::Collation::for_identities(F::__default_collation().as_ref())
     }
 
     /// Refuses what would run as a query (checked before anything is sent).
@@ -236,7 +250,13 @@ impl<F: Document, D> ChildPage<F, D> {
         let find = children
             .find(self.find_filter())
             .sort(self.sort())
-            .limit(self.limit + 1);
+            .limit(self.limit + 1)
+            .optional(
+                Self::collation()
+                    .as_ref()
+                    .and_then(crate::Collation::to_driver),
+                |find, c| find.collation(c),
+            );
         let mut raw: Vec<RawDocumentBuf> = match session {
             Some(session) => {
                 let mut cursor = find.session(&mut *session).await?;

@@ -100,6 +100,10 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
     /// The filter for the children of `parent`: `{ <field>: <id> }`, for a `find` or as the
     /// [`Lookup::filter`] of [`Relation::children`].
     ///
+    /// On a child collection whose default collation is not simple, a `find` of your own sent
+    /// without a collation compares the id under that default (`"abc"` matches `"ABC"`): send
+    /// it with [`Relation::children_collation`], as the library's own reads do.
+    ///
     /// # Errors
     ///
     /// [`crate::Error::UnsafeValue`] for an id that is a document, an array, a regular
@@ -111,6 +115,14 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
         let id = parent.to_bson();
         super::reference::refuse_hostile_id("the parent id of a children filter", &id)?;
         Ok(doc! { self.field: id })
+    }
+
+    /// The collation under which the library compares the parent ids the children hold: the
+    /// simple one where the child collection's default collation is another (then
+    /// `Collation::simple()`, served by the reference's index, which has it), `None` where the
+    /// default is simple already. Send it with a `find` of [`Relation::children_filter`].
+    pub fn children_collation(&self) -> Option<crate::Collation> {
+        crate::Collation::for_identities(F::__default_collation().as_ref())
     }
 }
 

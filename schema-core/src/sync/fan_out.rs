@@ -4,6 +4,7 @@
 //! it, that chunk's holders one by one so that every other holder still converges.
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::options::UpdateOptions;
 use mongodb::{ClientSession, Database};
@@ -38,6 +39,9 @@ pub(crate) struct FanOut {
     /// The whole copy as the source makes it (`{ _id, <copied fields> }`), for a conditional
     /// update through an array filter (see [`FanOut::when`]); `None` for a deletion.
     pub copy: Option<BsonDocument>,
+    /// The collation it runs under on the holders: the simple one where their default is
+    /// another (the copied id is compared exactly), else none (see [`SyncEdge`]).
+    pub collation: Option<crate::Collation>,
 }
 
 /// What a fan-out did.
@@ -103,6 +107,7 @@ impl FanOut {
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
             copy: Some(whole),
+            collation: edge.identities.clone(),
         })
     }
 
@@ -126,6 +131,7 @@ impl FanOut {
             array_filters: (!filters.is_empty()).then_some(filters),
             holders: None,
             copy: None,
+            collation: edge.identities.clone(),
         })
     }
 
@@ -187,13 +193,24 @@ impl FanOut {
         if let Some(filters) = &self.array_filters {
             update.insert("arrayFilters", filters.clone());
         }
+        if let Some(collation) = &self.collation {
+            update.insert("collation", collation.to_document());
+        }
         doc! { "update": holder, "updates": [update] }
     }
 
     fn options(&self) -> Option<UpdateOptions> {
-        self.array_filters
-            .clone()
-            .map(|filters| UpdateOptions::builder().array_filters(filters).build())
+        let collation = self
+            .collation
+            .as_ref()
+            .and_then(crate::Collation::to_driver);
+        if self.array_filters.is_none() && collation.is_none() {
+            return None;
+        }
+        let mut options = UpdateOptions::default();
+        options.array_filters = self.array_filters.clone();
+        options.collation = collation;
+        Some(options)
     }
 
     /// Runs the `updateMany`; returns the holder documents changed. Any error ends it (inside a
@@ -293,6 +310,7 @@ impl FanOut {
             self.filter.clone(),
             Some(doc! { "_id": 1 }),
             FAN_OUT_CHUNK,
+            self.collation.as_ref(),
             &mut chunks,
         )
         .await;
@@ -341,6 +359,12 @@ impl FanOut {
             .collection::<BsonDocument>(&edge.holder)
             .find(self.filter.clone())
             .projection(doc! { "_id": 1 })
+            .optional(
+                self.collation
+                    .as_ref()
+                    .and_then(crate::Collation::to_driver),
+                |find, c| find.collation(c),
+            )
             .await?
             .try_collect::<Vec<_>>()
             .await?
@@ -442,5 +466,99 @@ impl Visit for Chunks<'_, '_> {
             return Err(fenced_off());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Collation, CollectionSpec, CopyShape, SyncStrategy};
+
+    /// The copy `item` of a product in `orders`, whose default collation is `collation`.
+    fn item_of(collation: Option<Collation>) -> SyncEdge {
+        let copy = CopySpec::new(
+            "item",
+            "products",
+            "Product",
+            &["name"],
+            SyncStrategy::Transactional,
+            CopyShape::One,
+        );
+        let mut orders = CollectionSpec::new("orders", doc! {});
+        if let Some(collation) = collation {
+            orders = orders.collation(collation);
+        }
+        let orders = orders.copy(copy);
+        SyncEdge {
+            holder: "orders".into(),
+            copy: orders.copies[0].clone(),
+            reference: None,
+            identities: Collation::for_identities(orders.collation.as_ref()),
+        }
+    }
+
+    #[test]
+    fn a_fan_out_on_a_collection_with_a_default_collation_states_the_simple_one() {
+        let ci = Collation::new("en").strength(2);
+        let edge = item_of(Some(ci.clone()));
+        let source = doc! { "_id": "abc", "name": "Hex nut" };
+        let fan_out = FanOut::new(&edge, &source).unwrap();
+        let command = fan_out.command("orders");
+        let statement = command.get_array("updates").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            statement.get_document("q").unwrap(),
+            &doc! { "item._id": "abc" }
+        );
+        assert_eq!(
+            statement.get_document("collation").unwrap(),
+            &doc! { "locale": "simple" },
+            "{command}"
+        );
+        let options = fan_out.options().unwrap();
+        assert_eq!(
+            options.collation.map(|c| c.locale),
+            Some("simple".to_owned())
+        );
+        // a deletion's unset and a chunk of the walk: the same collation
+        let deleted = FanOut::deleted(
+            &SyncEdge {
+                copy: CopySpec {
+                    on_delete: crate::OnDelete::Unset,
+                    ..edge.copy.clone()
+                },
+                ..edge.clone()
+            },
+            &Bson::String("abc".into()),
+        )
+        .unwrap();
+        assert_eq!(deleted.collation, Some(Collation::simple()));
+        let chunk = fan_out
+            .clone()
+            .chunk(vec![Bson::String("o1".into()), Bson::String("o9".into())]);
+        assert_eq!(chunk.collation, Some(Collation::simple()));
+        // the fan-out index of the holders has it too
+        let spec = CollectionSpec::new("orders", doc! {})
+            .collation(ci)
+            .copy(edge.copy.clone());
+        assert_eq!(spec.indexes[0].collation, Some(Collation::simple()));
+    }
+
+    #[test]
+    fn a_fan_out_on_a_collection_without_a_default_collation_states_none() {
+        let edge = item_of(None);
+        let fan_out = FanOut::new(&edge, &doc! { "_id": "abc", "name": "Hex nut" }).unwrap();
+        let command = fan_out.command("orders");
+        let statement = command.get_array("updates").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone();
+        assert!(!statement.contains_key("collation"), "{command}");
+        assert!(fan_out.options().is_none());
+        // an explicit simple default is no default
+        let edge = item_of(Some(Collation::simple()));
+        assert_eq!(edge.identities, None);
     }
 }

@@ -646,6 +646,7 @@ mod tests {
     fn a_repair_is_conditional_on_the_value_it_read() {
         let edge = SyncEdge {
             reference: None,
+            identities: None,
             holder: "tickets".into(),
             copy: CopySpec::new(
                 "customer",
@@ -678,6 +679,7 @@ mod tests {
         );
         let many = SyncEdge {
             reference: None,
+            identities: None,
             holder: "products".into(),
             copy: CopySpec::new(
                 "parts",
@@ -717,6 +719,7 @@ mod tests {
             crate::CollectionSpec::new("orders", doc! {}).embedded("lines", Some(line.in_array()));
         SyncEdge {
             reference: None,
+            identities: None,
             holder: "orders".into(),
             copy: orders.copies[0].clone(),
         }

@@ -92,6 +92,7 @@ async fn retry_one(
                     &s.subset,
                     s.subset.parent_field.clone(),
                     preview,
+                    s.identities.clone(),
                 )
             })
         });

@@ -180,16 +180,27 @@ pub(crate) async fn walk_by_id<V: Visit + Send>(
     batch: usize,
     visitor: &mut V,
 ) -> Result<u64> {
-    walk_matching(collection, BsonDocument::new(), projection, batch, visitor).await
+    walk_matching(
+        collection,
+        BsonDocument::new(),
+        projection,
+        batch,
+        None,
+        visitor,
+    )
+    .await
 }
 
 /// [`walk_by_id`] over the documents that match `filter` only (a fan-out's holders of one
-/// source): the same `_id` order, batches and resumption after a break.
+/// source): the same `_id` order, batches and resumption after a break, every `find` under
+/// `collation` (the simple one for a filter on ids the documents hold, on a collection whose
+/// default is another: its order of `_id`s and its ranges are then that collation's too).
 pub(crate) async fn walk_matching<V: Visit + Send>(
     collection: &Collection<BsonDocument>,
     filter: BsonDocument,
     projection: Option<BsonDocument>,
     batch: usize,
+    collation: Option<&crate::Collation>,
     visitor: &mut V,
 ) -> Result<u64> {
     let batch = batch.max(1);
@@ -212,6 +223,9 @@ pub(crate) async fn walk_matching<V: Visit + Send>(
             .batch_size(batch as u32);
         if let Some(projection) = &projection {
             find = find.projection(projection.clone());
+        }
+        if let Some(collation) = collation.and_then(crate::Collation::to_driver) {
+            find = find.collation(collation);
         }
         let mut docs: Vec<BsonDocument> = Vec::with_capacity(batch);
         let broke = match find.await {

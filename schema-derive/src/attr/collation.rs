@@ -23,6 +23,22 @@ pub struct Collation {
 
 const EXAMPLE: &str = "collation(locale = \"en\", strength = 2)";
 
+/// A locale mongod refuses to build a collator for (`collator_factory_icu.cpp`,
+/// `validateLocaleID`), with the locale it most likely means.
+fn unknown_locale(locale: &str) -> String {
+    let head = format!(
+        "mongod has no collation locale \"{}\" and refuses the collation (BadValue)",
+        locale.escape_default()
+    );
+    match mongo_schema_planner::collation::suggestion(locale) {
+        Some(near) => format!("{head}: did you mean \"{near}\"?"),
+        None => format!(
+            "{head}: use a locale mongod lists (an ICU locale such as \"en\", \"fr_CA\" or \
+             \"de@collation=phonebook\"), or \"simple\" for the binary comparison"
+        ),
+    }
+}
+
 /// Parses the parenthesised options of `collation`; each malformed or unknown option is
 /// reported to `cx`, a missing locale too.
 pub fn parse(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<(TokenStream, Collation)> {
@@ -48,7 +64,11 @@ pub fn parse(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<(TokenStream, Col
                         "a collation's `locale` is an ICU locale such as \"en\" or \"fr_CA\", or \"simple\"",
                     ));
                 }
-                Ok((lit.to_token_stream(), lit.value()))
+                let name = lit.value();
+                if !mongo_schema_planner::collation::is_supported(&name) {
+                    return Err(syn::Error::new_spanned(&lit, unknown_locale(&name)));
+                }
+                Ok((lit.to_token_stream(), name))
             });
             locale.set_or_poison(&inner.path, parsed);
         } else if inner.path == STRENGTH {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::stored_key;
 use crate::ast::{Container, Data, Field, RefKind};
-use crate::attr::{Index, IndexKey, KeyKind, Sp, Sync};
+use crate::attr::{Index, IndexKey, KeyField, KeyKind, Sp, Sync};
 use crate::ctxt::Ctxt;
 
 pub fn check(cx: &Ctxt, cont: &Container) {
@@ -24,6 +24,7 @@ pub fn check(cx: &Ctxt, cont: &Container) {
         check_ttl_range(cx, &index.value);
         check_partial_filter(cx, &index.value);
         check_id_index(cx, cont, &keys.value);
+        check_parallel_arrays(cx, cont, &keys.value);
     }
     check_one_text_index(cx, cont);
     check_index_names(cx, cont);
@@ -409,6 +410,82 @@ fn check_id_index(cx: &Ctxt, cont: &Container, keys: &[IndexKey]) {
              own name) and refuses it with `unique`, `sparse`, `partial` or `expire_after_secs` (not valid \
              for an _id index); drop this `#[index]`, `_id` is already indexed and unique",
         );
+    }
+}
+
+/// Where the first array on an index key's path is, as far as this struct shows.
+#[derive(PartialEq)]
+enum FirstArray {
+    /// At this field of the struct (its stored name).
+    At(String),
+    /// Nowhere: the key is one field of the struct, and not an array.
+    None,
+    /// Behind a field of another type (`"author.tags"`), or a field this struct does not have:
+    /// `Schema::build` decides, from the composed validator.
+    Unknown,
+}
+
+fn first_array(cont: &Container, key: &IndexKey) -> FirstArray {
+    let field = match &key.field {
+        KeyField::Rust(_) => super::rust_field(cont, &key.field),
+        KeyField::Path(lit) => {
+            let path = lit.value();
+            let first = path.split('.').next().unwrap_or_default().to_owned();
+            let field = field_groups(cont)
+                .into_iter()
+                .flatten()
+                .find(|f| f.is_stored() && f.stored_name == first);
+            match field {
+                Some(f) if !path.contains('.') || super::is_array_field(f) => Some(f),
+                _ => return FirstArray::Unknown,
+            }
+        }
+        KeyField::Nested(_) => return FirstArray::Unknown, // refused by `resolve_key`
+    };
+    match field {
+        Some(f) if super::is_array_field(f) => FirstArray::At(f.stored_name.clone()),
+        Some(_) => FirstArray::None,
+        None => FirstArray::Unknown,
+    }
+}
+
+/// mongod (`btree_key_generator.cpp`, `BtreeKeyGenerator::_getKeysWithArray`): the keys of one
+/// index may cross one array of a document, not two: "cannot index parallel arrays"
+/// (CannotIndexParallelArrays, 171) on every insert or update of a document that holds both
+/// (an empty array too). Two keys whose first arrays are different fields of this struct are
+/// such a pair for every document; keys under one array (`"items.sku"`, `"items.qty"`), or
+/// behind another type, are `Schema::build`'s to decide.
+fn check_parallel_arrays(cx: &Ctxt, cont: &Container, keys: &[IndexKey]) {
+    let ordered = |key: &&IndexKey| matches!(key.kind, KeyKind::Direction(_));
+    // the key's path, as the message names it (with its array when that is a prefix of it)
+    let described = |path: &str, array: &str| {
+        if path == array {
+            format!("`{path}`")
+        } else {
+            format!("`{path}` (in the array `{array}`)")
+        }
+    };
+    let mut seen: Vec<(String, String)> = Vec::new(); // (array field, the key's path)
+    for key in keys.iter().filter(ordered) {
+        let FirstArray::At(array) = first_array(cont, key) else {
+            continue;
+        };
+        let path = stored_key(cont, key);
+        if let Some((other, first)) = seen.iter().find(|(other, _)| *other != array) {
+            cx.error_spanned_by(
+                key.field.tokens(),
+                format!(
+                    "mongod cannot index parallel arrays (CannotIndexParallelArrays, 171): {} and {} are \
+                     both arrays; mongod refuses every insert or update of a document that holds both \
+                     under one index: keep one array in this index and index `{path}` in an index of its \
+                     own (a query on both is served by one and filters the other)",
+                    described(first, other),
+                    described(&path, &array),
+                ),
+            );
+            continue;
+        }
+        seen.push((array, path));
     }
 }
 

@@ -27,6 +27,7 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     };
     let (time, meta) = check_fields(cx, cont, &timeseries.value);
     check_no_validator_options(cx, cont);
+    check_relationships(cx, cont);
     for index in cont.attrs.indexes.iter().chain(variant_indexes(cont)) {
         check_index(cx, cont, &index.value, &time, meta.as_deref());
     }
@@ -95,6 +96,60 @@ fn check_fields(cx: &Ctxt, cont: &Container, ts: &TimeSeriesAttr) -> (String, Op
         path
     });
     (time, meta)
+}
+
+/// mongod refuses writes to a time series collection inside a transaction
+/// (`OperationNotSupportedInTransaction`: `jstests/core/timeseries/write/
+/// timeseries_insert_in_transaction.js` and its neighbours), and its change streams do not show
+/// them, so a time series collection holds none of the relationships the library keeps with
+/// either: no copy kept in sync, no subset or counter, no part of another collection. (Its part
+/// as another struct's child, source or owner is checked through `CollectionKind`, at that
+/// struct's attribute.)
+fn check_relationships(cx: &Ctxt, cont: &Container) {
+    const TXN: &str = "mongod refuses writes to a time series collection inside a transaction";
+    if let Some(owner) = cont
+        .attrs
+        .collection
+        .as_ref()
+        .and_then(|c| c.value.same_id_as.as_ref())
+    {
+        cx.error_spanned_by(
+            &owner.tokens,
+            format!("a time series collection cannot be a part stored under another collection's `_id` (`same_id_as`): a part is deleted with its owner in one transaction, and {TXN}; hold a `#[reference]` to the owner instead"),
+        );
+    }
+    for field in cont.all_stored_fields() {
+        if let Some(extended) = &field.attrs.extended_ref {
+            if extended
+                .value
+                .sync
+                .is_some_and(|s| s != crate::attr::Sync::Frozen)
+            {
+                cx.error_spanned_by(
+                    &extended.tokens,
+                    format!("a time series collection cannot hold a copy kept in sync (`{}`): the library updates the copies of each source change in its holders (in the source's transaction with `sync = \"transactional\"`), {TXN} and limits the updates of its measurements; copy the source once with `sync = \"frozen\"`, or hold a `#[reference]`", field.display_name()),
+                );
+            }
+        }
+        let maintained = field
+            .attrs
+            .subset
+            .as_ref()
+            .map(|s| ("#[subset]", &s.tokens))
+            .or_else(|| {
+                field
+                    .attrs
+                    .counter
+                    .as_ref()
+                    .map(|c| ("#[counter]", &c.tokens))
+            });
+        if let Some((attribute, tokens)) = maintained {
+            cx.error_spanned_by(
+                tokens,
+                format!("a time series collection cannot hold a `{attribute}` (`{}`): the library updates it in the transaction that writes each child, and {TXN}; count or list the children with a declared query instead", field.display_name()),
+            );
+        }
+    }
 }
 
 /// mongod refuses `validator`, `validationLevel` and `validationAction` on a time series

@@ -642,8 +642,21 @@ pub fn checks(cont: &Container) -> TokenStream {
         let ty = b.count_ty;
         quote_spanned!(ty.span()=> #private::require_counter::<#ty>();)
     });
+    // the source of a copy kept in sync is no time series collection: at `to = Source`
+    let sources = cont.stored_fields().filter_map(|field| {
+        let extended = &field.attrs.extended_ref.as_ref()?.value;
+        let source = extended.to.as_ref()?;
+        if extended.sync.is_none_or(|s| s == crate::attr::Sync::Frozen) {
+            return None;
+        }
+        Some(respan(
+            quote!(#private::require_copy_source::<#source>();),
+            source.span(),
+        ))
+    });
     bucket
         .into_iter()
+        .chain(sources)
         .chain(cont.stored_fields().filter_map(|field| {
             // a subset, or a counter (a subset without previews, whose field is the count)
             let (subset, counted) = match (&field.attrs.subset, &field.attrs.counter) {
@@ -715,8 +728,15 @@ pub fn checks(cont: &Container) -> TokenStream {
                     subset.via.as_ref().map_or_else(|| child.span(), Ident::span),
                 )
             });
+            // a time series collection is no child (its writes are in no transaction and no
+            // change stream): one error, at `of = Child`
+            let kind = respan(
+                quote!(#private::require_subset_child::<#child>();),
+                child.span(),
+            );
             Some(quote! {
                 #private::require_document::<#child>();
+                #kind
                 #count
                 #filter
                 #sort

@@ -90,6 +90,14 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         let c = crate::gen::collation::expr(&c.value);
         quote!(.collation(#c))
     });
+    // the relationship helpers read it without building the whole spec
+    let default_collation = collection.collation.as_ref().map_or_else(
+        || quote!(::core::option::Option::None),
+        |c| {
+            let c = crate::gen::collation::expr(&c.value);
+            quote!(::core::option::Option::Some(#c))
+        },
+    );
     let shard_key = collection.shard_key.as_ref().map(|keys| {
         let keys = keys_document(cont, &keys.value);
         quote!(.shard_key(#keys))
@@ -127,15 +135,22 @@ pub fn document_impl(cont: &Container) -> TokenStream {
         _ => None,
     };
     let identified = identified_impl(cont);
+    let kind = crate::gen::timeseries::kind_impl(cont);
     quote! {
         #child_of
         #part_owner
+        #kind
         #query_items
         #[automatically_derived]
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;
             type Id = #id_type;
             #id_encoder
+
+            #[inline]
+            fn __default_collation() -> ::core::option::Option<#private::Collation> {
+                #default_collation
+            }
 
             #[inline]
             fn collection_spec() -> #private::CollectionSpec {
@@ -258,10 +273,12 @@ pub fn fallback_document_items(cont: &Container) -> TokenStream {
     let child_of = crate::gen::relations::child_of_impls(cont);
     let part_owner = crate::gen::parts::owner_impl(cont);
     let queries = crate::gen::queries::fallback_query_items(cont);
+    let kind = crate::gen::timeseries::kind_impl(cont);
     quote! {
         #paths
         #child_of
         #part_owner
+        #kind
         #queries
         impl #impl_generics #private::Document for #ident #ty_generics #where_clause {
             const COLLECTION: &'static str = #collection_name;

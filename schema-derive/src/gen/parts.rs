@@ -127,7 +127,18 @@ pub fn checks(cont: &Container) -> TokenStream {
     };
     // (that the owner is a collection root is `PartOwner::Owner`'s bound, at `same_id_as`)
     let ty = id.ty;
-    quote_spanned! {ty.span()=>
+    // by method resolution, so that an owner that is no collection root (reported by
+    // `PartOwner`) is not reported again here
+    let owner_kind = crate::gen::copies::respan(
+        quote! {{
+            #[allow(unused_imports)]
+            use #private::{OtherOwner as _, TimeSeriesOwner as _};
+            #private::require_part_owner((&&#private::OwnerProbe::<#owner>::new()).owner_kind());
+        }},
+        owner.span(),
+    );
+    let same_id = quote_spanned! {ty.span()=>
         #private::require_same_id::<#ty, <#owner as #private::Document>::Id, #owner>();
-    }
+    };
+    quote!(#owner_kind #same_id)
 }

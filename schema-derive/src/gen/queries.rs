@@ -308,8 +308,15 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
                 .map(|c| crate::gen::collation::expr(&c.value))
         })
         .map(|c| quote!(.collation(#c)));
+    // likewise the collection's kind, which a near query's pipeline depends on
+    let time_series = cont
+        .attrs
+        .collection
+        .as_ref()
+        .is_some_and(|c| c.value.timeseries.is_some())
+        .then(|| quote!(.on_time_series()));
     quote! {
-        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #geo #pages #limit #project #index #collation
+        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #geo #pages #limit #project #index #collation #time_series
     }
 }
 

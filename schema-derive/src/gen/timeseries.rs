@@ -88,3 +88,28 @@ pub fn checks(cont: &Container) -> TokenStream {
         crate::gen::queries::key_span(&time.value),
     )
 }
+
+/// `impl CollectionKind`: whether the collection is a time series, which the relationships of
+/// other structs check through their bounds (`require_subset_child`, `require_copy_source`,
+/// `require_part_owner`).
+pub fn kind_impl(cont: &Container) -> TokenStream {
+    let private = private();
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = cont.original.generics.split_for_impl();
+    let time_series = cont
+        .attrs
+        .collection
+        .as_ref()
+        .is_some_and(|c| c.value.timeseries.is_some());
+    let kind = if time_series {
+        quote!(#private::TimeSeriesCollection)
+    } else {
+        quote!(#private::PlainCollection)
+    };
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::CollectionKind for #ident #ty_generics #where_clause {
+            type Kind = #kind;
+        }
+    }
+}

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import sys
@@ -518,6 +519,12 @@ def _parallel_error_class():
 _original_dispatch = None
 
 
+#: The collation of the `$lookup` being run (`None`: the simple one), for the join's finds.
+_LOOKUP_COLLATION: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "mongo_schema_lookup_collation", default=None
+)
+
+
 def _in_txn(body: Mapping[str, Any]) -> bool:
     return body.get("autocommit") is False
 
@@ -652,13 +659,34 @@ def _with_default_collation(body: dict[str, Any], default: Any) -> dict[str, Any
     if default is not None and _on("default-collation") and "collation" not in body:
         body = dict(body)
         body["collation"] = default
-    return body
+    return _simple_left_out(body)
+
+
+def _simple_left_out(item: Any) -> Any:
+    # `{ locale: "simple" }` is no collator to mongod (`CollatorFactoryICU::makeFromBSON`
+    # returns a null collator for it: "A null CollatorInterface indicates simple binary
+    # compare", src/mongo/db/query/collation/collator_factory_icu.cpp), so a command that
+    # states it runs as one without a collation on a collection without a default, and an
+    # index without a collation serves it. SecantusDB parses it as a collation of strength 3,
+    # which uses no index of the simple collation: once the default is decided, the simple
+    # collation is left out, which SecantusDB reads as the simple one (it ignores defaults).
+    if (
+        _on("default-collation")
+        and isinstance(item, Mapping)
+        and "collation" in item
+        and isinstance(item["collation"], Mapping)
+        and item["collation"].get("locale") == "simple"
+        and len(item["collation"]) == 1
+    ):
+        item = dict(item)
+        del item["collation"]
+    return item
 
 
 def _statements_with_default(
     body: dict[str, Any], field: str, default: Any
 ) -> dict[str, Any]:
-    if default is None or not _on("default-collation"):
+    if not _on("default-collation"):
         return body
     items = body.get(field)
     if not isinstance(items, list):
@@ -666,11 +694,13 @@ def _statements_with_default(
     changed = False
     out = []
     for item in items:
-        if isinstance(item, Mapping) and "collation" not in item:
+        if default is not None and isinstance(item, Mapping) and "collation" not in item:
             item = dict(item)
             item["collation"] = default
             changed = True
-        out.append(item)
+        left = _simple_left_out(item)
+        changed |= left is not item
+        out.append(left)
     if not changed:
         return body
     body = dict(body)
@@ -1333,6 +1363,7 @@ def install() -> None:
         )
     _OFF = frozenset(off)
 
+    import secantus.aggregate as aggregate
     import secantus.changestreams as changestreams
     import secantus.server as server
     from secantus.storage import Storage
@@ -1347,6 +1378,8 @@ def install() -> None:
         (Storage, "collection_uuid"),
         (Storage, "_try_index_id_keys"),
         (changestreams, "project"),
+        (aggregate, "_index_join_lookup"),
+        (aggregate, "_foreign_field_has_simple_index"),
     ):
         if not callable(getattr(owner, attr, None)):
             raise SystemExit(
@@ -1398,6 +1431,50 @@ def install() -> None:
             return try_index_id_keys(self, db, coll, filter, collation=collation)
 
         Storage._try_index_id_keys = _id_lookup_under_collation
+
+        stages = getattr(aggregate, "_STAGES", None)
+        if not isinstance(stages, dict) or not callable(stages.get("$lookup")):
+            raise SystemExit(
+                f"mongo-schema-testkit: SecantusDB {version} has no $lookup stage to wrap; "
+                "the mongod rules cannot be installed"
+            )
+        stage_lookup = stages["$lookup"]
+        has_index = aggregate._foreign_field_has_simple_index
+        index_join = aggregate._index_join_lookup
+
+        def _lookup_under_collation(spec, docs, ctx):
+            # mongod compares a $lookup's localField and foreignField under the aggregation's
+            # collation: the command's, or else the default of the collection the aggregate
+            # runs on (jstests/aggregation/sources/lookup/collation_lookup.js: "the collation
+            # either explicitly set on the aggregation operation, or the collation inherited
+            # from the collection the aggregate command was performed on"), not the foreign
+            # collection's. SecantusDB joins by exact value whatever the collation: under one,
+            # the join is one collated find per document.
+            collation = getattr(ctx, "collation", None)
+            token = _LOOKUP_COLLATION.set(None if _is_simple(collation) else collation)
+            try:
+                return stage_lookup(spec, docs, ctx)
+            finally:
+                _LOOKUP_COLLATION.reset(token)
+
+        def _has_index_or_collated(storage, db, coll, field):
+            return _LOOKUP_COLLATION.get() is not None or has_index(storage, db, coll, field)
+
+        def _join_under_collation(storage, db, coll, foreign_field, local_value):
+            collation = _LOOKUP_COLLATION.get()
+            if collation is None:
+                return index_join(storage, db, coll, foreign_field, local_value)
+            if isinstance(local_value, list):
+                condition = {"$in": list(local_value)} if local_value else None
+            else:
+                condition = local_value
+            return storage.find_matching(
+                db, coll, {foreign_field: condition}, collation=collation
+            )
+
+        stages["$lookup"] = _lookup_under_collation
+        aggregate._foreign_field_has_simple_index = _has_index_or_collated
+        aggregate._index_join_lookup = _join_under_collation
 
     if _on("timeseries-change-stream"):
         project = changestreams.project

@@ -628,6 +628,7 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
             for field in &copy.fields {
                 projection.insert(field.as_str(), 1);
             }
+            let identities = crate::Collation::for_identities(T::__default_collation().as_ref());
             // the sources, a batch at a time after the checkpoint; one statement per source
             loop {
                 let mut sources = cx.next_batch(&copy.source, doc! {}, BATCH).await?;
@@ -654,6 +655,10 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
                         };
                         if !filters.is_empty() {
                             statement.insert("arrayFilters", filters);
+                        }
+                        // the held id compared exactly, as every fan-out compares it
+                        if let Some(collation) = &identities {
+                            statement.insert("collation", collation.to_document());
                         }
                         Some(statement)
                     })

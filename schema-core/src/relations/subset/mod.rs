@@ -535,6 +535,7 @@ where
             filter,
             preview: rule::subset_preview::<C, V>,
             strategy: self.strategy,
+            identities: crate::Collation::for_identities(C::__default_collation().as_ref()),
         })
     }
 

@@ -91,19 +91,29 @@ pub(crate) fn rules(collections: &[CollectionSpec]) -> Vec<SubsetRule> {
             } else {
                 subset.parent_field.clone()
             };
-            rules.push(rule_of(&parent.name, subset, parent_field, preview));
+            let child = collections.iter().find(|c| c.name == subset.child);
+            let identities =
+                crate::Collation::for_identities(child.and_then(|c| c.collation.as_ref()));
+            rules.push(rule_of(
+                &parent.name,
+                subset,
+                parent_field,
+                preview,
+                identities,
+            ));
         }
     }
     rules
 }
 
 /// The rule of `subset` of the collection `parents`, whose children hold the parent's `_id` at
-/// `parent_field`.
+/// `parent_field` and are read under `identities` ([`SubsetRule::identities`]).
 pub(crate) fn rule_of(
     parents: &str,
     subset: &SubsetSpec,
     parent_field: String,
     preview: crate::model::copy::PreviewBuilder,
+    identities: Option<crate::Collation>,
 ) -> SubsetRule {
     SubsetRule {
         parents: parents.to_owned().into(),
@@ -118,6 +128,7 @@ pub(crate) fn rule_of(
         filter: subset.filter.clone(),
         preview: preview.0,
         strategy: subset.strategy,
+        identities,
     }
 }
 

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use futures_util::TryStreamExt;
+use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 
@@ -73,6 +74,11 @@ pub(crate) struct SubsetRule {
     pub preview: PreviewFn,
     /// Who keeps it current besides the helpers (for reports and the worker).
     pub strategy: crate::SyncStrategy,
+    /// The collation of every read of the children: the simple one where their collection's
+    /// default is another ([`crate::Collation::for_identities`]). The parent's id is compared
+    /// exactly, and one command has one collation, so the filter's strings are compared
+    /// exactly too: as [`SubsetRule::matches`] compares them.
+    pub identities: Option<crate::Collation>,
 }
 
 impl std::fmt::Debug for SubsetRule {
@@ -138,6 +144,7 @@ impl SubsetRule {
                 doc! { "$match": filter },
                 doc! { "$group": { "_id": group, "n": { "$sum": 1 } } },
             ])
+            .optional(self.driver_collation(), |a, c| a.collation(c))
             .await?
             .try_collect()
             .await?;
@@ -194,6 +201,13 @@ impl SubsetRule {
         doc! { self.sort_field.as_ref(): self.sort_direction }
     }
 
+    /// The driver's collation of the reads of the children ([`SubsetRule::identities`]).
+    fn driver_collation(&self) -> Option<mongodb::options::Collation> {
+        self.identities
+            .as_ref()
+            .and_then(crate::Collation::to_driver)
+    }
+
     /// Reads `parent`'s state from its children: the newest `max` in sort order (one query on
     /// the reference index with the sort key), and their number when the subset counts them.
     /// Inside `session` when given (a transaction sees its own writes).
@@ -220,7 +234,8 @@ impl SubsetRule {
         let find = children
             .find(filter.clone())
             .sort(self.sort())
-            .limit(self.max as i64);
+            .limit(self.max as i64)
+            .optional(self.driver_collation(), |find, c| find.collation(c));
         let newest: Vec<BsonDocument> = match session.as_deref_mut() {
             // a counter has no previews to read (and `limit(0)` would mean no limit)
             _ if !self.keeps_previews() => Vec::new(),
@@ -251,7 +266,9 @@ impl SubsetRule {
                 Some(self.count_type.value(newest.len() as u64))
             }
             Some(_) => {
-                let count = children.count_documents(filter);
+                let count = children
+                    .count_documents(filter)
+                    .optional(self.driver_collation(), |count, c| count.collation(c));
                 let n = match session {
                     Some(session) => count.session(session).await?,
                     None => count.await?,
@@ -512,6 +529,7 @@ mod tests {
             filter,
             preview: |child| Ok(Bson::Document(child.clone())),
             strategy: crate::SyncStrategy::Transactional,
+            identities: None,
         }
     }
 
