@@ -578,6 +578,7 @@ fn a_part_compared_otherwise_than_its_owner_and_an_id_query_of_another_collation
         .unwrap_err()
         .to_string();
     assert!(
+        // display-text: the build error names both collations of the part and its owner
         error.contains("`sku_sheets` is stored under the `_id` of `skus`, but compares `_id`s under { locale: \"en\", strength: 2 } where `skus` compares them under the simple collation"),
         "{error}"
     );
@@ -587,6 +588,7 @@ fn a_part_compared_otherwise_than_its_owner_and_an_id_query_of_another_collation
         .unwrap_err()
         .to_string();
     assert!(
+        // display-text: the build error names the query, both collations and mongod's rule
         error.contains("query `by_code_exactly` of `codes` compares `_id` under { locale: \"simple\" }, and the `_id` index compares it under { locale: \"en\", strength: 2 }: mongod allows no other index on `{ _id: 1 }`"),
         "{error}"
     );

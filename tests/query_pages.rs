@@ -273,6 +273,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
         .unwrap_err();
     assert!(
         matches!(&error, mongo_schema::Error::InvalidArgument { .. })
+            // display-text: the refusal says why (other arguments), not only that it refuses
             && error.to_string().contains("other arguments"),
         "{error:?}"
     );
