@@ -691,6 +691,62 @@ mod tests {
         }
     }
 
+    /// The server computes what [`partition_of`] computes, for every kind of `_id` (the test
+    /// server, or mongod with `MONGODB_URI`; `tests/sync_partitions.rs` runs the streams).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_server_hashes_as_the_model_does() {
+        use futures_util::TryStreamExt;
+        let db = mongo_schema_testkit::database("partition_hash").await;
+        let ids = db.collection::<BsonDocument>("ids");
+        let mut all: Vec<Bson> = vec![
+            Bson::Int32(7),
+            Bson::Int64(-3),
+            Bson::Int64(1 << 40),
+            Bson::Double(-7.5),
+            Bson::Double(f64::NAN),
+            Bson::Double(f64::INFINITY),
+            Bson::Double(1e300),
+            Bson::Int64(i64::MIN),
+            Bson::String("ünï€😀".into()),
+            Bson::String(String::new()),
+            Bson::String("$not a path".into()),
+            Bson::String("y".repeat(300)),
+            Bson::DateTime(mongodb::bson::DateTime::from_millis(-86_400_001)),
+            Bson::Boolean(false),
+            Bson::Document(doc! { "a": 1 }),
+        ];
+        all.extend((0..100).map(|_| Bson::ObjectId(ObjectId::new())));
+        all.extend((0..100).map(|i| Bson::String(format!("user-{i}"))));
+        all.extend((100..200).map(Bson::Int64));
+        ids.insert_many(all.iter().map(|id| doc! { "_id": id.clone() }))
+            .await
+            .unwrap();
+        for count in [2, 4, 7] {
+            let computed: Vec<BsonDocument> = ids
+                .aggregate([doc! { "$project": { "p": expression("$_id", count) } }])
+                .await
+                .unwrap()
+                .try_collect()
+                .await
+                .unwrap();
+            assert_eq!(computed.len(), all.len());
+            for row in computed {
+                let id = row.get("_id").unwrap();
+                let server = match row.get("p").unwrap() {
+                    Bson::Int32(n) => i64::from(*n),
+                    Bson::Int64(n) => *n,
+                    Bson::Double(n) => *n as i64,
+                    other => panic!("{other}"),
+                };
+                assert_eq!(
+                    server,
+                    partition_of(id, count) as i64,
+                    "the partition of {id} among {count}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn object_ids_spread_over_the_partitions() {
         let mut counts = [0_usize; 4];
