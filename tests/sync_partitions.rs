@@ -55,11 +55,7 @@ async fn seeded(prefix: &str) -> (mongodb::Database, Vec<ObjectId>) {
     model::schema().apply(&db).await.unwrap();
     let authors: Vec<ObjectId> = (0..AUTHORS).map(|_| ObjectId::new()).collect();
     db.collection::<BsonDocument>("authors")
-        .insert_many(
-            authors
-                .iter()
-                .map(|id| doc! { "_id": *id, "name": "v0" }),
-        )
+        .insert_many(authors.iter().map(|id| doc! { "_id": *id, "name": "v0" }))
         .await
         .unwrap();
     let posts: Vec<BsonDocument> = authors
@@ -107,7 +103,13 @@ async fn stale(db: &mongodb::Database, authors: &[ObjectId], names: &[String]) -
             .await
             .unwrap();
         while cursor.advance().await.unwrap() {
-            stale.push(cursor.deserialize_current().unwrap().get_i64("_id").unwrap());
+            stale.push(
+                cursor
+                    .deserialize_current()
+                    .unwrap()
+                    .get_i64("_id")
+                    .unwrap(),
+            );
         }
     }
     stale
@@ -276,11 +278,9 @@ async fn a_third_worker_takes_a_share_and_a_killed_ones_partitions_are_taken_onc
     let c_held = c.stats().partitions_held();
     c.kill();
     let killed = Instant::now();
-    let took = eventually(
-        LEASE * 10,
-        "a and b hold every partition again",
-        || async { held(&[&a, &b]).iter().sum::<usize>() == PARTITIONS },
-    )
+    let took = eventually(LEASE * 10, "a and b hold every partition again", || async {
+        held(&[&a, &b]).iter().sum::<usize>() == PARTITIONS
+    })
     .await;
     println!(
         "the {c_held} partition(s) of the killed worker were taken {took:?} after the kill \
