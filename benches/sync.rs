@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench sync                 # 10,000 renames, 40,000 holders
 //! BENCH_QUICK=1 cargo bench --bench sync   # small sizes, seconds (CI keeps it running)
+//! BENCH_ONLY=shared cargo bench --bench sync  # sections 4 and 5 alone
 //! ```
 //!
 //! 1. Worker throughput: 10,000 renames (100 agents x 100, 20 tickets each) written while the
@@ -153,14 +154,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             huge_fan_out: 100_000,
         }
     };
-    let renames = sizes.agents * sizes.renames_each;
     let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
     let db = client.database("mongo_schema_bench_sync");
     let deadline = Duration::from_secs(600);
+    let schema = schema();
+    let tickets = db.collection::<BsonDocument>("tickets");
+    if std::env::var("BENCH_ONLY").as_deref() != Ok("shared") {
+        one_worker(&db, &schema, &sizes, deadline).await?;
+    }
+    shared_and_lanes(&db, &schema, &sizes, deadline, &tickets).await?;
+    db.drop().await?;
+    Ok(())
+}
+
+/// Sections 1 to 3: one worker against the bare commands.
+async fn one_worker(
+    db: &mongodb::Database,
+    schema: &Schema,
+    sizes: &Sizes,
+    deadline: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let db = db.clone();
+    let renames = sizes.agents * sizes.renames_each;
 
     // 1a. catch-up throughput: the renames are written while the worker is down
     let agents = seed(&db, sizes.agents, sizes.tickets_each).await;
-    let schema = schema();
     let worker = schema
         .sync_worker(&db)
         .name("bench")
@@ -339,6 +357,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         commands.iter().filter(|c| c.name == "commitTransaction").count(),
         chunked.as_secs_f64() / bare.as_secs_f64()
     );
+    Ok(())
+}
+
+/// Sections 4 and 5: workers of one name sharing the stream, and per-lane progress.
+async fn shared_and_lanes(
+    db: &mongodb::Database,
+    schema: &Schema,
+    sizes: &Sizes,
+    deadline: Duration,
+    tickets: &mongodb::Collection<BsonDocument>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let db = db.clone();
+    let renames = sizes.agents * sizes.renames_each;
 
     // 4. workers of one name sharing the stream: 1, 2 and 4 workers of `partitions(4)`
     let partitions = 4;
@@ -347,7 +378,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .sync_worker(&db)
             .name(name)
             .partitions(partitions)
-            .lease(Duration::from_secs(2))
             .max_await_time(AWAIT)
             .token_save_interval(Duration::from_millis(200))
     };
@@ -494,6 +524,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "a one-holder rename made 1 s into a {}-holder fan-out (seeded in {seeded:?}): landed {small_lag:?} after it was made, when {huge_then} of the {} were rewritten; the fan-out took {huge_took:?}",
         sizes.huge_fan_out, sizes.huge_fan_out
     );
-    db.drop().await?;
     Ok(())
 }

@@ -1466,7 +1466,7 @@ fn main() -> ExitCode {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 11] = [
+    let tests: [Test; 12] = [
         ("status_exits_2_after_a_watchdog_stall", || {
             Box::pin(status_exits_2_after_a_watchdog_stall())
         }),
