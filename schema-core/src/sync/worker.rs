@@ -433,6 +433,48 @@ enum Probed {
     FencedOff,
 }
 
+/// The batches of a stream read and not yet finished, oldest first (see [`super::lanes`]),
+/// and those that finished and wait for their token to be saved, in order.
+///
+/// Every await of the loop that reads the stream goes through [`InFlight::drive`], which polls
+/// the running batches meanwhile: a batch left unpolled keeps the pool connection of the
+/// command it is in the middle of, and enough of them (the jobs of 8 lanes, the failure log's
+/// refresh of each batch) held every connection of the client's pool (10 by default), so that
+/// the stream's next `getMore` and the lease's renewal waited for a connection until the lease
+/// lapsed: a worker catching up 10,000 renames lost and retook its lease every 9 s and saved
+/// no token (found by the sync benchmark; the worker's own client, shared with the service,
+/// was blocked too).
+#[derive(Default)]
+struct InFlight<'a> {
+    running: FuturesOrdered<BoxFuture<'a, Result<Finished>>>,
+    done: std::collections::VecDeque<Result<Finished>>,
+}
+
+impl InFlight<'_> {
+    /// Whether no batch is running or waiting for its token to be saved.
+    fn is_empty(&self) -> bool {
+        self.running.is_empty() && self.done.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.running.len() + self.done.len()
+    }
+
+    /// Awaits `work` while the running batches go on (those that finish wait in `done`).
+    async fn drive<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return out,
+                finished = self.running.next(), if !self.running.is_empty() => {
+                    self.done.extend(finished);
+                }
+            }
+        }
+    }
+}
+
 /// What a worker keeps across reopenings of its stream.
 #[derive(Debug, Default)]
 struct Recovery {
@@ -1332,8 +1374,20 @@ impl SyncWorker {
         let mut fragments = Fragments::default();
         // the batches read and not yet finished, oldest first (see `super::lanes`)
         let lanes = Lanes::new(FAN_OUT_CONCURRENCY);
-        let mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>> = FuturesOrdered::new();
+        let mut in_flight = InFlight::default();
         loop {
+            // the batches that finished, in order: their tokens saved
+            match self
+                .save_finished(&mut in_flight, lease, stats, part)
+                .await?
+            {
+                None => return Ok(Stopped::LeaseLost),
+                Some(true) if in_flight.is_empty() => {
+                    quiet_until = Instant::now() + self.token_save_interval;
+                    backoff.reset();
+                }
+                Some(_) => {}
+            }
             // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
             // waits), so the stream's position can be read between two of them; meanwhile
             // the batches in flight go on, and each one that finishes in order saves its token
@@ -1342,15 +1396,8 @@ impl SyncWorker {
                 _ = stop_requested(stop) => {
                     return self.drain_and_stop(in_flight, lease, stats, part).await;
                 }
-                finished = in_flight.next(), if !in_flight.is_empty() => {
-                    let finished = finished.expect("a batch in flight")?;
-                    if !self.finished(finished, lease, stats, part, in_flight.is_empty()).await? {
-                        return Ok(Stopped::LeaseLost);
-                    }
-                    if in_flight.is_empty() {
-                        quiet_until = Instant::now() + self.token_save_interval;
-                        backoff.reset();
-                    }
+                finished = in_flight.running.next(), if !in_flight.running.is_empty() => {
+                    in_flight.done.extend(finished);
                     continue;
                 }
                 first = stream.next_if_any(), if in_flight.len() < MAX_IN_FLIGHT => first,
@@ -1363,13 +1410,8 @@ impl SyncWorker {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
                     // every batch before the event finishes (and saves its token) first, so
                     // that the position saved below is not ahead of unfinished work
-                    while let Some(finished) = in_flight.next().await {
-                        if !self
-                            .finished(finished?, lease, stats, part, in_flight.is_empty())
-                            .await?
-                        {
-                            return Ok(Stopped::LeaseLost);
-                        }
+                    if !self.drain(&mut in_flight, lease, stats, part).await? {
+                        return Ok(Stopped::LeaseLost);
                     }
                     let Some(position) = stream.resume_token() else {
                         // no position to go on from: reopened from the saved token
@@ -1473,7 +1515,8 @@ impl SyncWorker {
                     }
                 };
                 let next = tokio::select! {
-                    next = read => next,
+                    // the batches in flight go on while the next one is gathered
+                    next = in_flight.drive(read) => next,
                     // the batch being gathered is left to the next worker, from the saved token
                     _ = stop_requested(stop) => {
                         return self.drain_and_stop(in_flight, lease, stats, part).await;
@@ -1493,7 +1536,8 @@ impl SyncWorker {
                 }
             }
             for event in unreadable {
-                if !self.skip(event, None, stats, &log, &fence).await? {
+                let skipped = in_flight.drive(self.skip(event, None, stats, &log, &fence));
+                if !skipped.await? {
                     tracing::warn!(worker = %self.name, "the record of an unreadable event was fenced off: the lease was taken over");
                     lease.lost();
                     return Ok(Stopped::LeaseLost);
@@ -1510,7 +1554,7 @@ impl SyncWorker {
                 cluster_time: batch.iter().rev().find_map(|e| e.cluster_time),
             };
             let (log, fence, lanes) = (&log, &fence, &lanes);
-            in_flight.push_back(Box::pin(async move {
+            in_flight.running.push_back(Box::pin(async move {
                 let applied = self.run_batch(planned, stats, log, fence, lanes).await?;
                 Ok(Finished {
                     fenced_off: !applied,
@@ -1567,20 +1611,60 @@ impl SyncWorker {
     /// being applied always did before the worker stopped.
     async fn drain_and_stop(
         &self,
-        mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>>,
+        mut in_flight: InFlight<'_>,
         lease: &Lease,
         stats: &WorkerStats,
         part: &PartState,
     ) -> Result<Stopped> {
-        while let Some(finished) = in_flight.next().await {
-            if !self
-                .finished(finished?, lease, stats, part, in_flight.is_empty())
-                .await?
-            {
-                return Ok(Stopped::LeaseLost);
-            }
+        if !self.drain(&mut in_flight, lease, stats, part).await? {
+            return Ok(Stopped::LeaseLost);
         }
         Ok(Stopped::Requested)
+    }
+
+    /// Waits for every batch in flight to finish, saving their tokens in order. `false`: the
+    /// lease was lost.
+    async fn drain(
+        &self,
+        in_flight: &mut InFlight<'_>,
+        lease: &Lease,
+        stats: &WorkerStats,
+        part: &PartState,
+    ) -> Result<bool> {
+        loop {
+            if self
+                .save_finished(in_flight, lease, stats, part)
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            match in_flight.running.next().await {
+                Some(finished) => in_flight.done.push_back(finished),
+                None => return Ok(true),
+            }
+        }
+    }
+
+    /// Saves the tokens of the batches that finished, in order, while the others go on.
+    /// `None`: the lease was lost; `Some(any)`: whether any batch finished.
+    async fn save_finished(
+        &self,
+        in_flight: &mut InFlight<'_>,
+        lease: &Lease,
+        stats: &WorkerStats,
+        part: &PartState,
+    ) -> Result<Option<bool>> {
+        let mut any = false;
+        while let Some(finished) = in_flight.done.pop_front() {
+            any = true;
+            let last = in_flight.is_empty();
+            let saved = in_flight.drive(self.finished(finished?, lease, stats, part, last));
+            if !saved.await? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(any))
     }
 
     /// A batch finished: its token saved when every batch before it has finished (they finish
