@@ -743,6 +743,7 @@ impl SyncWorker {
         }
         let tick = (self.lease / 5).max(Duration::from_millis(50));
         let mut joined = false;
+        let mut next_look = Duration::ZERO;
         let mut outcome = Ok(());
         loop {
             tokio::select! {
@@ -762,9 +763,10 @@ impl SyncWorker {
                     }
                     break;
                 }
-                () = tokio::time::sleep(if joined { tick } else { Duration::ZERO }) => {
+                () = tokio::time::sleep(next_look) => {
                     // the first look only announces this member: the next one, a tick later,
                     // sees the members that started with it, so they share without churn
+                    next_look = tick;
                     let look = self.look(&mut membership, &stats, &wants, joined);
                     match tokio::time::timeout(self.lease, look).await {
                         Ok(Ok(())) => joined = true,
