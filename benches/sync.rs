@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench sync                 # 10,000 renames, 40,000 holders
 //! BENCH_QUICK=1 cargo bench --bench sync   # small sizes, seconds (CI keeps it running)
+//! BENCH_ONLY=shared cargo bench --bench sync  # sections 4 and 5 alone
 //! ```
 //!
 //! 1. Worker throughput: 10,000 renames (100 agents x 100, 20 tickets each) written while the
@@ -15,6 +16,10 @@
 //! 3. One rename of an agent that 20,000 tickets copy: the worker's fan-out in chunks of
 //!    `FAN_OUT_CHUNK` fenced transactions (commands counted with command monitoring) against one
 //!    bare `updateMany` of the same holders.
+//! 4. Workers of one name that share the stream (`partitions(4)`): the catch-up rate of the
+//!    same renames with 1, 2 and 4 workers of the name side by side (ratios to one worker).
+//! 5. The lag of a rename of an agent with one ticket, made one second after the rename of an
+//!    agent with 100,000 tickets (5,000 quick) started fanning out: per-lane progress.
 
 use std::time::{Duration, Instant};
 
@@ -52,6 +57,7 @@ struct Sizes {
     tickets_each: usize,
     reconcile_holders: usize,
     big_fan_out: usize,
+    huge_fan_out: usize,
 }
 
 fn schema() -> Schema {
@@ -136,6 +142,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tickets_each: 5,
             reconcile_holders: 2_000,
             big_fan_out: 2_500,
+            huge_fan_out: 5_000,
         }
     } else {
         Sizes {
@@ -144,16 +151,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tickets_each: 20,
             reconcile_holders: 40_000,
             big_fan_out: 20_000,
+            huge_fan_out: 100_000,
         }
     };
-    let renames = sizes.agents * sizes.renames_each;
     let client = mongodb::Client::with_uri_str(mongo_schema_testkit::uri()).await?;
     let db = client.database("mongo_schema_bench_sync");
     let deadline = Duration::from_secs(600);
+    let schema = schema();
+    let tickets = db.collection::<BsonDocument>("tickets");
+    if std::env::var("BENCH_ONLY").as_deref() != Ok("shared") {
+        one_worker(&db, &schema, &sizes, deadline).await?;
+    }
+    shared_and_lanes(&db, &schema, &sizes, deadline, &tickets).await?;
+    db.drop().await?;
+    Ok(())
+}
+
+/// Sections 1 to 3: one worker against the bare commands.
+async fn one_worker(
+    db: &mongodb::Database,
+    schema: &Schema,
+    sizes: &Sizes,
+    deadline: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let db = db.clone();
+    let renames = sizes.agents * sizes.renames_each;
 
     // 1a. catch-up throughput: the renames are written while the worker is down
     let agents = seed(&db, sizes.agents, sizes.tickets_each).await;
-    let schema = schema();
     let worker = schema
         .sync_worker(&db)
         .name("bench")
@@ -332,6 +357,172 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         commands.iter().filter(|c| c.name == "commitTransaction").count(),
         chunked.as_secs_f64() / bare.as_secs_f64()
     );
+    Ok(())
+}
+
+/// Sections 4 and 5: workers of one name sharing the stream, and per-lane progress.
+async fn shared_and_lanes(
+    db: &mongodb::Database,
+    schema: &Schema,
+    sizes: &Sizes,
+    deadline: Duration,
+    tickets: &mongodb::Collection<BsonDocument>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let db = db.clone();
+    let renames = sizes.agents * sizes.renames_each;
+
+    // 4. workers of one name sharing the stream: 1, 2 and 4 workers of `partitions(4)`
+    let partitions = 4;
+    let shared = |name: &str| {
+        schema
+            .sync_worker(&db)
+            .name(name)
+            .partitions(partitions)
+            .max_await_time(AWAIT)
+            .token_save_interval(Duration::from_millis(200))
+    };
+    let mut rates = Vec::new();
+    for workers in [1, 2, 4] {
+        let agents = seed(&db, sizes.agents, sizes.tickets_each).await;
+        let name = format!("bench-shared-{workers}");
+        // a first run saves each partition's token, then every worker stops
+        let running: Vec<_> = (0..workers).map(|_| shared(&name).spawn()).collect();
+        for worker in &running {
+            worker.ready().await?;
+        }
+        running[0].caught_up().await?;
+        for worker in running {
+            worker.shutdown().await?;
+        }
+        rename_all(&db, &agents, sizes.renames_each).await;
+        let start = Instant::now();
+        let running: Vec<_> = (0..workers).map(|_| shared(&name).spawn()).collect();
+        let applied = |running: &[mongo_schema::SyncWorkerHandle]| -> u64 {
+            running.iter().map(|w| w.stats().snapshot().applied).sum()
+        };
+        while applied(&running) < renames as u64 {
+            assert!(start.elapsed() < deadline, "the workers did not catch up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        while !converged(&db, &agents, sizes.renames_each).await {
+            assert!(start.elapsed() < deadline, "the workers did not converge");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let took = start.elapsed();
+        let each: Vec<u64> = running
+            .iter()
+            .map(|w| w.stats().snapshot().applied)
+            .collect();
+        let held: Vec<usize> = running
+            .iter()
+            .map(|w| w.stats().partitions_held())
+            .collect();
+        for worker in running {
+            worker.shutdown().await?;
+        }
+        rates.push((
+            workers,
+            renames as f64 / took.as_secs_f64(),
+            took,
+            each,
+            held,
+        ));
+    }
+    println!("{renames} renames caught up by workers of one name with partitions({partitions}):");
+    let one = rates[0].1;
+    for (workers, rate, took, each, held) in &rates {
+        println!(
+            "  {workers} worker(s): {rate:>8.0} renames/s ({took:?}; applied per worker {each:?}, partitions held {held:?})   ratio to one worker {:.2}",
+            rate / one
+        );
+    }
+
+    // 5. per-lane progress: a one-holder rename while a huge fan-out runs
+    let (huge, small) = (ObjectId::new(), ObjectId::new());
     db.drop().await?;
+    schema.apply(&db).await?;
+    Agent::collection(&db)
+        .insert_many([
+            Agent {
+                id: huge,
+                name: "huge".into(),
+            },
+            Agent {
+                id: small,
+                name: "small".into(),
+            },
+        ])
+        .await?;
+    let seeded = Instant::now();
+    let copies = |id: ObjectId, name: &str, n: usize| -> Vec<Ticket> {
+        (0..n)
+            .map(|i| Ticket {
+                id: ObjectId::new(),
+                subject: format!("ticket {i}"),
+                assignee: Some(TicketAssignee::from(&Agent {
+                    id,
+                    name: name.to_owned(),
+                })),
+            })
+            .collect()
+    };
+    for chunk in copies(huge, "huge", sizes.huge_fan_out).chunks(10_000) {
+        Ticket::collection(&db).insert_many(chunk).await?;
+    }
+    Ticket::collection(&db)
+        .insert_many(copies(small, "small", 1))
+        .await?;
+    let seeded = seeded.elapsed();
+    let worker = schema
+        .sync_worker(&db)
+        .name("bench-lanes")
+        .max_await_time(AWAIT)
+        .ready_timeout(Duration::from_secs(600))
+        .spawn();
+    worker.ready().await?;
+    let rename = |id: ObjectId, name: &'static str| {
+        let db = db.clone();
+        async move {
+            Agent::collection(&db)
+                .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
+                .await
+                .map(|_| ())
+        }
+    };
+    let started = Instant::now();
+    rename(huge, "huge 2").await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let made = Instant::now();
+    rename(small, "small 2").await?;
+    loop {
+        assert!(made.elapsed() < deadline, "the small rename did not land");
+        let landed = tickets
+            .count_documents(doc! { "assignee._id": small, "assignee.name": "small 2" })
+            .await?;
+        if landed == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let small_lag = made.elapsed();
+    let huge_then = tickets
+        .count_documents(doc! { "assignee.name": "huge 2" })
+        .await?;
+    loop {
+        assert!(started.elapsed() < deadline, "the huge fan-out did not end");
+        let done = tickets
+            .count_documents(doc! { "assignee.name": "huge 2" })
+            .await?;
+        if done == sizes.huge_fan_out as u64 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let huge_took = started.elapsed();
+    worker.shutdown().await?;
+    println!(
+        "a one-holder rename made 1 s into a {}-holder fan-out (seeded in {seeded:?}): landed {small_lag:?} after it was made, when {huge_then} of the {} were rewritten; the fan-out took {huge_took:?}",
+        sizes.huge_fan_out, sizes.huge_fan_out
+    );
     Ok(())
 }

@@ -355,3 +355,104 @@ async fn caught_up_resolves_with_every_earlier_change_applied() {
         .await
         .unwrap();
 }
+
+/// A worker catching up a backlog keeps polling the batches it has in flight while it reads the
+/// next one: a batch left unpolled holds the pool connection of the command it is in the middle
+/// of, and with enough of them the stream's next `getMore` and the lease's renewal waited for a
+/// connection until the lease lapsed. The worker then lost and retook its lease every 9 s and
+/// saved no token (the sync benchmark's catch-up of 10,000 renames never ended). A pool of 3
+/// connections makes it certain; the worker must catch up without losing its lease, and the
+/// service's own commands on the same client must not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_catching_up_leaves_its_client_connections_for_the_stream_and_the_lease() {
+    const AUTHORS: usize = 20;
+    const ROUNDS: usize = 50;
+    let base = mongo_schema_testkit::database("live_small_pool").await;
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .unwrap();
+    let db = mongodb::Client::with_uri_str(format!("{uri}&maxPoolSize=3"))
+        .await
+        .unwrap()
+        .database(base.name());
+    let schema = big::schema();
+    schema.apply(&db).await.unwrap();
+    let authors: Vec<ObjectId> = (0..AUTHORS).map(|_| ObjectId::new()).collect();
+    db.collection::<BsonDocument>("authors")
+        .insert_many(authors.iter().map(|a| doc! { "_id": *a, "name": "v" }))
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("posts")
+        .insert_many(authors.iter().enumerate().flat_map(|(i, a)| {
+            (0..5_i64).map(
+                move |p| doc! { "_id": i as i64 * 5 + p, "author": { "_id": *a, "name": "v" } },
+            )
+        }))
+        .await
+        .unwrap();
+    let worker = || {
+        schema
+            .sync_worker(&db)
+            .name("small_pool")
+            .lease(Duration::from_secs(3))
+            .max_await_time(Duration::from_millis(100))
+    };
+    let first = worker().spawn();
+    first.ready().await.unwrap();
+    within(SHUTDOWN, "the first worker shuts down", first.shutdown())
+        .await
+        .unwrap();
+    for round in 0..ROUNDS {
+        for author in &authors {
+            rename_author(&db, *author, &format!("r{round}")).await;
+        }
+    }
+    let worker = worker().spawn();
+    let started = Instant::now();
+    let slowest = std::sync::atomic::AtomicU64::new(0);
+    eventually(
+        Duration::from_secs(120),
+        "the worker applies the backlog",
+        || async {
+            // a command of the service on the worker's client, meanwhile
+            let asked = Instant::now();
+            db.collection::<BsonDocument>("authors")
+                .find_one(doc! {})
+                .await
+                .unwrap();
+            slowest.fetch_max(
+                asked.elapsed().as_millis() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            worker.stats().snapshot().applied >= (AUTHORS * ROUNDS) as u64
+        },
+    )
+    .await;
+    within(Duration::from_secs(60), "caught up", worker.caught_up())
+        .await
+        .unwrap();
+    let snapshot = worker.stats().snapshot();
+    let slowest = Duration::from_millis(slowest.into_inner());
+    println!(
+        "caught up {} renames in {:?}; the slowest command of the service meanwhile took {slowest:?}: {snapshot:?}",
+        AUTHORS * ROUNDS,
+        started.elapsed()
+    );
+    assert_eq!(
+        snapshot.takeovers, 1,
+        "the worker never lost its lease: {snapshot:?}"
+    );
+    assert!(
+        slowest < Duration::from_secs(2),
+        "the service's commands did not wait for the worker: {slowest:?}"
+    );
+    let stale = db
+        .collection::<BsonDocument>("posts")
+        .count_documents(doc! { "author.name": { "$ne": format!("r{}", ROUNDS - 1) } })
+        .await
+        .unwrap();
+    assert_eq!(stale, 0, "every copy holds the last rename");
+    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
+        .await
+        .unwrap();
+}

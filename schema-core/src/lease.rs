@@ -100,10 +100,25 @@ impl ServerLease {
     /// A lease of `duration`, with a fresh owner id (process id and a random number).
     pub(crate) fn new(duration: Duration) -> Self {
         ServerLease {
-            owner: format!("{}-{:016x}", std::process::id(), random_u64()),
+            owner: Self::fresh_owner(),
             duration,
             valid_until: Mutex::new(None),
         }
+    }
+
+    /// A lease of `duration` held under a given owner id (the sync worker's partitions of one
+    /// handle share theirs, so `status` tells which process holds which partition).
+    pub(crate) fn with_owner(duration: Duration, owner: String) -> Self {
+        ServerLease {
+            owner,
+            duration,
+            valid_until: Mutex::new(None),
+        }
+    }
+
+    /// A fresh owner id: this process's id and a random number.
+    pub(crate) fn fresh_owner() -> String {
+        format!("{}-{:016x}", std::process::id(), random_u64())
     }
 
     /// This holder's owner id.

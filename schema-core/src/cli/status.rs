@@ -15,9 +15,12 @@ use crate::deploy::observe::read_record;
 use crate::migrate::MigrationState;
 use crate::{Result, Schema, Warning, FAILURES_COLLECTION, META_COLLECTION, TOKENS_COLLECTION};
 
-/// One sync worker name, as its token document holds it.
+/// One sync worker name, or one partition of a name, as its token document holds it.
 struct WorkerRow {
     name: String,
+    /// The partition (its number, and how many the name is split into); `None`: a name that
+    /// is not split.
+    partition: Option<(i64, i64)>,
     owner: Option<String>,
     expires: Option<DateTime>,
     epoch: Option<i64>,
@@ -49,6 +52,16 @@ fn stalled_recently(worker: &WorkerRow, now_ms: i64) -> bool {
     worker
         .stalled_at
         .is_some_and(|at| now_ms - at.timestamp_millis() <= bound)
+}
+
+impl WorkerRow {
+    /// The name in the table: `posts`, or `posts 2/4` for a partition of a split name.
+    fn label(&self) -> String {
+        match self.partition {
+            Some((index, of)) => format!("{} {index}/{of}", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 fn rfc3339(at: DateTime) -> String {
@@ -142,17 +155,43 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             .or_default() += 1;
     }
 
-    // workers: one token document per name (`_id` a string; the fence lanes have document ids)
+    // workers: one token document per name (`_id` a string), or per partition of a split name
+    // (`_id: { worker, partition, of }`); the fence lanes (`{ lease, lane }`) and the members'
+    // heartbeats (`{ worker, member }`) are read apart
     let tokens = db.collection::<BsonDocument>(TOKENS_COLLECTION);
     let mut workers = Vec::new();
+    let mut members: BTreeMap<String, Vec<(String, DateTime, i64)>> = BTreeMap::new();
     let mut cursor = tokens
-        .find(doc! { "_id": { "$type": "string" } })
-        .sort(doc! { "_id": 1 })
+        .find(doc! { "$or": [
+            { "_id": { "$type": "string" } },
+            { "_id.worker": { "$type": "string" } },
+        ] })
         .max_time(OPERATOR_TIME_LIMIT)
         .await?;
     while let Some(token) = cursor.try_next().await? {
-        let name = token.get_str("_id").unwrap_or_default().to_owned();
+        let (name, partition) = match token.get("_id") {
+            Some(Bson::String(name)) => (name.clone(), None),
+            Some(Bson::Document(id)) => {
+                let name = id.get_str("worker").unwrap_or_default().to_owned();
+                if let Ok(member) = id.get_str("member") {
+                    if let Ok(expires) = token.get_datetime("expires") {
+                        members.entry(name).or_default().push((
+                            member.to_owned(),
+                            *expires,
+                            as_i64(token.get("partitions")).unwrap_or(0),
+                        ));
+                    }
+                    continue;
+                }
+                match (as_i64(id.get("partition")), as_i64(id.get("of"))) {
+                    (Some(index), Some(of)) => (name, Some((index, of))),
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
         workers.push(WorkerRow {
+            partition,
             failures: by_worker.get(&name).copied().unwrap_or(0),
             owner: token.get_str("owner").ok().map(str::to_owned),
             expires: token.get_datetime("expires").ok().copied(),
@@ -166,6 +205,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             name,
         });
     }
+    workers.sort_by(|a, b| (&a.name, a.partition).cmp(&(&b.name, b.partition)));
     let window = oplog_window_ms(db, now).await;
     let now_ms = now.timestamp_millis();
 
@@ -263,7 +303,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                 }
             });
             rows.push(vec![
-                w.name.clone(),
+                w.label(),
                 w.owner.clone().unwrap_or_else(|| "-".to_owned()),
                 lease,
                 w.epoch.map_or("-".to_owned(), |e| e.to_string()),
@@ -274,12 +314,37 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             ]);
         }
         text.push_str(&table(&rows));
+        for (name, seen) in &members {
+            let live: Vec<&(String, DateTime, i64)> = seen
+                .iter()
+                .filter(|(_, expires, _)| expires.timestamp_millis() >= now_ms)
+                .collect();
+            let held = |member: &str| {
+                workers
+                    .iter()
+                    .filter(|w| {
+                        w.name == *name
+                            && w.partition.is_some()
+                            && w.owner.as_deref() == Some(member)
+                            && w.expires.is_some_and(|e| e.timestamp_millis() >= now_ms)
+                    })
+                    .count()
+            };
+            let _ = writeln!(
+                text,
+                "members of `{name}`: {} live{}",
+                live.len(),
+                live.iter()
+                    .map(|(member, _, _)| format!(", {member} holding {}", held(member)))
+                    .collect::<String>()
+            );
+        }
         for w in workers.iter().filter(|w| stalled_recently(w, now_ms)) {
             stalled_workers += 1;
             let _ = writeln!(
                 text,
                 "STALLED: worker `{}`'s watchdog found it stalled {} ago ({} time(s) in all): {}; it reopened its stream from the saved token",
-                w.name,
+                w.label(),
                 w.stalled_at.map_or("-".to_owned(), |at| seconds(now_ms - at.timestamp_millis())),
                 w.stalls.unwrap_or(1),
                 w.stall.as_deref().unwrap_or("no reason recorded"),
@@ -343,6 +408,9 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                 let expires_in = w.expires.map(|e| e.timestamp_millis() - now_ms);
                 json!({
                     "name": w.name,
+                    "partition": w.partition.map(|(index, _)| index),
+                    "partitions": w.partition.map(|(_, of)| of),
+                    "holder": w.owner.as_ref().filter(|_| expires_in.is_some_and(|ms| ms >= 0)),
                     "owner": w.owner,
                     "lease_expires": w.expires.map(rfc3339),
                     "lease_expires_in_ms": expires_in,
@@ -361,6 +429,15 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                     "stalled_recently": stalled_recently(w, now_ms),
                 })
             }).collect::<Vec<_>>(),
+            "members": members.iter().map(|(name, seen)| json!({
+                "name": name,
+                "members": seen.iter().map(|(member, expires, partitions)| json!({
+                    "member": member,
+                    "partitions": partitions,
+                    "heartbeat_expires": rfc3339(*expires),
+                    "live": expires.timestamp_millis() >= now_ms,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
             "failures": { "total": total_failures, "by_copy": by_copy },
         }),
     })

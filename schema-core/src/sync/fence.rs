@@ -178,7 +178,8 @@ pub(crate) async fn settle(client: &Client, sessions: &LaneSessions) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct Fence {
     lanes: Collection<BsonDocument>,
-    lease: String,
+    /// The `_id` of the lease's token document (a worker name, or a partition's id).
+    lease: Bson,
     owner: String,
     epoch: i64,
     sessions: LaneSessions,
@@ -203,14 +204,14 @@ impl Fence {
     /// `lanes`.
     pub(crate) fn new(
         lanes: Collection<BsonDocument>,
-        lease: &str,
+        lease: impl Into<Bson>,
         owner: &str,
         epoch: i64,
         sessions: LaneSessions,
     ) -> Fence {
         Fence {
             lanes,
-            lease: lease.to_owned(),
+            lease: lease.into(),
             owner: owner.to_owned(),
             epoch,
             sessions,
@@ -256,7 +257,7 @@ impl Fence {
     }
 
     fn lane_id(&self, lane: usize) -> BsonDocument {
-        doc! { "lease": &self.lease, "lane": lane as i64 }
+        doc! { "lease": self.lease.clone(), "lane": lane as i64 }
     }
 
     /// Takes lanes `0..lanes` for this owner and epoch (a takeover does this before its first

@@ -23,6 +23,10 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) struct Lease {
     tokens: Collection<BsonDocument>,
+    /// The `_id` of the token document: the worker's name, or its partition's id (see
+    /// [`super::partitions`]).
+    id: Bson,
+    /// The name in logs (the worker's name, with its partition).
     name: String,
     lease: ServerLease,
     /// Fence lanes a takeover claims.
@@ -37,22 +41,46 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    /// The lease of the worker `name`, whose fenced writes use `lanes` lanes.
+    /// The lease kept in the token document `id` (a worker's name), whose fenced writes use
+    /// `lanes` lanes.
     pub(crate) fn new(
         tokens: Collection<BsonDocument>,
-        name: &str,
+        id: impl Into<Bson>,
         duration: Duration,
         lanes: usize,
     ) -> Self {
+        let id = id.into();
         Lease {
             tokens,
-            name: name.to_owned(),
+            name: match &id {
+                Bson::String(name) => name.clone(),
+                other => other.to_string(),
+            },
+            id,
             lease: ServerLease::new(duration),
             lanes,
             fence: Mutex::new(None),
             sessions: tokio::sync::Mutex::new(None),
             pulse: Arc::default(),
         }
+    }
+
+    /// Holds the lease under `owner` (a partitioned worker's partitions share their handle's),
+    /// and names it `name` in logs.
+    pub(crate) fn with_owner(mut self, owner: String, name: String) -> Self {
+        self.lease = ServerLease::with_owner(self.lease.duration(), owner);
+        self.name = name;
+        self
+    }
+
+    /// The `_id` of the token document this lease lives in.
+    pub(crate) fn id(&self) -> &Bson {
+        &self.id
+    }
+
+    /// The lease's name in logs.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// Beats `pulse` at every fenced commit of its fences.
@@ -79,7 +107,7 @@ impl Lease {
 
     /// The filter that matches the token document while this worker owns it, in this tenure.
     pub(crate) fn owned(&self) -> BsonDocument {
-        let mut owned = doc! { "_id": &self.name, "owner": self.owner() };
+        let mut owned = doc! { "_id": self.id.clone(), "owner": self.owner() };
         if let Some(fence) = self.fence() {
             owned.insert("epoch", fence.epoch());
         }
@@ -144,7 +172,7 @@ impl Lease {
         } }];
         let after = match self
             .tokens
-            .find_one_and_update(doc! { "_id": &self.name }, update)
+            .find_one_and_update(doc! { "_id": self.id.clone() }, update)
             .upsert(true)
             .return_document(ReturnDocument::After)
             .await
@@ -175,7 +203,7 @@ impl Lease {
         let sessions = self.sessions(lanes).await?;
         let fence = Fence::new(
             self.tokens.clone(),
-            &self.name,
+            self.id.clone(),
             self.owner(),
             epoch,
             sessions,
@@ -193,7 +221,7 @@ impl Lease {
     async fn lanes_epoch(&self) -> Result<i64> {
         let newest = self
             .tokens
-            .find_one(doc! { "_id.lease": &self.name, "epoch": { "$exists": true } })
+            .find_one(doc! { "_id.lease": self.id.clone(), "epoch": { "$exists": true } })
             .sort(doc! { "epoch": -1 })
             .projection(doc! { "epoch": 1 })
             .await?;

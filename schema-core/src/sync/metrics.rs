@@ -15,7 +15,7 @@
 //! | `mongo_schema_sync_chunk_seconds` | histogram | `copy` | time of one chunk of a fan-out (at most [`FAN_OUT_CHUNK`](super::FAN_OUT_CHUNK) holders, one transaction) |
 //! | `mongo_schema_sync_lag_seconds` | gauge | `worker` | from the source change's `wallTime` to its copies rewritten, last applied event |
 //! | `mongo_schema_sync_takeovers_total` | counter | `worker` | times this process took its name's lease |
-//! | `mongo_schema_sync_active` | gauge | `worker` | 1 while this process holds the lease, else 0 |
+//! | `mongo_schema_sync_active` | gauge | `worker` | 1 while this process holds the lease, else 0 (partitioned: how many partitions this worker holds) |
 //! | `mongo_schema_sync_reopened_total` | counter | `worker` | change stream reopened after an error |
 //! | `mongo_schema_sync_token_age_seconds` | gauge | `worker` | age of the last saved resume token's cluster time, when it was saved |
 //! | `mongo_schema_sync_stalls_total` | counter | `worker` | times the watchdog found the worker stalled and reopened its stream ([`SyncWorker::stall_timeout`](crate::SyncWorker::stall_timeout)) |
@@ -106,11 +106,15 @@ pub(crate) fn lag(worker: &str, lag_ms: u64) {
     metrics::gauge!(LAG_SECONDS, "worker" => worker.to_owned()).set(lag_ms as f64 / 1000.0);
 }
 
-pub(crate) fn role(worker: &str, active: bool) {
-    if active {
-        metrics::counter!(TAKEOVERS, "worker" => worker.to_owned()).increment(1);
-    }
-    metrics::gauge!(ACTIVE, "worker" => worker.to_owned()).set(if active { 1.0 } else { 0.0 });
+/// This worker took a lease (of its name, or of one of its partitions).
+pub(crate) fn took_over(worker: &str) {
+    metrics::counter!(TAKEOVERS, "worker" => worker.to_owned()).increment(1);
+}
+
+/// How many leases of its name this worker holds: 0 or 1, or, with partitions, how many
+/// partitions.
+pub(crate) fn held(worker: &str, held: usize) {
+    metrics::gauge!(ACTIVE, "worker" => worker.to_owned()).set(held as f64);
 }
 
 pub(crate) fn stalled(worker: &str) {

@@ -8,6 +8,8 @@
 //! - [`fence`]: the worker's writes commit only while it holds its lease;
 //! - [`lanes`]: the worker's jobs run on lanes, a source's in order, so one large fan-out holds
 //!   its own lane only;
+//! - [`partitions`]: the workers of one name share its events, split by a hash of the source
+//!   document's `_id`, each partition leased, fenced and resumed on its own;
 //! - [`reconcile`]: compare and repair, conditional on the value read, over a [`walk`] of the
 //!   holders in `_id` order that survives breaks and mixed `_id` types;
 //! - [`metrics`]: the worker's counters, gauges and histograms through the `metrics` facade;
@@ -23,6 +25,7 @@ pub(crate) mod fence;
 pub(crate) mod lanes;
 pub(crate) mod lease;
 pub mod metrics;
+pub(crate) mod partitions;
 pub(crate) mod reconcile;
 pub(crate) mod retry;
 pub(crate) mod retry_failures;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use futures_util::future::BoxFuture;
 use futures_util::stream::FuturesOrdered;
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use mongodb::bson::{doc, Bson, Document as BsonDocument, RawDocumentBuf};
 use mongodb::change_stream::event::{
     ChangeStreamEvent, OperationType, ResumeToken, UpdateDescription,
@@ -34,6 +34,7 @@ use super::fence::Fence;
 use super::lanes::{Lanes, Turn};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::metrics;
+use super::partitions::{self, Holder, Membership, Partition};
 use super::reconcile::reconcile;
 use super::retry::{Backoff, ErrorClass};
 use super::subsets::SubsetFollow;
@@ -74,9 +75,9 @@ const GATHER_DEADLINE: Duration = Duration::from_millis(10);
 /// batch; fresh changes are applied as they come.
 const CATCHING_UP: Duration = Duration::from_secs(1);
 
-/// How long a batch runs before the worker reads ahead of it (see `follow`): long enough for an
-/// ordinary batch to finish first, short enough that a change arriving during a large fan-out
-/// lands within about a second.
+/// How long a batch runs before the worker reads ahead of it (see `InFlight::may_read_ahead`):
+/// long enough for an ordinary batch to finish first, short enough that a change arriving during
+/// a large fan-out lands within about a second.
 const READ_AHEAD_AFTER: Duration = Duration::from_secs(1);
 
 /// At most this many batches are in flight (read, not yet finished) at once; the stream is not
@@ -240,19 +241,74 @@ pub struct WorkerStats {
     pub max_lag_ms: AtomicU64,
     unreadable: AtomicU64,
     stalls: AtomicU64,
-    /// Ticks at every reply of the change stream and every fenced commit: what the watchdog
-    /// watches (shared with the lease's fences).
+    /// The state of each partition the worker runs (one when its name is not split).
+    parts: Vec<PartState>,
+    /// Partitioned: every partition of the name is held by a live worker (this one or
+    /// another), as the worker's last look at its name found.
+    covered: AtomicBool,
+    last_error: Mutex<Option<Error>>,
+}
+
+/// The state of one partition a worker runs (see [`super::partitions`]).
+#[derive(Debug, Default)]
+pub(crate) struct PartState {
+    /// Ticks at every reply of the partition's change stream and every fenced commit: what its
+    /// watchdog watches (shared with its lease's fences).
     pulse: Arc<AtomicU64>,
-    /// The cluster time up to which every change has been applied (or concerned no copy),
-    /// packed as `time << 32 | increment`; 0 before the first.
+    /// The cluster time up to which every change of the partition has been applied (or
+    /// concerned no copy), packed as `time << 32 | increment`; 0 before the first.
     through: AtomicU64,
     ready: AtomicBool,
     active: AtomicBool,
     standby: AtomicBool,
-    last_error: Mutex<Option<Error>>,
+}
+
+impl PartState {
+    /// One beat of the partition's pulse (a stream reply, a fenced commit).
+    fn beat(&self) {
+        self.pulse.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Moves the position every change before which has been applied (never back).
+    fn applied_through(&self, time: Option<mongodb::bson::Timestamp>) {
+        if let Some(time) = time {
+            self.through.fetch_max(pack(time), Ordering::AcqRel);
+        }
+    }
+
+    fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    fn role(&self, active: bool, standby: bool) {
+        self.active.store(active, Ordering::Release);
+        self.standby.store(standby, Ordering::Release);
+        if !active {
+            self.ready.store(false, Ordering::Release);
+        }
+    }
 }
 
 impl WorkerStats {
+    /// The stats of a worker that runs `partitions` partitions.
+    fn with_partitions(partitions: usize) -> WorkerStats {
+        WorkerStats {
+            parts: (0..partitions.max(1))
+                .map(|_| PartState::default())
+                .collect(),
+            ..WorkerStats::default()
+        }
+    }
+
+    /// How many partitions this worker holds now.
+    fn held(&self) -> usize {
+        self.parts.iter().filter(|p| p.is_active()).count()
+    }
+
     fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
@@ -287,33 +343,40 @@ impl WorkerStats {
         }
     }
 
-    /// One beat of the worker's pulse (a stream reply, a fenced commit).
-    fn beat(&self) {
-        self.pulse.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Moves the position every change before which has been applied (never back).
-    fn applied_through(&self, time: Option<mongodb::bson::Timestamp>) {
-        if let Some(time) = time {
-            self.through.fetch_max(pack(time), Ordering::AcqRel);
-        }
-    }
-
     /// Whether this worker holds the lease, its change stream is open and any initial catch-up
-    /// is done.
+    /// is done. With [`SyncWorker::partitions`]: it holds at least one partition, the stream
+    /// of every partition it holds is open and caught up in that sense, and every partition of
+    /// its name is held by a live worker (this one or another).
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        let mut held = self.parts.iter().filter(|p| p.is_active()).peekable();
+        held.peek().is_some()
+            && held.all(PartState::is_ready)
+            && (self.parts.len() <= 1 || self.covered.load(Ordering::Acquire))
     }
 
     /// Whether this worker holds the lease of its name (the one worker of that name that
-    /// applies changes).
+    /// applies changes); with [`SyncWorker::partitions`], the lease of at least one partition.
     pub fn is_active(&self) -> bool {
-        self.active.load(Ordering::Acquire)
+        self.parts.iter().any(PartState::is_active)
     }
 
     /// Whether this worker is standing by: another live worker of its name holds the lease.
+    /// With [`SyncWorker::partitions`]: it holds no partition, and other live workers hold
+    /// every one.
     pub fn is_standby(&self) -> bool {
-        self.standby.load(Ordering::Acquire)
+        match self.parts.as_slice() {
+            [] => false,
+            [whole] => whole.standby.load(Ordering::Acquire),
+            parts => {
+                !parts.iter().any(PartState::is_active) && self.covered.load(Ordering::Acquire)
+            }
+        }
+    }
+
+    /// How many partitions of its name this worker holds now (0 or 1 without
+    /// [`SyncWorker::partitions`]).
+    pub fn partitions_held(&self) -> usize {
+        self.held()
     }
 
     /// The last error the worker met (it may have recovered since).
@@ -326,14 +389,6 @@ impl WorkerStats {
 
     fn set_last_error(&self, error: &Error) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.clone());
-    }
-
-    fn role(&self, active: bool, standby: bool) {
-        self.active.store(active, Ordering::Release);
-        self.standby.store(standby, Ordering::Release);
-        if !active {
-            self.ready.store(false, Ordering::Release);
-        }
     }
 }
 
@@ -350,6 +405,8 @@ pub struct SyncWorker {
     max_await_time: Option<Duration>,
     token_save_interval: Duration,
     stall_timeout: Duration,
+    /// How many partitions the name's events are split into (1: not split).
+    partitions: usize,
     subsets: SubsetFollow,
     /// Test support: events of this document key are read as undecodable.
     unreadable_key: Option<Bson>,
@@ -367,7 +424,8 @@ pub struct SyncWorkerHandle {
     stats: Arc<WorkerStats>,
     ready_timeout: Duration,
     db: Database,
-    name: String,
+    /// The `_id` of each partition's token document (the name alone when it is not split).
+    ids: Vec<Bson>,
 }
 
 /// What probing an event too large to send found.
@@ -378,6 +436,90 @@ enum Probed {
     Unknown,
     /// The record was fenced off: the lease was taken over.
     FencedOff,
+}
+
+/// The batches of a stream read and not yet finished, oldest first (see [`super::lanes`]),
+/// and those that finished and wait for their token to be saved, in order.
+///
+/// Every await of the loop that reads the stream goes through [`InFlight::drive`], which polls
+/// the running batches meanwhile: a batch left unpolled keeps the pool connection of the
+/// command it is in the middle of, and enough of them (the jobs of 8 lanes, the failure log's
+/// refresh of each batch) held every connection of the client's pool (10 by default), so that
+/// the stream's next `getMore` and the lease's renewal waited for a connection until the lease
+/// lapsed: a worker catching up 10,000 renames lost and retook its lease every 9 s and saved
+/// no token (found by the sync benchmark; the worker's own client, shared with the service,
+/// was blocked too).
+#[derive(Default)]
+struct InFlight<'a> {
+    running: FuturesOrdered<BoxFuture<'a, Result<Finished>>>,
+    done: std::collections::VecDeque<Result<Finished>>,
+    /// When each running batch was started, oldest first.
+    started: std::collections::VecDeque<Instant>,
+}
+
+impl<'a> InFlight<'a> {
+    /// Whether no batch is running or waiting for its token to be saved.
+    fn is_empty(&self) -> bool {
+        self.running.is_empty() && self.done.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.running.len() + self.done.len()
+    }
+
+    /// Awaits `work` while the running batches go on (those that finish wait in `done`).
+    async fn drive<T>(&mut self, work: impl std::future::Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return out,
+                finished = self.running.next(), if !self.running.is_empty() => {
+                    self.finished(finished);
+                }
+            }
+        }
+    }
+
+    /// Starts a batch.
+    fn start(&mut self, batch: BoxFuture<'a, Result<Finished>>) {
+        self.running.push_back(batch);
+        self.started.push_back(Instant::now());
+    }
+
+    /// The oldest running batch finished (`running` yields them in order).
+    fn finished(&mut self, finished: Option<Result<Finished>>) {
+        if let Some(finished) = finished {
+            self.started.pop_front();
+            self.done.push_back(finished);
+        }
+    }
+
+    /// Whether the stream may be read ahead now (see [`READ_AHEAD_AFTER`]): nothing running,
+    /// or the oldest running batch has run that long and a lane is free; and fewer than
+    /// [`MAX_IN_FLIGHT`] batches are in flight.
+    fn may_read_ahead(&self, lanes: &Lanes) -> bool {
+        self.len() < MAX_IN_FLIGHT
+            && self
+                .started
+                .front()
+                .is_none_or(|oldest| oldest.elapsed() >= READ_AHEAD_AFTER && lanes.any_free())
+    }
+
+    /// A future that resolves when the oldest running batch has run for [`READ_AHEAD_AFTER`]
+    /// (never when none runs).
+    fn long_running(&self) -> impl std::future::Future<Output = ()> + use<> {
+        let at = self
+            .started
+            .front()
+            .map(|oldest| *oldest + READ_AHEAD_AFTER);
+        async move {
+            match at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
 }
 
 /// What a worker keeps across reopenings of its stream.
@@ -415,6 +557,8 @@ enum Stopped {
     LeaseLost,
     /// The watchdog found it stalled (the reason): reopen from the saved token.
     Stalled(String),
+    /// The partition left this member's share of its name: release it.
+    Released,
 }
 
 impl SyncWorker {
@@ -430,6 +574,7 @@ impl SyncWorker {
             max_await_time: None,
             token_save_interval: DEFAULT_TOKEN_SAVE_INTERVAL,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            partitions: 1,
             subsets: SubsetFollow::default(),
             unreadable_key: None,
             stall_once: Arc::default(),
@@ -507,6 +652,40 @@ impl SyncWorker {
         self
     }
 
+    /// Splits the name's change events among `partitions` partitions (default 1: not split) by
+    /// a hash of the changed document's `_id`, computed by the server in each partition's
+    /// stream, so that every event of one source document falls in one partition, in order.
+    /// Each partition has its own lease, epoch, fence lanes and resume token (a token document
+    /// `_id: { worker: name, partition: i, of: n }`), and the workers running the name, in this
+    /// process or others, share the partitions evenly: each renews a heartbeat, and every fifth
+    /// of the [lease](SyncWorker::lease) a worker holding more than its share releases the
+    /// surplus while one holding fewer takes free or expired partitions; a worker with no
+    /// share stands by. A worker that joins takes a share from the others, one that shuts
+    /// down releases its partitions at once, and one that stops renewing loses them once its
+    /// leases lapse.
+    ///
+    /// Every worker of a name must use the same count. Workers of another count that joined
+    /// earlier (or a worker of the name without partitions holding its lease) keep the name, and
+    /// a worker stands by until they leave; a partition without a token of its own starts from
+    /// the oldest token the name saved under another count (or without partitions), so adding
+    /// partitions to a running name replays from where it was, and applies nothing twice but
+    /// idempotently. The [`WorkerStats`] of a partitioned worker add up over the partitions it
+    /// holds; see [`SyncWorkerHandle::ready`] and [`SyncWorkerHandle::caught_up`] for what
+    /// they wait for, and the module `mongo_schema::sync`'s scaling guide
+    /// (`docs/guide/scaling.md`) for the hash, which `_id` types it spreads (numbers, strings,
+    /// ObjectIds, dates; a binary UUID `_id` falls in partition 0) and what partitions cost.
+    pub fn partitions(mut self, partitions: usize) -> Self {
+        self.partitions = partitions.max(1);
+        self
+    }
+
+    /// Test support, not part of the API: the partition (`0..partitions`) the worker's streams
+    /// give the changes of a document whose `_id` is `id`.
+    #[doc(hidden)]
+    pub fn __partition_of(id: &Bson, partitions: usize) -> usize {
+        super::partitions::partition_of(id, partitions)
+    }
+
     /// Test support, not part of the API: the next batch's apply never ends, as a command that
     /// never returns would hold it, so a test can watch the watchdog recover.
     #[doc(hidden)]
@@ -528,10 +707,18 @@ impl SyncWorker {
     #[must_use = "dropping the handle detaches the worker (it runs until its runtime ends); keep it to call `shutdown().await`"]
     pub fn spawn(self) -> SyncWorkerHandle {
         let (stop, stopped) = watch::channel(false);
-        let stats = Arc::new(WorkerStats::default());
+        let stats = Arc::new(WorkerStats::with_partitions(self.partitions));
         let ready_timeout = self.ready_timeout;
         let db = self.db.clone();
-        let name = self.name.clone();
+        let ids = (0..self.partitions)
+            .map(|index| {
+                Partition {
+                    index,
+                    count: self.partitions,
+                }
+                .id(&self.name)
+            })
+            .collect();
         let task = tokio::spawn(self.run(stopped, stats.clone()));
         SyncWorkerHandle {
             stop,
@@ -539,7 +726,7 @@ impl SyncWorker {
             stats,
             ready_timeout,
             db,
-            name,
+            ids,
         }
     }
 
@@ -551,50 +738,227 @@ impl SyncWorker {
     async fn run(self, mut stop: watch::Receiver<bool>, stats: Arc<WorkerStats>) -> Result<()> {
         let sources = self.graph.sources(SyncStrategy::Async);
         if sources.is_empty() && self.subsets.rules.is_empty() {
-            stats.role(true, false);
-            stats.ready.store(true, Ordering::Release);
+            for part in &stats.parts {
+                part.role(true, false);
+                part.ready.store(true, Ordering::Release);
+            }
+            stats.covered.store(true, Ordering::Release);
             stop_requested(&mut stop).await;
             return Ok(());
         }
+        if self.partitions <= 1 {
+            return self
+                .run_partition(Partition::whole(), &sources, stop, &stats, None)
+                .await;
+        }
+        Arc::new(self).run_partitioned(sources, stop, stats).await
+    }
+
+    /// Runs a name split into partitions: one task per partition, each acquiring and following
+    /// its partition when this member's share includes it, and this member's look at its name
+    /// every fifth of the lease, which decides the share (see [`super::partitions`]). The first
+    /// partition to end on an error stops the others, and its error is the worker's.
+    async fn run_partitioned(
+        self: Arc<Self>,
+        sources: Vec<String>,
+        mut stop: watch::Receiver<bool>,
+        stats: Arc<WorkerStats>,
+    ) -> Result<()> {
+        let count = self.partitions;
+        let owner = crate::lease::ServerLease::fresh_owner();
         let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
-        let lease = Lease::new(tokens, &self.name, self.lease, FAN_OUT_CONCURRENCY)
-            .with_pulse(stats.pulse.clone());
+        let mut membership = Membership::new(tokens, &self.name, &owner, count, self.lease);
+        let (halt, halted) = watch::channel(false);
+        let mut wants = Vec::with_capacity(count);
+        // dropped with this task (a `kill`), the set aborts the partitions' tasks with it
+        let mut tasks = tokio::task::JoinSet::new();
+        for index in 0..count {
+            let (want, wanted) = watch::channel(false);
+            wants.push(want);
+            let (this, sources, stats, halted, owner) = (
+                self.clone(),
+                sources.clone(),
+                stats.clone(),
+                halted.clone(),
+                owner.clone(),
+            );
+            tasks.spawn(async move {
+                let partition = Partition { index, count };
+                this.run_partition(partition, &sources, halted, &stats, Some((wanted, owner)))
+                    .await
+            });
+        }
+        let tick = (self.lease / 5).max(Duration::from_millis(50));
+        let mut joined = false;
+        let mut next_look = Duration::ZERO;
+        let mut outcome = Ok(());
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop_requested(&mut stop) => break,
+                ended = tasks.join_next() => {
+                    match ended {
+                        Some(Ok(Ok(()))) => continue,
+                        Some(Ok(Err(error))) => outcome = Err(error),
+                        Some(Err(join)) => {
+                            outcome = Err(Error::worker(
+                                crate::error::WorkerStop::Panicked,
+                                join.to_string(),
+                            ));
+                        }
+                        None => {}
+                    }
+                    break;
+                }
+                () = tokio::time::sleep(next_look) => {
+                    // the first look only announces this member: the next one, a tick later,
+                    // sees the members that started with it, so they share without churn
+                    next_look = tick;
+                    let look = self.look(&mut membership, &stats, &wants, joined);
+                    match tokio::time::timeout(self.lease, look).await {
+                        Ok(Ok(())) => joined = true,
+                        Ok(Err(error)) => {
+                            stats.set_last_error(&error);
+                            tracing::warn!(worker = %self.name, %error, "could not read the members and partitions of the name; retrying");
+                        }
+                        Err(_) => {
+                            tracing::warn!(worker = %self.name, "reading the members and partitions of the name took longer than the lease; retrying");
+                        }
+                    }
+                }
+            }
+        }
+        let _ = halt.send(true);
+        membership.leave().await;
+        while let Some(ended) = tasks.join_next().await {
+            match ended {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) if outcome.is_ok() => outcome = Err(error),
+                Err(join) if outcome.is_ok() => {
+                    outcome = Err(Error::worker(
+                        crate::error::WorkerStop::Panicked,
+                        join.to_string(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        outcome
+    }
+
+    /// One look at the name: renews this member's heartbeat, reads the members and the
+    /// partitions' leases, and tells each partition task whether this member's share
+    /// includes it (`decide`: not on the first look, which only announces the member).
+    async fn look(
+        &self,
+        membership: &mut Membership,
+        stats: &WorkerStats,
+        wants: &[watch::Sender<bool>],
+        decide: bool,
+    ) -> Result<()> {
+        let now = membership.heartbeat().await?;
+        let look = membership.look(now).await?;
+        let me = membership.me();
+        let holders: Vec<Holder> = stats
+            .parts
+            .iter()
+            .zip(&look.owners)
+            .map(|(part, owner)| match owner {
+                _ if part.is_active() => Holder::Me,
+                Some(owner) if *owner != me.owner => Holder::Other,
+                _ => Holder::Free,
+            })
+            .collect();
+        let decision = partitions::decide(&me, &look.members, &holders, look.unsplit_held);
+        stats.covered.store(decision.covered, Ordering::Release);
+        if decide {
+            for (want, wanted) in wants.iter().zip(decision.want) {
+                want.send_if_modified(|current| std::mem::replace(current, wanted) != wanted);
+            }
+        }
+        metrics::held(&self.name, stats.held());
+        Ok(())
+    }
+
+    /// Runs one partition (the whole name when it is not split): stands by until it holds the
+    /// partition's lease, follows its stream while it does, and stands by again when the lease
+    /// is lost. Partitioned (`share`: this member's wish for the partition, and the owner id
+    /// its partitions share), it acquires only while the share includes the partition, and
+    /// releases the lease when the share no longer does.
+    #[allow(deprecated)] // the worker writes its own counters
+    async fn run_partition(
+        &self,
+        partition: Partition,
+        sources: &[String],
+        mut stop: watch::Receiver<bool>,
+        stats: &WorkerStats,
+        share: Option<(watch::Receiver<bool>, String)>,
+    ) -> Result<()> {
+        let part = &stats.parts[partition.index];
+        let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
+        let mut lease = Lease::new(
+            tokens,
+            partition.id(&self.name),
+            self.lease,
+            FAN_OUT_CONCURRENCY,
+        )
+        .with_pulse(part.pulse.clone());
+        let mut want = None;
+        if let Some((wanted, owner)) = share {
+            lease = lease.with_owner(owner, partition.label(&self.name));
+            want = Some(wanted);
+        }
+        let label = lease.name().to_owned();
         let mut backoff = Backoff::new(BACKOFF_FIRST, BACKOFF_CAP);
         let mut recovery = Recovery::default();
         let outcome = loop {
+            if let Some(want) = want.as_mut() {
+                // outside this member's share: nothing to do until it includes the partition
+                tokio::select! {
+                    wanted = want.wait_for(|w| *w) => if wanted.is_err() { break Ok(()) },
+                    _ = stop_requested(&mut stop) => break Ok(()),
+                }
+            }
             // stand by until this worker holds the lease
             let acquired = tokio::select! {
-                acquired = self.acquire(&lease, &stats) => acquired,
+                acquired = self.acquire(&lease, part, want.as_mut()) => acquired,
                 _ = stop_requested(&mut stop) => break Ok(()),
             };
             let followed = match acquired {
-                Ok(()) => {
-                    stats.role(true, false);
+                Ok(false) => continue,
+                Ok(true) => {
+                    part.role(true, false);
                     WorkerStats::add(&stats.takeovers, 1);
-                    metrics::role(&self.name, true);
-                    tracing::info!(worker = %self.name, owner = lease.owner(), "holds the lease: following the change streams");
+                    metrics::took_over(&self.name);
+                    metrics::held(&self.name, stats.held());
+                    tracing::info!(worker = %label, owner = lease.owner(), "holds the lease: following the change streams");
                     tokio::select! {
-                        followed = self.follow(&sources, &mut stop, &stats, &lease, &mut backoff, &mut recovery) => followed,
+                        followed = self.follow(partition, sources, &mut stop, stats, part, &lease, &mut backoff, &mut recovery) => followed,
                         () = lease.keep() => Ok(Stopped::LeaseLost),
-                        reason = self.watchdog(&stats) => Ok(Stopped::Stalled(reason)),
+                        reason = self.watchdog(part) => Ok(Stopped::Stalled(reason)),
+                        () = unwanted(want.as_mut()) => Ok(Stopped::Released),
                     }
                 }
                 Err(error) => Err(error),
             };
-            stats.role(false, false);
-            metrics::role(&self.name, false);
+            part.role(false, false);
+            metrics::held(&self.name, stats.held());
             // a pass cancelled inside a fenced transaction (the lease lapsed while it was
             // paused) may have left it open on the server: end it before standing by
             lease.settle().await;
             match followed {
                 Ok(Stopped::Requested) => break Ok(()),
+                Ok(Stopped::Released) => {
+                    tracing::info!(worker = %label, "outside this worker's share of the name's partitions: released");
+                    lease.release().await;
+                }
                 Ok(Stopped::LeaseLost) => {
-                    tracing::warn!(worker = %self.name, "lease lost: another worker of this name took over; standing by");
+                    tracing::warn!(worker = %label, "lease lost: another worker of this name took over; standing by");
                 }
                 Ok(Stopped::Stalled(reason)) => {
                     WorkerStats::add(&stats.stalls, 1);
                     metrics::stalled(&self.name);
-                    tracing::warn!(worker = %self.name, %reason, "sync worker stalled: reopening its change stream from the saved token");
+                    tracing::warn!(worker = %label, %reason, "sync worker stalled: reopening its change stream from the saved token");
                     self.record_stall(&lease, &reason).await;
                     let wait = backoff.next_wait();
                     tokio::select! {
@@ -605,13 +969,13 @@ impl SyncWorker {
                 Err(error) => {
                     stats.set_last_error(&error);
                     if ErrorClass::of(&error) == ErrorClass::Permanent {
-                        tracing::error!(worker = %self.name, %error, "sync worker stopped: this error cannot be retried");
+                        tracing::error!(worker = %label, %error, "sync worker stopped: this error cannot be retried");
                         break Err(Error::worker_stopped_by(error));
                     }
                     WorkerStats::add(&stats.reopened, 1);
                     metrics::reopened(&self.name);
                     let wait = backoff.next_wait();
-                    tracing::warn!(worker = %self.name, %error, ?wait, "change stream failed; reopening from the last saved token");
+                    tracing::warn!(worker = %label, %error, ?wait, "change stream failed; reopening from the last saved token");
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = stop_requested(&mut stop) => break Ok(()),
@@ -623,23 +987,23 @@ impl SyncWorker {
         outcome
     }
 
-    /// Resolves when the worker, ready and holding its lease, has gone
+    /// Resolves when the partition, ready and holding its lease, has gone
     /// [`stall_timeout`](SyncWorker::stall_timeout) without progress (its pulse did not beat),
     /// with the reason: no fenced commit while batches were in flight, and no reply from its
     /// change stream while none was. (A job that hangs while other jobs commit is not seen.)
-    async fn watchdog(&self, stats: &WorkerStats) -> String {
+    async fn watchdog(&self, part: &PartState) -> String {
         let floor = self.max_await_time.map_or(Duration::ZERO, |wait| wait * 3);
         let bound = self
             .stall_timeout
             .max(floor)
             .max(Duration::from_millis(100));
         let step = (bound / 4).max(Duration::from_millis(25));
-        let mut seen = stats.pulse.load(Ordering::Relaxed);
+        let mut seen = part.pulse.load(Ordering::Relaxed);
         let mut since = Instant::now();
         loop {
             tokio::time::sleep(step).await;
-            let now = stats.pulse.load(Ordering::Relaxed);
-            if now != seen || !stats.is_ready() {
+            let now = part.pulse.load(Ordering::Relaxed);
+            if now != seen || !part.is_ready() {
                 seen = now;
                 since = Instant::now();
                 continue;
@@ -653,42 +1017,91 @@ impl SyncWorker {
         }
     }
 
-    /// Records a stall on the worker's token document (`stalled_at`, `stall`, `stalls`), for
-    /// `status`; best effort.
+    /// Records a stall on the partition's token document (`stalled_at`, `stall`, `stalls`),
+    /// for `status`; best effort.
     async fn record_stall(&self, lease: &Lease, reason: &str) {
         let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
         let record = tokens.update_one(
-            doc! { "_id": &self.name, "owner": lease.owner() },
+            doc! { "_id": lease.id().clone(), "owner": lease.owner() },
             doc! {
                 "$set": { "stalled_at": mongodb::bson::DateTime::now(), "stall": reason },
                 "$inc": { "stalls": 1_i64 },
             },
         );
         if let Ok(Err(error)) = tokio::time::timeout(Duration::from_secs(5), record).await {
-            tracing::warn!(worker = %self.name, %error, "could not record the stall");
+            tracing::warn!(worker = %lease.name(), %error, "could not record the stall");
         }
     }
 
     /// Waits until this worker holds the lease, polling while another live worker holds it.
-    async fn acquire(&self, lease: &Lease, stats: &WorkerStats) -> Result<()> {
+    /// `false`: the partition left this member's share meanwhile (`want`).
+    async fn acquire(
+        &self,
+        lease: &Lease,
+        part: &PartState,
+        mut want: Option<&mut watch::Receiver<bool>>,
+    ) -> Result<bool> {
         loop {
-            if lease.try_acquire().await? {
-                return Ok(());
+            if want.as_ref().is_some_and(|want| !*want.borrow()) {
+                return Ok(false);
             }
-            stats.role(false, true);
-            tokio::time::sleep(lease.poll_interval()).await;
+            if lease.try_acquire().await? {
+                return Ok(true);
+            }
+            part.role(false, true);
+            let wait = tokio::time::sleep(lease.poll_interval());
+            match want.as_mut() {
+                Some(want) => {
+                    tokio::select! {
+                        () = wait => {}
+                        _ = want.changed() => {}
+                    }
+                }
+                None => wait.await,
+            }
         }
     }
 
-    async fn load_token(&self) -> Result<Option<ResumeToken>> {
-        let stored = self
-            .db
-            .collection::<BsonDocument>(TOKENS_COLLECTION)
-            .find_one(doc! { "_id": &self.name })
+    /// The token saved for the lease's partition; for a partition that has none yet, the
+    /// oldest token its name saved under another partition count (or without partitions), so
+    /// a name that is split, or split again, goes on from where it was.
+    async fn load_token(&self, lease: &Lease, partition: Partition) -> Result<Option<ResumeToken>> {
+        let tokens = self.db.collection::<BsonDocument>(TOKENS_COLLECTION);
+        let read = |d: BsonDocument| {
+            d.get("token")
+                .cloned()
+                .and_then(|t| crate::bson_compat::from_bson::<ResumeToken>(t).ok())
+        };
+        let stored = tokens.find_one(doc! { "_id": lease.id().clone() }).await?;
+        if let Some(token) = stored.and_then(read) {
+            return Ok(Some(token));
+        }
+        if partition.count <= 1 {
+            return Ok(None);
+        }
+        let mut others = tokens
+            .find(doc! {
+                "$or": [
+                    { "_id": &self.name },
+                    { "_id.worker": &self.name, "_id.partition": { "$exists": true }, "_id.of": { "$ne": partition.count as i64 } },
+                ],
+                "token": { "$ne": Bson::Null },
+            })
+            .projection(doc! { "token": 1, "token_time": 1 })
             .await?;
-        Ok(stored
-            .and_then(|d| d.get("token").cloned())
-            .and_then(|t| crate::bson_compat::from_bson(t).ok()))
+        let mut oldest: Option<(u64, ResumeToken)> = None;
+        while let Some(other) = others.try_next().await? {
+            let time = other.get_timestamp("token_time").map_or(0, pack);
+            if let Some(token) = read(other) {
+                if oldest.as_ref().is_none_or(|(at, _)| time < *at) {
+                    oldest = Some((time, token));
+                }
+            }
+        }
+        if oldest.is_some() {
+            tracing::info!(worker = %lease.name(), "no token of this partition yet: starting from the oldest token its name saved under another partition count");
+        }
+        Ok(oldest.map(|(_, token)| token))
     }
 
     /// Saves the token if this worker still owns the lease; `false` if it does not.
@@ -766,8 +1179,12 @@ impl SyncWorker {
 
     /// The stages of the worker's stream: which changes (`$match`), projected down to what the
     /// worker reads, split when the server can split (see [`super::events`]).
-    async fn pipeline(&self, sources: &[String]) -> Result<Vec<BsonDocument>> {
-        let matched = doc! { "$or": [
+    async fn pipeline(
+        &self,
+        sources: &[String],
+        partition: Partition,
+    ) -> Result<Vec<BsonDocument>> {
+        let mut matched = doc! { "$or": [
             {
                 "operationType": { "$in": ["update", "replace", "delete"] },
                 "ns.coll": { "$in": sources },
@@ -777,6 +1194,10 @@ impl SyncWorker {
                 "ns.coll": { "$in": self.subsets.children() },
             },
         ] };
+        if let Some(own) = partition.filter() {
+            // the partition's own events only, chosen by the server (see `super::partitions`)
+            matched = doc! { "$and": [matched, own] };
+        }
         let mut post: Vec<String> = self
             .edges()
             .iter()
@@ -912,11 +1333,14 @@ impl SyncWorker {
     /// Opens the stream (from the saved token, or fresh with a reconcile) and applies events
     /// until stopped, the lease is lost, or an error.
     #[allow(deprecated)] // the worker writes its own counters
+    #[allow(clippy::too_many_arguments)]
     async fn follow(
         &self,
+        partition: Partition,
         sources: &[String],
         stop: &mut watch::Receiver<bool>,
         stats: &WorkerStats,
+        part: &PartState,
         lease: &Lease,
         backoff: &mut Backoff,
         recovery: &mut Recovery,
@@ -925,8 +1349,8 @@ impl SyncWorker {
         let Some(fence) = lease.fence() else {
             return Ok(Stopped::LeaseLost);
         };
-        let pipeline = self.pipeline(sources).await?;
-        let saved = self.load_token().await?;
+        let pipeline = self.pipeline(sources, partition).await?;
+        let saved = self.load_token(lease, partition).await?;
         let opened = match saved {
             Some(token) => match self
                 .open_past_too_large(&pipeline, token, recovery, stats, &log, &fence)
@@ -989,20 +1413,36 @@ impl SyncWorker {
                 {
                     return Ok(Stopped::LeaseLost);
                 }
+                // a fresh stream starts now, and everything before it was reconciled
+                part.applied_through(stream.resume_token().as_ref().and_then(token_time));
                 stream
             }
         };
-        stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
-        stats.ready.store(true, Ordering::Release);
+        // A resumed stream's position is known once the server has answered a read: the
+        // post-batch token of a resuming `aggregate` may carry the time of the open while it
+        // sits at the saved position (SecantusDB's does), and `caught_up` must not take it
+        // for the position (it returned while the copies were stale, in the new-user try).
+        part.ready.store(true, Ordering::Release);
+        let mut replies_since_open: u64 = 0;
         backoff.reset();
         let mut quiet_until = Instant::now() + self.token_save_interval;
         let mut fragments = Fragments::default();
         // the batches read and not yet finished, oldest first (see `super::lanes`)
         let lanes = Lanes::new(FAN_OUT_CONCURRENCY);
-        let mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>> = FuturesOrdered::new();
-        // when each batch in flight was started, oldest first
-        let mut started: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
+        let mut in_flight = InFlight::default();
         loop {
+            // the batches that finished, in order: their tokens saved
+            match self
+                .save_finished(&mut in_flight, lease, stats, part)
+                .await?
+            {
+                None => return Ok(Stopped::LeaseLost),
+                Some(true) if in_flight.is_empty() => {
+                    quiet_until = Instant::now() + self.token_save_interval;
+                    backoff.reset();
+                }
+                Some(_) => {}
+            }
             // one `getMore` at a time (the server holds it up to `maxAwaitTime` when nothing
             // waits), so the stream's position can be read between two of them; meanwhile
             // the batches in flight go on, and each one that finishes in order saves its token.
@@ -1011,36 +1451,15 @@ impl SyncWorker {
             // leaves the others to the next changes, while a backlog read faster than the
             // lanes apply it would only queue (and load the server: on a busy one the lease's
             // renewals then came too late, and the token never moved)
-            let oldest = started.front().copied();
-            let read_ahead = match oldest {
-                None => true,
-                Some(oldest) => {
-                    in_flight.len() < MAX_IN_FLIGHT
-                        && lanes.any_free()
-                        && oldest.elapsed() >= READ_AHEAD_AFTER
-                }
-            };
-            let long_running = async {
-                match oldest {
-                    Some(oldest) => tokio::time::sleep_until(oldest + READ_AHEAD_AFTER).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let read_ahead = in_flight.may_read_ahead(&lanes);
+            let long_running = in_flight.long_running();
             let first = tokio::select! {
                 biased;
                 _ = stop_requested(stop) => {
-                    return self.drain_and_stop(in_flight, lease, stats).await;
+                    return self.drain_and_stop(in_flight, lease, stats, part).await;
                 }
-                finished = in_flight.next(), if !in_flight.is_empty() => {
-                    started.pop_front();
-                    let finished = finished.expect("a batch in flight")?;
-                    if !self.finished(finished, lease, stats, in_flight.is_empty()).await? {
-                        return Ok(Stopped::LeaseLost);
-                    }
-                    if in_flight.is_empty() {
-                        quiet_until = Instant::now() + self.token_save_interval;
-                        backoff.reset();
-                    }
+                finished = in_flight.running.next(), if !in_flight.running.is_empty() => {
+                    in_flight.finished(finished);
                     continue;
                 }
                 // a lane given back, or the oldest batch running long: may read ahead now
@@ -1050,14 +1469,14 @@ impl SyncWorker {
             };
             if in_flight.is_empty() {
                 // with batches in flight, only their commits are progress (the watchdog)
-                stats.beat();
+                part.beat();
             }
+            replies_since_open += 1;
             let first = match first {
                 Err(e) if server_code(&e) == Some(TOO_LARGE) => {
                     // every batch before the event finishes (and saves its token) first, so
                     // that the position saved below is not ahead of unfinished work
-                    started.clear();
-                    if !self.drain(&mut in_flight, lease, stats).await? {
+                    if !self.drain(&mut in_flight, lease, stats, part).await? {
                         return Ok(Stopped::LeaseLost);
                     }
                     let Some(position) = stream.resume_token() else {
@@ -1095,6 +1514,7 @@ impl SyncWorker {
                         return Ok(Stopped::LeaseLost);
                     }
                     fragments = Fragments::default();
+                    replies_since_open = 0;
                     stream = match self
                         .open_past_too_large(&pipeline, from, recovery, stats, &log, &fence)
                         .await?
@@ -1115,9 +1535,10 @@ impl SyncWorker {
                         "change stream ended",
                     )));
                 }
-                if !fragments.pending() && in_flight.is_empty() {
+                if !fragments.pending() && in_flight.is_empty() && replies_since_open > 1 {
                     // every change before the stream's position was applied or concerned no copy
-                    stats.applied_through(stream.resume_token().as_ref().and_then(token_time));
+                    // (not the first reply: it may be the opening `aggregate`'s, see above)
+                    part.applied_through(stream.resume_token().as_ref().and_then(token_time));
                 }
                 if Instant::now() >= quiet_until && !fragments.pending() && in_flight.is_empty() {
                     // nothing to apply for a while: save where the stream is (every change
@@ -1144,7 +1565,6 @@ impl SyncWorker {
             let mut unreadable = Vec::new();
             self.take(&first, &mut fragments, &mut batch, &mut unreadable);
             let gathering_until = Instant::now() + GATHER_DEADLINE;
-            let mut done_meanwhile = Vec::new();
             while (batch.len() < self.max_batch && !recovery.one_at_a_time) || fragments.pending() {
                 let whole_event = fragments.pending();
                 // changes already late (a worker catching up): the next reply is waiting on
@@ -1163,22 +1583,15 @@ impl SyncWorker {
                     }
                 };
                 let next = tokio::select! {
-                    biased;
+                    // the batches in flight go on while the next one is gathered
+                    next = in_flight.drive(read) => next,
                     // the batch being gathered is left to the next worker, from the saved token
                     _ = stop_requested(stop) => {
-                        return self.drain_and_stop(in_flight, lease, stats).await;
+                        return self.drain_and_stop(in_flight, lease, stats, part).await;
                     }
-                    // the batches in flight go on while this one is gathered (a read may wait
-                    // for the server's `maxAwaitTime`); those that finish are saved after it
-                    finished = in_flight.next(), if !in_flight.is_empty() => {
-                        started.pop_front();
-                        done_meanwhile.push(finished.expect("a batch in flight"));
-                        continue;
-                    }
-                    next = read => next,
                 };
                 if next.is_some() && in_flight.is_empty() {
-                    stats.beat();
+                    part.beat();
                 }
                 match next {
                     None => break,
@@ -1190,24 +1603,9 @@ impl SyncWorker {
                     },
                 }
             }
-            for finished in done_meanwhile {
-                if !self
-                    .finished(finished?, lease, stats, in_flight.is_empty())
-                    .await?
-                {
-                    return Ok(Stopped::LeaseLost);
-                }
-            }
-            if !unreadable.is_empty() {
-                // the record is written on lane 0, which a job in flight may hold: those finish
-                // first (they are not polled while the record is written)
-                started.clear();
-                if !self.drain(&mut in_flight, lease, stats).await? {
-                    return Ok(Stopped::LeaseLost);
-                }
-            }
             for event in unreadable {
-                if !self.skip(event, None, stats, &log, &fence).await? {
+                let skipped = in_flight.drive(self.skip(event, None, stats, &log, &fence));
+                if !skipped.await? {
                     tracing::warn!(worker = %self.name, "the record of an unreadable event was fenced off: the lease was taken over");
                     lease.lost();
                     return Ok(Stopped::LeaseLost);
@@ -1224,8 +1622,7 @@ impl SyncWorker {
                 cluster_time: batch.iter().rev().find_map(|e| e.cluster_time),
             };
             let (log, fence, lanes) = (&log, &fence, &lanes);
-            started.push_back(Instant::now());
-            in_flight.push_back(Box::pin(async move {
+            in_flight.start(Box::pin(async move {
                 let applied = self.run_batch(planned, stats, log, fence, lanes).await?;
                 Ok(Finished {
                     fenced_off: !applied,
@@ -1282,34 +1679,60 @@ impl SyncWorker {
     /// being applied always did before the worker stopped.
     async fn drain_and_stop(
         &self,
-        mut in_flight: FuturesOrdered<BoxFuture<'_, Result<Finished>>>,
+        mut in_flight: InFlight<'_>,
         lease: &Lease,
         stats: &WorkerStats,
+        part: &PartState,
     ) -> Result<Stopped> {
-        Ok(if self.drain(&mut in_flight, lease, stats).await? {
-            Stopped::Requested
-        } else {
-            Stopped::LeaseLost
-        })
+        if !self.drain(&mut in_flight, lease, stats, part).await? {
+            return Ok(Stopped::LeaseLost);
+        }
+        Ok(Stopped::Requested)
     }
 
-    /// Lets every batch in flight finish, saving their tokens in order. `false`: the lease was
-    /// lost meanwhile.
+    /// Waits for every batch in flight to finish, saving their tokens in order. `false`: the
+    /// lease was lost.
     async fn drain(
         &self,
-        in_flight: &mut FuturesOrdered<BoxFuture<'_, Result<Finished>>>,
+        in_flight: &mut InFlight<'_>,
         lease: &Lease,
         stats: &WorkerStats,
+        part: &PartState,
     ) -> Result<bool> {
-        while let Some(finished) = in_flight.next().await {
-            if !self
-                .finished(finished?, lease, stats, in_flight.is_empty())
+        loop {
+            if self
+                .save_finished(in_flight, lease, stats, part)
                 .await?
+                .is_none()
             {
                 return Ok(false);
             }
+            match in_flight.running.next().await {
+                Some(finished) => in_flight.finished(Some(finished)),
+                None => return Ok(true),
+            }
         }
-        Ok(true)
+    }
+
+    /// Saves the tokens of the batches that finished, in order, while the others go on.
+    /// `None`: the lease was lost; `Some(any)`: whether any batch finished.
+    async fn save_finished(
+        &self,
+        in_flight: &mut InFlight<'_>,
+        lease: &Lease,
+        stats: &WorkerStats,
+        part: &PartState,
+    ) -> Result<Option<bool>> {
+        let mut any = false;
+        while let Some(finished) = in_flight.done.pop_front() {
+            any = true;
+            let last = in_flight.is_empty();
+            let saved = in_flight.drive(self.finished(finished?, lease, stats, part, last));
+            if !saved.await? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(any))
     }
 
     /// A batch finished: its token saved when every batch before it has finished (they finish
@@ -1321,6 +1744,7 @@ impl SyncWorker {
         finished: Finished,
         lease: &Lease,
         stats: &WorkerStats,
+        part: &PartState,
         last: bool,
     ) -> Result<bool> {
         if finished.fenced_off {
@@ -1339,7 +1763,7 @@ impl SyncWorker {
         {
             return Ok(false);
         }
-        stats.applied_through(token_time(&token));
+        part.applied_through(token_time(&token));
         Ok(true)
     }
 
@@ -1647,6 +2071,19 @@ fn changed_paths(description: &UpdateDescription) -> impl Iterator<Item = &str> 
         )
 }
 
+/// Resolves when the partition leaves this member's share (`want` turns false); never for a
+/// name that is not split (`None`), nor once the member stopped deciding (it is stopping).
+async fn unwanted(want: Option<&mut watch::Receiver<bool>>) {
+    match want {
+        Some(want) => {
+            if want.wait_for(|w| !*w).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
 /// Resolves when a stop is requested; never when the handle was dropped (a dropped handle
 /// detaches the worker).
 async fn stop_requested(stop: &mut watch::Receiver<bool>) {
@@ -1663,6 +2100,13 @@ impl SyncWorkerHandle {
 
     /// Waits until the worker is either following (it holds the lease, its stream is open and
     /// any initial reconcile is done) or standing by behind another live worker of its name.
+    ///
+    /// With [`SyncWorker::partitions`]: until every partition of the name is held by a live
+    /// worker (this one or another) and the stream of each one this worker holds is open and
+    /// caught up in that sense ([`WorkerStats::is_ready`]), or this worker holds none while
+    /// others hold them all ([`WorkerStats::is_standby`]). It does not wait for this worker to
+    /// take its share: a worker that joins a name whose partitions are all held is ready at
+    /// once and takes its share within about a fifth of the lease after the others see it.
     ///
     /// # Errors
     ///
@@ -1732,6 +2176,12 @@ impl SyncWorkerHandle {
     /// worker saves it after every batch, and at least every
     /// [`token_save_interval`](SyncWorker::token_save_interval) on a quiet stream).
     ///
+    /// With [`SyncWorker::partitions`] it waits for every partition of the name, so it means
+    /// the same: every change committed before the call is in its copies, whichever worker
+    /// applied it. A partition this worker holds is waited for by what it applied, one held
+    /// elsewhere by its saved token (which a quiet partition saves every
+    /// `token_save_interval`: lower that where `caught_up` is awaited on every worker).
+    ///
     /// # Errors
     ///
     /// The error that stopped the worker, if it ends before catching up ([`Error::Worker`]);
@@ -1739,11 +2189,7 @@ impl SyncWorkerHandle {
     pub async fn caught_up(&self) -> Result<()> {
         let target = self.newest_change().await?;
         loop {
-            let through = self.stats.through.load(Ordering::Acquire);
-            if self.stats.is_active() && through >= target {
-                return Ok(());
-            }
-            if !self.stats.is_active() && self.saved_through().await? >= target {
+            if self.behind(target).await?.is_none() {
                 return Ok(());
             }
             if self.task.is_finished() {
@@ -1755,10 +2201,30 @@ impl SyncWorkerHandle {
                     ),
                 });
             }
-            // a standby reads the saved token from the server: less often
-            let poll = if self.stats.is_active() { 5 } else { 100 };
+            // a partition held elsewhere is read from its saved token on the server: less often
+            let poll = if self.stats.parts.iter().all(PartState::is_active) {
+                5
+            } else {
+                100
+            };
             tokio::time::sleep(Duration::from_millis(poll)).await;
         }
+    }
+
+    /// The first partition not yet past `target` (`None`: all are): one this worker holds by
+    /// what it applied, another by its saved token.
+    async fn behind(&self, target: u64) -> Result<Option<usize>> {
+        for (index, (part, id)) in self.stats.parts.iter().zip(&self.ids).enumerate() {
+            let through = if part.is_active() {
+                part.through.load(Ordering::Acquire)
+            } else {
+                self.saved_through(id).await?
+            };
+            if through < target {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
     }
 
     /// The cluster time of the newest change on the server, packed (see [`pack`]).
@@ -1781,12 +2247,13 @@ impl SyncWorkerHandle {
         Ok(ping.get_timestamp("operationTime").map_or(0, pack))
     }
 
-    /// The time of the token saved for this worker's name, packed (0 when none).
-    async fn saved_through(&self) -> Result<u64> {
+    /// The time of the token saved in the token document `id` (a name, or a partition's),
+    /// packed (0 when none).
+    async fn saved_through(&self, id: &Bson) -> Result<u64> {
         let saved = self
             .db
             .collection::<BsonDocument>(TOKENS_COLLECTION)
-            .find_one(doc! { "_id": &self.name })
+            .find_one(doc! { "_id": id.clone() })
             .projection(doc! { "token_time": 1 })
             .await?;
         Ok(saved
