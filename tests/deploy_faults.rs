@@ -369,7 +369,7 @@ async fn a_start_up_count_cut_off_by_its_time_limit_refuses_the_validator_and_is
     let counts: Vec<_> = log
         .commands()
         .into_iter()
-        .filter(|c| c.name == "aggregate" && c.command.get_str("aggregate") == Ok("widgets"))
+        .filter(|c| c.name == "aggregate" && c.command.get_str("aggregate").ok() == Some("widgets"))
         .collect();
     assert!(
         !counts.is_empty(),

@@ -463,7 +463,7 @@ async fn a_transactional_rename_follows_every_matching_line_and_nothing_else() {
     let updates: Vec<BsonDocument> = log
         .commands()
         .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update") == Ok("tx_orders"))
+        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("tx_orders"))
         .map(|c| c.command)
         .collect();
     assert_eq!(updates.len(), 2, "{updates:?}");
@@ -555,7 +555,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     let updates: Vec<BsonDocument> = log
         .commands()
         .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update") == Ok("async_orders"))
+        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("async_orders"))
         .map(|c| c.command)
         .collect();
     assert_eq!(updates.len(), 2, "{updates:?}");

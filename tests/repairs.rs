@@ -65,7 +65,8 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
         .await
         .unwrap();
     let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "update" && started.command.get_str("update") == Ok("holders")
+        started.command_name == "update"
+            && started.command.get_str("update").ok() == Some("holders")
     })
     .await;
     let repairing = {
@@ -194,7 +195,8 @@ async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
         .await
         .unwrap();
     let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "update" && started.command.get_str("update") == Ok("holders")
+        started.command_name == "update"
+            && started.command.get_str("update").ok() == Some("holders")
     })
     .await;
     let filling = {

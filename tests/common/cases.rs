@@ -135,7 +135,7 @@ pub async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
 /// pause a worker in the middle of its writes).
 pub fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> bool {
     started.command_name == "update"
-        && started.command.get_str("update") == Ok("cases")
+        && started.command.get_str("update").ok() == Some("cases")
         && started
             .command
             .get_array("updates")
