@@ -29,9 +29,10 @@
 //!   (ids 7, 7_i64 and 7.0 meet; NaN, the infinities and larger numbers go to partition 0,
 //!   where `$mod` would fail on SecantusDB);
 //! - a date: its milliseconds, likewise;
-//! - a string, and an ObjectId as its hex: a polynomial hash (base 31, modulo 1,000,003) of
-//!   its last 64 characters, each counted as its place in printable ASCII, or its UTF-8 length
-//!   outside it;
+//! - an ObjectId: its last three bytes (the counter of the process that made it, one up per
+//!   id), read as six hex digits of its string, modulo `n`;
+//! - a string: a polynomial hash (base 31, modulo 1,000,003) of its last 64 characters, each
+//!   counted as its place in printable ASCII, or its UTF-8 length outside it;
 //! - anything else (a binary UUID, a document, a boolean): partition 0. A collection keyed by
 //!   UUIDs is not spread: every event of it falls in partition 0.
 //!
@@ -160,9 +161,30 @@ pub(crate) fn expression(id: &str, count: usize) -> Bson {
             } },
         } })
     };
+    // an ObjectId by its last three bytes (the counter of the process that made it, which
+    // goes up by one per id): six hex digits read off its string, no loop
+    let object_id = {
+        let digits: Vec<Bson> = (0..6_i64)
+            .map(|i| {
+                Bson::Document(doc! { "$multiply": [
+                    { "$indexOfBytes": ["0123456789abcdef", { "$substrBytes": ["$$h", 18 + i, 1] }] },
+                    16_i64.pow(5 - i as u32),
+                ] })
+            })
+            .collect();
+        Bson::Document(doc! { "$let": {
+            "vars": { "h": { "$toString": "$$id" } },
+            "in": { "$mod": [{ "$add": digits }, n] },
+        } })
+    };
     let kind = doc! { "$type": "$$id" };
     let hashed = doc! { "$switch": {
         "branches": [
+            // the commonest `_id` first: `$switch` tries the cases in order
+            {
+                "case": { "$eq": [kind.clone(), "objectId"] },
+                "then": object_id,
+            },
             {
                 "case": { "$and": [
                     { "$in": [kind.clone(), ["double", "int", "long", "decimal"]] },
@@ -174,10 +196,6 @@ pub(crate) fn expression(id: &str, count: usize) -> Bson {
             {
                 "case": { "$eq": [kind.clone(), "date"] },
                 "then": number(Bson::Document(doc! { "$toLong": "$$id" })),
-            },
-            {
-                "case": { "$eq": [kind.clone(), "objectId"] },
-                "then": string(Bson::Document(doc! { "$toString": "$$id" })),
             },
             {
                 "case": { "$eq": [kind, "string"] },
@@ -236,7 +254,11 @@ pub(crate) fn partition_of(id: &Bson, count: usize) -> usize {
         Bson::Double(x) => number(*x),
         Bson::Decimal128(d) => d.to_string().parse::<f64>().map_or(0, number),
         Bson::DateTime(at) => at.timestamp_millis().rem_euclid(n) as usize,
-        Bson::ObjectId(oid) => string(&oid.to_hex()),
+        Bson::ObjectId(oid) => {
+            let b = oid.bytes();
+            let counter = (u64::from(b[9]) << 16) | (u64::from(b[10]) << 8) | u64::from(b[11]);
+            (counter % n as u64) as usize
+        }
         Bson::String(s) => string(s),
         _ => 0,
     }
@@ -662,7 +684,7 @@ mod tests {
         // the values SecantusDB computed for the expression (`$project` of `expression`)
         let oid = ObjectId::parse_str("64b7f0c2a1b2c3d4e5f60718").unwrap();
         let cases: Vec<(Bson, usize, usize)> = vec![
-            (Bson::ObjectId(oid), 1, 2),
+            (Bson::ObjectId(oid), 0, 5),
             (Bson::String("abc".into()), 3, 5),
             (Bson::Int32(7), 3, 0),
             (Bson::Int64(-3), 1, 4),
