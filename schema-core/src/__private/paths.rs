@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use mongodb::bson::Bson;
 
 pub use crate::model::bson_schema::FieldList;
-pub use crate::query::path::{Decoded, Encoded};
+pub use crate::model::encoding::{Decoded, Encoded};
 pub use crate::query::{stored_read, stored_value, Decoder, Encoder, Ordered, Path};
 use crate::BsonSchema;
 

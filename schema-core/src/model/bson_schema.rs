@@ -54,7 +54,7 @@ pub trait BsonSchema {
     /// scalar whose stored form is the value itself, its native encoder (so that a derived
     /// model's impl names none).
     #[doc(hidden)]
-    const __ENCODER: crate::query::Encoder<Self> = crate::query::Encoder::Plain;
+    const __ENCODER: crate::model::encoding::Encoder<Self> = crate::model::encoding::Encoder::Plain;
 
     /// The references and copies held inside values of this type, with paths relative to the
     /// value (`product`, `product_id`): what a collection root embedding it adds under the
@@ -133,7 +133,7 @@ macro_rules! scalar {
     ($($ty:ty => $schema:expr $(, $encoder:path)?;)*) => {$(
         impl BsonSchema for $ty {
             fn bson_schema() -> Document { $schema }
-            $(const __ENCODER: crate::query::Encoder<Self> = $encoder;)?
+            $(const __ENCODER: crate::model::encoding::Encoder<Self> = $encoder;)?
         }
     )*};
 }

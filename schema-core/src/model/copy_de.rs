@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::query::path::Decoded;
+use crate::model::encoding::Decoded;
 use crate::query::Decoder;
 
 /// The slots of a copy type's fields, in the order of its table of stored names.

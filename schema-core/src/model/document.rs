@@ -28,7 +28,8 @@ pub trait Document: BsonSchema {
     /// `uuid_1_as_binary`), so that copies and filters of the id encode it as stored; else as
     /// its type writes itself alone (a BSON scalar's native encoder).
     #[doc(hidden)]
-    const ID_ENCODER: crate::query::Encoder<Self::Id> = <Self::Id as crate::BsonSchema>::__ENCODER;
+    const ID_ENCODER: crate::model::encoding::Encoder<Self::Id> =
+        <Self::Id as crate::BsonSchema>::__ENCODER;
 
     /// How a stored `_id` is read back: through its serde helper when it has one, so that a
     /// [`crate::Ref`] reads what the helper wrote.

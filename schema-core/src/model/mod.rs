@@ -11,6 +11,7 @@ pub(crate) mod copy;
 pub(crate) mod copy_de;
 pub(crate) mod document;
 pub(crate) mod ecosystem;
+pub(crate) mod encoding;
 pub(crate) mod index;
 pub(crate) mod part;
 pub(crate) mod size;

@@ -10,6 +10,10 @@ use super::QuerySpec;
 use crate::json_schema;
 use crate::{CollectionSpec, IndexReason, IndexSpec, SyncStrategy};
 
+/// Parents compared per aggregation of a counter's recount in `reconcile` (and the most ids the
+/// recount's `$in` holds): a library query, described here with its bound.
+pub(crate) const RECOUNT_BATCH: usize = 500;
+
 /// How a query is served, as `Schema::build` found it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -325,10 +329,7 @@ pub(crate) fn subset_queries(parent: &str, subset: &crate::SubsetSpec) -> Vec<Qu
                 "recount of {parent}.{} (reconcile, a batch of parents)",
                 subset.path
             )))
-            .any_of(
-                subset.parent_field.clone(),
-                crate::relations::subset::reconcile::RECOUNT_BATCH,
-            ),
+            .any_of(subset.parent_field.clone(), RECOUNT_BATCH),
         );
     } else {
         queries.push(

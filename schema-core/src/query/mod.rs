@@ -18,13 +18,14 @@ pub mod plan_reader;
 mod prove;
 mod usage;
 
+#[doc(hidden)]
+pub use crate::model::encoding::{stored_read, stored_value};
+pub use crate::model::encoding::{Decoder, Encoder};
 pub use builder::{Filter, Sort, Update};
 pub use declared::{DeclaredQuery, Paged, Paging, QueryCursor, QuerySpec, Unpaged};
 pub use fit::ServerRules;
 pub use fitting::QueryFit;
-#[doc(hidden)]
-pub use path::{stored_read, stored_value};
-pub use path::{Decoder, Encoder, Path};
+pub use path::Path;
 pub use plan_reader::{PlanFacts, SortVerdict};
 pub use prove::{ProofReport, QueryProof};
 pub use usage::IndexUsage;

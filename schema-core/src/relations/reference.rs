@@ -175,7 +175,7 @@ where
     #[inline]
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // stored as `T`'s `_id` is: through its helper (a uuid as subtype 4)
-        crate::query::path::Encoded(&self.id, T::ID_ENCODER).serialize(serializer)
+        crate::model::encoding::Encoded(&self.id, T::ID_ENCODER).serialize(serializer)
     }
 }
 
@@ -186,7 +186,7 @@ where
     #[inline]
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::DeserializeSeed as _;
-        crate::query::path::Decoded(T::ID_DECODER)
+        crate::model::encoding::Decoded(T::ID_DECODER)
             .deserialize(deserializer)
             .map(Ref::new)
     }

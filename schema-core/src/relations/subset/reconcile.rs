@@ -154,10 +154,6 @@ pub(crate) async fn reconcile(
     Ok(out)
 }
 
-/// Parents compared per aggregation of a counter's recount (and the most ids its `$in`
-/// holds).
-pub(crate) const RECOUNT_BATCH: usize = 500;
-
 /// The parents of one subset, read as one stream in `_id` order (the subset and count fields
 /// only). A subset's parent is compared with one indexed query of its children; a counter's
 /// parents are compared a batch at a time, the counts of a batch read with one indexed
@@ -178,7 +174,7 @@ async fn reconcile_one(
     let batch_size = if rule.keeps_previews() {
         1
     } else {
-        RECOUNT_BATCH
+        crate::query::fitting::RECOUNT_BATCH
     };
     let mut after: Option<Bson> = None;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
