@@ -1,8 +1,7 @@
-// The help desk of seed 003 without its ticket: the types the README's ten-line `Ticket` names.
-// `helpdesk.rs` adds the ticket of `examples/helpdesk/model.rs`. Included by the doc tests of
-// the README and the guide (`include!`: no inner attributes or `//!` comments here, and no `use`
-// lines, which would clash with the including block's own `use mongo_schema::prelude::*` and
-// `use serde::{Deserialize, Serialize}`).
+// Customers, agents, tags, messages and the ticket's sub-documents: every type the ticket
+// names. Included by `../model.rs`, and as they are by the README's and the guide's doc tests (no
+// `use` lines or inner attributes here: the including file brings `mongo_schema::prelude::*` and
+// serde's derives).
 
 #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[collection(name = "customers")]
@@ -43,6 +42,17 @@ pub enum Status {
     Open,
     Pending,
     Closed,
+}
+
+impl Status {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Pending => "pending",
+            Status::Closed => "closed",
+        }
+    }
 }
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,27 +113,4 @@ pub struct Message {
     #[embed(max = 20)]
     pub attachments: Vec<Attachment>,
     pub at: DateTime,
-}
-
-/// What the README says of the help desk's indexes (its doc test calls this): the agent queue's
-/// index derived by ESR, and the fan-out index of each copy.
-#[allow(dead_code)]
-fn readme_claims() {
-    let schema = Schema::new()
-        .model::<Customer>()
-        .model::<Agent>()
-        .model::<Tag>()
-        .model::<Ticket>()
-        .model::<Message>()
-        .build()
-        .expect("the help desk");
-    let tickets = schema.collection("tickets").expect("declared");
-    let keys: Vec<_> = tickets.indexes.iter().map(|index| index.keys.clone()).collect();
-    for claimed in [
-        doc! { "team": 1, "status": 1, "priority": -1, "updatedAt": -1 },
-        doc! { "customer._id": 1, "_id": 1 },
-        doc! { "assignee._id": 1, "_id": 1 },
-    ] {
-        assert!(keys.contains(&claimed), "{claimed} in {keys:?}");
-    }
 }
