@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, ready, shut_down};
 use mongo_schema::bson::{doc, Bson};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -457,13 +457,7 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
         .name("views")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker's start",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
     let views = View::collection(&db);
     for id in 1..=4 {
         views
@@ -507,13 +501,7 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
     })
     .await;
     assert_eq!(worker.stats().snapshot().unknown_parents, 0);
-    within(
-        Duration::from_secs(30),
-        "the worker's stop",
-        worker.shutdown(),
-    )
-    .await
-    .unwrap();
+    shut_down(worker).await;
 }
 
 /// A filter on a value the child never stores (the Rust variant name of an enum serde stores in

@@ -602,14 +602,10 @@ async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
             .spawn()
     };
     let first = spawn(1500);
-    common::within(Duration::from_secs(30), "first worker ready", first.ready())
-        .await
-        .unwrap();
+    common::ready(&first).await;
     // a standby of the same name, waiting
     let standby = spawn(1500);
-    common::within(Duration::from_secs(30), "standby ready", standby.ready())
-        .await
-        .unwrap();
+    common::ready(&standby).await;
     assert!(standby.stats().is_standby());
 
     let before = run(args("status", &db, &["--json"])).await.json();
@@ -719,9 +715,7 @@ async fn status_shows_an_expired_lease_until_someone_takes_it() {
         .lease(Duration::from_millis(600))
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    common::within(Duration::from_secs(30), "worker ready", only.ready())
-        .await
-        .unwrap();
+    common::ready(&only).await;
     let live = run(args("status", &db, &[])).await;
     assert_eq!(live.code, 0, "{}{}", live.stdout, live.stderr);
     assert!(!live.stdout.contains("EXPIRED"), "{}", live.stdout);
@@ -796,13 +790,7 @@ async fn status_exits_2_for_a_worker_that_holds_its_lease_without_progress() {
         .max_await_time(Duration::from_millis(100))
         .token_save_interval(Duration::from_millis(200))
         .spawn();
-    common::within(
-        Duration::from_secs(30),
-        "worker ready",
-        stalled_worker.ready(),
-    )
-    .await
-    .unwrap();
+    common::ready(&stalled_worker).await;
     let tokens = db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION);
     let saved_at = || {
         let tokens = tokens.clone();
@@ -918,13 +906,7 @@ async fn status_exits_2_for_a_worker_that_holds_its_lease_without_progress() {
     let after = run(status(&["--json"])).await;
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
     assert_eq!(worker(&after.json(), "stalled")["stalled"], false);
-    common::within(
-        Duration::from_secs(30),
-        "shutdown",
-        stalled_worker.shutdown(),
-    )
-    .await
-    .unwrap();
+    common::shut_down(stalled_worker).await;
     drop(server);
 }
 
@@ -962,9 +944,7 @@ async fn status_exits_2_after_a_watchdog_stall() {
         .stall_timeout(Duration::from_secs(1))
         .__stall_next_batch()
         .spawn();
-    common::within(Duration::from_secs(30), "worker ready", watched.ready())
-        .await
-        .unwrap();
+    common::ready(&watched).await;
     let before = run(status(&["--json"])).await;
     assert_eq!(before.code, 0, "{}{}", before.stdout, before.stderr);
     assert_eq!(worker(&before.json(), "watched")["stalls"], 0);
@@ -1000,9 +980,7 @@ async fn status_exits_2_after_a_watchdog_stall() {
         "{}",
         table.stdout
     );
-    common::within(Duration::from_secs(30), "shutdown", watched.shutdown())
-        .await
-        .unwrap();
+    common::shut_down(watched).await;
 }
 
 /// Repairs that fail exit 2: a ticket whose copy of its agent's name drifted and whose own

@@ -21,7 +21,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, ready_within, shut_down};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -277,13 +277,7 @@ async fn renaming_product_abc_for_the_worker_leaves_the_copies_of_abc_upper() {
         .name("collated-ids")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    within(
-        Duration::from_secs(60),
-        "the worker's start",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready_within(&worker, Duration::from_secs(60)).await;
     // a plain driver write of the source: the worker follows it
     Product::collection(&db)
         .update_one(
@@ -306,13 +300,7 @@ async fn renaming_product_abc_for_the_worker_leaves_the_copies_of_abc_upper() {
         "the copy of \"ABC\" is another product's"
     );
     assert_eq!(upper.item.name, "Bolt");
-    within(
-        Duration::from_secs(30),
-        "the worker's stop",
-        worker.shutdown(),
-    )
-    .await
-    .unwrap();
+    shut_down(worker).await;
 }
 
 #[tokio::test]

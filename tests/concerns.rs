@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, shut_down};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -149,13 +149,7 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
             == 5
     })
     .await;
-    within(
-        Duration::from_secs(30),
-        "the worker shuts down",
-        worker.shutdown(),
-    )
-    .await
-    .unwrap();
+    shut_down(worker).await;
     schema.reconcile(&db).await.unwrap();
     schema.retry_failures(&db).await.unwrap();
 

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, ready_within, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate;
@@ -512,13 +512,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     let before = stored(&db, "async_orders").await;
 
     let worker = schema.sync_worker(&db).name("embedded-async").spawn();
-    within(
-        Duration::from_secs(60),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .expect("the sync worker is ready");
+    ready_within(&worker, Duration::from_secs(60)).await;
     log.clear();
     // an ordinary write of the product: the worker rewrites the lines after it
     let update = schema

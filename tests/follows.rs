@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, ready, shut_down};
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -260,13 +260,7 @@ mod by_the_worker {
             .name("follows")
             .max_await_time(Duration::from_millis(100))
             .spawn();
-        within(
-            Duration::from_secs(30),
-            "the worker's start",
-            worker.ready(),
-        )
-        .await
-        .unwrap();
+        ready(&worker).await;
         let follows = Follow::collection(&db);
         let plain = |id: i64, follower: i64, followed: i64, name: &str| Follow {
             id,
@@ -337,12 +331,6 @@ mod by_the_worker {
         );
         assert_eq!(read(3).await.follower_count, 0);
         assert_eq!(worker.stats().snapshot().unknown_parents, 0);
-        within(
-            Duration::from_secs(30),
-            "the worker's stop",
-            worker.shutdown(),
-        )
-        .await
-        .unwrap();
+        shut_down(worker).await;
     }
 }

@@ -166,9 +166,7 @@ macro_rules! id_family {
                     async move { holders.await == 25 }
                 })
                 .await;
-                common::within(Duration::from_secs(30), "worker shutdown", worker.shutdown())
-                    .await
-                    .unwrap();
+                common::shut_down(worker).await;
 
                 // reconcile: Ana's 25 are stale after the rename, and 3 of Bob's are corrupted
                 raw("orders")

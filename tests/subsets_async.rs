@@ -9,7 +9,7 @@ mod common;
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, shut_down, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -137,13 +137,7 @@ async fn start_worker(
 
 /// Shuts `worker` down, failing the test if it is not stopped within 30 s.
 async fn stop(worker: mongo_schema::SyncWorkerHandle) {
-    within(
-        Duration::from_secs(30),
-        "the worker's shutdown",
-        worker.shutdown(),
-    )
-    .await
-    .unwrap();
+    shut_down(worker).await;
 }
 
 async fn converged(db: &mongodb::Database, channels: &[i64]) -> bool {

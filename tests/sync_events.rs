@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cases::Agent;
-use common::{eventually, within};
+use common::{eventually, ready, shut_down, within};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -143,13 +143,7 @@ async fn copied_name(db: &mongodb::Database, case: &Case) -> Option<String> {
 async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
     let (db, schema, agents, cases) = setup("sync_events_large", 1).await;
     let worker = schema.sync_worker(&db).name("large").spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
 
     // about 9 MB each: the update's event holds the pre-image, the post-image and the new body
     let body = |c: char| c.to_string().repeat(9 * 1024 * 1024);
@@ -186,9 +180,7 @@ async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
     let stats = worker.stats().snapshot();
     assert_eq!(stats.unreadable, 0, "no event was skipped: {stats:?}");
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,13 +192,7 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
         .name("unreadable")
         .__unreadable_key(bad.id)
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
 
     rename(&db, bad, "unread").await;
     rename(&db, good, "read after it").await;
@@ -238,9 +224,7 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
         schema.sync_failures(&db).await.unwrap().is_empty(),
         "the record goes with the reconcile that repaired what the event would have done"
     );
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
 }
 
 /// Whether `started` is the upsert of a sync failure record.
@@ -271,13 +255,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
         .max_await_time(Duration::from_millis(100))
         .__unreadable_key(bad.id)
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        paused.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&paused).await;
     assert!(paused.stats().is_active());
     // a standby of the same name, which reads every event
     let standby = schema
@@ -286,13 +264,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
         .lease(LEASE)
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the standby is ready",
-        standby.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&standby).await;
     assert!(standby.stats().is_standby());
 
     rename(&db, bad, "unread by the first").await;
@@ -336,12 +308,8 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
     );
     assert_eq!(paused.stats().snapshot().unreadable, 0);
     assert!(standby.stats().is_active(), "the new holder kept the lease");
-    within(Duration::from_secs(30), "shutdown", standby.shutdown())
-        .await
-        .unwrap();
-    within(Duration::from_secs(30), "shutdown", paused.shutdown())
-        .await
-        .unwrap();
+    shut_down(standby).await;
+    shut_down(paused).await;
 }
 
 /// An event too large to send, as mongod answers it: its `getMore` fails with
@@ -371,13 +339,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
         .name("too-large")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
 
     client
         .database("admin")
@@ -439,9 +401,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
         Some("too large to send")
     );
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
     drop(server);
 }
 
@@ -470,16 +430,8 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
     let worker_db = worker_client.database(db.name());
     // a first worker saves its token and stops
     let first = schema.sync_worker(&worker_db).name("reopen").spawn();
-    within(
-        Duration::from_secs(30),
-        "the first worker is ready",
-        first.ready(),
-    )
-    .await
-    .unwrap();
-    within(Duration::from_secs(30), "shutdown", first.shutdown())
-        .await
-        .unwrap();
+    ready(&first).await;
+    shut_down(first).await;
     // the event the server cannot send, first after the saved token, and a change after it
     rename(&db, big, "too large to send").await;
     rename(&db, next, "after the large one").await;
@@ -518,9 +470,7 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
         copied_name(&db, &cases[0]).await.as_deref(),
         Some("agent 0")
     );
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
     drop(server);
 }
 
@@ -555,13 +505,7 @@ async fn a_rename_during_a_trickle_is_applied_within_a_second() {
         .name("trickle")
         .max_await_time(AWAIT)
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
     let done = Arc::new(AtomicBool::new(false));
     let trickling = trickle(
         db.clone(),
@@ -584,9 +528,7 @@ async fn a_rename_during_a_trickle_is_applied_within_a_second() {
     }
     done.store(true, Ordering::Relaxed);
     trickling.await.unwrap();
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -597,13 +539,7 @@ async fn a_shutdown_during_a_trickle_returns_at_once() {
         .name("stop")
         .max_await_time(AWAIT)
         .spawn();
-    within(
-        Duration::from_secs(30),
-        "the worker is ready",
-        worker.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&worker).await;
     let done = Arc::new(AtomicBool::new(false));
     // a change every 50 ms: no reply of the stream comes back empty, and a batch that
     // gathered until one did (or until 1,000 changes) would hold the shutdown for minutes

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::cases::*;
-use common::{eventually, within};
+use common::{eventually, shut_down, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -144,9 +144,7 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
     assert!(standby.stats().snapshot().takeovers >= 1);
 
     // the worker that was paused is a good standby: it takes over when the holder stops
-    within(Duration::from_secs(30), "shutdown", standby.shutdown())
-        .await
-        .unwrap();
+    shut_down(standby).await;
     eventually(
         Duration::from_secs(20),
         "the worker that was paused takes over again",
@@ -160,9 +158,7 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
         || async { copied_names(&db, "agent").await == vec![Some("Newest".to_owned()); 3] },
     )
     .await;
-    within(Duration::from_secs(30), "shutdown", paused.shutdown())
-        .await
-        .unwrap();
+    shut_down(paused).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -397,8 +393,6 @@ async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_de
     );
     assert!(standby.stats().is_active(), "the new holder kept the lease");
     for worker in [standby, paused] {
-        within(Duration::from_secs(30), "shutdown", worker.shutdown())
-            .await
-            .unwrap();
+        shut_down(worker).await;
     }
 }

@@ -175,9 +175,7 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
         .name(WORKER)
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    common::within(Duration::from_secs(30), "worker ready", worker.ready())
-        .await
-        .unwrap();
+    common::ready(&worker).await;
     let w = [("worker", WORKER)];
     let wc = [("worker", WORKER), ("copy", COPY)];
     assert_eq!(recorder.counter(names::TAKEOVERS, &w), 1);

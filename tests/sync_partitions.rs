@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually, within};
+use common::{eventually, ready_within, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::{SyncWorker, SyncWorkerHandle};
 
@@ -160,12 +160,8 @@ async fn two_workers_share_the_partitions_and_one_takes_over_when_the_other_shut
     let (db, authors) = seeded("partitions_two").await;
     let a = worker(&db).spawn();
     let b = worker(&db).spawn();
-    within(Duration::from_secs(120), "a ready", a.ready())
-        .await
-        .unwrap();
-    within(Duration::from_secs(120), "b ready", b.ready())
-        .await
-        .unwrap();
+    ready_within(&a, Duration::from_secs(120)).await;
+    ready_within(&b, Duration::from_secs(120)).await;
     eventually(
         Duration::from_secs(30),
         "the two workers hold two partitions each",
@@ -240,21 +236,15 @@ async fn a_third_worker_takes_a_share_and_a_killed_ones_partitions_are_taken_onc
     let (db, authors) = seeded("partitions_three").await;
     let a = worker(&db).spawn();
     let b = worker(&db).spawn();
-    within(Duration::from_secs(120), "a ready", a.ready())
-        .await
-        .unwrap();
-    within(Duration::from_secs(120), "b ready", b.ready())
-        .await
-        .unwrap();
+    ready_within(&a, Duration::from_secs(120)).await;
+    ready_within(&b, Duration::from_secs(120)).await;
     eventually(Duration::from_secs(30), "two and two", || async {
         held(&[&a, &b]) == [2, 2]
     })
     .await;
 
     let c = worker(&db).spawn();
-    within(Duration::from_secs(120), "c ready", c.ready())
-        .await
-        .unwrap();
+    ready_within(&c, Duration::from_secs(120)).await;
     eventually(
         Duration::from_secs(30),
         "the third worker takes a share: 2, 1, 1 in some order",

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{eventually, within};
+use common::{eventually, shut_down};
 use futures_util::{StreamExt, TryStreamExt};
 use model::*;
 use mongo_schema::bson::{doc, Bson, DateTime, Document as BsonDocument};
@@ -172,9 +172,7 @@ async fn an_array_of_copies_keeps_one_record_per_failing_source() {
         "30 days, as the README documents"
     );
     assert_eq!(FAILURE_RECORD_TTL, Duration::from_secs(30 * 24 * 60 * 60));
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
 
     // mended, each record is retried for its own source
     set_title(&db, bad, "mended".into()).await;
@@ -215,9 +213,7 @@ async fn a_record_goes_with_the_next_successful_rewrite_without_retry_failures()
         },
     )
     .await;
-    within(Duration::from_secs(30), "shutdown", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down(worker).await;
 
     // reconcile: its failed repair is recorded, its successful repair removes the record in
     // the same pass

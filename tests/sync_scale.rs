@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, within};
+use common::{eventually, ready, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -598,13 +598,7 @@ async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_a
         .unwrap();
     worker.kill();
     let next = spawn();
-    within(
-        Duration::from_secs(30),
-        "the next worker takes over",
-        next.ready(),
-    )
-    .await
-    .unwrap();
+    ready(&next).await;
     eventually(
         Duration::from_secs(15),
         "the takeover claims the lanes",

@@ -41,3 +41,31 @@ pub async fn within<T>(
         .await
         .unwrap_or_else(|_| panic!("{what}: not done within {timeout:?}"))
 }
+
+/// Waits until `worker` is ready (holding its lease, or standing by), failing the test after
+/// 30 s.
+#[allow(dead_code)]
+pub async fn ready(worker: &mongo_schema::SyncWorkerHandle) {
+    ready_within(worker, Duration::from_secs(30)).await;
+}
+
+/// Waits until `worker` is ready, failing the test after `timeout` (a worker that starts
+/// behind a large catch-up or on a loaded server).
+#[allow(dead_code)]
+pub async fn ready_within(worker: &mongo_schema::SyncWorkerHandle, timeout: Duration) {
+    within(timeout, "the sync worker is ready", worker.ready())
+        .await
+        .expect("the sync worker is ready");
+}
+
+/// Shuts `worker` down, failing the test unless it ends cleanly within 30 s.
+#[allow(dead_code)]
+pub async fn shut_down(worker: mongo_schema::SyncWorkerHandle) {
+    within(
+        Duration::from_secs(30),
+        "the sync worker shuts down",
+        worker.shutdown(),
+    )
+    .await
+    .expect("the sync worker ends cleanly");
+}
