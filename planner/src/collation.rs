@@ -17,6 +17,8 @@
 //! ICU's collation data (every locale and variant of [`LOCALES`] created with ICU 72.1, each
 //! option compared with the root's; the same four as the manual's table of default parameters).
 
+use crate::{IndexShape, QueryShape, Rule};
+
 /// One row of mongod's table: the locale, the language's name, the variants (`"phonebook"`
 /// in `"de@collation=phonebook"`).
 pub type Locale = (&'static str, &'static str, &'static [&'static str]);
@@ -259,6 +261,98 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+// Rule 6, a collation other than the query's: `planner_ixselect.cpp` `_compatible` assigns no
+// predicate comparing a string, an array or an object to the index, `computeSortsForScan` counts
+// such a key among the unsupported fields.
+
+/// Whether a key on `path` is one a collation compares: under another collation than the
+/// query's, every path the query does not name as uncollated (rule 6).
+pub(crate) fn collated(path: &str, index: &IndexShape, query: &QueryShape) -> bool {
+    index.collation != query.collation && !query.uncollated_paths.iter().any(|p| p == path)
+}
+
+pub(crate) fn collation_rule(index: &IndexShape, query: &QueryShape) -> Rule {
+    Rule::CollationDiffers {
+        index: index.name.clone(),
+        index_collation: index.collation.clone(),
+        query_collation: query.collation.clone(),
+    }
+}
+
+/// Rule 6, collation: its rows of the planner's table (index, query, verdict, what the row shows;
+/// the comment above a group or a row names the mongod source or test it comes from), run by
+/// `crate::tests::planner_table`.
+#[cfg(test)]
+pub(crate) fn cases() -> Vec<crate::tests::Case> {
+    use crate::tests::*;
+    vec![
+        // Rule 6, collation: planner_ixselect.cpp _compatible, computeSortsForScan.
+        (
+            with(ix("a:1,b:1"), |i| i.collation = Some(s("fr"))),
+            q().eq("a").sort("b:1"),
+            Verdict::Unusable(Rule::CollationDiffers {
+                index: s("x"),
+                index_collation: Some(s("fr")),
+                query_collation: None,
+            }),
+            "collation differs",
+        ),
+        (
+            with(ix("a:1,b:1"), |i| i.collation = Some(s("fr"))),
+            q().eq("a").sort("b:1").coll("fr"),
+            served(false, 1),
+            "same collation",
+        ),
+        // `_compatible` assigns a predicate comparing a number to an index of another
+        // collation; `computeSortsForScan` cuts the sort only at keys with string bounds.
+        (
+            with(ix("n:1,b:1"), |i| i.collation = Some(s("en/2"))),
+            q().eq("n").sort("b:1").unc("n,b"),
+            served(false, 1),
+            "another collation, numbers only: served",
+        ),
+        (
+            with(ix("n:1,email:1"), |i| i.collation = Some(s("en/2"))),
+            q().eq("n").sort("email:1").unc("n"),
+            Verdict::BlockingSort(Rule::CollationDiffers {
+                index: s("x"),
+                index_collation: Some(s("en/2")),
+                query_collation: None,
+            }),
+            "another collation, sort on a string: no order",
+        ),
+        (
+            with(ix("n:1,email:1"), |i| i.collation = Some(s("en/2"))),
+            q().eq("n,email").unc("n"),
+            Verdict::Examines(Rule::CollationDiffers {
+                index: s("x"),
+                index_collation: Some(s("en/2")),
+                query_collation: None,
+            }),
+            "another collation, equality on a string: filtered",
+        ),
+        (
+            ix("email:1"),
+            q().eq("email").coll("en/2"),
+            Verdict::Unusable(Rule::CollationDiffers {
+                index: s("x"),
+                index_collation: None,
+                query_collation: Some(s("en/2")),
+            }),
+            "a case-insensitive lookup and a simple index",
+        ),
+        (
+            with(ix("email:1"), |i| {
+                i.collation = Some(s("en/2"));
+                i.unique = true;
+            }),
+            q().eq("email").coll("en/2"),
+            served(false, 1),
+            "a case-insensitive lookup and its unique index",
+        ),
+    ]
 }
 
 #[cfg(test)]
