@@ -165,6 +165,11 @@ pub struct QueryShape {
     pub collation: Option<String>,
     /// Stored paths known to be arrays (joined with the index's own multikey paths).
     pub multikey_paths: Vec<String>,
+    /// Arrays whose conditions the query sends as one `$elemMatch` on each (`"items"` for
+    /// `{ items: { $elemMatch: { sku: .., qty: .. } } }`, an inner array's inside its outer
+    /// one's): the predicates on paths under one of them share its element, so a multikey
+    /// index intersects and compounds their bounds there (rule 5).
+    pub elem_match: Vec<String>,
     /// Stored paths whose values a collation never compares: no string, array or object
     /// (numbers, dates, ObjectIds, booleans). Under another collation than the index's, a key on
     /// one of them keeps its bounds and its order (rule 6); every other path may hold strings.
@@ -778,11 +783,64 @@ fn collated(path: &str, index: &IndexShape, query: &QueryShape) -> bool {
     index.collation != query.collation && !query.uncollated_paths.iter().any(|p| p == path)
 }
 
+/// The innermost of the query's `$elemMatch` arrays that `path` lies under (strictly).
+fn elem_match_root<'q>(path: &str, query: &'q QueryShape) -> Option<&'q str> {
+    query
+        .elem_match
+        .iter()
+        .filter(|m| under(path, m))
+        .max_by_key(|m| m.len())
+        .map(String::as_str)
+}
+
+/// Whether `path` lies under `array` (`array.` is a prefix of it).
+fn under(path: &str, array: &str) -> bool {
+    path.len() > array.len() && path.starts_with(array) && path.as_bytes()[array.len()] == b'.'
+}
+
+/// `plan_enumerator.cpp` `canAssignPredToIndex` for the predicate on `path`: each array prefix
+/// of it (shortest first) is taken by the first predicate assigned under it, with that
+/// predicate's `$elemMatch` when the prefix is its root or outside it; a later predicate gets
+/// bounds only if every prefix it meets was taken by the same `$elemMatch`. A prefix inside the
+/// `$elemMatch` (or with none) takes no other predicate.
+fn can_assign<'q>(
+    path: &str,
+    index: &'q IndexShape,
+    query: &'q QueryShape,
+    used: &mut Vec<(&'q str, Option<&'q str>)>,
+) -> bool {
+    let root = elem_match_root(path, query);
+    let mut arrays = array_prefixes(path, index, query);
+    arrays.sort_by_key(|a| a.len());
+    arrays.dedup();
+    let mut taken = Vec::new();
+    for array in arrays {
+        // outside the innermost `$elemMatch`: the root itself or a prefix of it
+        let context = root.filter(|root| array.len() <= root.len());
+        match used.iter().find(|(u, _)| *u == array) {
+            Some((_, held)) => {
+                if held.is_none() || *held != context {
+                    return false;
+                }
+            }
+            None => {
+                taken.push((array, context));
+                if context.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    used.extend(taken);
+    true
+}
+
 fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
-    // planner_ixselect.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
-    // under one array path cannot both get bounds (the values may come from different
-    // elements): the first key under it keeps its bounds, the later ones are scanned whole
-    let mut bounded_arrays: Vec<&str> = Vec::new();
+    // plan_enumerator.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
+    // under one array path get bounds together only inside one `$elemMatch` on it (else the
+    // values may come from different elements): outside one, the first key under it keeps its
+    // bounds, the later ones are scanned whole
+    let mut used: Vec<(&str, Option<&str>)> = Vec::new();
     index
         .keys
         .iter()
@@ -801,13 +859,8 @@ fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
                 bound_of(path, dir, query)
             };
             let multikey = is_multikey(path, index, query);
-            if bound != Bound::None && multikey {
-                let arrays = array_prefixes(path, index, query);
-                if arrays.iter().any(|a| bounded_arrays.contains(a)) {
-                    bound = Bound::None;
-                } else {
-                    bounded_arrays.extend(arrays);
-                }
+            if bound != Bound::None && multikey && !can_assign(path, index, query, &mut used) {
+                bound = Bound::None;
             }
             Key {
                 path,
@@ -1805,6 +1858,7 @@ mod tests {
         fn range(self, spec: &str) -> Self;
         fn sort(self, spec: &str) -> Self;
         fn mk(self, spec: &str) -> Self;
+        fn em(self, spec: &str) -> Self;
         fn coll(self, c: &str) -> Self;
         fn r81(self) -> Self;
         fn unc(self, spec: &str) -> Self;
@@ -1832,6 +1886,10 @@ mod tests {
         }
         fn mk(mut self, spec: &str) -> Self {
             self.multikey_paths.extend(paths(spec));
+            self
+        }
+        fn em(mut self, spec: &str) -> Self {
+            self.elem_match.extend(paths(spec));
             self
         }
         fn coll(mut self, c: &str) -> Self {
@@ -2042,6 +2100,53 @@ mod tests {
                 q().eq("a.b,c").sort("x:1").mk("a"),
                 served(false, 1),
                 "bounds on paths under different prefixes",
+            ),
+            // ... unless they share one `$elemMatch` on `a` (jstests/core/index13.js,
+            // SERVER-3104): `{ a: { $elemMatch: { b: .., c: .. } } }` compounds both bounds
+            (
+                ix("a.b:1,a.c:1,x:1"),
+                q().eq("a.b,a.c").sort("x:1").mk("a").em("a"),
+                served(false, 1),
+                "bounds compound within one $elemMatch",
+            ),
+            (
+                ix("a.b:1,a.c:1"),
+                q().eq("a.b,a.c").mk("a").em("a"),
+                served(false, 1),
+                "both equalities bounded within one $elemMatch",
+            ),
+            (
+                ix("a.b:1,a.c:1"),
+                q().eq("a.b,a.c").mk("a"),
+                examines("a.c", Some("a.c"), Cut::Unconstrained),
+                "without $elemMatch the second equality is filtered",
+            ),
+            // an inner array: `a.b` is inside the `$elemMatch` on `a` unless one on `a.b` holds
+            // its conditions (canAssignPredToIndex: a prefix inside the innermost `$elemMatch`
+            // takes no second predicate)
+            (
+                ix("a.b.c:1,a.b.d:1,x:1"),
+                q().eq("a.b.c,a.b.d").sort("x:1").mk("a,a.b").em("a,a.b"),
+                served(false, 1),
+                "nested $elemMatch on both arrays",
+            ),
+            (
+                ix("a.b.c:1,a.b.d:1,x:1"),
+                q().eq("a.b.c,a.b.d").sort("x:1").mk("a,a.b").em("a"),
+                Verdict::BlockingSort(Rule::MultikeySort {
+                    index: s("x"),
+                    key: s("a.b.d"),
+                    cause: MultikeyCause::SharedPrefix(s("a.b.c")),
+                }),
+                "an inner array outside its own $elemMatch",
+            ),
+            // a sort on a path under the array: bounded there, it gives no order, $elemMatch or
+            // not (confirmBoundsProvideSortComponentGivenMultikeyness)
+            (
+                ix("a.b:1,a.c:1"),
+                q().eq("a.b").sort("a.c:1").mk("a").em("a"),
+                multikey("a.c", MultikeyCause::SharedPrefix(s("a.b"))),
+                "sort on a multikey path beside a bounded one",
             ),
             (
                 ix("a:1,b:1"),
