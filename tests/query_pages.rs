@@ -276,11 +276,10 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
             argument, reason, ..
         } => {
             assert_eq!(argument, "after");
-            // display-text: the refusal names the query and says why (other arguments)
-            assert!(
-                reason.contains("`by_amount` called with other arguments"),
-                "{reason}"
-            );
+            let names_the_query =
+                // display-text: the refusal names the query and says why (other arguments)
+                reason.contains("`by_amount` called with other arguments");
+            assert!(names_the_query, "{reason}");
         }
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
