@@ -234,7 +234,7 @@ async fn pages_return_every_document_once_in_order_with_no_empty_last_page() {
 async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anything_is_sent() {
     let db = mongo_schema_testkit::database("query_pages_refused").await;
     schema().apply(&db).await.unwrap();
-    seed(&db).await;
+    let entries_of_a = seed(&db).await;
 
     // `by_amount` sorts on `amount`, `_id`: a cursor of `in_order` (one key) is not its own
     let other = Entry::in_order(&db, "a").limit(1).page().await.unwrap();
@@ -271,20 +271,44 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
         .page()
         .await
         .unwrap_err();
-    assert!(
-        matches!(&error, mongo_schema::Error::InvalidArgument { .. })
-            // display-text: the refusal says why (other arguments), not only that it refuses
-            && error.to_string().contains("other arguments"),
-        "{error:?}"
-    );
-    // the control: the same call continues from it
-    let second_of_a = Entry::by_amount(&db, "a")
-        .after(cursor_of_a.clone())
+    match &error {
+        mongo_schema::Error::InvalidArgument {
+            argument, reason, ..
+        } => {
+            assert_eq!(argument, "after");
+            let names_the_query =
+                // display-text: the refusal names the query and says why (other arguments)
+                reason.contains("`by_amount` called with other arguments");
+            assert!(names_the_query, "{reason}");
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // ... and so is the same cursor after a round trip through a client (JSON): opaque
+    let through_json: QueryCursor =
+        serde_json::from_str(&serde_json::to_string(&cursor_of_a).unwrap()).unwrap();
+    let error = Entry::by_amount(&db, "b")
+        .after(through_json.clone())
         .page()
         .await
-        .unwrap();
-    assert!(!second_of_a.items.is_empty());
-    assert!(second_of_a.items.iter().all(|e| e.account == "a"));
+        .unwrap_err();
+    assert!(
+        matches!(error, mongo_schema::Error::InvalidArgument { .. }),
+        "{error:?}"
+    );
+    // the control: the same call continues from it (through JSON too), with the next rows of
+    // account a in the declared order, ids compared
+    let expected = ordered(&entries_of_a, |e| e.amount, -1);
+    let first_ids: Vec<ObjectId> = first_of_a.items.iter().map(|e| e.id).collect();
+    assert_eq!(first_ids, expected[..4]);
+    for cursor in [cursor_of_a.clone(), through_json] {
+        let second_of_a = Entry::by_amount(&db, "a")
+            .after(cursor)
+            .page()
+            .await
+            .unwrap();
+        let second_ids: Vec<ObjectId> = second_of_a.items.iter().map(|e| e.id).collect();
+        assert_eq!(second_ids, expected[4..8]);
+    }
     // a forged cursor of the right call with a text where the amount is a number
     let mut forged = serde_json::to_value(&cursor_of_a).unwrap();
     forged["keys"] = serde_json::json!(["zzz", { "$oid": "000000000000000000000000" }]);

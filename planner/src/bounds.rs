@@ -4,7 +4,7 @@
 
 use crate::collation::collated;
 use crate::geo::is_2dsphere;
-use crate::multikey::{array_prefixes, is_multikey};
+use crate::multikey::{can_assign, is_multikey};
 use crate::{Cut, IndexShape, KeyDir, QueryShape, Rule};
 
 /// The bounds mongod builds for one key from the query.
@@ -73,10 +73,11 @@ pub(crate) fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
 }
 
 pub(crate) fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<'a>> {
-    // planner_ixselect.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
-    // under one array path cannot both get bounds (the values may come from different
-    // elements): the first key under it keeps its bounds, the later ones are scanned whole
-    let mut bounded_arrays: Vec<&str> = Vec::new();
+    // plan_enumerator.cpp canAssignPredToIndex: on a multikey index, predicates on two paths
+    // under one array path get bounds together only inside one `$elemMatch` on it (else the
+    // values may come from different elements): outside one, the first key under it keeps its
+    // bounds, the later ones are scanned whole
+    let mut used: Vec<(&str, Option<&str>)> = Vec::new();
     index
         .keys
         .iter()
@@ -95,13 +96,8 @@ pub(crate) fn analyse<'a>(index: &'a IndexShape, query: &QueryShape) -> Vec<Key<
                 bound_of(path, dir, query)
             };
             let multikey = is_multikey(path, index, query);
-            if bound != Bound::None && multikey {
-                let arrays = array_prefixes(path, index, query);
-                if arrays.iter().any(|a| bounded_arrays.contains(a)) {
-                    bound = Bound::None;
-                } else {
-                    bounded_arrays.extend(arrays);
-                }
+            if bound != Bound::None && multikey && !can_assign(path, index, query, &mut used) {
+                bound = Bound::None;
             }
             Key {
                 path,

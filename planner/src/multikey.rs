@@ -42,6 +42,58 @@ pub(crate) fn array_prefixes<'q>(
         .collect()
 }
 
+/// The innermost of the query's `$elemMatch` arrays that `path` lies under (strictly).
+fn elem_match_root<'q>(path: &str, query: &'q QueryShape) -> Option<&'q str> {
+    query
+        .elem_match
+        .iter()
+        .filter(|m| under(path, m))
+        .max_by_key(|m| m.len())
+        .map(String::as_str)
+}
+
+/// Whether `path` lies under `array` (`array.` is a prefix of it).
+fn under(path: &str, array: &str) -> bool {
+    path.len() > array.len() && path.starts_with(array) && path.as_bytes()[array.len()] == b'.'
+}
+
+/// `plan_enumerator.cpp` `canAssignPredToIndex` for the predicate on `path`: each array prefix
+/// of it (shortest first) is taken by the first predicate assigned under it, with that
+/// predicate's `$elemMatch` when the prefix is its root or outside it; a later predicate gets
+/// bounds only if every prefix it meets was taken by the same `$elemMatch`. A prefix inside the
+/// `$elemMatch` (or with none) takes no other predicate.
+pub(crate) fn can_assign<'q>(
+    path: &str,
+    index: &'q IndexShape,
+    query: &'q QueryShape,
+    used: &mut Vec<(&'q str, Option<&'q str>)>,
+) -> bool {
+    let root = elem_match_root(path, query);
+    let mut arrays = array_prefixes(path, index, query);
+    arrays.sort_by_key(|a| a.len());
+    arrays.dedup();
+    let mut taken = Vec::new();
+    for array in arrays {
+        // outside the innermost `$elemMatch`: the root itself or a prefix of it
+        let context = root.filter(|root| array.len() <= root.len());
+        match used.iter().find(|(u, _)| *u == array) {
+            Some((_, held)) => {
+                if held.is_none() || *held != context {
+                    return false;
+                }
+            }
+            None => {
+                taken.push((array, context));
+                if context.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    used.extend(taken);
+    true
+}
+
 /// `confirmBoundsProvideSortComponentGivenMultikeyness`: `None` when the multikey key can give
 /// an order.
 pub(crate) fn multikey_cause(key: &Key<'_>, keys: &[Key<'_>]) -> Option<MultikeyCause> {

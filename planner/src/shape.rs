@@ -76,6 +76,11 @@ pub struct QueryShape {
     pub collation: Option<String>,
     /// Stored paths known to be arrays (joined with the index's own multikey paths).
     pub multikey_paths: Vec<String>,
+    /// Arrays whose conditions the query sends as one `$elemMatch` on each (`"items"` for
+    /// `{ items: { $elemMatch: { sku: .., qty: .. } } }`, an inner array's inside its outer
+    /// one's): the predicates on paths under one of them share its element, so a multikey
+    /// index intersects and compounds their bounds there (rule 5).
+    pub elem_match: Vec<String>,
     /// Stored paths whose values a collation never compares: no string, array or object
     /// (numbers, dates, ObjectIds, booleans). Under another collation than the index's, a key on
     /// one of them keeps its bounds and its order (rule 6); every other path may hold strings.

@@ -184,6 +184,53 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
             served(false, 1),
             "bounds on paths under different prefixes",
         ),
+        // ... unless they share one `$elemMatch` on `a` (jstests/core/index13.js,
+        // SERVER-3104): `{ a: { $elemMatch: { b: .., c: .. } } }` compounds both bounds
+        (
+            ix("a.b:1,a.c:1,x:1"),
+            q().eq("a.b,a.c").sort("x:1").mk("a").em("a"),
+            served(false, 1),
+            "bounds compound within one $elemMatch",
+        ),
+        (
+            ix("a.b:1,a.c:1"),
+            q().eq("a.b,a.c").mk("a").em("a"),
+            served(false, 1),
+            "both equalities bounded within one $elemMatch",
+        ),
+        (
+            ix("a.b:1,a.c:1"),
+            q().eq("a.b,a.c").mk("a"),
+            examines("a.c", Some("a.c"), Cut::Unconstrained),
+            "without $elemMatch the second equality is filtered",
+        ),
+        // an inner array: `a.b` is inside the `$elemMatch` on `a` unless one on `a.b` holds
+        // its conditions (canAssignPredToIndex: a prefix inside the innermost `$elemMatch`
+        // takes no second predicate)
+        (
+            ix("a.b.c:1,a.b.d:1,x:1"),
+            q().eq("a.b.c,a.b.d").sort("x:1").mk("a,a.b").em("a,a.b"),
+            served(false, 1),
+            "nested $elemMatch on both arrays",
+        ),
+        (
+            ix("a.b.c:1,a.b.d:1,x:1"),
+            q().eq("a.b.c,a.b.d").sort("x:1").mk("a,a.b").em("a"),
+            Verdict::BlockingSort(Rule::MultikeySort {
+                index: s("x"),
+                key: s("a.b.d"),
+                cause: MultikeyCause::SharedPrefix(s("a.b.c")),
+            }),
+            "an inner array outside its own $elemMatch",
+        ),
+        // a sort on a path under the array: bounded there, it gives no order, $elemMatch or
+        // not (confirmBoundsProvideSortComponentGivenMultikeyness)
+        (
+            ix("a.b:1,a.c:1"),
+            q().eq("a.b").sort("a.c:1").mk("a").em("a"),
+            multikey("a.c", MultikeyCause::SharedPrefix(s("a.b"))),
+            "sort on a multikey path beside a bounded one",
+        ),
         (
             ix("a:1,b:1"),
             q().eq("a").sort("a:-1,b:1"),

@@ -53,6 +53,7 @@ pub(crate) trait Build: Sized {
     fn range(self, spec: &str) -> Self;
     fn sort(self, spec: &str) -> Self;
     fn mk(self, spec: &str) -> Self;
+    fn em(self, spec: &str) -> Self;
     fn coll(self, c: &str) -> Self;
     fn r81(self) -> Self;
     fn unc(self, spec: &str) -> Self;
@@ -80,6 +81,10 @@ impl Build for QueryShape {
     }
     fn mk(mut self, spec: &str) -> Self {
         self.multikey_paths.extend(paths(spec));
+        self
+    }
+    fn em(mut self, spec: &str) -> Self {
+        self.elem_match.extend(paths(spec));
         self
     }
     fn coll(mut self, c: &str) -> Self {

@@ -86,6 +86,13 @@ pub const RULES: &[(&str, &str)] = &[
         "$geoNear without key on a collection with more than one 2dsphere (or 2d) index \
          (IndexNotFound, 27)",
     ),
+    (
+        "array-conditions",
+        "conditions on paths of a multikey index outside $elemMatch answered as mongod answers \
+         them: each may hold for another element of the array, so { \"a.b\": { $gte: 10, $lt: \
+         20 } } finds { a: [{ b: 5 }, { b: 100 }] } with or without the index (SecantusDB's \
+         index scan intersected the bounds)",
+    ),
 ];
 
 /// Whether `name` is one of [`RULES`].

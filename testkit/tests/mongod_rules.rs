@@ -528,6 +528,99 @@ async fn the_simple_collation_stated_is_served_by_an_index_of_the_simple_collati
     assert_eq!(updated.get_i32("n").unwrap(), 1, "{updated}");
 }
 
+// --- conditions under an array ----------------------------------------------------------------
+
+/// The ids `filter` finds in `c`, by the indexes and by a collection scan (`hint: $natural`).
+async fn ids_both_ways(c: &Collection<Document>, filter: Document) -> (Vec<i32>, Vec<i32>) {
+    let ids = |docs: Vec<Document>| {
+        let mut ids: Vec<i32> = docs.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        ids.sort_unstable();
+        ids
+    };
+    let indexed = c.find(filter.clone()).await.unwrap();
+    let indexed = ids(indexed.map(|d| d.unwrap()).collect().await);
+    let scanned = c
+        .find(filter)
+        .hint(mongodb::options::Hint::Keys(doc! { "$natural": 1 }))
+        .await
+        .unwrap();
+    let scanned = ids(scanned.map(|d| d.unwrap()).collect().await);
+    (indexed, scanned)
+}
+
+/// Orders whose items match `{ price: 10..20 }` and `{ sku: "a", qty: 2 }` only across
+/// elements (1), in one element (2), or not at all (3), under the indexes of both queries.
+async fn orders_across_elements(db: &Database) -> Collection<Document> {
+    let c = coll(db, "orders");
+    c.insert_many([
+        doc! { "_id": 1, "items": [{ "sku": "a", "qty": 1, "price": 5 }, { "sku": "b", "qty": 2, "price": 100 }] },
+        doc! { "_id": 2, "items": [{ "sku": "a", "qty": 2, "price": 15 }] },
+        doc! { "_id": 3, "items": [{ "sku": "c", "qty": 2, "price": 30 }] },
+    ])
+    .await
+    .unwrap();
+    run(
+        db,
+        doc! { "createIndexes": "orders", "indexes": [
+            { "key": { "items.price": 1 }, "name": "price" },
+            { "key": { "items.sku": 1, "items.qty": 1 }, "name": "sku_qty" },
+        ] },
+    )
+    .await
+    .unwrap();
+    c
+}
+
+#[tokio::test]
+async fn conditions_under_an_array_match_across_elements_with_or_without_an_index() {
+    let db = database("rules_array_conditions").await;
+    let c = orders_across_elements(&db).await;
+    let range = doc! { "items.price": { "$gte": 10, "$lt": 20 } };
+    // mongod: each bound may hold for another item (jstests/core/index13.js), so order 1 (items
+    // of 5 and 100) matches, by the index as by the scan
+    let (indexed, scanned) = ids_both_ways(&c, range.clone()).await;
+    assert_eq!(indexed, [1, 2]);
+    assert_eq!(scanned, [1, 2]);
+    assert_eq!(c.count_documents(range.clone()).await.unwrap(), 2);
+    // and mongod picks the index for it all the same
+    let find = doc! { "find": "orders", "filter": range };
+    assert_eq!(index_of(&db, find).await.as_deref(), Some("price"));
+    let (indexed, scanned) = ids_both_ways(&c, doc! { "items.sku": "a", "items.qty": 2 }).await;
+    assert_eq!(indexed, [1, 2]);
+    assert_eq!(scanned, [1, 2]);
+    // the neighbour: under `$elemMatch` one item holds every condition
+    let one_item = doc! { "items": { "$elemMatch": { "price": { "$gte": 10, "$lt": 20 } } } };
+    assert_eq!(ids_both_ways(&c, one_item).await, (vec![2], vec![2]));
+    let one_item = doc! { "items": { "$elemMatch": { "sku": "a", "qty": 2 } } };
+    assert_eq!(ids_both_ways(&c, one_item).await, (vec![2], vec![2]));
+}
+
+#[tokio::test]
+async fn without_the_rule_the_index_scan_intersects_the_bounds_across_elements() {
+    // the positive control of the rule above: SecantusDB by itself misses order 1 by the index
+    let server = tokio::task::spawn_blocking(|| {
+        TestServer::start_with_rules_off(
+            None,
+            &["array-conditions"],
+            "shows SecantusDB's own index scan",
+        )
+    })
+    .await
+    .unwrap()
+    .expect("server");
+    let client = Client::with_uri_str(server.uri()).await.unwrap();
+    let db = client.database("rules_array_conditions_off");
+    let c = orders_across_elements(&db).await;
+    let (indexed, scanned) =
+        ids_both_ways(&c, doc! { "items.price": { "$gte": 10, "$lt": 20 } }).await;
+    assert_eq!(indexed, [2]);
+    assert_eq!(scanned, [1, 2]);
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_lookup_compares_under_the_aggregations_collation() {
     // jstests/aggregation/sources/lookup/collation_lookup.js

@@ -26,6 +26,8 @@ fn ser_error(e: crate::bson_compat::SerError) -> crate::Error {
 pub struct Filter<R: ?Sized> {
     doc: Document,
     error: Option<Box<crate::Error>>,
+    /// The arrays of [`Filter::same_element`].
+    elements: Vec<&'static str>,
     _root: PhantomData<fn() -> Box<R>>,
 }
 
@@ -40,6 +42,7 @@ impl<R: ?Sized> std::fmt::Debug for Filter<R> {
         f.debug_struct("Filter")
             .field("doc", &self.doc)
             .field("error", &self.error)
+            .field("elements", &self.elements)
             .finish()
     }
 }
@@ -51,6 +54,7 @@ impl<R: ?Sized> Filter<R> {
         Filter {
             doc: Document::new(),
             error: None,
+            elements: Vec::new(),
             _root: PhantomData,
         }
     }
@@ -297,6 +301,22 @@ impl<R: ?Sized> Filter<R> {
         self
     }
 
+    /// One element of the array of sub-documents at `path` holds every condition on a path
+    /// under it: those conditions, before and after this call, are sent as one `$elemMatch` on
+    /// it, relative to its elements. `.range(field!(Order, items.price), 10..20)` alone sends
+    /// `{ "items.price": { $gte: 10, $lt: 20 } }`, which an order whose items cost 5 and 100
+    /// matches (each bound holds for some item); with `.same_element(field!(Order, items))` it
+    /// sends `{ items: { $elemMatch: { price: { $gte: 10, $lt: 20 } } } }`, one item priced in
+    /// the range, and mongod's index on `items.price` bounds both sides (on `{ "items.sku": 1,
+    /// "items.qty": 1 }`, both keys). A declared query does this for every array its
+    /// conditions cross. (The same, with paths of the element type: [`Filter::elem_match`].)
+    pub fn same_element<T: Array + ?Sized, S: ?Sized>(mut self, path: Path<R, T, S>) -> Self {
+        if !self.elements.contains(&path.as_str()) {
+            self.elements.push(path.as_str());
+        }
+        self
+    }
+
     /// The filter document.
     ///
     /// # Errors
@@ -306,7 +326,8 @@ impl<R: ?Sized> Filter<R> {
     pub fn build(self) -> Result<Document> {
         match self.error {
             Some(e) => Err(*e),
-            None => Ok(self.doc),
+            None if self.elements.is_empty() => Ok(self.doc),
+            None => Ok(elem_match_in(self.doc, &self.elements)),
         }
     }
 }
@@ -489,5 +510,150 @@ impl<R: ?Sized> Update<R> {
             Some(e) => Err(*e),
             None => Ok(self.doc),
         }
+    }
+}
+
+/// `filter` with the conditions under each of `arrays` (paths relative to `filter`'s level)
+/// in one `$elemMatch` on it, in the place of its first condition.
+pub(crate) fn elem_match_in(filter: Document, arrays: &[&str]) -> Document {
+    use mongodb::bson::Bson;
+    let under = |path: &str, array: &str| {
+        path.len() > array.len() && path.starts_with(array) && path.as_bytes()[array.len()] == b'.'
+    };
+    // the outermost arrays: not under another of `arrays`
+    let outer: Vec<&str> = arrays
+        .iter()
+        .copied()
+        .filter(|a| !arrays.iter().any(|b| under(a, b)))
+        .collect();
+    if outer.is_empty() {
+        return filter;
+    }
+    let mut out = Document::new();
+    // per outer array met: its own condition, and its elements' conditions
+    let mut met: Vec<(&str, Option<Bson>, Document)> = Vec::new();
+    for (key, value) in filter {
+        let array = outer.iter().copied().find(|a| key == *a || under(&key, a));
+        let Some(array) = array else {
+            out.insert(key, value);
+            continue;
+        };
+        let at = match met.iter().position(|(a, _, _)| *a == array) {
+            Some(at) => at,
+            None => {
+                // a place holder: the array keeps the place of its first condition
+                out.insert(array, Bson::Null);
+                met.push((array, None, Document::new()));
+                met.len() - 1
+            }
+        };
+        if key == array {
+            met[at].1 = Some(value);
+        } else {
+            met[at].2.insert(&key[array.len() + 1..], value);
+        }
+    }
+    for (array, own, conditions) in met {
+        let nested: Vec<&str> = arrays
+            .iter()
+            .filter(|a| under(a, array))
+            .map(|a| &a[array.len() + 1..])
+            .collect();
+        let element = (!conditions.is_empty()).then(|| elem_match_in(conditions, &nested));
+        let value = match (own, element) {
+            (Some(own), None) => own,
+            (None, Some(element)) => Bson::Document(mongodb::bson::doc! { "$elemMatch": element }),
+            // an operator document on the array itself takes the `$elemMatch` among its
+            // operators; another value (a whole array, an element) stays as it is under `$and`
+            (Some(Bson::Document(mut ops)), Some(element))
+                if !ops.is_empty()
+                    && ops.keys().all(|k| k.starts_with('$'))
+                    && !ops.contains_key("$elemMatch") =>
+            {
+                ops.insert("$elemMatch", element);
+                Bson::Document(ops)
+            }
+            (Some(own), Some(element)) => {
+                let both = [
+                    Bson::Document(mongodb::bson::doc! { array: own }),
+                    Bson::Document(mongodb::bson::doc! { array: { "$elemMatch": element } }),
+                ];
+                out.remove(array);
+                match out.get_mut("$and") {
+                    Some(Bson::Array(all)) => all.extend(both),
+                    _ => {
+                        out.insert("$and", Bson::Array(both.to_vec()));
+                    }
+                }
+                continue;
+            }
+            (None, None) => continue,
+        };
+        out.insert(array, value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::elem_match_in;
+    use mongodb::bson::doc;
+
+    #[test]
+    fn the_conditions_under_an_array_become_one_elem_match_in_its_place() {
+        let filter = doc! {
+            "status": "open",
+            "items.price": { "$gte": 10, "$lt": 20 },
+            "customer.name": "Ada",
+            "items.sku": "a",
+        };
+        assert_eq!(
+            elem_match_in(filter, &["items"]),
+            doc! {
+                "status": "open",
+                "items": { "$elemMatch": { "price": { "$gte": 10, "$lt": 20 }, "sku": "a" } },
+                "customer.name": "Ada",
+            }
+        );
+        // a path that only starts like the array is not under it
+        let filter = doc! { "itemsCount": 2, "items.qty": 1 };
+        assert_eq!(
+            elem_match_in(filter, &["items"]),
+            doc! { "itemsCount": 2, "items": { "$elemMatch": { "qty": 1 } } }
+        );
+        // no condition under the array: nothing moves
+        let filter = doc! { "status": "open" };
+        assert_eq!(elem_match_in(filter.clone(), &["items"]), filter);
+    }
+
+    #[test]
+    fn an_inner_array_gets_its_own_elem_match_inside_the_outer_one() {
+        let filter = doc! { "orders.lines.sku": "a", "orders.lines.qty": 2, "orders.at": 1 };
+        assert_eq!(
+            elem_match_in(filter, &["orders", "orders.lines"]),
+            doc! { "orders": { "$elemMatch": {
+                "lines": { "$elemMatch": { "sku": "a", "qty": 2 } },
+                "at": 1,
+            } } }
+        );
+    }
+
+    #[test]
+    fn a_condition_on_the_array_itself_stays_beside_the_elem_match() {
+        // an operator document takes `$elemMatch` among its operators
+        let filter = doc! { "items": { "$size": 2 }, "items.qty": 1 };
+        assert_eq!(
+            elem_match_in(filter, &["items"]),
+            doc! { "items": { "$size": 2, "$elemMatch": { "qty": 1 } } }
+        );
+        // another value is kept as it is, both under `$and`
+        let filter = doc! { "items.qty": 1, "items": { "$elemMatch": { "sku": "b" } } };
+        assert_eq!(
+            elem_match_in(filter, &["items"]),
+            doc! { "$and": [
+                { "items": { "$elemMatch": { "sku": "b" } } },
+                { "items": { "$elemMatch": { "qty": 1 } } },
+            ] }
+        );
     }
 }

@@ -55,6 +55,12 @@ pub struct QuerySpec {
     /// The query reads a time series collection: a near query sends its conditions in a
     /// `$match` after `$geoNear`, which takes no `query` there.
     pub time_series: bool,
+    /// Arrays of sub-documents whose conditions are one element's: the query's conditions on
+    /// paths under each are sent as one `$elemMatch` on it (`items` for `range(items.price)`),
+    /// so one element holds them all, and mongod's index bounds compound within that element.
+    /// Outermost first; a declared query names every array its conditions cross
+    /// ([`QuerySpec::elem_match_from_schema`]).
+    pub elem_match: Vec<String>,
 }
 
 /// The field `$geoNear` writes each document's distance to, removed from the rows.
@@ -190,6 +196,52 @@ impl QuerySpec {
     pub fn collation(mut self, collation: crate::Collation) -> Self {
         self.collation = Some(collation);
         self
+    }
+
+    /// Sends the conditions on paths under the array `path` (an array of sub-documents) as one
+    /// `$elemMatch` on it: one element holds them all (`{ items: { $elemMatch: { price: {
+    /// $gte: 10, $lt: 20 } } } }`), where `{ "items.price": { $gte: 10, $lt: 20 } }` matches an
+    /// order whose items cost 5 and 100.
+    pub fn elem_match(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        if !self.elem_match.contains(&path) {
+            self.elem_match.push(path);
+            // outermost first, so that an inner array's conditions nest in the outer one's
+            self.elem_match
+                .sort_by_key(|p| (p.split('.').count(), p.clone()));
+        }
+        self
+    }
+
+    /// [`QuerySpec::elem_match`] for every array of sub-documents that a condition's path
+    /// crosses (`eq`, `any_of`, `range`), by the collection's `$jsonSchema`: a declared query
+    /// means one element for each array (generated code and `Schema::build` call it).
+    pub fn elem_match_from_schema(mut self, schema: &Document) -> Self {
+        let conditions: Vec<String> = self
+            .eq
+            .iter()
+            .chain(self.any_of.iter().map(|(p, _)| p))
+            .chain(&self.range)
+            .filter(|p| p.contains('.'))
+            .cloned()
+            .collect();
+        for path in conditions {
+            for array in crate::json_schema::array_prefixes(schema, &path) {
+                if array.len() < path.len() {
+                    self = self.elem_match(array);
+                }
+            }
+        }
+        self
+    }
+
+    /// `filter` with the conditions on paths under each of [`QuerySpec::elem_match`]'s arrays
+    /// moved into one `$elemMatch` on it, relative to its elements (and an inner array's into
+    /// one inside it). A condition already on the array itself stays beside it: an operator
+    /// document takes the `$elemMatch` among its operators, another value is kept under `$and`.
+    pub fn elem_match_filter(&self, filter: Document) -> Document {
+        let arrays: Vec<&str> = self.elem_match.iter().map(String::as_str).collect();
+        super::builder::elem_match_in(filter, &arrays)
     }
 
     /// Requires the index named `name`.
@@ -437,6 +489,20 @@ where
     /// Used by generated code.
     #[doc(hidden)]
     pub fn __new(db: &'a Database, spec: QuerySpec, filter: Result<Document>) -> Self {
+        // a condition through an array of sub-documents means one element: its conditions are
+        // one `$elemMatch` (only a dotted path can cross one)
+        let dotted = spec
+            .eq
+            .iter()
+            .chain(spec.any_of.iter().map(|(p, _)| p))
+            .chain(&spec.range)
+            .any(|p| p.contains('.'));
+        let spec = if dotted {
+            spec.elem_match_from_schema(&R::bson_schema())
+        } else {
+            spec
+        };
+        let filter = filter.map(|filter| spec.elem_match_filter(filter));
         DeclaredQuery {
             db,
             collection: R::COLLECTION,

@@ -49,18 +49,32 @@ fn direction(dir: &KeyDir) -> Bson {
     }
 }
 
-/// The stored paths of `paths` that cross or end on an array in `schema`.
+/// The arrays that `paths` cross or end on in `schema` (`items` for `items.price`): what makes
+/// an index key on them multikey, and what mongod's multikey rules compare (two paths under one
+/// array share it).
 fn multikey(schema: Option<&Document>, paths: impl Iterator<Item = String>) -> Vec<String> {
     let Some(schema) = schema else {
         return Vec::new();
     };
-    paths
-        .filter(|path| {
-            json_schema::schemas_at(schema, path)
+    let mut arrays = Vec::new();
+    for path in paths {
+        let mut found = json_schema::array_prefixes(schema, &path);
+        // a path the schema cannot follow (a map's values, `oneOf` branches): itself, when
+        // some branch holds an array there
+        if found.is_empty()
+            && json_schema::schemas_at(schema, &path)
                 .iter()
                 .any(|(_, multikey)| *multikey)
-        })
-        .collect()
+        {
+            found.push(path.clone());
+        }
+        for array in found {
+            if !arrays.contains(&array) {
+                arrays.push(array);
+            }
+        }
+    }
+    arrays
 }
 
 pub(crate) fn index_shape(index: &IndexSpec, schema: Option<&Document>) -> IndexShape {
@@ -205,6 +219,14 @@ fn whole_shape(
             .collect(),
         collation: crate::Collation::planner_key(query.collation.as_ref()),
         multikey_paths: multikey(schema, query.paths().map(str::to_owned)),
+        // a declared query sends its conditions under an array of sub-documents as one
+        // `$elemMatch` on it (`DeclaredQuery`), so they share an element
+        elem_match: match schema {
+            Some(schema) if query.declared => {
+                query.clone().elem_match_from_schema(schema).elem_match
+            }
+            _ => query.elem_match.clone(),
+        },
         uncollated_paths: uncollated(schema, query.paths().map(str::to_owned)),
         geo: query.geo.clone(),
         time_series: time_series.cloned(),

@@ -235,7 +235,15 @@ pub(crate) fn proof_filter(
         };
         filter.insert(geo.path.clone(), doc! { "$geoWithin": area.geo_within() });
     }
-    filter
+    // as a declared query sends it: the conditions under an array of sub-documents in one
+    // `$elemMatch` on it
+    match schema {
+        Some(schema) if query.declared => query
+            .clone()
+            .elem_match_from_schema(schema)
+            .elem_match_filter(filter),
+        _ => query.elem_match_filter(filter),
+    }
 }
 
 /// The point a stored document holds at `path`, or (0, 0).

@@ -51,6 +51,9 @@ RULES: dict[str, str] = {
     "an upsert, a replacement or pipeline, a condition or a change outside the metaField (72)",
     "geonear-key": "$geoNear without 'key' on a collection with more than one 2dsphere (or 2d) "
     "index (27)",
+    "array-conditions": "conditions on a multikey index's paths outside $elemMatch answered as "
+    "mongod answers them: each may hold for another element of the array (no bounds "
+    "intersected or compounded across elements)",
 }
 
 OFF_ENV = "MONGO_SCHEMA_TESTKIT_RULES_OFF"
@@ -494,6 +497,44 @@ def _is_btree(key: Mapping[str, Any]) -> bool:
     return all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in key.values()
     ) and not any(str(k).endswith("$**") for k in key)
+
+
+#: The comparison operators that give index bounds (`index_bounds_builder.cpp` `translate`).
+_BOUND_OPS = frozenset(("$eq", "$gt", "$gte", "$lt", "$lte", "$in"))
+
+
+def _bounds_of(value: Any) -> int:
+    """How many bound-generating conditions a filter field's value holds: an operator document's
+    comparisons each, a plain value (an equality) one."""
+    if isinstance(value, Mapping) and value and all(str(k).startswith("$") for k in value):
+        return sum(1 for k in value if k in _BOUND_OPS)
+    return 1
+
+
+def across_elements(filter: Mapping[str, Any], multikey_paths: set[str]) -> bool:
+    """Whether mongod may match `filter` with its conditions on different elements of one
+    array, where an index scan that intersects or compounds their bounds would not: two bounds
+    on one path of a multikey index, or conditions on two such paths under the same first field,
+    outside `$elemMatch`.
+
+    mongod assigns a multikey index at most one of the predicates on paths under one array
+    unless they share an `$elemMatch` (`plan_enumerator.cpp` `getPossibleFirstAssignments` and
+    `canAssignPredToIndex`; jstests/core/index13.js, SERVER-958 and SERVER-3104): the others are
+    filtered on the fetched documents, each of which may match on another element, so
+    `{ "a.b": { $gte: 10, $lt: 20 } }` finds `{ a: [{ b: 5 }, { b: 100 }] }`. SecantusDB's
+    index scan intersects the two bounds and misses it (its matcher alone is right)."""
+    roots: dict[str, int] = {}
+    for field, value in filter.items():
+        if str(field).startswith("$") or field not in multikey_paths:
+            continue
+        bounds = _bounds_of(value)
+        if bounds > 1:
+            return True
+        root = str(field).split(".", 1)[0]
+        roots[root] = roots.get(root, 0) + bounds
+        if roots[root] > 1:
+            return True
+    return False
 
 
 # The storage's write paths report an index that cannot take a document as `GeoExtractError`
@@ -1475,6 +1516,28 @@ def install() -> None:
         stages["$lookup"] = _lookup_under_collation
         aggregate._foreign_field_has_simple_index = _has_index_or_collated
         aggregate._index_join_lookup = _join_under_collation
+
+    if _on("array-conditions"):
+        try_index_keys = Storage._try_index_id_keys
+
+        def _index_keys_per_element(self, db, coll, filter, *, collation=None):
+            # Conditions mongod may match on different elements of an array: answered by the
+            # scan and SecantusDB's matcher, which matches them as mongod does (an index must
+            # change speed, never results). `explain` still shows the index mongod would pick.
+            if filter and not any(str(f).startswith("$") for f in filter):
+                multikey = self._multikey_index_names(db, coll)
+                if multikey:
+                    paths = {
+                        str(path)
+                        for name, key, _opts in self._iter_indexes(db, coll)
+                        if name in multikey
+                        for path in key
+                    }
+                    if across_elements(filter, paths):
+                        return None
+            return try_index_keys(self, db, coll, filter, collation=collation)
+
+        Storage._try_index_id_keys = _index_keys_per_element
 
     if _on("timeseries-change-stream"):
         project = changestreams.project
