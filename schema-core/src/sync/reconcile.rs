@@ -76,8 +76,10 @@ pub(crate) async fn reconcile_parts(
     let parts = db.collection::<BsonDocument>(part);
     let orphans = |after: Option<Bson>| {
         let mut pipeline = Vec::new();
-        if let Some(after) = after {
-            pipeline.push(doc! { "$match": { "_id": { "$gt": after } } });
+        if after.is_some() {
+            // after the last orphan of the previous batch in the server's order, whatever the
+            // types of the `_id`s
+            pipeline.push(doc! { "$match": super::walk::rest_after(after.as_ref()) });
         }
         pipeline.extend([
             doc! { "$project": { "_id": 1 } },
