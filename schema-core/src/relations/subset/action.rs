@@ -120,7 +120,9 @@ impl<'a> IntoFuture for SubsetAdd<'a> {
                     .collect();
             }
             let (db, children) = (self.db, self.children);
-            in_transaction_or(db, self.deadline, self.session, |session| {
+            let several = updates.len() > 1;
+            let mut caller = self.session;
+            let sent = in_transaction_or(db, self.deadline, caller.as_deref_mut(), |session| {
                 let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
                 Box::pin(async move {
                     // the parents first: one that does not exist refuses the child before
@@ -136,8 +138,16 @@ impl<'a> IntoFuture for SubsetAdd<'a> {
                     Ok(())
                 })
             })
-            .await?;
-            Ok(())
+            .await;
+            match (sent, caller) {
+                (Ok(_), _) => Ok(()),
+                // a later parent missing, after an earlier one's update in the caller's
+                // session: that update is not left to commit silently
+                (Err(error @ crate::Error::MissingParent { .. }), Some(session)) if several => {
+                    Err(crate::error::after_failed_condition(session, error).await)
+                }
+                (Err(error), _) => Err(error),
+            }
         })
     }
 }
