@@ -207,7 +207,7 @@ async fn a_book_on_a_shelf_that_does_not_exist_is_refused_and_nothing_is_written
     Shelf::collection(&db).insert_one(shelf(1)).await.unwrap();
     let is_missing_shelf_9 = |result: &mongo_schema::Result<()>| {
         matches!(result, Err(Error::MissingParent { collection, child, parent, .. })
-            if collection == "shelves" && child == "books" && *parent == Bson::Int64(9))
+            if collection == "shelves" && child == "books" && **parent == Bson::Int64(9))
     };
 
     let counted = Shelf::BOOK_COUNT.add(&db, &book(1, 9)).await;

@@ -122,8 +122,8 @@ pub enum Error {
         collection: String,
         /// The children's collection.
         child: String,
-        /// The parent `_id` the child names.
-        parent: Bson,
+        /// The parent `_id` the child names (boxed: it keeps `Error` small).
+        parent: Box<Bson>,
         /// What became of the writes around it.
         rollback: Rollback,
     },

@@ -408,7 +408,7 @@ where
             return Err(Error::MissingParent {
                 collection: P::COLLECTION.to_owned(),
                 child: C::COLLECTION.to_owned(),
-                parent,
+                parent: Box::new(parent),
                 rollback: crate::error::Rollback::NothingWritten,
             });
         }
@@ -832,7 +832,7 @@ pub(crate) async fn update_parent_in(
     let missing = |u: &ParentUpdate| Error::MissingParent {
         collection: u.parents.to_owned(),
         child: u.children.to_owned(),
-        parent: u.parent.clone(),
+        parent: Box::new(u.parent.clone()),
         rollback: crate::error::Rollback::NothingWritten,
     };
     let Some(update) = u.update.clone() else {
