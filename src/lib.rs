@@ -405,7 +405,7 @@ pub mod query {
 /// versions, warnings, sharding), the audit of stored documents, and the progress events.
 pub mod deploy {
     pub use mongo_schema_core::{
-        Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport,
+        Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, ChildAudit,
         CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan,
         PlanAction, PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
         VersionStatus, Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
@@ -419,9 +419,9 @@ pub mod deploy {
 pub mod sync {
     pub use mongo_schema_core::sync_metrics as metrics;
     pub use mongo_schema_core::{
-        EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
-        SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerSnapshot,
-        WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
+        EdgeReconcile, PartReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate,
+        StepOutcome, SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport,
+        WorkerSnapshot, WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
         DEFAULT_STALL_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION,
         FAILURE_RECORD_TTL, FAN_OUT_CHUNK, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
     };

@@ -428,7 +428,10 @@ async fn a_migration_is_planned_applied_and_shown_done() {
     );
     let status = run_as("helpdesk-v2", args("status", &db, &["--json"])).await;
     let json = status.json();
-    assert_eq!(status.code, 0, "{json}");
+    // the help desk's `async` copy has never had a sync worker: attention, by name
+    assert_eq!(status.code, 2, "{json}");
+    assert_eq!(json["never_followed"][0], "tickets.assignee", "{json}");
+    assert_eq!(json["pending_actions"], 0, "{json}");
     assert_eq!(json["migrations"]["done"], 1);
     assert_eq!(json["migrations"]["pending"].as_array().unwrap().len(), 0);
     assert_eq!(json["version"]["recorded"]["version"], 2);
@@ -447,6 +450,12 @@ async fn a_migration_is_planned_applied_and_shown_done() {
     let kept = run(args("apply", &db, &["--on-newer", "continue", "--json"])).await;
     assert_eq!(kept.code, 0, "{}", kept.stderr);
     assert_eq!(kept.json()["recorded"], false);
+    // the older binary declares no step; the changelog holds v2's, done: `status` reads it
+    let older = run(args("status", &db, &["--json"])).await;
+    let json = older.json();
+    assert_eq!(older.code, 2, "{json}");
+    assert_eq!(json["migrations"]["declared"], 0, "{json}");
+    assert_eq!(json["migrations"]["done"], 1, "{json}");
     // display-text: the table says it once, in agreement (not "apply refuses" above "serving
     // on"), and standard error does not say it again
     let kept = run(args("apply", &db, &["--on-newer", "continue"])).await;
@@ -584,14 +593,19 @@ async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
 
+    // applied, and the `async` copy never followed: exit 2, the copy named
     let status = run(args("status", &db, &["--json"])).await;
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    assert_eq!(status.code, 2, "{}{}", status.stdout, status.stderr);
     let json = status.json();
     assert_eq!(json["command"], "status");
     assert_eq!(json["version"]["recorded"]["completed"], true);
     assert_eq!(json["pending_actions"], 0);
     assert_eq!(json["workers"].as_array().unwrap().len(), 0);
     assert_eq!(json["failures"]["total"], 0);
+    assert_eq!(json["never_followed"][0], "tickets.assignee", "{json}");
+    let table = run(args("status", &db, &[])).await;
+    // display-text: the operator's table says it in words
+    assert!(table.stdout.contains("NEVER FOLLOWED"), "{}", table.stdout);
 
     let spawn = |lease_ms: u64| {
         schema
@@ -609,6 +623,9 @@ async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
     assert!(standby.stats().is_standby());
 
     let before = run(args("status", &db, &["--json"])).await.json();
+    // the control: with a worker on the name, nothing is left unfollowed
+    assert_eq!(before["exit"], 0, "{before}");
+    assert_eq!(before["never_followed"].as_array().unwrap().len(), 0);
     let row = worker(&before, "cli-status");
     let first_owner = row["owner"].as_str().expect("an owner").to_owned();
     assert_eq!(row["expired"], false);

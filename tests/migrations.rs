@@ -886,6 +886,46 @@ async fn an_allowed_downgrade_reports_what_it_did() {
     assert!(!text.contains("refuses"), "{text}");
 }
 
+/// Issue 49, item 6: the server's validator older than the record (rolled back by hand, or
+/// refused since): `plan` of the recorded version says so, and never that a field it requires
+/// is "unknown to the recorded one", which is this very version.
+#[tokio::test]
+async fn a_validator_behind_the_record_is_not_called_new_to_the_recorded_version() {
+    let db = mongo_schema_testkit::database("migrations_validator_behind").await;
+    v2::schema().apply(&db).await.unwrap();
+    let older = v1::schema()
+        .collection("customers")
+        .unwrap()
+        .validator
+        .clone();
+    db.run_command(doc! { "collMod": "customers", "validator": older })
+        .await
+        .unwrap();
+    let plan = v2::schema().plan(&db).await.unwrap();
+    assert!(
+        matches!(plan.version, Some(VersionStatus::Current { version: 2 })),
+        "{plan}"
+    );
+    assert!(
+        plan.warnings.iter().any(|w| matches!(
+            w,
+            Warning::RequiredFieldNotOnServer { collection, field, recorded: 2 }
+                if collection == "customers" && field == "tier"
+        )),
+        "{plan}"
+    );
+    assert!(
+        !plan
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::NewRequiredField { .. })),
+        "{plan}"
+    );
+    let text = plan.to_string();
+    // display-text: the sentence an operator reads does not blame the recorded version
+    assert!(!text.contains("unknown to the recorded one"), "{text}");
+}
+
 #[tokio::test]
 async fn missing_copies_are_drift_that_reconcile_fills() {
     let db = seeded_v1("migrations_missing_copies").await;

@@ -364,8 +364,9 @@ async fn a_services_own_transaction_commits_every_helpers_writes_with_its_own() 
         names(&in_transaction),
         [
             ("insert", "desk_log"),
-            ("insert", "loans"),
+            // a subset's add: the parent's update (which finds the parent) before the child
             ("update", "members"),
+            ("insert", "loans"),
             ("update", "books"),
             ("findAndModify", "books"),
             ("update", "loans"),

@@ -1,6 +1,7 @@
 //! The error type of the runtime, [`Error`], and the small types its variants carry (which
 //! step of a transaction, which lock, why a worker stopped, ...).
 
+use mongodb::bson::Bson;
 use std::fmt;
 use std::time::Duration;
 
@@ -108,6 +109,22 @@ pub enum Error {
         /// Where the write stood in its transaction; `None` for a standalone call.
         position: Option<StepPosition>,
         /// What became of the writes around the failed one.
+        rollback: Rollback,
+    },
+    /// A child of a `#[subset]` or `#[counter]` names a parent that does not exist
+    /// ([`crate::Subset::add`], [`crate::Counter::add`], `add_then_update`,
+    /// [`crate::Transaction::add`]): it would be stored and counted nowhere. `rollback` says
+    /// what became of the writes around it (the helpers alone write nothing). To store such a
+    /// child anyway, as before, say so: `.allow_missing_parent()`.
+    #[non_exhaustive]
+    MissingParent {
+        /// The parents' collection.
+        collection: String,
+        /// The children's collection.
+        child: String,
+        /// The parent `_id` the child names (boxed: it keeps `Error` small).
+        parent: Box<Bson>,
+        /// What became of the writes around it.
         rollback: Rollback,
     },
     /// The call would put more into a bounded place than it holds, and was refused before
@@ -296,6 +313,25 @@ pub(crate) async fn after_failed_condition(
     session: &mut mongodb::ClientSession,
     error: Error,
 ) -> Error {
+    if let Error::MissingParent {
+        collection,
+        child,
+        parent,
+        ..
+    } = error
+    {
+        let rollback = if session.abort_transaction().await.is_ok() {
+            Rollback::CallerTransactionAborted
+        } else {
+            Rollback::EarlierWritesKept
+        };
+        return Error::MissingParent {
+            collection,
+            child,
+            parent,
+            rollback,
+        };
+    }
     let Error::ConditionFailed {
         collection,
         label,
@@ -609,6 +645,18 @@ impl fmt::Debug for Error {
                 .field("position", position)
                 .field("rollback", rollback)
                 .finish(),
+            Error::MissingParent {
+                collection,
+                child,
+                parent,
+                rollback,
+            } => f
+                .debug_struct("MissingParent")
+                .field("collection", collection)
+                .field("child", child)
+                .field("parent", parent)
+                .field("rollback", rollback)
+                .finish(),
             Error::BoundExceeded {
                 path,
                 max,
@@ -761,6 +809,15 @@ impl fmt::Display for Error {
                 f,
                 "`{label}` matched no document of `{collection}` (another writer changed it first, or it is gone): {rollback}"
             ),
+            Error::MissingParent {
+                collection,
+                child,
+                parent,
+                rollback,
+            } => write!(
+                f,
+                "refused: a `{child}` child names the `{collection}` parent {parent}, which does not exist (it would be stored and counted nowhere): {rollback}; `.allow_missing_parent()` stores such a child anyway"
+            ),
             Error::BoundExceeded {
                 path,
                 max,
@@ -880,6 +937,7 @@ impl std::error::Error for Error {
             Error::Serialization { source, .. } => Some(source.inner()),
             Error::Other(inner) => inner.source(),
             Error::ConditionFailed { .. }
+            | Error::MissingParent { .. }
             | Error::BoundExceeded { .. }
             | Error::UnsafeValue { .. }
             | Error::InvalidArgument { .. }

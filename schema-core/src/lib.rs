@@ -33,10 +33,10 @@ mod validation;
 
 pub use deploy::migrate;
 pub use deploy::{
-    Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, CollectionAudit,
-    Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan, PlanAction, PlanOptions,
-    RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology, VersionStatus, Violations,
-    Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
+    Action, AppliedAction, ApplyAction, ApplyReport, ArrayPressure, AuditReport, ChildAudit,
+    CollectionAudit, Observed, ObservedCollection, OnNewer, OnViolations, PartAudit, Plan,
+    PlanAction, PlanOptions, RanEntry, RecordedVersion, ShardState, ShardingStatus, Topology,
+    VersionStatus, Violations, Warning, APPLY_DEADLINE, DEFAULT_SCHEMA_NAME, META_COLLECTION,
 };
 pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
@@ -70,11 +70,11 @@ pub use relations::{
 };
 pub use schema::{Schema, SchemaBuilder, SchemaError};
 pub use sync::{
-    EdgeReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate, StepOutcome,
-    SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport, WorkerSnapshot,
-    WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT, DEFAULT_STALL_TIMEOUT,
-    DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION, FAILURE_RECORD_TTL, FAN_OUT_CHUNK,
-    TOKENS_COLLECTION, TRANSACTION_DEADLINE,
+    EdgeReconcile, PartReconcile, ReconcileReport, RetryReport, SourceDelete, SourceUpdate,
+    StepOutcome, SyncFailure, SyncWorker, SyncWorkerHandle, Transaction, TransactionReport,
+    WorkerSnapshot, WorkerStats, DEFAULT_LEASE, DEFAULT_MAX_BATCH, DEFAULT_READY_TIMEOUT,
+    DEFAULT_STALL_TIMEOUT, DEFAULT_TOKEN_SAVE_INTERVAL, FAILURES_COLLECTION, FAILURE_RECORD_TTL,
+    FAN_OUT_CHUNK, TOKENS_COLLECTION, TRANSACTION_DEADLINE,
 };
 pub use validation::{BatchFailure, LocalValidator, RuleFailure, ValidationError};
 

@@ -259,6 +259,14 @@ impl Schema {
         let rules = crate::relations::subset::reconcile::rules(&self.collections);
         report.subsets =
             crate::relations::subset::reconcile::reconcile(db, &rules, dry_run, None).await?;
+        // the parts whose owner is gone (`audit` counts them): deleted by the repair
+        for spec in &self.collections {
+            let Some(part) = &spec.part_of else { continue };
+            report.parts.push(
+                crate::sync::reconcile::reconcile_parts(db, &spec.name, &part.owner, dry_run)
+                    .await?,
+            );
+        }
         if let Some(began) = began {
             let mut followed: Vec<String> = self
                 .graph
@@ -741,6 +749,8 @@ impl SchemaBuilder {
             );
         }
         if problems.is_empty() {
+            // the helpers that delete an owner without the schema at hand find its parts here
+            crate::relations::part::register(&self.collections);
             // the sync worker reads a deleted child's parent from its pre-image
             let followed: Vec<String> = self
                 .collections
@@ -900,6 +910,14 @@ fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
                 spec.name
             )),
             Some(owner) => {
+                // mongod's TTL monitor deletes the owner alone, outside any transaction:
+                // its parts would stay behind, orphans
+                for index in owner.indexes.iter().filter(|i| i.expire_after_secs.is_some()) {
+                    problems.push(format!(
+                        "index `{}` of `{}` is a TTL index (`expire_after_secs`), but `{}` documents own parts in `{}` (`same_id_as`): mongod's TTL monitor deletes an owner alone, outside any transaction, and leaves its part behind; delete expired owners with `schema.delete_source` (a periodic job on the same field), or keep the part's fields in the owner",
+                        index.name, owner.name, owner.name, spec.name
+                    ));
+                }
                 if let Some(grand) = &owner.part_of {
                     problems.push(format!(
                         "`{}` is stored under the `_id` of `{}`, which is itself a part of `{}`: name the owner, `same_id_as = {}`",
@@ -1172,6 +1190,30 @@ mod tests {
             ),
             "{report}"
         );
+    }
+
+    #[test]
+    fn a_ttl_index_on_an_owner_of_parts_is_refused() {
+        use crate::PartSpec;
+        let owner = |ttl: bool| {
+            let index = IndexSpec::new(doc! { "customer._id": 1 }).name("expiry");
+            spec("sessions").index(if ttl {
+                index.expire_after_secs(3600)
+            } else {
+                index
+            })
+        };
+        let part = || spec("session_blobs").part_of(PartSpec::new("sessions", "Session"));
+        // positive control: the same schema without the TTL option builds
+        assert!(part_problems(&[owner(false), part()]).is_empty());
+        let problems = part_problems(&[owner(true), part()]);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].starts_with("index `expiry` of `sessions` is a TTL index"),
+            "{problems:#?}"
+        );
+        // a TTL index on a collection that owns no part is not this rule's business
+        assert!(part_problems(&[owner(true)]).is_empty());
     }
 
     #[test]

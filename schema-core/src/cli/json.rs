@@ -308,6 +308,10 @@ pub(crate) fn audit(report: &AuditReport) -> Output {
                 "part": p.part, "owner": p.owner, "optional": p.optional,
                 "orphans": p.orphans, "owners_without_part": p.owners_without_part,
             })).collect::<Vec<_>>(),
+            "children": report.children.iter().map(|c| json!({
+                "parent": c.parent, "child": c.child, "field": c.field, "kept_by": c.kept_by,
+                "missing_parent": c.missing_parent,
+            })).collect::<Vec<_>>(),
             "drifted": report.drift.drifted(),
         }),
     }
@@ -341,6 +345,17 @@ pub(crate) fn reconcile(report: &ReconcileReport, repair: bool) -> Output {
             s.checked.to_string(),
             s.drifted.to_string(),
             s.repaired.to_string(),
+            "-".to_owned(),
+        ]);
+    }
+    // orphan parts: found (drifted) and deleted (repaired)
+    for p in &report.parts {
+        rows.push(vec![
+            format!("{} (orphan parts of {})", p.part, p.owner),
+            "-".to_owned(),
+            "-".to_owned(),
+            p.orphans.to_string(),
+            p.deleted.to_string(),
             "-".to_owned(),
         ]);
     }
@@ -385,6 +400,12 @@ pub(crate) fn reconcile(report: &ReconcileReport, repair: bool) -> Output {
                 "drifted": s.drifted,
                 "repaired": s.repaired,
             })).collect::<Vec<_>>(),
+            "parts": report.parts.iter().map(|p| json!({
+                "part": p.part,
+                "owner": p.owner,
+                "orphans": p.orphans,
+                "deleted": p.deleted,
+            })).collect::<Vec<_>>(),
         }),
     }
 }
@@ -413,7 +434,14 @@ pub(crate) fn prove(report: &ProofReport) -> Output {
         .to_vec()];
     for q in &report.queries {
         rows.push(vec![
-            if q.failure.is_some() { "FAIL" } else { "ok" }.to_owned(),
+            // an `ok` the server's plan does not show by itself (a collection scan that this
+            // server runs where mongod walks the index) carries its reason below the table
+            match (&q.failure, &q.note) {
+                (Some(_), _) => "FAIL",
+                (None, Some(_)) => "ok (note)",
+                (None, None) => "ok",
+            }
+            .to_owned(),
             q.collection.clone(),
             q.query.clone(),
             if q.collscan {
@@ -430,6 +458,11 @@ pub(crate) fn prove(report: &ProofReport) -> Output {
         ]);
     }
     let mut text = table(&rows);
+    for q in report.queries.iter().filter(|q| q.failure.is_none()) {
+        if let Some(note) = &q.note {
+            let _ = writeln!(text, "note {}.{}: {note}", q.collection, q.query);
+        }
+    }
     for q in report.failures() {
         let _ = writeln!(
             text,
@@ -589,4 +622,63 @@ pub(crate) fn report_text(schema: &Schema) -> String {
         let _ = writeln!(out, "warning: {}", warning.replace('`', ""));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::QueryProof;
+
+    fn proof(query: &str, collscan: bool, note: Option<&str>) -> QueryProof {
+        QueryProof {
+            collection: "events".to_owned(),
+            query: query.to_owned(),
+            declared: true,
+            expected_index: Some("starts_at_1".to_owned()),
+            used_indexes: if collscan {
+                Vec::new()
+            } else {
+                vec!["starts_at_1".to_owned()]
+            },
+            sort: SortVerdict::InIndexOrder,
+            collscan,
+            covered: false,
+            max_scans_to_explode_reached: false,
+            facts: Default::default(),
+            failure: None,
+            note: note.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn an_ok_beside_a_collection_scan_says_why() {
+        let why = "a collection scan and a sort: this server walks no index for an order alone, where mongod walks `starts_at_1`";
+        let report = ProofReport {
+            sorts_in_memory: true,
+            queries: vec![
+                proof("upcoming", true, Some(why)),
+                proof("by_venue", false, None),
+            ],
+        };
+        let text = prove(&report).text;
+        let lines: Vec<&str> = text.lines().collect();
+        let scanned = lines.iter().find(|l| l.contains("upcoming")).unwrap();
+        // display-text: the table's verdict column beside a COLLSCAN
+        assert!(
+            scanned.starts_with("ok (note)") && scanned.contains("COLLSCAN"),
+            "{text}"
+        );
+        // display-text: the reason, printed in the text and not only in `--json`
+        assert!(
+            text.contains(&format!("note events.upcoming: {why}")),
+            "{text}"
+        );
+        // positive control: a query served by its index is a plain `ok`, with no note
+        let served = lines.iter().find(|l| l.contains("by_venue")).unwrap();
+        assert!(
+            served.starts_with("ok ") && !served.starts_with("ok (note)"),
+            "{text}"
+        );
+        assert!(!text.contains("note events.by_venue"), "{text}");
+    }
 }

@@ -41,7 +41,7 @@
 //! | --- | --- | --- |
 //! | `0` | [`Exit::Done`] | done, or nothing to do / nothing found |
 //! | `1` | [`Exit::Error`] | an error (printed on standard error; with `--json`, also as `{"error": "..."}` on standard output): `apply` refused (a newer recorded version without `--allow-downgrade`), a step failed, the server was unreachable |
-//! | `2` | [`Exit::Attention`] | work pending or attention needed: `plan` has actions or migration steps to run; `audit` is not clean; `reconcile` found drift (a dry run) or a repair failed; `retry-failures` left records still failing; `prove` has a query not served as declared; `status` shows drift, pending actions, pending or failed migrations, a recorded version newer than this binary's (whose `apply` refuses without `--allow-downgrade`), an expired lease, a worker that holds its lease without saving progress for longer than [`STALLED_WORKER_AFTER`] or whose watchdog found it stalled within that time, or recorded sync failures |
+//! | `2` | [`Exit::Attention`] | work pending or attention needed: `plan` has actions or migration steps to run; `audit` is not clean; `reconcile` found drift (a dry run) or a repair failed; `retry-failures` left records still failing; `prove` has a query not served as declared; `status` shows drift, pending actions, pending or failed migrations, a `failed` or `partial` record, `async` copies or subsets that no sync worker has ever followed, a recorded version newer than this binary's (whose `apply` refuses without `--allow-downgrade`), an expired lease, a worker that holds its lease without saving progress for longer than [`STALLED_WORKER_AFTER`] or whose watchdog found it stalled within that time, or recorded sync failures |
 //! | `3` | [`Exit::NotAsDeclared`] | the schema is not as declared: `apply` ran and a declared validator or index is not on the server (a validator refused over, or held at `moderate` for, violating documents; a conflicting index), so the version is recorded `partial`, never `applied`; `plan`: `apply` with the same options would leave it so, or would refuse (a newer recorded version; a time series collection declared over a plain one) |
 //!
 //! # Progress
@@ -146,9 +146,10 @@ pub enum SchemaCommand {
     ///
     /// JSON: `{ command: "status", exit, schema, version: { declared, fingerprint, recorded:
     /// { version, fingerprint, completed, applied_at, failure, missing }|null, status },
-    /// pending_actions,
+    /// pending_actions, never_followed: ["holder.path"],
     /// drift: [string], migrations: { declared, done, failed, pending: [{ version, name,
-    /// recorded }] }, workers: [{ name, owner, lease_expires, lease_expires_in_ms, expired,
+    /// recorded }] } (`done` and `failed` count the changelog's records of this schema, of
+    /// every version), workers: [{ name, owner, lease_expires, lease_expires_in_ms, expired,
     /// stalled, epoch, lag_ms, token_time, token_age_ms, token_saved_at, oplog_window_ms, failures
     /// }],
     /// failures: { total, by_copy: { "holder.path": n } } }` (times as RFC 3339 text; `owner`
@@ -171,14 +172,17 @@ pub enum SchemaCommand {
     /// JSON: `{ command: "audit", exit, clean: bool, collections: [{ collection, exists,
     /// documents, largest_bytes, oversized, arrays_near_bound, invalid, missing_indexes,
     /// unexpected_indexes, conflicting_indexes, validator_differs: string | null }],
-    /// unknown_collections: [string], parts, drifted }`.
+    /// unknown_collections: [string], parts, children: [{ parent, child, field, kept_by,
+    /// missing_parent }], drifted }`.
     Audit(Connection),
-    /// Compares every copy and subset with its source; `--repair` rewrites the drifted ones.
+    /// Compares every copy and subset with its source, and finds the parts whose owner is
+    /// gone; `--repair` rewrites the drifted ones and deletes the orphan parts.
     /// Exits 2 when something drifted (without `--repair`) or a repair failed.
     ///
     /// JSON: `{ command: "reconcile", exit, repair: bool, drifted, repaired, copies: [{ copy,
     /// strategy, checked, drifted, repaired, missing_sources, missing_copies, failed,
-    /// recorded_failures }], subsets: [{ subset, checked, drifted, repaired }] }`.
+    /// recorded_failures }], subsets: [{ subset, checked, drifted, repaired }], parts:
+    /// [{ part, owner, orphans, deleted }] }`.
     Reconcile(ReconcileArgs),
     /// Re-applies the recorded sync failures; the records that now succeed are removed. Exits 2
     /// when some still fail.

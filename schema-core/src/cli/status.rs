@@ -125,15 +125,14 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         .map(ToString::to_string)
         .collect();
 
-    // migrations: declared, the pending ones as plan found them (with the state an earlier
-    // run recorded), done = declared and not pending
+    // migrations: declared, the pending ones as plan found them, and what the changelog
+    // records of this schema's steps (of every version: after a downgrade the record holds
+    // the newer version's steps, which this binary does not declare)
     let declared = schema.migrations().len();
-    let failed = plan
-        .migrations
-        .iter()
-        .filter(|m| m.recorded == Some(MigrationState::Failed))
-        .count();
-    let done = declared.saturating_sub(plan.migrations.len());
+    let changelog = crate::migrate::changelog::read_all(db, schema.name()).await?;
+    let recorded_as = |state| changelog.iter().filter(|r| r.state == state).count();
+    let done = recorded_as(MigrationState::Done);
+    let failed = recorded_as(MigrationState::Failed);
 
     // failure records, by copy and by worker
     let records = db.collection::<BsonDocument>(FAILURES_COLLECTION);
@@ -248,9 +247,32 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
     for step in &plan.migrations {
         let _ = writeln!(text, "  pending: {step}");
     }
+    // what only a sync worker keeps current: with none ever run, it has never been followed
+    let followed: Vec<String> = schema
+        .sync_graph()
+        .edges
+        .iter()
+        .filter(|e| e.copy.strategy == crate::SyncStrategy::Async)
+        .map(crate::model::copy::SyncEdge::label)
+        .chain(
+            schema
+                .sync_graph()
+                .subsets
+                .iter()
+                .filter(|s| s.subset.strategy == crate::SyncStrategy::Async)
+                .map(|s| format!("{}.{}", s.parent, s.subset.path)),
+        )
+        .collect();
+    let never_followed = workers.is_empty() && !followed.is_empty();
     let mut expired_leases = 0;
     let mut stalled_workers = 0;
-    if workers.is_empty() {
+    if never_followed {
+        let _ = writeln!(
+            text,
+            "sync workers: none has run against this database, and the sync worker alone keeps {} (`async`) current: NEVER FOLLOWED, start one (`schema.sync_worker(..)`)",
+            followed.join(", ")
+        );
+    } else if workers.is_empty() {
         text.push_str("sync workers: none has run against this database\n");
     } else {
         let mut rows = vec![[
@@ -367,7 +389,15 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         .version
         .as_ref()
         .is_some_and(crate::VersionStatus::is_downgrade);
+    // a record of an apply that failed for good, or that left part of the schema off the
+    // server (`partial`)
+    let record_trouble = recorded
+        .as_ref()
+        .is_some_and(|r| r.failure.is_some() || !r.missing.is_empty());
     let trouble = older
+        || record_trouble
+        || never_followed
+        || failed > 0
         || !plan.actions.is_empty()
         || !plan.migrations.is_empty()
         || !drift.is_empty()
@@ -393,6 +423,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                 "status": status_text,
             },
             "pending_actions": plan.actions.len(),
+            "never_followed": if never_followed { followed.clone() } else { Vec::new() },
             "drift": drift,
             "migrations": {
                 "declared": declared,

@@ -337,7 +337,20 @@ async fn foresee(
     plan: &mut Plan,
     observed: &super::observe::Observed,
     migrations: &[Migration],
+    status: &VersionStatus,
 ) -> Result<()> {
+    // the version the record says, when it is this one or a newer one: a field the server's
+    // validator lacks is then not new to the record, the server's validator is behind it
+    let recorded_at_least_this = match status {
+        VersionStatus::Unrecorded { .. } | VersionStatus::Upgrade { .. } => None,
+        VersionStatus::Current { version }
+        | VersionStatus::Interrupted { version }
+        | VersionStatus::Changed { version, .. }
+        | VersionStatus::Failed { version, .. }
+        | VersionStatus::Partial { version, .. } => Some(*version),
+        VersionStatus::Downgrade { recorded, .. } => Some(*recorded),
+        VersionStatus::Rollback { failed, .. } => Some(*failed),
+    };
     let mut warnings = Vec::new();
     for action in &plan.actions {
         match action {
@@ -416,6 +429,14 @@ async fn foresee(
                 let before = required(current);
                 for field in required(validator) {
                     if before.contains(&field) || known.is_some_and(|p| p.contains_key(&field)) {
+                        continue;
+                    }
+                    if let Some(recorded) = recorded_at_least_this {
+                        warnings.push(Warning::RequiredFieldNotOnServer {
+                            collection: collection.clone(),
+                            field,
+                            recorded,
+                        });
                         continue;
                     }
                     let backfilled = migrations.iter().any(|m| {
@@ -592,7 +613,7 @@ impl<'a> std::future::IntoFuture for PlanAction<'a> {
                     }
                 }
             }
-            foresee(this.db, &mut plan, &observed, this.migrations).await?;
+            foresee(this.db, &mut plan, &observed, this.migrations, &status).await?;
             let known = |name: &str| this.specs.iter().any(|s| s.name == name);
             for collection in observe::unknown_collections(this.db, known).await? {
                 plan.warnings.push(Warning::NotInSchema { collection });

@@ -31,6 +31,35 @@ pub struct AuditReport {
     /// Every part collection (`same_id_as`) against its owners: orphan parts, and owners
     /// without their required part.
     pub parts: Vec<PartAudit>,
+    /// Every relationship of a `#[subset]` or `#[counter]` (parent, child, the child's field
+    /// holding the parent's `_id`) against its parents: the children whose parent does not
+    /// exist, shown and counted nowhere.
+    pub children: Vec<ChildAudit>,
+}
+
+/// The children of one relationship kept by subsets or counters whose parent does not exist.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ChildAudit {
+    /// The parents' collection.
+    pub parent: String,
+    /// The children's collection.
+    pub child: String,
+    /// The child's stored path holding the parent's `_id`.
+    pub field: String,
+    /// The subsets and counters that keep this relationship (`parents.path`).
+    pub kept_by: Vec<String>,
+    /// Children whose parent does not exist (or that hold no parent id).
+    pub missing_parent: u64,
+    /// The first such children's `_id`s (at most 5).
+    pub missing_parent_ids: Vec<Bson>,
+}
+
+impl ChildAudit {
+    /// Whether every child has its parent.
+    pub fn is_clean(&self) -> bool {
+        self.missing_parent == 0
+    }
 }
 
 /// A part collection (`#[collection(same_id_as = Owner)]`) against its owners' collection.
@@ -43,8 +72,8 @@ pub struct PartAudit {
     pub owner: String,
     /// Whether an owner may have no part (`optional_part`).
     pub optional: bool,
-    /// Parts whose owner does not exist (orphans: `schema.delete_source::<Owner>` of their
-    /// `_id` deletes them).
+    /// Parts whose owner does not exist (orphans: `schema.reconcile` deletes them, as does
+    /// `schema.delete_source::<Owner>` of their `_id`).
     pub orphans: u64,
     /// The first orphans' `_id`s (at most 5).
     pub orphan_ids: Vec<Bson>,
@@ -114,6 +143,7 @@ impl AuditReport {
     pub fn is_clean(&self) -> bool {
         self.unknown_collections.is_empty()
             && self.parts.iter().all(PartAudit::is_clean)
+            && self.children.iter().all(ChildAudit::is_clean)
             && self.drift.drifted() == 0
             && self.drift.recorded_failures() == 0
             && self.collections.iter().all(|c| {
@@ -306,6 +336,29 @@ pub(crate) async fn audit(
             owners_without_part_ids,
         });
     }
+    for rule in crate::relations::subset::reconcile::rules(schema.collections()) {
+        let path = format!("{}.{}", rule.parents, rule.path);
+        if let Some(known) = report.children.iter_mut().find(|c| {
+            c.parent == rule.parents && c.child == rule.children && c.field == rule.parent_field
+        }) {
+            known.kept_by.push(path);
+            continue;
+        }
+        let exists = |name: &str| observed.collection(name).is_some();
+        if !exists(&rule.children) {
+            continue; // no child stored yet
+        }
+        let (missing_parent, missing_parent_ids) =
+            unmatched_at(db, &rule.children, &rule.parent_field, &rule.parents).await?;
+        report.children.push(ChildAudit {
+            parent: rule.parents.to_string(),
+            child: rule.children.to_string(),
+            field: rule.parent_field.to_string(),
+            kept_by: vec![path],
+            missing_parent,
+            missing_parent_ids,
+        });
+    }
     report.unknown_collections =
         super::observe::unknown_collections(db, |n| schema.collection(n).is_some()).await?;
     report.drift = schema.reconcile(db).dry_run(true).await?;
@@ -315,18 +368,30 @@ pub(crate) async fn audit(
 /// The documents of `from` with no document of the same `_id` in `other`: how many, and the
 /// first `_id`s. Each is looked up by `_id` (the `_id` index of `other`), only the `_id` kept.
 async fn unmatched(db: &Database, from: &str, other: &str) -> Result<(u64, Vec<Bson>)> {
+    unmatched_at(db, from, "_id", other).await
+}
+
+/// The documents of `from` whose `field` is the `_id` of no document of `other`: how many,
+/// and the first `_id`s (each looked up on the `_id` index of `other`).
+async fn unmatched_at(
+    db: &Database,
+    from: &str,
+    field: &str,
+    other: &str,
+) -> Result<(u64, Vec<Bson>)> {
     let lookup = doc! { "$lookup": {
         "from": other,
-        "localField": "_id",
+        "localField": "key",
         "foreignField": "_id",
         "pipeline": [{ "$project": { "_id": 1 } }],
         "as": "same",
     } };
     let alone = doc! { "$match": { "same": { "$size": 0 } } };
+    let keep = doc! { "$project": { "_id": 1, "key": format!("${field}") } };
     let coll = db.collection::<BsonDocument>(from);
     let counted: Vec<BsonDocument> = coll
         .aggregate([
-            doc! { "$project": { "_id": 1 } },
+            keep.clone(),
             lookup.clone(),
             alone.clone(),
             doc! { "$count": "n" },
@@ -341,7 +406,7 @@ async fn unmatched(db: &Database, from: &str, other: &str) -> Result<(u64, Vec<B
     }
     let first: Vec<BsonDocument> = coll
         .aggregate([
-            doc! { "$project": { "_id": 1 } },
+            keep,
             lookup,
             alone,
             doc! { "$sort": { "_id": 1 } },
@@ -493,7 +558,7 @@ impl fmt::Display for AuditReport {
             if part.orphans > 0 {
                 writeln!(
                     f,
-                    "- orphan parts in `{}`: {} whose `{}` owner is missing, first _id {} (`schema.delete_source` of the owner's id deletes them)",
+                    "- orphan parts in `{}`: {} whose `{}` owner is missing, first _id {} (`reconcile --repair` deletes them)",
                     part.part,
                     part.orphans,
                     part.owner,
@@ -511,10 +576,27 @@ impl fmt::Display for AuditReport {
                 )?;
             }
         }
-        for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
+        for child in self.children.iter().filter(|c| !c.is_clean()) {
             writeln!(
                 f,
-                "- subsets that disagree with their children: {} ({}): {} of {} parents (`schema.reconcile` rewrites them)",
+                "- children without their parent: {} of `{}` name a `{}` parent (`{}`) that does not exist, first _id {}: shown and counted nowhere by {} (delete them, or write their parents and `schema.reconcile`)",
+                child.missing_parent,
+                child.child,
+                child.parent,
+                child.field,
+                ids(&child.missing_parent_ids),
+                child.kept_by.join(", ")
+            )?;
+        }
+        for subset in self.drift.subsets.iter().filter(|s| s.drifted > 0) {
+            let what = if subset.counter {
+                "counters that disagree with their children's number"
+            } else {
+                "subsets that disagree with their children"
+            };
+            writeln!(
+                f,
+                "- {what}: {} ({}): {} of {} parents (`schema.reconcile` rewrites them)",
                 subset.subset,
                 subset.strategy.map_or("?", |s| s.as_str()),
                 subset.drifted,

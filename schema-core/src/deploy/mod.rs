@@ -31,7 +31,7 @@ pub(crate) mod terms;
 pub(crate) mod violations;
 
 pub use apply::{ApplyAction, ApplyReport, PlanAction, RanEntry, APPLY_DEADLINE};
-pub use audit::{ArrayPressure, AuditReport, CollectionAudit, PartAudit};
+pub use audit::{ArrayPressure, AuditReport, ChildAudit, CollectionAudit, PartAudit};
 pub use execute::AppliedAction;
 pub use observe::{Observed, ObservedCollection, Topology, Violations};
 pub use plan::{Action, OnNewer, OnViolations, Plan, PlanOptions, Warning};

@@ -342,6 +342,36 @@ pub(crate) async fn violations_or_unfinished(
     }
 }
 
+/// The rules each sample fails, in words: a rule as the validator states it (the whole
+/// `required` list, a `maxLength`) is shown with its first sample only, and named alone after
+/// that, so that a list of examples does not repeat it per document.
+fn sample_rule_texts(samples: &[Vec<crate::RuleFailure>]) -> Vec<String> {
+    let mut stated: Vec<(String, Bson)> = Vec::new();
+    samples
+        .iter()
+        .map(|failures| {
+            failures
+                .iter()
+                .map(|failure| {
+                    let Some(specified) = &failure.specified else {
+                        return failure.to_string();
+                    };
+                    let key = (failure.rule.clone(), specified.clone());
+                    if stated.contains(&key) {
+                        let mut named = failure.clone();
+                        named.specified = None;
+                        named.to_string()
+                    } else {
+                        stated.push(key);
+                        failure.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .collect()
+}
+
 /// Counts the existing documents of `collection` that `validator` would reject (a validator is
 /// a query: `{ $nor: [validator] }` matches them), with a few of their ids, within `time_limit`
 /// ([`OPERATOR_TIME_LIMIT`]).
@@ -367,21 +397,16 @@ pub(crate) async fn violations(
     };
     // which rule each sample fails, by mongod's semantics evaluated here
     let local = crate::LocalValidator::new(validator).ok();
-    let sample_rules = samples
+    let failures: Vec<Vec<crate::RuleFailure>> = samples
         .iter()
         .map(
             |sample| match local.as_ref().and_then(|v| v.check(sample).err()) {
-                Some(failed) => failed
-                    .failures
-                    .iter()
-                    .take(3)
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                _ => String::new(),
+                Some(failed) => failed.failures.into_iter().take(3).collect(),
+                None => Vec::new(),
             },
         )
         .collect();
+    let sample_rules = sample_rule_texts(&failures);
     let sample_ids = samples
         .iter()
         .filter_map(|d| d.get("_id").cloned())
@@ -625,6 +650,31 @@ pub(crate) async fn resolve_record(
 mod tests {
     use super::*;
     use crate::deploy::test_spec as spec;
+
+    #[test]
+    fn each_violator_example_states_the_required_list_once() {
+        let validator = doc! { "$jsonSchema": {
+            "bsonType": "object",
+            "required": ["name", "tier", "email", "since"],
+        } };
+        let local = crate::LocalValidator::new(&validator).unwrap();
+        let failures: Vec<Vec<crate::RuleFailure>> = (0..3)
+            .map(|i| {
+                let sample = doc! { "_id": i, "name": "a", "email": "e", "since": 1 };
+                local.check(&sample).unwrap_err().failures
+            })
+            .collect();
+        let texts = sample_rule_texts(&failures);
+        assert_eq!(texts.len(), 3);
+        let list = "\"since\"";
+        // display-text: the first example states the list, as the validator has it
+        assert!(texts[0].contains(list), "{texts:?}");
+        // display-text: the others name the missing field and the rule, not the list again
+        for text in &texts[1..] {
+            assert!(text.contains("`tier` fails `required`"), "{texts:?}");
+            assert!(!text.contains(list), "{texts:?}");
+        }
+    }
 
     #[test]
     fn observed_prints_see_validators_levels_and_indexes_and_nothing_else() {

@@ -313,6 +313,20 @@ pub enum Warning {
         /// instances' new writes still miss it).
         backfilled: bool,
     },
+    /// The validator this version declares requires a field that the validator on the server
+    /// does not know, while the record already says this version (or a newer one): the server
+    /// holds an older validator than the record's (a rollback applied by hand, a downgrade
+    /// applied since, or a validator change refused over violating documents). Instances of
+    /// that older version may still write documents without the field, which the declared
+    /// validator rejects once `apply` sends it.
+    RequiredFieldNotOnServer {
+        /// Collection name.
+        collection: String,
+        /// The field.
+        field: String,
+        /// The recorded version.
+        recorded: u64,
+    },
     /// A collection of the database that the schema does not mention (no longer, or not yet):
     /// left alone, never dropped.
     NotInSchema {
@@ -466,6 +480,14 @@ impl fmt::Display for Warning {
                 f,
                 "`{collection}.{field}` is required from this version and unknown to the recorded one: instances of the recorded version still running write documents without it, which the new validator rejects{}; ship it optional first and require it once no older instance writes (expand/contract)",
                 if *backfilled { " (the `set_default` step fills the existing ones only)" } else { "" }
+            ),
+            Warning::RequiredFieldNotOnServer {
+                collection,
+                field,
+                recorded,
+            } => write!(
+                f,
+                "`{collection}.{field}` is required by this version, and the validator on the server (an older one than recorded version {recorded}'s: rolled back, or refused over violating documents) does not know it: instances of an older version still running write documents without it, which `apply` then makes the validator reject"
             ),
             Warning::NotInSchema { collection } => write!(
                 f,

@@ -2,11 +2,18 @@
 //! `_id` in a second collection (seed 003, question 6: "embedding a 40 KB specification sheet
 //! in a product that is mostly read in listings makes every listing read carry it through the
 //! cache"). The owner is read alone; its part by the owner's id, on the part's `_id` index (no
-//! index of its own); both are written in one transaction, and
-//! [`Schema::delete_source`](crate::Schema::delete_source) deletes the owner's parts with it.
+//! index of its own); both are written in one transaction, and every path of the library that
+//! deletes an owner deletes its parts in the same transaction:
+//! [`Schema::delete_source`](crate::Schema::delete_source), [`Subset::delete`](crate::Subset::delete)
+//! and [`Counter::delete`](crate::Counter::delete) of a child that owns parts, the
+//! [`dedupe`](crate::migrate::dedupe) migration step, and `Transaction::delete_one` and
+//! `delete_many`. Nothing expires an owner (a TTL index on one is refused by `Schema::build`);
+//! `reconcile` deletes the orphan parts that `audit` counts.
 
+use std::collections::BTreeMap;
 use std::future::IntoFuture;
 use std::marker::PhantomData;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -19,6 +26,63 @@ use super::resolve::{Resolve, ResolveAll};
 use super::Attached;
 use crate::sync::transaction::{in_transaction_or, TRANSACTION_DEADLINE};
 use crate::{Document, Error, Identified, Ref, Result, ResultExt};
+
+/// The part collections of each owner collection, as the schemas built in this process declare
+/// them (`Schema::build` registers its parts): the helpers that delete a document without a
+/// schema at hand (a subset's or counter's child, a migration step) read it here, so that a
+/// part goes with its owner whatever path deletes the owner.
+static PARTS: RwLock<BTreeMap<String, Vec<String>>> = RwLock::new(BTreeMap::new());
+
+/// Registers the parts of `collections` (called by `Schema::build`; kept for the life of the
+/// process, added to by each schema built).
+pub(crate) fn register(collections: &[crate::model::document::CollectionSpec]) {
+    let mut parts = PARTS.write().unwrap_or_else(|e| e.into_inner());
+    for spec in collections {
+        let Some(part) = &spec.part_of else { continue };
+        let known = parts.entry(part.owner.clone()).or_default();
+        if !known.contains(&spec.name) {
+            known.push(spec.name.clone());
+        }
+    }
+}
+
+/// The part collections of the owner collection `owner` (empty: none known).
+pub(crate) fn parts_of(owner: &str) -> Vec<String> {
+    PARTS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(owner)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Inside a transaction: deletes the parts of the owners `ids` of `owner` (none when `owner`
+/// has no parts). Returns the parts deleted per part collection.
+pub(crate) async fn delete_parts_in(
+    db: &Database,
+    parts: &[String],
+    ids: &[Bson],
+    session: &mut ClientSession,
+) -> Result<Vec<(String, u64)>> {
+    let mut deleted = Vec::with_capacity(parts.len());
+    if ids.is_empty() {
+        return Ok(parts.iter().map(|p| (p.clone(), 0)).collect());
+    }
+    for part in parts {
+        let filter = match ids {
+            [one] => mongodb::bson::doc! { "_id": one.clone() },
+            many => mongodb::bson::doc! { "_id": { "$in": many.to_vec() } },
+        };
+        let result = db
+            .collection::<BsonDocument>(part)
+            .delete_many(filter)
+            .session(&mut *session)
+            .await
+            .in_collection(part)?;
+        deleted.push((part.clone(), result.deleted_count));
+    }
+    Ok(deleted)
+}
 
 /// The part `P` of every `O`, stored under the owner's `_id`: generated as the constant
 /// `P::OWNER` of a `#[collection(same_id_as = O)]` (with `P::of` and `P::of_all` beside it).

@@ -38,6 +38,8 @@ enum Step {
         collection: &'static str,
         filter: BsonDocument,
         many: bool,
+        /// The part collections of the documents deleted (`same_id_as`): deleted with them.
+        parts: Vec<String>,
     },
     Parent(ParentUpdate),
     Source {
@@ -168,8 +170,10 @@ impl<'a> Transaction<'a> {
     }
 
     /// Inserts `child` and adds it to `subset` of its parent (preview and count), as
-    /// [`Subset::add`](crate::Subset::add) does alone. For another subset of the same child,
-    /// follow with [`also`](Transaction::also).
+    /// [`Subset::add`](crate::Subset::add) does alone: a child whose parent does not exist
+    /// aborts the transaction ([`Error::MissingParent`], nothing written) unless followed by
+    /// [`allow_missing_parent`](Transaction::allow_missing_parent). For another subset of the
+    /// same child, follow with [`also`](Transaction::also).
     pub fn add<C, S>(self, subset: &S, child: &C) -> Self
     where
         C: Document + Serialize,
@@ -254,26 +258,43 @@ impl<'a> Transaction<'a> {
         )
     }
 
-    /// Deletes the first document of `T`'s collection that `filter` matches.
+    /// The part collections of the schema whose owner is `owner`.
+    fn parts_of(&self, owner: &str) -> Vec<String> {
+        self.schema
+            .collections()
+            .iter()
+            .filter(|c| c.part_of.as_ref().is_some_and(|p| p.owner == owner))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Deletes the first document of `T`'s collection that `filter` matches, and its parts
+    /// (`#[collection(same_id_as = T)]`) in the same transaction.
     pub fn delete_one<T: Document>(self, filter: BsonDocument) -> Self {
+        let parts = self.parts_of(T::COLLECTION);
         self.push(
             format!("delete_one {}", T::COLLECTION),
             Ok(Step::Delete {
                 collection: T::COLLECTION,
                 filter,
                 many: false,
+                parts,
             }),
         )
     }
 
-    /// Deletes every document of `T`'s collection that `filter` matches.
+    /// Deletes every document of `T`'s collection that `filter` matches, and their parts
+    /// (`#[collection(same_id_as = T)]`) in the same transaction (the `_id`s deleted are read
+    /// first, in the transaction, when `T` owns parts).
     pub fn delete_many<T: Document>(self, filter: BsonDocument) -> Self {
+        let parts = self.parts_of(T::COLLECTION);
         self.push(
             format!("delete_many {}", T::COLLECTION),
             Ok(Step::Delete {
                 collection: T::COLLECTION,
                 filter,
                 many: true,
+                parts,
             }),
         )
     }
@@ -363,6 +384,27 @@ impl<'a> Transaction<'a> {
     pub fn must_match(mut self) -> Self {
         if let Some(last) = self.steps.last_mut() {
             last.must_match = true;
+        }
+        self
+    }
+
+    /// The subset added last ([`add`](Transaction::add), [`also`](Transaction::also)) stores
+    /// its child even when the parent does not exist, as before 0.2 (the child is then counted
+    /// nowhere). Without it, such a child aborts the transaction with
+    /// [`Error::MissingParent`] and nothing is written. After a step that is no subset's, the
+    /// transaction is refused before anything is sent ([`Error::InvalidArgument`]).
+    pub fn allow_missing_parent(mut self) -> Self {
+        match self.steps.last_mut() {
+            Some(Planned {
+                step: Step::Parent(update),
+                ..
+            }) => *update = update.clone().allowing_missing_parent(),
+            _ => {
+                self.refused.get_or_insert(Error::invalid_argument(
+                    "allow_missing_parent",
+                    "`allow_missing_parent` applies to the subset added just before it (`add`, `also`)",
+                ));
+            }
         }
         self
     }
@@ -571,6 +613,49 @@ async fn run_step(
             collection: name,
             filter,
             many,
+            parts,
+        } if !parts.is_empty() => {
+            // the owners' `_id`s, read in the transaction, so that their parts go with them
+            let ids: Vec<Bson> = if *many {
+                use futures_util::TryStreamExt;
+                collection(name)
+                    .find(filter.clone())
+                    .projection(mongodb::bson::doc! { "_id": 1 })
+                    .session(&mut *session)
+                    .await?
+                    .stream(&mut *session)
+                    .try_collect::<Vec<BsonDocument>>()
+                    .await?
+                    .into_iter()
+                    .filter_map(|d| d.get("_id").cloned())
+                    .collect()
+            } else {
+                collection(name)
+                    .find_one_and_delete(filter.clone())
+                    .projection(mongodb::bson::doc! { "_id": 1 })
+                    .session(&mut *session)
+                    .await?
+                    .and_then(|d| d.get("_id").cloned())
+                    .into_iter()
+                    .collect()
+            };
+            let deleted = if *many && !ids.is_empty() {
+                collection(name)
+                    .delete_many(mongodb::bson::doc! { "$and": [filter.clone(), { "_id": { "$in": ids.clone() } }] })
+                    .session(&mut *session)
+                    .await?
+                    .deleted_count
+            } else {
+                ids.len() as u64
+            };
+            crate::relations::part::delete_parts_in(db, parts, &ids, &mut *session).await?;
+            (deleted, deleted)
+        }
+        Step::Delete {
+            collection: name,
+            filter,
+            many,
+            ..
         } => {
             let result = if *many {
                 collection(name)
@@ -586,8 +671,12 @@ async fn run_step(
             (result.deleted_count, result.deleted_count)
         }
         // a child outside the subset's filter leaves its parent alone: the child's write,
-        // just before, is what matched (so `must_match` after a filtered `add` holds)
-        Step::Parent(update) if update.leaves_the_parent_alone() => (1, 0),
+        // just before, is what matched (so `must_match` after a filtered `add` holds); a
+        // parent that does not exist is refused there, unless allowed
+        // under `must_match` a missing parent is the condition that failed, as it always was
+        Step::Parent(update) if planned.must_match => {
+            update_parent_in(db, update.clone().allowing_missing_parent(), session).await?
+        }
         Step::Parent(update) => update_parent_in(db, update.clone(), session).await?,
         Step::Source {
             collection: name,

@@ -39,7 +39,7 @@ pub use compose::{StepOutcome, Transaction, TransactionReport};
 pub use failures::{SyncFailure, FAILURES_COLLECTION, FAILURE_RECORD_TTL};
 pub use fan_out::FAN_OUT_CHUNK;
 pub use lease::DEFAULT_LEASE;
-pub use reconcile::{EdgeReconcile, ReconcileReport};
+pub use reconcile::{EdgeReconcile, PartReconcile, ReconcileReport};
 pub use retry_failures::RetryReport;
 pub use source::{SourceDelete, SourceUpdate};
 pub use transaction::TRANSACTION_DEADLINE;

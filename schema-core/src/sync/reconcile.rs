@@ -24,6 +24,137 @@ pub struct ReconcileReport {
     pub edges: Vec<EdgeReconcile>,
     /// One line per subset: previews and counts compared with the children.
     pub subsets: Vec<crate::SubsetReconcile>,
+    /// One line per part collection (`same_id_as`): its orphan parts, whose owner does not
+    /// exist, and those the repair deleted.
+    pub parts: Vec<PartReconcile>,
+}
+
+/// Reconcile figures of one part collection (`#[collection(same_id_as = Owner)]`): the parts
+/// whose owner does not exist (an owner deleted by a path that left its part, or a part
+/// written alone), which the repair deletes.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct PartReconcile {
+    /// The part collection.
+    pub part: String,
+    /// The owners' collection.
+    pub owner: String,
+    /// Orphan parts found.
+    pub orphans: u64,
+    /// Orphan parts deleted (0 in a dry run). Fewer than `orphans` when an owner of that
+    /// `_id` was written meanwhile (checked in the transaction that deletes them).
+    pub deleted: u64,
+}
+
+impl fmt::Display for PartReconcile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (parts of `{}`): {} orphans, {} deleted",
+            self.part, self.owner, self.orphans, self.deleted
+        )
+    }
+}
+
+/// Orphan parts deleted per transaction.
+const ORPHAN_BATCH: i64 = 1000;
+
+/// Finds the parts of `part` whose owner in `owner` does not exist and, unless `dry_run`,
+/// deletes them: a batch at a time, each in a transaction that reads the owners of the batch
+/// again and deletes only the parts still without one.
+pub(crate) async fn reconcile_parts(
+    db: &Database,
+    part: &str,
+    owner: &str,
+    dry_run: bool,
+) -> Result<PartReconcile> {
+    let mut figures = PartReconcile {
+        part: part.to_owned(),
+        owner: owner.to_owned(),
+        ..PartReconcile::default()
+    };
+    let parts = db.collection::<BsonDocument>(part);
+    let orphans = |after: Option<Bson>| {
+        let mut pipeline = Vec::new();
+        if after.is_some() {
+            // after the last orphan of the previous batch in the server's order, whatever the
+            // types of the `_id`s
+            pipeline.push(doc! { "$match": super::walk::rest_after(after.as_ref()) });
+        }
+        pipeline.extend([
+            doc! { "$project": { "_id": 1 } },
+            doc! { "$sort": { "_id": 1 } },
+            doc! { "$lookup": {
+                "from": owner,
+                "localField": "_id",
+                "foreignField": "_id",
+                "pipeline": [{ "$project": { "_id": 1 } }],
+                "as": "owner",
+            } },
+            doc! { "$match": { "owner": { "$size": 0 } } },
+            doc! { "$limit": ORPHAN_BATCH },
+        ]);
+        pipeline
+    };
+    let mut after: Option<Bson> = None;
+    loop {
+        let batch: Vec<Bson> = parts
+            .aggregate(orphans(after.clone()))
+            .max_time(crate::concern::OPERATOR_TIME_LIMIT)
+            .await?
+            .try_collect::<Vec<BsonDocument>>()
+            .await?
+            .into_iter()
+            .filter_map(|d| d.get("_id").cloned())
+            .collect();
+        let Some(last) = batch.last().cloned() else {
+            break;
+        };
+        figures.orphans += batch.len() as u64;
+        if !dry_run {
+            let deadline = super::transaction::TRANSACTION_DEADLINE;
+            let (deleted, _) = super::transaction::in_transaction(db, deadline, |session| {
+                let (db, batch) = (db.clone(), batch.clone());
+                let (part, owner) = (part.to_owned(), owner.to_owned());
+                Box::pin(async move {
+                    // an owner written since the read keeps its part
+                    let owned: Vec<Bson> = db
+                        .collection::<BsonDocument>(&owner)
+                        .find(doc! { "_id": { "$in": batch.clone() } })
+                        .projection(doc! { "_id": 1 })
+                        .session(&mut *session)
+                        .await?
+                        .stream(&mut *session)
+                        .try_collect::<Vec<BsonDocument>>()
+                        .await?
+                        .into_iter()
+                        .filter_map(|d| d.get("_id").cloned())
+                        .collect();
+                    let owned: HashSet<String> = owned.iter().map(id_key).collect();
+                    let alone: Vec<Bson> = batch
+                        .into_iter()
+                        .filter(|id| !owned.contains(&id_key(id)))
+                        .collect();
+                    if alone.is_empty() {
+                        return Ok(0);
+                    }
+                    let deleted = db
+                        .collection::<BsonDocument>(&part)
+                        .delete_many(doc! { "_id": { "$in": alone } })
+                        .session(&mut *session)
+                        .await?;
+                    Ok(deleted.deleted_count)
+                })
+            })
+            .await?;
+            figures.deleted += deleted;
+        }
+        if (batch.len() as i64) < ORPHAN_BATCH {
+            break;
+        }
+        after = Some(last);
+    }
+    Ok(figures)
 }
 
 /// Reconcile figures of one copy (`holder.path`).
@@ -62,16 +193,24 @@ pub struct EdgeReconcile {
 }
 
 impl ReconcileReport {
-    /// All drifted copies, and parents whose subset or count disagreed with their children.
+    /// All drifted copies, parents whose subset or count disagreed with their children, and
+    /// orphan parts.
     pub fn drifted(&self) -> u64 {
         self.edges.iter().map(|e| e.drifted).sum::<u64>()
             + self.subsets.iter().map(|s| s.drifted).sum::<u64>()
+            + self.orphan_parts()
     }
 
-    /// All repaired holder documents (copies and subsets).
+    /// All repaired holder documents (copies and subsets), and orphan parts deleted.
     pub fn repaired(&self) -> u64 {
         self.edges.iter().map(|e| e.repaired).sum::<u64>()
             + self.subsets.iter().map(|s| s.repaired).sum::<u64>()
+            + self.parts.iter().map(|p| p.deleted).sum::<u64>()
+    }
+
+    /// All orphan parts found (parts whose owner does not exist).
+    pub fn orphan_parts(&self) -> u64 {
+        self.parts.iter().map(|p| p.orphans).sum()
     }
 
     /// All copies of a deleted source.
@@ -120,6 +259,9 @@ impl fmt::Display for ReconcileReport {
         }
         for subset in &self.subsets {
             writeln!(f, "{subset}")?;
+        }
+        for part in &self.parts {
+            writeln!(f, "{part}")?;
         }
         Ok(())
     }

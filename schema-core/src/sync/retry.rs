@@ -57,6 +57,7 @@ impl ErrorClass {
             Error::Validation(_) => ErrorClass::PerDocument,
             // a commit that may have landed is the caller's to judge, never retried here
             Error::ConditionFailed { .. }
+            | Error::MissingParent { .. }
             | Error::BoundExceeded { .. }
             | Error::UnsafeValue { .. }
             | Error::InvalidArgument { .. }

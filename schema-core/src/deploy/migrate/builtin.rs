@@ -377,6 +377,8 @@ impl Work for Dedupe {
         Box::pin(async move {
             let archive = format!("{}_dedupe_{}", self.collection, cx.version());
             let collection = cx.db().collection::<Document>(self.collection);
+            // the parts of the documents removed (`same_id_as`) go with them
+            let parts = crate::relations::part::parts_of(self.collection);
             let scope = self.scope();
             let mut groups = collection
                 .aggregate(self.pipeline(&scope))
@@ -407,32 +409,32 @@ impl Work for Dedupe {
                     cx.add_counts(StepCounts::new(copies.len() as u64, 0));
                     // copied first, then deleted: a run cut in between copies them again (the
                     // archive keeps one copy per `_id`) and deletes them then
-                    let inserted = cx
-                        .db()
-                        .collection::<Document>(&archive)
-                        .insert_many(copies)
-                        .ordered(false)
-                        .await;
-                    if let Err(error) = inserted {
-                        let only_duplicates = match error.kind.as_ref() {
-                            mongodb::error::ErrorKind::InsertMany(e) => {
-                                e.write_concern_error.is_none()
-                                    && e.write_errors
-                                        .as_ref()
-                                        .is_some_and(|w| w.iter().all(|w| w.code == 11000))
-                            }
-                            _ => false,
-                        };
-                        if !only_duplicates {
-                            return Err(error.into());
-                        }
-                    }
+                    archive_copies(cx.db(), &archive, copies).await?;
                     // only those still in the group: one changed meanwhile stays
-                    let deleted = collection
-                        .delete_many(doc! { "$and": [others.clone(), { "_id": { "$in": ids } }] })
-                        .await?;
-                    cx.add_counts(StepCounts::new(0, deleted.deleted_count));
-                    if deleted.deleted_count == 0 {
+                    let doomed =
+                        doc! { "$and": [others.clone(), { "_id": { "$in": ids.clone() } }] };
+                    let deleted = if parts.is_empty() {
+                        collection.delete_many(doomed).await?.deleted_count
+                    } else {
+                        // their parts are archived beside them, then deleted with them in one
+                        // transaction: no part outlives its owner
+                        for part in &parts {
+                            let copies: Vec<Document> = cx
+                                .db()
+                                .collection::<Document>(part)
+                                .find(doc! { "_id": { "$in": ids.clone() } })
+                                .await?
+                                .try_collect()
+                                .await?;
+                            if !copies.is_empty() {
+                                let archive = format!("{part}_dedupe_{}", cx.version());
+                                archive_copies(cx.db(), &archive, copies).await?;
+                            }
+                        }
+                        delete_with_parts(cx.db(), self.collection, doomed, &parts).await?
+                    };
+                    cx.add_counts(StepCounts::new(0, deleted));
+                    if deleted == 0 {
                         // every one read was changed since: the next read finds the rest
                         break;
                     }
@@ -443,9 +445,75 @@ impl Work for Dedupe {
     }
 }
 
+/// Copies `copies` into `archive`, one copy per `_id` (a copy already there is kept).
+async fn archive_copies(db: &Database, archive: &str, copies: Vec<Document>) -> Result<()> {
+    let inserted = db
+        .collection::<Document>(archive)
+        .insert_many(copies)
+        .ordered(false)
+        .await;
+    if let Err(error) = inserted {
+        let only_duplicates = match error.kind.as_ref() {
+            mongodb::error::ErrorKind::InsertMany(e) => {
+                e.write_concern_error.is_none()
+                    && e.write_errors
+                        .as_ref()
+                        .is_some_and(|w| w.iter().all(|w| w.code == 11000))
+            }
+            _ => false,
+        };
+        if !only_duplicates {
+            return Err(error.into());
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the documents of `collection` that `filter` matches and their parts in `parts`, in
+/// one transaction; returns the documents deleted.
+async fn delete_with_parts(
+    db: &Database,
+    collection: &'static str,
+    filter: Document,
+    parts: &[String],
+) -> Result<u64> {
+    let deadline = crate::sync::transaction::TRANSACTION_DEADLINE;
+    let (deleted, _) = crate::sync::transaction::in_transaction(db, deadline, |session| {
+        let (db, filter, parts) = (db.clone(), filter.clone(), parts.to_vec());
+        Box::pin(async move {
+            let owners = db.collection::<Document>(collection);
+            let ids: Vec<Bson> = owners
+                .find(filter)
+                .projection(doc! { "_id": 1 })
+                .session(&mut *session)
+                .await?
+                .stream(&mut *session)
+                .try_collect::<Vec<Document>>()
+                .await?
+                .into_iter()
+                .filter_map(|d| d.get("_id").cloned())
+                .collect();
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let deleted = owners
+                .delete_many(doc! { "_id": { "$in": ids.clone() } })
+                .session(&mut *session)
+                .await?
+                .deleted_count;
+            crate::relations::part::delete_parts_in(&db, &parts, &ids, &mut *session).await?;
+            Ok(deleted)
+        })
+    })
+    .await?;
+    Ok(deleted)
+}
+
 /// Keeps one document of `T` per value of `keys` (stored fields), before a unique index on
 /// them: the others are copied to `<collection>_dedupe_<version>` and deleted, never lost.
-/// Reports the duplicates matched and the documents removed.
+/// Their parts (`#[collection(same_id_as = T)]`) are copied to `<part>_dedupe_<version>` and
+/// deleted with them, in one transaction per batch. Reports the duplicates matched and the
+/// documents removed.
 ///
 /// Documents are grouped exactly as the model's unique index on these keys keys them: only
 /// those the index holds (a `sparse` index leaves out the documents lacking every key, a

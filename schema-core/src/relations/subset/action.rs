@@ -23,18 +23,34 @@ pub struct SubsetAdd<'a> {
     pub(super) deadline: Duration,
     /// The stored child and the parent updates, or why they could not be prepared.
     pub(super) prepared: Result<(BsonDocument, Vec<ParentUpdate>)>,
+    /// Whether a child whose parent does not exist is stored anyway.
+    pub(super) allow_missing_parent: bool,
     pub(super) session: Option<&'a mut ClientSession>,
 }
 
+impl SubsetAdd<'_> {
+    /// Stores the child even when its parent does not exist, as before 0.2: the parent's
+    /// update matches nothing, so the child is shown and counted nowhere until a parent with
+    /// that `_id` is written and rebuilt (`audit` counts such children). Without it, such a
+    /// child is refused ([`crate::Error::MissingParent`]) and nothing is written.
+    pub fn allow_missing_parent(mut self) -> Self {
+        self.allow_missing_parent = true;
+        self
+    }
+}
+
 /// [`Subset::delete`](crate::Subset::delete) and
-/// [`Subset::delete_with`](crate::Subset::delete_with): the child's delete and its parents'
-/// refreshed subsets in one transaction; `true` when a child was deleted. Await it.
+/// [`Subset::delete_with`](crate::Subset::delete_with): the child's delete, its parts' deletes
+/// (`same_id_as`) and its parents' refreshed subsets in one transaction; `true` when a child
+/// was deleted. Await it.
 #[must_use = "nothing is written until the action is awaited"]
 pub struct SubsetDelete<'a> {
     pub(super) db: &'a Database,
     pub(super) children: &'static str,
     pub(super) deadline: Duration,
     pub(super) prepared: Result<(Bson, Vec<SubsetRule>)>,
+    /// The child's part collections (`same_id_as`), deleted with it.
+    pub(super) parts: Vec<String>,
     pub(super) session: Option<&'a mut ClientSession>,
 }
 
@@ -89,29 +105,49 @@ impl<'a> IntoFuture for SubsetAdd<'a> {
     /// # Errors
     ///
     /// What the preparation refused ([`crate::Error::Serialization`], a parent id that is an
-    /// operator, [`crate::Error::UnsafeValue`]), the driver's errors
+    /// operator, [`crate::Error::UnsafeValue`]), a parent that does not exist
+    /// ([`crate::Error::MissingParent`], nothing written), the driver's errors
     /// ([`crate::Error::Duplicate`], [`crate::Error::Validation`]), and without a session
     /// [`crate::Error::Timeout`] or [`crate::Error::CommitUnknown`] of the library's
     /// transaction.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let (raw, updates) = self.prepared?;
+            let (raw, mut updates) = self.prepared?;
+            if self.allow_missing_parent {
+                updates = updates
+                    .into_iter()
+                    .map(ParentUpdate::allowing_missing_parent)
+                    .collect();
+            }
             let (db, children) = (self.db, self.children);
-            in_transaction_or(db, self.deadline, self.session, |session| {
+            let several = updates.len() > 1;
+            let mut caller = self.session;
+            let sent = in_transaction_or(db, self.deadline, caller.as_deref_mut(), |session| {
                 let (db, raw, updates) = (db.clone(), raw.clone(), updates.clone());
                 Box::pin(async move {
+                    // the parents first: one that does not exist refuses the child before
+                    // anything of this call is written, in the library's transaction or the
+                    // caller's session alike
+                    for u in updates {
+                        update_parent_in(&db, u, &mut *session).await?;
+                    }
                     db.collection::<BsonDocument>(children)
                         .insert_one(raw)
                         .session(&mut *session)
                         .await?;
-                    for u in updates {
-                        update_parent_in(&db, u, &mut *session).await?;
-                    }
                     Ok(())
                 })
             })
-            .await?;
-            Ok(())
+            .await;
+            match (sent, caller) {
+                (Ok(_), _) => Ok(()),
+                // a later parent missing, after an earlier one's update in the caller's
+                // session: that update is not left to commit silently
+                (Err(error @ crate::Error::MissingParent { .. }), Some(session)) if several => {
+                    Err(crate::error::after_failed_condition(session, error).await)
+                }
+                (Err(error), _) => Err(error),
+            }
         })
     }
 }
@@ -130,18 +166,21 @@ impl<'a> IntoFuture for SubsetDelete<'a> {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
             let (id, rules) = self.prepared?;
-            let (db, children) = (self.db, self.children);
+            let (db, children, parts) = (self.db, self.children, self.parts);
             let (deleted, _) = in_transaction_or(db, self.deadline, self.session, |session| {
-                let (db, id, rules) = (db.clone(), id.clone(), rules.clone());
+                let (db, id, rules, parts) = (db.clone(), id.clone(), rules.clone(), parts.clone());
                 Box::pin(async move {
                     let Some(before) = db
                         .collection::<BsonDocument>(children)
-                        .find_one_and_delete(doc! { "_id": id })
+                        .find_one_and_delete(doc! { "_id": id.clone() })
                         .session(&mut *session)
                         .await?
                     else {
                         return Ok(false);
                     };
+                    // the child's parts go with it, in the same transaction
+                    crate::relations::part::delete_parts_in(&db, &parts, &[id], &mut *session)
+                        .await?;
                     for rule in &rules {
                         rule.refresh_in(&db, &mut *session, Some(&before), None)
                             .await?;

@@ -169,13 +169,15 @@ where
     /// Inserts `child` and, in the same transaction, `$inc`s its parent's count (when the
     /// child matches the counter's filter): two writes and the commit, retried on write
     /// conflicts. With [`.session(&mut s)`](SubsetAdd::session) it runs inside the caller's
-    /// transaction. A child whose parent does not exist is stored, and no count moves (the
-    /// `$inc` matches nothing; no error): the library does not check references on write.
+    /// transaction. A child whose parent does not exist is refused
+    /// ([`crate::Error::MissingParent`]) and nothing is written (it would be counted nowhere);
+    /// [`.allow_missing_parent()`](SubsetAdd::allow_missing_parent) stores it anyway.
     ///
     /// # Errors
     ///
     /// As [`Subset::add`]: a child that does not serialize or whose parent id is an operator
-    /// is refused before anything is sent; the driver's errors ([`crate::Error::Duplicate`],
+    /// is refused before anything is sent; a parent that does not exist
+    /// ([`crate::Error::MissingParent`]); the driver's errors ([`crate::Error::Duplicate`],
     /// [`crate::Error::Validation`], for example a count past its `#[schema(maximum)]`);
     /// without a session, the library's transaction's [`crate::Error::Timeout`] and
     /// [`crate::Error::CommitUnknown`].
@@ -199,7 +201,8 @@ where
     }
 
     /// Deletes the child `child` references and, in the same transaction, takes one off its
-    /// parent's count (when the child was counted); `true` when a child was deleted. With
+    /// parent's count (when the child was counted) and deletes the child's parts (as
+    /// [`Subset::delete`]); `true` when a child was deleted. With
     /// [`.session(&mut s)`](SubsetDelete::session) it runs inside the caller's transaction.
     ///
     /// # Errors

@@ -113,8 +113,11 @@ pub struct RuleOf(pub(crate) SubsetRule);
 #[derive(Debug, Clone)]
 pub struct ParentUpdate {
     parents: &'static str,
+    children: &'static str,
     parent: Bson,
     update: Option<mongodb::options::UpdateModifications>,
+    /// Whether a missing parent is refused ([`Error::MissingParent`]), the default.
+    require_parent: bool,
 }
 
 impl ParentUpdate {
@@ -123,9 +126,11 @@ impl ParentUpdate {
         self.parents
     }
 
-    /// Whether the child is outside the subset's filter, so the parent is left alone.
-    pub(crate) fn leaves_the_parent_alone(&self) -> bool {
-        self.update.is_none()
+    /// The same update, which stores the child even when its parent does not exist (the
+    /// `$inc` then matches nothing, and the child is counted nowhere).
+    pub(crate) fn allowing_missing_parent(mut self) -> Self {
+        self.require_parent = false;
+        self
     }
 }
 
@@ -145,8 +150,10 @@ where
         };
         Ok(ParentUpdate {
             parents: P::COLLECTION,
+            children: C::COLLECTION,
             parent: self.parent_of(&raw)?,
             update,
+            require_parent: true,
         })
     }
 
@@ -327,10 +334,15 @@ where
     /// [`.session(&mut s)`](SubsetAdd::session) it runs inside the caller's transaction:
     /// `Ticket::LAST_MESSAGE.add(&db, &message).session(&mut s).await`.
     ///
+    /// A child whose parent does not exist is refused ([`Error::MissingParent`]) and nothing
+    /// is written; [`.allow_missing_parent()`](SubsetAdd::allow_missing_parent) stores it
+    /// anyway.
+    ///
     /// # Errors
     ///
     /// See [`SubsetAdd`]'s `into_future`: a child that does not serialize or whose parent id is
-    /// an operator is refused before anything is sent; the driver's errors
+    /// an operator is refused before anything is sent; a parent that does not exist
+    /// ([`Error::MissingParent`]); the driver's errors
     /// ([`Error::Duplicate`], [`Error::Validation`]); without a session, the library's
     /// transaction's [`Error::Timeout`] and [`Error::CommitUnknown`].
     pub fn add<'a>(&self, db: &'a Database, child: &C) -> SubsetAdd<'a> {
@@ -364,24 +376,42 @@ where
             children: C::COLLECTION,
             deadline: self.deadline,
             prepared,
+            allow_missing_parent: false,
             session: None,
         }
     }
 
     /// Inserts `child`, then updates the parent, without a transaction: cheaper, with a short
     /// window in which the parent is behind; [`Subset::rebuild`] repairs a parent whose second
-    /// write was lost.
+    /// write was lost. The parent is read first: a child whose parent does not exist is
+    /// refused, and nothing is written.
     ///
     /// # Errors
     ///
     /// A child that does not serialize ([`Error::Serialization`]) or whose parent id is an
-    /// operator ([`Error::UnsafeValue`]), refused before anything is sent; the driver's errors
-    /// of either write (after the insert, the parent may be behind until [`Subset::rebuild`]).
+    /// operator ([`Error::UnsafeValue`]), refused before anything is sent; a parent that does
+    /// not exist, [`Error::MissingParent`] (nothing written); the driver's errors of either
+    /// write (after the insert, the parent may be behind until [`Subset::rebuild`]).
     pub async fn add_then_update(&self, db: &Database, child: &C) -> Result<()> {
         let raw =
             crate::model::document::stored_document(child).map_err(mongodb::error::Error::from)?;
         let parent = self.parent_of(&raw)?;
         let counted = self.admits(&raw)?;
+        // a child whose parent does not exist is refused before it is stored (one read by
+        // `_id`; a parent deleted between the read and the insert is reconcile's to see)
+        let found = db
+            .collection::<BsonDocument>(P::COLLECTION)
+            .find_one(doc! { "_id": parent.clone() })
+            .projection(doc! { "_id": 1 })
+            .await?;
+        if found.is_none() {
+            return Err(Error::MissingParent {
+                collection: P::COLLECTION.to_owned(),
+                child: C::COLLECTION.to_owned(),
+                parent: Box::new(parent),
+                rollback: crate::error::Rollback::NothingWritten,
+            });
+        }
         db.collection::<BsonDocument>(C::COLLECTION)
             .insert_one(raw)
             .await?;
@@ -543,8 +573,9 @@ where
     /// parent's subset: the count goes down by one (when the child was counted) and the
     /// previews are refilled from the remaining children in sort order (one query on the
     /// reference index with the sort key), so deleting the newest of a full subset brings in
-    /// the next one. Returns whether a child was deleted. For several subsets of the same
-    /// child, use [`Subset::delete_with`]. With [`.session(&mut s)`](SubsetDelete::session) it
+    /// the next one. A child that owns parts (`#[collection(same_id_as = C)]` in a schema built
+    /// in this process) has them deleted in the same transaction. Returns whether a child was
+    /// deleted. For several subsets of the same child, use [`Subset::delete_with`]. With [`.session(&mut s)`](SubsetDelete::session) it
     /// runs inside the caller's transaction.
     ///
     /// # Errors
@@ -584,6 +615,7 @@ where
             children: C::COLLECTION,
             deadline: self.deadline,
             prepared,
+            parts: crate::relations::part::parts_of(C::COLLECTION),
             session: None,
         }
     }
@@ -784,19 +816,44 @@ impl RebuildProgress {
 }
 
 /// Inside a transaction: the parent's one update, by `_id` (nothing when the subset's filter
-/// leaves the child out). Returns the documents matched and modified.
+/// leaves the child out: then, unless a missing parent is allowed, one read by `_id` that it
+/// exists). Returns the documents matched and modified (`(1, 0)` for a parent left alone).
+///
+/// # Errors
+///
+/// [`Error::MissingParent`] when the parent does not exist and the update requires it; the
+/// driver's errors.
 pub(crate) async fn update_parent_in(
     db: &Database,
     u: ParentUpdate,
     session: &mut ClientSession,
 ) -> Result<(u64, u64)> {
-    let Some(update) = u.update else {
-        return Ok((0, 0));
+    let parents = db.collection::<BsonDocument>(u.parents);
+    let missing = |u: &ParentUpdate| Error::MissingParent {
+        collection: u.parents.to_owned(),
+        child: u.children.to_owned(),
+        parent: Box::new(u.parent.clone()),
+        rollback: crate::error::Rollback::NothingWritten,
     };
-    let result = db
-        .collection::<BsonDocument>(u.parents)
-        .update_one(doc! { "_id": u.parent }, update)
+    let Some(update) = u.update.clone() else {
+        if u.require_parent {
+            let found = parents
+                .find_one(doc! { "_id": u.parent.clone() })
+                .projection(doc! { "_id": 1 })
+                .session(&mut *session)
+                .await?;
+            if found.is_none() {
+                return Err(missing(&u));
+            }
+        }
+        return Ok((1, 0));
+    };
+    let result = parents
+        .update_one(doc! { "_id": u.parent.clone() }, update)
         .session(&mut *session)
         .await?;
+    if result.matched_count == 0 && u.require_parent {
+        return Err(missing(&u));
+    }
     Ok((result.matched_count, result.modified_count))
 }
