@@ -79,6 +79,114 @@ pub const fn list_message<const N: usize>(prefix: &str, names: &[&str], suffix: 
     out
 }
 
+/// The longest name [`edit_distance`] compares (a longer one is nobody's near miss).
+const NEAR_MAX: usize = 64;
+
+/// The Levenshtein distance of `a` and `b` by bytes, or `usize::MAX` when either is longer than
+/// [`NEAR_MAX`] bytes.
+pub const fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() > NEAR_MAX || b.len() > NEAR_MAX {
+        return usize::MAX;
+    }
+    let mut row = [0usize; NEAR_MAX + 1];
+    let mut j = 0;
+    while j <= b.len() {
+        row[j] = j;
+        j += 1;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        let mut j = 0;
+        while j < b.len() {
+            let substitution = diagonal + if a[i] == b[j] { 0 } else { 1 };
+            diagonal = row[j + 1];
+            let mut best = substitution;
+            if diagonal + 1 < best {
+                best = diagonal + 1;
+            }
+            if row[j] + 1 < best {
+                best = row[j] + 1;
+            }
+            row[j + 1] = best;
+            j += 1;
+        }
+        i += 1;
+    }
+    row[b.len()]
+}
+
+/// The name of `names` or `more` (a struct's fields and its `_id` field) that `found` is a
+/// misspelling of: the closest within an edit distance of a third of its length (at least 1),
+/// as the derive's own "did you mean" picks.
+pub const fn near_miss_in<'n>(found: &str, names: &[&'n str], more: &[&'n str]) -> Option<&'n str> {
+    let mut best: Option<&'n str> = None;
+    let mut best_distance = usize::MAX;
+    let mut table = 0;
+    while table < 2 {
+        let list = if table == 0 { names } else { more };
+        let mut i = 0;
+        while i < list.len() {
+            let name = list[i];
+            let distance = edit_distance(found, name);
+            let limit = if name.len() / 3 > 1 {
+                name.len() / 3
+            } else {
+                1
+            };
+            if !name.is_empty() && distance <= limit && distance < best_distance {
+                best = Some(name);
+                best_distance = distance;
+            }
+            i += 1;
+        }
+        table += 1;
+    }
+    best
+}
+
+/// The bytes of a message built while a constant is evaluated (at most [`Message::CAPACITY`];
+/// the rest is cut).
+pub struct Message {
+    bytes: [u8; Message::CAPACITY],
+    len: usize,
+}
+
+impl Message {
+    /// How many bytes a message holds.
+    pub const CAPACITY: usize = 1024;
+
+    /// An empty message.
+    pub const fn new() -> Message {
+        Message {
+            bytes: [0; Message::CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// `self` followed by `text` (cut at a character boundary when it does not fit).
+    pub const fn push(mut self, text: &str) -> Message {
+        let bytes = text.as_bytes();
+        if self.len + bytes.len() > Message::CAPACITY {
+            return self;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            self.bytes[self.len] = bytes[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    /// The text so far.
+    pub const fn text(&self) -> &str {
+        message_text(self.bytes.split_at(self.len).0)
+    }
+}
+
 /// The text of a message built by [`list_message`].
 pub const fn message_text(bytes: &[u8]) -> &str {
     match core::str::from_utf8(bytes) {
