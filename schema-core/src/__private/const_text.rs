@@ -82,40 +82,52 @@ pub const fn list_message<const N: usize>(prefix: &str, names: &[&str], suffix: 
 /// The longest name [`edit_distance`] compares (a longer one is nobody's near miss).
 const NEAR_MAX: usize = 64;
 
-/// The Levenshtein distance of `a` and `b` by bytes, or `usize::MAX` when either is longer than
-/// [`NEAR_MAX`] bytes.
+/// The edit distance of `a` and `b` by bytes, a swap of two neighbours counting as one edit
+/// (`nmae` is one edit from `name`), or `usize::MAX` when either is longer than [`NEAR_MAX`]
+/// bytes (the optimal string alignment distance).
 pub const fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() > NEAR_MAX || b.len() > NEAR_MAX {
         return usize::MAX;
     }
-    let mut row = [0usize; NEAR_MAX + 1];
+    // three rows: the one before the previous (for a swap), the previous, the current
+    let mut before = [0usize; NEAR_MAX + 1];
+    let mut previous = [0usize; NEAR_MAX + 1];
+    let mut current = [0usize; NEAR_MAX + 1];
     let mut j = 0;
     while j <= b.len() {
-        row[j] = j;
+        previous[j] = j;
         j += 1;
     }
-    let mut i = 0;
-    while i < a.len() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        let mut j = 0;
-        while j < b.len() {
-            let substitution = diagonal + if a[i] == b[j] { 0 } else { 1 };
-            diagonal = row[j + 1];
-            let mut best = substitution;
-            if diagonal + 1 < best {
-                best = diagonal + 1;
+    let mut i = 1;
+    while i <= a.len() {
+        current[0] = i;
+        let mut j = 1;
+        while j <= b.len() {
+            let cost = if a[i - 1] == b[j - 1] { 0 } else { 1 };
+            let mut best = previous[j - 1] + cost;
+            if previous[j] + 1 < best {
+                best = previous[j] + 1;
             }
-            if row[j] + 1 < best {
-                best = row[j] + 1;
+            if current[j - 1] + 1 < best {
+                best = current[j - 1] + 1;
             }
-            row[j + 1] = best;
+            if i > 1
+                && j > 1
+                && a[i - 1] == b[j - 2]
+                && a[i - 2] == b[j - 1]
+                && before[j - 2] + 1 < best
+            {
+                best = before[j - 2] + 1;
+            }
+            current[j] = best;
             j += 1;
         }
+        before = previous;
+        previous = current;
         i += 1;
     }
-    row[b.len()]
+    previous[b.len()]
 }
 
 /// The name of `names` or `more` (a struct's fields and its `_id` field) that `found` is a
@@ -211,5 +223,19 @@ mod tests {
         );
         const NONE: [u8; list_message_len("", &[], "")] = list_message("", &[], "");
         assert_eq!(message_text(&NONE), "none");
+    }
+
+    #[test]
+    fn a_near_miss_is_the_closest_name_within_a_third_of_its_length() {
+        use super::{edit_distance, near_miss_in};
+        assert_eq!(edit_distance("nmae", "name"), 1);
+        assert_eq!(edit_distance("strats_at", "starts_at"), 1);
+        assert_eq!(edit_distance("", "of"), 2);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        const NAMES: &[&str] = &["starts_at", "slug", "name"];
+        assert_eq!(near_miss_in("strats_at", NAMES, &[]), Some("starts_at"));
+        assert_eq!(near_miss_in("slgu", NAMES, &[]), Some("slug"));
+        assert_eq!(near_miss_in("ids", NAMES, &["id"]), Some("id"));
+        assert_eq!(near_miss_in("venue", NAMES, &[]), None);
     }
 }
