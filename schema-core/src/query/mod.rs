@@ -138,7 +138,7 @@ impl Value<Option<String>> for &str {
 /// Not implemented for arrays (mongod sorts an array by its smallest or largest element), nor
 /// for the types serde stores as text that sorts unlike the value:
 /// `rust_decimal::Decimal` (`"103.99" < "6.99"`; stored as a BSON decimal by
-/// [`crate::serde_helpers::rust_decimal_as_decimal128`], it is ordered), chrono's and time's dates and times (RFC 3339
+/// `serde_helpers::rust_decimal_as_decimal128`, feature `rust_decimal-1`, it is ordered), chrono's and time's dates and times (RFC 3339
 /// with a variable number of fractional digits), a number stored as a string.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not known to be stored in a form that orders like its values: a range, a sort or an index key on it would compare its stored form",
