@@ -101,7 +101,9 @@ pub mod rust_decimal_as_decimal128 {
             exponent -= 1;
         }
         // trailing zeros beyond what a `Decimal` holds: dropped, the value unchanged
-        while (exponent < -28 || coefficient > DECIMAL_MAX) && exponent < 0 && coefficient % 10 == 0
+        while (exponent < -28 || coefficient > DECIMAL_MAX)
+            && exponent < 0
+            && coefficient.is_multiple_of(10)
         {
             coefficient /= 10;
             exponent += 1;

@@ -166,6 +166,12 @@ pub struct Message {
     len: usize,
 }
 
+impl Default for Message {
+    fn default() -> Message {
+        Message::new()
+    }
+}
+
 impl Message {
     /// How many bytes a message holds.
     pub const CAPACITY: usize = 1024;
