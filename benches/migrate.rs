@@ -7,7 +7,7 @@
 //! BENCH_QUICK=1 cargo bench --bench migrate   # 100 customers, 300 orders (CI keeps it running)
 //! ```
 //!
-//! - ours: `migrate::reference_to_copy::<Order>("customer")`, run by `apply` of the version that
+//! - ours: `migrate::reference_to_copy(field!(Order, customer))`, run by `apply` of the version that
 //!   declares it (the sources read 1,000 at a time, one `update` command per batch with one
 //!   statement per customer);
 //! - baseline: the loop an operator writes with the driver: read the customers, then one
@@ -128,7 +128,7 @@ async fn main() {
         .migration(
             2,
             "customer copy",
-            mongo_schema::migrate::reference_to_copy::<Order>("customer"),
+            mongo_schema::migrate::reference_to_copy(mongo_schema::field!(Order, customer)),
         )
         .build()
         .unwrap();

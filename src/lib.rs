@@ -352,7 +352,7 @@
 //!     .build()?;
 //! assert_eq!(filter, doc! { "team": "billing", "status": "open" });
 //! assert_eq!(Sort::new().desc(field!(Ticket, updated_at)).build(), doc! { "updatedAt": -1 });
-//! let update = Update::new().inc(field!(Ticket, message_count), 1).build()?;
+//! let update = Update::new().inc(field!(Ticket, message_count), &1).build()?;
 //! assert_eq!(update, doc! { "$inc": { "messageCount": 1_i64 } });
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -392,7 +392,9 @@ pub use mongo_schema_core::{
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub use mongo_schema_core::cli;
-pub use mongo_schema_core::{action, bson, bson_compat, error, geo, migrate, mongodb, testing};
+pub use mongo_schema_core::{
+    action, bson, bson_compat, error, geo, migrate, mongodb, serde_helpers, testing,
+};
 
 /// Queries: typed field paths ([`field!`](crate::field)), filter, sort and update builders,
 /// declared queries, the planner's fit of a query to an index, and the proof by `explain`.

@@ -227,7 +227,7 @@ mod gadget_v2 {
             builder.migration(
                 2,
                 "default color",
-                mongo_schema::migrate::set_default::<Gadget>("color", "grey"),
+                mongo_schema::migrate::set_default(mongo_schema::field!(Gadget, color), "grey"),
             )
         } else {
             builder
@@ -254,7 +254,7 @@ fn child_schema(name: &str) -> mongo_schema::Schema {
             .migration(
                 2,
                 "default team",
-                mongo_schema::migrate::set_default::<Agent>("team", "support"),
+                mongo_schema::migrate::set_default(mongo_schema::field!(Agent, team), "support"),
             )
             .build()
             .expect("version 2 builds"),

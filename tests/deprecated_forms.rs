@@ -201,13 +201,36 @@ async fn compare_and_set_bool_reads_a_lost_race_as_false() {
         .to_ref()
         .compare_and_set(
             &db,
-            "status",
+            field!(Shelf, status),
             "open",
             doc! { "$set": { "status": "again" } },
         )
         .await
         .unwrap_err();
     assert!(error.is_condition_failed(), "{error:#?}");
+    // the string form of the field: the same lost race, and the same win
+    let by_name = shelf
+        .to_ref()
+        .compare_and_set_by_name(&db, "status", "open", doc! { "$set": { "status": "x" } })
+        .await
+        .unwrap_err();
+    assert!(by_name.is_condition_failed(), "{by_name:#?}");
+    shelf
+        .to_ref()
+        .compare_and_set_by_name(
+            &db,
+            "status",
+            "closed",
+            doc! { "$set": { "status": "open" } },
+        )
+        .await
+        .expect("the stored value is `closed`: won");
+    let stored = Shelf::collection(&db)
+        .find_one(doc! { "_id": shelf.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, "open");
 }
 
 #[tokio::test]

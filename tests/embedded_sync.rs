@@ -714,7 +714,7 @@ async fn fill_copies_in_a_migration_rewrites_every_line_from_its_product() {
         .migration(
             2,
             "line copies",
-            migrate::fill_copies::<RecOrder>("lines.product"),
+            migrate::fill_copies(field!(RecOrder, lines.product)),
         )
         .build()
         .unwrap();

@@ -259,12 +259,22 @@ async fn a_status_change_by_compare_and_set_reports_the_lost_race() {
     };
     ticket
         .to_ref()
-        .compare_and_set(&db, "status", "open", change(Status::Pending))
+        .compare_and_set(
+            &db,
+            field!(Ticket, status),
+            &Status::Open,
+            change(Status::Pending),
+        )
         .await
         .expect("the first agent wins");
     let second = ticket
         .to_ref()
-        .compare_and_set(&db, "status", "open", change(Status::Closed))
+        .compare_and_set(
+            &db,
+            field!(Ticket, status),
+            &Status::Open,
+            change(Status::Closed),
+        )
         .await
         .expect_err("the second agent learns that it lost");
     assert!(

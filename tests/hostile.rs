@@ -152,7 +152,7 @@ async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
 
     // `_id` as the field would replace the filter's `_id`: another document would be updated
     let error = one
-        .compare_and_set(&db, "_id", 2_i64, set("closed"))
+        .compare_and_set(&db, field!(Shelf, id), &2_i64, set("closed"))
         .await
         .unwrap_err();
     println!("{error}");
@@ -160,9 +160,11 @@ async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
         matches!(&error, Error::InvalidArgument { argument, .. } if argument == "field"),
         "{error:#?}"
     );
-    // an operator as the expected value would match whatever the state is
+    // an operator as the expected value would match whatever the state is (the string form,
+    // deprecated, takes any value; the typed form takes a `String` here)
+    #[allow(deprecated)]
     let error = one
-        .compare_and_set(&db, "state", doc! { "$exists": true }, set("closed"))
+        .compare_and_set_by_name(&db, "state", doc! { "$exists": true }, set("closed"))
         .await
         .unwrap_err();
     println!("{error}");
@@ -184,15 +186,15 @@ async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
     assert_eq!(states, ["open", "open"], "nothing was written");
 
     // a won compare-and-set whose update changes nothing is still a win
-    one.compare_and_set(&db, "state", "open", set("open"))
+    one.compare_and_set(&db, field!(Shelf, state), "open", set("open"))
         .await
         .expect("a no-op win");
-    one.compare_and_set(&db, "state", "open", set("closed"))
+    one.compare_and_set(&db, field!(Shelf, state), "open", set("closed"))
         .await
         .expect("a win");
     // the control: the state is no longer "open", so the same call loses
     let lost = one
-        .compare_and_set(&db, "state", "open", set("open"))
+        .compare_and_set(&db, field!(Shelf, state), "open", set("open"))
         .await
         .expect_err("the state changed: lost");
     assert!(

@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
-use mongo_schema::{Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
+use mongo_schema::{field, Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
 
 mod v1 {
     use mongo_schema::prelude::*;
@@ -58,6 +58,7 @@ mod v1 {
 mod v2 {
     use mongo_schema::migrate::{self, Keep};
     use mongo_schema::prelude::*;
+    use mongo_schema::query::Path;
     use mongo_schema::SchemaBuilder;
     use serde::{Deserialize, Serialize};
 
@@ -84,27 +85,32 @@ mod v2 {
     }
 
     /// v2's steps (v3 keeps declaring them: they are recorded done and never run again).
-    pub fn steps<C: Document + Send + Sync + 'static>(builder: SchemaBuilder) -> SchemaBuilder {
+    /// The fields are typed paths of the version's own model (`field!(Customer, tier)`).
+    pub fn steps<C: Document + Send + Sync + 'static>(
+        builder: SchemaBuilder,
+        tier: Path<C, String>,
+        name: Path<C, String>,
+        email: Path<C, String>,
+    ) -> SchemaBuilder {
         builder
-            .migration(
-                2,
-                "backfill tier",
-                migrate::set_default::<C>("tier", "standard"),
-            )
-            .migration(2, "shorten names", migrate::truncate::<C>("name", 40))
+            .migration(2, "backfill tier", migrate::set_default(tier, "standard"))
+            .migration(2, "shorten names", migrate::truncate(name, 40))
             .migration(
                 2,
                 "one account per email",
-                migrate::dedupe::<C>(&["email"], Keep::Oldest),
+                migrate::dedupe(email, Keep::Oldest),
             )
     }
 
     pub fn schema() -> Schema {
-        steps::<Customer>(
+        steps(
             Schema::new()
                 .model::<Customer>()
                 .model::<Order>()
                 .version(2),
+            field!(Customer, tier),
+            field!(Customer, name),
+            field!(Customer, email),
         )
         .build()
         .unwrap()
@@ -137,10 +143,10 @@ Schema::new()
     .model::<Customer>()
     .model::<Order>()
     .version(3)
-    .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
-    .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
-    .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], Keep::Oldest))
-    .migration(3, "customer copy", migrate::reference_to_copy::<Order>("customer"))
+    .migration(2, "backfill tier", migrate::set_default(field!(Customer, tier), "standard"))
+    .migration(2, "shorten names", migrate::truncate(field!(Customer, name), 40))
+    .migration(2, "one account per email", migrate::dedupe(field!(Customer, email), Keep::Oldest))
+    .migration(3, "customer copy", migrate::reference_to_copy(field!(Order, customer)))
     .build()?
         )
     }
@@ -578,7 +584,7 @@ async fn an_apply_killed_in_the_middle_of_a_step_resumes_it() {
 /// ran on every database at that version, and an index derived for them would stay for good.
 #[test]
 fn only_the_current_versions_steps_are_library_queries() {
-    let copy = || migrate::reference_to_copy::<v3::Order>("customer");
+    let copy = || migrate::reference_to_copy(field!(v3::Order, customer));
     let builder = || {
         mongo_schema::Schema::new()
             .model::<v3::Customer>()
@@ -621,31 +627,39 @@ fn only_the_current_versions_steps_are_library_queries() {
 }
 
 #[test]
+#[allow(deprecated)] // the string forms, whose misspelt field and unserializable value `Schema::build` refuses
 fn steps_are_checked_against_the_models_at_build() {
     let problems = match mongo_schema::Schema::new()
         .model::<v2::Customer>()
         .model::<v2::Order>()
         .version(2)
+        // a misspelt field is a compile error in the typed form; the string form (deprecated)
+        // is checked by `Schema::build`
         .migration(
             2,
             "typo",
-            migrate::set_default::<v2::Customer>("teir", "standard"),
+            migrate::set_default_by_name::<v2::Customer>("teir", "standard"),
         )
         .migration(
             2,
             "not a copy",
-            migrate::reference_to_copy::<v2::Order>("customer"),
+            migrate::reference_to_copy(field!(v2::Order, customer)),
         )
-        .migration(3, "too new", migrate::truncate::<v2::Customer>("name", 40))
+        .migration(
+            3,
+            "too new",
+            migrate::truncate(field!(v2::Customer, name), 40),
+        )
         .migration(
             2,
             "typo",
-            migrate::dedupe::<v2::Customer>(&["email"], Keep::Newest),
+            migrate::dedupe(field!(v2::Customer, email), Keep::Newest),
         )
+        // the typed form takes a value of the field's type; the string form any value
         .migration(
             2,
             "unserializable",
-            migrate::set_default::<v2::Customer>(
+            migrate::set_default_by_name::<v2::Customer>(
                 "tier",
                 std::collections::BTreeMap::from([((1, 2), 3)]),
             ),
@@ -797,17 +811,18 @@ async fn rename_field_and_fill_copies_from_a_reference() {
         .migration(
             2,
             "customer id",
-            migrate::rename_field::<renamed::Order>("customer", "customer_id"),
+            migrate::rename_field("customer", field!(renamed::Order, customer_id)),
         )
         .migration(
             2,
             "amount",
-            migrate::rename_field::<renamed::Order>("total", "amount"),
+            migrate::rename_field("total", field!(renamed::Order, amount)),
         )
         .migration(
             2,
             "customer copy",
-            migrate::fill_copies::<renamed::Order>("customer").from_reference("customer_id"),
+            migrate::fill_copies(field!(renamed::Order, customer))
+                .from_reference(field!(renamed::Order, customer_id)),
         )
         .build()
         .unwrap();

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MIGRATIONS_COLLECTION};
-use mongo_schema::{Error, Warning, META_COLLECTION};
+use mongo_schema::{field, Error, Warning, META_COLLECTION};
 
 /// Version 1: accounts with an optional code and an email, no unique index.
 mod v1 {
@@ -249,7 +249,7 @@ async fn a_sparse_unique_index_keeps_every_document_without_the_key() {
         .migration(
             2,
             "one account per code",
-            migrate::dedupe::<sparse_code::Account>(&["code"], Keep::Oldest),
+            migrate::dedupe(field!(sparse_code::Account, code), Keep::Oldest),
         )
         .build()
         .unwrap();
@@ -284,7 +284,7 @@ async fn a_missing_key_and_null_are_one_group() {
         .migration(
             2,
             "one account per code",
-            migrate::dedupe::<dense_code::Account>(&["code"], Keep::Oldest),
+            migrate::dedupe(field!(dense_code::Account, code), Keep::Oldest),
         )
         .build()
         .unwrap();
@@ -313,7 +313,7 @@ async fn a_partial_unique_index_dedupes_only_the_documents_it_holds() {
         .migration(
             2,
             "one active account per email",
-            migrate::dedupe::<active_email::Account>(&["email"], Keep::Newest),
+            migrate::dedupe(field!(active_email::Account, email), Keep::Newest),
         )
         .build()
         .unwrap();
@@ -408,7 +408,7 @@ fn dedupe_v2() -> mongo_schema::Schema {
         .migration(
             2,
             "one account per email",
-            migrate::dedupe::<unique_email::Account>(&["email"], Keep::Oldest),
+            migrate::dedupe(field!(unique_email::Account, email), Keep::Oldest),
         )
         .build()
         .unwrap()
@@ -713,12 +713,18 @@ async fn a_dedupe_rerun_is_the_one_of_the_failing_index_keys() {
         .migration(
             2,
             "one account per email",
-            migrate::dedupe::<tenant_email::Account>(&["email"], Keep::Oldest),
+            migrate::dedupe(field!(tenant_email::Account, email), Keep::Oldest),
         )
         .migration(
             3,
             "one account per email and tenant",
-            migrate::dedupe::<tenant_email::Account>(&["tenant", "email"], Keep::Oldest),
+            migrate::dedupe(
+                (
+                    field!(tenant_email::Account, tenant),
+                    field!(tenant_email::Account, email),
+                ),
+                Keep::Oldest,
+            ),
         )
         .build()
         .unwrap();

@@ -92,7 +92,7 @@ fn update_is_typed() {
     };
     let update = Update::new()
         .set(field!(Ticket, status), &Status::Closed)
-        .inc(field!(Ticket, message_count), 1)
+        .inc(field!(Ticket, message_count), &1)
         .push(field!(Ticket, history), &change)
         .build()
         .unwrap();

@@ -266,7 +266,7 @@ async fn steps_in(
         .await?;
     desk.book
         .to_ref()
-        .compare_and_set(db, "status", expected_status, lend_update())
+        .compare_and_set(db, field!(Book, status), expected_status, lend_update())
         .session(&mut *session)
         .await?;
     let renamed = desk
@@ -551,7 +551,7 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
     Member::ACTIVE_LOANS.add(db, &first).await.unwrap();
     desk.book
         .to_ref()
-        .compare_and_set(db, "status", "on_shelf", lend_update())
+        .compare_and_set(db, field!(Book, status), "on_shelf", lend_update())
         .await
         .unwrap();
     VisitBucket::BUCKET

@@ -1023,7 +1023,10 @@ async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_st
                 );
                 barrier.wait().await;
                 let started = Instant::now();
-                let won = match ticket.compare_and_set(&db, "status", "open", update).await {
+                let won = match ticket
+                    .compare_and_set(&db, field!(Ticket, status), &Status::Open, update)
+                    .await
+                {
                     Ok(()) => true,
                     Err(lost) if lost.is_condition_failed() => false,
                     Err(other) => panic!("{other}"),

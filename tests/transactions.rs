@@ -289,6 +289,7 @@ async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
 }
 
 #[tokio::test]
+#[allow(deprecated)] // the string form of compare_and_set, whose operator-shaped value is refused
 async fn update_source_compare_and_set_and_inserts_compose() {
     let library = library("tx_compose", 2).await;
     lend(&library, &loan(&library, 1_000)).await.unwrap();
@@ -332,8 +333,8 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         })
         .compare_and_set(
             &library.book.to_ref(),
-            "copies_available",
-            5,
+            field!(Book, copies_available),
+            &5,
             doc! { "$set": { "copies_available": 4 } },
         )
         .await
@@ -354,8 +355,8 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .to_ref()
         .compare_and_set(
             &library.db,
-            "copies_available",
-            5,
+            field!(Book, copies_available),
+            &5,
             doc! { "$set": { "copies_available": 4 } },
         )
         .await
@@ -371,8 +372,8 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .to_ref()
         .compare_and_set(
             &library.db,
-            "copies_available",
-            1,
+            field!(Book, copies_available),
+            &1,
             doc! { "$set": { "copies_available": 1 } },
         )
         .await
@@ -411,7 +412,8 @@ async fn update_source_compare_and_set_and_inserts_compose() {
             id: ObjectId::new(),
             line: "sent?".into(),
         })
-        .compare_and_set(
+        // the string form (deprecated) is what could carry an operator: the typed form takes an `i32`
+        .compare_and_set_by_name(
             &library.book.to_ref(),
             "copies_available",
             doc! { "$gt": 0 },
@@ -516,8 +518,8 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         .to_ref()
         .compare_and_set(
             &library.db,
-            "copies_available",
-            5,
+            field!(Book, copies_available),
+            &5,
             doc! { "$set": { "copies_available": 4 } },
         )
         .session(&mut s)

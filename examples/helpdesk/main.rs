@@ -263,7 +263,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             );
             // a lost race is `Error::ConditionFailed`, the same as inside a transaction
             let won = match ticket
-                .compare_and_set(&db, "status", after.status.as_str(), update)
+                .compare_and_set(&db, field!(Ticket, status), &after.status, update)
                 .await
             {
                 Ok(()) => true,

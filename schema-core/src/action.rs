@@ -8,12 +8,13 @@
 //! # use mongo_schema_core::*;
 //! # async fn f<T: Document + serde::Serialize + serde::de::DeserializeOwned, C: Document + serde::Serialize + serde::de::DeserializeOwned, V: for<'c> From<&'c C> + serde::Serialize>(
 //! #     db: &mongodb::Database, subset: &Subset<T, C, V>, child: &C, target: &Ref<T>,
+//! #     status: query::Path<T, String>, // `field!(Ticket, status)`
 //! # ) -> Result<()> where T::Id: serde::Serialize {
 //! let mut session = db.client().start_session().await?;
 //! session.start_transaction().await?;
 //! subset.add(db, child).session(&mut session).await?;
 //! target
-//!     .compare_and_set(db, "status", "open", mongodb::bson::doc! { "$set": { "status": "closed" } })
+//!     .compare_and_set(db, status, "open", mongodb::bson::doc! { "$set": { "status": "closed" } })
 //!     .session(&mut session)
 //!     .await?;
 //! session.commit_transaction().await?;

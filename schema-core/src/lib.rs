@@ -27,6 +27,7 @@ mod progress;
 pub mod query;
 mod relations;
 mod schema;
+pub mod serde_helpers;
 mod sync;
 pub mod testing;
 mod validation;

@@ -836,10 +836,45 @@ pub fn is_array_field(field: &Field) -> bool {
             .is_some_and(|shape| shape.kind == RefKind::Many)
 }
 
+/// The stored path a query field or an index key names when this derive knows it, and whether
+/// it is multikey (under an array field): a Rust field, a quoted path whose first segment is a
+/// stored field of the struct, or a dotted path to the `_id` of an extended reference's copy
+/// (`customer.id`, stored `customer._id`). A dotted path through another struct's fields is
+/// stored under names only that struct's derive knows (`None`: `Schema::build` checks it).
+fn known_stored_path(cont: &Container, field: &KeyField) -> Option<(String, bool)> {
+    match field {
+        KeyField::Rust(_) => {
+            let f = rust_field(cont, field)?;
+            f.is_stored()
+                .then(|| (f.stored_name.clone(), is_array_field(f)))
+        }
+        KeyField::Path(path) => {
+            let path = path.value();
+            let first = path.split('.').next()?;
+            if first == "_id" {
+                return Some((path.clone(), false));
+            }
+            let f = named_fields(cont)
+                .into_iter()
+                .find(|f| f.is_stored() && f.stored_name == first)?;
+            Some((path.clone(), is_array_field(f)))
+        }
+        KeyField::Nested(idents) => {
+            let [first, rest] = idents.as_slice() else {
+                return None;
+            };
+            let f = rust_field(cont, &KeyField::Rust(first.clone()))?;
+            (f.is_stored() && f.attrs.extended_ref.is_some() && crate::ast::unraw(rest) == "id")
+                .then(|| (format!("{}._id", f.stored_name), is_array_field(f)))
+        }
+    }
+}
+
 /// `#[query(index = "name")]` naming an index declared on the same struct, all of whose keys
-/// and the query's fields are Rust fields: fitted here by mongod's planner rules, so an index
-/// that cannot serve the query is a compile error at `index = `. Other cases are checked by
-/// `Schema::build`, which sees every index.
+/// and the query's fields are paths whose stored form this derive knows (Rust fields, quoted
+/// paths, the `_id` of a copy: [`known_stored_path`]): fitted here by mongod's planner rules, so
+/// an index that cannot serve the query is a compile error at `index = `. Other cases are
+/// checked by `Schema::build`, which sees every index.
 fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
     use mongo_schema_planner::{esr_keys, fit, IndexShape, KeyDir, QueryShape, Verdict};
     let Some(wanted) = &query.index else {
@@ -859,9 +894,9 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         .chain(query.sort.iter().map(|k| &k.field));
     let mut multikey: Vec<String> = Vec::new();
     for field in query_fields {
-        match rust_field(cont, field) {
-            Some(f) if is_array_field(f) => multikey.push(f.stored_name.clone()),
-            Some(_) => {}
+        match known_stored_path(cont, field) {
+            Some((path, true)) => multikey.push(path),
+            Some((_, false)) => {}
             None => {
                 let _ = silent.check();
                 return;
@@ -904,41 +939,34 @@ fn check_query_index(cx: &Ctxt, cont: &Container, query: &crate::attr::Query) {
         let _ = silent.check();
         return;
     }
-    if key_tokens
-        .value
-        .iter()
-        .any(|k| matches!(k.field, KeyField::Path(_)))
-    {
-        let _ = silent.check();
-        return;
-    }
     for key in &key_tokens.value {
-        if let Some(f) = rust_field(cont, &key.field) {
-            if is_array_field(f) && !multikey.contains(&f.stored_name) {
-                multikey.push(f.stored_name.clone());
+        match known_stored_path(cont, &key.field) {
+            Some((path, true)) if !multikey.contains(&path) => multikey.push(path),
+            Some(_) => {}
+            None => {
+                let _ = silent.check();
+                return;
             }
         }
     }
+    // every path is known here (checked above)
+    let stored = |f: &KeyField| {
+        known_stored_path(cont, f)
+            .map(|(p, _)| p)
+            .unwrap_or_default()
+    };
     let shape = QueryShape {
-        eq: query
-            .eq
-            .iter()
-            .map(|f| resolve_field(&silent, cont, f))
-            .collect(),
+        eq: query.eq.iter().map(stored).collect(),
         in_: query
             .any_of
             .iter()
-            .map(|(f, max)| (resolve_field(&silent, cont, f), *max as usize))
+            .map(|(f, max)| (stored(f), *max as usize))
             .collect(),
-        range: query
-            .range
-            .iter()
-            .map(|f| resolve_field(&silent, cont, f))
-            .collect(),
+        range: query.range.iter().map(stored).collect(),
         sort: query
             .sort
             .iter()
-            .map(|k| (resolve_field(&silent, cont, &k.field), dir(&k.kind)))
+            .map(|k| (stored(&k.field), dir(&k.kind)))
             .collect(),
         collation: None,
         multikey_paths: multikey.clone(),

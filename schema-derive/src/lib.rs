@@ -106,3 +106,76 @@ pub fn derive_bson_schema(input: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+/// `field!`'s key of one Rust field name, checked against the struct's stored fields while the
+/// constant is evaluated: `__field_key!(name, Root)` is the call `name::<Root>::key("name",
+/// "Root")`, where `name` is the `field!` macro's local import of
+/// `mongo_schema::__private::FieldNames`. Every token carries the span of the name as the
+/// caller wrote it, so that a misspelt name is one error at the name (a `macro_rules!` cannot
+/// give its own tokens the caller's span). Not for direct use.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __field_key(input: TokenStream) -> TokenStream {
+    field_key::expand(input.into()).into()
+}
+
+mod field_key {
+    use proc_macro2::{Delimiter, Group, Literal, Punct, Spacing, TokenStream, TokenTree};
+
+    /// `name, Root` into `name::<Root>::key("name", "Root")`, spanned at `name`.
+    pub fn expand(input: TokenStream) -> TokenStream {
+        let mut tokens = input.into_iter();
+        let Some(TokenTree::Ident(name)) = tokens.next() else {
+            return quote::quote!(::core::compile_error!("`__field_key!(name, Root)`"));
+        };
+        let _comma = tokens.next();
+        let root: TokenStream = tokens.collect();
+        let span = name.span();
+        let unraw = name.to_string();
+        let unraw = unraw.strip_prefix("r#").unwrap_or(&unraw).to_owned();
+        let root_text = root
+            .to_string()
+            .replace(" :: ", "::")
+            .replace(":: ", "::")
+            .replace(" <", "<")
+            .replace("< ", "<")
+            .replace(" >", ">")
+            .replace(" ,", ",");
+        let punct = |c: char, spacing: Spacing| {
+            let mut p = Punct::new(c, spacing);
+            p.set_span(span);
+            TokenTree::Punct(p)
+        };
+        let literal = |text: &str| {
+            let mut l = Literal::string(text);
+            l.set_span(span);
+            TokenTree::Literal(l)
+        };
+        let mut key = proc_macro2::Ident::new("key", span);
+        key.set_span(span);
+        let mut args = TokenStream::new();
+        args.extend([
+            literal(&unraw),
+            punct(',', Spacing::Alone),
+            literal(&root_text),
+        ]);
+        let mut call = Group::new(Delimiter::Parenthesis, args);
+        call.set_span(span);
+        let mut out = TokenStream::new();
+        out.extend([
+            TokenTree::Ident(name.clone()),
+            punct(':', Spacing::Joint),
+            punct(':', Spacing::Alone),
+            punct('<', Spacing::Alone),
+        ]);
+        out.extend(root);
+        out.extend([
+            punct('>', Spacing::Alone),
+            punct(':', Spacing::Joint),
+            punct(':', Spacing::Alone),
+            TokenTree::Ident(key),
+            TokenTree::Group(call),
+        ]);
+        out
+    }
+}

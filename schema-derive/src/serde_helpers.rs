@@ -45,6 +45,10 @@ enum Stored {
     I64,
     /// A `long` or `null` (chrono's `ts_*_option` timestamps).
     OptionalI64,
+    /// A BSON `decimal` (`mongo_schema::serde_helpers::rust_decimal_as_decimal128`).
+    Decimal128,
+    /// A BSON `decimal` or `null` (`rust_decimal_as_decimal128_optional`).
+    OptionalDecimal128,
 }
 
 impl Stored {
@@ -65,6 +69,10 @@ impl Stored {
             Stored::Binary => quote!(#private::bson::Binary),
             Stored::I64 => quote!(i64),
             Stored::OptionalI64 => quote!(::core::option::Option<i64>),
+            Stored::Decimal128 => quote!(#private::bson::Decimal128),
+            Stored::OptionalDecimal128 => {
+                quote!(::core::option::Option<#private::bson::Decimal128>)
+            }
         }
     }
 }
@@ -114,6 +122,15 @@ fn chrono(name: &str) -> Option<Stored> {
                 Stored::I64
             })
         }
+        _ => None,
+    }
+}
+
+/// This crate's own helpers (`mongo_schema::serde_helpers`).
+fn own(name: &str) -> Option<Stored> {
+    match name {
+        "rust_decimal_as_decimal128" => Some(Stored::Decimal128),
+        "rust_decimal_as_decimal128_optional" => Some(Stored::OptionalDecimal128),
         _ => None,
     }
 }
@@ -283,6 +300,7 @@ pub fn recognise(path: &str, ty: &syn::Type) -> Option<TokenStream> {
     bson_2(name)
         .or_else(|| bson_3(module, name, field.as_deref()))
         .or_else(|| chrono(name))
+        .or_else(|| own(name))
         .map(Stored::tokens)
 }
 
@@ -605,5 +623,29 @@ mod tests {
             let path = serde_as(converter);
             assert_eq!(shape(&path, "u32"), None, "{converter}");
         }
+    }
+
+    #[test]
+    fn the_crate_s_decimal_helpers_store_a_bson_decimal() {
+        for prefix in [
+            "",
+            "mongo_schema::serde_helpers::",
+            "::mongo_schema::serde_helpers::",
+        ] {
+            let with = format!("{prefix}rust_decimal_as_decimal128");
+            assert_eq!(shape(&with, "Decimal"), private("bson::Decimal128"));
+            assert_eq!(
+                shape(&format!("{with}::serialize"), "rust_decimal::Decimal"),
+                private("bson::Decimal128")
+            );
+            assert_eq!(
+                shape(&format!("{with}_optional"), "Option<Decimal>"),
+                optional("bson::Decimal128")
+            );
+        }
+        assert_eq!(
+            shape("rust_decimal_as_decimal128_but_mine", "Decimal"),
+            None
+        );
     }
 }

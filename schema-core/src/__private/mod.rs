@@ -37,6 +37,8 @@ pub use crate::model::stored;
 pub use crate::relations::part::PartOf;
 pub use crate::relations::resolve::{Resolve, ResolveAll};
 pub use crate::sync::transaction::in_transaction;
+/// `field!`'s key of a name, checked and spanned at the name.
+pub use mongo_schema_derive::__field_key;
 
 mod checks;
 mod const_text;

@@ -252,6 +252,82 @@ where
     const IS_OPTION: bool = T::IS_OPTION;
 }
 
+/// `field!`'s check of a Rust field name against the stored fields of `R` (its
+/// [`StoredNames::FIELD_LIST`]), while the constant of the name's key is evaluated: a name
+/// that is no stored field of the struct fails there, naming the field it is near, the Rust
+/// name of a stored name, or the struct's fields. A type with no field list (an enum's
+/// variants, a collection) is left to the [`FieldPath`] bound. Named by `field!` through a
+/// local import called like the field, so that the call, and the error, is at the name.
+pub struct FieldNames<R: ?Sized> {
+    _root: PhantomData<fn() -> *const R>,
+}
+
+impl<R: StoredNames + ?Sized> FieldNames<R> {
+    /// The [`field_key`] of `name`, a stored field of `R` (`root` is how the caller wrote `R`).
+    pub const fn key(name: &str, root: &str) -> u64 {
+        if let Some(fields) = R::FIELD_LIST {
+            let named = super::position(fields.names, name).is_some()
+                || (fields.has_id && super::const_text::same(fields.id, name));
+            if !named {
+                unknown_field(fields, name, root);
+            }
+        }
+        field_key(name)
+    }
+}
+
+/// The error of a name that is no stored field of `fields`.
+const fn unknown_field(fields: FieldList, name: &str, root: &str) -> ! {
+    use super::Message;
+    let id: &[&str] = if fields.has_id && !fields.id.is_empty() {
+        std::slice::from_ref(&fields.id)
+    } else {
+        &[]
+    };
+    let message = Message::new()
+        .push("no field `")
+        .push(name)
+        .push("` in `")
+        .push(root)
+        .push("`");
+    // the stored (serde) name of a field, written where `field!` takes the Rust name
+    let message = match super::position(fields.stored, name) {
+        Some(i) if !fields.names[i].is_empty() => message
+            .push(": `")
+            .push(name)
+            .push("` is the name it is stored under; `field!` names the Rust field: `")
+            .push(fields.names[i])
+            .push("`"),
+        _ => match super::near_miss_in(name, fields.names, id) {
+            Some(near) => message.push(": did you mean `").push(near).push("`?"),
+            None => {
+                let mut message = message.push("; its stored fields: ");
+                let mut i = 0;
+                while i < id.len() + fields.names.len() {
+                    let field = if i < id.len() {
+                        id[i]
+                    } else {
+                        fields.names[i - id.len()]
+                    };
+                    if i > 0 {
+                        message = message.push(", ");
+                    }
+                    message = message.push("`").push(field).push("`");
+                    i += 1;
+                }
+                if i == 0 {
+                    message = message.push("none");
+                }
+                message
+            }
+        },
+    };
+    let message = message.push(
+        " (`field!` names Rust fields of a struct deriving `Document` or `BsonSchema`; a `#[serde(skip)]` field is not stored)",
+    );
+    panic!("{}", message.text())
+}
+
 /// FNV-1a of a Rust field name: the key of [`FieldPath`] (the derive computes
 /// the same).
 pub const fn field_key(name: &str) -> u64 {

@@ -40,14 +40,82 @@ pub const fn require_bson_date<T: BsonDate + ?Sized>() {}
 /// ([`crate::geo::GeoField`]); spanned at the field by the derive.
 pub const fn require_geo<T: crate::geo::GeoField + ?Sized>() {}
 
+/// What the derive's order checks ask of a field's stored form: [`Ordered`], or one of the
+/// types whose default serde impl stores text that sorts unlike the value
+/// (`rust_decimal::Decimal`, chrono's date-times), which implement it only to say so, naming
+/// the helper that stores them in an ordered form (one error, at the field, that says why).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not known to be stored in a form that orders like its values: a range, a sort or an index key on it would compare its stored form",
+    label = "no `Ordered` stored form",
+    note = "store a decimal as a BSON decimal (`rust_decimal::Decimal` with `#[serde(with = \"mongo_schema::serde_helpers::rust_decimal_as_decimal128\")]`) or integer cents, a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
+    note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
+    note = "a type of your own crate stored in an order-preserving form says so with `impl mongo_schema::query::Ordered for {Self} {{}}`; another crate's type cannot (the orphan rule): wrap it in a newtype of yours, or store it as an ordered type with `#[schema(stored_as = T)]`"
+)]
+pub trait OrderCheck {
+    /// Why the stored form does not order like the values (empty: it does).
+    const STORED_AS_TEXT: &'static str = "";
+    /// [`Ordered::__TEXT_ORDER_DIFFERS`].
+    const TEXT_ORDER_DIFFERS: bool = false;
+}
+
+impl<T: Ordered + ?Sized> OrderCheck for T {
+    const TEXT_ORDER_DIFFERS: bool = T::__TEXT_ORDER_DIFFERS;
+}
+
+#[cfg(feature = "rust_decimal-1")]
+const DECIMAL_AS_TEXT: &str = "serde stores a `rust_decimal::Decimal` as text (\"103.99\" sorts before \"6.99\"): a range, a sort or an index key on it would compare text, not numbers. Store it as a BSON decimal, which mongod orders as a number: `#[serde(with = \"mongo_schema::serde_helpers::rust_decimal_as_decimal128\")]` (`rust_decimal_as_decimal128_optional` on an `Option`; feature `rust_decimal-1`)";
+
+#[cfg(feature = "rust_decimal-1")]
+impl OrderCheck for rust_decimal::Decimal {
+    const STORED_AS_TEXT: &'static str = DECIMAL_AS_TEXT;
+}
+
+#[cfg(feature = "rust_decimal-1")]
+impl OrderCheck for Option<rust_decimal::Decimal> {
+    const STORED_AS_TEXT: &'static str = DECIMAL_AS_TEXT;
+}
+
+#[cfg(feature = "chrono-0_4")]
+const CHRONO_AS_TEXT: &str = "serde stores a chrono `DateTime` as RFC 3339 text with as many fractional digits as the value needs (\"…:00.5Z\" sorts after \"…:01Z\"): a range, a sort or an index key on it would compare text, not instants. Store it as a BSON date: `#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` (`chrono_datetime_as_bson_datetime_optional` on an `Option`), or make the field a `bson::DateTime`";
+
+#[cfg(feature = "chrono-0_4")]
+const NAIVE_AS_TEXT: &str = "serde stores a chrono `NaiveDateTime` as text with as many fractional digits as the value needs (\"…:00.5\" sorts after \"…:01\"): a range, a sort or an index key on it would compare text, not instants. Store a `chrono::DateTime<Utc>` as a BSON date instead: `#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]`, or make the field a `bson::DateTime`";
+
+#[cfg(feature = "chrono-0_4")]
+impl<Tz: chrono::TimeZone> OrderCheck for chrono::DateTime<Tz> {
+    const STORED_AS_TEXT: &'static str = CHRONO_AS_TEXT;
+}
+
+#[cfg(feature = "chrono-0_4")]
+impl<Tz: chrono::TimeZone> OrderCheck for Option<chrono::DateTime<Tz>> {
+    const STORED_AS_TEXT: &'static str = CHRONO_AS_TEXT;
+}
+
+#[cfg(feature = "chrono-0_4")]
+impl OrderCheck for chrono::NaiveDateTime {
+    const STORED_AS_TEXT: &'static str = NAIVE_AS_TEXT;
+}
+
+#[cfg(feature = "chrono-0_4")]
+impl OrderCheck for Option<chrono::NaiveDateTime> {
+    const STORED_AS_TEXT: &'static str = NAIVE_AS_TEXT;
+}
+
 /// Compile-time check of an index key, a sort or a range: the field's stored form orders like
 /// its values ([`Ordered`]); spanned at the key by the derive.
-pub const fn require_ordered<T: Ordered + ?Sized>() {}
+pub const fn require_ordered<T: OrderCheck + ?Sized>() {
+    if !T::STORED_AS_TEXT.is_empty() {
+        panic!("{}", T::STORED_AS_TEXT);
+    }
+}
 
 /// Compile-time check of a declared query's range or sort: the field's stored text orders like
 /// its Rust values (a unit enum whose stored names do not sort in declaration order does not).
-pub const fn require_rust_order<T: Ordered + ?Sized>() {
-    if T::__TEXT_ORDER_DIFFERS {
+pub const fn require_rust_order<T: OrderCheck + ?Sized>() {
+    if !T::STORED_AS_TEXT.is_empty() {
+        panic!("{}", T::STORED_AS_TEXT);
+    }
+    if T::TEXT_ORDER_DIFFERS {
         panic!("a range or a sort on this enum compares its stored names as text, which do not sort in the order its variants are declared: rename the variants (`#[serde(rename = ...)]`) so their stored names sort in that order, or range and sort on another field; an equality on it is fine");
     }
 }
@@ -115,8 +183,49 @@ pub const fn stored_key(fields: Option<crate::model::bson_schema::FieldList>, st
     }
     match position(fields.stored, stored) {
         Some(i) => field_key(fields.names[i]),
-        None => panic!("a quoted path of `#[query]` names a stored field that its struct does not have: check the spelling against the stored (serde) names, or write the path with Rust names (`eq(author.id)`)"),
+        None => unknown_stored(fields, stored),
     }
+}
+
+/// The error of a quoted path's segment that is no stored field of `fields`: the stored name it
+/// is near, the stored name of a Rust name, or the struct's stored fields.
+const fn unknown_stored(fields: crate::model::bson_schema::FieldList, stored: &str) -> ! {
+    use super::const_text::Message;
+    let id: &[&str] = if fields.has_id { &["_id"] } else { &[] };
+    let message = Message::new()
+        .push("a quoted path of `#[query]` names `")
+        .push(stored)
+        .push("`, which its struct does not store");
+    let message = match position(fields.names, stored) {
+        Some(i) if !same(fields.stored[i], stored) => message
+            .push(": `")
+            .push(stored)
+            .push("` is a Rust name, stored as `")
+            .push(fields.stored[i])
+            .push("`"),
+        _ => match super::const_text::near_miss_in(stored, fields.stored, id) {
+            Some(near) => message.push(": did you mean `").push(near).push("`?"),
+            None => {
+                let mut message = message.push("; its stored fields: ");
+                let mut i = 0;
+                while i < id.len() + fields.stored.len() {
+                    let field = if i < id.len() {
+                        id[i]
+                    } else {
+                        fields.stored[i - id.len()]
+                    };
+                    if i > 0 {
+                        message = message.push(", ");
+                    }
+                    message = message.push("`").push(field).push("`");
+                    i += 1;
+                }
+                message
+            }
+        },
+    };
+    let message = message.push(" (a quoted path is written with the stored (serde) names; with Rust names, write it unquoted: `eq(author.id)`)");
+    panic!("{}", message.text())
 }
 
 /// The value a declared query's equality compares a field with: the field's own type, or one

@@ -113,6 +113,19 @@ impl<R: ?Sized> Filter<R> {
     /// circle or a polygon, [`crate::geo::Area`]).
     #[inline]
     pub fn within<T: crate::geo::GeoField, S: ?Sized>(
+        self,
+        path: Path<R, T, S>,
+        area: &crate::geo::Area,
+    ) -> Self {
+        self.__within(path, area)
+    }
+
+    /// [`Filter::within`] with no bound on the field's type: what a declared query's
+    /// `within(field)` sends, whose field the derive checks once, at the field
+    /// (`require_geo`), so that a field that is no point is one error there.
+    #[doc(hidden)]
+    #[inline]
+    pub fn __within<T: ?Sized, S: ?Sized>(
         mut self,
         path: Path<R, T, S>,
         area: &crate::geo::Area,
@@ -446,7 +459,8 @@ impl<R: ?Sized> Update<R> {
         }
     }
 
-    /// `{ $set: { path: value } }`.
+    /// `{ $set: { path: value } }`: `value` is borrowed, a value of the field's type (`&str`
+    /// for a `String`), encoded as the field is stored, as [`Update::inc`] takes its `by`.
     #[inline]
     pub fn set<T: ?Sized, S: ?Sized, V: Value<T> + ?Sized>(
         mut self,
@@ -457,14 +471,18 @@ impl<R: ?Sized> Update<R> {
         self
     }
 
-    /// `{ $inc: { path: by } }`, `by` in the field's own numeric type (an `i32` field is
-    /// incremented by an `int`, so it stays one).
+    /// `{ $inc: { path: by } }`, `by` borrowed as [`Update::set`] takes its value, in the
+    /// field's own numeric type (an `i32` field is incremented by an `int`, so it stays one):
+    /// `.inc(field!(Ticket, message_count), &1)`.
+    ///
+    /// Moving from 0.1: `by` was taken by value (`.inc(path, 1)`); add the `&`.
     #[inline]
-    pub fn inc<T, S: Numeric + ?Sized>(mut self, path: Path<R, T, S>, by: T) -> Self
-    where
-        T: Value<T>,
-    {
-        self.encoded("$inc", path, &by);
+    pub fn inc<T: ?Sized, S: Numeric + ?Sized, V: Value<T> + ?Sized>(
+        mut self,
+        path: Path<R, T, S>,
+        by: &V,
+    ) -> Self {
+        self.encoded("$inc", path, by);
         self
     }
 

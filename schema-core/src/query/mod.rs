@@ -137,12 +137,13 @@ impl Value<Option<String>> for &str {
 ///
 /// Not implemented for arrays (mongod sorts an array by its smallest or largest element), nor
 /// for the types serde stores as text that sorts unlike the value:
-/// `rust_decimal::Decimal` (`"103.99" < "6.99"`), chrono's and time's dates and times (RFC 3339
+/// `rust_decimal::Decimal` (`"103.99" < "6.99"`; stored as a BSON decimal by
+/// `serde_helpers::rust_decimal_as_decimal128`, feature `rust_decimal-1`, it is ordered), chrono's and time's dates and times (RFC 3339
 /// with a variable number of fractional digits), a number stored as a string.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not known to be stored in a form that orders like its values: a range, a sort or an index key on it would compare its stored form",
     label = "no `Ordered` stored form",
-    note = "store a decimal as `bson::Decimal128` (or integer cents), a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
+    note = "store a decimal as a BSON decimal (`rust_decimal::Decimal` with `#[serde(with = \"mongo_schema::serde_helpers::rust_decimal_as_decimal128\")]`) or integer cents, a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
     note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
     note = "a type of your own crate stored in an order-preserving form says so with `impl mongo_schema::query::Ordered for {Self} {{}}`; another crate's type cannot (the orphan rule): wrap it in a newtype of yours, or store it as an ordered type with `#[schema(stored_as = T)]`"
 )]
@@ -232,10 +233,20 @@ impl<A: Array> Array for Option<A> {
 #[macro_export]
 macro_rules! field {
     ($root:ty, $first:ident) => {
-        $crate::__private::field_path::<$root, { $crate::__private::field_key(stringify!($first)) }>()
+        $crate::__private::field_path::<$root, {
+            // the name checked against the struct's stored fields: a misspelt one is one error
+            // at the name, with the field it is near
+            #[allow(unused_imports)]
+            use $crate::__private::FieldNames as $first;
+            $crate::__private::__field_key!($first, $root)
+        }>()
     };
     ($root:ty, $first:ident $(. $rest:ident)+) => {
-        $crate::__field_walk!(@ [$root] [$crate::__private::Start<$root>] $first $(. $rest)+)
+        $crate::__field_walk!(@ [$root] [$crate::__private::Then<$crate::__private::Start<$root>, {
+            #[allow(unused_imports)]
+            use $crate::__private::FieldNames as $first;
+            $crate::__private::__field_key!($first, $root)
+        }>] $($rest).+)
     };
 }
 

@@ -5,7 +5,19 @@ use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 use serde::Serialize;
 
+use crate::query::{Path, Value};
 use crate::{Document, Error, Ref, Result, ResultExt};
+
+/// The expected value of a typed compare-and-set, encoded as `field` stores it (its serde
+/// helper, an enum's renamed variants); a value that does not serialize is refused before
+/// anything is sent.
+pub(crate) fn expected_as_stored<T: ?Sized, V: ?Sized, S: ?Sized, E: Value<V> + ?Sized>(
+    field: Path<T, V, S>,
+    expected: &E,
+) -> Result<Bson> {
+    crate::query::path::encode(field.encoder(), expected)
+        .map_err(|e| Error::serialization("the expected value of compare_and_set", e))
+}
 
 /// The filter of a compare-and-set on `field` of the document `target` references, refused
 /// before anything is sent when it would not compare a value of that document.
@@ -31,11 +43,15 @@ impl<T: Document> Ref<T>
 where
     T::Id: Serialize,
 {
-    /// Compare-and-set: applies `update` to the referenced document only if `field` still
+    /// Compare-and-set: applies `update` to the referenced document only if its `field` still
     /// equals `expected` (seed 003's status change). `Ok(())` when this call won (the document
-    /// matched, even if the update left it as it was). With
-    /// [`.session(&mut s)`](CompareAndSet::session) it is one write of the caller's
-    /// transaction: `ticket.compare_and_set(&db, "status", "open", update).session(&mut s).await`.
+    /// matched, even if the update left it as it was). `field` is a typed path of `T`
+    /// ([`field!`](crate::field)) and `expected` a value of the field's type, encoded as the
+    /// field is stored: `&Status::Paid` is compared as `"paid"` when serde renames it, so a
+    /// misspelt field or the Rust spelling of a stored value does not compile or cannot be
+    /// sent. With [`.session(&mut s)`](CompareAndSet::session) it is one write of the caller's
+    /// transaction:
+    /// `ticket.compare_and_set(&db, field!(Ticket, status), &Status::Open, update).session(&mut s).await`.
     ///
     /// # Errors
     ///
@@ -50,16 +66,48 @@ where
     ///   here and an error there. An error, not `Ok(false)`, because in a transaction a lost
     ///   race must abort the other writes, which only an error does.
     /// - [`Error::InvalidArgument`] (`field`) before anything is sent when `field` is `_id` (the
-    ///   filter would name another document), [`Error::UnsafeValue`] when `expected` is an
-    ///   operator document, a regular expression or JavaScript (it would run as a query instead
-    ///   of being compared as a value).
+    ///   filter would name another document), [`Error::UnsafeValue`] when `expected` is stored
+    ///   as an operator document, a regular expression or JavaScript (it would run as a query
+    ///   instead of being compared as a value), [`Error::Serialization`] when it does not
+    ///   serialize.
     /// - The driver's errors, a validation failure of the update ([`Error::Validation`]).
     ///
-    /// Moving from 0.1: there it returned `Ok(false)` on a lost race (`Result<bool>`). A call
-    /// that read the `bool` no longer compiles; one that ignored it
-    /// (`r.compare_and_set(..).await?;`) still compiles and now returns the lost race as an
-    /// error. The deprecated [`Ref::compare_and_set_bool`] keeps the old result for one release.
-    pub fn compare_and_set<'a>(
+    /// Moving from 0.1: there it returned `Ok(false)` on a lost race (`Result<bool>`), and it
+    /// named the field by a string (`compare_and_set(&db, "status", "open", update)`). The
+    /// string form is [`Ref::compare_and_set_by_name`] (deprecated) for one release; the `bool`
+    /// result, [`Ref::compare_and_set_bool`] (deprecated).
+    pub fn compare_and_set<'a, V: ?Sized, S: ?Sized, E: Value<V> + ?Sized>(
+        &self,
+        db: &'a Database,
+        field: Path<T, V, S>,
+        expected: &E,
+        update: BsonDocument,
+    ) -> CompareAndSet<'a> {
+        let path = field.as_str();
+        CompareAndSet {
+            db,
+            collection: T::COLLECTION,
+            label: format!("compare_and_set {}.{path}", T::COLLECTION),
+            filter: expected_as_stored(field, expected)
+                .and_then(|expected| compare_and_set_filter(self, path, expected)),
+            update,
+            session: None,
+        }
+    }
+
+    /// The compare-and-set of the previous release's form, naming the field by its stored name
+    /// and sending `expected` as `Into<Bson>` makes it (not as the field stores it: the Rust
+    /// spelling of a renamed enum variant, `"Paid"` for a value stored as `"paid"`, or a
+    /// misspelt field, fails every call as a lost race).
+    ///
+    /// # Errors
+    ///
+    /// As [`Ref::compare_and_set`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `compare_and_set(db, field!(T, field), &expected, update)`: a typed path, and the expected value encoded as the field is stored"
+    )]
+    pub fn compare_and_set_by_name<'a>(
         &self,
         db: &'a Database,
         field: &str,
@@ -83,7 +131,7 @@ where
     /// As [`Ref::compare_and_set`], except a lost race, which is `Ok(false)` here.
     #[deprecated(
         since = "0.2.0",
-        note = "use `compare_and_set`, which returns `Err(Error::ConditionFailed)` on a lost race (`Error::is_condition_failed`)"
+        note = "use `compare_and_set(db, field!(T, field), &expected, update)`, which returns `Err(Error::ConditionFailed)` on a lost race (`Error::is_condition_failed`)"
     )]
     pub async fn compare_and_set_bool(
         &self,
@@ -92,7 +140,9 @@ where
         expected: impl Into<Bson>,
         update: BsonDocument,
     ) -> Result<bool> {
-        match self.compare_and_set(db, field, expected, update).await {
+        #[allow(deprecated)]
+        let set = self.compare_and_set_by_name(db, field, expected, update);
+        match set.await {
             Ok(()) => Ok(true),
             Err(Error::ConditionFailed { .. }) => Ok(false),
             Err(other) => Err(other),

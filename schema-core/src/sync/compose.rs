@@ -345,11 +345,37 @@ impl<'a> Transaction<'a> {
     }
 
     /// Applies `update` to the document `target` references only if its `field` still equals
-    /// `expected` ([`Ref::compare_and_set`]); if another writer changed it first, the whole
+    /// `expected` ([`Ref::compare_and_set`]: a typed path of `T` and a value of the field's
+    /// type, encoded as the field is stored); if another writer changed it first, the whole
     /// transaction is aborted and [`Error::ConditionFailed`] returned with the write's
     /// position, the same error a standalone [`Ref::compare_and_set`] returns (reload and
     /// decide again).
-    pub fn compare_and_set<T: Document>(
+    pub fn compare_and_set<T: Document, V: ?Sized, S: ?Sized, E: crate::query::Value<V> + ?Sized>(
+        self,
+        target: &Ref<T>,
+        field: crate::query::Path<T, V, S>,
+        expected: &E,
+        update: BsonDocument,
+    ) -> Self
+    where
+        T::Id: Serialize,
+    {
+        let path = field.as_str();
+        let filter =
+            crate::relations::compare::expected_as_stored(field, expected).and_then(|expected| {
+                crate::relations::compare::compare_and_set_filter(target, path, expected)
+            });
+        self.compare_and_set_step::<T>(path, filter, update)
+    }
+
+    /// The previous release's form of [`Transaction::compare_and_set`], naming the field by its
+    /// stored name and sending `expected` as `Into<Bson>` makes it (not as the field stores
+    /// it).
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `compare_and_set(target, field!(T, field), &expected, update)`: a typed path, and the expected value encoded as the field is stored"
+    )]
+    pub fn compare_and_set_by_name<T: Document>(
         self,
         target: &Ref<T>,
         field: &str,
@@ -361,6 +387,15 @@ impl<'a> Transaction<'a> {
     {
         let filter =
             crate::relations::compare::compare_and_set_filter(target, field, expected.into());
+        self.compare_and_set_step::<T>(field, filter, update)
+    }
+
+    fn compare_and_set_step<T: Document>(
+        self,
+        field: &str,
+        filter: Result<BsonDocument>,
+        update: BsonDocument,
+    ) -> Self {
         self.push(
             format!("compare_and_set {}.{field}", T::COLLECTION),
             filter.map(|filter| Step::Update {

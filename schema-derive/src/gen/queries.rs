@@ -488,7 +488,7 @@ fn query_fn(cont: &Container, query: &Query, fallback: bool) -> TokenStream {
             match typed(cont, &geo.field) {
                 Some(typed) => {
                     let path = typed.path();
-                    steps.push(quote!(let __filter = __filter.within(#path, #area);));
+                    steps.push(quote!(let __filter = __filter.__within(#path, #area);));
                 }
                 None => steps.push(quote!(let _ = #area;)),
             }

@@ -17,7 +17,7 @@ use super::{Step, StepContext, StepCounts, Work};
 use crate::concern::OPERATOR_TIME_LIMIT;
 use crate::model::copy::CopyShape;
 use crate::model::document::CollectionSpec;
-use crate::query::QuerySpec;
+use crate::query::{Path, QuerySpec, Value};
 use crate::{Document as Model, Error, Result};
 
 /// Sources (or duplicate groups) per batch of the steps that read before they write.
@@ -133,9 +133,31 @@ impl Work for Simple {
 }
 
 /// Documents of `T` missing `field` get `value` (one `updateMany` on `{ field: { $exists: false } }`):
-/// the backfill of a new required field, in the version that requires it.
-pub fn set_default<T: Model>(field: &str, value: impl Serialize) -> Step {
-    let (value, problem) = match crate::relations::to_bson(&value) {
+/// the backfill of a new required field, in the version that requires it. `field` is a typed
+/// path of that version's model ([`field!`](crate::field)) and `value` a value of the field's
+/// type, written as the field stores it (its serde helper, an enum's renamed variants):
+/// `set_default(field!(Customer, tier), &Tier::Standard)`.
+pub fn set_default<T: Model, V: ?Sized, S: ?Sized, W: Value<V> + ?Sized>(
+    field: Path<T, V, S>,
+    value: &W,
+) -> Step {
+    let stored = crate::query::path::encode(field.encoder(), value);
+    default_step::<T>(field.as_str(), stored.map_err(|e| e.to_string()))
+}
+
+/// The previous release's [`set_default`], naming the field by its stored name and writing
+/// `value` as serde serializes it alone (not through the field's helper).
+#[deprecated(
+    since = "0.2.0",
+    note = "use `set_default(field!(T, field), &value)`: a typed path, and the value written as the field stores it"
+)]
+pub fn set_default_by_name<T: Model>(field: &str, value: impl Serialize) -> Step {
+    let stored = crate::relations::to_bson(&value).map_err(|e| e.to_string());
+    default_step::<T>(field, stored)
+}
+
+fn default_step<T: Model>(field: &str, value: std::result::Result<Bson, String>) -> Step {
+    let (value, problem) = match value {
         Ok(value) => (value, None),
         Err(e) => (
             Bson::Null,
@@ -157,8 +179,23 @@ pub fn set_default<T: Model>(field: &str, value: impl Serialize) -> Step {
 }
 
 /// Renames `from` to `to` in every document of `T` that has `from` (one `updateMany` with
-/// `$rename`); `to` is the field as the model stores it now.
-pub fn rename_field<T: Model>(from: &str, to: &str) -> Step {
+/// `$rename`): `from` is the stored name of the previous version (no field of the model any
+/// more, hence a string), `to` a typed path of the model as it stores it now
+/// ([`field!`](crate::field)): `rename_field("text", field!(Review, body))`.
+pub fn rename_field<T: Model, V: ?Sized, S: ?Sized>(from: &str, to: Path<T, V, S>) -> Step {
+    rename_step::<T>(from, to.as_str())
+}
+
+/// The previous release's [`rename_field`], naming both fields by their stored names.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `rename_field(\"old_name\", field!(T, new_field))`: the field renamed to is a typed path of the model"
+)]
+pub fn rename_field_by_name<T: Model>(from: &str, to: &str) -> Step {
+    rename_step::<T>(from, to)
+}
+
+fn rename_step<T: Model>(from: &str, to: &str) -> Step {
     Step(Arc::new(Simple {
         collection: T::COLLECTION,
         description: format!("rename_field `{}.{from}` to `{to}`", T::COLLECTION),
@@ -169,9 +206,35 @@ pub fn rename_field<T: Model>(from: &str, to: &str) -> Step {
     }))
 }
 
+/// A field of text: what [`truncate`] shortens (`String`, or an `Option` of one).
+#[diagnostic::on_unimplemented(
+    message = "`truncate` shortens text, and `{Self}` is not a `String`",
+    label = "not a `String` field"
+)]
+pub trait TextField {}
+impl TextField for String {}
+impl TextField for Option<String> {}
+
 /// Shortens the string `field` of `T` to `max_chars` code points where it is longer (one
-/// pipeline update, `$substrCP`): before a new `max_length`.
-pub fn truncate<T: Model>(field: &str, max_chars: u32) -> Step {
+/// pipeline update, `$substrCP`): before a new `max_length`. `field` is a typed path of a
+/// `String` field ([`field!`](crate::field)): `truncate(field!(Customer, name), 40)`.
+pub fn truncate<T: Model, V: TextField + ?Sized, S: ?Sized>(
+    field: Path<T, V, S>,
+    max_chars: u32,
+) -> Step {
+    truncate_step::<T>(field.as_str(), max_chars)
+}
+
+/// The previous release's [`truncate`], naming the field by its stored name.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `truncate(field!(T, field), max_chars)`: a typed path of a `String` field"
+)]
+pub fn truncate_by_name<T: Model>(field: &str, max_chars: u32) -> Step {
+    truncate_step::<T>(field, max_chars)
+}
+
+fn truncate_step<T: Model>(field: &str, max_chars: u32) -> Step {
     let path = format!("${field}");
     let length = doc! { "$cond": [
         { "$eq": [{ "$type": path.as_str() }, "string"] },
@@ -523,13 +586,60 @@ async fn delete_with_parts(
 /// many duplicates there are. When the index build after the step still meets duplicates
 /// (instances of the older version kept writing), `apply` runs the step again, a few times,
 /// before it records the version failed with the step pending again.
-pub fn dedupe<T: Model>(keys: &[&str], keep: Keep) -> Step {
+///
+/// `keys` are typed paths of the model ([`field!`](crate::field)), one or a tuple of up to
+/// four: `dedupe(field!(Customer, email), Keep::Oldest)`,
+/// `dedupe((field!(Seat, row), field!(Seat, number)), Keep::Oldest)`.
+pub fn dedupe<T: Model>(keys: impl DedupeKeys<T>, keep: Keep) -> Step {
+    dedupe_step::<T>(keys.stored_paths(), keep)
+}
+
+/// The previous release's [`dedupe`], naming the keys by their stored names.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `dedupe(field!(T, key), keep)` or `dedupe((field!(T, a), field!(T, b)), keep)`: typed paths of the model"
+)]
+pub fn dedupe_by_name<T: Model>(keys: &[&str], keep: Keep) -> Step {
+    dedupe_step::<T>(keys.iter().map(|k| (*k).to_owned()).collect(), keep)
+}
+
+fn dedupe_step<T: Model>(keys: Vec<String>, keep: Keep) -> Step {
     Step(Arc::new(Dedupe {
         collection: T::COLLECTION,
-        keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+        keys,
         keep,
         spec: T::collection_spec,
     }))
+}
+
+/// The keys of a [`dedupe`]: a typed path of `T` ([`field!`](crate::field)), or a tuple of two
+/// to four.
+pub trait DedupeKeys<T: ?Sized> {
+    /// The stored paths, in order.
+    fn stored_paths(&self) -> Vec<String>;
+}
+
+impl<T: ?Sized, V: ?Sized, S: ?Sized> DedupeKeys<T> for Path<T, V, S> {
+    fn stored_paths(&self) -> Vec<String> {
+        vec![self.as_str().to_owned()]
+    }
+}
+
+macro_rules! dedupe_tuple {
+    ($(($($v:ident $s:ident $i:tt),+))*) => {$(
+        impl<T: ?Sized, $($v: ?Sized, $s: ?Sized),+> DedupeKeys<T> for ($(Path<T, $v, $s>,)+) {
+            fn stored_paths(&self) -> Vec<String> {
+                vec![$(self.$i.as_str().to_owned()),+]
+            }
+        }
+    )*};
+}
+
+dedupe_tuple! {
+    (V0 S0 0)
+    (V0 S0 0, V1 S1 1)
+    (V0 S0 0, V1 S1 1, V2 S2 2)
+    (V0 S0 0, V1 S1 1, V2 S2 2, V3 S3 3)
 }
 
 /// Where a copy's source id is read.
@@ -745,7 +855,25 @@ impl<T: Model + Send + Sync> Work for Copies<T> {
 /// source, for a copy declared where a reference was. The sources are read in batches of 1,000
 /// and each batch is one `update` command (one statement per source), so 3,000 orders of 1,000
 /// customers take two round trips per 1,000 customers, not one per customer.
-pub fn reference_to_copy<T: Model + Send + Sync + 'static>(field: &str) -> Step {
+///
+/// `field` is the copy's typed path in the model ([`field!`](crate::field)):
+/// `reference_to_copy(field!(Order, customer))`.
+pub fn reference_to_copy<T: Model + Send + Sync + 'static, V: ?Sized, S: ?Sized>(
+    field: Path<T, V, S>,
+) -> Step {
+    reference_to_copy_step::<T>(field.as_str())
+}
+
+/// The previous release's [`reference_to_copy`], naming the copy by its stored path.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `reference_to_copy(field!(T, copy))`: a typed path of the model"
+)]
+pub fn reference_to_copy_by_name<T: Model + Send + Sync + 'static>(field: &str) -> Step {
+    reference_to_copy_step::<T>(field)
+}
+
+fn reference_to_copy_step<T: Model + Send + Sync + 'static>(field: &str) -> Step {
     Step(Arc::new(Copies::<T> {
         field: field.to_owned(),
         at: IdAt::Field,
@@ -756,8 +884,24 @@ pub fn reference_to_copy<T: Model + Send + Sync + 'static>(field: &str) -> Step 
 
 /// Copies of `field` are rewritten from their sources (stale ones corrected), a batch of 1,000
 /// sources per `update` command. For a copy added beside an existing reference, fill it from
-/// that reference with [`FillCopies::from_reference`].
-pub fn fill_copies<T: Model + Send + Sync + 'static>(field: &str) -> FillCopies<T> {
+/// that reference with [`FillCopies::from_reference`]. `field` is the copy's typed path in the
+/// model ([`field!`](crate::field)): `fill_copies(field!(Order, lines.product))`.
+pub fn fill_copies<T: Model + Send + Sync + 'static, V: ?Sized, S: ?Sized>(
+    field: Path<T, V, S>,
+) -> FillCopies<T> {
+    FillCopies {
+        field: field.as_str().to_owned(),
+        reference: None,
+        types: PhantomData,
+    }
+}
+
+/// The previous release's [`fill_copies`], naming the copy by its stored path.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `fill_copies(field!(T, copy))`: a typed path of the model"
+)]
+pub fn fill_copies_by_name<T: Model + Send + Sync + 'static>(field: &str) -> FillCopies<T> {
     FillCopies {
         field: field.to_owned(),
         reference: None,
@@ -774,10 +918,22 @@ pub struct FillCopies<T> {
 }
 
 impl<T> FillCopies<T> {
-    /// The holders whose copy is missing get it from their reference `reference` (a stored
-    /// field holding the source's id).
+    /// The holders whose copy is missing get it from their reference `reference` (a typed path
+    /// of the model holding the source's id: `.from_reference(field!(Order, customer_id))`).
     #[allow(clippy::wrong_self_convention)] // reads as "fill copies from the reference"
-    pub fn from_reference(mut self, reference: &str) -> Self {
+    pub fn from_reference<V: ?Sized, S: ?Sized>(mut self, reference: Path<T, V, S>) -> Self {
+        self.reference = Some(reference.as_str().to_owned());
+        self
+    }
+
+    /// The previous release's [`FillCopies::from_reference`], naming the reference by its
+    /// stored path.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `from_reference(field!(T, reference))`: a typed path of the model"
+    )]
+    #[allow(clippy::wrong_self_convention)]
+    pub fn from_reference_by_name(mut self, reference: &str) -> Self {
         self.reference = Some(reference.to_owned());
         self
     }

@@ -26,9 +26,11 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use mongodb::Database;
 
+#[allow(deprecated)]
 pub use builtin::{
-    custom, dedupe, fill_copies, reference_to_copy, rename_field, set_default, truncate,
-    FillCopies, Keep,
+    custom, dedupe, dedupe_by_name, fill_copies, fill_copies_by_name, reference_to_copy,
+    reference_to_copy_by_name, rename_field, rename_field_by_name, set_default,
+    set_default_by_name, truncate, truncate_by_name, DedupeKeys, FillCopies, Keep, TextField,
 };
 pub use changelog::{MigrationRecord, MigrationState, MIGRATIONS_COLLECTION};
 pub use context::StepContext;
