@@ -456,6 +456,17 @@ pub(crate) fn fit_collection(
     let schema = spec.validator.get_document("$jsonSchema").ok().cloned();
     let schema = schema.as_ref();
     problems.extend(partial_filter_problems(spec, schema));
+    for index in &spec.indexes {
+        let collated = index.collation.as_ref().is_some_and(|c| !c.is_simple());
+        if collated && !index.takes_collation() {
+            problems.push(format!(
+                "index `{}` of `{}` is of a type mongod gives no collation (`text`, `2d`: \"Index type does not support collation\", CannotCreateIndex), but states {}: state `collation(locale = \"simple\")` or none (on a collection of another default, the library sends the simple one)",
+                index.name,
+                spec.name,
+                index.collation.as_ref().map(ToString::to_string).unwrap_or_default()
+            ));
+        }
+    }
     for query in &spec.queries {
         problems.extend(query_path_problems(&spec.name, query, schema));
         problems.extend(held_id_problem(spec, query, schema));
