@@ -212,7 +212,7 @@ impl IndexSpec {
     /// `$**`), `2dsphere` or `hashed` index. mongod refuses any collation, the spec's or the
     /// collection's default, on another type (`text`, `2d`): `IndexCatalogImpl::_isSpecOk`,
     /// "Index type 'text' does not support collation" (CannotCreateIndex).
-    pub fn takes_collation(&self) -> bool {
+    pub(crate) fn takes_collation(&self) -> bool {
         self.keys.values().all(|v| match v {
             mongodb::bson::Bson::String(kind) => matches!(kind.as_str(), "2dsphere" | "hashed"),
             _ => true,
