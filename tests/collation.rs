@@ -367,6 +367,7 @@ fn a_text_index_on_a_collated_collection_has_the_simple_collation() {
     assert!(
         // display-text: the build error names the index and the fix
         error.contains("index `bio_text` of `profiles` is of a type mongod gives no collation")
+            // display-text: the build error names the fix
             && error.contains("state `collation(locale = \"simple\")` or none"),
         "{error}"
     );

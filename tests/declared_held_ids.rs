@@ -167,7 +167,9 @@ fn a_query_of_a_held_id_and_a_string_states_its_collation() {
     assert!(
         // display-text: the build error names the query, both paths and the fix
         error.contains("query `of_patient_for` of `visits` compares the held id `patient._id`")
+            // display-text: the build error names the fix
             && error.contains("`reason`")
+            // display-text: the build error names the fix
             && error.contains("state `collation(..)` on the query"),
         "{error}"
     );
