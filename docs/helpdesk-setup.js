@@ -33,7 +33,7 @@ if (!db.getCollectionNames().includes("messages")) db.createCollection("messages
 else db.runCommand(EJSON.parse('{"collMod":"messages","validator":{"$jsonSchema":{"bsonType":"object","required":["_id","ticketId","from","authorId","body","attachments","at"],"properties":{"_id":{"bsonType":"objectId"},"ticketId":{"bsonType":"objectId"},"from":{"bsonType":"string","enum":["customer","agent"]},"authorId":{"bsonType":"objectId"},"body":{"bsonType":"string","maxLength":20000},"attachments":{"bsonType":"array","maxItems":20,"items":{"bsonType":"object","required":["fileName","contentType","size","url"],"properties":{"fileName":{"bsonType":"string","minLength":1,"maxLength":255},"contentType":{"bsonType":"string"},"size":{"bsonType":"long","minimum":0},"url":{"bsonType":"string"}}}},"at":{"bsonType":"date"}}}},"validationLevel":"strict","validationAction":"error"}'));
 db.getCollection("messages").createIndex(EJSON.parse('{"ticketId":1,"at":1,"_id":1}'), EJSON.parse('{"name":"ticketId_1_at_1__id_1"}'));
 // shard_collections(true): on a mongos only, after the index above exists
-if (db.hello().msg === "isdbgrid") sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'));
+if (db.hello().msg === "isdbgrid") sh.shardCollection(db.getName() + "." + "messages", EJSON.parse('{"ticketId":1,"at":1}'), false, { collation: { locale: "simple" } });
 
 // record the version, the fingerprint of this setup and the time, as apply does
 db.getCollection("mongo_schema_meta").updateOne(EJSON.parse('{"_id":"schema"}'), [EJSON.parse('{"$set":{"version":0,"fingerprint":"74727c93f45f2ba404a44c5def2a357e","state":"applied","applied_at":"$$NOW","collections":["customers","agents","tags","tickets","messages"]}}')], { upsert: true });

@@ -308,3 +308,67 @@ async fn a_collection_created_without_its_collation_is_reported() {
         .unwrap_err();
     assert!(variant.is_duplicate_key(), "{variant:?}");
 }
+
+/// Profiles searched by words on a case-insensitive collection (try 4748, F2): mongod refuses
+/// any collation on a text index, the collection's default included (`_isSpecOk`, 67), so the
+/// library sends the simple one with it. (SecantusDB has no text index, so this is checked on
+/// the spec `apply` sends; the test server's rule `collation-locale` is the live check, in
+/// testkit/tests/mongod_rules.rs.)
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "profiles", collation(locale = "en", strength = 2))]
+#[index(keys(bio = "text"))]
+#[index(keys(email = 1))]
+pub struct Profile {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub email: String,
+    pub bio: String,
+}
+
+/// The same with a collation stated on the text index, which mongod refuses.
+#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[collection(name = "profiles")]
+#[index(keys(bio = "text"), collation(locale = "en", strength = 2))]
+pub struct CollatedText {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub bio: String,
+}
+
+#[test]
+fn a_text_index_on_a_collated_collection_has_the_simple_collation() {
+    let schema = Schema::new()
+        .model::<Profile>()
+        .build()
+        .unwrap_or_else(|e| panic!("the profiles build: {e}"));
+    let spec = schema.collection("profiles").unwrap();
+    let collation = |name: &str| {
+        let index = spec.indexes.iter().find(|i| i.name == name);
+        index
+            .unwrap_or_else(|| panic!("{name}: {spec:?}"))
+            .collation
+            .clone()
+    };
+    assert_eq!(
+        collation("bio_text"),
+        Some(mongo_schema::spec::Collation::simple())
+    );
+    // the positive control: the btree index beside it has the collection's
+    assert_eq!(
+        collation("email_1"),
+        Some(mongo_schema::spec::Collation::new("en").strength(2))
+    );
+    // a collation stated on a text index is refused before anything is sent
+    let error = Schema::new()
+        .model::<CollatedText>()
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        // display-text: the build error names the index and the fix
+        error.contains("index `bio_text` of `profiles` is of a type mongod gives no collation")
+            // display-text: the build error names the fix
+            && error.contains("state `collation(locale = \"simple\")` or none"),
+        "{error}"
+    );
+}

@@ -100,7 +100,13 @@ fn script_shards(script: &str) -> Vec<(String, BsonDocument, usize)> {
         ) {
             let (name, rest) = rest.split_at(rest.find(", EJSON.parse('").unwrap());
             let name: String = serde_json::from_str(name).unwrap();
-            let json = &rest[", EJSON.parse('".len()..rest.rfind("'));").unwrap()];
+            let json = &rest[", EJSON.parse('".len()..rest.rfind("')").unwrap()];
+            // the simple collation stated: mongod refuses the command without it on a
+            // collection of another default, and takes it on any
+            assert!(
+                rest.ends_with("'), false, { collation: { locale: \"simple\" } });"),
+                "{line}"
+            );
             let value: serde_json::Value = serde_json::from_str(json).unwrap();
             let Bson::Document(key) = Bson::try_from(value).unwrap() else {
                 panic!("not a document")

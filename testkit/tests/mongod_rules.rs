@@ -910,19 +910,26 @@ async fn geo_near_on_a_time_series_collection_takes_a_key_and_no_query() {
 }
 
 #[tokio::test]
-async fn a_measurement_over_4_mb_is_refused() {
+async fn a_measurement_whose_bucket_passes_16_mib_is_refused() {
+    // mongod refuses a measurement whose bucket (the meta field once, every other field in
+    // control.min, control.max and data) passes 16 MiB; it has no limit of 4 MB
     let db = database("rules_ts_size").await;
     timeseries(&db, "scans").await;
+    const MIB: usize = 1024 * 1024;
     let measurement =
         |bytes: usize| doc! { "t": DateTime::now(), "m": "gate-1", "blob": "x".repeat(bytes) };
     refused(
-        coll(&db, "scans")
-            .insert_one(measurement(5 * 1024 * 1024))
-            .await,
+        coll(&db, "scans").insert_one(measurement(6 * MIB)).await,
         10334,
     );
+    // 5 MiB of metrics: a bucket of about 15 MiB, which mongod writes
     coll(&db, "scans")
-        .insert_one(measurement(1024 * 1024))
+        .insert_one(measurement(5 * MIB))
+        .await
+        .unwrap();
+    // the meta field is in the bucket once: 10 MiB of it pass
+    coll(&db, "scans")
+        .insert_one(doc! { "t": DateTime::now(), "m": "y".repeat(10 * MIB), "count": 1 })
         .await
         .unwrap();
 }

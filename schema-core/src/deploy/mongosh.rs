@@ -182,7 +182,7 @@ pub(crate) fn script(
             );
             let _ = writeln!(
                 out,
-                "if (db.hello().msg === \"isdbgrid\") sh.shardCollection(db.getName() + \".\" + {name}, {});",
+                "if (db.hello().msg === \"isdbgrid\") sh.shardCollection(db.getName() + \".\" + {name}, {}, false, {{ collation: {{ locale: \"simple\" }} }});",
                 ejson(key.clone())
             );
         }
@@ -239,6 +239,30 @@ mod tests {
             }
         }
         (found, code)
+    }
+
+    #[test]
+    fn the_script_shards_under_the_simple_collation_after_an_index_of_it() {
+        let spec = CollectionSpec::new("patients", doc! {})
+            .collation(crate::Collation::new("en").strength(2))
+            .shard_key(doc! { "clinic": 1, "email": 1 });
+        let script = script(&[spec], "schema", 1, "0123abcd");
+        let index = script
+            .lines()
+            .find(|l| l.contains("createIndex(") && l.contains("clinic"))
+            .unwrap_or_else(|| panic!("{script}"));
+        assert!(
+            index.contains("\"collation\":{\"locale\":\"simple\"}"),
+            "{index}"
+        );
+        let shard = script
+            .lines()
+            .find(|l| l.contains("sh.shardCollection("))
+            .unwrap_or_else(|| panic!("{script}"));
+        assert!(
+            shard.ends_with(", false, { collation: { locale: \"simple\" } });"),
+            "{shard}"
+        );
     }
 
     #[test]

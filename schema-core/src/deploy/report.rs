@@ -518,7 +518,7 @@ fn collection_section(out: &mut String, schema: &Schema, spec: &CollectionSpec) 
         let exact = if collation.is_simple() {
             ""
         } else {
-            " The library compares the ids the documents hold (references, copies, a child's parent) under the simple collation, by indexes of the simple collation, and the collection's own `_id` under the default, as its `_id` index does."
+            " The library compares the ids the documents hold (references, copies, a child's parent) under the simple collation, by indexes of the simple collation, and so does a declared query of a held id that states no collation; the collection's own `_id` under the default, as its `_id` index does. A text or 2d index and the shard key's index have the simple collation (mongod allows no other)."
         };
         let _ = writeln!(
             out,

@@ -136,7 +136,32 @@ fn has_supporting_index(
     existing || planned_index(&spec.name, &starts_with_key)
 }
 
-/// The `shardCollection` command (run against `admin`) for `collection` of `db`.
+/// The `shardCollection` command (run against `admin`) for `collection` of `db`. It states
+/// the simple collation, always: mongod refuses the command on a collection of a non-simple
+/// default collation without it ("Collection has default collation: ... Must specify collation
+/// {locale: 'simple'}", BadValue) and accepts it on any other (a shard key compares exactly).
 pub(crate) fn shard_command(db: &str, collection: &str, key: &BsonDocument) -> BsonDocument {
-    doc! { "shardCollection": format!("{db}.{collection}"), "key": Bson::Document(key.clone()) }
+    doc! {
+        "shardCollection": format!("{db}.{collection}"),
+        "key": Bson::Document(key.clone()),
+        "collation": { "locale": "simple" },
+    }
+}
+
+#[cfg(test)]
+mod shard_command_tests {
+    use super::*;
+
+    #[test]
+    fn the_shard_command_states_the_simple_collation() {
+        let command = shard_command("clinic", "patients", &doc! { "clinic": 1, "email": 1 });
+        assert_eq!(
+            command,
+            doc! {
+                "shardCollection": "clinic.patients",
+                "key": { "clinic": 1, "email": 1 },
+                "collation": { "locale": "simple" },
+            }
+        );
+    }
 }

@@ -368,7 +368,7 @@ impl CollectionSpec {
     pub fn collation(mut self, collation: crate::Collation) -> Self {
         for index in &mut self.indexes {
             if index.collation.is_none() {
-                index.collation = if index.is_for_identities() {
+                index.collation = if index.is_for_identities() || index.needs_simple_collation() {
                     crate::Collation::for_identities(Some(&collation))
                 } else {
                     Some(collation.clone())
@@ -385,10 +385,11 @@ impl CollectionSpec {
     }
 
     /// An index with the collection's collation when it declares none; an index of the
-    /// library's comparisons of held ids with the simple one when the collection's is another.
+    /// library's comparisons of held ids, a shard key's and one of a type that takes no
+    /// collation (`text`, `2d`) with the simple one when the collection's is another.
     fn collated(&self, mut index: IndexSpec) -> IndexSpec {
         if index.collation.is_none() {
-            index.collation = if index.is_for_identities() {
+            index.collation = if index.is_for_identities() || index.needs_simple_collation() {
                 crate::Collation::for_identities(self.collation.as_ref())
             } else {
                 self.collation.clone()
@@ -537,7 +538,11 @@ impl CollectionSpec {
             let keys: Vec<String> = index.keys.keys().cloned().collect();
             let uncollated = crate::query::fitting::uncollated(schema, keys.iter().cloned());
             let all_uncollated = keys.iter().all(|k| uncollated.contains(k));
-            move |i: &IndexSpec, index: &IndexSpec| all_uncollated || i.same_collation(index)
+            // (not for a shard key: mongod finds no index of a non-simple collation useful)
+            let strict = index.needs_simple_collation();
+            move |i: &IndexSpec, index: &IndexSpec| {
+                (all_uncollated && !strict) || i.same_collation(index)
+            }
         };
         if let Some(existing) = self
             .indexes
@@ -660,6 +665,62 @@ mod tests {
 
     fn names(spec: &CollectionSpec) -> Vec<&str> {
         spec.indexes.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_text_index_and_a_shard_key_on_a_collated_collection_have_the_simple_collation() {
+        let en2 = crate::Collation::new("en").strength(2);
+        let simple = Some(crate::Collation::simple());
+        let spec = CollectionSpec::new("docs", doc! {})
+            .collation(en2.clone())
+            .index(IndexSpec::new(doc! { "bio": "text" }))
+            .index(IndexSpec::new(doc! { "bio": 1 }))
+            .index(IndexSpec::new(doc! { "spot": "2d" }))
+            .index(IndexSpec::new(doc! { "spot": "2dsphere" }))
+            .index(IndexSpec::new(doc! { "$**": 1 }))
+            .shard_key(doc! { "clinic": 1, "email": 1 });
+        let collation = |name: &str| {
+            let index = spec.indexes.iter().find(|i| i.name == name);
+            index
+                .unwrap_or_else(|| panic!("{name}: {spec:?}"))
+                .collation
+                .clone()
+        };
+        // mongod refuses any collation on a text or 2d index (`_isSpecOk`)
+        assert_eq!(collation("bio_text"), simple);
+        assert_eq!(collation("spot_2d"), simple);
+        // btree, 2dsphere and wildcard indexes take the collection's
+        assert_eq!(collation("bio_1"), Some(en2.clone()));
+        assert_eq!(collation("spot_2dsphere"), Some(en2.clone()));
+        assert_eq!(collation("$**_1"), Some(en2.clone()));
+        // a shard key's index is of the simple collation (`shardCollection` finds no other
+        // useful), the indexes added before the collection's collation too
+        assert_eq!(collation("clinic_1_email_1"), simple);
+        let later = CollectionSpec::new("docs", doc! {})
+            .index(IndexSpec::new(doc! { "bio": "text" }))
+            .shard_key(doc! { "clinic": 1 })
+            .collation(en2.clone());
+        assert!(
+            later.indexes.iter().all(|i| i.collation == simple),
+            "{later:?}"
+        );
+        // on a collection of the simple collation, none is stated
+        let plain = CollectionSpec::new("docs", doc! {})
+            .index(IndexSpec::new(doc! { "bio": "text" }))
+            .shard_key(doc! { "clinic": 1 });
+        assert!(plain.indexes.iter().all(|i| i.collation.is_none()));
+        // a declared index of the collection's collation on the key is not the shard key's
+        let declared = CollectionSpec::new("docs", doc! {})
+            .collation(en2.clone())
+            .index(IndexSpec::new(doc! { "clinic": 1, "email": 1 }).name("by_clinic"))
+            .shard_key(doc! { "clinic": 1 });
+        let shard: Vec<&IndexSpec> = declared
+            .indexes
+            .iter()
+            .filter(|i| i.reasons.contains(&IndexReason::ShardKey))
+            .collect();
+        assert_eq!(shard.len(), 1, "{declared:?}");
+        assert_eq!(shard[0].collation, simple);
     }
 
     #[test]

@@ -208,6 +208,25 @@ impl IndexSpec {
             && self.expire_after_secs.is_none()
     }
 
+    /// Whether mongod lets the index have a collation: a btree (directions, a wildcard's
+    /// `$**`), `2dsphere` or `hashed` index. mongod refuses any collation, the spec's or the
+    /// collection's default, on another type (`text`, `2d`): `IndexCatalogImpl::_isSpecOk`,
+    /// "Index type 'text' does not support collation" (CannotCreateIndex).
+    pub(crate) fn takes_collation(&self) -> bool {
+        self.keys.values().all(|v| match v {
+            mongodb::bson::Bson::String(kind) => matches!(kind.as_str(), "2dsphere" | "hashed"),
+            _ => true,
+        })
+    }
+
+    /// Whether the index has the simple collation on a collection whose default is another: an
+    /// index of a type that takes no collation ([`IndexSpec::takes_collation`]), and a shard
+    /// key's (mongod's `shardCollection` finds no index of a non-simple collation useful for
+    /// the key, `validateShardKeyAgainstExistingIndexes`).
+    pub(crate) fn needs_simple_collation(&self) -> bool {
+        !self.takes_collation() || self.reasons.contains(&IndexReason::ShardKey)
+    }
+
     /// Whether it exists only for the library's comparisons of ids held in documents (a
     /// reference, a copy's fan-out, a bucket's parent), which the library runs under the simple
     /// collation on a collection whose default is another.

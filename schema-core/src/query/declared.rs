@@ -52,6 +52,11 @@ pub struct QuerySpec {
     pub collation: Option<crate::Collation>,
     /// The geo condition (`near(field)`, `within(field)`), by stored path.
     pub geo: Option<super::fit::GeoPredicate>,
+    /// The query compares a held id (a reference, a copy's `_id`) and states no collation, on a
+    /// collection of another default: it runs under the simple collation (held ids are compared
+    /// exactly), and `Schema::build` refuses it when it also compares strings.
+    #[doc(hidden)]
+    pub held_ids_exactly: bool,
     /// The query reads a time series collection: a near query sends its conditions in a
     /// `$match` after `$geoNear`, which takes no `query` there.
     pub time_series: bool,
@@ -189,6 +194,13 @@ impl QuerySpec {
         self.geo
             .as_ref()
             .is_some_and(|g| g.kind == super::fit::GeoKind::Near)
+    }
+
+    #[doc(hidden)]
+    /// Used by generated code: see [`QuerySpec::held_ids_exactly`].
+    pub fn __held_ids_exactly(mut self) -> Self {
+        self.held_ids_exactly = true;
+        self
     }
 
     /// Runs the query under `collation` (an index serves its string conditions and sort only

@@ -392,6 +392,50 @@ pub(crate) fn library_collation(
     }
 }
 
+/// A declared query that compares a held id exactly (it states no collation, on a collection
+/// of another default: [`QuerySpec::held_ids_exactly`]) and also compares a path that can hold
+/// strings, which the collection's default is meant for: one command runs under one collation
+/// (mongod's `collation` option is the command's), so the query states the one it means.
+fn held_id_problem(
+    spec: &CollectionSpec,
+    query: &QuerySpec,
+    schema: Option<&Document>,
+) -> Option<String> {
+    if !query.held_ids_exactly {
+        return None;
+    }
+    let held: Vec<String> = spec
+        .references
+        .iter()
+        .map(|r| r.field.clone())
+        .chain(spec.copies.iter().map(crate::CopySpec::id_path))
+        .collect();
+    let geo = query.geo.as_ref().map(|g| g.path.as_str());
+    let others: Vec<String> = query
+        .paths()
+        .filter(|p| !held.iter().any(|h| h == p) && Some(*p) != geo)
+        .map(str::to_owned)
+        .collect();
+    let exact = uncollated(schema, others.iter().cloned());
+    let strings: Vec<&String> = others.iter().filter(|p| !exact.contains(p)).collect();
+    let first = strings.first()?;
+    let ids: Vec<&str> = query
+        .paths()
+        .filter(|p| held.iter().any(|h| h == p))
+        .collect();
+    let default = spec
+        .collation
+        .as_ref()
+        .map_or_else(|| "the simple collation".to_owned(), ToString::to_string);
+    Some(format!(
+        "query `{}` of `{}` compares the held id `{}`, which the library compares exactly (the simple collation), and `{first}`, which can hold strings that the collection's {default} is meant for; a command runs under one collation: state `collation(..)` on the query: `collation(locale = \"simple\")` compares both exactly, the collection's compares `{}` under it too (\"abc\" then matches \"ABC\")",
+        query.name,
+        spec.name,
+        ids.join("`, `"),
+        ids.join("`, `"),
+    ))
+}
+
 /// Whether `keys` is an index on `_id` alone, which no collection may have beside its `_id`
 /// index (mongod refuses a second `{ _id: 1 }`, whatever its options: IndexOptionsConflict).
 fn on_id_alone(keys: &Document) -> bool {
@@ -434,8 +478,20 @@ pub(crate) fn fit_collection(
     let schema = spec.validator.get_document("$jsonSchema").ok().cloned();
     let schema = schema.as_ref();
     problems.extend(partial_filter_problems(spec, schema));
+    for index in &spec.indexes {
+        let collated = index.collation.as_ref().is_some_and(|c| !c.is_simple());
+        if collated && !index.takes_collation() {
+            problems.push(format!(
+                "index `{}` of `{}` is of a type mongod gives no collation (`text`, `2d`: \"Index type does not support collation\", CannotCreateIndex), but states {}: state `collation(locale = \"simple\")` or none (on a collection of another default, the library sends the simple one)",
+                index.name,
+                spec.name,
+                index.collation.as_ref().map(ToString::to_string).unwrap_or_default()
+            ));
+        }
+    }
     for query in &spec.queries {
         problems.extend(query_path_problems(&spec.name, query, schema));
+        problems.extend(held_id_problem(spec, query, schema));
     }
     let mut library = library_queries(spec);
     library.extend(extra);

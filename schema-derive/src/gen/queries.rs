@@ -240,6 +240,37 @@ fn key_const_name(path: &str, i: usize) -> Ident {
     format_ident!("__QUERY_KEY_{}_{}", clean, i + 1)
 }
 
+/// Whether `field` is an id a document holds: a `#[reference]` field, or the `_id` of an
+/// `#[extended_ref]` copy (`patient._id`, `patient.id`).
+fn held_id(cont: &Container, field: &KeyField) -> bool {
+    let own = |name: &str| {
+        cont.stored_fields()
+            .find(|f| f.ident.is_some_and(|i| unraw(i) == name))
+    };
+    match field {
+        KeyField::Rust(ident) => own(&unraw(ident)).is_some_and(|f| f.attrs.reference.is_some()),
+        KeyField::Nested(idents) => {
+            idents.len() == 2
+                && matches!(unraw(&idents[1]).as_str(), "id" | "_id")
+                && own(&unraw(&idents[0])).is_some_and(|f| f.attrs.extended_ref.is_some())
+        }
+        KeyField::Path(lit) => {
+            let path = lit.value();
+            let (first, rest) = match path.split_once('.') {
+                Some((first, rest)) => (first.to_owned(), Some(rest.to_owned())),
+                None => (path.clone(), None),
+            };
+            cont.stored_fields()
+                .find(|f| f.ident.is_some() && f.stored_name == first)
+                .is_some_and(|f| match rest.as_deref() {
+                    None => f.attrs.reference.is_some(),
+                    Some("_id") => f.attrs.extended_ref.is_some(),
+                    Some(_) => false,
+                })
+        }
+    }
+}
+
 /// The `QuerySpec` of a declared query.
 fn spec(cont: &Container, query: &Query) -> TokenStream {
     let private = private();
@@ -295,19 +326,30 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
         }
     });
     // the collection's default is the spec's, given by `CollectionSpec::query`; the function
-    // that runs the query sends the spec it builds here, so it carries the default too
-    let collation = query
-        .collation
+    // that runs the query sends the spec it builds here, so it carries the default too. A query
+    // that compares a held id (a reference, a copy's `_id`) and states no collation runs under
+    // the simple one where the default is another: the library compares held ids exactly, its
+    // own reads and declared queries alike (`Schema::build` refuses the query when it also
+    // compares strings, which the default is meant for: one command has one collation)
+    let default = cont
+        .attrs
+        .collection
         .as_ref()
-        .map(|c| crate::gen::collation::expr(&c.value))
-        .or_else(|| {
-            cont.attrs
-                .collection
-                .as_ref()
-                .and_then(|c| c.value.collation.as_ref())
-                .map(|c| crate::gen::collation::expr(&c.value))
-        })
-        .map(|c| quote!(.collation(#c)));
+        .and_then(|c| c.value.collation.as_ref())
+        .filter(|c| c.value.locale != "simple");
+    let held = query
+        .eq
+        .iter()
+        .chain(query.any_of.iter().map(|(f, _)| f))
+        .any(|f| held_id(cont, f));
+    let collation = match (&query.collation, default) {
+        (Some(c), _) => Some(crate::gen::collation::expr(&c.value)),
+        (None, Some(_)) if held => Some(quote!(#private::Collation::simple())),
+        (None, c) => c.map(|c| crate::gen::collation::expr(&c.value)),
+    }
+    .map(|c| quote!(.collation(#c)));
+    let exact_ids = (query.collation.is_none() && default.is_some() && held)
+        .then(|| quote!(.__held_ids_exactly()));
     // likewise the collection's kind, which a near query's pipeline depends on
     let time_series = cont
         .attrs
@@ -316,7 +358,7 @@ fn spec(cont: &Container, query: &Query) -> TokenStream {
         .is_some_and(|c| c.value.timeseries.is_some())
         .then(|| quote!(.on_time_series()));
     quote! {
-        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #geo #pages #limit #project #index #collation #time_series
+        #private::QuerySpec::new(#name) #(#eq)* #(#any_of)* #(#range)* #(#sort)* #geo #pages #limit #project #index #collation #exact_ids #time_series
     }
 }
 

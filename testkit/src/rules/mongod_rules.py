@@ -46,7 +46,8 @@ RULES: dict[str, str] = {
     "none can be opened on one (166)",
     "timeseries-geonear": "$geoNear on a time series collection without 'key', with 'query' or "
     "'includeLocs' (5892921, 1938439, 5860207, 5860208)",
-    "timeseries-measurement-size": "a time series measurement over 4 MB (10334)",
+    "timeseries-measurement-size": "a time series measurement whose bucket (the meta field once, "
+    "every other field three times) passes 16 MiB (10334)",
     "timeseries-update": "an update of a time series collection beyond mongod 7.0's: not multi, "
     "an upsert, a replacement or pipeline, a condition or a change outside the metaField (72)",
     "geonear-key": "$geoNear without 'key' on a collection with more than one 2dsphere (or 2d) "
@@ -785,11 +786,30 @@ def _timeseries_txn_error(name: str, db: str, coll: str) -> dict[str, Any]:
     )
 
 
-# A measurement may be at most 4 MB: the manual's "Time Series Collection Limitations"
-# ("The maximum size for documents within a time series collection is 4 MB"); mongod refuses a
-# larger one with BSONObjectTooLarge (10334) when its bucket would pass 16 MB
-# (jstests/core/timeseries/write/timeseries_insert_respect_max_bson_size_too_big.js).
-MAX_MEASUREMENT = 4 * 1024 * 1024
+# mongod has no limit of its own on a measurement: it refuses one whose bucket would pass the
+# 16 MiB user BSON limit (BSONObjectTooLarge, 10334, the bucket document's insert:
+# "object to insert too large. size in bytes: .., max size: 16777216"). A new bucket always
+# takes its first measurement (bucket_catalog_internal.cpp, `addMeasurementToBatchAndBucket`
+# with `isNewlyOpenedBucket`), and holds the meta field once (`meta`) and every other field
+# three times (`control.min`, `control.max`, `data`):
+# jstests/core/timeseries/write/timeseries_insert_respect_max_bson_size_too_big.js refuses a
+# 16 MB meta and 8 MB of metrics ("too big due to total metric size being copied into control
+# block"). The manual's "4 MB" (time series limitations) is not enforced by the server. This
+# is the bound mongo-schema's `Schema::build` checks (`SizeBound::of_measurement`).
+MAX_BUCKET = 16 * 1024 * 1024
+BUCKET_COPIES = 3
+
+
+def _bucket_size(doc: Mapping, meta: Any) -> int:
+    """The size of the bucket of one measurement: the meta field once, the rest three times."""
+    import bson
+
+    whole = len(bson.encode(doc))
+    meta_element = 0
+    if isinstance(meta, str) and meta in doc:
+        # type byte, key and NUL, value: the element as it is in the measurement
+        meta_element = len(bson.encode({meta: doc[meta]})) - 5
+    return meta_element + BUCKET_COPIES * (whole - meta_element)
 
 # `create` options a time series collection cannot have: src/mongo/db/commands/create_command.cpp
 # ("<ns>: 'timeseries' is not allowed with '<option>'", InvalidOptions),
@@ -1043,19 +1063,20 @@ def _insert_measurements(body: dict[str, Any], ctx: Any, db: str, coll: str):
     if _in_txn(body) and _on("timeseries-transaction"):
         return _refuse("timeseries-transaction", body, ctx, _timeseries_txn_error("insert", db, coll))
     if _on("timeseries-measurement-size"):
-        import bson
-
+        opts = _options(ctx, db, coll) or {}
+        meta = (opts.get("timeseries") or {}).get("metaField")
         refused: dict[int, dict] = {}
         for i, doc in enumerate(body.get("documents") or []):
             if not isinstance(doc, Mapping):
                 continue
-            size = len(bson.encode(doc))
-            if size > MAX_MEASUREMENT:
+            size = _bucket_size(doc, meta)
+            if size > MAX_BUCKET:
                 refused[i] = {
                     "index": i,
                     "code": 10334,
-                    "errmsg": f"Measurement of {size} bytes is larger than the "
-                    f"{MAX_MEASUREMENT} bytes (4 MB) a time-series measurement may have",
+                    "errmsg": f"object to insert too large. size in bytes: {size}, max size: "
+                    f"{MAX_BUCKET} (the bucket of this measurement: its meta field once, every "
+                    "other field in control.min, control.max and data)",
                 }
         if refused:
             _log.info(

@@ -77,7 +77,10 @@ impl SyncWorkerHandle {
             }
             if Instant::now() >= deadline {
                 return Err(Error::Timeout {
-                    operation: "waiting for the sync worker to be ready".to_owned(),
+                    operation: format!(
+                        "waiting for the sync worker to be ready (waiting for {}; a first start over a large database takes longer: raise `SyncWorker::ready_timeout(..)`)",
+                        self.stats.waiting_for()
+                    ),
                     after: self.ready_timeout,
                     last: self.stats.last_error().map(Box::new),
                 });

@@ -28,9 +28,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::events::{self, Fragments, Read, Unreadable};
-use crate::sync::failures::FailureLog;
 use super::fan_out::{FanOut, FanOutOutcome, Writer};
-use crate::sync::fence::Fence;
 use super::lanes::{Lanes, Turn};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::metrics;
@@ -42,6 +40,8 @@ use super::{id_key, touches};
 use crate::error::server_code;
 use crate::model::copy::{SyncEdge, SyncStrategy};
 use crate::relations::subset::SubsetRule;
+use crate::sync::failures::FailureLog;
+use crate::sync::fence::Fence;
 use crate::{Error, Result, SyncGraph};
 
 mod batch;

@@ -150,6 +150,8 @@ pub struct WorkerStats {
     /// another), as the worker's last look at its name found.
     pub(super) covered: AtomicBool,
     pub(super) last_error: Mutex<Option<Error>>,
+    /// Full reconciles running now (a fresh start of a name, or after an unusable token).
+    pub(super) reconciling: AtomicU64,
 }
 
 /// The state of one partition a worker runs (see [`super::partitions`]).
@@ -276,6 +278,35 @@ impl WorkerStats {
         }
     }
 
+    /// What `ready()` is still waiting for, in words, for its timeout's error.
+    pub(crate) fn waiting_for(&self) -> String {
+        let held = self.held();
+        let rewritten = self.snapshot().copies_rewritten;
+        let reconciling = self.reconciling.load(Ordering::Relaxed);
+        if held == 0 {
+            return "it holds no lease of its name yet, and no live worker of the name holds it"
+                .to_owned();
+        }
+        if self
+            .parts
+            .iter()
+            .filter(|p| p.is_active())
+            .all(PartState::is_ready)
+        {
+            return format!(
+                "it holds {held} of {} partitions, and no live worker holds the others yet",
+                self.parts.len()
+            );
+        }
+        if reconciling > 0 {
+            "its initial catch-up: a full reconcile of every copy and subset, run because its name has no usable saved position (it ends with the worker ready)".to_owned()
+        } else {
+            format!(
+                "its change stream to open and catch up from the saved position ({rewritten} copies rewritten so far)"
+            )
+        }
+    }
+
     /// How many partitions of its name this worker holds now (0 or 1 without
     /// [`SyncWorker::partitions`]).
     pub fn partitions_held(&self) -> usize {
@@ -292,5 +323,26 @@ impl WorkerStats {
 
     pub(super) fn set_last_error(&self, error: &Error) {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_s_timeout_says_what_it_waits_for() {
+        let stats = WorkerStats::with_partitions(1);
+        // display-text: the words are the point (issue 47 try 4748, F4)
+        assert!(stats.waiting_for().contains("no lease"));
+        stats.parts[0].role(true, false);
+        WorkerStats::add(&stats.reconciling, 1);
+        let reconciling = stats.waiting_for();
+        // display-text: the initial reconcile is named
+        assert!(reconciling.contains("full reconcile"), "{reconciling}");
+        stats.reconciling.store(0, Ordering::Relaxed);
+        let streaming = stats.waiting_for();
+        // display-text: after the reconcile, the stream is what is waited for
+        assert!(streaming.contains("change stream"), "{streaming}");
     }
 }

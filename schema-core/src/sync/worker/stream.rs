@@ -244,6 +244,8 @@ impl SyncWorker {
             None => {
                 // fresh start: open first, then reconcile, so nothing between them is missed
                 let stream = self.open(&pipeline, None, false).await?;
+                // (counted while it runs, for `ready()`'s timeout to say what it waits for)
+                let _reconciling = Reconciling::start(stats);
                 let edges = self.edges();
                 let writer = Writer::Fenced {
                     fence: &fence,
@@ -571,4 +573,22 @@ pub(super) fn token_time(token: &ResumeToken) -> Option<mongodb::bson::Timestamp
 /// A cluster time as one ordered number.
 pub(super) fn pack(time: mongodb::bson::Timestamp) -> u64 {
     (u64::from(time.time) << 32) | u64::from(time.increment)
+}
+
+/// A full reconcile counted in [`WorkerStats`] while it runs (until dropped).
+struct Reconciling<'a>(&'a WorkerStats);
+
+impl<'a> Reconciling<'a> {
+    fn start(stats: &'a WorkerStats) -> Self {
+        WorkerStats::add(&stats.reconciling, 1);
+        Reconciling(stats)
+    }
+}
+
+impl Drop for Reconciling<'_> {
+    fn drop(&mut self) {
+        self.0
+            .reconciling
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
