@@ -86,8 +86,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[serde(tag = \"type\", rename_all = \"snake_case\")]",
         "pub enum OrderPayment {",
         "pub enum OrderStatus {",
-        "pub struct GeoPoint {",
-        "coordinates: [IntOrDoubleNumber; 2]",
+        "pub location: mongo_schema::geo::Point,",
         "#[embed(max = 8)]\n    pub stock: BTreeMap<String, i32>,",
         "#[schema(stored_as = IntOrDouble)]\n    pub total: f64,",
         "pub notes: Option<String>,",
@@ -257,8 +256,9 @@ fn readme_block_is_pulled(module: &str) {
 }
 
 /// An existing validator is the starting point: its kinds, `null` and optional fields are kept
-/// where no document uses them, with its level and action; the same documents without a
-/// validator (the control) get the narrower types.
+/// where no document uses them, with its level and action, and its documents stay open to
+/// fields it does not name; the same documents without a validator (the control) get the
+/// narrower types and a closed model.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_existing_validator_is_kept() {
     let db = mongo_schema_testkit::database("pull_existing").await;
@@ -293,10 +293,12 @@ async fn an_existing_validator_is_kept() {
     let pulled = pull(&db, &config()).await.unwrap();
     let module = &pulled.module;
     for needle in [
-        "#[collection(\n    name = \"players\",\n    validation_level = \"moderate\",\n    validation_action = \"warn\",\n    additional_properties = false\n)]",
+        // the validator leaves the documents open: so does the model
+        "#[collection(name = \"players\", validation_level = \"moderate\", validation_action = \"warn\")]",
         "#[schema(stored_as = IntOrDouble)]\n    pub score: f64,",
         "#[schema(stored_as = Option<String>)]\n    pub nickname: Option<Option<String>>,",
         // the control
+        "#[collection(name = \"plain_players\", additional_properties = false)]",
         "pub struct PlainPlayer {\n    #[serde(rename = \"_id\")]\n    pub id: i32,\n    pub name: String,\n    pub score: i32,\n    pub nickname: String,\n}",
     ] {
         assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
