@@ -68,7 +68,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         .map_err(|e| format!("`{}`: the facts aggregation failed: {e}", f.name))?;
         if let Some(validator) = &f.validator {
             report.notes.push(format!(
-                "`{}` has a `$jsonSchema` validator: its level and action, the kinds it allows and its optional fields are kept (through `properties`; not inside arrays, `oneOf` or `anyOf`)",
+                "`{}` has a `$jsonSchema` validator: kept as declared where the models can say it (level, action, kinds, optional fields, open objects, `maxItems`, `enum`, lengths, ranges; through `properties`, `items` and a nullable `anyOf`, not `oneOf`)",
                 f.name
             ));
             options
@@ -569,7 +569,17 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 Err(_) if default.is_some() => Some(r#"collation(locale = "simple")"#.to_owned()),
                 Err(_) => None,
             };
-            if keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k)) {
+            // the derive's own: `{ field: 1 }` of a reference or copy, and `{ copy._id: 1, _id: 1 }`
+            // of a maintained copy (its repairs page through the holders of one source)
+            let copy_pages = keys.len() == 2
+                && keys.keys().nth(1).is_some_and(|k| k == "_id")
+                && keys
+                    .keys()
+                    .next()
+                    .is_some_and(|k| k.ends_with("._id") && derived.contains(k));
+            if copy_pages
+                || keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k))
+            {
                 note("kept by the relationship: the derive creates it".to_owned());
                 continue;
             }

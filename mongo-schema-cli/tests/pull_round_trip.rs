@@ -346,3 +346,112 @@ async fn a_service_pulls_into_a_module_that_applies_as_declared() {
         "11 tags are refused, as before"
     );
 }
+
+/// A database no mongo-schema service made (documents written as they are): a copy of 5 venues
+/// in 200 events is found (its names, 5 values in 200 holders, would be a unit enum by the
+/// samples; the source's are strings), and a sub-document holding venue `_id`s with a field no
+/// venue has is rejected as a copy, with why, in the report. Capped, clustered and pre-image
+/// collections are said in comments and notes; the record-less database gets no version.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_of_five_sources_is_found_and_the_unsaid_options_are_reported() {
+    let db = mongo_schema_testkit::database("pull_few_sources").await;
+    let venues: Vec<BsonDocument> = (0..5)
+        .map(|i| doc! { "_id": ObjectId::new(), "name": format!("Hall {i}"), "city": "Lisbon" })
+        .collect();
+    db.collection::<BsonDocument>("venues")
+        .insert_many(venues.clone())
+        .await
+        .unwrap();
+    let events: Vec<BsonDocument> = (0..200)
+        .map(|i| {
+            let venue = &venues[i % 5];
+            doc! {
+                "_id": ObjectId::new(),
+                "title": format!("Show {i}"),
+                "venue": { "_id": venue.get_object_id("_id").unwrap(), "name": venue.get_str("name").unwrap() },
+                // venue ids with a field no venue has: no copy
+                "host": { "_id": venue.get_object_id("_id").unwrap(), "badge": format!("b{}", i % 3) },
+            }
+        })
+        .collect();
+    db.collection::<BsonDocument>("events")
+        .insert_many(events)
+        .await
+        .unwrap();
+    db.run_command(doc! { "create": "log", "capped": true, "size": 1_048_576_i64 })
+        .await
+        .unwrap();
+    db.collection::<BsonDocument>("log")
+        .insert_one(doc! { "_id": 1, "line": "started" })
+        .await
+        .unwrap();
+    db.run_command(doc! {
+        "create": "changes",
+        "changeStreamPreAndPostImages": { "enabled": true },
+    })
+    .await
+    .unwrap();
+    db.collection::<BsonDocument>("changes")
+        .insert_one(doc! { "_id": 1, "what": "x" })
+        .await
+        .unwrap();
+
+    let pulled = pull(&db, &config())
+        .await
+        .unwrap_or_else(|e| panic!("pull: {e}"));
+    let module = &pulled.module;
+    eprintln!("{}\n{module}", pulled.report.summary());
+    assert!(
+        module.contains("#[extended_ref(to = Venue, fields = \"name\", sync = \"transactional\")]"),
+        "{module}"
+    );
+    let copy = pulled
+        .report
+        .copies
+        .iter()
+        .find(|c| c.path == "events.venue")
+        .expect("the copy is in the report");
+    assert_eq!((copy.compared, copy.differing), (200, 0), "{copy:?}");
+    let rejected: Vec<_> = pulled
+        .report
+        .rejected_copies
+        .iter()
+        .filter(|r| r.path == "events.host")
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r.target == "venues" && r.reason.contains("badge")),
+        "{:?}",
+        pulled.report.rejected_copies
+    );
+    // the control: the host stays a plain sub-document
+    assert!(
+        !module.contains("#[extended_ref(to = Venue, fields = \"badge\""),
+        "{module}"
+    );
+    assert!(
+        pulled
+            .report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("`log`: not kept: a capped collection")),
+        "{:?}",
+        pulled.report.notes
+    );
+    assert!(
+        pulled
+            .report
+            .notes
+            .iter()
+            .any(|n| n.starts_with("`changes`: not kept: change stream pre- and post-images")),
+        "{:?}",
+        pulled.report.notes
+    );
+    assert!(
+        module.contains("// not kept: a capped collection"),
+        "{module}"
+    );
+    assert!(pulled.model.record.is_none());
+    assert!(!module.contains(".version("), "{module}");
+}
