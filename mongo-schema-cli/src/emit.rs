@@ -783,4 +783,83 @@ mod tests {
             "\"{\\\"a\\\": \\\"x\\ny\\\"}\""
         );
     }
+
+    /// The derive names an `#[extended_ref]` field's copy type `{Owner}{Field}`: when the module
+    /// has a type of that name (here the root of `event_venues`), the copy gets another with
+    /// `as = ...`; the root keeps its own.
+    #[test]
+    fn a_copy_type_never_takes_a_name_of_the_module() {
+        use crate::infer::{infer, Observed, Options};
+        use crate::lattice::DocShape;
+        use mongodb::bson::doc;
+        let observe = |name: &str, docs: Vec<mongodb::bson::Document>| {
+            let mut shape = DocShape::default();
+            for d in &docs {
+                shape = shape.join(DocShape::of(d));
+            }
+            Observed {
+                name: name.to_owned(),
+                count: docs.len() as u64,
+                shape,
+                exact: Default::default(),
+            }
+        };
+        let observed = vec![
+            observe(
+                "event_venues",
+                vec![doc! { "_id": 1, "seats": 3 }, doc! { "_id": 2, "seats": 4 }],
+            ),
+            observe(
+                "events",
+                vec![
+                    doc! { "_id": 1, "venue": { "_id": 1, "name": "a" } },
+                    doc! { "_id": 2, "venue": { "_id": 2, "name": "b" } },
+                ],
+            ),
+            observe(
+                "venues",
+                vec![
+                    doc! { "_id": 1, "name": "a" },
+                    doc! { "_id": 2, "name": "b" },
+                ],
+            ),
+        ];
+        let mut report = crate::report::Report::default();
+        let mut model = infer(&observed, &Options::default(), &mut report);
+        assert_eq!(model.root_name("event_venues"), Some("EventVenue"));
+        let root = model.collections[1].root;
+        model.structs[root].fields[1].extended = Some(crate::model::ExtendedRef {
+            collection: "venues".into(),
+            type_name: "Venue".into(),
+            fields: vec!["name".into()],
+            sync: "transactional".into(),
+        });
+        let text = module(
+            &model,
+            &Header {
+                database: "d",
+                documents: 6,
+                rounds: 1,
+            },
+        );
+        assert!(text.contains("pub struct EventVenue {"), "{text}");
+        assert!(
+            text.contains(
+                "#[extended_ref(to = Venue, fields = \"name\", sync = \"transactional\", as = EventVenue2)]\n    pub venue: EventVenue2,"
+            ),
+            "{text}"
+        );
+        // the control: without the other type, the derive's own name
+        let mut alone = model.clone();
+        alone.collections.remove(0);
+        let text = module(
+            &alone,
+            &Header {
+                database: "d",
+                documents: 4,
+                rounds: 1,
+            },
+        );
+        assert!(text.contains("pub venue: EventVenue,"), "{text}");
+    }
 }

@@ -240,15 +240,32 @@ impl<'a> Infer<'a> {
     fn fields(&mut self, path: &str, owner: &str, shape: &DocShape) -> Vec<Field> {
         let mut idents = Vec::new();
         let mut fields = Vec::new();
-        for (stored, field_shape) in &shape.fields {
+        // the properties the validator declares here that no stored document holds: kept (a
+        // closed struct without them would refuse a document the server takes)
+        let prefix = format!("{path}.");
+        let unseen: Vec<(String, Shape)> = self
+            .options
+            .existing
+            .keys()
+            .filter_map(|key| key.strip_prefix(&prefix))
+            .filter(|name| !name.is_empty() && !name.contains(['.', '[', '<']))
+            .filter(|name| shape.field(name).is_none())
+            .map(|name| (name.to_owned(), Shape::default()))
+            .collect();
+        for (stored, field_shape) in shape.fields.iter().chain(&unseen) {
             let field_path = format!("{path}.{stored}");
             let ident = names::unique(names::field_ident(stored), &mut idents);
             let hint = format!("{owner}{}", names::type_name(stored));
             let mut presence = Presence {
-                missing: field_shape.count < shape.count,
+                missing: field_shape.count < shape.count || field_shape.count == 0,
                 null: field_shape.nulls > 0,
             };
             let mut notes = Vec::new();
+            if field_shape.count == 0 {
+                notes.push(format!(
+                    "`{stored}`: declared by the validator, in no stored document: kept"
+                ));
+            }
             if presence.missing || presence.null {
                 notes.push(format!(
                     "`{stored}`: in {} of {} documents, null in {}",
@@ -1070,6 +1087,8 @@ mod tests {
                 "status": { "bsonType": "string", "enum": ["draft", "on_sale", "cancelled"] },
                 "title": { "bsonType": "string", "maxLength": 80_i64 },
                 "seats": { "bsonType": "int", "minimum": 0_i64, "maximum": 100_i64 },
+                // in no stored document
+                "promo": { "bsonType": ["string", "null"] },
             },
         } };
         let docs: Vec<Document> = (0..40)
@@ -1119,6 +1138,9 @@ mod tests {
                 ("maximum".to_owned(), Bson::Int64(100))
             ]
         );
+        let promo = field("promo");
+        assert_eq!(promo.ty, Ty::Str);
+        assert!(promo.presence.missing && promo.presence.null);
         // the validator the models install is the server's
         let installed = crate::validator::validators(&model);
         assert!(

@@ -294,7 +294,7 @@ async fn an_existing_validator_is_kept() {
     let module = &pulled.module;
     for needle in [
         // the validator leaves the documents open: so does the model
-        "#[collection(name = \"players\", validation_level = \"moderate\", validation_action = \"warn\")]",
+        "#[collection(\n    name = \"players\",\n    validation_level = \"moderate\",\n    validation_action = \"warn\"\n)]",
         "#[schema(stored_as = IntOrDouble)]\n    pub score: f64,",
         "#[schema(stored_as = Option<String>)]\n    pub nickname: Option<Option<String>>,",
         // the control

@@ -7,6 +7,57 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// A program that applies the pulled module's `schema()` to the database it was pulled from:
+/// its `plan` first (`plan: N actions, N warnings, N missing`), then `apply` (`apply: as
+/// declared true`), then the documents each installed validator refuses, counted by the server
+/// (`violators: N`).
+// `pull_shop` checks its module with its own program
+#[allow(dead_code)]
+pub const PLAN_APPLY: &str = r#"//! Applies the pulled module's `schema()` to the database it was pulled from: its plan first.
+
+mod model;
+
+use futures_util::TryStreamExt;
+use mongo_schema::bson::{doc, Document};
+use mongo_schema::mongodb::Client;
+
+#[tokio::main]
+async fn main() {
+    let uri = std::env::var("PULLED_URI").expect("PULLED_URI");
+    let client = Client::with_uri_str(&uri).await.unwrap();
+    let db = client.database(&std::env::var("PULLED_DB").expect("PULLED_DB"));
+    let schema = model::schema();
+    let plan = schema.plan(&db).await.expect("plan");
+    println!("plan: {} actions, {} warnings, {} missing", plan.actions.len(), plan.warnings.len(), plan.missing.len());
+    println!("{plan}");
+    let report = schema.apply(&db).await.expect("apply");
+    println!("apply: as declared {}", report.is_as_declared());
+    println!("{report}");
+    let listed: Vec<Document> = db
+        .run_cursor_command(doc! { "listCollections": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let mut violators = 0;
+    for c in &listed {
+        let Ok(validator) = c.get_document("options").and_then(|o| o.get_document("validator")) else {
+            continue;
+        };
+        let name = c.get_str("name").unwrap();
+        let n = db
+            .collection::<Document>(name)
+            .count_documents(doc! { "$nor": [validator.clone()] })
+            .await
+            .unwrap();
+        println!("{name}: {n} documents its validator refuses");
+        violators += n;
+    }
+    println!("violators: {violators}");
+}
+"#;
+
 /// The scratch crate's build and run (a cold target directory builds the driver too).
 pub const BUILD_DEADLINE: Duration = Duration::from_secs(1500);
 
