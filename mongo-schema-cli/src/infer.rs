@@ -159,6 +159,7 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
             collation: None,
             part_of: None,
             timeseries: None,
+            indexed: Vec::new(),
             unsaid: Vec::new(),
         });
     }
@@ -256,12 +257,15 @@ impl<'a> Infer<'a> {
             let field_path = format!("{path}.{stored}");
             let ident = names::unique(names::field_ident(stored), &mut idents);
             let hint = format!("{owner}{}", names::type_name(stored));
+            let unseen = field_shape.count == 0;
             let mut presence = Presence {
-                missing: field_shape.count < shape.count || field_shape.count == 0,
+                // a declared field no stored document holds: missing in them, or, in an empty
+                // collection, as `required` says (below)
+                missing: field_shape.count < shape.count,
                 null: field_shape.nulls > 0,
             };
             let mut notes = Vec::new();
-            if field_shape.count == 0 {
+            if unseen {
                 notes.push(format!(
                     "`{stored}`: declared by the validator, in no stored document: kept"
                 ));
@@ -276,12 +280,13 @@ impl<'a> Infer<'a> {
             }
             let widened;
             let mut field_shape = field_shape;
-            // every stored document has an `_id`, whatever a validator requires
+            // every stored document has an `_id`, whatever a validator requires (in an empty
+            // collection, the validator is all there is)
             let existing = self
                 .options
                 .existing
                 .get(&field_path)
-                .filter(|_| stored != "_id");
+                .filter(|_| stored != "_id" || unseen);
             if let Some(allowed) = existing {
                 let (shape, kept) = allowed.widen(field_shape, &mut presence);
                 if !kept.is_empty() {

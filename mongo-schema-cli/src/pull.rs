@@ -95,6 +95,11 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     .await?;
     refuse_hostile_names(&model)?;
     for (c, f) in model.collections.iter_mut().zip(&found) {
+        c.indexed = f
+            .indexes
+            .iter()
+            .filter_map(|i| i.get_document("key").ok()?.keys().next().cloned())
+            .collect();
         collection_options(c, &f.options, &mut report);
         if c.timeseries.is_some() && c.kinds.is_none() {
             // mongod takes no validator on a time series collection, and the derive refuses
@@ -102,6 +107,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
             model.structs[c.root].open = true;
         }
     }
+    model.record = record(db, &model, &mut report).await?;
     lap(&mut report, "gate");
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
@@ -134,7 +140,6 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
             None => {}
         }
     }
-    model.record = record(db, &model, &mut report).await?;
     // what the pulled models install, against what the server declares
     for ((name, mine), f) in validator::validators(&model).iter().zip(&found) {
         if let Some(server) = &f.validator {

@@ -229,6 +229,11 @@ async fn reference(
             found,
             accepted,
         });
+        // a single reference gets the derive's index (an array of them needs none)
+        let single = !matches!(field.ty, Ty::Array { .. });
+        if accepted && single && !declared_here(model, ci, path, report, &target_name) {
+            break;
+        }
         if accepted {
             let type_name = model.structs[model.collections[target].root].name.clone();
             let f = &mut model.structs[si].fields[fi];
@@ -406,6 +411,22 @@ async fn extended(
         return Ok(());
     }
     Ok(())
+}
+
+/// In a database mongo-schema made (it holds a version record), whether the schema declared a
+/// single reference at `path`: the derive creates an index starting with every one, so one
+/// without such an index was not declared, and is not written (its `apply` would create that
+/// index); the note says so. Any other database: always.
+fn declared_here(model: &Model, ci: usize, path: &str, report: &mut Report, target: &str) -> bool {
+    let c = &model.collections[ci];
+    if model.record.is_none() || c.indexed.iter().any(|k| k == path) {
+        return true;
+    }
+    report.notes.push(format!(
+        "`{}.{path}`: its values are `_id`s of `{target}`, but the schema that made this database declares no relationship there (no index on it): kept as it is",
+        c.name
+    ));
+    false
 }
 
 /// Whether a copied field of type `copy` can be the source's field of type `source`: the same
