@@ -229,10 +229,10 @@ pub struct Collection {
     pub part_of: Option<PartOf>,
     /// A time series collection's options, as the server lists them.
     pub timeseries: Option<TimeSeries>,
-    /// The first key of each index on the server: in a database mongo-schema made (it holds a
-    /// version record), a reference or copy was declared only where the derive's index on it
-    /// is there.
-    pub indexed: Vec<String>,
+    /// The keys of each index on the server, in order: in a database mongo-schema made (it
+    /// holds a version record), a reference or copy was declared only where the derive's
+    /// indexes say so.
+    pub indexed: Vec<Vec<String>>,
     /// Options of the collection the attributes cannot say (capped, clustered, pre- and
     /// post-images): written as comments above the model, and in the report.
     pub unsaid: Vec<String>,

@@ -98,7 +98,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         c.indexed = f
             .indexes
             .iter()
-            .filter_map(|i| i.get_document("key").ok()?.keys().next().cloned())
+            .filter_map(|i| Some(i.get_document("key").ok()?.keys().cloned().collect()))
             .collect();
         collection_options(c, &f.options, &mut report);
         if c.timeseries.is_some() && c.kinds.is_none() {

@@ -231,7 +231,7 @@ async fn reference(
         });
         // a single reference gets the derive's index (an array of them needs none)
         let single = !matches!(field.ty, Ty::Array { .. });
-        if accepted && single && !declared_here(model, ci, path, report, &target_name) {
+        if accepted && !declared_here(model, ci, path, single, report, &target_name) {
             break;
         }
         if accepted {
@@ -331,6 +331,9 @@ async fn extended(
             found,
             accepted,
         });
+        if accepted && !declared_here(model, ci, &path, false, report, &target_name) {
+            return Ok(());
+        }
         if !accepted {
             report.rejected_copies.push(crate::report::RejectedCopy {
                 path: format!("{coll}.{}", field.stored),
@@ -414,16 +417,33 @@ async fn extended(
 }
 
 /// In a database mongo-schema made (it holds a version record), whether the schema declared a
-/// single reference at `path`: the derive creates an index starting with every one, so one
-/// without such an index was not declared, and is not written (its `apply` would create that
-/// index); the note says so. Any other database: always.
-fn declared_here(model: &Model, ci: usize, path: &str, report: &mut Report, target: &str) -> bool {
+/// relationship at `path` (a reference, or a copy's `_id`), as the derive's indexes tell: it
+/// creates an index starting with every single reference (`indexed`: one must be there), and
+/// extends a declared index that starts with a relationship's path and another key with the
+/// `_id` tie-break (one without it was declared with no relationship there). What was not
+/// declared is not written (its `apply` would create or change those indexes); the note says
+/// so. Any other database: always.
+fn declared_here(
+    model: &Model,
+    ci: usize,
+    path: &str,
+    indexed: bool,
+    report: &mut Report,
+    target: &str,
+) -> bool {
     let c = &model.collections[ci];
-    if model.record.is_none() || c.indexed.iter().any(|k| k == path) {
+    let starts = |keys: &Vec<String>| keys.first().is_some_and(|k| k == path);
+    let unextended = c
+        .indexed
+        .iter()
+        .filter(|keys| starts(keys))
+        .any(|keys| keys.len() >= 2 && keys.last().is_some_and(|k| k != "_id"));
+    let present = !indexed || c.indexed.iter().any(starts);
+    if model.record.is_none() || (present && !unextended) {
         return true;
     }
     report.notes.push(format!(
-        "`{}.{path}`: its values are `_id`s of `{target}`, but the schema that made this database declares no relationship there (no index on it): kept as it is",
+        "`{}.{path}`: its values are `_id`s of `{target}`, but the schema that made this database declares no relationship there (the derive's indexes are not there): kept as it is",
         c.name
     ));
     false
