@@ -18,7 +18,9 @@ const EXAMPLES: &[(&str, &str, bool)] = &[
     ("products", "mongo_schema_products", true),
     ("followers", "mongo_schema_followers", true),
     ("helpdesk", "mongo_schema_helpdesk", true),
-    ("events", "mongo_schema_events", true),
+    // a whole-document enum: its validator is a `oneOf` of the kinds, which the pull does not
+    // read (the kinds are inferred from the documents): the pulled validator is another one
+    ("events", "mongo_schema_events", false),
 ];
 
 #[tokio::test(flavor = "multi_thread")]
