@@ -21,6 +21,10 @@ pub struct Header<'a> {
 
 struct Emitter<'a> {
     model: &'a Model,
+    /// The derive's copy type of each `#[extended_ref]` field, by (owner, stored name): its
+    /// default name (`{Owner}{Field}`), or a unique one given with `as = ...` when that name
+    /// is taken by another type of the module.
+    copies: std::collections::BTreeMap<(String, String), (String, bool)>,
     out: String,
     markers: BTreeSet<Vec<&'static str>>,
     elements: BTreeSet<Vec<&'static str>>,
@@ -29,14 +33,15 @@ struct Emitter<'a> {
 
 /// The module's text.
 pub fn module(model: &Model, header: &Header) -> String {
+    let (structs, enums, unions) = reachable(model);
     let mut e = Emitter {
         model,
+        copies: copy_names(model, &structs, &enums, &unions),
         out: String::new(),
         markers: BTreeSet::new(),
         elements: BTreeSet::new(),
         double_option: false,
     };
-    let (structs, enums, unions) = reachable(model);
     let mut body = String::new();
     for c in &model.collections {
         e.root(c, &mut body);
@@ -159,6 +164,42 @@ fn reachable(model: &Model) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
     (structs, enums, unions)
 }
 
+/// The copy type names of every `#[extended_ref]` field: `{Owner}{Field}` as the derive names
+/// it, or, when another type of the module (a root, a sub-document, an enum, another copy) has
+/// that name, a unique one written as `as = Name`.
+fn copy_names(
+    model: &Model,
+    structs: &[usize],
+    enums: &[usize],
+    unions: &[usize],
+) -> std::collections::BTreeMap<(String, String), (String, bool)> {
+    let mut taken: Vec<String> = structs
+        .iter()
+        .map(|i| model.structs[*i].name.clone())
+        .chain(enums.iter().map(|i| model.enums[*i].name.clone()))
+        .chain(unions.iter().map(|i| model.unions[*i].name.clone()))
+        .collect();
+    let mut out = std::collections::BTreeMap::new();
+    let owners = structs
+        .iter()
+        .map(|i| (model.structs[*i].name.clone(), &model.structs[*i].fields))
+        .chain(unions.iter().flat_map(|i| {
+            model.unions[*i]
+                .variants
+                .iter()
+                .map(move |v| (model.unions[*i].name.clone(), &v.fields))
+        }));
+    for (owner, fields) in owners {
+        for f in fields.iter().filter(|f| f.extended.is_some()) {
+            let default = format!("{owner}{}", names::type_name(names::unraw(&f.ident)));
+            let name = names::unique(default.clone(), &mut taken);
+            let renamed = name != default;
+            out.insert((owner.clone(), f.stored.clone()), (name, renamed));
+        }
+    }
+    out
+}
+
 fn marker_name(kinds: &[&str]) -> String {
     let words: Vec<String> = kinds.iter().map(|k| names::type_name(k)).collect();
     match words.as_slice() {
@@ -232,6 +273,7 @@ impl Emitter<'_> {
             Ty::Binary => "Binary".into(),
             Ty::Regex => "Regex".into(),
             Ty::Timestamp => "Timestamp".into(),
+            Ty::GeoPoint => "mongo_schema::geo::Point".into(),
             Ty::Enum(i) => self.model.enums[*i].name.clone(),
             Ty::Struct(i) => self.model.structs[*i].name.clone(),
             Ty::Union(i) => self.model.unions[*i].name.clone(),
@@ -244,16 +286,31 @@ impl Emitter<'_> {
         }
     }
 
-    fn collection_attr(c: &crate::model::Collection) -> String {
+    fn collection_attr(c: &crate::model::Collection, open: bool) -> String {
         let mut collection = format!("name = {}", quote(&c.name));
-        if let Some(level) = &c.validation_level {
+        // mongod takes no validator, level or action on a time series collection
+        let validated = c.timeseries.is_none();
+        if let Some(level) = c.validation_level.as_ref().filter(|_| validated) {
             let _ = write!(collection, ", validation_level = {}", quote(level));
         }
-        if let Some(action) = &c.validation_action {
+        if let Some(action) = c.validation_action.as_ref().filter(|_| validated) {
             let _ = write!(collection, ", validation_action = {}", quote(action));
         }
         if let Some(collation) = &c.collation {
             let _ = write!(collection, ", {collation}");
+        }
+        if let Some(ts) = &c.timeseries {
+            let mut options = vec![format!("time = {}", quote(&ts.time))];
+            if let Some(meta) = &ts.meta {
+                options.push(format!("meta = {}", quote(meta)));
+            }
+            if let Some(granularity) = &ts.granularity {
+                options.push(format!("granularity = {}", quote(granularity)));
+            }
+            let _ = write!(collection, ", timeseries({})", options.join(", "));
+            if let Some(secs) = ts.expire_after_secs {
+                let _ = write!(collection, ", expire_after_secs = {secs}");
+            }
         }
         if let Some(part) = c.part_of.as_ref().filter(|p| p.certain) {
             let _ = write!(collection, ", same_id_as = {}", part.type_name);
@@ -261,8 +318,13 @@ impl Emitter<'_> {
                 collection.push_str(", optional_part");
             }
         }
-        collection.push_str(", additional_properties = false");
+        if !open && validated {
+            collection.push_str(", additional_properties = false");
+        }
         let mut out = String::new();
+        for unsaid in &c.unsaid {
+            let _ = writeln!(out, "// {}", doc_text(unsaid));
+        }
         if let Some(part) = c.part_of.as_ref().filter(|p| !p.certain) {
             // a proposal: the evidence and the attribute, for a reviewer to decide
             let _ = writeln!(
@@ -297,7 +359,7 @@ impl Emitter<'_> {
             let _ = writeln!(out, "///\n/// {}", doc_text(&part.evidence));
         }
         out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
-        out.push_str(&Self::collection_attr(c));
+        out.push_str(&Self::collection_attr(c, s.open));
         for index in &c.indexes {
             out.push_str(&index_attr(index));
         }
@@ -311,7 +373,9 @@ impl Emitter<'_> {
         let s = &model.structs[i];
         let _ = writeln!(out, "/// {}", doc_text(&format!("At `{}`.", s.path)));
         out.push_str("#[derive(BsonSchema, Serialize, Deserialize, Debug, Clone)]\n");
-        out.push_str("#[schema(additional_properties = false)]\n");
+        if !s.open {
+            out.push_str("#[schema(additional_properties = false)]\n");
+        }
         let _ = writeln!(out, "pub struct {} {{", s.name);
         self.fields(&s.fields, &s.name, "pub ", out);
         out.push_str("}\n\n");
@@ -330,7 +394,7 @@ impl Emitter<'_> {
                 );
                 let _ = writeln!(out, "/// {}", doc_text(&text));
                 out.push_str("#[derive(Document, Serialize, Deserialize, Debug, Clone)]\n");
-                out.push_str(&Self::collection_attr(c));
+                out.push_str(&Self::collection_attr(c, false));
             }
             None => {
                 let text = format!(
@@ -410,9 +474,16 @@ impl Emitter<'_> {
                 serde.push(format!("rename = {}", quote(&field.stored)));
             }
             let reference = field.reference.as_ref().map(|r| r.type_name.clone());
-            let inner = match &field.extended {
-                Some(_) => format!("{owner}{}", names::type_name(names::unraw(&field.ident))),
-                None => match (&field.ty, &reference) {
+            let copy = self
+                .copies
+                .get(&(owner.to_owned(), field.stored.clone()))
+                .cloned();
+            let inner = match (&field.extended, &copy) {
+                (Some(_), Some((name, _))) => name.clone(),
+                (Some(_), None) => {
+                    format!("{owner}{}", names::type_name(names::unraw(&field.ident)))
+                }
+                (None, _) => match (&field.ty, &reference) {
                     (ty, Some(target)) if !matches!(ty, Ty::Array { .. }) => {
                         format!("Ref<{target}>")
                     }
@@ -464,17 +535,39 @@ impl Emitter<'_> {
             if !serde.is_empty() {
                 let _ = writeln!(out, "    #[serde({})]", serde.join(", "));
             }
-            if let Some(stored) = stored_as {
-                let _ = writeln!(out, "    #[schema(stored_as = {stored})]");
+            let mut schema: Vec<String> = stored_as
+                .into_iter()
+                .map(|stored| format!("stored_as = {stored}"))
+                .collect();
+            for (keyword, value) in &field.constraints {
+                let attribute = crate::existing::CONSTRAINTS
+                    .iter()
+                    .find(|(k, _)| k == keyword)
+                    .map_or(keyword.as_str(), |(_, a)| a);
+                let value = match value {
+                    mongodb::bson::Bson::Int64(n) => n.to_string(),
+                    mongodb::bson::Bson::Int32(n) => n.to_string(),
+                    mongodb::bson::Bson::Double(n) => format!("{n:?}"),
+                    mongodb::bson::Bson::String(p) => quote(p),
+                    other => other.to_string(),
+                };
+                schema.push(format!("{attribute} = {value}"));
+            }
+            if !schema.is_empty() {
+                let _ = writeln!(out, "    #[schema({})]", schema.join(", "));
             }
             match (&field.extended, &field.reference, &field.ty) {
-                (Some(copy), _, _) => {
+                (Some(extended), _, _) => {
+                    let rename = match &copy {
+                        Some((name, true)) => format!(", as = {name}"),
+                        _ => String::new(),
+                    };
                     let _ = writeln!(
                         out,
-                        "    #[extended_ref(to = {}, fields = {}, sync = {})]",
-                        copy.type_name,
-                        quote(&copy.fields.join(", ")),
-                        quote(&copy.sync)
+                        "    #[extended_ref(to = {}, fields = {}, sync = {}{rename})]",
+                        extended.type_name,
+                        quote(&extended.fields.join(", ")),
+                        quote(&extended.sync)
                     );
                 }
                 (None, Some(_), Ty::Array { max, .. }) => {
@@ -539,6 +632,13 @@ impl Emitter<'_> {
             "/// Every collection of the database, for `schema().apply(&db)` at start-up.\n\
              pub fn schema() -> Schema {\n    Schema::new()\n",
         );
+        if let Some(record) = &self.model.record {
+            // the database's own version record: the pulled schema is that version
+            if record.name != "schema" {
+                let _ = writeln!(self.out, "        .name({})", quote(&record.name));
+            }
+            let _ = writeln!(self.out, "        .version({})", record.version);
+        }
         for c in &self.model.collections {
             let _ = writeln!(
                 self.out,
@@ -682,5 +782,84 @@ mod tests {
             raw_string("{\"a\": \"x\ny\"}"),
             "\"{\\\"a\\\": \\\"x\\ny\\\"}\""
         );
+    }
+
+    /// The derive names an `#[extended_ref]` field's copy type `{Owner}{Field}`: when the module
+    /// has a type of that name (here the root of `event_venues`), the copy gets another with
+    /// `as = ...`; the root keeps its own.
+    #[test]
+    fn a_copy_type_never_takes_a_name_of_the_module() {
+        use crate::infer::{infer, Observed, Options};
+        use crate::lattice::DocShape;
+        use mongodb::bson::doc;
+        let observe = |name: &str, docs: Vec<mongodb::bson::Document>| {
+            let mut shape = DocShape::default();
+            for d in &docs {
+                shape = shape.join(DocShape::of(d));
+            }
+            Observed {
+                name: name.to_owned(),
+                count: docs.len() as u64,
+                shape,
+                exact: Default::default(),
+            }
+        };
+        let observed = vec![
+            observe(
+                "event_venues",
+                vec![doc! { "_id": 1, "seats": 3 }, doc! { "_id": 2, "seats": 4 }],
+            ),
+            observe(
+                "events",
+                vec![
+                    doc! { "_id": 1, "venue": { "_id": 1, "name": "a" } },
+                    doc! { "_id": 2, "venue": { "_id": 2, "name": "b" } },
+                ],
+            ),
+            observe(
+                "venues",
+                vec![
+                    doc! { "_id": 1, "name": "a" },
+                    doc! { "_id": 2, "name": "b" },
+                ],
+            ),
+        ];
+        let mut report = crate::report::Report::default();
+        let mut model = infer(&observed, &Options::default(), &mut report);
+        assert_eq!(model.root_name("event_venues"), Some("EventVenue"));
+        let root = model.collections[1].root;
+        model.structs[root].fields[1].extended = Some(crate::model::ExtendedRef {
+            collection: "venues".into(),
+            type_name: "Venue".into(),
+            fields: vec!["name".into()],
+            sync: "transactional".into(),
+        });
+        let text = module(
+            &model,
+            &Header {
+                database: "d",
+                documents: 6,
+                rounds: 1,
+            },
+        );
+        assert!(text.contains("pub struct EventVenue {"), "{text}");
+        assert!(
+            text.contains(
+                "#[extended_ref(to = Venue, fields = \"name\", sync = \"transactional\", as = EventVenue2)]\n    pub venue: EventVenue2,"
+            ),
+            "{text}"
+        );
+        // the control: without the other type, the derive's own name
+        let mut alone = model.clone();
+        alone.collections.remove(0);
+        let text = module(
+            &alone,
+            &Header {
+                database: "d",
+                documents: 4,
+                rounds: 1,
+            },
+        );
+        assert!(text.contains("pub venue: EventVenue,"), "{text}");
     }
 }

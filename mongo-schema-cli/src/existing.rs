@@ -1,7 +1,19 @@
-//! An existing `$jsonSchema` validator as the starting point: the kinds it allows at a path
-//! (`bsonType`, `null` included) and whether it requires the field are kept, even where no stored
-//! document uses them, so that a pull never tightens what the database accepts today. Paths
-//! are read through `properties` of objects (not into arrays, `oneOf` or `anyOf`).
+//! An existing `$jsonSchema` validator as the starting point: what it declares at a path is kept
+//! in the pulled model as declared, so that a pull never tightens what the database accepts
+//! today, and the samples narrow only what it leaves open:
+//!
+//! - the kinds it allows (`bsonType`, `null` included) and whether it requires the field, even
+//!   where no stored document uses them;
+//! - an object's `additionalProperties` (an object it describes without `false` stays open: the
+//!   pulled struct does not say `additional_properties = false`);
+//! - an array's `maxItems` (the bound, in place of the observed maximum with headroom) and a
+//!   map's `maxProperties`;
+//! - a string's `enum` (a unit enum of every declared value, however few the samples);
+//! - `maxLength`, `minLength`, `pattern`, `minimum` and `maximum` (`#[schema(...)]`).
+//!
+//! Paths are read through `properties` of objects, `items` of arrays (`tags[]`) and the
+//! non-null branch of an `anyOf` with a `null` one (how `Option<T>` of a struct is stored), not
+//! into `oneOf` or other `anyOf`s.
 
 use std::collections::BTreeMap;
 
@@ -11,25 +23,168 @@ use crate::lattice::Shape;
 use crate::model::Presence;
 
 /// What the validator says of one path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Allowed {
     /// `bsonType` names (aliases expanded: `number` is `int`, `long`, `double`, `decimal`);
     /// empty when the validator names none.
     pub kinds: Vec<String>,
     /// In its parent's `required`.
     pub required: bool,
+    /// An object's `additionalProperties`: `Some(true)` when it is `false` (closed),
+    /// `Some(false)` when the validator describes the object (`properties`) and leaves it open.
+    pub closed: Option<bool>,
+    /// An array's `maxItems`, or a map's `maxProperties`.
+    pub max_items: Option<u64>,
+    /// A string `enum` (the `null` it may hold is in [`Allowed::kinds`]).
+    pub values: Option<Vec<String>>,
+    /// `maxLength`, `minLength`, `pattern`, `minimum`, `maximum`, as declared.
+    pub constraints: Vec<(String, Bson)>,
 }
+
+/// The keywords kept as `#[schema(...)]` constraints, with the attribute's names.
+pub const CONSTRAINTS: &[(&str, &str)] = &[
+    ("maxLength", "max_length"),
+    ("minLength", "min_length"),
+    ("pattern", "pattern"),
+    ("minimum", "minimum"),
+    ("maximum", "maximum"),
+];
 
 /// Every path of `validator` (`{ $jsonSchema }`), dotted from `collection`.
 pub fn allowed(collection: &str, validator: &Document) -> BTreeMap<String, Allowed> {
     let mut out = BTreeMap::new();
     if let Ok(schema) = validator.get_document("$jsonSchema") {
+        // the root: whether it is closed (its kinds and presence are the collection's)
+        out.insert(
+            collection.to_owned(),
+            Allowed {
+                closed: closed(schema),
+                ..Allowed::default()
+            },
+        );
         walk(collection, schema, &mut out);
     }
     out
 }
 
+impl Default for Allowed {
+    fn default() -> Self {
+        Allowed {
+            kinds: Vec::new(),
+            required: true,
+            closed: None,
+            max_items: None,
+            values: None,
+            constraints: Vec::new(),
+        }
+    }
+}
+
+/// The branch of `{ anyOf: [schema, { bsonType: "null" }] }` that is not `null` (`Option<T>` of
+/// a struct), with whether the `null` branch was there.
+fn unwrap_nullable(schema: &Document) -> (&Document, bool) {
+    if let Ok(branches) = schema.get_array("anyOf") {
+        let null = mongodb::bson::doc! { "bsonType": "null" };
+        let others: Vec<&Document> = branches
+            .iter()
+            .filter_map(Bson::as_document)
+            .filter(|b| **b != null)
+            .collect();
+        if let [only] = others.as_slice() {
+            if others.len() + 1 == branches.len() {
+                return (only, true);
+            }
+        }
+    }
+    (schema, false)
+}
+
+/// `Some(true)` for `additionalProperties: false`, `Some(false)` for an object described by
+/// `properties` and left open, `None` when the schema describes no object's fields.
+fn closed(schema: &Document) -> Option<bool> {
+    if !schema.contains_key("properties") {
+        return None;
+    }
+    Some(matches!(
+        schema.get("additionalProperties"),
+        Some(Bson::Boolean(false))
+    ))
+}
+
+fn count(value: Option<&Bson>) -> Option<u64> {
+    match value? {
+        Bson::Int32(n) => u64::try_from(*n).ok(),
+        Bson::Int64(n) => u64::try_from(*n).ok(),
+        Bson::Double(n) if *n >= 0.0 && n.fract() == 0.0 => Some(*n as u64),
+        _ => None,
+    }
+}
+
+/// What one (sub)schema declares, `required` by its parent or not.
+fn declared(schema: &Document, required: bool) -> Allowed {
+    let (schema, null) = unwrap_nullable(schema);
+    let mut kinds: Vec<String> = match schema.get("bsonType") {
+        Some(Bson::String(t)) => vec![t.clone()],
+        Some(Bson::Array(ts)) => ts
+            .iter()
+            .filter_map(Bson::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if null && !kinds.is_empty() && !kinds.iter().any(|k| k == "null") {
+        kinds.push("null".to_owned());
+    }
+    if let Some(i) = kinds.iter().position(|k| k == "number") {
+        kinds.splice(
+            i..=i,
+            ["int", "long", "double", "decimal"].map(String::from),
+        );
+    }
+    let values = schema.get_array("enum").ok().and_then(|values| {
+        let strings: Vec<String> = values
+            .iter()
+            .filter_map(Bson::as_str)
+            .map(str::to_owned)
+            .collect();
+        // only an enum of strings (and `null`) is a unit enum
+        let nulls = values.iter().filter(|v| **v == Bson::Null).count();
+        (!strings.is_empty() && strings.len() + nulls == values.len()).then_some(strings)
+    });
+    if values.is_some() && kinds.is_empty() {
+        kinds.push("string".to_owned());
+    }
+    let is_array = kinds.iter().any(|k| k == "array");
+    let max_items = if is_array {
+        count(schema.get("maxItems"))
+    } else {
+        count(schema.get("maxProperties"))
+    };
+    let constraints = CONSTRAINTS
+        .iter()
+        .filter_map(|(keyword, _)| {
+            schema
+                .get(*keyword)
+                .map(|v| ((*keyword).to_owned(), v.clone()))
+        })
+        .collect();
+    Allowed {
+        kinds,
+        required,
+        closed: closed(schema),
+        max_items,
+        values,
+        constraints,
+    }
+}
+
 fn walk(prefix: &str, schema: &Document, out: &mut BTreeMap<String, Allowed>) {
+    let (schema, _) = unwrap_nullable(schema);
+    if let Ok(items) = schema.get_document("items") {
+        let path = format!("{prefix}[]");
+        out.insert(path.clone(), declared(items, true));
+        walk(&path, items, out);
+    }
     let Ok(properties) = schema.get_document("properties") else {
         return;
     };
@@ -42,27 +197,9 @@ fn walk(prefix: &str, schema: &Document, out: &mut BTreeMap<String, Allowed>) {
             continue;
         };
         let path = format!("{prefix}.{name}");
-        let mut kinds: Vec<String> = match property.get("bsonType") {
-            Some(Bson::String(t)) => vec![t.clone()],
-            Some(Bson::Array(ts)) => ts
-                .iter()
-                .filter_map(Bson::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        };
-        if let Some(i) = kinds.iter().position(|k| k == "number") {
-            kinds.splice(
-                i..=i,
-                ["int", "long", "double", "decimal"].map(String::from),
-            );
-        }
         out.insert(
             path.clone(),
-            Allowed {
-                kinds,
-                required: required.contains(&name.as_str()),
-            },
+            declared(property, required.contains(&name.as_str())),
         );
         walk(&path, property, out);
     }

@@ -41,6 +41,10 @@ pub struct Options {
     /// What an existing `$jsonSchema` validator allows per path: kept even where no stored
     /// document uses it (`existing.rs`).
     pub existing: BTreeMap<String, crate::existing::Allowed>,
+    /// Collections whose stored documents fail what their validator declares (its level is
+    /// `moderate`, or its action `warn`): its bounds, enums and constraints are not kept, and
+    /// no GeoJSON point is made `geo::Point` (set by the gate).
+    pub loosened: BTreeSet<String>,
 }
 
 impl Default for Options {
@@ -54,6 +58,7 @@ impl Default for Options {
             enums: BTreeSet::new(),
             undecided: BTreeSet::new(),
             existing: BTreeMap::new(),
+            loosened: BTreeSet::new(),
         }
     }
 }
@@ -82,6 +87,8 @@ struct Infer<'a> {
     report: &'a mut Report,
     type_names: Vec<String>,
     exact: &'a BTreeSet<String>,
+    /// The structs that are collection roots: never shared with a sub-document.
+    roots: Vec<usize>,
 }
 
 /// Decides the models of all collections.
@@ -90,16 +97,22 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
     report.arrays.clear();
     report.undecided.clear();
     let mut type_names = Vec::new();
+    // every root keeps its own name: reserved before any sub-document is named
+    let root_names: Vec<String> = observed
+        .iter()
+        .map(|c| names::unique(names::type_name(&names::singular(&c.name)), &mut type_names))
+        .collect();
+    let mut roots = Vec::new();
     let mut model = Model::default();
-    for collection in observed {
+    for (collection, root_name) in observed.iter().zip(root_names) {
         let mut infer = Infer {
             options,
             model,
             report,
             type_names,
             exact: &collection.exact,
+            roots,
         };
-        let root_name = names::type_name(&names::singular(&collection.name));
         let whole = (!options.structs.contains(&collection.name))
             .then(|| tagged(&collection.shape))
             .flatten();
@@ -107,6 +120,8 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
             // a whole-document enum: the root struct is a placeholder carrying its name
             Some((tag, by_value)) => {
                 let notes = &mut Vec::new();
+                // the reserved name is the enum's
+                infer.type_names.retain(|n| *n != root_name);
                 let kinds = infer.union(
                     &collection.name,
                     &root_name,
@@ -120,16 +135,19 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
                     name,
                     path: collection.name.clone(),
                     fields: Vec::new(),
+                    open: false,
                 });
                 (infer.model.structs.len() - 1, Some(kinds))
             }
             None => (
-                infer.structure(&collection.name, &root_name, &collection.shape),
+                infer.root(&collection.name, &root_name, &collection.shape),
                 None,
             ),
         };
+        infer.roots.push(root);
         model = infer.model;
         type_names = infer.type_names;
+        roots = infer.roots;
         model.collections.push(Collection {
             name: collection.name.clone(),
             root,
@@ -140,12 +158,15 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
             validation_action: None,
             collation: None,
             part_of: None,
+            timeseries: None,
+            indexed: Vec::new(),
+            unsaid: Vec::new(),
         });
     }
     model
 }
 
-impl Infer<'_> {
+impl<'a> Infer<'a> {
     fn decide(&mut self, path: &str, decision: String, evidence: String) {
         self.report.decisions.push(Decision {
             path: path.to_owned(),
@@ -162,10 +183,49 @@ impl Infer<'_> {
         }
     }
 
-    /// A struct for the documents at `path`; identical structs are emitted once.
+    /// What the collection's validator declares at `path`, unless the gate found its
+    /// documents failing it.
+    fn declared(&self, path: &str) -> Option<&'a crate::existing::Allowed> {
+        let collection = path.split(['.', '[', '<']).next().unwrap_or(path);
+        if self.options.loosened.contains(collection) {
+            return None;
+        }
+        self.options.existing.get(path)
+    }
+
+    /// Whether the validator describes the object at `path` and leaves it open.
+    fn open(&self, path: &str) -> bool {
+        self.options
+            .existing
+            .get(path)
+            .is_some_and(|a| a.closed == Some(false))
+    }
+
+    /// A collection's root struct, under its reserved name, never shared with a sub-document.
+    fn root(&mut self, path: &str, name: &str, shape: &DocShape) -> usize {
+        let fields = self.fields(path, name, shape);
+        let open = self.open(path);
+        self.model.structs.push(Struct {
+            name: name.to_owned(),
+            path: path.to_owned(),
+            fields,
+            open,
+        });
+        self.model.structs.len() - 1
+    }
+
+    /// A struct for the documents at `path`; identical sub-documents are emitted once (a root
+    /// is never one of them: it keeps its name).
     fn structure(&mut self, path: &str, name: &str, shape: &DocShape) -> usize {
         let fields = self.fields(path, name, shape);
-        if let Some(i) = self.model.structs.iter().position(|s| s.fields == fields) {
+        let open = self.open(path);
+        if let Some(i) = self
+            .model
+            .structs
+            .iter()
+            .enumerate()
+            .position(|(i, s)| !self.roots.contains(&i) && s.fields == fields && s.open == open)
+        {
             return i;
         }
         let name = names::unique(name.to_owned(), &mut self.type_names);
@@ -173,6 +233,7 @@ impl Infer<'_> {
             name,
             path: path.to_owned(),
             fields,
+            open,
         });
         self.model.structs.len() - 1
     }
@@ -180,15 +241,35 @@ impl Infer<'_> {
     fn fields(&mut self, path: &str, owner: &str, shape: &DocShape) -> Vec<Field> {
         let mut idents = Vec::new();
         let mut fields = Vec::new();
-        for (stored, field_shape) in &shape.fields {
+        // the properties the validator declares here that no stored document holds: kept (a
+        // closed struct without them would refuse a document the server takes)
+        let prefix = format!("{path}.");
+        let unseen: Vec<(String, Shape)> = self
+            .options
+            .existing
+            .keys()
+            .filter_map(|key| key.strip_prefix(&prefix))
+            .filter(|name| !name.is_empty() && !name.contains(['.', '[', '<']))
+            .filter(|name| shape.field(name).is_none())
+            .map(|name| (name.to_owned(), Shape::default()))
+            .collect();
+        for (stored, field_shape) in shape.fields.iter().chain(&unseen) {
             let field_path = format!("{path}.{stored}");
             let ident = names::unique(names::field_ident(stored), &mut idents);
             let hint = format!("{owner}{}", names::type_name(stored));
+            let unseen = field_shape.count == 0;
             let mut presence = Presence {
+                // a declared field no stored document holds: missing in them, or, in an empty
+                // collection, as `required` says (below)
                 missing: field_shape.count < shape.count,
                 null: field_shape.nulls > 0,
             };
             let mut notes = Vec::new();
+            if unseen {
+                notes.push(format!(
+                    "`{stored}`: declared by the validator, in no stored document: kept"
+                ));
+            }
             if presence.missing || presence.null {
                 notes.push(format!(
                     "`{stored}`: in {} of {} documents, null in {}",
@@ -199,12 +280,13 @@ impl Infer<'_> {
             }
             let widened;
             let mut field_shape = field_shape;
-            // every stored document has an `_id`, whatever a validator requires
+            // every stored document has an `_id`, whatever a validator requires (in an empty
+            // collection, the validator is all there is)
             let existing = self
                 .options
                 .existing
                 .get(&field_path)
-                .filter(|_| stored != "_id");
+                .filter(|_| stored != "_id" || unseen);
             if let Some(allowed) = existing {
                 let (shape, kept) = allowed.widen(field_shape, &mut presence);
                 if !kept.is_empty() {
@@ -222,6 +304,15 @@ impl Infer<'_> {
                 field_shape = &widened;
             }
             let mut ty = self.ty(&field_path, &hint, stored, field_shape, &mut notes);
+            let declared = self.declared(&field_path).filter(|_| stored != "_id");
+            if let Some(values) = declared.and_then(|a| a.values.as_ref()) {
+                if let Some(e) =
+                    self.declared_enum(&field_path, &hint, stored, values, field_shape, &mut notes)
+                {
+                    ty = e;
+                }
+            }
+            let constraints = self.constraints(&field_path, &ty, stored, &mut notes);
             if presence.missing && presence.null && matches!(ty, Ty::Array { .. } | Ty::Map { .. })
             {
                 // `Option<Option<Vec<T>>>` would need a bound inside `stored_as`, which no
@@ -241,9 +332,106 @@ impl Infer<'_> {
                 reference: None,
                 extended: None,
                 notes,
+                constraints,
             });
         }
         fields
+    }
+
+    /// A unit enum of the values the validator declares at `path`, in its order, with any stored
+    /// value it lacks after them (a document stored before the validator); `None` when the
+    /// stored strings are too many to know.
+    fn declared_enum(
+        &mut self,
+        path: &str,
+        hint: &str,
+        stored: &str,
+        declared: &[String],
+        shape: &Shape,
+        notes: &mut Vec<String>,
+    ) -> Option<Ty> {
+        let kinds: Vec<&str> = shape.kinds().into_iter().filter(|k| *k != "null").collect();
+        if kinds != ["string"] {
+            return None;
+        }
+        let seen = shape.strings.as_ref()?.values.as_ref()?;
+        let mut values: Vec<String> = declared.to_vec();
+        let extra: Vec<&String> = seen.keys().filter(|v| !declared.contains(v)).collect();
+        values.extend(extra.iter().map(|v| (*v).clone()));
+        if values.iter().any(|v| v.is_empty()) {
+            return None;
+        }
+        let evidence = format!(
+            "the validator's `enum` of {} values{}",
+            declared.len(),
+            if extra.is_empty() {
+                String::new()
+            } else {
+                format!(" and {} stored values it lacks", extra.len())
+            }
+        );
+        notes.push(format!("`{stored}`: {evidence}: a unit enum"));
+        self.decide(path, "unit enum (declared)".to_owned(), evidence);
+        let mut taken = Vec::new();
+        let variants: Vec<(String, String)> = values
+            .into_iter()
+            .map(|v| (names::unique(names::type_name(&v), &mut taken), v))
+            .collect();
+        if let Some(i) = self.model.enums.iter().position(|e| e.variants == variants) {
+            return Some(Ty::Enum(i));
+        }
+        let name = names::unique(hint.to_owned(), &mut self.type_names);
+        self.model.enums.push(UnitEnum { name, variants });
+        Some(Ty::Enum(self.model.enums.len() - 1))
+    }
+
+    /// The validator's `maxLength`, `minLength`, `pattern`, `minimum` and `maximum` at `path`
+    /// (at `path[]` for an array of scalars), for a type the attribute takes them on.
+    fn constraints(
+        &mut self,
+        path: &str,
+        ty: &Ty,
+        stored: &str,
+        notes: &mut Vec<String>,
+    ) -> Vec<(String, mongodb::bson::Bson)> {
+        use mongodb::bson::Bson;
+        let (scalar, at) = match ty {
+            Ty::Array { items, .. } => (&**items, format!("{path}[]")),
+            other => (other, path.to_owned()),
+        };
+        let strings = matches!(scalar, Ty::Str);
+        let numbers = matches!(scalar, Ty::I32 | Ty::I64 { .. } | Ty::F64 { .. });
+        let Some(declared) = self.declared(&at) else {
+            return Vec::new();
+        };
+        let kept: Vec<(String, Bson)> = declared
+            .constraints
+            .iter()
+            .filter_map(|(keyword, value)| {
+                let string_keyword =
+                    matches!(keyword.as_str(), "maxLength" | "minLength" | "pattern");
+                if (string_keyword && !strings) || (!string_keyword && !numbers) {
+                    return None;
+                }
+                // as the attribute writes them: integers as `long`, others as `double`
+                let value = match value {
+                    Bson::Int32(n) => Bson::Int64(i64::from(*n)),
+                    Bson::Int64(n) => Bson::Int64(*n),
+                    Bson::Double(n) if n.is_finite() => Bson::Double(*n),
+                    Bson::String(p) if keyword == "pattern" => Bson::String(p.clone()),
+                    _ => return None,
+                };
+                Some((keyword.clone(), value))
+            })
+            .collect();
+        if !kept.is_empty() {
+            let said: Vec<String> = kept.iter().map(|(k, v)| format!("`{k}: {v}`")).collect();
+            notes.push(format!(
+                "`{stored}`: the validator declares {}: kept",
+                said.join(", ")
+            ));
+        }
+        kept
     }
 
     fn ty(
@@ -360,7 +548,10 @@ impl Infer<'_> {
                     &mut item_notes,
                 );
                 notes.extend(item_notes);
-                let fixed = array.empties == 0
+                let declared_max = self.declared(path).and_then(|a| a.max_items);
+                // a fixed length the validator does not declare would refuse its other lengths
+                let fixed = !self.options.existing.contains_key(path)
+                    && array.empties == 0
                     && array.min_len == array.max_len
                     && (1..=4).contains(&array.max_len)
                     && array.count >= 2
@@ -375,13 +566,20 @@ impl Infer<'_> {
                         len: array.max_len,
                     };
                 }
-                let max = bound(array.max_len, self.options.headroom);
+                let max = match declared_max {
+                    // as declared: never below what is stored
+                    Some(declared) => declared.max(array.max_len),
+                    None => bound(array.max_len, self.options.headroom),
+                };
                 let unbounded = array.max_len > self.options.unbounded_threshold;
                 notes.push(format!(
-                    "`{stored}`: at most {} items ({}), bound {max} ({}x headroom){}",
+                    "`{stored}`: at most {} items ({}), bound {max} ({}){}",
                     array.max_len,
                     self.exactness(path),
-                    self.options.headroom,
+                    match declared_max {
+                        Some(_) => "the validator's `maxItems`".to_owned(),
+                        None => format!("{}x headroom", self.options.headroom),
+                    },
                     if array.empties > 0 {
                         format!("; {} empty", array.empties)
                     } else {
@@ -434,6 +632,16 @@ impl Infer<'_> {
             .keys()
             .all(|v| !v.is_empty() && v.chars().count() <= 64);
         let forced = self.options.enums.contains(path);
+        // the validator declares strings here: the samples' few values do not narrow them (a
+        // declared `enum` is taken in `fields`)
+        let declared = self
+            .options
+            .existing
+            .get(path)
+            .is_some_and(|a| a.kinds.iter().any(|k| k == "string"));
+        if declared && !forced {
+            return Ty::Str;
+        }
         if !forced && (n < self.options.enum_min || k < 2 || (k * k) >= n || !short) {
             return Ty::Str;
         }
@@ -479,7 +687,10 @@ impl Infer<'_> {
                 &mut value_notes,
             );
             notes.extend(value_notes);
-            let max = bound(doc.max_keys, self.options.headroom);
+            let max = match self.declared(path).and_then(|a| a.max_items) {
+                Some(declared) => declared.max(doc.max_keys),
+                None => bound(doc.max_keys, self.options.headroom),
+            };
             let why = if forced_map {
                 "forced by --map".to_owned()
             } else {
@@ -521,6 +732,13 @@ impl Infer<'_> {
             if let Some((tag, by_value)) = tagged(doc) {
                 return Ty::Union(self.union(path, hint, stored, &tag, &by_value, notes));
             }
+        }
+        let collection = path.split(['.', '[', '<']).next().unwrap_or(path);
+        if geo_point(doc) && !self.options.loosened.contains(collection) {
+            notes.push(format!(
+                "`{stored}`: a GeoJSON point (`type` \"Point\", two numbers) in every document: `geo::Point`"
+            ));
+            return Ty::GeoPoint;
         }
         let name = geo_name(doc).unwrap_or(hint);
         Ty::Struct(self.structure(path, name, doc))
@@ -571,6 +789,39 @@ impl Infer<'_> {
         });
         self.model.unions.len() - 1
     }
+}
+
+/// Whether every document at a path is a GeoJSON point as `geo::Point` stores it: `type`
+/// "Point" and `coordinates` of two numbers, nothing else (the gate checks the ranges).
+fn geo_point(doc: &DocShape) -> bool {
+    if doc.fields.len() != 2 {
+        return false;
+    }
+    let Some(kind) = doc.field("type") else {
+        return false;
+    };
+    let only_point = kind.count == doc.count
+        && kind.kinds() == ["string"]
+        && kind
+            .strings
+            .as_ref()
+            .and_then(|s| s.values.as_ref())
+            .is_some_and(|v| v.len() == 1 && v.contains_key("Point"));
+    let Some(coordinates) = doc.field("coordinates") else {
+        return false;
+    };
+    let pairs = coordinates.count == doc.count
+        && coordinates.kinds() == ["array"]
+        && coordinates.array.as_deref().is_some_and(|a| {
+            a.min_len == 2
+                && a.max_len == 2
+                && a.empties == 0
+                && a.items
+                    .kinds()
+                    .iter()
+                    .all(|k| ["int", "long", "double"].contains(k))
+        });
+    only_point && pairs
 }
 
 /// `Point` for `{ type: "Point", coordinates }` documents (GeoJSON).
@@ -824,5 +1075,122 @@ mod tests {
         assert_eq!(bound(3, 2.0), 6);
         assert_eq!(bound(0, 2.0), 1);
         assert_eq!(bound(5, 1.5), 8);
+    }
+
+    /// What the server's validator declares is kept: the bound, the enum with a value no
+    /// document holds, the lengths and ranges, the open root; the samples (3 tags at most, 2
+    /// statuses, 2 tag values) narrow none of it. The control: the same documents with no
+    /// validator get the sampled bound and a closed root.
+    #[test]
+    fn declarations_are_kept_as_declared() {
+        let validator = doc! { "$jsonSchema": {
+            "bsonType": "object",
+            "required": ["_id", "tags", "status", "title", "seats"],
+            "properties": {
+                "_id": { "bsonType": "int" },
+                "tags": { "bsonType": "array", "maxItems": 10_i64, "items": { "bsonType": "string", "maxLength": 20_i64 } },
+                "status": { "bsonType": "string", "enum": ["draft", "on_sale", "cancelled"] },
+                "title": { "bsonType": "string", "maxLength": 80_i64 },
+                "seats": { "bsonType": "int", "minimum": 0_i64, "maximum": 100_i64 },
+                // in no stored document
+                "promo": { "bsonType": ["string", "null"] },
+            },
+        } };
+        let docs: Vec<Document> = (0..40)
+            .map(|i| {
+                doc! {
+                    "_id": i,
+                    "tags": (0..(i % 4)).map(|t| format!("t{}", t % 2)).collect::<Vec<_>>(),
+                    "status": (["draft", "on_sale"][i as usize % 2]),
+                    "title": format!("show {i}"),
+                    "seats": i,
+                }
+            })
+            .collect();
+        let mut options = Options::default();
+        options
+            .existing
+            .extend(crate::existing::allowed("orders", &validator));
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &options, &mut report);
+        let r = root(&model);
+        assert!(r.open, "the validator leaves the root open");
+        let field = |n: &str| r.fields.iter().find(|f| f.stored == n).unwrap().clone();
+        assert_eq!(
+            field("tags").ty,
+            Ty::Array {
+                items: Box::new(Ty::Str),
+                max: 10
+            }
+        );
+        assert_eq!(
+            field("tags").constraints,
+            vec![("maxLength".to_owned(), Bson::Int64(20))]
+        );
+        let Ty::Enum(status) = field("status").ty else {
+            panic!("{:?}", field("status").ty)
+        };
+        let values: Vec<&str> = model.enums[status]
+            .variants
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(values, ["draft", "on_sale", "cancelled"]);
+        assert_eq!(
+            field("seats").constraints,
+            vec![
+                ("minimum".to_owned(), Bson::Int64(0)),
+                ("maximum".to_owned(), Bson::Int64(100))
+            ]
+        );
+        let promo = field("promo");
+        assert_eq!(promo.ty, Ty::Str);
+        assert!(promo.presence.missing && promo.presence.null);
+        // the validator the models install is the server's
+        let installed = crate::validator::validators(&model);
+        assert!(
+            crate::validator::same(&installed[0].1, &validator),
+            "{}\n{}",
+            installed[0].1,
+            validator
+        );
+
+        // the control: no validator, the samples decide
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        let r = root(&model);
+        assert!(!r.open);
+        let tags = r.fields.iter().find(|f| f.stored == "tags").unwrap();
+        assert!(matches!(tags.ty, Ty::Array { max: 6, .. }), "{:?}", tags.ty);
+        assert!(tags.constraints.is_empty());
+    }
+
+    /// A root keeps its name, however like a sub-document of another collection it is.
+    #[test]
+    fn roots_keep_their_names() {
+        let venue = |i: i32| doc! { "_id": i, "name": format!("Hall {}", i % 5) };
+        let events: Vec<Document> = (0..30)
+            .map(|i| doc! { "_id": i, "venue": venue(i % 5) })
+            .collect();
+        let venues: Vec<Document> = (0..5).map(venue).collect();
+        let mut observed = vec![observe(&events), observe(&venues)];
+        observed[0].name = "events".into();
+        observed[1].name = "venues".into();
+        let mut report = Report::default();
+        let model = infer(
+            &observed,
+            &Options {
+                enum_min: 1000,
+                ..Options::default()
+            },
+            &mut report,
+        );
+        assert_eq!(model.root_name("events"), Some("Event"));
+        assert_eq!(model.root_name("venues"), Some("Venue"));
+        let event = &model.structs[model.collections[0].root];
+        let Ty::Struct(sub) = event.fields[1].ty else {
+            panic!()
+        };
+        assert_eq!(model.structs[sub].name, "EventVenue");
+        assert_ne!(sub, model.collections[1].root);
     }
 }

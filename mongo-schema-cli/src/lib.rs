@@ -139,6 +139,7 @@ impl PullArgs {
                 enums: self.enums.iter().cloned().collect(),
                 undecided: BTreeSet::new(),
                 existing: Default::default(),
+                loosened: BTreeSet::new(),
             },
             reference_threshold: self.reference_threshold,
             relations: !self.no_relations,

@@ -66,6 +66,8 @@ pub enum Ty {
         /// The bound (`maxProperties`).
         max: u64,
     },
+    /// A GeoJSON point (`{ type: "Point", coordinates: [lng, lat] }`): `geo::Point`.
+    GeoPoint,
     /// Undecided: any BSON value (`Bson`, an empty schema).
     Any,
 }
@@ -128,6 +130,9 @@ pub struct Field {
     pub extended: Option<ExtendedRef>,
     /// The evidence, one line per decision, written as a comment above the field.
     pub notes: Vec<String>,
+    /// Constraints the server's validator declares (`maxLength`, `minimum`, ...), kept as
+    /// `#[schema(...)]`: `(keyword, value)`.
+    pub constraints: Vec<(String, mongodb::bson::Bson)>,
 }
 
 /// A struct.
@@ -139,6 +144,9 @@ pub struct Struct {
     pub path: String,
     /// Fields in stored order.
     pub fields: Vec<Field>,
+    /// The server's validator describes it without `additionalProperties: false`: fields it
+    /// does not name are allowed, and the pulled struct allows them too.
+    pub open: bool,
 }
 
 /// A unit enum stored as strings.
@@ -219,6 +227,31 @@ pub struct Collection {
     /// Its `_id`s lie inside another collection's: a part stored under its owner's `_id`
     /// (seed 003's large and cold outcome).
     pub part_of: Option<PartOf>,
+    /// A time series collection's options, as the server lists them.
+    pub timeseries: Option<TimeSeries>,
+    /// The keys of each index on the server, in order: in a database mongo-schema made (it
+    /// holds a version record), a reference or copy was declared only where the derive's
+    /// indexes say so.
+    pub indexed: Vec<Vec<String>>,
+    /// Options of the collection the attributes cannot say (capped, clustered, pre- and
+    /// post-images): written as comments above the model, and in the report.
+    pub unsaid: Vec<String>,
+}
+
+/// A time series collection: `timeseries(time, meta, granularity)` and `expire_after_secs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeSeries {
+    /// `timeField`.
+    pub time: String,
+    /// `metaField`.
+    pub meta: Option<String>,
+    /// `granularity` (`seconds`, `minutes`, `hours`), when listed.
+    pub granularity: Option<String>,
+    /// `expireAfterSeconds` of the collection.
+    pub expire_after_secs: Option<i64>,
+    /// `bucketMaxSpanSeconds` / `bucketRoundingSeconds` listed without a granularity: the
+    /// attribute cannot say them.
+    pub custom_buckets: bool,
 }
 
 /// A collection whose every `_id` is an `_id` of another: `same_id_as`.
@@ -248,6 +281,18 @@ pub struct Model {
     pub enums: Vec<UnitEnum>,
     /// Internally tagged enums.
     pub unions: Vec<Union>,
+    /// The mongo-schema version record the database holds (`mongo_schema_meta`), when one
+    /// holds the pulled collections: the pulled `schema()` takes its name and version.
+    pub record: Option<Record>,
+}
+
+/// A version record of `mongo_schema_meta`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Its `_id`: the schema's name.
+    pub name: String,
+    /// The recorded version.
+    pub version: u64,
 }
 
 impl Model {

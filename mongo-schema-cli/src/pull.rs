@@ -68,7 +68,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         .map_err(|e| format!("`{}`: the facts aggregation failed: {e}", f.name))?;
         if let Some(validator) = &f.validator {
             report.notes.push(format!(
-                "`{}` has a `$jsonSchema` validator: its level and action, the kinds it allows and its optional fields are kept (through `properties`; not inside arrays, `oneOf` or `anyOf`)",
+                "`{}` has a `$jsonSchema` validator: kept as declared where the models can say it (level, action, kinds, optional fields, open objects, `maxItems`, `enum`, lengths, ranges; through `properties`, `items` and a nullable `anyOf`, not `oneOf`)",
                 f.name
             ));
             options
@@ -94,6 +94,20 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     )
     .await?;
     refuse_hostile_names(&model)?;
+    for (c, f) in model.collections.iter_mut().zip(&found) {
+        c.indexed = f
+            .indexes
+            .iter()
+            .filter_map(|i| Some(i.get_document("key").ok()?.keys().cloned().collect()))
+            .collect();
+        collection_options(c, &f.options, &mut report);
+        if c.timeseries.is_some() && c.kinds.is_none() {
+            // mongod takes no validator on a time series collection, and the derive refuses
+            // `additional_properties` on one
+            model.structs[c.root].open = true;
+        }
+    }
+    model.record = record(db, &model, &mut report).await?;
     lap(&mut report, "gate");
     if config.relations {
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
@@ -124,6 +138,16 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
                 c.name
             )),
             None => {}
+        }
+    }
+    // what the pulled models install, against what the server declares
+    for ((name, mine), f) in validator::validators(&model).iter().zip(&found) {
+        if let Some(server) = &f.validator {
+            report.notes.push(if validator::same(server, mine) {
+                format!("`{name}`: the pulled validator is the server's, as declared")
+            } else {
+                format!("`{name}`: the pulled validator differs from the server's (what the models cannot say, or what the stored documents fail); `apply` of the pulled schema replaces it, and it accepts every stored document")
+            });
         }
     }
     keep_indexes(&mut model, &found, &mut report);
@@ -237,6 +261,24 @@ async fn gate(
                     documents: *documents,
                 });
             }
+            // what the collection's validator declares, or a `geo::Point`, failed stored
+            // documents (its level is `moderate`, or its action `warn`): not kept from now on
+            let tightened = checked.rules.keys().any(|rule| {
+                let first = rule.split(['.', ':', '[']).next().unwrap_or("").trim();
+                options.existing.contains_key(&format!("{name}.{first}"))
+                    || model.collections.iter().any(|c| {
+                        c.name == *name
+                            && model.structs[c.root].fields.iter().any(|f| {
+                                f.stored == first
+                                    && matches!(f.ty.element(), crate::model::Ty::GeoPoint)
+                            })
+                    })
+            });
+            if tightened && options.loosened.insert(name.clone()) {
+                report.notes.push(format!(
+                    "`{name}`: stored documents fail what its validator declares (or a GeoJSON point's ranges): its bounds, enums and constraints are not kept, and its points stay structs"
+                ));
+            }
             if round >= config.max_rounds {
                 // did not converge: the top-level fields that keep failing become `Bson`
                 for rule in checked.rules.keys() {
@@ -312,6 +354,135 @@ async fn check_all(
     Ok(failing)
 }
 
+/// The options of a collection the model keeps (a time series with its fields, granularity and
+/// expiry), and those the attributes cannot say (capped, clustered, pre- and post-images,
+/// custom buckets), which are written above the model and in the report's notes.
+fn collection_options(
+    c: &mut crate::model::Collection,
+    options: &mongodb::bson::Document,
+    report: &mut Report,
+) {
+    let number = |key: &str| match options.get(key) {
+        Some(Bson::Int32(n)) => Some(i64::from(*n)),
+        Some(Bson::Int64(n)) => Some(*n),
+        Some(Bson::Double(n)) => Some(*n as i64),
+        _ => None,
+    };
+    if let Ok(ts) = options.get_document("timeseries") {
+        let custom_buckets =
+            ts.contains_key("bucketMaxSpanSeconds") && !ts.contains_key("granularity");
+        c.timeseries = Some(crate::model::TimeSeries {
+            time: ts.get_str("timeField").unwrap_or_default().to_owned(),
+            meta: ts.get_str("metaField").ok().map(str::to_owned),
+            granularity: ts.get_str("granularity").ok().map(str::to_owned),
+            expire_after_secs: number("expireAfterSeconds"),
+            custom_buckets,
+        });
+        if custom_buckets {
+            c.unsaid.push(format!(
+                "not kept: the time series' custom buckets ({}); the attribute says a granularity only",
+                sample::extended_json(ts)
+            ));
+        }
+    }
+    if options.get_bool("capped").unwrap_or(false) {
+        c.unsaid.push(format!(
+            "not kept: a capped collection (size {}, max {}): the attributes cannot say it; `apply` leaves it as it is",
+            number("size").map_or("?".to_owned(), |n| n.to_string()),
+            number("max").map_or("none".to_owned(), |n| n.to_string()),
+        ));
+    }
+    if let Ok(clustered) = options.get_document("clusteredIndex") {
+        c.unsaid.push(format!(
+            "not kept: a clustered collection ({}): the attributes cannot say it; `apply` leaves it as it is",
+            sample::extended_json(clustered)
+        ));
+    }
+    let pre_images = options
+        .get_document("changeStreamPreAndPostImages")
+        .ok()
+        .and_then(|p| p.get_bool("enabled").ok())
+        .unwrap_or(false);
+    if pre_images {
+        c.unsaid.push(
+            "not kept: change stream pre- and post-images are enabled; the derive enables them only for an async subset, and `apply` does not disable them"
+                .to_owned(),
+        );
+    }
+    for unsaid in &c.unsaid {
+        report.notes.push(format!("`{}`: {unsaid}", c.name));
+    }
+}
+
+/// The mongo-schema version record that holds the pulled collections (`mongo_schema_meta`): a
+/// database a mongo-schema service made is adopted under its schema's name and version, so that
+/// `plan` of the pulled schema finds nothing to do. A record that was renamed (`renamed_to`) is
+/// followed; several records of the pulled collections are reported, and none is taken.
+async fn record(
+    db: &Database,
+    model: &Model,
+    report: &mut Report,
+) -> Result<Option<crate::model::Record>, String> {
+    use futures_util::TryStreamExt;
+    report.command("find");
+    let records: Vec<mongodb::bson::Document> = db
+        .collection::<mongodb::bson::Document>(mongo_schema_core::META_COLLECTION)
+        .find(mongodb::bson::doc! {})
+        .await
+        .map_err(|e| format!("reading `{}`: {e}", mongo_schema_core::META_COLLECTION))?
+        .try_collect()
+        .await
+        .map_err(|e| format!("reading `{}`: {e}", mongo_schema_core::META_COLLECTION))?;
+    let pulled: BTreeSet<&str> = model.collections.iter().map(|c| c.name.as_str()).collect();
+    let mut matching: Vec<crate::model::Record> = records
+        .iter()
+        .filter(|r| !r.contains_key("renamed_to"))
+        .filter(|r| {
+            // a record of the collections it claimed (older records list none)
+            r.get_array("collections")
+                .map_or(records.len() == 1, |names| {
+                    names
+                        .iter()
+                        .filter_map(Bson::as_str)
+                        .any(|n| pulled.contains(n))
+                })
+        })
+        .filter_map(|r| {
+            let version = match r.get("version") {
+                Some(Bson::Int64(v)) => u64::try_from(*v).ok(),
+                Some(Bson::Int32(v)) => u64::try_from(*v).ok(),
+                _ => None,
+            }?;
+            Some(crate::model::Record {
+                name: r.get_str("_id").ok()?.to_owned(),
+                version,
+            })
+        })
+        .collect();
+    match matching.len() {
+        0 => Ok(None),
+        1 => {
+            let record = matching.remove(0);
+            report.notes.push(format!(
+                "the database holds mongo-schema's record of schema `{}` version {}: the pulled `schema()` is that name and version",
+                record.name, record.version
+            ));
+            Ok(Some(record))
+        }
+        _ => {
+            let names: Vec<String> = matching
+                .iter()
+                .map(|r| format!("`{}` v{}", r.name, r.version))
+                .collect();
+            report.notes.push(format!(
+                "several mongo-schema records hold the pulled collections ({}): none is taken; pull each schema's collections with --collections",
+                names.join(", ")
+            ));
+            Ok(None)
+        }
+    }
+}
+
 /// The existing indexes as `#[index]` attributes, where the attributes can say them.
 fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report) {
     for (c, f) in model.collections.iter_mut().zip(found) {
@@ -342,6 +513,30 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
         for spec in &f.indexes {
             let name = spec.get_str("name").unwrap_or_default().to_owned();
             let keys = spec.get_document("key").cloned().unwrap_or_default();
+            if let Some(ts) = &c.timeseries {
+                // mongod creates `{ meta: 1, time: 1 }` with a time series collection
+                let made = ts.meta.as_ref().is_some_and(|meta| {
+                    keys.len() == 2
+                        && keys
+                            .keys()
+                            .map(String::as_str)
+                            .eq([meta.as_str(), ts.time.as_str()])
+                        && keys.values().all(|v| {
+                            v.as_f64()
+                                .or(v.as_i32().map(f64::from))
+                                .or(v.as_i64().map(|n| n as f64))
+                                == Some(1.0)
+                        })
+                });
+                if made {
+                    report.indexes.push(IndexNote {
+                        collection: c.name.clone(),
+                        name,
+                        outcome: "mongod's own index of a time series collection (made with it): not declared".to_owned(),
+                    });
+                    continue;
+                }
+            }
             let mut note = |outcome: String| {
                 report.indexes.push(IndexNote {
                     collection: c.name.clone(),
@@ -379,7 +574,17 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 Err(_) if default.is_some() => Some(r#"collation(locale = "simple")"#.to_owned()),
                 Err(_) => None,
             };
-            if keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k)) {
+            // the derive's own: `{ field: 1 }` of a reference or copy, and `{ copy._id: 1, _id: 1 }`
+            // of a maintained copy (its repairs page through the holders of one source)
+            let copy_pages = keys.len() == 2
+                && keys.keys().nth(1).is_some_and(|k| k == "_id")
+                && keys
+                    .keys()
+                    .next()
+                    .is_some_and(|k| k.ends_with("._id") && derived.contains(k));
+            if copy_pages
+                || keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k))
+            {
                 note("kept by the relationship: the derive creates it".to_owned());
                 continue;
             }

@@ -9,6 +9,14 @@
 //! were maintained (`transactional`, `async` when one source has more than [`ASYNC_FAN_OUT`]
 //! holders, seed 003's question 4); a copy of which even one holder differs was a snapshot
 //! (`frozen`), because a maintained strategy would rewrite that holder's history.
+//!
+//! A copy needs no minimum of sources or holders: a sub-document whose `_id` values are found in
+//! the source (at the reference threshold of the distinct values, all of them when there are
+//! few) and whose copied fields the source holds in every document with the same kind is a copy,
+//! whether 5 venues are copied into 200 events or 1 into 2. A copied string that the samples
+//! made a unit enum (few distinct names in many holders) matches the source's string: the
+//! copy's schema is the source's. Every candidate source that was looked at and rejected is in
+//! the report's `rejected_copies`, with why.
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
@@ -221,6 +229,11 @@ async fn reference(
             found,
             accepted,
         });
+        // a single reference gets the derive's index (an array of them needs none)
+        let single = !matches!(field.ty, Ty::Array { .. });
+        if accepted && !declared_here(model, ci, path, single, report, &target_name) {
+            break;
+        }
         if accepted {
             let type_name = model.structs[model.collections[target].root].name.clone();
             let f = &mut model.structs[si].fields[fi];
@@ -272,18 +285,38 @@ async fn extended(
     };
     for target in candidates(model, &field.stored, &id.ty) {
         let source = &model.structs[model.collections[target].root];
-        let matches = copied.iter().all(|c| {
-            !c.presence.missing
-                && !c.presence.null
-                && valid_ident(&c.stored)
-                && source.fields.iter().any(|s| {
-                    s.stored == c.stored && s.ty == c.ty && !s.presence.missing && !s.presence.null
-                })
+        let target_name = model.collections[target].name.clone();
+        let mismatch = copied.iter().find_map(|c| {
+            if c.presence.missing || c.presence.null {
+                return Some(format!(
+                    "`{}` is missing or `null` in some holders",
+                    c.stored
+                ));
+            }
+            if !valid_ident(&c.stored) {
+                return Some(format!("`{}` is no Rust field name as stored", c.stored));
+            }
+            match source.fields.iter().find(|s| s.stored == c.stored) {
+                None => Some(format!("the source has no `{}`", c.stored)),
+                Some(s) if s.presence.missing || s.presence.null => Some(format!(
+                    "`{}` is missing or `null` in some sources",
+                    c.stored
+                )),
+                Some(s) if !same_kind(model, &c.ty, &s.ty) => Some(format!(
+                    "`{}` is {:?} in the holders and {:?} in the source",
+                    c.stored, c.ty, s.ty
+                )),
+                Some(_) => None,
+            }
         });
-        if !matches {
+        if let Some(reason) = mismatch {
+            report.rejected_copies.push(crate::report::RejectedCopy {
+                path: format!("{coll}.{}", field.stored),
+                target: target_name,
+                reason,
+            });
             continue;
         }
-        let target_name = model.collections[target].name.clone();
         let path = format!("{}._id", field.stored);
         let values = distinct_values(db, config, &coll, &path, &[], report).await?;
         if values.is_empty() {
@@ -298,7 +331,18 @@ async fn extended(
             found,
             accepted,
         });
+        if accepted && !declared_here(model, ci, &path, false, report, &target_name) {
+            return Ok(());
+        }
         if !accepted {
+            report.rejected_copies.push(crate::report::RejectedCopy {
+                path: format!("{coll}.{}", field.stored),
+                target: target_name,
+                reason: format!(
+                    "{found} of {} distinct `_id`s checked are `_id`s of the source",
+                    values.len()
+                ),
+            });
             continue;
         }
         let names: Vec<String> = copied.iter().map(|c| c.stored.clone()).collect();
@@ -333,7 +377,13 @@ async fn extended(
                 _ => None,
             })
             .unwrap_or(0);
-        let sync = strategy(&compared, max_holders);
+        // mongod refuses writes to a time series collection inside a transaction: its copies
+        // are snapshots
+        let sync = if model.collections[ci].timeseries.is_some() {
+            "frozen"
+        } else {
+            strategy(&compared, max_holders)
+        };
         report.copies.push(CopyCheck {
             path: format!("{coll}.{}", field.stored),
             target: target_name.clone(),
@@ -364,6 +414,51 @@ async fn extended(
         return Ok(());
     }
     Ok(())
+}
+
+/// In a database mongo-schema made (it holds a version record), whether the schema declared a
+/// relationship at `path` (a reference, or a copy's `_id`), as the derive's indexes tell: it
+/// creates an index starting with every single reference (`indexed`: one must be there), and
+/// extends a declared index that starts with a relationship's path and another key with the
+/// `_id` tie-break (one without it was declared with no relationship there). What was not
+/// declared is not written (its `apply` would create or change those indexes); the note says
+/// so. Any other database: always.
+fn declared_here(
+    model: &Model,
+    ci: usize,
+    path: &str,
+    indexed: bool,
+    report: &mut Report,
+    target: &str,
+) -> bool {
+    let c = &model.collections[ci];
+    let starts = |keys: &Vec<String>| keys.first().is_some_and(|k| k == path);
+    let unextended = c
+        .indexed
+        .iter()
+        .filter(|keys| starts(keys))
+        .any(|keys| keys.len() >= 2 && keys.last().is_some_and(|k| k != "_id"));
+    let present = !indexed || c.indexed.iter().any(starts);
+    if model.record.is_none() || (present && !unextended) {
+        return true;
+    }
+    report.notes.push(format!(
+        "`{}.{path}`: its values are `_id`s of `{target}`, but the schema that made this database declares no relationship there (the derive's indexes are not there): kept as it is",
+        c.name
+    ));
+    false
+}
+
+/// Whether a copied field of type `copy` can be the source's field of type `source`: the same
+/// type, or strings either side (a unit enum the holders' few values made, a string the
+/// source's many values left).
+fn same_kind(model: &Model, copy: &Ty, source: &Ty) -> bool {
+    let string = |ty: &Ty| match ty {
+        Ty::Str => true,
+        Ty::Enum(i) => model.enums.get(*i).is_some(),
+        _ => false,
+    };
+    copy == source || (string(copy) && string(source))
 }
 
 /// The strategy the data supports: a copy is maintained only when every holder equals its

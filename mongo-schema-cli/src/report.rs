@@ -82,6 +82,18 @@ pub struct CopyCheck {
     pub sync: String,
 }
 
+/// A sub-document holding an `_id` that is no copy of a candidate source, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RejectedCopy {
+    /// `collection.field`.
+    pub path: String,
+    /// The candidate source collection.
+    pub target: String,
+    /// Why it is no copy (a copied field the source lacks or types otherwise, an `_id` not
+    /// found in it, ...).
+    pub reason: String,
+}
+
 /// A collection whose `_id`s were looked up in another's: a part under its owner's `_id`
 /// (`same_id_as`) when every one was found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -157,6 +169,9 @@ pub struct Report {
     pub copies: Vec<CopyCheck>,
     /// Collections checked for a part under another's `_id` (`same_id_as`).
     pub parts: Vec<PartCheck>,
+    /// Sub-documents with an `_id` that were looked at as copies of a collection and are not one,
+    /// each with why.
+    pub rejected_copies: Vec<RejectedCopy>,
     /// Indexes.
     pub indexes: Vec<IndexNote>,
     /// Things said once (a cap reached, a text index the attributes cannot say).

@@ -52,6 +52,9 @@ pub struct Found {
     pub validation_action: Option<String>,
     /// The collection's default collation (`options.collation`).
     pub collation: Option<Document>,
+    /// `listCollections`' `options`, as the server lists them (time series, capped,
+    /// clustered, pre- and post-images are read from it by `pull`).
+    pub options: Document,
 }
 
 /// The collection handle with the read options.
@@ -78,7 +81,10 @@ pub async fn sample(
 ) -> mongodb::error::Result<Vec<Found>> {
     report.command("listCollections");
     let mut specs: Vec<Document> = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "type": "collection" } })
+        .run_cursor_command(doc! {
+            "listCollections": 1,
+            "filter": { "type": { "$in": ["collection", "timeseries"] } },
+        })
         .await?
         .try_collect()
         .await?;
@@ -163,6 +169,7 @@ pub async fn sample(
                 .filter(|a| *a != "error")
                 .map(str::to_owned),
             collation: options.get_document("collation").ok().cloned(),
+            options,
         });
     }
     Ok(found)

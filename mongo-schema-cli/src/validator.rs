@@ -4,7 +4,7 @@
 //! validator `schema().apply(..)` installs.
 
 use mongo_schema_core::__private::{
-    copy_schema, enum_schema, object, string_enum, Tagging, VariantSchema,
+    constrain, copy_schema, enum_schema, object, string_enum, Tagging, VariantSchema,
 };
 use mongo_schema_core::BsonSchema;
 use mongodb::bson::{
@@ -28,11 +28,16 @@ pub fn validators(model: &Model) -> Vec<(String, Document)> {
         .collect()
 }
 
-/// The schema of a struct: closed (`additional_properties = false`), as `emit` writes it.
+/// The schema of a struct: closed (`additional_properties = false`) unless the server's
+/// validator leaves it open, as `emit` writes it.
 pub fn struct_schema(model: &Model, s: &Struct, root: bool) -> Document {
-    fields_object(model, &s.fields)
-        .deny_additional(root)
-        .build()
+    let object = fields_object(model, &s.fields);
+    match (s.open, root) {
+        (false, _) => object.deny_additional(root),
+        (true, true) => object.root(),
+        (true, false) => object,
+    }
+    .build()
 }
 
 fn fields_object(model: &Model, fields: &[Field]) -> mongo_schema_core::__private::ObjectSchema {
@@ -64,7 +69,12 @@ pub fn field_schema(model: &Model, field: &Field) -> (Document, bool) {
     } else {
         base
     };
-    (schema, !p.missing)
+    let constraints: Vec<(&str, Bson)> = field
+        .constraints
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    (constrain(schema, &constraints), !p.missing)
 }
 
 /// The schema of a type.
@@ -112,6 +122,7 @@ pub fn ty_schema(model: &Model, ty: &Ty) -> Document {
             "maxProperties": *max as i64,
             "additionalProperties": ty_schema(model, values),
         },
+        Ty::GeoPoint => mongo_schema_core::geo::Point::bson_schema(),
         Ty::Any => Bson::bson_schema(),
     }
 }
@@ -129,6 +140,33 @@ pub fn union_schema(model: &Model, union: &crate::model::Union, root: bool) -> D
         })
         .collect();
     enum_schema(Tagging::Internal(leak(&union.tag)), variants, true, root)
+}
+
+/// Whether two validators are the same as the server means it: the order of a document's
+/// fields does not matter, numbers compare by value whatever their BSON type, arrays compare in
+/// order.
+pub fn same(a: &Document, b: &Document) -> bool {
+    fn number(v: &Bson) -> Option<f64> {
+        match v {
+            Bson::Int32(n) => Some(f64::from(*n)),
+            Bson::Int64(n) => Some(*n as f64),
+            Bson::Double(n) => Some(*n),
+            _ => None,
+        }
+    }
+    fn value(a: &Bson, b: &Bson) -> bool {
+        match (a, b) {
+            (Bson::Document(a), Bson::Document(b)) => same(a, b),
+            (Bson::Array(a), Bson::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| value(a, b))
+            }
+            _ => match (number(a), number(b)) {
+                (Some(a), Some(b)) => a == b,
+                _ => a == b,
+            },
+        }
+    }
+    a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| value(v, w)))
 }
 
 /// The stored kinds of a mixed number, in the order `emit`'s marker types list them.

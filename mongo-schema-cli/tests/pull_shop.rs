@@ -8,16 +8,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mongo_schema_cli::pull::{pull, PullConfig};
 use mongo_schema_cli::sample::ReadOptions;
 use mongodb::bson::{doc, Document};
-
-/// The scratch crate's build and run (a cold target directory builds the driver too).
-const BUILD_DEADLINE: Duration = Duration::from_secs(1500);
 
 fn config() -> PullConfig {
     PullConfig {
@@ -90,8 +86,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[serde(tag = \"type\", rename_all = \"snake_case\")]",
         "pub enum OrderPayment {",
         "pub enum OrderStatus {",
-        "pub struct GeoPoint {",
-        "coordinates: [IntOrDoubleNumber; 2]",
+        "pub location: mongo_schema::geo::Point,",
         "#[embed(max = 8)]\n    pub stock: BTreeMap<String, i32>,",
         "#[schema(stored_as = IntOrDouble)]\n    pub total: f64,",
         "pub notes: Option<String>,",
@@ -167,15 +162,7 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
 
     // the module compiles, applies with 0 violators, and every document round-trips
     let dir = scratch_crate(&pulled, "pulled-shop");
-    let output = run_with_deadline(
-        Command::new(env!("CARGO"))
-            .args(["run", "--quiet", "--manifest-path"])
-            .arg(dir.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", scratch_target())
-            .env("PULLED_URI", mongo_schema_testkit::uri())
-            .env("PULLED_DB", db.name()),
-        BUILD_DEADLINE,
-    );
+    let output = common::scratch::run_scratch(&dir, db.name());
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -269,8 +256,9 @@ fn readme_block_is_pulled(module: &str) {
 }
 
 /// An existing validator is the starting point: its kinds, `null` and optional fields are kept
-/// where no document uses them, with its level and action; the same documents without a
-/// validator (the control) get the narrower types.
+/// where no document uses them, with its level and action, and its documents stay open to
+/// fields it does not name; the same documents without a validator (the control) get the
+/// narrower types and a closed model.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_existing_validator_is_kept() {
     let db = mongo_schema_testkit::database("pull_existing").await;
@@ -305,10 +293,12 @@ async fn an_existing_validator_is_kept() {
     let pulled = pull(&db, &config()).await.unwrap();
     let module = &pulled.module;
     for needle in [
-        "#[collection(\n    name = \"players\",\n    validation_level = \"moderate\",\n    validation_action = \"warn\",\n    additional_properties = false\n)]",
+        // the validator leaves the documents open: so does the model
+        "#[collection(\n    name = \"players\",\n    validation_level = \"moderate\",\n    validation_action = \"warn\"\n)]",
         "#[schema(stored_as = IntOrDouble)]\n    pub score: f64,",
         "#[schema(stored_as = Option<String>)]\n    pub nickname: Option<Option<String>>,",
         // the control
+        "#[collection(name = \"plain_players\", additional_properties = false)]",
         "pub struct PlainPlayer {\n    #[serde(rename = \"_id\")]\n    pub id: i32,\n    pub name: String,\n    pub score: i32,\n    pub nickname: String,\n}",
     ] {
         assert!(module.contains(needle), "`{needle}` is not in the module:\n{module}");
@@ -398,15 +388,7 @@ async fn hostile_stored_names_make_a_module_that_compiles_or_a_refusal() {
         .any(|u| u.path == "hostile.meta"));
 
     let dir = scratch_crate(&pulled, "pulled-hostile");
-    let output = run_with_deadline(
-        Command::new(env!("CARGO"))
-            .args(["run", "--quiet", "--manifest-path"])
-            .arg(dir.join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", scratch_target())
-            .env("PULLED_URI", mongo_schema_testkit::uri())
-            .env("PULLED_DB", db.name()),
-        BUILD_DEADLINE,
-    );
+    let output = common::scratch::run_scratch(&dir, db.name());
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -447,46 +429,8 @@ fn counts(line: &str) -> (u64, u64) {
     (number(" decoded"), number(" re-encoded equal"))
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("mongo-schema-cli/ is in the workspace")
-        .to_path_buf()
-}
-
-/// The workspace's own target directory (`cargo test` holds no lock on it while the tests run):
-/// with the workspace's lock file and the features its test build unifies (below), the scratch
-/// crate reuses every dependency the suite built, and builds only itself and the library.
-fn scratch_target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
-        .to_path_buf()
-}
-
 /// A crate holding the generated module and a program that checks it against the database.
 fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled, name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let root = workspace_root();
-    let manifest = format!(
-        "[package]\nname = {name:?}\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [workspace]\n\n[dependencies]\n\
-         mongo-schema = {{ path = {:?}, features = [\"chrono-0_4\", \"time-0_3\", \"uuid-1\", \"rust_decimal-1\", \"cli\"] }}\n\
-         serde = {{ version = \"1\", features = [\"derive\"] }}\n\
-         tokio = {{ version = \"1\", features = [\"macros\", \"rt-multi-thread\", \"time\", \"sync\", \"signal\"] }}\n\
-         futures-util = \"0.3\"\n\
-         # as the workspace's tests unify them, so that the driver is not built again\n\
-         bson = {{ version = \"2.15\", features = [\"serde_with-3\"] }}\n",
-        root.display().to_string()
-    );
-    write_if_changed(&dir.join("Cargo.toml"), &manifest);
-    // the workspace's versions, so the build reuses what it resolved
-    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
-    if !dir.join("Cargo.lock").exists() {
-        std::fs::write(dir.join("Cargo.lock"), lock).unwrap();
-    }
-    write_if_changed(&dir.join("src/model.rs"), &pulled.module);
     let mut checks = String::new();
     for c in &pulled.model.collections {
         let ty = &pulled.model.structs[c.root].name;
@@ -495,37 +439,11 @@ fn scratch_crate(pulled: &mongo_schema_cli::pull::Pulled, name: &str) -> PathBuf
             c.name
         ));
     }
-    write_if_changed(
-        &dir.join("src/main.rs"),
+    common::scratch::scratch_crate(
+        name,
+        &pulled.module,
         &CHECKER.replace("    // CHECKS\n", &checks),
-    );
-    dir
-}
-
-fn write_if_changed(path: &Path, text: &str) {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
-        std::fs::write(path, text).unwrap();
-    }
-}
-
-fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::process::Output {
-    let child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cargo runs");
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(deadline) {
-        Ok(output) => output.expect("cargo's output"),
-        Err(_) => {
-            let _ = Command::new("kill").arg(id.to_string()).status();
-            panic!("building and running the pulled crate took more than {deadline:?}");
-        }
-    }
+    )
 }
 
 const CHECKER: &str = r#"//! Checks the pulled module against the database it was pulled from.
