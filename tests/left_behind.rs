@@ -385,7 +385,7 @@ mod dedupe {
                 .migration(
                     2,
                     "one account per email",
-                    migrate::dedupe::<Account>(&["email"], Keep::Oldest),
+                    migrate::dedupe::<Account>(field!(Account, email), Keep::Oldest),
                 )
                 .build()
                 .unwrap()

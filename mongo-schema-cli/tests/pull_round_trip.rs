@@ -401,6 +401,7 @@ async fn a_copy_of_five_sources_is_found_and_the_unsaid_options_are_reported() {
     assert!(
         rejected
             .iter()
+            // display-text: the rejected candidate's reason names the field that differs
             .any(|r| r.target == "venues" && r.reason.contains("badge")),
         "{:?}",
         pulled.report.rejected_copies
