@@ -83,7 +83,7 @@ pub const fn list_message<const N: usize>(prefix: &str, names: &[&str], suffix: 
 const NEAR_MAX: usize = 64;
 
 /// The edit distance of `a` and `b` by bytes, a swap of two neighbours counting as one edit
-/// (`nmae` is one edit from `name`), or `usize::MAX` when either is longer than [`NEAR_MAX`]
+/// (`nmae` is one edit from `name`), or `usize::MAX` when either is longer than `NEAR_MAX`
 /// bytes (the optimal string alignment distance).
 pub const fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b) = (a.as_bytes(), b.as_bytes());
