@@ -32,7 +32,9 @@ async fn a_renamed_author_reaches_the_posts() -> mongo_schema::Result<()> {
     };
     Post::collection(&db).insert_one(&post).await?;
 
-    // a plain driver write, as another service would send it: the worker follows it
+    // a plain driver write, as another service would send it: the worker follows it.
+    // `set` and `inc` borrow a value of the field's type (here a `&str` for a `String`;
+    // `&Status::Closed` for an enum, `&1` for an `i64`), written as the field stores it
     let rename = Update::new()
         .set(field!(Author, name), "Ada Lovelace")
         .build()?;
