@@ -52,6 +52,7 @@
 //!   server after the claim's kill (a partition that delivered it late, a holder that died
 //!   before settling).
 
+use super::fan_out::progress::Progress;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -188,6 +189,8 @@ pub(crate) struct Fence {
     older: Arc<Mutex<Vec<BsonDocument>>>,
     /// Beats at every commit (the worker's watchdog reads it).
     pulse: Arc<AtomicU64>,
+    /// Where this holder's fan-outs got to (see [`super::fan_out::progress`]).
+    progress: Progress,
 }
 
 /// What a fenced write did.
@@ -209,15 +212,28 @@ impl Fence {
         epoch: i64,
         sessions: LaneSessions,
     ) -> Fence {
+        let lease = lease.into();
         Fence {
+            progress: Progress::new(lanes.clone(), lease.clone()),
             lanes,
-            lease: lease.into(),
+            lease,
             owner: owner.to_owned(),
             epoch,
             sessions,
             older: Arc::default(),
             pulse: Arc::default(),
         }
+    }
+
+    /// Resumes the fan-outs of earlier holders from `progress` (loaded at the takeover).
+    pub(crate) fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Where this holder's fan-outs got to.
+    pub(crate) fn progress(&self) -> &Progress {
+        &self.progress
     }
 
     /// Beats `pulse` at every commit through this fence.

@@ -1,15 +1,26 @@
 //! One active worker per name: a lease (`owner`, `expires`, `epoch`) in the worker's token
 //! document, held through the crate's `ServerLease` (server clock, local validity measured on a
 //! clock that counts suspended time, from the send time). The holder renews at a third of the
-//! lease and stops applying changes once the lease may have lapsed, so a standby takes over only
-//! after it stopped. Each takeover raises the epoch and claims the lease's [fence](super::fence)
+//! lease and starts no batch once the lease may have lapsed, so a standby takes over only after
+//! it stopped. Each takeover raises the epoch and claims the lease's [fence](super::fence)
 //! lanes before its first write, so a write of a holder that was paused past its lease (already
 //! sent, or sent after it resumed) cannot land after the new holder's.
+//!
+//! A renewal answered after the lease lapsed locally does not end the tenure: a busy server
+//! (SecantusDB answers nothing else while it sorts the holders of a large fan-out) can hold a
+//! renewal longer than the lease. While it is unanswered the worker starts nothing new
+//! ([`Lease::hold`] waits); if the answer says the lease document still names this owner and
+//! epoch, nobody took over in between (a takeover changes one of them), and the worker renews
+//! again at once, from a fresh send time, and goes on where it was: its fan-out in progress
+//! keeps its chunks and its position. Before, the worker gave the lease up at the lapse, took it
+//! again under a new epoch and began the fan-out again from its first holder: a fan-out longer
+//! than the lease on a busy server never finished (issue 48).
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::fan_out::progress::Progress;
 use super::fence::{lane_sessions, settle, Fence, LaneSessions};
 use crate::lease::{LeaseInstant, ServerLease};
 use crate::Result;
@@ -19,6 +30,13 @@ use mongodb::Collection;
 
 /// The default lease of a sync worker.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// The longest a holder waits, after its lease lapsed locally, for renewals to be answered
+/// before it gives the lease up: three leases, and at least 30 s (the driver's server selection
+/// timeout, so a server that is being restarted is waited for).
+fn late_renewal_limit(lease: Duration) -> Duration {
+    (lease * 3).max(Duration::from_secs(30))
+}
 
 #[derive(Debug)]
 pub(crate) struct Lease {
@@ -38,6 +56,9 @@ pub(crate) struct Lease {
     sessions: tokio::sync::Mutex<Option<LaneSessions>>,
     /// Beats at every fenced commit (the worker's watchdog reads it).
     pulse: Arc<AtomicU64>,
+    /// Set while [`Lease::keep`] runs: the lease is not given up yet, even when it lapsed
+    /// locally (a renewal may still be answered).
+    keeping: AtomicBool,
 }
 
 impl Lease {
@@ -62,6 +83,7 @@ impl Lease {
             fence: Mutex::new(None),
             sessions: tokio::sync::Mutex::new(None),
             pulse: Arc::default(),
+            keeping: AtomicBool::new(false),
         }
     }
 
@@ -131,6 +153,20 @@ impl Lease {
     /// Whether this worker may still act as the owner.
     pub(crate) fn holds(&self) -> bool {
         self.lease.holds()
+    }
+
+    /// Whether this worker may act as the owner, waiting while the lease lapsed locally and
+    /// [`Lease::keep`] still renews it (see the module documentation). `false`: it was lost.
+    pub(crate) async fn hold(&self) -> bool {
+        loop {
+            if self.holds() {
+                return true;
+            }
+            if !self.keeping.load(Ordering::Acquire) {
+                return false;
+            }
+            tokio::time::sleep(self.poll_interval()).await;
+        }
     }
 
     /// Forgets the lease locally.
@@ -213,7 +249,9 @@ impl Lease {
             self.lease.lost();
             return Ok(false);
         }
-        self.set_fence(Some(fence));
+        // the fan-outs an earlier holder cut short resume where they got to
+        let progress = Progress::load(self.tokens.clone(), self.id.clone()).await?;
+        self.set_fence(Some(fence.with_progress(progress)));
         Ok(true)
     }
 
@@ -234,28 +272,76 @@ impl Lease {
             .unwrap_or(0))
     }
 
-    /// Renews at a third of the lease until it is lost (another owner, or no renewal got
-    /// through before it lapsed). Never returns while the lease is held.
+    /// Renews at a third of the lease until it is lost: another owner or epoch on the lease
+    /// document, or no renewal answered within [`late_renewal_limit`] of the local lapse. A
+    /// renewal answered late keeps the lease (see the module documentation). Never returns
+    /// while the lease is held.
     pub(crate) async fn keep(&self) {
+        /// Clears `keeping` however `keep` ends (returned, or dropped by the worker's select).
+        struct Keeping<'a>(&'a AtomicBool);
+        impl Drop for Keeping<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        self.keeping.store(true, Ordering::Release);
+        let _keeping = Keeping(&self.keeping);
         loop {
             tokio::time::sleep(self.lease.duration() / 3).await;
-            loop {
-                let Some(remaining) = self.remaining() else {
-                    self.lost();
-                    return;
-                };
-                let renew = self.lease.renew(&self.tokens, self.owned(), "expires");
-                match tokio::time::timeout(remaining, renew).await {
-                    Ok(Ok(true)) => break,
-                    Ok(Ok(false)) => return,
-                    Ok(Err(error)) => {
-                        tracing::warn!(worker = %self.name, %error, "lease renewal failed; retrying");
-                        tokio::time::sleep(self.poll_interval()).await;
+            if !self.renew().await {
+                self.lost();
+                return;
+            }
+        }
+    }
+
+    /// Renews until a renewal is answered while the lease still holds locally: `true`; `false`
+    /// when the lease document names another owner or epoch, or when no renewal was answered
+    /// within [`late_renewal_limit`] of the lapse.
+    async fn renew(&self) -> bool {
+        let mut lapsed: Option<tokio::time::Instant> = None;
+        let limit = late_renewal_limit(self.lease.duration());
+        loop {
+            // how long this attempt may take: until the lapse, then what is left of the limit
+            let mut late_left = || {
+                let since = *lapsed.get_or_insert_with(tokio::time::Instant::now);
+                limit.checked_sub(since.elapsed())
+            };
+            let (mut bound, mut is_late) = match self.remaining() {
+                Some(remaining) => (remaining, false),
+                None => match late_left() {
+                    Some(left) => (left, true),
+                    None => return false,
+                },
+            };
+            let renew = self.lease.renew(&self.tokens, self.owned(), "expires");
+            tokio::pin!(renew);
+            let answer = loop {
+                match tokio::time::timeout(bound, &mut renew).await {
+                    Ok(answer) => break answer,
+                    Err(_) if !is_late => {
+                        // lapsed locally with the renewal unanswered: wait on for its answer
+                        tracing::warn!(worker = %self.name, "the lease lapsed with its renewal unanswered (a busy server); starting nothing until it is answered");
+                        match late_left() {
+                            Some(left) => (bound, is_late) = (left, true),
+                            None => return false,
+                        }
                     }
-                    Err(_) => {
-                        self.lost();
-                        return;
-                    }
+                    Err(_) => return false,
+                }
+            };
+            match answer {
+                Ok(true) if self.holds() => return true,
+                // answered late, still this owner and epoch: nobody took over, and the lease
+                // runs again from the server's answer; renewed at once, so that this worker's
+                // own clock counts from a send it knows
+                Ok(true) => {
+                    tracing::info!(worker = %self.name, "a late renewal found the lease still this worker's: renewing again");
+                }
+                Ok(false) => return false,
+                Err(error) => {
+                    tracing::warn!(worker = %self.name, %error, "lease renewal failed; retrying");
+                    tokio::time::sleep(self.poll_interval()).await;
                 }
             }
         }
@@ -375,5 +461,109 @@ mod tests {
             "only the new holder's write landed: {held}"
         );
         drop(dead);
+    }
+
+    /// Issue 48, item 0: a renewal answered after the lease lapsed locally keeps the lease when
+    /// nobody took over (same owner, same epoch, the worker goes on: a fan-out longer than the
+    /// lease on a busy server finishes), and loses it when a standby did. The renewal is held
+    /// in the driver's command monitoring past twice the lease, as a busy server holds it; the
+    /// holder runs on a runtime of its own, which the hold freezes whole (on a shared runtime
+    /// the frozen thread may be the one that drives the timers).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_renewal_answered_after_the_lease_lapsed_keeps_it_unless_it_was_taken_over() {
+        use std::sync::{mpsc, Arc};
+        let period = Duration::from_millis(600);
+        let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+            .await
+            .unwrap();
+        for taken_over in [false, true] {
+            let db = mongo_schema_testkit::database("lease_late_renewal").await;
+            let tokens = db.collection::<BsonDocument>("tokens");
+            let (handed, hand) = mpsc::channel();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let (uri, name) = (uri.clone(), db.name().to_owned());
+            let holder_thread = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    // the first renewal: an `update` of the lease document with a pipeline
+                    let (client, held, release) =
+                        mongo_schema_testkit::holding_client(&uri, |started| {
+                            started.command_name == "update"
+                                && started
+                                    .command
+                                    .get_array("updates")
+                                    .ok()
+                                    .and_then(|u| u.first()?.as_document()?.get_array("u").ok())
+                                    .is_some()
+                        })
+                        .await;
+                    let busy = client.database(&name).collection::<BsonDocument>("tokens");
+                    let holder = Arc::new(Lease::new(busy, "w", period, 1));
+                    assert!(holder.try_acquire().await.unwrap(), "the first holder");
+                    handed.send((holder.clone(), held, release)).unwrap();
+                    tokio::select! {
+                        () = holder.keep() => "lost",
+                        _ = stopped => "still kept",
+                    }
+                })
+            });
+            let (holder, held, release) =
+                tokio::task::spawn_blocking(move || hand.recv_timeout(Duration::from_secs(30)))
+                    .await
+                    .unwrap()
+                    .expect("the holder took the lease");
+            let epoch = holder.fence().unwrap().epoch();
+            tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+                .await
+                .unwrap()
+                .expect("the renewal was held");
+            tokio::time::sleep(2 * period).await;
+            assert!(
+                !holder.holds(),
+                "the lease lapsed locally while its renewal was held"
+            );
+            let standby = Lease::new(tokens.clone(), "w", period, 1);
+            if taken_over {
+                assert!(
+                    standby.try_acquire().await.unwrap(),
+                    "the standby takes over"
+                );
+            }
+            release.send(()).unwrap();
+            if taken_over {
+                // the late renewal finds the standby's owner: the lease is lost
+                let ended = tokio::task::spawn_blocking(move || holder_thread.join())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(ended, "lost");
+                assert!(!holder.hold().await, "lost");
+                assert!(standby.holds());
+            } else {
+                // the late renewal finds the lease still this holder's: it holds it again, in
+                // the same tenure, and keep goes on
+                assert!(
+                    tokio::time::timeout(Duration::from_secs(20), holder.hold())
+                        .await
+                        .expect("hold() answers within its deadline"),
+                    "the lease is held again after the late renewal"
+                );
+                assert_eq!(holder.fence().unwrap().epoch(), epoch, "the same tenure");
+                let stored = tokens.find_one(doc! { "_id": "w" }).await.unwrap().unwrap();
+                assert_eq!(stored.get_str("owner").ok(), Some(holder.owner()));
+                assert_eq!(stored.get_i64("epoch").ok(), Some(epoch));
+                // and a standby cannot take it over now
+                assert!(!standby.try_acquire().await.unwrap(), "the holder keeps it");
+                stop.send(()).unwrap();
+                let ended = tokio::task::spawn_blocking(move || holder_thread.join())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(ended, "still kept", "keep never gave the lease up");
+            }
+        }
     }
 }

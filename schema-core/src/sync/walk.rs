@@ -186,6 +186,7 @@ pub(crate) async fn walk_by_id<V: Visit + Send>(
         projection,
         batch,
         None,
+        None,
         visitor,
     )
     .await
@@ -194,17 +195,20 @@ pub(crate) async fn walk_by_id<V: Visit + Send>(
 /// [`walk_by_id`] over the documents that match `filter` only (a fan-out's holders of one
 /// source): the same `_id` order, batches and resumption after a break, every `find` under
 /// `collation` (the simple one for a filter on ids the documents hold, on a collection whose
-/// default is another: its order of `_id`s and its ranges are then that collation's too).
+/// default is another: its order of `_id`s and its ranges are then that collation's too),
+/// starting after the `_id` `start_after` when given (a fan-out resumed, see
+/// [`super::fan_out::progress`]).
 pub(crate) async fn walk_matching<V: Visit + Send>(
     collection: &Collection<BsonDocument>,
     filter: BsonDocument,
     projection: Option<BsonDocument>,
     batch: usize,
     collation: Option<&crate::Collation>,
+    start_after: Option<Bson>,
     visitor: &mut V,
 ) -> Result<u64> {
     let batch = batch.max(1);
-    let mut after: Option<Bson> = None;
+    let mut after: Option<Bson> = start_after;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut breaks_in_a_row = 0;
     let mut resumed = 0;

@@ -330,7 +330,7 @@ impl SyncWorker {
                     let started = std::time::Instant::now();
                     let outcome = job
                         .fan_out
-                        .run_resilient(db, job.edge, &job.source, log, writer)
+                        .run_resilient(db, job.edge, &job.source, log, writer, job.event.as_ref())
                         .instrument(tracing::debug_span!("fan_out", worker, copy = %copy, source = %job.source))
                         .await;
                     if let Ok(done) = &outcome {
@@ -384,6 +384,7 @@ impl SyncWorker {
         let edges = self.graph.edges.iter().enumerate().filter(|(_, e)| {
             e.copy.source == *collection && e.copy.strategy == SyncStrategy::Async
         });
+        let token = crate::bson_compat::to_bson(&event.id).ok();
         if event.operation_type == OperationType::Delete {
             let Some(id) = event.document_key.as_ref().and_then(|k| k.get("_id")) else {
                 return Vec::new();
@@ -396,6 +397,7 @@ impl SyncWorker {
                         source: id.clone(),
                         fan_out: FanOut::deleted(edge, id)?,
                         deletion: true,
+                        event: token.clone(),
                     })
                 })
                 .collect();
@@ -422,6 +424,7 @@ impl SyncWorker {
                     source: id.clone(),
                     fan_out: FanOut::new(edge, source)?,
                     deletion: false,
+                    event: token.clone(),
                 })
             })
             .collect()
@@ -476,6 +479,9 @@ pub(super) struct Job<'e> {
     pub(super) source: Bson,
     pub(super) fan_out: FanOut,
     pub(super) deletion: bool,
+    /// The change it applies (its event's resume token): a fan-out cut short resumes for the
+    /// same change only (see [`crate::sync::fan_out::progress`]).
+    pub(super) event: Option<Bson>,
 }
 
 /// The paths an update changed: set, removed, or arrays truncated (`$pop`, `$pull`, a `$push`

@@ -366,7 +366,7 @@ impl SyncWorker {
         cluster_time: Option<mongodb::bson::Timestamp>,
         lag_ms: Option<u64>,
     ) -> Result<bool> {
-        if !lease.holds() {
+        if !lease.hold().await {
             return Ok(false);
         }
         let mut set = doc! { "updated_at": mongodb::bson::DateTime::now() };

@@ -251,27 +251,24 @@ impl SyncWorker {
                     fence: &fence,
                     lane: 0,
                 };
-                let report = match reconcile(&self.db, &edges, false, &log, writer).await {
-                    Err(error) if crate::sync::fence::is_fenced_off(&error) || !lease.holds() => {
-                        lease.lost();
-                        return Ok(Stopped::LeaseLost);
-                    }
-                    other => other?,
-                };
-                let subsets = match crate::relations::subset::reconcile::reconcile(
+                let report = reconcile(&self.db, &edges, false, &log, writer).await;
+                if lost_with(report.as_ref().err(), lease).await {
+                    lease.lost();
+                    return Ok(Stopped::LeaseLost);
+                }
+                let report = report?;
+                let subsets = crate::relations::subset::reconcile::reconcile(
                     &self.db,
                     &self.subsets.rules,
                     false,
                     Some((&fence, 0)),
                 )
-                .await
-                {
-                    Err(error) if crate::sync::fence::is_fenced_off(&error) || !lease.holds() => {
-                        lease.lost();
-                        return Ok(Stopped::LeaseLost);
-                    }
-                    other => other?,
-                };
+                .await;
+                if lost_with(subsets.as_ref().err(), lease).await {
+                    lease.lost();
+                    return Ok(Stopped::LeaseLost);
+                }
+                let subsets = subsets?;
                 WorkerStats::add(&stats.reconciles, 1);
                 WorkerStats::add(&stats.copies_rewritten, report.repaired());
                 WorkerStats::add(
@@ -424,7 +421,7 @@ impl SyncWorker {
                 }
                 continue;
             };
-            if !lease.holds() {
+            if !lease.hold().await {
                 return Ok(Stopped::LeaseLost);
             }
             // the batch: what the driver has already received, and a reply arriving within
@@ -590,5 +587,14 @@ impl Drop for Reconciling<'_> {
         self.0
             .reconciling
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether `error`, which ended the reconcile of a fresh start, means the lease was lost: a
+/// write fenced off, or the lease no longer held (waiting while a late renewal may keep it).
+async fn lost_with(error: Option<&Error>, lease: &Lease) -> bool {
+    match error {
+        None => false,
+        Some(error) => crate::sync::fence::is_fenced_off(error) || !lease.hold().await,
     }
 }

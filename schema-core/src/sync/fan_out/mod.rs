@@ -1,7 +1,10 @@
 //! The fan-out update shared by every strategy: the `updateMany` that brings the copies of one
 //! source document in line with it, written in chunks of at most [`FAN_OUT_CHUNK`] holders
 //! (one transaction each, in holder `_id` order), and, when one holder of a chunk cannot take
-//! it, that chunk's holders one by one so that every other holder still converges.
+//! it, that chunk's holders one by one so that every other holder still converges. The sync
+//! worker's fan-outs record where they got to ([`progress`]), so a pass cut short resumes.
+
+pub(crate) mod progress;
 
 use futures_util::TryStreamExt;
 use mongodb::action::Action as _;
@@ -17,6 +20,7 @@ use super::retry::ErrorClass;
 use super::walk::{spanning, walk_matching, Visit};
 use crate::model::copy::{CopyShape, CopySpec, OnDelete, SyncEdge};
 use crate::Result;
+use progress::{Place, ProgressWrite};
 
 /// The most holder documents that one fan-out, repair or refresh writes in one transaction. A
 /// fan-out over more holders is cut into chunks of at most this many, in holder `_id` order,
@@ -241,6 +245,7 @@ impl FanOut {
         source: &Bson,
         log: &FailureLog,
         writer: Writer<'_>,
+        progress: Option<&ProgressWrite>,
     ) -> Result<Option<u64>> {
         let label = edge.label();
         let fence = match writer {
@@ -248,18 +253,28 @@ impl FanOut {
             Writer::Transaction => None,
         };
         let written = transact(db.client(), fence, |session| {
-            let (this, db, holder, label, source, log) = (
+            let (this, db, holder, label, source, log, progress) = (
                 self.clone(),
                 db.clone(),
                 edge.holder.clone(),
                 label.clone(),
                 source.clone(),
                 log.clone(),
+                progress.cloned(),
             );
             Box::pin(async move {
                 let rewritten = this.run(&db, &holder, Some(&mut *session)).await?;
-                log.clear(&db, &label, &source, this.holders.as_deref(), Some(session))
-                    .await?;
+                log.clear(
+                    &db,
+                    &label,
+                    &source,
+                    this.holders.as_deref(),
+                    Some(&mut *session),
+                )
+                .await?;
+                if let Some(progress) = progress {
+                    progress.run(session).await?;
+                }
                 Ok(rewritten)
             })
         })
@@ -278,6 +293,9 @@ impl FanOut {
     ///
     /// Each chunk is idempotent (it sets the source's current values), so a worker that
     /// resumes an event whose first chunks were written writes them again and changes nothing.
+    /// With the `event` it applies (the change's resume token) and a fenced writer, the walk
+    /// records where it got to and starts after the last holder a cut-short pass of the same
+    /// change committed ([`progress`]).
     pub(crate) async fn run_resilient(
         &self,
         db: &Database,
@@ -285,7 +303,14 @@ impl FanOut {
         source: &Bson,
         log: &FailureLog,
         writer: Writer<'_>,
+        event: Option<&Bson>,
     ) -> Result<FanOutOutcome> {
+        let place = match (writer, event, &self.holders) {
+            (Writer::Fenced { fence, .. }, Some(event), None) => {
+                Some(fence.progress().place(&edge.label(), source, event.clone()))
+            }
+            _ => None,
+        };
         let mut chunks = Chunks {
             fan_out: self,
             db,
@@ -293,11 +318,12 @@ impl FanOut {
             source,
             log,
             writer,
+            place: place.as_ref(),
             outcome: FanOutOutcome::default(),
         };
         if let Some(holders) = &self.holders {
             for part in holders.chunks(FAN_OUT_CHUNK) {
-                chunks.write(self.clone().only(part.to_vec())).await?;
+                chunks.write(self.clone().only(part.to_vec()), None).await?;
                 if chunks.outcome.fenced_off {
                     break;
                 }
@@ -305,17 +331,27 @@ impl FanOut {
             return Ok(chunks.outcome);
         }
         let collection = db.collection::<BsonDocument>(&edge.holder);
+        let after = place.as_ref().and_then(Place::resume_after);
+        if let Some(after) = &after {
+            tracing::info!(copy = %edge.label(), %source, %after, "a fan-out cut short resumes after the last holder it committed");
+        }
         let walked = walk_matching(
             &collection,
             self.filter.clone(),
             Some(doc! { "_id": 1 }),
             FAN_OUT_CHUNK,
             self.collation.as_ref(),
+            after,
             &mut chunks,
         )
         .await;
         match walked {
-            Ok(_) => Ok(chunks.outcome),
+            Ok(_) => {
+                if let Some(place) = &place {
+                    place.finished().await?;
+                }
+                Ok(chunks.outcome)
+            }
             Err(error) if is_fenced_off(&error) => Ok(chunks.outcome),
             Err(error) => Err(error),
         }
@@ -336,13 +372,17 @@ impl FanOut {
         source: &Bson,
         log: &FailureLog,
         writer: Writer<'_>,
+        progress: Option<&ProgressWrite>,
     ) -> Result<FanOutOutcome> {
         let refused = FanOutOutcome {
             fenced_off: true,
             ..FanOutOutcome::default()
         };
         let several = self.holders.as_ref().is_none_or(|h| h.len() > 1);
-        let error = match self.run_and_clear(db, edge, source, log, writer).await {
+        let error = match self
+            .run_and_clear(db, edge, source, log, writer, progress)
+            .await
+        {
             Ok(Some(rewritten)) => {
                 return Ok(FanOutOutcome {
                     rewritten,
@@ -376,7 +416,7 @@ impl FanOut {
             // the copied id stays in the filter: a holder that meanwhile points elsewhere is
             // left alone
             let one = self.clone().only(vec![holder.clone()]);
-            match one.run_and_clear(db, edge, source, log, writer).await {
+            match one.run_and_clear(db, edge, source, log, writer, None).await {
                 Ok(Some(rewritten)) => outcome.rewritten += rewritten,
                 Ok(None) => {
                     return Ok(FanOutOutcome {
@@ -435,20 +475,35 @@ struct Chunks<'a, 'w> {
     source: &'a Bson,
     log: &'a FailureLog,
     writer: Writer<'w>,
+    /// Where a worker's fan-out records its progress.
+    place: Option<&'a Place>,
     outcome: FanOutOutcome,
 }
 
 impl Chunks<'_, '_> {
-    /// Writes one chunk (at most [`FAN_OUT_CHUNK`] holders) and adds up what it did.
-    async fn write(&mut self, chunk: FanOut) -> Result<()> {
+    /// Writes one chunk (at most [`FAN_OUT_CHUNK`] holders), with `progress` in its
+    /// transaction, and adds up what it did.
+    async fn write(&mut self, chunk: FanOut, progress: Option<ProgressWrite>) -> Result<()> {
         let copy = self.edge.label();
         let holders = chunk.holders.as_ref().map_or(0, Vec::len);
         let started = std::time::Instant::now();
         let done = chunk
-            .run_chunk(self.db, self.edge, self.source, self.log, self.writer)
+            .run_chunk(
+                self.db,
+                self.edge,
+                self.source,
+                self.log,
+                self.writer,
+                progress.as_ref(),
+            )
             .instrument(tracing::debug_span!("fan_out_chunk", copy = %copy, holders))
             .await?;
         super::metrics::chunk(&copy, started.elapsed());
+        if let (Some(place), Some(progress)) = (self.place, &progress) {
+            if !done.fenced_off {
+                place.committed(progress);
+            }
+        }
         self.outcome.rewritten += done.rewritten;
         self.outcome.failed += done.failed;
         self.outcome.fenced_off |= done.fenced_off;
@@ -460,8 +515,15 @@ impl Visit for Chunks<'_, '_> {
     /// One chunk of the walk; a chunk fenced off ends the walk (with [`fenced_off`]).
     async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
         let holders: Vec<Bson> = batch.iter().filter_map(|h| h.get("_id").cloned()).collect();
+        // a full chunk may have more after it: where the walk got to is recorded with it
+        let progress = match (self.place, holders.last()) {
+            (Some(place), Some(last)) if holders.len() >= FAN_OUT_CHUNK => {
+                Some(place.write(last.clone()))
+            }
+            _ => None,
+        };
         let chunk = self.fan_out.clone().chunk(holders);
-        self.write(chunk).await?;
+        self.write(chunk, progress).await?;
         if self.outcome.fenced_off {
             return Err(fenced_off());
         }
