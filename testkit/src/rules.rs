@@ -73,7 +73,8 @@ pub const RULES: &[(&str, &str)] = &[
     ),
     (
         "timeseries-measurement-size",
-        "a time series measurement larger than 4 MB (BSONObjectTooLarge, 10334)",
+        "a time series measurement whose bucket (the meta field once, every other field three \
+         times) passes 16 MiB (BSONObjectTooLarge, 10334)",
     ),
     (
         "timeseries-update",
@@ -92,6 +93,14 @@ pub const RULES: &[(&str, &str)] = &[
          them: each may hold for another element of the array, so { \"a.b\": { $gte: 10, $lt: \
          20 } } finds { a: [{ b: 5 }, { b: 100 }] } with or without the index (SecantusDB's \
          index scan intersected the bounds)",
+    ),
+    (
+        "change-stream-clock",
+        "a change stream's resume token that marks a position without an event (a reply's \
+         post-batch token, a stream's opening) carries the time of the oplog entry at that \
+         position, as mongod's does; SecantusDB's carried a time minted then, past entries not \
+         yet visible to the scan (the sync worker's caught_up answered before such a change \
+         was applied)",
     ),
 ];
 

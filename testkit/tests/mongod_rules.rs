@@ -1136,3 +1136,100 @@ fn turning_off_needs_known_names_and_a_reason() {
     assert_eq!(none.kind(), std::io::ErrorKind::InvalidInput);
     assert!(RULES.iter().any(|(name, _)| *name == "parallel-arrays"));
 }
+
+/// The time a change stream's resume token carries: mongod's own keystring (its first byte 130,
+/// then the cluster time's seconds and increment, big-endian) or SecantusDB's hex BSON (`t`).
+fn token_time(token: &Document) -> Option<mongodb::bson::Timestamp> {
+    let data = token.get_str("_data").ok()?;
+    let bytes: Vec<u8> = (0..data.len() / 2)
+        .map(|i| u8::from_str_radix(data.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    if bytes.first() == Some(&130) && bytes.len() >= 9 {
+        let word = |at: usize| {
+            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        return Some(mongodb::bson::Timestamp {
+            time: word(1),
+            increment: word(5),
+        });
+    }
+    Document::from_reader(bytes.as_slice())
+        .ok()?
+        .get_timestamp("t")
+        .ok()
+}
+
+/// A database stream that matches nothing, read past five inserts into another database: the
+/// time of its post-batch
+/// resume token, and the newest entry of the oplog then.
+async fn quiet_token_and_newest(
+    client: &Client,
+    db: &Database,
+) -> (mongodb::bson::Timestamp, mongodb::bson::Timestamp) {
+    let mut stream = db
+        .watch()
+        .pipeline([doc! { "$match": { "ns.coll": "nothing_here" } }])
+        .max_await_time(Duration::from_millis(100))
+        .await
+        .unwrap();
+    // in another database: the stream's scan sees these entries and passes them by
+    let other = client.database(&format!("{}_other", db.name()));
+    coll(&other, "elsewhere")
+        .insert_many((0..5).map(|i| doc! { "_id": i }))
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert!(stream.next_if_any().await.unwrap().is_none());
+    }
+    let token = mongodb::bson::to_document(&stream.resume_token().unwrap()).unwrap();
+    let newest = client
+        .database("local")
+        .collection::<Document>("oplog.rs")
+        .find_one(doc! {})
+        .sort(doc! { "$natural": -1 })
+        .await
+        .unwrap()
+        .unwrap();
+    (
+        token_time(&token).expect("a token with a time"),
+        newest.get_timestamp("ts").unwrap(),
+    )
+}
+
+/// mongod's post-batch resume token is the position its scan of the oplog reached, with that
+/// entry's time; SecantusDB's, for a reply that matched nothing, carries a time it mints then,
+/// later than an entry minted and not yet visible (which a later reply delivers): the sync
+/// worker's `caught_up` returned before such a change was applied.
+#[tokio::test]
+async fn a_quiet_streams_resume_token_carries_no_time_past_the_oplog() {
+    let db = database("rules_change_stream_clock").await;
+    let client = db.client().clone();
+    let (token, newest) = quiet_token_and_newest(&client, &db).await;
+    assert!(
+        token <= newest,
+        "the token's time {token:?} is past the oplog's newest {newest:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_the_rule_a_quiet_streams_token_runs_ahead_of_the_oplog() {
+    // the positive control of the rule above
+    let server = tokio::task::spawn_blocking(|| {
+        TestServer::start_with_rules_off(
+            None,
+            &["change-stream-clock"],
+            "shows SecantusDB's own post-batch token",
+        )
+    })
+    .await
+    .unwrap()
+    .expect("server");
+    let client = Client::with_uri_str(server.uri()).await.unwrap();
+    let db = client.database("rules_change_stream_clock_off");
+    let (token, newest) = quiet_token_and_newest(&client, &db).await;
+    assert!(token > newest, "{token:?} vs {newest:?}");
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
+}

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import logging
 import os
 import sys
@@ -55,6 +56,9 @@ RULES: dict[str, str] = {
     "array-conditions": "conditions on a multikey index's paths outside $elemMatch answered as "
     "mongod answers them: each may hold for another element of the array (no bounds "
     "intersected or compounded across elements)",
+    "change-stream-clock": "a change stream's resume token that marks a position without an event "
+    "(the post-batch token of a reply, the token of an opening) carries the time of the oplog "
+    "entry at that position, never a later one",
 }
 
 OFF_ENV = "MONGO_SCHEMA_TESTKIT_RULES_OFF"
@@ -1440,6 +1444,9 @@ def install() -> None:
         (Storage, "collection_uuid"),
         (Storage, "_try_index_id_keys"),
         (changestreams, "project"),
+        (changestreams, "make_resume_token"),
+        (Storage, "read_oplog_scan"),
+        (Storage, "current_cluster_time"),
         (aggregate, "_index_join_lookup"),
         (aggregate, "_foreign_field_has_simple_index"),
     ):
@@ -1584,6 +1591,42 @@ def install() -> None:
             return event, invalidates
 
         changestreams.project = _project
+
+    if _on("change-stream-clock"):
+        make_resume_token = changestreams.make_resume_token
+        read_oplog_scan = Storage.read_oplog_scan
+        cluster_time = Storage.current_cluster_time
+        storages: list[Any] = []
+
+        def _current_cluster_time(self):
+            if not storages:
+                storages.append(self)
+            return cluster_time(self)
+
+        def _resume_token(data):
+            # mongod's post-batch resume token is the position its scan of the oplog reached,
+            # with that position's time (src/mongo/db/pipeline/
+            # change_stream_post_batch_resume_token_tracking.md: "the highest oplog timestamp
+            # scanned"). SecantusDB gives a token that marks a position without an event (its
+            # `k` empty: a reply whose scan matched nothing, or the open of a stream) the time
+            # it mints at that moment: later than an entry minted and not yet visible to the
+            # scan, which a later reply then delivers. A reader that takes the token's time
+            # for "every change up to here was delivered" (the sync worker's `caught_up`)
+            # answered before that change was applied. Here it carries the time of the entry
+            # at its position.
+            if not data.document_key and not data.from_invalidate and storages and data.seq > 0:
+                try:
+                    rows, _ = read_oplog_scan(storages[0], start_seq=data.seq, limit=1)
+                except Exception:  # the token as SecantusDB makes it
+                    rows = []
+                if rows and rows[0][0] == data.seq:
+                    ts = rows[0][1].get("ts")
+                    if ts is not None and ts < data.ts:
+                        data = dataclasses.replace(data, ts=ts)
+            return make_resume_token(data)
+
+        Storage.current_cluster_time = _current_cluster_time
+        changestreams.make_resume_token = _resume_token
 
     on = [r for r in RULES if r not in _OFF]
     sys.stderr.write(
