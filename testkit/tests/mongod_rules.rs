@@ -1160,8 +1160,7 @@ fn token_time(token: &Document) -> Option<mongodb::bson::Timestamp> {
 }
 
 /// A database stream that matches nothing, read past five inserts into another database: the
-/// time of its post-batch
-/// resume token, and the newest entry of the oplog then.
+/// time of its post-batch resume token, and the newest entry of the oplog then.
 async fn quiet_token_and_newest(
     client: &Client,
     db: &Database,
