@@ -95,6 +95,12 @@ pub const RULES: &[(&str, &str)] = &[
          index scan intersected the bounds)",
     ),
     (
+        "change-stream-match-first",
+        "a change stream's events of collections its first $match leaves out (by ns.coll) \
+         never reach the stages after it, as mongod pushes that $match into its oplog scan: no \
+         post-image lookup for them, and no missing-image error (NoMatchingDocument, 47)",
+    ),
+    (
         "change-stream-clock",
         "a change stream's resume token that marks a position without an event (a reply's \
          post-batch token, a stream's opening) carries the time of the oplog entry at that \

@@ -1232,3 +1232,74 @@ async fn without_the_rule_a_quiet_streams_token_runs_ahead_of_the_oplog() {
         .await
         .unwrap();
 }
+
+/// A database stream with `fullDocument: "required"` that admits collection `a` only (whose
+/// post-images are on) reads past an update of `b` (whose are not): the update of `a` after it,
+/// or the error a missing image raises.
+async fn required_images_past_another_collection(db: &Database) -> mongodb::error::Result<String> {
+    db.run_command(doc! { "create": "a", "changeStreamPreAndPostImages": { "enabled": true } })
+        .await
+        .unwrap();
+    coll(db, "a")
+        .insert_one(doc! { "_id": 1, "v": 0 })
+        .await
+        .unwrap();
+    coll(db, "b")
+        .insert_one(doc! { "_id": 1, "v": 0 })
+        .await
+        .unwrap();
+    let mut stream = db
+        .watch()
+        .pipeline([doc! { "$match": { "ns.coll": { "$in": ["a"] } } }])
+        .full_document(FullDocumentType::Required)
+        .max_await_time(Duration::from_millis(100))
+        .await?;
+    coll(db, "b")
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "v": 1 } })
+        .await
+        .unwrap();
+    coll(db, "a")
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "v": 1 } })
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        if let Some(event) = stream.next_if_any().await? {
+            return Ok(event.ns.and_then(|ns| ns.coll).unwrap_or_default());
+        }
+    }
+    panic!("no event within 20 replies");
+}
+
+/// mongod pushes a change stream's `$match` on `ns` into its oplog scan: an event of a
+/// collection it leaves out never reaches the post-image lookup, nor its "required" error.
+#[tokio::test]
+async fn a_change_streams_match_on_ns_comes_before_the_post_image() {
+    let db = database("rules_change_stream_match_first").await;
+    let collection = required_images_past_another_collection(&db).await.unwrap();
+    assert_eq!(collection, "a");
+}
+
+#[tokio::test]
+async fn without_the_rule_an_event_the_match_leaves_out_needs_its_image() {
+    // the positive control of the rule above
+    let server = tokio::task::spawn_blocking(|| {
+        TestServer::start_with_rules_off(
+            None,
+            &["change-stream-match-first"],
+            "shows SecantusDB's projection before the $match",
+        )
+    })
+    .await
+    .unwrap()
+    .expect("server");
+    let client = Client::with_uri_str(server.uri()).await.unwrap();
+    let db = client.database("rules_change_stream_match_first_off");
+    let error = required_images_past_another_collection(&db)
+        .await
+        .expect_err("the update of b has no post-image");
+    assert_eq!(code(&error), Some(47), "{error}");
+    drop(client);
+    tokio::task::spawn_blocking(move || drop(server))
+        .await
+        .unwrap();
+}

@@ -56,6 +56,8 @@ RULES: dict[str, str] = {
     "array-conditions": "conditions on a multikey index's paths outside $elemMatch answered as "
     "mongod answers them: each may hold for another element of the array (no bounds "
     "intersected or compounded across elements)",
+    "change-stream-match-first": "a change stream's events of collections its first $match leaves "
+    "out (by ns.coll) are never projected: no post-image lookup, no missing-image error",
     "change-stream-clock": "a change stream's resume token that marks a position without an event "
     "(the post-batch token of a reply, the token of an opening) carries the time of the oplog "
     "entry at that position, never a later one",
@@ -1404,6 +1406,47 @@ def dispatch(body: dict[str, Any], ctx: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Change streams
+# ---------------------------------------------------------------------------------------------
+
+# The collections the change stream being served admits (`None`: any), while its command runs.
+_STREAM_COLLECTIONS: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
+    "stream_collections", default=None
+)
+
+
+def stream_collections(match: Mapping[str, Any]) -> frozenset[str] | None:
+    """The collections a change stream's `$match` admits by its conditions on `ns.coll` (a
+    string or a `$in` of strings, under `$and` and in every branch of an `$or`); `None` when
+    it admits any."""
+    found: list[frozenset[str]] = []
+    for key, condition in match.items():
+        if key == "ns.coll":
+            if isinstance(condition, str):
+                found.append(frozenset([condition]))
+            elif (
+                isinstance(condition, Mapping)
+                and list(condition) == ["$in"]
+                and isinstance(condition["$in"], list)
+                and all(isinstance(c, str) for c in condition["$in"])
+            ):
+                found.append(frozenset(condition["$in"]))
+        elif key == "$and" and isinstance(condition, list):
+            for part in condition:
+                if isinstance(part, Mapping):
+                    admitted = stream_collections(part)
+                    if admitted is not None:
+                        found.append(admitted)
+        elif key == "$or" and isinstance(condition, list) and condition:
+            branches = [stream_collections(b) if isinstance(b, Mapping) else None for b in condition]
+            if all(b is not None for b in branches):
+                found.append(frozenset().union(*branches))
+    if not found:
+        return None
+    return frozenset.intersection(*found)
+
+
+# ---------------------------------------------------------------------------------------------
 # Installing the hooks
 # ---------------------------------------------------------------------------------------------
 
@@ -1627,6 +1670,62 @@ def install() -> None:
 
         Storage.current_cluster_time = _current_cluster_time
         changestreams.make_resume_token = _resume_token
+
+    if _on("change-stream-match-first"):
+        layered = server.dispatch
+        project_all = changestreams.project
+        streams: dict[int, frozenset[str]] = {}
+
+        def _dispatch_streams(body, ctx):
+            # mongod rewrites a change stream's $match on `ns` into its scan of the oplog
+            # (src/mongo/db/pipeline/change_stream_rewrite_helpers.cpp), so an event of a
+            # collection the $match leaves out never reaches the stages after it: neither the
+            # post-image lookup (`fullDocument: "updateLookup"`, a read per event) nor the
+            # "required" image's error. SecantusDB projects every event of the stream's scope,
+            # with its lookup, before the $match: a database stream read past 100,000 writes of
+            # another collection cost 100,000 lookups (the sync worker fell minutes behind a
+            # large fan-out of its own).
+            name = next(iter(body), "") if isinstance(body, Mapping) else ""
+            colls = None
+            if name == "aggregate":
+                pipeline = body.get("pipeline") or []
+                if (
+                    len(pipeline) > 1
+                    and isinstance(pipeline[0], Mapping)
+                    and "$changeStream" in pipeline[0]
+                    and isinstance(pipeline[1], Mapping)
+                    and isinstance(pipeline[1].get("$match"), Mapping)
+                ):
+                    colls = stream_collections(pipeline[1]["$match"])
+            elif name == "getMore":
+                try:
+                    colls = streams.get(int(body.get("getMore")))
+                except (TypeError, ValueError):
+                    colls = None
+            token = _STREAM_COLLECTIONS.set(colls)
+            try:
+                reply = layered(body, ctx)
+            finally:
+                _STREAM_COLLECTIONS.reset(token)
+            if name == "aggregate" and colls is not None and isinstance(reply, Mapping):
+                cursor = reply.get("cursor")
+                cursor_id = cursor.get("id") if isinstance(cursor, Mapping) else None
+                if cursor_id:
+                    streams[int(cursor_id)] = colls
+                    while len(streams) > 10_000:  # cursors that died without a killCursors
+                        streams.pop(next(iter(streams)))
+            return reply
+
+        def _project_matched(seq, oplog_entry, *, storage, **kwargs):
+            colls = _STREAM_COLLECTIONS.get()
+            if colls is not None and str(oplog_entry.get("op", "")) in ("i", "u", "d"):
+                ns = str(oplog_entry.get("ns", ""))
+                if ns.split(".", 1)[-1] not in colls:
+                    return None, False
+            return project_all(seq, oplog_entry, storage=storage, **kwargs)
+
+        server.dispatch = _dispatch_streams
+        changestreams.project = _project_matched
 
     on = [r for r in RULES if r not in _OFF]
     sys.stderr.write(
