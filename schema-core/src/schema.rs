@@ -509,19 +509,18 @@ impl SchemaBuilder {
     /// in [`crate::migrate::MIGRATIONS_COLLECTION`]. A version that tightens a validator and has
     /// steps is applied in the order that keeps a live service up: the new validator at level
     /// `moderate`, the steps, then `strict` once no document violates it; its new unique
-    /// indexes are built after the steps. Steps are built with [`crate::migrate`]:
+    /// indexes are built after the steps. Steps are built with [`crate::migrate`], on typed
+    /// paths of the version's models (`tests/migrations.rs` compiles and runs this schema; the
+    /// models are derived there, which this crate cannot do in its own doc tests):
     ///
-    /// ```no_run
-    /// # use mongo_schema_core::{migrate, Document, Schema};
-    /// # fn f<Customer: Document + Send + Sync + 'static>() -> Result<Schema, mongo_schema_core::SchemaError> {
+    /// ```ignore
     /// Schema::new()
     ///     .model::<Customer>()
     ///     .version(2)
-    ///     .migration(2, "backfill tier", migrate::set_default::<Customer>("tier", "standard"))
-    ///     .migration(2, "shorten names", migrate::truncate::<Customer>("name", 40))
-    ///     .migration(2, "one account per email", migrate::dedupe::<Customer>(&["email"], migrate::Keep::Oldest))
-    ///     .build()
-    /// # }
+    ///     .migration(2, "backfill tier", migrate::set_default(field!(Customer, tier), "standard"))
+    ///     .migration(2, "shorten names", migrate::truncate(field!(Customer, name), 40))
+    ///     .migration(2, "one account per email", migrate::dedupe(field!(Customer, email), Keep::Oldest))
+    ///     .build()?
     /// ```
     pub fn migration(
         mut self,
