@@ -332,6 +332,33 @@ fn a_near_query_without_a_2dsphere_index_is_refused_by_build_naming_the_index() 
     assert!(Schema::new().collection(spec).build().is_ok());
 }
 
+/// A 2dsphere index on the point alone does not serve a near query with an equality: the
+/// refusal says that the index exists and which condition it does not hold (the try's reading of
+/// the older message was "it has one on `location`").
+#[test]
+fn a_near_query_whose_equality_the_2dsphere_index_lacks_names_the_condition() {
+    let spec = mongo_schema::spec::CollectionSpec::new("places", Place::validator())
+        .index(mongo_schema::spec::IndexSpec::new(
+            doc! { "location": "2dsphere" },
+        ))
+        .query(
+            mongo_schema::query::QuerySpec::new("nearest")
+                .eq("kind")
+                .near("location"),
+        );
+    let text = Schema::new()
+        .collection(spec)
+        .build()
+        .unwrap_err()
+        .to_string();
+    // display-text: the refusal names the index, the condition it lacks and the index to declare
+    assert!(
+        text.contains("match `kind`, which the 2dsphere index `location_2dsphere` on `location` does not hold")
+            && text.contains("#[index(keys(kind = 1, location = \"2dsphere\"))]"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn prove_and_the_report_show_the_geo_queries() {
     let (db, _) = seeded("geo_prove").await;

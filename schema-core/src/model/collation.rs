@@ -246,8 +246,11 @@ impl Collation {
         }
     }
 
-    /// The driver's collation option.
-    pub(crate) fn to_driver(&self) -> Option<mongodb::options::Collation> {
+    /// The driver's collation option, for a `find`, `aggregate`, `count` or index of your own:
+    /// `find(filter).collation(c)` with `c` from [`Relation::children_collation`](crate::Relation::children_collation)
+    /// and `.to_driver()`. `None` only for an option the driver's type cannot hold (a strength
+    /// or `caseFirst` out of range, which the crate's own collations never have).
+    pub fn to_driver(&self) -> Option<mongodb::options::Collation> {
         crate::bson_compat::from_document(self.to_document()).ok()
     }
 }

@@ -566,7 +566,9 @@ pub(crate) fn fit_collection(
         match best_fit(&spec.indexes, id_index, &shape, schema) {
             Ok(fit) => query.fit = Some(fit),
             // mongod answers `$geoNear` with a declared 2dsphere index only: none is derived
-            Err(_) if query.is_near() => problems.push(near_problem(&spec.name, query, &shape)),
+            Err(_) if query.is_near() => {
+                problems.push(near_problem(&spec.name, &spec.indexes, query, &shape))
+            }
             Err(_) => unserved.push((true, i)),
         }
     }
@@ -818,8 +820,16 @@ fn best_fit(
     Err(first_rule)
 }
 
-/// A near query no index serves: the `2dsphere` index to declare.
-fn near_problem(collection: &str, query: &QuerySpec, shape: &QueryShape) -> String {
+/// A near query no index serves: the `2dsphere` index to declare. When the collection has a
+/// 2dsphere index on the point already, the reason is the query's other conditions (equalities,
+/// ranges, a sort), which that index does not hold: the index then serves the nearness alone,
+/// and every document nearest the point is read until enough of them match.
+fn near_problem(
+    collection: &str,
+    indexes: &[IndexSpec],
+    query: &QuerySpec,
+    shape: &QueryShape,
+) -> String {
     let keys: Vec<String> = fit::esr_keys(shape)
         .into_iter()
         .map(|(path, dir)| {
@@ -832,6 +842,32 @@ fn near_problem(collection: &str, query: &QuerySpec, shape: &QueryShape) -> Stri
         })
         .collect();
     let path = query.geo.as_ref().map_or("", |g| g.path.as_str());
+    let on_the_point = indexes.iter().find(|index| {
+        index
+            .keys
+            .get_str(path)
+            .is_ok_and(|kind| kind == "2dsphere")
+    });
+    if let Some(index) = on_the_point {
+        let mut others: Vec<&str> = shape
+            .eq
+            .iter()
+            .chain(shape.in_.iter().map(|(p, _)| p))
+            .chain(shape.range.iter())
+            .chain(shape.sort.iter().map(|(p, _)| p))
+            .map(String::as_str)
+            .filter(|other| *other != path && !index.keys.contains_key(*other))
+            .collect();
+        others.dedup();
+        let others: Vec<String> = others.iter().map(|o| format!("`{o}`")).collect();
+        return format!(
+            "query `{}` of `{collection}` asks for the documents nearest to a point that also match {}, which the 2dsphere index `{}` on `{path}` does not hold: with it alone, mongod reads the documents nearest the point one by one until enough of them match (this crate's rule: every condition of a declared query served by its index, not mongod's); declare `#[index(keys({}))]`",
+            query.name,
+            others.join(", "),
+            index.name,
+            keys.join(", ")
+        );
+    }
     format!(
         "query `{}` of `{collection}` asks for the documents nearest to a point, which mongod answers (`$geoNear`) only with a 2dsphere index on `{path}`, and `{collection}` has none that serves it: declare `#[index(keys({}))]`",
         query.name,

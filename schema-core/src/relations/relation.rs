@@ -120,7 +120,8 @@ impl<F: Document, T: Document, O> Relation<F, T, O> {
     /// The collation under which the library compares the parent ids the children hold: the
     /// simple one where the child collection's default collation is another (then
     /// `Collation::simple()`, served by the reference's index, which has it), `None` where the
-    /// default is simple already. Send it with a `find` of [`Relation::children_filter`].
+    /// default is simple already. Send it with a `find` of [`Relation::children_filter`]: the
+    /// driver's option is [`Collation::to_driver`](crate::Collation::to_driver).
     pub fn children_collation(&self) -> Option<crate::Collation> {
         crate::Collation::for_identities(F::__default_collation().as_ref())
     }
