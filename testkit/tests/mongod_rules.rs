@@ -54,6 +54,38 @@ fn coll(db: &Database, name: &str) -> Collection<Document> {
     db.collection::<Document>(name)
 }
 
+/// A server of its own with one rule left out (the positive control of that rule), and a client
+/// of it; [`WithoutRule::stop`] stops it.
+struct WithoutRule {
+    server: TestServer,
+    client: Client,
+}
+
+impl WithoutRule {
+    async fn start(rule: &'static str, why: &'static str) -> WithoutRule {
+        let server = tokio::task::spawn_blocking(move || {
+            TestServer::start_with_rules_off(None, &[rule], why)
+        })
+        .await
+        .unwrap()
+        .expect("server");
+        let client = Client::with_uri_str(server.uri()).await.unwrap();
+        WithoutRule { server, client }
+    }
+
+    fn database(&self, name: &str) -> Database {
+        self.client.database(name)
+    }
+
+    async fn stop(self) {
+        drop(self.client);
+        let server = self.server;
+        tokio::task::spawn_blocking(move || drop(server))
+            .await
+            .unwrap();
+    }
+}
+
 async fn run(db: &Database, command: Document) -> mongodb::error::Result<Document> {
     db.run_command(command).await
 }
@@ -598,27 +630,14 @@ async fn conditions_under_an_array_match_across_elements_with_or_without_an_inde
 #[tokio::test]
 async fn without_the_rule_the_index_scan_intersects_the_bounds_across_elements() {
     // the positive control of the rule above: SecantusDB by itself misses order 1 by the index
-    let server = tokio::task::spawn_blocking(|| {
-        TestServer::start_with_rules_off(
-            None,
-            &["array-conditions"],
-            "shows SecantusDB's own index scan",
-        )
-    })
-    .await
-    .unwrap()
-    .expect("server");
-    let client = Client::with_uri_str(server.uri()).await.unwrap();
-    let db = client.database("rules_array_conditions_off");
+    let server = WithoutRule::start("array-conditions", "shows SecantusDB's own index scan").await;
+    let db = server.database("rules_array_conditions_off");
     let c = orders_across_elements(&db).await;
     let (indexed, scanned) =
         ids_both_ways(&c, doc! { "items.price": { "$gte": 10, "$lt": 20 } }).await;
     assert_eq!(indexed, [2]);
     assert_eq!(scanned, [1, 2]);
-    drop(client);
-    tokio::task::spawn_blocking(move || drop(server))
-        .await
-        .unwrap();
+    server.stop().await;
 }
 
 #[tokio::test]
@@ -1202,8 +1221,7 @@ async fn quiet_token_and_newest(
 #[tokio::test]
 async fn a_quiet_streams_resume_token_carries_no_time_past_the_oplog() {
     let db = database("rules_change_stream_clock").await;
-    let client = db.client().clone();
-    let (token, newest) = quiet_token_and_newest(&client, &db).await;
+    let (token, newest) = quiet_token_and_newest(db.client(), &db).await;
     assert!(
         token <= newest,
         "the token's time {token:?} is past the oplog's newest {newest:?}"
@@ -1213,24 +1231,15 @@ async fn a_quiet_streams_resume_token_carries_no_time_past_the_oplog() {
 #[tokio::test]
 async fn without_the_rule_a_quiet_streams_token_runs_ahead_of_the_oplog() {
     // the positive control of the rule above
-    let server = tokio::task::spawn_blocking(|| {
-        TestServer::start_with_rules_off(
-            None,
-            &["change-stream-clock"],
-            "shows SecantusDB's own post-batch token",
-        )
-    })
-    .await
-    .unwrap()
-    .expect("server");
-    let client = Client::with_uri_str(server.uri()).await.unwrap();
-    let db = client.database("rules_change_stream_clock_off");
-    let (token, newest) = quiet_token_and_newest(&client, &db).await;
+    let server = WithoutRule::start(
+        "change-stream-clock",
+        "shows SecantusDB's own post-batch token",
+    )
+    .await;
+    let db = server.database("rules_change_stream_clock_off");
+    let (token, newest) = quiet_token_and_newest(db.client(), &db).await;
     assert!(token > newest, "{token:?} vs {newest:?}");
-    drop(client);
-    tokio::task::spawn_blocking(move || drop(server))
-        .await
-        .unwrap();
+    server.stop().await;
 }
 
 /// A database stream with `fullDocument: "required"` that admits collection `a` only (whose
@@ -1282,24 +1291,15 @@ async fn a_change_streams_match_on_ns_comes_before_the_post_image() {
 #[tokio::test]
 async fn without_the_rule_an_event_the_match_leaves_out_needs_its_image() {
     // the positive control of the rule above
-    let server = tokio::task::spawn_blocking(|| {
-        TestServer::start_with_rules_off(
-            None,
-            &["change-stream-match-first"],
-            "shows SecantusDB's projection before the $match",
-        )
-    })
-    .await
-    .unwrap()
-    .expect("server");
-    let client = Client::with_uri_str(server.uri()).await.unwrap();
-    let db = client.database("rules_change_stream_match_first_off");
+    let server = WithoutRule::start(
+        "change-stream-match-first",
+        "shows SecantusDB's projection before the $match",
+    )
+    .await;
+    let db = server.database("rules_change_stream_match_first_off");
     let error = required_images_past_another_collection(&db)
         .await
         .expect_err("the update of b has no post-image");
     assert_eq!(code(&error), Some(47), "{error}");
-    drop(client);
-    tokio::task::spawn_blocking(move || drop(server))
-        .await
-        .unwrap();
+    server.stop().await;
 }
