@@ -3,43 +3,10 @@
 //! bounds is examined, not bounded.
 
 use crate::collation::collated;
-use crate::geo::is_2dsphere;
+use crate::key::{Bound, Key};
 use crate::multikey::{can_assign, is_multikey};
+use crate::shape::is_2dsphere;
 use crate::{Cut, IndexShape, KeyDir, QueryShape, Rule};
-
-/// The bounds mongod builds for one key from the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bound {
-    /// `[MinKey, MaxKey]`.
-    None,
-    /// One point: an equality or a one-element `$in`.
-    Point,
-    /// A union of this many points (an `$in`, at least two).
-    Points(usize),
-    /// Not points: a range, or an empty `$in`.
-    Range,
-}
-
-#[derive(Debug)]
-pub(crate) struct Key<'a> {
-    pub(crate) path: &'a str,
-    pub(crate) dir: &'a KeyDir,
-    pub(crate) bound: Bound,
-    pub(crate) multikey: bool,
-    /// Under another collation than the query's, on a path that may hold strings: no bounds
-    /// (`_compatible`) and no order (`computeSortsForScan`'s unsupported fields), rule 6.
-    pub(crate) collated: bool,
-    /// A measurement of a time series collection: its buckets' minimum and maximum give no
-    /// order, rule 9.
-    pub(crate) measurement: bool,
-}
-
-impl Key<'_> {
-    /// A key whose scan gives no order of its own and cuts the order there.
-    pub(crate) fn unordered(&self) -> bool {
-        self.collated || self.measurement
-    }
-}
 
 pub(crate) fn bound_of(path: &str, dir: &KeyDir, query: &QueryShape) -> Bound {
     let geo = query.geo.as_ref().is_some_and(|g| g.path == path);

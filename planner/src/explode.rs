@@ -2,9 +2,8 @@
 //! turns the leading point-union keys into point scans merged by SORT_MERGE, at most
 //! [`MAX_SCANS_TO_EXPLODE`].
 
-use crate::bounds::{Bound, Key};
-use crate::fit::stop_rule;
-use crate::sort::Stop;
+use crate::key::{Bound, Key};
+use crate::sort::{stop_rule, Stop};
 use crate::{Cut, IndexShape, KeyDir, MultikeyCause, QueryShape, Rule};
 
 /// mongod's `internalQueryMaxScansToExplode` (query_knobs.idl, default 200): the most point

@@ -2,12 +2,14 @@
 //! order (rule 1's whole-index scan, the bounds, the order, the explosion) and names the first
 //! rule that keeps the index from serving.
 
-use crate::bounds::{analyse, equality_behind, Bound, Key};
+use crate::bounds::{analyse, equality_behind};
 use crate::collation::collation_rule;
 use crate::explode::{diagnose_explosion, Explosion, MAX_SCANS_TO_EXPLODE};
-use crate::geo::{is_2dsphere, near};
+use crate::geo::near;
+use crate::key::{Bound, Key};
 use crate::multikey::multikey_cause;
-use crate::sort::{Provided, Stop};
+use crate::shape::is_2dsphere;
+use crate::sort::{stop_rule, Provided, Stop};
 use crate::special::special_kind;
 use crate::timeseries::bucket_ranges;
 use crate::{
@@ -174,42 +176,6 @@ pub(crate) fn whole_index(index: &IndexShape, keys: &[Key<'_>], query: &QuerySha
         reverse: !forward,
         merge_scans: 1,
         full_scan: true,
-    }
-}
-
-/// The rule of a key that stops the order by its kind (hashed, `2dsphere`) or by giving none
-/// of its own (another collation, a time series measurement).
-pub(crate) fn stop_rule(
-    index: &IndexShape,
-    query: &QueryShape,
-    keys: &[Key<'_>],
-    path: &str,
-) -> Rule {
-    let name = index.name.clone();
-    let Some(key) = keys.iter().find(|k| k.path == path) else {
-        return Rule::SortKeyMissing {
-            index: name,
-            key: path.to_owned(),
-        };
-    };
-    if key.collated {
-        collation_rule(index, query)
-    } else if key.measurement {
-        Rule::TimeSeriesBucket {
-            index: name,
-            key: path.to_owned(),
-            time: false,
-        }
-    } else if is_2dsphere(key.dir) {
-        Rule::GeoOrder {
-            index: name,
-            key: path.to_owned(),
-        }
-    } else {
-        Rule::HashedSort {
-            index: name,
-            key: path.to_owned(),
-        }
     }
 }
 

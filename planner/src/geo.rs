@@ -2,12 +2,10 @@
 //! (`planner_access.cpp` `makeLeafNode`), `$geoWithin` bounding the `2dsphere` key by the cells
 //! that cover the area (`index_bounds_builder.cpp` `translate`).
 
-use crate::bounds::{analyse, Bound};
-use crate::{Cut, IndexShape, KeyDir, QueryShape, Rule, Verdict};
-
-pub(crate) fn is_2dsphere(dir: &KeyDir) -> bool {
-    matches!(dir, KeyDir::Special(kind) if kind == "2dsphere")
-}
+use crate::bounds::analyse;
+use crate::key::Bound;
+use crate::shape::is_2dsphere;
+use crate::{Cut, IndexShape, QueryShape, Rule, Verdict};
 
 /// A near query (rule 8): `GEO_NEAR_2DSPHERE` on the index's `2dsphere` key at `path`, nearest
 /// first; the query's equalities bound the other keys of the index (or are filtered on each

@@ -99,8 +99,9 @@
 //! | 8, geo | `geo.rs` | `GeoNear2DSphereNode`, `S2CellIdsToIntervals` |
 //! | 9, time series | `timeseries.rs` | `createBucketsSpecFromTimeseriesSpec`, `bucket_spec.cpp` |
 //!
-//! The inputs are in `shape.rs`, the answers in `verdict.rs`, the derived index in `esr.rs` and
-//! the merge of derived indexes in `merge.rs`.
+//! The inputs are in `shape.rs`, what the planner knows of each key of an index (its bounds) in
+//! `key.rs`, the answers in `verdict.rs`, the derived index in `esr.rs` and the merge of derived
+//! indexes in `merge.rs`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
@@ -111,6 +112,7 @@ mod esr;
 mod explode;
 mod fit;
 mod geo;
+mod key;
 mod merge;
 mod multikey;
 mod shape;

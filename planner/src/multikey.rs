@@ -1,7 +1,7 @@
 //! Rule 5, multikey: which keys are on array paths, and when such a key can still give an order
 //! (`query_solution.cpp` `confirmBoundsProvideSortComponentGivenMultikeyness`, SERVER-31898).
 
-use crate::bounds::{Bound, Key};
+use crate::key::{Bound, Key};
 use crate::{IndexShape, MultikeyCause, QueryShape};
 
 pub(crate) fn is_multikey(path: &str, index: &IndexShape, query: &QueryShape) -> bool {

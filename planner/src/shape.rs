@@ -154,3 +154,8 @@ impl ServerRules {
         matches!(self, ServerRules::Mongod81)
     }
 }
+
+/// Whether an index key is a `2dsphere` one (the key of rule 8's geo predicates).
+pub(crate) fn is_2dsphere(dir: &KeyDir) -> bool {
+    matches!(dir, KeyDir::Special(kind) if kind == "2dsphere")
+}

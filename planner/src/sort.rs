@@ -3,9 +3,11 @@
 //! `ProvidedSortSet::contains` matches the sort against it or its complete reverse
 //! (`planner_analysis.cpp` `analyzeNonBlockingSort`).
 
-use crate::bounds::{Bound, Key};
+use crate::collation::collation_rule;
+use crate::key::{Bound, Key};
 use crate::multikey::multikey_cause;
-use crate::KeyDir;
+use crate::shape::is_2dsphere;
+use crate::{IndexShape, KeyDir, QueryShape, Rule};
 
 /// Where an order built from the key pattern stops before the pattern's end.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +93,42 @@ impl<'a> Provided<'a> {
             }
         }
         true
+    }
+}
+
+/// The rule of a key that stops the order by its kind (hashed, `2dsphere`) or by giving none
+/// of its own (another collation, a time series measurement).
+pub(crate) fn stop_rule(
+    index: &IndexShape,
+    query: &QueryShape,
+    keys: &[Key<'_>],
+    path: &str,
+) -> Rule {
+    let name = index.name.clone();
+    let Some(key) = keys.iter().find(|k| k.path == path) else {
+        return Rule::SortKeyMissing {
+            index: name,
+            key: path.to_owned(),
+        };
+    };
+    if key.collated {
+        collation_rule(index, query)
+    } else if key.measurement {
+        Rule::TimeSeriesBucket {
+            index: name,
+            key: path.to_owned(),
+            time: false,
+        }
+    } else if is_2dsphere(key.dir) {
+        Rule::GeoOrder {
+            index: name,
+            key: path.to_owned(),
+        }
+    } else {
+        Rule::HashedSort {
+            index: name,
+            key: path.to_owned(),
+        }
     }
 }
 

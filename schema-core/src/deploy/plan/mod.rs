@@ -10,9 +10,9 @@
 //! - `collections.rs`: the plan of each collection ([`Plan::compute`], [`Plan::for_collection`]),
 //!   its time series options;
 //! - `indexes.rs`: the declared indexes against the server's, prefixes of longer indexes;
-//! - `validators.rs`: validator changes, and their writes once violations are known;
+//! - `validators.rs`: validator changes;
 //! - `versions.rs`: the plan stage of one pass of `apply` ([`OnNewer`], the migration steps,
-//!   drift, held-back drops, late writes);
+//!   drift, held-back drops, the writes of validator changes once violations are known);
 //! - `text.rs`: the text of a plan, its actions and warnings;
 //! - `tests.rs`, `drift_tests.rs`, `drop_tests.rs`, `prefix_tests.rs`, `held_back_tests.rs`,
 //!   `sharding_tests.rs`: the unit tests.

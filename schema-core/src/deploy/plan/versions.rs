@@ -5,10 +5,9 @@
 use crate::deploy::observe::{Observed, ObservedCollection, Seen};
 use crate::deploy::record::{RecordedVersion, VersionStatus};
 use crate::deploy::sharding::ShardingStatus;
-use crate::{json_schema, CollectionSpec};
+use crate::{json_schema, CollectionSpec, ValidationLevel};
 
 use super::indexes::{find_index, IndexState};
-use super::validators::writes_of;
 use super::{not_as_declared, Action, OnViolations, Plan, PlanOptions, Warning};
 
 /// What an `apply` does when the database records a newer schema version than its own (an
@@ -341,4 +340,63 @@ pub(crate) fn undone(executed: &[Action], observed: &Observed) -> Vec<String> {
         }
     }
     collections
+}
+
+/// The writes a plan needs once the violations of its validator changes are known: a change
+/// that existing documents violate is dropped ([`OnViolations::Refuse`]) or made moderate, with
+/// a warning; a change the server already shows as decided is no write.
+pub(super) fn writes_of(
+    specs: &[CollectionSpec],
+    seen: &Seen<'_>,
+    options: PlanOptions,
+    status: &VersionStatus,
+) -> (Vec<Action>, Vec<Warning>, Vec<ShardingStatus>) {
+    let mut plan = Plan::compute_with(specs, &seen.observed, options);
+    hold_back_drops(&mut plan, status);
+    let mut warnings = plan.warnings;
+    let mut actions = Vec::with_capacity(plan.actions.len());
+    for mut action in plan.actions {
+        if let Action::UpdateValidator {
+            collection,
+            validator,
+            level,
+            action: validation_action,
+            violations: slot,
+            ..
+        } = &mut action
+        {
+            let found = seen
+                .violations
+                .iter()
+                .find(|(name, _)| name == collection)
+                .map(|(_, found)| found.clone())
+                .unwrap_or_default();
+            if found.any() {
+                warnings.push(Warning::ValidatorOverViolations {
+                    collection: collection.clone(),
+                    violations: found.clone(),
+                    decision: options.on_violations,
+                });
+                match options.on_violations {
+                    OnViolations::Refuse => continue,
+                    OnViolations::Moderate => *level = ValidationLevel::Moderate,
+                    _ => {}
+                }
+            }
+            let already = seen.observed.collection(collection).is_some_and(|server| {
+                server
+                    .validator
+                    .as_ref()
+                    .is_some_and(|v| json_schema::same_document(v, validator))
+                    && server.level() == level.as_str()
+                    && server.action() == validation_action.as_str()
+            });
+            if already {
+                continue;
+            }
+            *slot = Some(found);
+        }
+        actions.push(action);
+    }
+    (actions, warnings, plan.sharding)
 }
