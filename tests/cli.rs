@@ -718,8 +718,17 @@ async fn status_shows_a_killed_workers_lease_expire_and_a_standby_take_over() {
         seen_expired.load(Ordering::Relaxed)
     );
     standby.shutdown().await.unwrap();
-    let released = run(args("status", &db, &["--json"])).await.json();
+    // every worker of the name shut down: its async copies drift until one runs again (a new
+    // user's service read exit 0 here while its copies went stale)
+    let released = run(args("status", &db, &["--json"])).await;
+    assert_eq!(released.code, 2, "{}{}", released.stdout, released.stderr);
+    let released = released.json();
     assert!(worker(&released, "cli-status")["owner"].is_null());
+    assert_eq!(
+        released["not_followed_now"],
+        serde_json::json!(["cli-status"]),
+        "{released}"
+    );
 }
 
 async fn status_shows_an_expired_lease_until_someone_takes_it() {

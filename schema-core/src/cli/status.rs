@@ -266,6 +266,23 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
     let never_followed = workers.is_empty() && !followed.is_empty();
     let mut expired_leases = 0;
     let mut stalled_workers = 0;
+    // names whose every token document (every partition) was released: a worker of the name
+    // shut down and none runs now, so the async copies it keeps drift (an expired lease, a
+    // worker that died, is counted apart)
+    let mut unfollowed: Vec<&str> = Vec::new();
+    if !followed.is_empty() {
+        for w in &workers {
+            let name = w.name.as_str();
+            if !unfollowed.contains(&name)
+                && workers
+                    .iter()
+                    .filter(|other| other.name == name)
+                    .all(|other| other.owner.is_none())
+            {
+                unfollowed.push(name);
+            }
+        }
+    }
     if never_followed {
         let _ = writeln!(
             text,
@@ -361,6 +378,13 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
                     .collect::<String>()
             );
         }
+        for name in &unfollowed {
+            let _ = writeln!(
+                text,
+                "NOT FOLLOWED NOW: every worker of `{name}` released its lease (shut down), and the sync worker alone keeps {} (`async`) current: changes since its token wait until one of that name runs again",
+                followed.join(", ")
+            );
+        }
         for w in workers.iter().filter(|w| stalled_recently(w, now_ms)) {
             stalled_workers += 1;
             let _ = writeln!(
@@ -402,6 +426,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
         || !plan.migrations.is_empty()
         || !drift.is_empty()
         || expired_leases > 0
+        || !unfollowed.is_empty()
         || stalled_workers > 0
         || total_failures > 0;
     Ok(Output {
@@ -424,6 +449,7 @@ pub(crate) async fn status(schema: &Schema, db: &Database) -> Result<Output> {
             },
             "pending_actions": plan.actions.len(),
             "never_followed": if never_followed { followed.clone() } else { Vec::new() },
+            "not_followed_now": unfollowed,
             "drift": drift,
             "migrations": {
                 "declared": declared,

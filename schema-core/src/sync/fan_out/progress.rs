@@ -1,7 +1,7 @@
 //! Where a fan-out of the sync worker got to, so that the next pass of the same change resumes
 //! after the last chunk it committed instead of from its first holder.
 //!
-//! A fan-out over more than [`FAN_OUT_CHUNK`] holders commits chunk by chunk. When its pass is
+//! A fan-out over more than [`FAN_OUT_CHUNK`](super::FAN_OUT_CHUNK) holders commits chunk by chunk. When its pass is
 //! cut short (the lease taken over, the watchdog reopening the stream, the process restarted),
 //! the change is read again from the saved token and its fan-out walked again. Each full chunk
 //! records, in its own fenced transaction, the change it applies (its event's resume token) and
