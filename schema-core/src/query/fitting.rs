@@ -849,17 +849,20 @@ fn near_problem(
             .is_ok_and(|kind| kind == "2dsphere")
     });
     if let Some(index) = on_the_point {
-        let mut others: Vec<&str> = shape
+        // each path once, though it may be both compared and sorted on
+        let mut others: Vec<String> = Vec::new();
+        for other in shape
             .eq
             .iter()
             .chain(shape.in_.iter().map(|(p, _)| p))
             .chain(shape.range.iter())
             .chain(shape.sort.iter().map(|(p, _)| p))
-            .map(String::as_str)
-            .filter(|other| *other != path && !index.keys.contains_key(*other))
-            .collect();
-        others.dedup();
-        let others: Vec<String> = others.iter().map(|o| format!("`{o}`")).collect();
+        {
+            let named = format!("`{other}`");
+            if other != path && !index.keys.contains_key(other) && !others.contains(&named) {
+                others.push(named);
+            }
+        }
         return format!(
             "query `{}` of `{collection}` asks for the documents nearest to a point that also match {}, which the 2dsphere index `{}` on `{path}` does not hold: with it alone, mongod reads the documents nearest the point one by one until enough of them match (this crate's rule: every condition of a declared query served by its index, not mongod's); declare `#[index(keys({}))]`",
             query.name,

@@ -500,6 +500,8 @@ impl Chunks<'_, '_> {
             .await?;
         super::metrics::chunk(&copy, started.elapsed());
         if let (Some(place), Some(progress)) = (self.place, &progress) {
+            // a chunk rewritten holder by holder (its transaction failed) wrote no record, but
+            // every holder of it was written or recorded as failed: this pass goes on after it
             if !done.fenced_off {
                 place.committed(progress);
             }
