@@ -1,157 +1,18 @@
-//! A worker never stays alive and idle: after a rename that fans out to 100,000 holders the next
-//! rename of another source still lands; after a paused holder loses its lease to a standby, is
-//! released and shut down, the standby applies every later rename.
+//! A worker never stays alive and idle: after a paused holder loses its lease to a standby, is
+//! released and shut down, the standby applies every later rename; a stalled apply loop is
+//! reported and recovers. (The 100,000-holder fan-out is `sync_big_fan_out.rs`, alone in its
+//! binary.)
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::cases::*;
-use common::{eventually, within};
+use common::{authors, eventually, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
 const SHUTDOWN: Duration = Duration::from_secs(60);
-
-mod big {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    /// The source.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "authors")]
-    pub struct Author {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
-
-    /// A holder of an async copy.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "posts")]
-    pub struct Post {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[extended_ref(to = Author, fields = "name", sync = "async")]
-        pub author: PostAuthor,
-    }
-
-    pub fn schema() -> Schema {
-        Schema::new()
-            .model::<Author>()
-            .model::<Post>()
-            .build()
-            .expect("the schema builds")
-    }
-}
-
-async fn rename_author(db: &mongodb::Database, id: ObjectId, name: &str) {
-    big::Author::collection(db)
-        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
-    const HOLDERS: i64 = 100_000;
-    let db = mongo_schema_testkit::database("live_big_fan_out").await;
-    let schema = big::schema();
-    schema.apply(&db).await.unwrap();
-    let (prolific, occasional) = (ObjectId::new(), ObjectId::new());
-    db.collection::<BsonDocument>("authors")
-        .insert_many([
-            doc! { "_id": prolific, "name": "Pro" },
-            doc! { "_id": occasional, "name": "Occ" },
-        ])
-        .await
-        .unwrap();
-    let started = Instant::now();
-    let posts = db.collection::<BsonDocument>("posts");
-    let docs: Vec<BsonDocument> = (0..HOLDERS)
-        .map(|i| doc! { "_id": i, "author": { "_id": prolific, "name": "Pro" } })
-        .chain([doc! { "_id": -1_i64, "author": { "_id": occasional, "name": "Occ" } }])
-        .collect();
-    for part in docs.chunks(10_000) {
-        posts.insert_many(part.to_vec()).await.unwrap();
-    }
-    println!("{} posts inserted in {:?}", HOLDERS + 1, started.elapsed());
-
-    let worker = schema
-        .sync_worker(&db)
-        .name("big")
-        .ready_timeout(Duration::from_secs(300))
-        .spawn();
-    worker.ready().await.unwrap();
-    let started = Instant::now();
-    rename_author(&db, prolific, "Pro 2").await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let small = Instant::now();
-    rename_author(&db, occasional, "Occ 2").await;
-    let landed = eventually(
-        Duration::from_secs(300),
-        "the one-post author's rename lands during the big fan-out",
-        || async {
-            posts
-                .count_documents(doc! { "_id": -1_i64, "author.name": "Occ 2" })
-                .await
-                .unwrap()
-                == 1
-        },
-    )
-    .await;
-    let big_then = posts
-        .count_documents(doc! { "author.name": "Pro 2" })
-        .await
-        .unwrap();
-    println!(
-        "the small rename landed {landed:?} after it was made ({:?} after the big one), when \
-         {big_then} of {HOLDERS} big holders had; {:?}",
-        small.elapsed(),
-        worker.stats().snapshot()
-    );
-    assert!(
-        big_then < HOLDERS as u64,
-        "the big fan-out was still running when the small rename landed (the control: it did \
-         not wait for it)"
-    );
-    assert!(
-        landed < Duration::from_secs(2),
-        "a one-holder rename lands in under 2 s while a 100,000-holder fan-out runs: {landed:?}"
-    );
-    // SecantusDB projects every event of the stream with its looked-up document before the
-    // worker's `$match` (mongod filters on the namespace first), so the stream read during the
-    // fan-out costs it a lookup per rewritten post: minutes on a busy 2-core machine
-    eventually(
-        Duration::from_secs(900),
-        "every post of the prolific author is renamed",
-        || async {
-            posts
-                .count_documents(doc! { "author.name": "Pro 2" })
-                .await
-                .unwrap()
-                == HOLDERS as u64
-        },
-    )
-    .await;
-    println!("all renamed after {:?}", started.elapsed());
-    // and later renames too
-    for round in 3..5 {
-        let name = format!("Occ {round}");
-        rename_author(&db, occasional, &name).await;
-        eventually(Duration::from_secs(30), "a later rename lands", || async {
-            posts
-                .count_documents(doc! { "_id": -1_i64, "author.name": &name })
-                .await
-                .unwrap()
-                == 1
-        })
-        .await;
-    }
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
-}
 
 const LEASE: Duration = Duration::from_secs(1);
 const WORKER: &str = "takeover";
@@ -246,7 +107,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_apply_loop_is_reported_and_recovers() {
     let db = mongo_schema_testkit::database("live_watchdog").await;
-    let schema = big::schema();
+    let schema = authors::schema();
     schema.apply(&db).await.unwrap();
     let author = ObjectId::new();
     db.collection::<BsonDocument>("authors")
@@ -268,7 +129,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
         .__stall_next_batch()
         .spawn();
     worker.ready().await.unwrap();
-    rename_author(&db, author, "Anna").await;
+    authors::rename_author(&db, author, "Anna").await;
     let took = eventually(
         Duration::from_secs(30),
         "the rename lands after the watchdog reopened the stream",
@@ -297,7 +158,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
     assert_eq!(record.get_i64("stalls").ok(), Some(1), "{record}");
     assert!(record.get_datetime("stalled_at").is_ok(), "{record}");
     // and it goes on applying
-    rename_author(&db, author, "Annie").await;
+    authors::rename_author(&db, author, "Annie").await;
     within(Duration::from_secs(30), "caught up", worker.caught_up())
         .await
         .unwrap();
@@ -320,7 +181,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caught_up_resolves_with_every_earlier_change_applied() {
     let db = mongo_schema_testkit::database("live_caught_up").await;
-    let schema = big::schema();
+    let schema = authors::schema();
     schema.apply(&db).await.unwrap();
     let author = ObjectId::new();
     db.collection::<BsonDocument>("authors")
@@ -338,7 +199,7 @@ async fn caught_up_resolves_with_every_earlier_change_applied() {
     worker.ready().await.unwrap();
     for round in 0..10 {
         let name = format!("Ann {round}");
-        rename_author(&db, author, &name).await;
+        authors::rename_author(&db, author, &name).await;
         within(Duration::from_secs(30), "caught up", worker.caught_up())
             .await
             .unwrap();
@@ -375,7 +236,7 @@ async fn a_worker_catching_up_leaves_its_client_connections_for_the_stream_and_t
         .await
         .unwrap()
         .database(base.name());
-    let schema = big::schema();
+    let schema = authors::schema();
     schema.apply(&db).await.unwrap();
     let authors: Vec<ObjectId> = (0..AUTHORS).map(|_| ObjectId::new()).collect();
     db.collection::<BsonDocument>("authors")
@@ -404,7 +265,7 @@ async fn a_worker_catching_up_leaves_its_client_connections_for_the_stream_and_t
         .unwrap();
     for round in 0..ROUNDS {
         for author in &authors {
-            rename_author(&db, *author, &format!("r{round}")).await;
+            authors::rename_author(&db, *author, &format!("r{round}")).await;
         }
     }
     let worker = worker().spawn();

@@ -1,3 +1,4 @@
+pub mod authors;
 pub mod cases;
 pub mod gate;
 pub mod helpdesk;
