@@ -98,6 +98,37 @@ fn a_document_whose_bounds_exceed_16_mib_is_a_build_error() {
     );
 }
 
+/// Keyed and referenced by uuids: every value bounded.
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "scans")]
+pub struct Scan {
+    #[serde(rename = "_id")]
+    pub id: mongo_schema::bson::Uuid,
+    pub gate: mongo_schema::bson::Uuid,
+    pub at: DateTime,
+}
+
+#[test]
+fn a_uuid_counts_its_16_bytes_in_the_worst_case_size() {
+    let report = Schema::new().model::<Scan>().build().unwrap().report();
+    // 4 (length) + 3 x (type, key, NUL) + 2 x 21 (binData: length, subtype, 16 bytes) + 8 + 1
+    let expected = 4 + (1 + 3 + 1) + 21 + (1 + 4 + 1) + 21 + (1 + 2 + 1) + 8 + 1;
+    let size = mongo_schema::bson::to_vec(&doc! {
+        "_id": mongo_schema::bson::Uuid::new(),
+        "gate": mongo_schema::bson::Uuid::new(),
+        "at": DateTime::now(),
+    })
+    .unwrap()
+    .len();
+    assert_eq!(size, expected, "the arithmetic of the comment");
+    let line = format!("Worst-case document size: at most {expected} B");
+    assert!(report.contains(&line), "missing {line:?} in:\n{report}");
+    assert!(
+        !report.contains("binData data with no size bound"),
+        "{report}"
+    );
+}
+
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "catalog")]
 pub struct CatalogItem {

@@ -49,7 +49,7 @@ pub const fn require_geo<T: crate::geo::GeoField + ?Sized>() {}
     label = "no `Ordered` stored form",
     note = "store a decimal as a BSON decimal (`rust_decimal::Decimal` with `#[serde(with = \"mongo_schema::serde_helpers::rust_decimal_as_decimal128\")]`) or integer cents, a date as `bson::DateTime` (`#[serde(with = \"bson::serde_helpers::chrono_datetime_as_bson_datetime\")]` for chrono), a number as a number",
     note = "an array is not ordered: mongod sorts it by its smallest (ascending) or largest (descending) element; sort or range on a field of its elements instead",
-    note = "a type of your own crate whose hand-written serde form preserves order says so with `impl mongo_schema::query::Ordered for {Self} {{}}` (`#[derive(BsonSchema)]` does it already for a struct or an enum); another crate's type cannot (the orphan rule): wrap it in a newtype of yours, or store it as an ordered type with `#[schema(stored_as = T)]`"
+    note = "a type of your own crate whose hand-written serde form preserves order says so with `impl mongo_schema::query::Ordered for {Self} {{}}` (`#[derive(BsonSchema)]` does it already for a struct with named fields or an enum; a tuple struct is stored as an array); another crate's type cannot (the orphan rule): wrap it in a newtype of yours, or store it as an ordered type with `#[schema(stored_as = T)]`"
 )]
 pub trait OrderCheck {
     /// Why the stored form does not order like the values (empty: it does).

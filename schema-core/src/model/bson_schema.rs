@@ -142,6 +142,17 @@ fn bson_type(name: &str) -> Document {
     doc! { "bsonType": name }
 }
 
+/// A uuid's schema: binary (mongod's `$jsonSchema` has no keyword for its length), titled
+/// [`UUID_TITLE`] so that the worst-case size counts its 16 bytes
+/// ([`crate::model::size::SizeBound`]) and `pull` reads it back as a uuid. mongod ignores a
+/// `title`.
+pub(crate) fn uuid_schema() -> Document {
+    doc! { "bsonType": "binData", "title": UUID_TITLE }
+}
+
+/// The `title` of a uuid's schema (see [`uuid_schema`]).
+pub(crate) const UUID_TITLE: &str = "uuid";
+
 fn int_range(name: &str, min: i64, max: i64) -> Document {
     doc! { "bsonType": name, "minimum": min, "maximum": max }
 }
@@ -170,7 +181,7 @@ scalar! {
     Binary => bson_type("binData");
     Timestamp => bson_type("timestamp");
     Document => bson_type("object");
-    mongodb::bson::Uuid => bson_type("binData");
+    mongodb::bson::Uuid => uuid_schema();
     mongodb::bson::Regex => bson_type("regex");
     // any BSON value: no constraint
     Bson => Document::new();

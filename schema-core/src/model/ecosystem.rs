@@ -342,7 +342,7 @@ mod time_0_3 {
 #[cfg_attr(docsrs, doc(cfg(feature = "uuid-1")))]
 impl BsonSchema for uuid::Uuid {
     fn bson_schema() -> Document {
-        doc! { "bsonType": "binData" }
+        crate::model::bson_schema::uuid_schema()
     }
     const __GENERIC_UUID: bool = true;
 }

@@ -171,6 +171,10 @@ fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<Stri
         // `number`: any numeric type, at most a decimal's 16 bytes
         "decimal" | "number" => 16,
         "objectId" => 12,
+        // a uuid (see `uuid_schema`): int32 length, subtype, 16 bytes
+        "binData" if schema.get_str("title") == Ok(crate::model::bson_schema::UUID_TITLE) => {
+            4 + 1 + 16
+        }
         // int32 length, UTF-8 bytes (at most 4 per character), NUL
         "string" => match number(schema, "maxLength") {
             Some(chars) => 4 + 4 * chars + 1,
@@ -370,6 +374,31 @@ mod tests {
         let bound = SizeBound::of(&schema);
         assert_eq!(bound.unbounded.len(), 3, "{bound}");
         assert!(bound.unbounded[0].contains("`note` is a string without `max_length`"));
+    }
+
+    #[test]
+    fn a_uuid_is_bounded_and_other_binary_is_not() {
+        let schema = doc! {
+            "bsonType": "object",
+            "properties": {
+                "id": crate::model::bson_schema::uuid_schema(),
+                "blob": { "bsonType": "binData" },
+            },
+        };
+        let bound = SizeBound::of(&schema);
+        assert_eq!(bound.unbounded.len(), 1, "{bound}");
+        assert!(bound.unbounded[0].contains("`blob`"), "{bound}");
+        // the encoding of { id: <uuid> } alone is the bound of its part
+        let one = doc! { "id": mongodb::bson::Uuid::new() };
+        let id_only = SizeBound::of(&doc! {
+            "bsonType": "object",
+            "properties": { "id": crate::model::bson_schema::uuid_schema() },
+        });
+        assert!(id_only.is_known(), "{id_only}");
+        assert_eq!(
+            id_only.bytes,
+            crate::bson_compat::to_vec(&one).unwrap().len() as u64
+        );
     }
 
     #[test]

@@ -297,10 +297,13 @@ pub fn field_paths(cont: &Container, derive: Derive, fallback: bool) -> TokenStr
 }
 
 /// Whether a derived type's stored form orders like its values (or has no order to betray): a
-/// struct, an enum or an array does; a newtype or a `stored_as` type as the type it stores,
-/// unless that is text that sorts unlike the value (a decimal, a chrono or time date).
+/// struct or an enum does; a newtype or a `stored_as` type as the type it stores, unless that is
+/// text that sorts unlike the value (a decimal, a chrono or time date). A tuple struct of two
+/// or more fields does not: serde stores it as an array, which mongod sorts by its smallest
+/// (ascending) or largest (descending) element and whose range conditions match any element.
 fn ordered(cont: &Container) -> bool {
     let inner: Option<&Type> = match &cont.data {
+        Data::Tuple(_) => return false,
         Data::Transparent(field) => Some(field.ty),
         Data::StoredAs => cont.attrs.stored_as.as_ref().map(|s| &s.value),
         _ => None,
