@@ -479,6 +479,30 @@ mod designs {
     }
 }
 
+#[tokio::test]
+async fn a_declared_index_and_the_exact_one_of_its_key_pattern_apply_as_declared_once() {
+    use designs::*;
+    let db = mongo_schema_testkit::database("collated_twin_indexes").await;
+    let schema = Schema::new()
+        .model::<Sku>()
+        .model::<Basket>()
+        .build()
+        .unwrap();
+    let first = schema.apply(&db).await.unwrap();
+    assert!(first.is_as_declared(), "{first}");
+    let mut names: Vec<String> = list_indexes(&db, "baskets")
+        .await
+        .iter()
+        .map(|i| i.get_str("name").unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["_id_", "sku_1", "sku_1_simple"]);
+    // the plan found each by its name: the exact one was not taken for the collated one's
+    // other name (a conflict, "not as declared", the record `partial` for good)
+    let again = schema.apply(&db).await.unwrap();
+    assert!(again.is_noop() && again.is_as_declared(), "{again}");
+}
+
 #[test]
 fn a_declared_index_of_the_references_key_pattern_keeps_its_name_beside_the_exact_one() {
     use designs::*;

@@ -58,11 +58,29 @@ pub(super) enum IndexState {
     },
 }
 
+/// The server's index that is `wanted`: one of its key pattern and name, else one of its key
+/// pattern and collation (the same index for mongod under another name: a conflict). mongod
+/// holds two indexes of one key pattern when their collations differ (`sku_1` under a
+/// collection's default beside the library's exact `sku_1_simple`; on a collated time series,
+/// the `meta_1_time_1` mongod creates itself under the default): one of another collation and
+/// name is not this one.
 pub(super) fn find_index(wanted: &IndexSpec, existing: &[Document]) -> IndexState {
     let keys_of = |index: &Document| index.get_document("key").ok().cloned().unwrap_or_default();
-    if let Some(index) = existing
-        .iter()
-        .find(|index| json_schema::same_ordered(&keys_of(index), &wanted.keys))
+    let same_keys = || {
+        existing
+            .iter()
+            .filter(|index| json_schema::same_ordered(&keys_of(index), &wanted.keys))
+    };
+    let named = |index: &&Document| index.get_str("name").ok() == Some(wanted.name.as_str());
+    let collated_alike = |index: &&Document| {
+        crate::Collation::same_as_server(
+            wanted.collation.as_ref(),
+            index.get_document("collation").ok(),
+        )
+    };
+    if let Some(index) = same_keys()
+        .find(named)
+        .or_else(|| same_keys().find(collated_alike))
     {
         let differences = wanted.differences(index);
         return if differences.is_empty() {
