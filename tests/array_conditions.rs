@@ -277,3 +277,38 @@ async fn prove_explains_the_elem_match_each_query_sends() {
         .expect("holding proven");
     assert!(holding.failure.is_none(), "{proof}");
 }
+
+/// Orders read in pages by an item's price: a page's start would compare every item.
+mod paged {
+    use super::Item;
+    use mongo_schema::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[collection(name = "ac_paged_orders")]
+    #[query(name = "by_price", eq(customer), sort(items.price = 1), limit = 10, pages)]
+    pub struct PagedOrder {
+        #[serde(rename = "_id")]
+        pub id: ObjectId,
+        pub customer: String,
+        #[embed(max = 20)]
+        pub items: Vec<Item>,
+    }
+}
+
+#[test]
+fn pages_sorted_on_a_path_under_an_array_are_a_build_error() {
+    let error = Schema::new()
+        .model::<paged::PagedOrder>()
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "query `by_price` of `ac_paged_orders` is read in pages and sorts on `items.price`, under the array `items`"
+        ),
+        "{error}"
+    );
+    // the control: the same sort without pages builds (`customer_by_price` of `schema()`)
+    schema();
+}

@@ -909,6 +909,18 @@ fn query_path_problems(
             ));
         }
     }
+    // mongod sorts a document by the smallest (ascending) or largest (descending) value an
+    // array holds at a sort path ("orders by their cheapest item"); a keyset page after such a
+    // value compares every element, so a document already read comes again on a later page
+    // (one whose other items cost more)
+    for (path, _) in query.sort.iter().filter(|_| query.pages) {
+        if let Some(array) = json_schema::array_prefixes(schema, path).first() {
+            problems.push(format!(
+                "query `{}` of `{collection}` is read in pages and sorts on `{path}`, under the array `{array}`: mongod sorts a document by the smallest (ascending) or largest (descending) value its elements hold there, but a page's start compares every element, so a document read on one page would come again on the next; read it without `pages` (with a `limit`), or sort on a field outside the array (the value the order means, kept beside it)",
+                query.name
+            ));
+        }
+    }
     if let (Some(row), Ok(properties)) = (&query.project_schema, schema.get_document("properties"))
     {
         if let Ok(row_properties) = row.get_document("properties") {
