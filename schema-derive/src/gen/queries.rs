@@ -39,12 +39,14 @@ pub fn key_span(field: &KeyField) -> Span {
 fn span_of(field: &KeyField) -> Span {
     match field {
         KeyField::Rust(ident) => ident.span(),
-        KeyField::Nested(idents) => idents
-            .first()
-            .expect("a dotted path has segments")
-            .span()
-            .join(idents.last().expect("a dotted path has segments").span())
-            .unwrap_or_else(|| idents[0].span()),
+        // the whole path where the compiler can join spans (nightly), else its last segment:
+        // the first is checked by the derive itself (a misspelt one is its own error, with the
+        // nearest name), so a later one is what rustc finds missing, and the field whose type
+        // a range, sort or argument is checked against
+        KeyField::Nested(idents) => {
+            let last = idents.last().expect("a dotted path has segments").span();
+            idents[0].span().join(last).unwrap_or(last)
+        }
         KeyField::Path(lit) => lit.span(),
     }
 }
