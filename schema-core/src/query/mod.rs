@@ -37,6 +37,11 @@ use mongodb::bson::Bson;
 ///
 /// The value is encoded as the field is stored (the field's serde helper included), never
 /// through `From<T> for Bson`.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` is not a value of a field of type `{T}`",
+    label = "expected a `{T}` here (or its borrowed form: `&str` for a `String`, `T` for an `Option<T>`)",
+    note = "a declared query's arguments, `Update::set` and `inc` values and `compare_and_set`'s expected value have the type of the field they name, and are encoded as that field stores them"
+)]
 pub trait Value<T: ?Sized> {
     /// Serialized as the driver stores it.
     #[doc(hidden)]
