@@ -561,18 +561,17 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 .as_ref()
                 .filter(|d| d.get_str("locale").is_ok_and(|l| l != "simple"))
                 .filter(|_| c.collation.is_some());
-            let collation = match spec.get_document("collation") {
-                Ok(own) if Some(own) == default => None,
-                Ok(own) => match crate::collation::attribute(own) {
-                    Ok(collation) => collation,
-                    Err(why) => {
-                        note(format!("not kept: {why}; create it by hand"));
-                        continue;
-                    }
-                },
-                // listed without one on a collection that has one: made `simple` on purpose
-                Err(_) if default.is_some() => Some(r#"collation(locale = "simple")"#.to_owned()),
-                Err(_) => None,
+            // listed without one, or `{ locale: "simple", .. }`, on a collection that has one:
+            // made `simple` on purpose
+            let collation = match crate::collation::index_attribute(
+                spec.get_document("collation").ok(),
+                default,
+            ) {
+                Ok(collation) => collation,
+                Err(why) => {
+                    note(format!("not kept: {why}; create it by hand"));
+                    continue;
+                }
             };
             // the derive's own: `{ field: 1 }` of a reference or copy, and `{ copy._id: 1, _id: 1 }`
             // of a maintained copy (its repairs page through the holders of one source)
