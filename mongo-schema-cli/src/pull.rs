@@ -529,10 +529,18 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                         })
                 });
                 if made {
+                    // (mongod's, and the derive's: it declares it with the time series, and a
+                    // reference in the meta field is served by it)
+                    let meta = ts.meta.as_deref().unwrap_or_default();
+                    let outcome = if derived.contains(meta) {
+                        format!("mongod's own index of a time series collection (made with it), and the derive's for the reference `{meta}` (the meta field): not declared")
+                    } else {
+                        "mongod's own index of a time series collection (made with it): not declared".to_owned()
+                    };
                     report.indexes.push(IndexNote {
                         collection: c.name.clone(),
                         name,
-                        outcome: "mongod's own index of a time series collection (made with it): not declared".to_owned(),
+                        outcome,
                     });
                     continue;
                 }
