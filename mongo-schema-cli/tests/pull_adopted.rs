@@ -8,6 +8,9 @@
 //! - a time series whose meta field is a reference: mongod's (and the derive's) `{ pet: 1, at: 1 }`
 //!   is the reference's index, not an index that declares no relationship there.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 use mongo_schema::bson::{doc, oid::ObjectId, DateTime, Document as BsonDocument};
 use mongo_schema::{Document, Identified, Ref, Schema};
 use mongo_schema_cli::pull::{pull, PullConfig};
@@ -69,6 +72,27 @@ fn config() -> PullConfig {
         },
         ..PullConfig::default()
     }
+}
+
+/// The pulled module, built as a crate of its own, plans nothing on the database it was pulled
+/// from and applies as declared, with no violator: the pulled relationships are the ones the
+/// service declared (another strategy, a missing index or another collation would be actions).
+fn plans_nothing(name: &str, module: &str, db: &str) {
+    let dir = scratch::scratch_crate(name, module, scratch::PLAN_APPLY);
+    let output = scratch::run_scratch(&dir, db);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the pulled crate failed:\n{stdout}\n{stderr}"
+    );
+    eprintln!("{stdout}");
+    assert!(
+        stdout.contains("plan: 0 actions, 0 warnings, 0 missing"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("apply: as declared true"), "{stdout}");
+    assert!(stdout.contains("violators: 0"), "{stdout}");
 }
 
 async fn indexes(db: &mongo_schema::mongodb::Database, name: &str) -> Vec<BsonDocument> {
@@ -190,6 +214,25 @@ async fn a_copy_of_string_ids_in_a_collated_holder_is_pulled_as_the_copy() {
         !module.contains("preferredVet._id_1__id_1"),
         "the fan-out index is the copy's, not declared:\n{module}"
     );
+
+    // the service's collections alone (`rooms` is none of them, and `plan` would warn of it):
+    // the module plans nothing
+    db.collection::<BsonDocument>("rooms").drop().await.unwrap();
+    let only = PullConfig {
+        collections: vec!["owners".to_owned(), "vets".to_owned()],
+        ..config()
+    };
+    let pulled = pull(&db, &only)
+        .await
+        .unwrap_or_else(|e| panic!("pull: {e}"));
+    assert!(
+        pulled
+            .module
+            .contains("#[extended_ref(to = Vet, fields = \"name\", sync = \"transactional\")]"),
+        "{}",
+        pulled.module
+    );
+    plans_nothing("pulled-collated-copy", &pulled.module, db.name());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -266,4 +309,5 @@ async fn a_time_series_reference_in_its_meta_field_is_pulled_as_the_reference() 
     // display-text: the outcome names the reference the index serves
     assert!(index.outcome.contains("the reference `pet`"), "{index:?}");
     assert!(!module.contains("pet_1_at_1"), "{module}");
+    plans_nothing("pulled-timeseries-reference", module, db.name());
 }
