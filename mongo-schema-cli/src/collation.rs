@@ -70,11 +70,69 @@ pub fn attribute(collation: &Document) -> Result<Option<String>, String> {
     Ok(Some(format!("collation({})", parts.join(", "))))
 }
 
+/// An index's own `collation(...)` attribute, from the `collation` `listIndexes` gives it
+/// (`own`) and the collection's default one (`default`, only when the model says it): none when
+/// it is the default (the derive creates every index with the collection's), whether listed
+/// the same way or expanded otherwise; `collation(locale = "simple")` when the collection has a
+/// default and the index is simple, listed with no collation (mongod) or with
+/// `{ locale: "simple", .. }` (made simple on purpose: an index of held ids, compared exactly);
+/// otherwise [`attribute`] of its own.
+pub fn index_attribute(
+    own: Option<&Document>,
+    default: Option<&Document>,
+) -> Result<Option<String>, String> {
+    const SIMPLE: &str = r#"collation(locale = "simple")"#;
+    let default = match default.map(attribute) {
+        Some(Ok(Some(default))) => Some(default),
+        _ => None,
+    };
+    match (own.map(attribute).transpose()?.flatten(), default) {
+        (Some(own), Some(default)) if own == default => Ok(None),
+        (Some(own), _) => Ok(Some(own)),
+        (None, Some(_)) => Ok(Some(SIMPLE.to_owned())),
+        (None, None) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mongodb::bson::doc;
 
-    use super::attribute;
+    use super::{attribute, index_attribute};
+
+    #[test]
+    fn an_index_made_simple_on_a_collated_collection_stays_simple() {
+        let default = doc! { "locale": "en", "strength": 2 };
+        let simple = Some(r#"collation(locale = "simple")"#.to_owned());
+        // listed with no collation (mongod), or with the simple locale and its version
+        assert_eq!(index_attribute(None, Some(&default)), Ok(simple.clone()));
+        let listed = doc! { "locale": "simple", "version": "57.1" };
+        assert_eq!(index_attribute(Some(&listed), Some(&default)), Ok(simple));
+        // the collection's own, listed short or expanded: none of its own
+        assert_eq!(index_attribute(Some(&default), Some(&default)), Ok(None));
+        let expanded = doc! {
+            "locale": "en", "caseLevel": false, "caseFirst": "off", "strength": 2,
+            "numericOrdering": false, "alternate": "non-ignorable", "maxVariable": "punct",
+            "normalization": false, "backwards": false, "version": "57.1",
+        };
+        assert_eq!(index_attribute(Some(&expanded), Some(&default)), Ok(None));
+        // another: its own
+        let fr = doc! { "locale": "fr" };
+        assert_eq!(
+            index_attribute(Some(&fr), Some(&default)),
+            Ok(Some(r#"collation(locale = "fr")"#.to_owned()))
+        );
+        assert_eq!(
+            index_attribute(Some(&default), None),
+            Ok(Some(r#"collation(locale = "en", strength = 2)"#.to_owned()))
+        );
+        // no default: simple is no collation
+        assert_eq!(index_attribute(Some(&listed), None), Ok(None));
+        assert_eq!(index_attribute(None, None), Ok(None));
+        assert!(
+            index_attribute(Some(&doc! { "locale": "en", "normalization": true }), None).is_err()
+        );
+    }
 
     #[test]
     fn mongods_expanded_collation_becomes_the_attribute() {

@@ -529,10 +529,18 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                         })
                 });
                 if made {
+                    // (mongod's, and the derive's: it declares it with the time series, and a
+                    // reference in the meta field is served by it)
+                    let meta = ts.meta.as_deref().unwrap_or_default();
+                    let outcome = if derived.contains(meta) {
+                        format!("mongod's own index of a time series collection (made with it), and the derive's for the reference `{meta}` (the meta field): not declared")
+                    } else {
+                        "mongod's own index of a time series collection (made with it): not declared".to_owned()
+                    };
                     report.indexes.push(IndexNote {
                         collection: c.name.clone(),
                         name,
-                        outcome: "mongod's own index of a time series collection (made with it): not declared".to_owned(),
+                        outcome,
                     });
                     continue;
                 }
@@ -561,18 +569,17 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 .as_ref()
                 .filter(|d| d.get_str("locale").is_ok_and(|l| l != "simple"))
                 .filter(|_| c.collation.is_some());
-            let collation = match spec.get_document("collation") {
-                Ok(own) if Some(own) == default => None,
-                Ok(own) => match crate::collation::attribute(own) {
-                    Ok(collation) => collation,
-                    Err(why) => {
-                        note(format!("not kept: {why}; create it by hand"));
-                        continue;
-                    }
-                },
-                // listed without one on a collection that has one: made `simple` on purpose
-                Err(_) if default.is_some() => Some(r#"collation(locale = "simple")"#.to_owned()),
-                Err(_) => None,
+            // listed without one, or `{ locale: "simple", .. }`, on a collection that has one:
+            // made `simple` on purpose
+            let collation = match crate::collation::index_attribute(
+                spec.get_document("collation").ok(),
+                default,
+            ) {
+                Ok(collation) => collation,
+                Err(why) => {
+                    note(format!("not kept: {why}; create it by hand"));
+                    continue;
+                }
             };
             // the derive's own: `{ field: 1 }` of a reference or copy, and `{ copy._id: 1, _id: 1 }`
             // of a maintained copy (its repairs page through the holders of one source)

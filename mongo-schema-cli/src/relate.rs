@@ -20,6 +20,7 @@
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::Collation;
 use mongodb::Database;
 
 use crate::config::PullConfig;
@@ -28,6 +29,14 @@ use crate::model::{ExtendedRef, Model, PartOf, Reference, Ty};
 use crate::names;
 use crate::report::{CopyCheck, PartCheck, ReferenceCheck, Report};
 use crate::sample::collection;
+
+/// The simple collation, sent on every read here: ids are compared exactly, whatever the
+/// default collation of the holder or the source (`"V-abc"` and `"V-ABC"` are two vets even in
+/// a collection compared case-insensitively; mongod groups, looks up and compares under the
+/// collection's default otherwise).
+fn exact() -> Collation {
+    Collation::builder().locale("simple").build()
+}
 
 /// Distinct values checked per candidate.
 pub const VALUES_CHECKED: i64 = 100;
@@ -64,9 +73,11 @@ fn targets(model: &Model) -> Vec<(usize, Ty)> {
         .collect()
 }
 
-/// Candidates for a field of type `ty` named `stored`, hinted ones first; unhinted ones only for
-/// ids that cannot match by chance.
-fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
+/// Candidates for a field of type `ty` named `stored`, hinted ones first (`true`); unhinted ones
+/// only for ids that cannot match by chance, or, for strings and integers, where the derive's
+/// index for the field is there (`evidence`, [`derives_index`]): then every collection of that
+/// `_id` type is a candidate, accepted only when all values checked are found in it.
+fn candidates(model: &Model, stored: &str, ty: &Ty, evidence: bool) -> Vec<(usize, bool)> {
     let hint = names::reference_hint(stored).to_ascii_lowercase();
     let mut hinted = Vec::new();
     let mut others = Vec::new();
@@ -79,14 +90,41 @@ fn candidates(model: &Model, stored: &str, ty: &Ty) -> Vec<usize> {
         if !hint.is_empty()
             && (name == hint.replace('_', "") || name.ends_with(&hint.replace('_', "")))
         {
-            hinted.push(i);
-        } else if strong(ty) {
-            others.push(i);
+            hinted.push((i, true));
+        } else if strong(ty) || evidence {
+            others.push((i, false));
         }
     }
     hinted.extend(others);
-    hinted.truncate(3);
+    if !evidence {
+        hinted.truncate(3);
+    }
     hinted
+}
+
+/// Whether collection `ci` holds the index the derive creates for a relationship at `path` (a
+/// reference's path, or a copy's `<path>._id`): the fan-out index of a maintained copy,
+/// `{ <path>: 1, _id: 1 }` (`<field>._id_1__id_1`), in any database; in a database that holds
+/// mongo-schema's version record, any index starting with the path (a reference's, a frozen
+/// copy's, a declared one the derive extended). A string or integer id there is looked for in
+/// every collection of that `_id` type, not only the one its name hints at.
+fn derives_index(model: &Model, ci: usize, path: &str) -> bool {
+    let c = &model.collections[ci];
+    c.indexed.iter().any(|keys| {
+        let starts = keys.first().is_some_and(|k| k == path);
+        let fan_out = keys.len() == 2 && path.ends_with("._id") && keys[1] == "_id";
+        starts && (fan_out || model.record.is_some())
+    })
+}
+
+/// Whether `found` of `checked` values accept a candidate: the threshold's share for a hinted
+/// or an unguessable id, all of them for strings and integers no name hints at.
+fn accepts(config: &PullConfig, found: u64, checked: usize, hinted: bool, ty: &Ty) -> bool {
+    if hinted || strong(ty) {
+        found as f64 >= checked as f64 * config.reference_threshold
+    } else {
+        found >= checked as u64
+    }
 }
 
 /// Up to [`VALUES_CHECKED`] distinct values at `path`; `arrays` are the arrays on the way
@@ -108,6 +146,7 @@ async fn distinct_values(
     report.command("aggregate");
     let rows: Vec<Document> = collection(db, coll, &config.read)
         .aggregate(pipeline)
+        .collation(exact())
         .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{coll}.{path}`: {e}"))?
@@ -131,6 +170,7 @@ async fn found_in(
     report.command("aggregate");
     collection(db, target, &config.read)
         .count_documents(doc! { "_id": { "$in": values.to_vec() } })
+        .collation(exact())
         .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{target}`: {e}"))
@@ -214,14 +254,15 @@ async fn reference(
     let coll = model.collections[ci].name.clone();
     let field = model.structs[si].fields[fi].clone();
     let element = field.ty.element().clone();
-    for target in candidates(model, &field.stored, &element) {
+    let evidence = arrays.is_empty() && derives_index(model, ci, path);
+    for (target, hinted) in candidates(model, &field.stored, &element, evidence) {
         let target_name = model.collections[target].name.clone();
         let values = distinct_values(db, config, &coll, path, arrays, report).await?;
         if values.is_empty() {
             break;
         }
         let found = found_in(db, config, &target_name, &values, report).await?;
-        let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
+        let accepted = accepts(config, found, values.len(), hinted, &element);
         report.references.push(ReferenceCheck {
             path: format!("{coll}.{path}"),
             target: target_name.clone(),
@@ -265,15 +306,38 @@ async fn extended(
     let root = model.collections[ci].root;
     let field = model.structs[root].fields[fi].clone();
     let copy = model.structs[si].clone();
+    // the derive's index of a copy there: what is not pulled as the copy is reported, with why
+    let evidence = derives_index(model, ci, &format!("{}._id", field.stored));
+    let unsaid = |report: &mut Report, reason: String| {
+        if evidence {
+            report.rejected_copies.push(crate::report::RejectedCopy {
+                path: format!("{coll}.{}", field.stored),
+                target: String::new(),
+                reason: format!(
+                    "the derive's index on `{}._id` is there, but {reason}: kept as a plain sub-document",
+                    field.stored
+                ),
+            });
+        }
+    };
     let Some(id) = copy.fields.iter().find(|f| f.stored == "_id") else {
+        unsaid(report, "not every copy holds an `_id`".to_owned());
         return Ok(());
     };
     if id.presence.missing || id.presence.null || !id_type(&id.ty) {
+        unsaid(
+            report,
+            format!(
+                "its `_id` is missing, `null` or no id type ({:?}) in some holders",
+                id.ty
+            ),
+        );
         return Ok(());
     }
     let copied: Vec<&crate::model::Field> =
         copy.fields.iter().filter(|f| f.stored != "_id").collect();
     if copied.is_empty() {
+        unsaid(report, "it copies no field".to_owned());
         return Ok(());
     }
     let valid_ident = |s: &str| {
@@ -283,7 +347,14 @@ async fn extended(
                 && names::field_ident(s).len() == s.len()
                 && !names::field_ident(s).starts_with("r#"))
     };
-    for target in candidates(model, &field.stored, &id.ty) {
+    let candidates = candidates(model, &field.stored, &id.ty, evidence);
+    if candidates.is_empty() {
+        unsaid(
+            report,
+            format!("no pulled collection has `_id`s of its type ({:?})", id.ty),
+        );
+    }
+    for (target, hinted) in candidates {
         let source = &model.structs[model.collections[target].root];
         let target_name = model.collections[target].name.clone();
         let mismatch = copied.iter().find_map(|c| {
@@ -323,7 +394,7 @@ async fn extended(
             continue;
         }
         let found = found_in(db, config, &target_name, &values, report).await?;
-        let accepted = found as f64 >= values.len() as f64 * config.reference_threshold;
+        let accepted = accepts(config, found, values.len(), hinted, &id.ty);
         report.references.push(ReferenceCheck {
             path: format!("{coll}.{path}"),
             target: target_name.clone(),
@@ -339,8 +410,13 @@ async fn extended(
                 path: format!("{coll}.{}", field.stored),
                 target: target_name,
                 reason: format!(
-                    "{found} of {} distinct `_id`s checked are `_id`s of the source",
-                    values.len()
+                    "{found} of {} distinct `_id`s checked are `_id`s of the source{}",
+                    values.len(),
+                    if hinted || strong(&id.ty) {
+                        ""
+                    } else {
+                        " (strings and integers no name hints at need all of them)"
+                    }
                 ),
             });
             continue;
@@ -363,6 +439,7 @@ async fn extended(
                 doc! { "$sort": { "n": -1 } },
                 doc! { "$limit": 1 },
             ])
+            .collation(exact())
             .max_time(config.read.limit())
             .await
             .map_err(|e| format!("`{coll}.{path}`: {e}"))?
@@ -420,7 +497,8 @@ async fn extended(
 /// relationship at `path` (a reference, or a copy's `_id`), as the derive's indexes tell: it
 /// creates an index starting with every single reference (`indexed`: one must be there), and
 /// extends a declared index that starts with a relationship's path and another key with the
-/// `_id` tie-break (one without it was declared with no relationship there). What was not
+/// `_id` tie-break (one without it was declared with no relationship there; a time series'
+/// `{ <meta>: 1, <time>: 1 }` is mongod's, and the index of a reference in its meta field). What was not
 /// declared is not written (its `apply` would create or change those indexes); the note says
 /// so. Any other database: always.
 fn declared_here(
@@ -433,10 +511,17 @@ fn declared_here(
 ) -> bool {
     let c = &model.collections[ci];
     let starts = |keys: &Vec<String>| keys.first().is_some_and(|k| k == path);
+    // mongod's `{ <meta>: 1, <time>: 1 }` of a time series is no declared index the derive
+    // would have extended: it is the index of a reference in the meta field
+    let own = |keys: &Vec<String>| {
+        c.timeseries.as_ref().is_some_and(|ts| {
+            ts.meta.as_deref() == Some(path) && keys.len() == 2 && keys[1] == ts.time
+        })
+    };
     let unextended = c
         .indexed
         .iter()
-        .filter(|keys| starts(keys))
+        .filter(|keys| starts(keys) && !own(keys))
         .any(|keys| keys.len() >= 2 && keys.last().is_some_and(|k| k != "_id"));
     let present = !indexed || c.indexed.iter().any(starts);
     if model.record.is_none() || (present && !unextended) {
@@ -586,6 +671,7 @@ async fn compare_copies(
     report.command("aggregate");
     let rows: Vec<Document> = collection(db, coll, &config.read)
         .aggregate(comparison_pipeline(field, target, names))
+        .collation(exact())
         .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{coll}.{field}`: comparing the copies with `{target}`: {e}"))?
@@ -652,6 +738,7 @@ async fn unmatched(
             doc! { "$match": { "same": { "$size": 0 } } },
             doc! { "$count": "n" },
         ])
+        .collation(exact())
         .max_time(config.read.limit())
         .await
         .map_err(|e| format!("`{from}`: looking its `_id`s up in `{other}`: {e}"))?
