@@ -635,7 +635,7 @@ async fn reconcile_batch(
         let Some(fan_out) = fan_out else { continue };
         let outcome = fan_out
             .only(repair.holders.clone())
-            .run_resilient(db, edge, &repair.source_id, log, writer, None)
+            .run_resilient(db, edge, &repair.source_id, log, writer, None, None)
             .await?;
         if outcome.fenced_off {
             return Err(super::fence::fenced_off());
@@ -701,7 +701,7 @@ async fn reread_and_repeat(
         let outcome = again
             .when(&edge.copy, unchanged(edge, &written))
             .only(holders.to_vec())
-            .run_resilient(db, edge, id, log, writer, None)
+            .run_resilient(db, edge, id, log, writer, None, None)
             .await?;
         if outcome.fenced_off {
             return Err(super::fence::fenced_off());

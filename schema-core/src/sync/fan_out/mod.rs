@@ -58,6 +58,39 @@ pub(crate) struct FanOutOutcome {
     /// The writer's lease was taken over: what was not written yet was not (see
     /// [`Writer::Fenced`]).
     pub fenced_off: bool,
+    /// It stopped at a chunk boundary because its [`Halt`] was raised (the worker is shutting
+    /// down): the chunks before it committed (with their progress, for a fenced writer with an
+    /// event), the holders after them were not written.
+    pub cut_short: bool,
+}
+
+impl FanOutOutcome {
+    /// A job that did not start: its worker was asked to stop first.
+    pub(crate) fn stopped() -> FanOutOutcome {
+        FanOutOutcome {
+            cut_short: true,
+            ..FanOutOutcome::default()
+        }
+    }
+}
+
+/// A worker's request to stop, as a fan-out watches it: once it reads `true`, the fan-out
+/// starts no further chunk (the chunk in its transaction commits or aborts first) and returns
+/// [`FanOutOutcome::cut_short`]. The worker's stop channel (see `SyncWorkerHandle::shutdown`).
+pub(crate) type Halt = tokio::sync::watch::Receiver<bool>;
+
+/// Whether `halt` was raised.
+pub(crate) fn halted(halt: Option<&Halt>) -> bool {
+    halt.is_some_and(|halt| *halt.borrow())
+}
+
+/// The error a walk of holders ends with when its fan-out was halted (never returned by
+/// [`FanOut::run_resilient`], which reads it as [`FanOutOutcome::cut_short`]).
+fn cut_short() -> crate::Error {
+    crate::Error::worker(
+        crate::error::WorkerStop::Ended,
+        "the fan-out stopped at a chunk boundary: the worker is shutting down",
+    )
 }
 
 /// How a fan-out's writes are sent.
@@ -296,6 +329,12 @@ impl FanOut {
     /// With the `event` it applies (the change's resume token) and a fenced writer, the walk
     /// records where it got to and starts after the last holder a cut-short pass of the same
     /// change committed ([`progress`]).
+    ///
+    /// With a `halt` (the worker's stop), it looks at it before each chunk: once raised, no
+    /// further chunk starts and it returns at once with [`FanOutOutcome::cut_short`] (the
+    /// chunks before committed, their progress recorded; the record is kept for the next
+    /// pass of the change). A chunk already in its transaction is not interrupted.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_resilient(
         &self,
         db: &Database,
@@ -304,6 +343,7 @@ impl FanOut {
         log: &FailureLog,
         writer: Writer<'_>,
         event: Option<&Bson>,
+        halt: Option<&Halt>,
     ) -> Result<FanOutOutcome> {
         let place = match (writer, event, &self.holders) {
             (Writer::Fenced { fence, .. }, Some(event), None) => {
@@ -319,10 +359,15 @@ impl FanOut {
             log,
             writer,
             place: place.as_ref(),
+            halt,
             outcome: FanOutOutcome::default(),
         };
         if let Some(holders) = &self.holders {
             for part in holders.chunks(FAN_OUT_CHUNK) {
+                if halted(halt) {
+                    chunks.outcome.cut_short = true;
+                    break;
+                }
                 chunks.write(self.clone().only(part.to_vec()), None).await?;
                 if chunks.outcome.fenced_off {
                     break;
@@ -353,6 +398,9 @@ impl FanOut {
                 Ok(chunks.outcome)
             }
             Err(error) if is_fenced_off(&error) => Ok(chunks.outcome),
+            // halted at a chunk boundary: the record of the last chunk committed stays, for
+            // the next pass of the same change to resume after it
+            Err(_) if chunks.outcome.cut_short => Ok(chunks.outcome),
             Err(error) => Err(error),
         }
     }
@@ -477,6 +525,8 @@ struct Chunks<'a, 'w> {
     writer: Writer<'w>,
     /// Where a worker's fan-out records its progress.
     place: Option<&'a Place>,
+    /// The worker's stop: no chunk starts once it is raised.
+    halt: Option<&'a Halt>,
     outcome: FanOutOutcome,
 }
 
@@ -514,8 +564,13 @@ impl Chunks<'_, '_> {
 }
 
 impl Visit for Chunks<'_, '_> {
-    /// One chunk of the walk; a chunk fenced off ends the walk (with [`fenced_off`]).
+    /// One chunk of the walk; a chunk fenced off ends the walk (with [`fenced_off`]), and so
+    /// does a raised halt before the chunk starts (with [`cut_short`]).
     async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
+        if halted(self.halt) {
+            self.outcome.cut_short = true;
+            return Err(cut_short());
+        }
         let holders: Vec<Bson> = batch.iter().filter_map(|h| h.get("_id").cloned()).collect();
         // a full chunk may have more after it: where the walk got to is recorded with it
         let progress = match (self.place, holders.last()) {

@@ -276,7 +276,7 @@ mod tests {
                 };
                 FanOut::new(&edge, &renamed)
                     .unwrap()
-                    .run_resilient(&busy, &edge, &source, &log, writer, Some(&change))
+                    .run_resilient(&busy, &edge, &source, &log, writer, Some(&change), None)
                     .await
             }
         });
@@ -333,7 +333,7 @@ mod tests {
         };
         let resumed = FanOut::new(&edge, &renamed)
             .unwrap()
-            .run_resilient(&db, &edge, &source, &log, writer, Some(&first_change))
+            .run_resilient(&db, &edge, &source, &log, writer, Some(&first_change), None)
             .await
             .unwrap();
         assert_eq!(
@@ -356,7 +356,15 @@ mod tests {
         // another change of the same source: from the first holder
         let again = FanOut::new(&edge, &renamed)
             .unwrap()
-            .run_resilient(&db, &edge, &source, &log, writer, Some(&second_change))
+            .run_resilient(
+                &db,
+                &edge,
+                &source,
+                &log,
+                writer,
+                Some(&second_change),
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(again.rewritten, 1, "{again:?}");

@@ -20,6 +20,10 @@ pub(super) struct InFlight<'a> {
     pub(super) done: std::collections::VecDeque<Result<Finished>>,
     /// When each running batch was started, oldest first.
     pub(super) started: std::collections::VecDeque<Instant>,
+    /// A batch was cut short by a stop (see [`Finished::cut_short`]): neither it nor any batch
+    /// after it saves its token, so the saved token stays the position before the oldest
+    /// batch not applied whole.
+    pub(super) cut: bool,
 }
 
 impl<'a> InFlight<'a> {
@@ -112,6 +116,22 @@ pub(super) struct Finished {
     pub(super) token: Option<ResumeToken>,
     /// The cluster time of its last event.
     pub(super) cluster_time: Option<mongodb::bson::Timestamp>,
+    /// The worker was asked to stop while it ran: a fan-out stopped at a chunk boundary, or a
+    /// job did not start. It is not applied whole, so its token is not saved (nor any later
+    /// batch's): the next worker of the name replays it, and its fan-outs resume from their
+    /// progress.
+    pub(super) cut_short: bool,
+}
+
+/// How the apply of a batch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Applied {
+    /// Every job ran to its end.
+    Whole,
+    /// A write was fenced off: the lease was taken over.
+    FencedOff,
+    /// The worker was asked to stop: a job stopped at a chunk boundary or did not start.
+    CutShort,
 }
 
 /// Why a worker stopped following.
@@ -127,8 +147,9 @@ pub(super) enum Stopped {
 }
 
 impl SyncWorker {
-    /// On a requested stop: the batches in flight finish and save their tokens, as a batch
-    /// being applied always did before the worker stopped.
+    /// On a requested stop: the batches in flight end (each fan-out at its next chunk
+    /// boundary, no job starting: they watch the same stop, see [`SyncWorker::run_batch`]),
+    /// and those that were applied whole before the oldest one cut short save their tokens.
     pub(super) async fn drain_and_stop(
         &self,
         mut in_flight: InFlight<'_>,
@@ -178,8 +199,14 @@ impl SyncWorker {
         let mut any = false;
         while let Some(finished) = in_flight.done.pop_front() {
             any = true;
+            let finished = finished?;
+            if finished.cut_short || in_flight.cut {
+                // not applied whole, or after one that was not: the token stays before it
+                in_flight.cut = true;
+                continue;
+            }
             let last = in_flight.is_empty();
-            let saved = in_flight.drive(self.finished(finished?, lease, stats, part, last));
+            let saved = in_flight.drive(self.finished(finished, lease, stats, part, last));
             if !saved.await? {
                 return Ok(None);
             }
@@ -294,8 +321,11 @@ impl SyncWorker {
     }
 
     /// Runs a planned batch: its jobs on the lanes, each in its turn and fenced on its lane
-    /// (see [`super::fence`]); measures the lag of the applied changes. `false`: a write was
-    /// fenced off (the lease was taken over); the batch is the new holder's to apply.
+    /// (see [`super::fence`]); measures the lag of the applied changes. [`Applied::FencedOff`]:
+    /// a write was fenced off (the lease was taken over); the batch is the new holder's to
+    /// apply. [`Applied::CutShort`]: `halt` (the worker's stop) was raised while it ran; a job
+    /// that had not started does not, and a fan-out stops at its next chunk boundary, its
+    /// progress recorded (see [`crate::sync::fan_out::progress`]).
     #[tracing::instrument(name = "sync_batch", level = "debug", skip_all, fields(worker = %self.name, jobs = planned.jobs.len()))]
     #[allow(deprecated)] // the worker writes its own counters
     pub(super) async fn run_batch(
@@ -305,7 +335,8 @@ impl SyncWorker {
         log: &FailureLog,
         fence: &Fence,
         lanes: &Lanes,
-    ) -> Result<bool> {
+        halt: &Halt,
+    ) -> Result<Applied> {
         if self.stall_once.swap(false, Ordering::AcqRel) {
             // test support (`__stall_next_batch`): a command that never returns
             std::future::pending::<()>().await;
@@ -325,12 +356,15 @@ impl SyncWorker {
             .into_iter()
             .map(|(turn, job)| {
                 Box::pin(lanes.run(turn, move |lane| async move {
+                    if halted(Some(halt)) {
+                        return Ok((job.deletion, FanOutOutcome::stopped()));
+                    }
                     let writer = Writer::Fenced { fence, lane };
                     let copy = format!("{}.{}", job.edge.holder, job.edge.copy.path);
                     let started = std::time::Instant::now();
                     let outcome = job
                         .fan_out
-                        .run_resilient(db, job.edge, &job.source, log, writer, job.event.as_ref())
+                        .run_resilient(db, job.edge, &job.source, log, writer, job.event.as_ref(), Some(halt))
                         .instrument(tracing::debug_span!("fan_out", worker, copy = %copy, source = %job.source))
                         .await;
                     if let Ok(done) = &outcome {
@@ -342,16 +376,20 @@ impl SyncWorker {
             .collect();
         let subsets = &self.subsets;
         runs.extend(parents.into_iter().map(|(turn, rule, parent)| {
-            Box::pin(lanes.run(turn, move |lane| {
-                refresh_parent(subsets, db, stats, log, fence, lane, rule, parent)
+            Box::pin(lanes.run(turn, move |lane| async move {
+                if halted(Some(halt)) {
+                    return Ok((false, FanOutOutcome::stopped()));
+                }
+                refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await
             })) as BoxFuture<'_, _>
         }));
         // every job concurrently: the lanes' permits bound how many run at once
         let mut outcomes: futures_util::stream::FuturesUnordered<_> = runs.into_iter().collect();
-        let mut fenced_off = false;
+        let (mut fenced_off, mut cut_short) = (false, false);
         while let Some(done) = outcomes.next().await {
             let (deletion, outcome) = done?;
             fenced_off |= outcome.fenced_off;
+            cut_short |= outcome.cut_short;
             let rewritten = if deletion {
                 &stats.copies_unset
             } else {
@@ -361,7 +399,10 @@ impl SyncWorker {
             WorkerStats::add(&stats.failed, outcome.failed);
         }
         if fenced_off {
-            return Ok(false);
+            return Ok(Applied::FencedOff);
+        }
+        if cut_short {
+            return Ok(Applied::CutShort);
         }
         WorkerStats::add(&stats.applied, applied.len() as u64);
         metrics::events_applied(&self.name, applied.len());
@@ -372,7 +413,7 @@ impl SyncWorker {
             stats.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
             metrics::lag(&self.name, lag);
         }
-        Ok(true)
+        Ok(Applied::Whole)
     }
 
     /// The rewrites one change needs; none when it touched no copied field (or its source is

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::events::{self, Fragments, Read, Unreadable};
-use super::fan_out::{FanOut, FanOutOutcome, Writer};
+use super::fan_out::{halted, FanOut, FanOutOutcome, Halt, Writer};
 use super::lanes::{Lanes, Turn};
 use super::lease::{Lease, DEFAULT_LEASE};
 use super::metrics;

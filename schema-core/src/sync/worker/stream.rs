@@ -297,6 +297,9 @@ impl SyncWorker {
         let mut fragments = Fragments::default();
         // the batches read and not yet finished, oldest first (see `super::lanes`)
         let lanes = Lanes::new(FAN_OUT_CONCURRENCY);
+        // the stop as the batches' jobs watch it: once raised, no job starts and each fan-out
+        // stops at its next chunk boundary (see `SyncWorkerHandle::shutdown`)
+        let halt = stop.clone();
         let mut in_flight = InFlight::default();
         loop {
             // the batches that finished, in order: their tokens saved
@@ -346,6 +349,10 @@ impl SyncWorker {
                     // that the position saved below is not ahead of unfinished work
                     if !self.drain(&mut in_flight, lease, stats, part).await? {
                         return Ok(Stopped::LeaseLost);
+                    }
+                    if in_flight.cut {
+                        // a stop cut a batch short meanwhile: the token stays before it
+                        return Ok(Stopped::Requested);
                     }
                     let Some(position) = stream.resume_token() else {
                         // no position to go on from: reopened from the saved token
@@ -488,12 +495,16 @@ impl SyncWorker {
                     .then(|| stream.resume_token())
                     .flatten(),
                 cluster_time: batch.iter().rev().find_map(|e| e.cluster_time),
+                cut_short: false,
             };
-            let (log, fence, lanes) = (&log, &fence, &lanes);
+            let (log, fence, lanes, halt) = (&log, &fence, &lanes, &halt);
             in_flight.start(Box::pin(async move {
-                let applied = self.run_batch(planned, stats, log, fence, lanes).await?;
+                let applied = self
+                    .run_batch(planned, stats, log, fence, lanes, halt)
+                    .await?;
                 Ok(Finished {
-                    fenced_off: !applied,
+                    fenced_off: applied == Applied::FencedOff,
+                    cut_short: applied == Applied::CutShort,
                     ..finished
                 })
             }));
