@@ -304,6 +304,7 @@ fn pages_sorted_on_a_path_under_an_array_are_a_build_error() {
         .unwrap_err()
         .to_string();
     assert!(
+        // display-text: the build error names the query, the sort path and the array it crosses
         error.contains(
             "query `by_price` of `ac_paged_orders` is read in pages and sorts on `items.price`, under the array `items`"
         ),
