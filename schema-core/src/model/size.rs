@@ -172,7 +172,9 @@ fn typed_bytes(ty: &str, schema: &Document, path: &str, unbounded: &mut Vec<Stri
         "decimal" | "number" => 16,
         "objectId" => 12,
         // a uuid (see `uuid_schema`): int32 length, subtype, 16 bytes
-        "binData" if schema.get_str("title") == Ok(crate::model::bson_schema::UUID_TITLE) => {
+        "binData"
+            if schema.get_str("title").ok() == Some(crate::model::bson_schema::UUID_TITLE) =>
+        {
             4 + 1 + 16
         }
         // int32 length, UTF-8 bytes (at most 4 per character), NUL
