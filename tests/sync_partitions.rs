@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually, ready_within, within};
+use common::{authors, eventually, ready_within, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::{SyncWorker, SyncWorkerHandle};
 
@@ -17,42 +17,10 @@ const SHUTDOWN: Duration = Duration::from_secs(60);
 const AUTHORS: usize = 40;
 const POSTS_EACH: i64 = 3;
 
-mod model {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    /// The source.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "authors")]
-    pub struct Author {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
-
-    /// A holder of an async copy.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "posts")]
-    pub struct Post {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[extended_ref(to = Author, fields = "name", sync = "async")]
-        pub author: PostAuthor,
-    }
-
-    pub fn schema() -> Schema {
-        Schema::new()
-            .model::<Author>()
-            .model::<Post>()
-            .build()
-            .expect("the schema builds")
-    }
-}
-
 /// A database with `AUTHORS` authors, each copied by `POSTS_EACH` posts.
 async fn seeded(prefix: &str) -> (mongodb::Database, Vec<ObjectId>) {
     let db = mongo_schema_testkit::database(prefix).await;
-    model::schema().apply(&db).await.unwrap();
+    authors::schema().apply(&db).await.unwrap();
     let authors: Vec<ObjectId> = (0..AUTHORS).map(|_| ObjectId::new()).collect();
     db.collection::<BsonDocument>("authors")
         .insert_many(authors.iter().map(|id| doc! { "_id": *id, "name": "v0" }))
@@ -75,7 +43,7 @@ async fn seeded(prefix: &str) -> (mongodb::Database, Vec<ObjectId>) {
 }
 
 fn worker(db: &mongodb::Database) -> SyncWorker {
-    model::schema()
+    authors::schema()
         .sync_worker(db)
         .name(NAME)
         .partitions(PARTITIONS)
