@@ -37,7 +37,7 @@ use mongodb::error::ErrorKind;
 use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------------------------------------
-// shapes of the "every model" issue (as in tests/shapes.rs and examples/events)
+// shapes of the "every model" issue (as in tests/shapes/ and examples/events)
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "snake_case")]
