@@ -1,6 +1,8 @@
 //! `cargo bench -p mongo-schema-cli --bench pull`: `pull` of 100,000 documents in 5 collections
 //! (the shop of the tests, larger, and a fifth collection of carts), on the test server. Prints
-//! the wall time per stage, the commands sent and the gate's rounds. `BENCH_QUICK=1`: 10,000.
+//! the wall time per stage, the commands sent, the gate's rounds and the process's peak resident
+//! memory during the pull. `BENCH_QUICK=1`: 10,000; `BENCH_PULL_SCALE=100`: 1,000,000 (the
+//! scale is tens of thousands of documents).
 
 #[allow(dead_code)] // the tests use all of it
 #[path = "../tests/common/shop.rs"]
@@ -14,7 +16,11 @@ use mongodb::bson::{doc, oid::ObjectId, Document};
 #[tokio::main]
 async fn main() {
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
-    let scale = if quick { 1 } else { 10 };
+    let scale: i64 = match std::env::var("BENCH_PULL_SCALE") {
+        Ok(scale) => scale.parse().expect("BENCH_PULL_SCALE is a whole number"),
+        Err(_) if quick => 1,
+        Err(_) => 10,
+    };
     let db = mongo_schema_testkit::database("bench_pull").await;
     let seeding = Instant::now();
     let (customers, products, orders, reviews, carts) = (
@@ -45,6 +51,9 @@ async fn main() {
         "seeded {documents} documents in 5 collections in {:.1} s",
         seeding.elapsed().as_secs_f64()
     );
+    // the peak of the pull alone: the seeding's vectors are freed, its peak forgotten
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = status_kib("VmRSS:");
     let started = Instant::now();
     let pulled = pull(&db, &PullConfig::default()).await.expect("pull");
     let seconds = started.elapsed().as_secs_f64();
@@ -60,4 +69,24 @@ async fn main() {
     for (phase, s) in &report.phases {
         println!("  {phase}: {s:.1} s");
     }
+    match (reset, before, status_kib("VmHWM:")) {
+        (true, Some(before), Some(peak)) => println!(
+            "peak resident memory during the pull: {:.1} MiB ({:.1} MiB before it)",
+            peak as f64 / 1024.0,
+            before as f64 / 1024.0
+        ),
+        _ => println!("peak resident memory: not readable here (Linux's /proc/self only)"),
+    }
+}
+
+/// A `kB` figure of `/proc/self/status` (`VmRSS:`, `VmHWM:`).
+fn status_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
