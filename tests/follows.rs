@@ -9,6 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, ready, shut_down};
+use futures_util::StreamExt;
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -305,6 +306,12 @@ mod by_the_worker {
                 "user {id}"
             );
         }
+        // the users' own changes from here: a parent's subset and counter come in one update
+        let mut changes = User::collection(&db)
+            .clone_with_type::<mongo_schema::bson::Document>()
+            .watch()
+            .await
+            .unwrap();
         // Cy unfollows (the pre-image names Ada), Ada follows Bo
         follows.delete_one(doc! { "_id": 11 }).await.unwrap();
         follows.insert_one(plain(12, 1, 2, "Ada")).await.unwrap();
@@ -330,6 +337,35 @@ mod by_the_worker {
             }]
         );
         assert_eq!(read(3).await.follower_count, 0);
+        // Ada's and Bo's refreshes, each one update of both fields (two rules of one parent in
+        // one transaction): a reader never saw Ada's count at 1 beside Cy still in her preview
+        let mut refreshed = Vec::new();
+        while refreshed.len() < 2 {
+            let event = tokio::time::timeout(Duration::from_secs(20), changes.next())
+                .await
+                .expect("the users' two refreshes within 20 s")
+                .expect("a change")
+                .unwrap();
+            let id = event.document_key.as_ref().unwrap().get_i64("_id").unwrap();
+            let fields = event
+                .update_description
+                .as_ref()
+                .unwrap()
+                .updated_fields
+                .clone();
+            let sets = |field: &str| {
+                fields
+                    .keys()
+                    .any(|k| k == field || k.starts_with(&format!("{field}.")))
+            };
+            assert!(
+                sets("newest_followers") && sets("follower_count"),
+                "user {id}: one update of the preview and the count, not {fields:?}"
+            );
+            refreshed.push(id);
+        }
+        refreshed.sort();
+        assert_eq!(refreshed, [1, 2]);
         assert_eq!(worker.stats().snapshot().unknown_parents, 0);
         shut_down(worker).await;
     }

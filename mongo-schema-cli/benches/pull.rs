@@ -3,6 +3,11 @@
 //! the wall time per stage, the commands sent, the gate's rounds and the process's peak resident
 //! memory during the pull. `BENCH_QUICK=1`: 10,000; `BENCH_PULL_SCALE=100`: 1,000,000 (the
 //! scale is tens of thousands of documents).
+//!
+//! To see the pull's own peak memory, seed in one process and pull in another, on one server:
+//! `BENCH_PULL_DB=<name>` names the database (on `MONGODB_URI`'s server, e.g. the `test-server`
+//! binary's), `BENCH_PULL_STAGE=seed` seeds it and stops, `BENCH_PULL_STAGE=pull` pulls it as
+//! seeded (the scale must be the same).
 
 #[allow(dead_code)] // the tests use all of it
 #[path = "../tests/common/shop.rs"]
@@ -21,7 +26,14 @@ async fn main() {
         Err(_) if quick => 1,
         Err(_) => 10,
     };
-    let db = mongo_schema_testkit::database("bench_pull").await;
+    let stage = std::env::var("BENCH_PULL_STAGE").unwrap_or_default();
+    let db = match std::env::var("BENCH_PULL_DB") {
+        Ok(name) => mongo_schema_testkit::client().await.database(&name),
+        Err(_) if !stage.is_empty() => {
+            panic!("BENCH_PULL_STAGE needs BENCH_PULL_DB (one database for both)")
+        }
+        Err(_) => mongo_schema_testkit::database("bench_pull").await,
+    };
     let seeding = Instant::now();
     let (customers, products, orders, reviews, carts) = (
         1_800 * scale,
@@ -30,27 +42,27 @@ async fn main() {
         500 * scale,
         500 * scale,
     );
-    shop::seed_sized(&db, customers, products, orders, reviews).await;
-    let carts_docs: Vec<Document> = (0..carts)
-        .map(|i| {
-            let mut lines = Document::new();
-            for k in 0..(1 + i % 3) {
-                lines.insert(format!("sku-{:04}", (i + k) % products), (1 + k) as i32);
-            }
-            doc! { "_id": ObjectId::new(), "owner": format!("session-{i}"), "lines": lines }
-        })
-        .collect();
-    for chunk in carts_docs.chunks(1000) {
-        db.collection::<Document>("carts")
-            .insert_many(chunk.to_vec())
-            .await
-            .expect("carts");
-    }
     let documents = customers + products + orders + reviews + carts;
-    println!(
-        "seeded {documents} documents in 5 collections in {:.1} s",
-        seeding.elapsed().as_secs_f64()
-    );
+    if stage == "pull" {
+        let mut stored = 0;
+        for name in db.list_collection_names().await.expect("collections") {
+            stored += db
+                .collection::<Document>(&name)
+                .estimated_document_count()
+                .await
+                .expect("count");
+        }
+        assert_eq!(stored, documents as u64, "BENCH_PULL_STAGE=pull: the database holds what BENCH_PULL_STAGE=seed wrote at this scale");
+    } else {
+        seed(&db, (customers, products, orders, reviews, carts)).await;
+        println!(
+            "seeded {documents} documents in 5 collections in {:.1} s",
+            seeding.elapsed().as_secs_f64()
+        );
+        if stage == "seed" {
+            return;
+        }
+    }
     // the peak of the pull alone: the seeding's vectors are freed, its peak forgotten
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = status_kib("VmRSS:");
@@ -76,6 +88,29 @@ async fn main() {
             before as f64 / 1024.0
         ),
         _ => println!("peak resident memory: not readable here (Linux's /proc/self only)"),
+    }
+}
+
+/// Seeds the shop of the tests at these sizes and a collection of carts.
+async fn seed(
+    db: &mongodb::Database,
+    (customers, products, orders, reviews, carts): (i64, i64, i64, i64, i64),
+) {
+    shop::seed_sized(db, customers, products, orders, reviews).await;
+    let carts_docs: Vec<Document> = (0..carts)
+        .map(|i| {
+            let mut lines = Document::new();
+            for k in 0..(1 + i % 3) {
+                lines.insert(format!("sku-{:04}", (i + k) % products), (1 + k) as i32);
+            }
+            doc! { "_id": ObjectId::new(), "owner": format!("session-{i}"), "lines": lines }
+        })
+        .collect();
+    for chunk in carts_docs.chunks(1000) {
+        db.collection::<Document>("carts")
+            .insert_many(chunk.to_vec())
+            .await
+            .expect("carts");
     }
 }
 

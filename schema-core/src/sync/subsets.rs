@@ -98,34 +98,50 @@ impl SubsetFollow {
         plan
     }
 
-    /// Sets `parent`'s subset and count from its children's current state, in a transaction
-    /// fenced on `lane` (the children read and the parent written at one snapshot), with the
-    /// removal of the parent's failure record; `false` when the fence refused it (the lease
-    /// was taken over: nothing written).
+    /// Sets `parent`'s subsets and counts of `rules` (all of one parent collection) from its
+    /// children's current state, in one transaction fenced on `lane` (the children read and the
+    /// parent written at one snapshot, in one update: a reader never sees a subset and a count
+    /// of the same parent from different moments), with the removal of the parent's failure
+    /// records; `false` when the fence refused it (the lease was taken over: nothing written).
     pub async fn refresh_fenced(
         &self,
         db: &Database,
-        rule: usize,
+        rules: &[usize],
         parent: &Bson,
         log: &FailureLog,
         fence: &Fence,
         lane: usize,
     ) -> Result<bool> {
-        let rule = self.rules[rule].clone();
-        let target = rule.label();
+        let rules: Vec<SubsetRule> = rules.iter().map(|&rule| self.rules[rule].clone()).collect();
+        let Some(parents) = rules.first().map(|rule| rule.parents.clone()) else {
+            return Ok(true);
+        };
+        debug_assert!(rules.iter().all(|rule| rule.parents == parents));
+        let targets: Vec<String> = rules.iter().map(SubsetRule::label).collect();
         let clear = log.may_exist();
         let done = transact(db.client(), Some((fence, lane)), |session| {
-            let (db, rule, parent, target) =
-                (db.clone(), rule.clone(), parent.clone(), target.clone());
+            let (db, rules, parents, parent, targets) = (
+                db.clone(),
+                rules.clone(),
+                parents.clone(),
+                parent.clone(),
+                targets.clone(),
+            );
             Box::pin(async move {
-                let state = rule.state(&db, Some(&mut *session), &parent).await?;
-                db.collection::<BsonDocument>(&rule.parents)
-                    .update_one(doc! { "_id": parent.clone() }, rule.set_update(&state))
+                let mut set = BsonDocument::new();
+                for rule in &rules {
+                    let state = rule.state(&db, Some(&mut *session), &parent).await?;
+                    if let Ok(fields) = rule.set_update(&state).get_document("$set") {
+                        set.extend(fields.clone());
+                    }
+                }
+                db.collection::<BsonDocument>(&parents)
+                    .update_one(doc! { "_id": parent.clone() }, doc! { "$set": set })
                     .session(&mut *session)
                     .await?;
                 if clear {
                     db.collection::<BsonDocument>(crate::FAILURES_COLLECTION)
-                        .delete_many(doc! { "copy": target, "holder": parent })
+                        .delete_many(doc! { "copy": { "$in": targets }, "holder": parent })
                         .session(&mut *session)
                         .await?;
                 }

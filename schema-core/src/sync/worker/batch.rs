@@ -103,7 +103,9 @@ pub(super) struct Recovery {
 /// lanes, and the wall times of the events it applies (for the lag).
 pub(super) struct Planned<'e> {
     pub(super) jobs: Vec<(Turn, Job<'e>)>,
-    pub(super) parents: Vec<(Turn, usize, Bson)>,
+    /// Each parent to refresh with the async subsets and counters of it to refresh, in one
+    /// transaction and one update.
+    pub(super) parents: Vec<(Turn, Vec<usize>, Bson)>,
     pub(super) applied: Vec<Option<mongodb::bson::DateTime>>,
 }
 
@@ -262,8 +264,9 @@ impl SyncWorker {
         let mut jobs: Vec<Job<'_>> = Vec::new();
         let mut slots: HashMap<(usize, String), usize> = HashMap::new();
         let mut applied = Vec::new();
-        let mut parents: Vec<(usize, Bson)> = Vec::new();
-        let mut parent_slots: HashMap<(usize, String), ()> = HashMap::new();
+        // a parent's subsets and counters refreshed together: one transaction, one update
+        let mut parents: Vec<(Vec<usize>, Bson)> = Vec::new();
+        let mut parent_slots: HashMap<(String, String), usize> = HashMap::new();
         for event in batch {
             let children = self.subsets.plan(event);
             if children.unknown_parent {
@@ -273,11 +276,19 @@ impl SyncWorker {
                 applied.push(event.wall_time);
             }
             for (rule, parent) in children.parents {
-                match parent_slots.entry((rule, id_key(&parent))) {
-                    Entry::Occupied(_) => WorkerStats::add(&stats.coalesced, 1),
+                let collection = self.subsets.rules[rule].parents.to_string();
+                match parent_slots.entry((collection, id_key(&parent))) {
+                    Entry::Occupied(slot) => {
+                        let rules = &mut parents[*slot.get()].0;
+                        if rules.contains(&rule) {
+                            WorkerStats::add(&stats.coalesced, 1);
+                        } else {
+                            rules.push(rule);
+                        }
+                    }
                     Entry::Vacant(slot) => {
-                        slot.insert(());
-                        parents.push((rule, parent));
+                        slot.insert(parents.len());
+                        parents.push((vec![rule], parent));
                     }
                 }
             }
@@ -308,9 +319,10 @@ impl SyncWorker {
             .collect();
         let parents = parents
             .into_iter()
-            .map(|(rule, parent)| {
-                let key = format!("parent {rule} {}", id_key(&parent));
-                (lanes.turn(key), rule, parent)
+            .map(|(rules, parent)| {
+                let collection = &self.subsets.rules[rules[0]].parents;
+                let key = format!("parent {collection} {}", id_key(&parent));
+                (lanes.turn(key), rules, parent)
             })
             .collect();
         Planned {
@@ -375,12 +387,12 @@ impl SyncWorker {
             })
             .collect();
         let subsets = &self.subsets;
-        runs.extend(parents.into_iter().map(|(turn, rule, parent)| {
+        runs.extend(parents.into_iter().map(|(turn, rules, parent)| {
             Box::pin(lanes.run(turn, move |lane| async move {
                 if halted(Some(halt)) {
                     return Ok((false, FanOutOutcome::stopped()));
                 }
-                refresh_parent(subsets, db, stats, log, fence, lane, rule, parent).await
+                refresh_parent(subsets, db, stats, log, fence, lane, &rules, parent).await
             })) as BoxFuture<'_, _>
         }));
         // every job concurrently: the lanes' permits bound how many run at once
@@ -472,11 +484,12 @@ impl SyncWorker {
     }
 }
 
-/// Refreshes one parent of an async subset, fenced on `lane` like the copies' fan-outs (a
-/// worker that lost its lease writes nothing), with the removal of the parent's failure record
-/// in the same transaction. A parent that cannot take its previews (its validator rejects
-/// them) is recorded in [`crate::FAILURES_COLLECTION`] (target `parents.path`, holder and source
-/// the parent) and the others go on.
+/// Refreshes one parent's async subsets and counters (`rules`), fenced on `lane` like the
+/// copies' fan-outs (a worker that lost its lease writes nothing), with the removal of the
+/// parent's failure records in the same transaction. When the parent cannot take them (its
+/// validator rejects the previews), each rule is tried alone, so the others land and the one
+/// refused is recorded in [`crate::FAILURES_COLLECTION`] (target `parents.path`, holder and
+/// source the parent).
 #[allow(clippy::too_many_arguments)]
 #[allow(deprecated)] // the worker writes its own counters
 pub(super) async fn refresh_parent(
@@ -486,29 +499,56 @@ pub(super) async fn refresh_parent(
     log: &FailureLog,
     fence: &Fence,
     lane: usize,
-    rule: usize,
+    rules: &[usize],
     parent: Bson,
 ) -> Result<(bool, FanOutOutcome)> {
     let mut outcome = FanOutOutcome::default();
-    let target = subsets.rules[rule].label();
-    let done = subsets
-        .refresh_fenced(db, rule, &parent, log, fence, lane)
+    let together = subsets
+        .refresh_fenced(db, rules, &parent, log, fence, lane)
         .await;
-    match done {
-        Ok(true) => WorkerStats::add(&stats.previews_refreshed, 1),
-        Ok(false) => outcome.fenced_off = true,
-        Err(error) if ErrorClass::of(&error) != ErrorClass::Transient => {
-            tracing::warn!(subset = %target, parent = %parent, %error, "the sync worker could not refresh a subset; recorded");
-            // the record is a write of the worker like the previews: under the fence
-            let failure =
-                crate::sync::failures::Failure::of_target(target, parent.clone(), parent, &error);
-            if log.record_fenced(db, failure, fence, lane).await? {
-                outcome.failed += 1;
-            } else {
-                outcome.fenced_off = true;
-            }
+    let refused = match together {
+        Ok(true) => {
+            WorkerStats::add(&stats.previews_refreshed, rules.len() as u64);
+            return Ok((false, outcome));
         }
-        Err(error) => return Err(error),
+        Ok(false) => {
+            outcome.fenced_off = true;
+            return Ok((false, outcome));
+        }
+        Err(error) if ErrorClass::of(&error) == ErrorClass::Transient => return Err(error),
+        Err(error) => error,
+    };
+    // one rule: its refusal is the one just seen
+    let mut refused = (rules.len() == 1).then_some(refused);
+    for &rule in rules {
+        let alone = if let Some(error) = refused.take() {
+            Err(error)
+        } else {
+            subsets
+                .refresh_fenced(db, &[rule], &parent, log, fence, lane)
+                .await
+        };
+        match alone {
+            Ok(true) => WorkerStats::add(&stats.previews_refreshed, 1),
+            Ok(false) => outcome.fenced_off = true,
+            Err(error) if ErrorClass::of(&error) != ErrorClass::Transient => {
+                let target = subsets.rules[rule].label();
+                tracing::warn!(subset = %target, parent = %parent, %error, "the sync worker could not refresh a subset; recorded");
+                // the record is a write of the worker like the previews: under the fence
+                let failure = crate::sync::failures::Failure::of_target(
+                    target,
+                    parent.clone(),
+                    parent.clone(),
+                    &error,
+                );
+                if log.record_fenced(db, failure, fence, lane).await? {
+                    outcome.failed += 1;
+                } else {
+                    outcome.fenced_off = true;
+                }
+            }
+            Err(error) => return Err(error),
+        }
     }
     Ok((false, outcome))
 }
