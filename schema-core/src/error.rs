@@ -875,7 +875,7 @@ impl fmt::Display for Error {
             Error::Downgrade { recorded, applying } => write!(
                 f,
                 "refused to apply schema version {applying}: the database records the newer version {recorded}; nothing was written (deploy version {recorded} or later, or apply with {})",
-                crate::deploy::terms::ALLOW_DOWNGRADE
+                crate::terms::ALLOW_DOWNGRADE
             ),
             Error::Migration {
                 version,

@@ -3,7 +3,7 @@
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use crate::Result;
+use crate::error::Result;
 
 /// What the server did for a query, from `explain` with `executionStats`.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -20,8 +20,8 @@ use mongodb::bson::{doc, Bson, DateTime, Document as BsonDocument};
 use mongodb::Collection;
 use tokio::time::Instant;
 
-use crate::sync::retry::random_u64;
-use crate::Result;
+use crate::error::Result;
+use crate::random::random_u64;
 
 /// A point on the lease clock: time since boot *including* time suspended (Linux and Android:
 /// `CLOCK_BOOTTIME`; macOS and iOS: `CLOCK_MONOTONIC`, which counts sleep there; elsewhere the

@@ -25,10 +25,12 @@ mod literal;
 mod model;
 mod progress;
 pub mod query;
+mod random;
 mod relations;
 mod schema;
 pub mod serde_helpers;
 mod sync;
+mod terms;
 pub mod testing;
 mod validation;
 
@@ -43,13 +45,14 @@ pub use error::{Error, Result, ResultExt};
 pub use explain::{explain, ExplainSummary};
 pub use model::bson_schema::{BoundedCollection, BsonSchema, MapKey, Unbounded};
 pub use model::collation::Collation;
+pub use model::collection::{
+    CollectionSpec, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
+};
 pub use model::copy::{
     CopyShape, CopySpec, EmbedSpec, OnDelete, SubsetEdge, SubsetSpec, SyncEdge, SyncGraph,
     SyncStrategy,
 };
-pub use model::document::{
-    CollectionSpec, Document, RefKind, ReferenceSpec, ValidationAction, ValidationLevel,
-};
+pub use model::document::Document;
 pub use model::index::{IndexReason, IndexSpec};
 pub use model::part::PartSpec;
 pub use model::size::{human as human_bytes, SizeBound, MAX_DOCUMENT_BYTES};

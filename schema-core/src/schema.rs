@@ -927,7 +927,7 @@ fn part_problems(collections: &[CollectionSpec]) -> Vec<String> {
                 // owners the owner's tells apart ("abc", "ABC") would share one part
                 let key = |c: &CollectionSpec| crate::Collation::planner_key(c.collation.as_ref());
                 let schema = spec.validator.get_document("$jsonSchema").ok();
-                let strings = crate::query::fitting::uncollated(schema, ["_id".to_owned()].into_iter())
+                let strings = crate::model::collation::uncollated(schema, ["_id".to_owned()].into_iter())
                     .is_empty();
                 if strings && key(spec) != key(owner) {
                     let name = |c: &CollectionSpec| {

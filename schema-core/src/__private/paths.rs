@@ -6,10 +6,12 @@
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::marker::PhantomData;
 
-use mongodb::bson::Bson;
-
 pub use crate::model::bson_schema::FieldList;
-pub use crate::model::encoding::{Decoded, Encoded};
+pub use crate::model::encoding::{
+    native_bool, native_date_time, native_decimal128, native_f64, native_i32, native_i64,
+    native_object_id, Decoded, Encoded, NATIVE_BOOL, NATIVE_DATE_TIME, NATIVE_DECIMAL128,
+    NATIVE_F64, NATIVE_I32, NATIVE_I64, NATIVE_OBJECT_ID,
+};
 pub use crate::query::{stored_read, stored_value, Decoder, Encoder, Ordered, Path};
 use crate::BsonSchema;
 
@@ -45,25 +47,11 @@ impl<T: BsonSchema + ?Sized> Fields for T {
     const IS_STRUCT: bool = T::__FIELDS.is_some();
 }
 
-/// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
-/// field of these types, so that a typed filter costs what `doc!` does (serde's path writes an
-/// `ObjectId` or a date as extended JSON and converts it back). Unit-tested against the driver's
-/// serialization.
-///
-/// Each also as its `Encoder` constant (`NATIVE_I64`), and as the [`Form`] `Native<T>` that
-/// carries it, which the derive names as a field's form: the field's impl then has no encoder
-/// of its own for rustc to check.
-macro_rules! native {
-    ($($name:ident, $encoder:ident: $ty:ty => $variant:ident,)*) => {$(
-        #[doc(hidden)]
-        #[inline]
-        pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
-            Ok(Bson::$variant(value.clone()))
-        }
-
-        #[doc(hidden)]
-        pub const $encoder: Encoder<$ty> = Encoder::Native($name);
-
+/// The [`Form`] `Native<T>` of each BSON type whose stored form is the value itself, carrying
+/// its encoder ([`crate::model::encoding`]'s `NATIVE_I64`...): the derive names it as a
+/// field's form, so the field's impl has no encoder of its own for rustc to check.
+macro_rules! native_forms {
+    ($($encoder:ident: $ty:ty,)*) => {$(
         impl Form for Native<$ty> {
             type Type = $ty;
             type Stored = $ty;
@@ -72,14 +60,14 @@ macro_rules! native {
     )*};
 }
 
-native! {
-    native_object_id, NATIVE_OBJECT_ID: mongodb::bson::oid::ObjectId => ObjectId,
-    native_date_time, NATIVE_DATE_TIME: mongodb::bson::DateTime => DateTime,
-    native_i32, NATIVE_I32: i32 => Int32,
-    native_i64, NATIVE_I64: i64 => Int64,
-    native_f64, NATIVE_F64: f64 => Double,
-    native_bool, NATIVE_BOOL: bool => Boolean,
-    native_decimal128, NATIVE_DECIMAL128: mongodb::bson::Decimal128 => Decimal128,
+native_forms! {
+    NATIVE_OBJECT_ID: mongodb::bson::oid::ObjectId,
+    NATIVE_DATE_TIME: mongodb::bson::DateTime,
+    NATIVE_I32: i32,
+    NATIVE_I64: i64,
+    NATIVE_F64: f64,
+    NATIVE_BOOL: bool,
+    NATIVE_DECIMAL128: mongodb::bson::Decimal128,
 }
 
 /// The Rust type of a stored field and the type that describes its stored form, as one
@@ -399,43 +387,4 @@ pub const fn join<const N: usize>(segments: &[&str]) -> [u8; N] {
         i += 1;
     }
     out
-}
-
-#[cfg(test)]
-mod native_tests {
-    use super::*;
-
-    #[test]
-    fn native_encoders_are_the_driver_s_stored_form() {
-        let id = mongodb::bson::oid::ObjectId::new();
-        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
-        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
-        assert_eq!(native_object_id(&id).unwrap(), stored_value(&id).unwrap());
-        assert_eq!(native_date_time(&at).unwrap(), stored_value(&at).unwrap());
-        assert_eq!(native_i32(&-3).unwrap(), stored_value(&-3_i32).unwrap());
-        assert_eq!(native_i64(&3).unwrap(), stored_value(&3_i64).unwrap());
-        assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
-        assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
-        assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
-    }
-
-    #[test]
-    fn the_native_encoder_constants_are_the_native_encoders() {
-        fn write<T>(encoder: Encoder<T>, value: &T) -> Bson {
-            match encoder {
-                Encoder::Native(f) => f(value).unwrap(),
-                _ => panic!("not a native encoder"),
-            }
-        }
-        let id = mongodb::bson::oid::ObjectId::new();
-        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
-        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
-        assert_eq!(write(NATIVE_OBJECT_ID, &id), Bson::ObjectId(id));
-        assert_eq!(write(NATIVE_DATE_TIME, &at), Bson::DateTime(at));
-        assert_eq!(write(NATIVE_I32, &-3), Bson::Int32(-3));
-        assert_eq!(write(NATIVE_I64, &3), Bson::Int64(3));
-        assert_eq!(write(NATIVE_F64, &0.5), Bson::Double(0.5));
-        assert_eq!(write(NATIVE_BOOL, &true), Bson::Boolean(true));
-        assert_eq!(write(NATIVE_DECIMAL128, &d), Bson::Decimal128(d));
-    }
 }

@@ -102,7 +102,7 @@ pub(crate) fn plan(plan: &Plan) -> Output {
         let _ = writeln!(
             text,
             "apply would refuse and write nothing ({}): the warning above says what to do first",
-            crate::deploy::terms::REFUSED
+            crate::terms::REFUSED
         );
     } else if !missing.is_empty() {
         let _ = writeln!(

@@ -390,7 +390,7 @@ pub async fn run(schema: &Schema, command: SchemaCommand) -> ExitCode {
     // progress and warnings on standard error while the command runs
     let progress = std::sync::Arc::new(progress::Progress::new());
     // the messages speak the CLI's terms (`--allow-downgrade`, `--on-violations moderate`)
-    let outcome = crate::deploy::terms::in_cli_terms(execute(schema, command))
+    let outcome = crate::terms::in_cli_terms(execute(schema, command))
         .with_subscriber(progress::subscriber(progress.clone()))
         .await;
     progress.finish(outcome.is_ok());

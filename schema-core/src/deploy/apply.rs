@@ -32,9 +32,9 @@ use super::plan::{
 };
 use super::record::{self, VersionStatus, META_COLLECTION};
 use super::sharding::ShardingStatus;
-use super::terms;
 use crate::migrate::Migration;
 use crate::sync::retry::Backoff;
+use crate::terms;
 use crate::ValidationLevel;
 use crate::{CollectionSpec, Error, Result};
 

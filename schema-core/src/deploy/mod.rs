@@ -27,7 +27,6 @@ pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod report_html;
 pub(crate) mod sharding;
-pub(crate) mod terms;
 pub(crate) mod violations;
 
 pub use apply::{ApplyAction, ApplyReport, PlanAction, RanEntry, APPLY_DEADLINE};

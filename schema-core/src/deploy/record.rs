@@ -480,7 +480,7 @@ impl fmt::Display for VersionStatus {
             VersionStatus::Downgrade { recorded, applying } => write!(
                 f,
                 "schema version {applying} is OLDER than the recorded version {recorded}: apply refuses and writes nothing, unless {}",
-                super::terms::ALLOW_DOWNGRADE
+                crate::terms::ALLOW_DOWNGRADE
             ),
             VersionStatus::Failed { version, error } => write!(
                 f,

@@ -56,7 +56,7 @@ impl fmt::Display for ShardingStatus {
             ShardState::NotRequested => write!(
                 f,
                 "`{collection}` declares the shard key {key} and is not sharded: apply with {} to shard it",
-                super::terms::SHARD_COLLECTIONS
+                crate::terms::SHARD_COLLECTIONS
             ),
             ShardState::OtherKey(other) => write!(
                 f,

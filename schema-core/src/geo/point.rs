@@ -161,7 +161,7 @@ impl BsonSchema for Point {
             "additionalProperties": false,
             "properties": {
                 "type": { "bsonType": "string", "enum": ["Point"] },
-                "coordinates": crate::__private::tuple(vec![coordinate(180.0), coordinate(90.0)]),
+                "coordinates": crate::json_schema::compose::tuple(vec![coordinate(180.0), coordinate(90.0)]),
             },
         }
     }
@@ -170,6 +170,15 @@ impl BsonSchema for Point {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_geojson_point_is_bounded() {
+        let point = <Point as crate::model::bson_schema::BsonSchema>::bson_schema();
+        let bound = crate::model::size::SizeBound::of(
+            &doc! { "bsonType": "object", "properties": { "at": point } },
+        );
+        assert!(bound.is_known(), "{bound}");
+    }
 
     #[test]
     fn the_constructor_and_the_stored_form_refuse_what_is_no_place() {

@@ -45,7 +45,7 @@ pub struct Collation {
 /// ([`fit::collation::defaults`](crate::query::fit::collation::defaults)). `None` for an option
 /// this crate does not declare (`maxVariable`, `normalization`, `version`).
 fn default_of(locale: &str, key: &str) -> Option<Bson> {
-    let defaults = crate::query::fit::collation::defaults(locale);
+    let defaults = mongo_schema_planner::collation::defaults(locale);
     match key {
         "strength" => Some(Bson::Int32(i32::from(defaults.strength))),
         "caseLevel" => Some(Bson::Boolean(defaults.case_level)),
@@ -141,7 +141,7 @@ impl Collation {
     /// accepts ([`fit::collation::LOCALES`](crate::query::fit::collation::LOCALES), or
     /// `"simple"`).
     pub fn locale_problem(&self) -> Option<String> {
-        use crate::query::fit::collation;
+        use mongo_schema_planner::collation;
         if collation::is_supported(&self.locale) {
             return None;
         }
@@ -265,6 +265,58 @@ impl fmt::Display for Collation {
             .collect();
         write!(f, "{{ {} }}", parts.join(", "))
     }
+}
+
+/// The BSON types a collation never compares (`CollationIndexKey::isCollatableType`: strings,
+/// objects and arrays are collated, symbols too).
+const UNCOLLATED_TYPES: &[&str] = &[
+    "double",
+    "int",
+    "long",
+    "decimal",
+    "date",
+    "timestamp",
+    "objectId",
+    "bool",
+    "binData",
+    "null",
+];
+
+/// The stored paths of `paths` whose every value is of a type no collation compares (a number,
+/// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
+/// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
+/// assumed to hold strings.
+pub(crate) fn uncollated(
+    schema: Option<&Document>,
+    paths: impl Iterator<Item = String>,
+) -> Vec<String> {
+    let Some(schema) = schema else {
+        return Vec::new();
+    };
+    let uncollated_leaf = |leaf: &Document| {
+        let types: Vec<&str> = match leaf.get("bsonType") {
+            Some(Bson::String(t)) => vec![t.as_str()],
+            Some(Bson::Array(ts)) => ts.iter().filter_map(Bson::as_str).collect(),
+            _ => {
+                // an enum of values of its own: collated when one of them is
+                return leaf.get_array("enum").is_ok_and(|values| {
+                    values
+                        .iter()
+                        .all(|v| !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_)))
+                });
+            }
+        };
+        !types.is_empty() && types.iter().all(|t| UNCOLLATED_TYPES.contains(t))
+    };
+    paths
+        .filter(|path| {
+            let leaves = crate::json_schema::schemas_at(schema, path);
+            !leaves.is_empty()
+                && leaves
+                    .iter()
+                    .all(|(leaf, multikey)| !*multikey && uncollated_leaf(leaf))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Copied fields: extended references and subsets, with the sync strategy of each copy, and
 //! the static sync graph of a schema.
 
+use crate::model::collation::Collation;
+use crate::model::sort::SortDirection;
 use std::fmt;
 
 /// How a copy is kept in step with its source (seed 003, "Duplicated data and keeping it in
@@ -349,12 +351,12 @@ pub struct SubsetSpec {
     pub max: u64,
     /// Stored field of the preview and the child that orders them.
     pub sort_field: String,
-    /// The order of the previews (`-at`: [`crate::SortDirection::Descending`], newest first).
-    pub sort_direction: crate::SortDirection,
+    /// The order of the previews (`-at`: [`SortDirection::Descending`], newest first).
+    pub sort_direction: SortDirection,
     /// Stored field of the parent counting all children, if declared.
     pub count: Option<String>,
     /// The integer type of the count.
-    pub count_type: crate::CounterType,
+    pub count_type: CounterType,
     /// The child's stored path holding the parent's `_id` (`ticket_id`, `member._id`); empty
     /// when not declared (then the child's one `#[reference]` to the parent).
     pub parent_field: String,
@@ -371,7 +373,7 @@ pub struct SubsetSpec {
 /// A subset's [`PreviewFn`](crate::PreviewFn), compared by identity of the subset it belongs
 /// to (two specs of one subset are equal whatever function pointer each holds).
 #[derive(Clone, Copy)]
-pub struct PreviewBuilder(pub crate::PreviewFn);
+pub struct PreviewBuilder(pub PreviewFn);
 
 impl PartialEq for PreviewBuilder {
     fn eq(&self, _: &Self) -> bool {
@@ -409,9 +411,9 @@ impl SubsetSpec {
             child_type: child_type.into(),
             max,
             sort_field: sort_field.into(),
-            sort_direction: crate::SortDirection::from_sign(sort_direction),
+            sort_direction: SortDirection::from_sign(sort_direction),
             count: count.map(str::to_owned),
-            count_type: crate::CounterType::Int64,
+            count_type: CounterType::Int64,
             parent_field: String::new(),
             filter: None,
             strategy: SyncStrategy::Transactional,
@@ -464,9 +466,9 @@ pub struct SyncEdge {
     pub reference: Option<String>,
     /// The collation of the commands that find the holders by the copied id: the simple one
     /// where the holder's default collation is another
-    /// ([`crate::Collation::for_identities`]), so that a rename of `"abc"` never reaches the
+    /// ([`Collation::for_identities`]), so that a rename of `"abc"` never reaches the
     /// copies of `"ABC"`.
-    pub(crate) identities: Option<crate::Collation>,
+    pub(crate) identities: Option<Collation>,
 }
 
 impl SyncEdge {
@@ -496,8 +498,8 @@ pub struct SubsetEdge {
     /// The subset.
     pub subset: SubsetSpec,
     /// The collation of the reads of the children: the simple one where their default
-    /// collation is another ([`crate::Collation::for_identities`]).
-    pub(crate) identities: Option<crate::Collation>,
+    /// collation is another ([`Collation::for_identities`]).
+    pub(crate) identities: Option<Collation>,
 }
 
 impl SyncGraph {
@@ -574,10 +576,37 @@ impl fmt::Display for SyncGraph {
     }
 }
 
+/// The integer type of a count field (`message_count: i64` or `i32`): every `$inc` and every
+/// rebuilt count uses it, so a count never turns into another BSON type that its validator
+/// (`bsonType: "int"` or `"long"`) rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum CounterType {
+    /// `i32`, BSON `int`.
+    Int32,
+    /// `i64`, BSON `long` (the default of a hand-written helper).
+    #[default]
+    Int64,
+}
+
+impl CounterType {
+    /// `n` as a value of this type (saturating at `i32::MAX` for `Int32`).
+    pub fn value(self, n: u64) -> mongodb::bson::Bson {
+        match self {
+            CounterType::Int32 => mongodb::bson::Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX)),
+            CounterType::Int64 => mongodb::bson::Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+        }
+    }
+}
+
+/// Builds a subset's preview from a stored child: `V::from(&C)`, serialized as the driver
+/// does (generated next to each `#[subset]`, so that code working on BSON can build previews).
+pub type PreviewFn = fn(&mongodb::bson::Document) -> crate::error::Result<mongodb::bson::Bson>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CollectionSpec;
+    use crate::model::collection::CollectionSpec;
     use mongodb::bson::{doc, Bson};
 
     fn copy(path: &str, shape: CopyShape) -> CollectionSpec {

@@ -10,7 +10,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::model::encoding::Decoded;
-use crate::query::Decoder;
+use crate::model::encoding::Decoder;
 
 /// The slots of a copy type's fields, in the order of its table of stored names.
 pub trait CopySlots<'de>: Sized {

@@ -111,11 +111,39 @@ impl<'de, T: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for Decode
         match self.0 {
             Decoder::Plain => T::deserialize(deserializer),
             Decoder::Custom(decode) => decode(
-                <crate::bson::Bson as serde::Deserialize>::deserialize(deserializer)?,
+                <mongodb::bson::Bson as serde::Deserialize>::deserialize(deserializer)?,
             )
             .map_err(<D::Error as serde::de::Error>::custom),
         }
     }
+}
+
+/// Encoders of the BSON types whose stored form is the value itself: what the derive gives a
+/// field of these types, so that a typed filter costs what `doc!` does (serde's path writes an
+/// `ObjectId` or a date as extended JSON and converts it back). Each also as its `Encoder`
+/// constant (`NATIVE_I64`). Unit-tested against the driver's serialization (in
+/// `__private::paths`, which hands them to the derive).
+macro_rules! native {
+    ($($name:ident, $encoder:ident: $ty:ty => $variant:ident,)*) => {$(
+        #[doc(hidden)]
+        #[inline]
+        pub fn $name(value: &$ty) -> Result<Bson, crate::bson_compat::SerError> {
+            Ok(Bson::$variant(value.clone()))
+        }
+
+        #[doc(hidden)]
+        pub const $encoder: Encoder<$ty> = Encoder::Native($name);
+    )*};
+}
+
+native! {
+    native_object_id, NATIVE_OBJECT_ID: mongodb::bson::oid::ObjectId => ObjectId,
+    native_date_time, NATIVE_DATE_TIME: mongodb::bson::DateTime => DateTime,
+    native_i32, NATIVE_I32: i32 => Int32,
+    native_i64, NATIVE_I64: i64 => Int64,
+    native_f64, NATIVE_F64: f64 => Double,
+    native_bool, NATIVE_BOOL: bool => Boolean,
+    native_decimal128, NATIVE_DECIMAL128: mongodb::bson::Decimal128 => Decimal128,
 }
 
 #[cfg(test)]
@@ -187,5 +215,39 @@ mod tests {
         // crate `Uuid` is subtype 0 through serde, subtype 4 through `From`), see the
         // ecosystem tests
         assert_eq!(stored, Bson::from(id));
+    }
+
+    #[test]
+    fn native_encoders_are_the_driver_s_stored_form() {
+        let id = mongodb::bson::oid::ObjectId::new();
+        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
+        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
+        assert_eq!(native_object_id(&id).unwrap(), stored_value(&id).unwrap());
+        assert_eq!(native_date_time(&at).unwrap(), stored_value(&at).unwrap());
+        assert_eq!(native_i32(&-3).unwrap(), stored_value(&-3_i32).unwrap());
+        assert_eq!(native_i64(&3).unwrap(), stored_value(&3_i64).unwrap());
+        assert_eq!(native_f64(&0.5).unwrap(), stored_value(&0.5_f64).unwrap());
+        assert_eq!(native_bool(&true).unwrap(), stored_value(&true).unwrap());
+        assert_eq!(native_decimal128(&d).unwrap(), stored_value(&d).unwrap());
+    }
+
+    #[test]
+    fn the_native_encoder_constants_are_the_native_encoders() {
+        fn write<T>(encoder: Encoder<T>, value: &T) -> Bson {
+            match encoder {
+                Encoder::Native(f) => f(value).unwrap(),
+                _ => panic!("not a native encoder"),
+            }
+        }
+        let id = mongodb::bson::oid::ObjectId::new();
+        let at = mongodb::bson::DateTime::from_millis(1_700_000_000_123);
+        let d = mongodb::bson::Decimal128::from_bytes([7; 16]);
+        assert_eq!(write(NATIVE_OBJECT_ID, &id), Bson::ObjectId(id));
+        assert_eq!(write(NATIVE_DATE_TIME, &at), Bson::DateTime(at));
+        assert_eq!(write(NATIVE_I32, &-3), Bson::Int32(-3));
+        assert_eq!(write(NATIVE_I64, &3), Bson::Int64(3));
+        assert_eq!(write(NATIVE_F64, &0.5), Bson::Double(0.5));
+        assert_eq!(write(NATIVE_BOOL, &true), Bson::Boolean(true));
+        assert_eq!(write(NATIVE_DECIMAL128, &d), Bson::Decimal128(d));
     }
 }

@@ -8,6 +8,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
 use crate::json_schema;
+use crate::model::collation::Collation;
 
 /// Why an index exists. Shown in plans and reports; several reasons can lead to one index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -89,7 +90,7 @@ pub struct IndexSpec {
     pub expire_after_secs: Option<u64>,
     /// `collation`: how the index compares strings (`None`: the collection's default, which the
     /// schema gives every index of a collection that declares one).
-    pub collation: Option<crate::Collation>,
+    pub collation: Option<Collation>,
     /// Why the index exists.
     pub reasons: Vec<IndexReason>,
     name_declared: bool,
@@ -115,7 +116,7 @@ impl IndexSpec {
 
     /// Sets the collation (`createIndexes`' `collation`): a string predicate or sort uses the
     /// index only under the same collation.
-    pub fn collation(mut self, collation: crate::Collation) -> Self {
+    pub fn collation(mut self, collation: Collation) -> Self {
         self.collation = Some(collation);
         self
     }
@@ -244,7 +245,7 @@ impl IndexSpec {
 
     /// Whether the two indexes compare strings alike (the same collation, or both none).
     pub(crate) fn same_collation(&self, other: &IndexSpec) -> bool {
-        let key = |i: &IndexSpec| crate::Collation::planner_key(i.collation.as_ref());
+        let key = |i: &IndexSpec| Collation::planner_key(i.collation.as_ref());
         key(self) == key(other)
     }
 
@@ -299,10 +300,7 @@ impl IndexSpec {
         }
         options.partial_filter_expression = self.partial_filter.clone();
         options.expire_after = self.expire_after_secs.map(Duration::from_secs);
-        options.collation = self
-            .collation
-            .as_ref()
-            .and_then(crate::Collation::to_driver);
+        options.collation = self.collation.as_ref().and_then(Collation::to_driver);
         IndexModel::builder()
             .keys(self.keys.clone())
             .options(options)
@@ -388,7 +386,7 @@ impl IndexSpec {
             ));
         }
         let found = existing.get_document("collation").ok();
-        if !crate::Collation::same_as_server(self.collation.as_ref(), found) {
+        if !Collation::same_as_server(self.collation.as_ref(), found) {
             diffs.push(format!(
                 "collation: server has {}, schema wants {} (mongod changes no index's collation: drop the index and apply again)",
                 found.map_or_else(|| "the simple collation".to_owned(), ToString::to_string),

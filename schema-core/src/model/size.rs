@@ -360,13 +360,6 @@ mod tests {
     }
 
     #[test]
-    fn a_geojson_point_is_bounded() {
-        let point = <crate::geo::Point as crate::BsonSchema>::bson_schema();
-        let bound = SizeBound::of(&doc! { "bsonType": "object", "properties": { "at": point } });
-        assert!(bound.is_known(), "{bound}");
-    }
-
-    #[test]
     fn unbounded_values_are_named() {
         let schema = doc! { "bsonType": "object", "properties": {
             "note": { "bsonType": ["string", "null"] },

@@ -126,8 +126,8 @@ impl TimeSeries {
     }
 
     /// The planner's names of the fields (rule 9 of [`crate::query::fit`]).
-    pub(crate) fn fields(&self) -> crate::query::fit::TimeSeriesFields {
-        crate::query::fit::TimeSeriesFields {
+    pub(crate) fn fields(&self) -> mongo_schema_planner::TimeSeriesFields {
+        mongo_schema_planner::TimeSeriesFields {
             time: self.time_field.clone(),
             meta: self.meta_field.clone(),
         }

@@ -773,7 +773,7 @@ async fn read_page<Row: serde::de::DeserializeOwned>(
     session: Option<&mut mongodb::ClientSession>,
 ) -> Result<crate::Page<Row, QueryCursor>> {
     let size = spec.limit.unwrap_or(50);
-    crate::relations::page::check_page_size(size)?;
+    super::keyset::check_page_size(size)?;
     let filter = filter?;
     // the cursor's keys are read from each page's last row: project them when the row
     // leaves them out

@@ -8,6 +8,7 @@ use mongodb::bson::{Bson, Document};
 use super::fit::{self, IndexShape, KeyDir, QueryShape, ServerRules, Verdict};
 use super::QuerySpec;
 use crate::json_schema;
+use crate::model::collation::uncollated;
 use crate::{CollectionSpec, IndexReason, IndexSpec, SyncStrategy};
 
 /// Parents compared per aggregation of a counter's recount in `reconcile` (and the most ids the
@@ -103,58 +104,6 @@ pub(crate) fn index_shape(index: &IndexSpec, schema: Option<&Document>) -> Index
         partial: index.partial_filter.is_some(),
         collation: crate::Collation::planner_key(index.collation.as_ref()),
     }
-}
-
-/// The BSON types a collation never compares (`CollationIndexKey::isCollatableType`: strings,
-/// objects and arrays are collated, symbols too).
-const UNCOLLATED_TYPES: &[&str] = &[
-    "double",
-    "int",
-    "long",
-    "decimal",
-    "date",
-    "timestamp",
-    "objectId",
-    "bool",
-    "binData",
-    "null",
-];
-
-/// The stored paths of `paths` whose every value is of a type no collation compares (a number,
-/// a date, an ObjectId, a boolean...), by `schema`: under another collation than the index's,
-/// their keys keep bounds and order (planner rule 6). A path the schema cannot tell is
-/// assumed to hold strings.
-pub(crate) fn uncollated(
-    schema: Option<&Document>,
-    paths: impl Iterator<Item = String>,
-) -> Vec<String> {
-    let Some(schema) = schema else {
-        return Vec::new();
-    };
-    let uncollated_leaf = |leaf: &Document| {
-        let types: Vec<&str> = match leaf.get("bsonType") {
-            Some(Bson::String(t)) => vec![t.as_str()],
-            Some(Bson::Array(ts)) => ts.iter().filter_map(Bson::as_str).collect(),
-            _ => {
-                // an enum of values of its own: collated when one of them is
-                return leaf.get_array("enum").is_ok_and(|values| {
-                    values
-                        .iter()
-                        .all(|v| !matches!(v, Bson::String(_) | Bson::Document(_) | Bson::Array(_)))
-                });
-            }
-        };
-        !types.is_empty() && types.iter().all(|t| UNCOLLATED_TYPES.contains(t))
-    };
-    paths
-        .filter(|path| {
-            let leaves = json_schema::schemas_at(schema, path);
-            !leaves.is_empty()
-                && leaves
-                    .iter()
-                    .all(|(leaf, multikey)| !*multikey && uncollated_leaf(leaf))
-        })
-        .collect()
 }
 
 /// The shape of `query` as one index can serve it: without the conditions
@@ -312,8 +261,12 @@ pub(crate) fn library_queries(spec: &CollectionSpec) -> Vec<QuerySpec> {
     queries
 }
 
+/// Source ids per `$in` of reconcile's lookup of a copy's sources (declared with that query in
+/// [`source_queries`], sent by `sync::reconcile`).
+pub(crate) const SOURCE_CHUNK: usize = 1000;
+
 /// The queries reconcile sends to a copy's source collection: its holders' sources looked up by
-/// `_id`, at most [`crate::sync::reconcile::SOURCE_CHUNK`] at a time.
+/// `_id`, at most [`SOURCE_CHUNK`] at a time.
 pub(crate) fn source_queries(holder: &str, copy: &crate::CopySpec) -> Vec<QuerySpec> {
     if copy.strategy == SyncStrategy::Frozen {
         return Vec::new();
@@ -322,7 +275,7 @@ pub(crate) fn source_queries(holder: &str, copy: &crate::CopySpec) -> Vec<QueryS
         "reconcile's lookup of the sources of {holder}.{}",
         copy.path
     ))
-    .any_of("_id", crate::sync::reconcile::SOURCE_CHUNK)]
+    .any_of("_id", SOURCE_CHUNK)]
 }
 
 /// The queries a subset of another collection sends to its children (`children`'s spec): the

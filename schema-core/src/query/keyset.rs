@@ -4,6 +4,26 @@
 
 use mongodb::bson::{doc, Bson, Document, RawDocument};
 
+use crate::error::{Error, Result};
+
+/// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
+/// ([`Error::InvalidArgument`] naming `limit`) rather than read into memory at once; continue with the page's cursor.
+pub const MAX_PAGE_SIZE: i64 = 1000;
+
+/// Refuses a page size outside `1..=MAX_PAGE_SIZE` (`0` would mean "all" to the server).
+pub(crate) fn check_page_size(limit: i64) -> Result<()> {
+    if (1..=MAX_PAGE_SIZE).contains(&limit) {
+        return Ok(());
+    }
+    Err(Error::invalid_argument(
+        "limit",
+        format!(
+            "a page of {limit} items: a page holds 1 to {MAX_PAGE_SIZE} (`MAX_PAGE_SIZE`); read \
+             more with the next page's cursor"
+        ),
+    ))
+}
+
 /// The conditions matching what sorts after `values` in `order` (stored path, direction; the
 /// last key unique, as `_id` is), one index range each, most specific first:
 ///

@@ -8,7 +8,7 @@
 //! (see the `mongo-schema` crate's documentation, section *Queries*).
 
 mod builder;
-mod declared;
+pub(crate) mod declared;
 /// mongod's planner rules (the `mongo-schema-planner` crate, shared with the derive).
 pub use mongo_schema_planner as fit;
 pub(crate) mod fitting;

@@ -13,26 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::order::SortKey;
 use super::reference::refuse_hostile_id;
 use super::{Attached, Detached};
-use crate::query::keyset::raw_path;
-use crate::{Document, Error, Result};
-
-/// The largest page a keyset page or a bucket's entry page returns: a larger `limit` is refused
-/// ([`Error::InvalidArgument`] naming `limit`) rather than read into memory at once; continue with the page's cursor.
-pub const MAX_PAGE_SIZE: i64 = 1000;
-
-/// Refuses a page size outside `1..=MAX_PAGE_SIZE` (`0` would mean "all" to the server).
-pub(crate) fn check_page_size(limit: i64) -> Result<()> {
-    if (1..=MAX_PAGE_SIZE).contains(&limit) {
-        return Ok(());
-    }
-    Err(Error::invalid_argument(
-        "limit",
-        format!(
-            "a page of {limit} items: a page holds 1 to {MAX_PAGE_SIZE} (`MAX_PAGE_SIZE`); read \
-             more with the next page's cursor"
-        ),
-    ))
-}
+pub use crate::query::keyset::MAX_PAGE_SIZE;
+pub(crate) use crate::query::keyset::{check_page_size, raw_path};
+use crate::{Document, Result};
 
 /// Where a child page continues: the sort key and `_id` of the last child returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,7 +35,7 @@ static PARTS: RwLock<BTreeMap<String, Vec<String>>> = RwLock::new(BTreeMap::new(
 
 /// Registers the parts of `collections` (called by `Schema::build`; kept for the life of the
 /// process, added to by each schema built).
-pub(crate) fn register(collections: &[crate::model::document::CollectionSpec]) {
+pub(crate) fn register(collections: &[crate::model::collection::CollectionSpec]) {
     let mut parts = PARTS.write().unwrap_or_else(|e| e.into_inner());
     for spec in collections {
         let Some(part) = &spec.part_of else { continue };

@@ -14,6 +14,7 @@ use super::fan_out::{FanOut, Writer};
 use super::walk::{walk_by_id, Visit};
 use super::{drifted, get_path, id_key, values_at};
 use crate::model::copy::{OnDelete, SyncEdge, SyncStrategy};
+use crate::query::fitting::SOURCE_CHUNK;
 use crate::Result;
 
 /// What a reconcile pass found and did.
@@ -269,9 +270,6 @@ impl fmt::Display for ReconcileReport {
 
 /// Holders compared per batch (one `$in` per 1,000 of their sources, then the repairs).
 const RECONCILE_BATCH: usize = 5000;
-
-/// Source ids per `$in`.
-pub(crate) const SOURCE_CHUNK: usize = 1000;
 
 /// Compares every copy of `edges` with its source and (unless `dry_run`) rewrites the drifted
 /// ones through `writer` (fenced when the worker reconciles). Frozen copies are never touched,

@@ -1,13 +1,12 @@
 //! What to do about an error: retry it (transient), record it and go on (one document's
 //! fault), or stop (permanent); and the jittered exponential back-off between retries.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use mongodb::error::{ErrorKind, WriteFailure};
 
 use crate::error::{known_transient, server_code};
+use crate::random::random_u64;
 use crate::Error;
 
 /// How an error is handled by the sync machinery.
@@ -102,14 +101,6 @@ impl ErrorClass {
             _ => ErrorClass::Transient,
         }
     }
-}
-
-/// A random 64-bit number from the standard library's per-instance hash keys (no extra
-/// dependency; good enough for jitter).
-pub(crate) fn random_u64() -> u64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(0x9e37_79b9_7f4a_7c15);
-    hasher.finish()
 }
 
 /// Jittered exponential back-off: each wait is drawn from the upper half of the current step,

@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use super::{Step, StepContext, StepCounts, Work};
 use crate::concern::OPERATOR_TIME_LIMIT;
+use crate::model::collection::CollectionSpec;
 use crate::model::copy::CopyShape;
-use crate::model::document::CollectionSpec;
 use crate::query::{Path, QuerySpec, Value};
 use crate::{Document as Model, Error, Result};
 

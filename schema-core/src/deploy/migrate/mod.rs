@@ -35,7 +35,7 @@ pub use builtin::{
 pub use changelog::{MigrationRecord, MigrationState, MIGRATIONS_COLLECTION};
 pub use context::StepContext;
 
-use crate::model::document::CollectionSpec;
+use crate::model::collection::CollectionSpec;
 use crate::query::QuerySpec;
 use crate::Result;
 

@@ -311,7 +311,7 @@ async fn a_plan_says_what_apply_would_leave_off_the_server_in_the_callers_terms(
         text.contains("`ApplyReport::is_as_declared()` is false"),
         "{text}"
     );
-    let from_the_cli = super::super::terms::in_cli_terms(async { plan.to_string() }).await;
+    let from_the_cli = crate::terms::in_cli_terms(async { plan.to_string() }).await;
     assert!(from_the_cli.contains("(`apply` exits 3)"), "{from_the_cli}");
     assert!(!from_the_cli.contains("is_as_declared"), "{from_the_cli}");
     // the control: nothing missing, no such line

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::deploy::terms;
+use crate::terms;
 
 use super::{Action, OnViolations, Plan, Warning};
 

@@ -23,32 +23,9 @@ pub(crate) mod rule;
 pub use action::{SubsetAdd, SubsetDelete, SubsetRebuild, SubsetUpdate};
 pub use counter::Counter;
 
+pub use crate::model::copy::{CounterType, PreviewFn};
 pub use reconcile::SubsetReconcile;
-pub use rule::PreviewFn;
 pub(crate) use rule::SubsetRule;
-
-/// The integer type of a count field (`message_count: i64` or `i32`): every `$inc` and every
-/// rebuilt count uses it, so a count never turns into another BSON type that its validator
-/// (`bsonType: "int"` or `"long"`) rejects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum CounterType {
-    /// `i32`, BSON `int`.
-    Int32,
-    /// `i64`, BSON `long` (the default of a hand-written helper).
-    #[default]
-    Int64,
-}
-
-impl CounterType {
-    /// `n` as a value of this type (saturating at `i32::MAX` for `Int32`).
-    pub fn value(self, n: u64) -> Bson {
-        match self {
-            CounterType::Int32 => Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX)),
-            CounterType::Int64 => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-        }
-    }
-}
 
 use crate::relations::to_bson;
 

@@ -10,8 +10,8 @@ use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
 use super::rule::{SubsetRule, SubsetState, Verdict};
+use crate::model::collection::CollectionSpec;
 use crate::model::copy::SyncStrategy;
-use crate::model::document::CollectionSpec;
 use crate::sync::retry::{Backoff, ErrorClass};
 use crate::Result;
 use crate::SubsetSpec;

@@ -13,12 +13,8 @@ use mongodb::action::Action as _;
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::{ClientSession, Database};
 
-use super::CounterType;
+use super::{CounterType, PreviewFn};
 use crate::Result;
-
-/// Builds a subset's preview from a stored child: `V::from(&C)`, serialized as the driver
-/// does (generated next to each `#[subset]`, so that code working on BSON can build previews).
-pub type PreviewFn = fn(&BsonDocument) -> Result<Bson>;
 
 /// `V::from(&C)` of a stored child, serialized as the driver does: a subset's preview, built
 /// where only BSON is at hand (reconcile, the sync worker).
