@@ -1,4 +1,4 @@
-//! mongod's rules in the test server: a Python module (`src/rules/mongod_rules.py`, compiled into
+//! mongod's rules in the test server: a Python module (`src/rules/mongod/*.py`, compiled into
 //! the testkit) that the embedded SecantusDB loads before it serves, so that a command mongod
 //! refuses is refused with mongod's error for every client of the server.
 
@@ -6,8 +6,22 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The module, written next to the server's config and run in place of `secantusd-py`.
-const MODULE: &str = include_str!("rules/mongod_rules.py");
+/// The module, written next to the server's config and run in place of `secantusd-py`: one
+/// file of Python, kept as one file per concern in `src/rules/mongod/` and joined here in the
+/// module's order (each part reads the names the parts before it define). `table.py` is the
+/// table of the rules, by name; each family's part cites the mongod source or jstest its rules
+/// come from.
+const MODULE: &str = concat!(
+    include_str!("rules/mongod/table.py"),
+    include_str!("rules/mongod/errors.py"),
+    include_str!("rules/mongod/collation.py"),
+    include_str!("rules/mongod/arrays.py"),
+    include_str!("rules/mongod/dispatch.py"),
+    include_str!("rules/mongod/timeseries.py"),
+    include_str!("rules/mongod/commands.py"),
+    include_str!("rules/mongod/change_streams.py"),
+    include_str!("rules/mongod/install.py"),
+);
 
 /// Environment variable for the whole test process: `MONGO_SCHEMA_TESTKIT_RULES=off` starts every
 /// embedded server of the process (the shared one and each [`TestServer`](crate::TestServer))
@@ -172,7 +186,7 @@ mod tests {
         for (rule, _) in RULES {
             assert!(
                 MODULE.contains(&format!("    \"{rule}\": ")),
-                "{rule} is not in mongod_rules.py's RULES"
+                "{rule} is not in the RULES of src/rules/mongod/table.py"
             );
         }
         let in_module = MODULE
