@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, shut_down};
+use common::{eventually, ready, shut_down};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -133,7 +133,7 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
         .name("concerns")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     Owner::collection(&plain)
         .update_one(
             doc! { "_id": owner.id },

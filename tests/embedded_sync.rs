@@ -10,7 +10,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready_within, within};
+use common::{eventually, ready_within, shut_down_within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate;
@@ -542,9 +542,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     .await;
     assert_eq!(stored(&db, "async_orders").await, expected);
     assert_eq!(stats.snapshot().copies_rewritten, holders as u64);
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .expect("clean shutdown");
+    shut_down_within(worker, SHUTDOWN).await;
     // one update per chunk of holders, each rewriting every matching line of its holders
     let updates: Vec<BsonDocument> = log
         .commands()

@@ -14,7 +14,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::eventually;
+use common::{eventually, ready};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Binary, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -152,7 +152,7 @@ macro_rules! id_family {
 
                 // transactional: the rename and every copy in one transaction
                 let worker = schema.sync_worker(&db).name(concat!("identity-", stringify!($family))).spawn();
-                worker.ready().await.expect("the sync worker is ready");
+                ready(&worker).await;
                 let renamed = schema
                     .update_source::<Customer>(&db, &ana.id, doc! { "$set": { "name": "Ana T" } })
                     .await

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::within;
+use common::{command_on, held_database, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -61,16 +61,9 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
 
     // reconcile on a client whose first update of the holders (the repair, written from the
     // source read as "y", on condition that the copy still says "x") is held
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "update"
-            && started.command.get_str("update").ok() == Some("holders")
-    })
-    .await;
+    let (held_db, held, release) = held_database(&db, command_on("update", "holders")).await;
     let repairing = {
-        let (schema, db) = (schema.clone(), client.database(db.name()));
+        let (schema, db) = (schema.clone(), held_db);
         tokio::spawn(async move { schema.reconcile(&db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
@@ -191,16 +184,9 @@ async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
         .bypass_document_validation(true)
         .await
         .unwrap();
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "update"
-            && started.command.get_str("update").ok() == Some("holders")
-    })
-    .await;
+    let (held_db, held, release) = held_database(&db, command_on("update", "holders")).await;
     let filling = {
-        let (schema, db) = (schema.clone(), client.database(db.name()));
+        let (schema, db) = (schema.clone(), held_db);
         tokio::spawn(async move { schema.reconcile(&db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))

@@ -5,6 +5,9 @@
 //! (`max = 3`) and of one (`max = 1`), `i64` and `i32` counts, a filtered subset (active loans
 //! only), and a subset whose child names its parent through an extended reference.
 
+mod common;
+
+use common::{command_on, held_database};
 use mongo_schema::bson::{doc, Bson};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -592,15 +595,8 @@ async fn a_subset_repair_never_overwrites_a_parent_written_meanwhile() {
         .unwrap();
     // reconcile through a client that holds its first write to `members` (the repair) until
     // another writer has set the count
-    let (client, held, release) =
-        mongo_schema_testkit::holding_client(&mongo_schema_testkit::uri(), |c| {
-            c.command_name == "update" && c.command.get_str("update").ok() == Some("members")
-        })
-        .await;
-    let reconciling = tokio::spawn({
-        let db = client.database(db.name());
-        async move { schema().reconcile(&db).await }
-    });
+    let (held_db, held, release) = held_database(&db, command_on("update", "members")).await;
+    let reconciling = tokio::spawn(async move { schema().reconcile(&held_db).await });
     tokio::task::spawn_blocking(move || held.recv_timeout(std::time::Duration::from_secs(30)))
         .await
         .unwrap()

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{eventually, within};
+use common::{eventually, ready, shut_down_within, within};
 
 /// How long a worker may take to stop.
 const SHUTDOWN: Duration = Duration::from_secs(30);
@@ -163,7 +163,7 @@ async fn async_copies_converge_and_lag_is_measured() {
     Ticket::collection(&db).insert_many(&tickets).await.unwrap();
 
     let worker = schema.sync_worker(&db).name("async-test").spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    ready(&worker).await;
 
     // 1,000 renames: each of the 50 agents renamed 20 times
     let start = Instant::now();
@@ -248,9 +248,7 @@ async fn async_copies_converge_and_lag_is_measured() {
         "the team change touched no copied field"
     );
     assert!(stats.snapshot().max_lag_ms > 0, "the lag is measured");
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .expect("clean shutdown");
+    shut_down_within(worker, SHUTDOWN).await;
 
     // the token is stored in the library's collection
     let token = db
@@ -293,7 +291,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .name("crashy")
         .lease(Duration::from_secs(1))
         .spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    ready(&worker).await;
     rename("Bo 1").await;
     eventually(Duration::from_secs(20), "first rename", || async {
         names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 1"; 30]
@@ -332,9 +330,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         1,
         "it took the lease the killed worker left to expire"
     );
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 
     // a token the server can no longer resume from: full reconcile, then follow from now
     db.collection::<BsonDocument>(TOKENS_COLLECTION)
@@ -350,7 +346,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .name("crashy")
         .lease(Duration::from_secs(1))
         .spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    ready(&worker).await;
     assert_eq!(worker.stats().snapshot().reconciles, 1);
     assert_eq!(
         names_of_copies(&db, "assignee", bo.id).await,
@@ -364,9 +360,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         || async { names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 5"; 30] },
     )
     .await;
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -425,10 +419,8 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
             .spawn()
     };
     let first = worker(1000);
-    first.ready().await.unwrap();
-    within(SHUTDOWN, "the worker shuts down", first.shutdown())
-        .await
-        .unwrap();
+    ready(&first).await;
+    shut_down_within(first, SHUTDOWN).await;
 
     rename_all("a").await;
     let behind = worker(1000);
@@ -444,9 +436,7 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
         coalesced >= 50,
         "most of 50 renames per agent coalesce into one rewrite: {coalesced}"
     );
-    within(SHUTDOWN, "the worker shuts down", behind.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(behind, SHUTDOWN).await;
 
     // the control: batches of one change coalesce nothing
     rename_all("b").await;
@@ -462,9 +452,7 @@ async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     })
     .await;
     assert_eq!(stats.snapshot().coalesced, 0);
-    within(SHUTDOWN, "the worker shuts down", one_by_one.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(one_by_one, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -484,7 +472,7 @@ async fn max_await_time_is_sent_with_each_get_more_of_the_change_stream() {
             }
             log.clear();
             let worker = worker.spawn();
-            worker.ready().await.unwrap();
+            ready(&worker).await;
             let mut sent = Vec::new();
             eventually(Duration::from_secs(10), "two getMores", || {
                 sent = log
@@ -500,9 +488,7 @@ async fn max_await_time_is_sent_with_each_get_more_of_the_change_stream() {
                 std::future::ready(sent.len() >= 2)
             })
             .await;
-            within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-                .await
-                .unwrap();
+            shut_down_within(worker, SHUTDOWN).await;
             sent
         }
     };
@@ -560,7 +546,7 @@ async fn async_copies_converge_across_a_server_restart() {
     Ticket::collection(&db).insert_many(&tickets).await.unwrap();
 
     let worker = schema.sync_worker(&db).name("restart").spawn();
-    worker.ready().await.expect("the sync worker is ready");
+    ready(&worker).await;
     Agent::collection(&db)
         .update_one(
             doc! { "_id": bo.id },
@@ -604,9 +590,7 @@ async fn async_copies_converge_across_a_server_restart() {
         "the stream was reopened after the restart"
     );
     // and a worker started after a restart resumes from the stored token
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
     Agent::collection(&db)
         .update_one(
             doc! { "_id": bo.id },
@@ -627,9 +611,7 @@ async fn async_copies_converge_across_a_server_restart() {
         0,
         "resumed from the stored token"
     );
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
     drop(client);
     server.stop();
     let _ = std::fs::remove_dir_all(&storage);

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{authors, eventually, within};
+use common::{authors, eventually, ready_within, shut_down_within};
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
 
 const SHUTDOWN: Duration = Duration::from_secs(60);
@@ -42,7 +42,7 @@ async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
         .name("big")
         .ready_timeout(Duration::from_secs(300))
         .spawn();
-    worker.ready().await.unwrap();
+    ready_within(&worker, Duration::from_secs(300)).await;
     let started = Instant::now();
     authors::rename_author(&db, prolific, "Pro 2").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -108,7 +108,5 @@ async fn after_a_fan_out_to_100000_holders_the_next_rename_lands() {
         })
         .await;
     }
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }

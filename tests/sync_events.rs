@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cases::Agent;
-use common::{eventually, ready, shut_down, within};
+use common::{eventually, held_database, ready, shut_down, within};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -242,14 +242,11 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
     const LEASE: Duration = Duration::from_millis(1500);
     let (db, schema, agents, cases) = setup("sync_events_fenced", 2).await;
     let (bad, good) = (&agents[0], &agents[1]);
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
     // the first worker's record of the unreadable event is held, its whole task with it (the
     // renewals of its lease stop too, as in a VM pause)
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, failure_record).await;
+    let (held_db, held, release) = held_database(&db, failure_record).await;
     let paused = schema
-        .sync_worker(&client.database(db.name()))
+        .sync_worker(&held_db)
         .name("fenced")
         .lease(LEASE)
         .max_await_time(Duration::from_millis(100))

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::cases::*;
-use common::{eventually, shut_down, within};
+use common::{command_on, eventually, held_database, ready, shut_down, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -50,20 +50,17 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
     let schema = schema();
     schema.apply(&db).await.unwrap();
     let (agent, _) = desk(&db, 3).await;
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
 
     // the first worker's first fan-out of an agent rename is held (its whole task with it: the
     // renewals of its lease stop too, as in a VM pause)
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, agent_fan_out).await;
+    let (held_db, held, release) = held_database(&db, agent_fan_out).await;
     let paused = schema
-        .sync_worker(&client.database(db.name()))
+        .sync_worker(&held_db)
         .name(WORKER)
         .lease(LEASE)
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    paused.ready().await.unwrap();
+    ready(&paused).await;
     assert!(paused.stats().is_active());
     let standby = schema
         .sync_worker(&db)
@@ -71,7 +68,7 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
         .lease(LEASE)
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    standby.ready().await.unwrap();
+    ready(&standby).await;
     assert!(standby.stats().is_standby());
 
     // the paused worker looks up "Older" and is held sending it
@@ -178,17 +175,13 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
 
     // reconcile is held after its lookup of the agents found none: at its second `find` of the
     // agents, just before the repair
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
     let agent_finds = AtomicUsize::new(0);
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, move |started| {
+    let (held_db, held, release) = held_database(&db, move |started| {
         started.command_name == "find"
             && started.command.get_str("find").ok() == Some("agents")
             && agent_finds.fetch_add(1, Ordering::SeqCst) == 1
     })
     .await;
-    let held_db = client.database(db.name());
     let repair = {
         let schema = schema.clone();
         tokio::spawn(async move { schema.reconcile(&held_db).await })
@@ -325,18 +318,11 @@ async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_de
         })
         .await
         .unwrap();
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
 
     // the first worker starts fresh, reads the post and is held writing the channel's repair
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "update"
-            && started.command.get_str("update").ok() == Some("channels")
-    })
-    .await;
+    let (held_db, held, release) = held_database(&db, command_on("update", "channels")).await;
     let paused = schema
-        .sync_worker(&client.database(db.name()))
+        .sync_worker(&held_db)
         .name(NAME)
         .lease(LEASE)
         .max_await_time(Duration::from_millis(100))

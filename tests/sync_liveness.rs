@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::cases::*;
-use common::{authors, eventually, within};
+use common::{authors, eventually, held_database, ready, shut_down_within, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -42,19 +42,15 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
     Team::collection(&db).insert_one(&team).await.unwrap();
     let cases: Vec<Case> = (0..3).map(|i| case(&customer, &agent, &team, i)).collect();
     Case::collection(&db).insert_many(&cases).await.unwrap();
-    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
-        .await
-        .unwrap();
-
-    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, agent_fan_out).await;
+    let (held_db, held, release) = held_database(&db, agent_fan_out).await;
     let paused = schema
-        .sync_worker(&client.database(db.name()))
+        .sync_worker(&held_db)
         .name(WORKER)
         .lease(LEASE)
         .spawn();
-    paused.ready().await.unwrap();
+    ready(&paused).await;
     let standby = schema.sync_worker(&db).name(WORKER).lease(LEASE).spawn();
-    standby.ready().await.unwrap();
+    ready(&standby).await;
     assert!(standby.stats().is_standby());
 
     rename_agent(&db, agent.id, "Older").await;
@@ -77,9 +73,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
     .await;
     tokio::time::sleep(LEASE * 3).await;
     release.send(()).unwrap();
-    within(SHUTDOWN, "the paused worker shuts down", paused.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(paused, SHUTDOWN).await;
     for round in 0..3 {
         let name = format!("Later {round}");
         rename_agent(&db, agent.id, &name).await;
@@ -97,9 +91,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
         );
     }
     assert!(standby.stats().is_active());
-    within(SHUTDOWN, "the standby shuts down", standby.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(standby, SHUTDOWN).await;
 }
 
 /// The watchdog: a batch whose apply never ends (as a command that never returns would hold
@@ -128,7 +120,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
         .stall_timeout(Duration::from_secs(2))
         .__stall_next_batch()
         .spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     authors::rename_author(&db, author, "Anna").await;
     let took = eventually(
         Duration::from_secs(30),
@@ -171,9 +163,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
         "caught_up resolved with every copy rewritten"
     );
     assert_eq!(worker.stats().snapshot().stalls, 1);
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// `caught_up` resolves once every change committed before the call is applied: each of many
@@ -196,7 +186,7 @@ async fn caught_up_resolves_with_every_earlier_change_applied() {
         .await
         .unwrap();
     let worker = schema.sync_worker(&db).name("caught").spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     for round in 0..10 {
         let name = format!("Ann {round}");
         authors::rename_author(&db, author, &name).await;
@@ -212,9 +202,7 @@ async fn caught_up_resolves_with_every_earlier_change_applied() {
             "round {round}: every copy holds the rename once caught_up returned"
         );
     }
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// A worker catching up a backlog keeps polling the batches it has in flight while it reads the
@@ -259,10 +247,8 @@ async fn a_worker_catching_up_leaves_its_client_connections_for_the_stream_and_t
             .max_await_time(Duration::from_millis(100))
     };
     let first = worker().spawn();
-    first.ready().await.unwrap();
-    within(SHUTDOWN, "the first worker shuts down", first.shutdown())
-        .await
-        .unwrap();
+    ready(&first).await;
+    shut_down_within(first, SHUTDOWN).await;
     for round in 0..ROUNDS {
         for author in &authors {
             authors::rename_author(&db, *author, &format!("r{round}")).await;
@@ -313,7 +299,5 @@ async fn a_worker_catching_up_leaves_its_client_connections_for_the_stream_and_t
         .await
         .unwrap();
     assert_eq!(stale, 0, "every copy holds the last rename");
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }

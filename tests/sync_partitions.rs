@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{authors, eventually, ready_within, within};
+use common::{authors, eventually, ready_within, shut_down_within, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::{SyncWorker, SyncWorkerHandle};
 
@@ -167,9 +167,7 @@ async fn two_workers_share_the_partitions_and_one_takes_over_when_the_other_shut
     );
 
     // b shuts down: it releases its partitions, and a takes them within the lease
-    within(SHUTDOWN, "b shuts down", b.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(b, SHUTDOWN).await;
     let left = Instant::now();
     let took = eventually(LEASE * 5, "a takes every partition", || async {
         a.stats().partitions_held() == PARTITIONS
@@ -193,9 +191,7 @@ async fn two_workers_share_the_partitions_and_one_takes_over_when_the_other_shut
         Vec::<i64>::new(),
         "the rename of a source of each partition landed"
     );
-    within(SHUTDOWN, "a shuts down", a.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(a, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -254,10 +250,6 @@ async fn a_third_worker_takes_a_share_and_a_killed_ones_partitions_are_taken_onc
     assert_eq!(shares, [2, 2]);
     rename_all_and_check(&db, &authors, "v2", &b).await;
 
-    within(SHUTDOWN, "a shuts down", a.shutdown())
-        .await
-        .unwrap();
-    within(SHUTDOWN, "b shuts down", b.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(a, SHUTDOWN).await;
+    shut_down_within(b, SHUTDOWN).await;
 }

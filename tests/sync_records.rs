@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{eventually, shut_down};
+use common::{eventually, ready, shut_down};
 use futures_util::{StreamExt, TryStreamExt};
 use model::*;
 use mongo_schema::bson::{doc, Bson, DateTime, Document as BsonDocument};
@@ -120,7 +120,7 @@ async fn started(db: &mongodb::Database) -> SyncWorkerHandle {
         .name("records")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     worker
 }
 

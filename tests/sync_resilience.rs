@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::cases::*;
-use common::{eventually, within};
+use common::{eventually, ready, shut_down_within, within};
 
 /// How long a worker may take to stop.
 const SHUTDOWN: Duration = Duration::from_secs(30);
@@ -248,7 +248,7 @@ async fn one_invalid_holder_never_blocks_the_others() {
         .unwrap();
 
     let worker = schema.sync_worker(&db).name("invalid").spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     rename_agent(&db, bo.id, "Bo 2").await;
     eventually(
         Duration::from_secs(20),
@@ -330,9 +330,7 @@ async fn one_invalid_holder_never_blocks_the_others() {
         schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
         0
     );
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,7 +346,7 @@ async fn a_holder_that_would_outgrow_16_mib_is_recorded_and_the_others_converge(
         .await
         .unwrap();
     let worker = schema.sync_worker(&db).name("too-large").spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     // a long team name no longer fits in it
     let long_name = "Billing and Collections ".repeat(60);
     Team::collection(&db)
@@ -387,9 +385,7 @@ async fn a_holder_that_would_outgrow_16_mib_is_recorded_and_the_others_converge(
     let retry = schema.retry_failures(&db).await.unwrap();
     assert_eq!(retry.resolved, 1, "{retry}");
     assert_eq!(case_of(&db, big).await.team.unwrap().name, long_name);
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,9 +400,9 @@ async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
 
     let lease = Duration::from_millis(1500);
     let first = schema.sync_worker(&db).name("pair").lease(lease).spawn();
-    first.ready().await.unwrap();
+    ready(&first).await;
     let second = schema.sync_worker(&db).name("pair").lease(lease).spawn();
-    second.ready().await.unwrap();
+    ready(&second).await;
     assert!(first.stats().is_active());
     assert!(!second.stats().is_active() && second.stats().is_standby());
 
@@ -474,9 +470,7 @@ async fn two_workers_of_one_name_elect_one_and_the_standby_takes_over() {
         "the token never moves backwards: {before:?} -> {after:?}"
     );
     assert_eq!(second.stats().snapshot().takeovers, 1);
-    within(SHUTDOWN, "the worker shuts down", second.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(second, SHUTDOWN).await;
     let released = tokens
         .find_one(doc! { "_id": "pair" })
         .await
@@ -495,7 +489,7 @@ async fn deleted_sources_unset_or_keep_their_copies() {
     let schema = schema();
     let (ana, bo, billing, cases) = desk(&db, 6).await;
     let worker = schema.sync_worker(&db).name("deletes").spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
 
     // transactional + unset: in the deleting transaction
     let report = schema
@@ -565,9 +559,7 @@ async fn deleted_sources_unset_or_keep_their_copies() {
         .await
         .unwrap();
     assert!(nothing.source.is_none() && nothing.total_unset() == 0);
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]

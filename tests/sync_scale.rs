@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, ready, within};
+use common::{eventually, ready, ready_within, shut_down_within, within};
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
@@ -204,17 +204,15 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
     };
     // a first worker saves a token and stops, so both renames wait for the next one in one batch
     let first = worker("scale");
-    first.ready().await.unwrap();
-    within(SHUTDOWN, "the first worker shuts down", first.shutdown())
-        .await
-        .unwrap();
+    ready_within(&first, Duration::from_secs(120)).await;
+    shut_down_within(first, SHUTDOWN).await;
     rename(&db, big.id, "Big 2").await;
     rename(&db, small.id, "Small 2").await;
     updates.lock().unwrap().clear();
 
     let started = Instant::now();
     let second = worker("scale");
-    second.ready().await.unwrap();
+    ready_within(&second, Duration::from_secs(120)).await;
     let small_holder = doc! { "_id": -1_i64, "owner.name": "Small 2" };
     let items = db.collection::<BsonDocument>("items");
     let small_after = eventually(CONVERGE, "the small source's holder converges", || async {
@@ -298,9 +296,7 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
         HOLDERS as u64 + 1
     );
     assert_eq!(second.stats().snapshot().failed, 0);
-    within(SHUTDOWN, "the worker shuts down", second.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(second, SHUTDOWN).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,7 +339,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         .name("refuse")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     rename(&db, big.id, "Big 2").await;
     rename(&db, small.id, "Small 2").await;
     eventually(CONVERGE, "the other source's holder converges", || async {
@@ -370,9 +366,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         renamed(&db, "items", small.id, "Small 3").await == 1
     })
     .await;
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// The saved token's time.
@@ -404,8 +398,8 @@ async fn a_quiet_stream_saves_its_token_at_the_interval() {
     let quiet = spawn("quiet", Some(INTERVAL));
     // the control: the default interval (60 s) saves nothing more during the test
     let control = spawn("control", None);
-    quiet.ready().await.unwrap();
-    control.ready().await.unwrap();
+    ready(&quiet).await;
+    ready(&control).await;
     let first = eventually(
         Duration::from_secs(10),
         "a first token is saved",
@@ -480,7 +474,7 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
         .name("log-index")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     rename(&db, owner.id, "Ana 2").await;
     // (the holders are rewritten one by one once the chunk failed: the record can come first)
     eventually(
@@ -510,9 +504,7 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
         .map(|i| mongo_schema::bson::to_document(&i).unwrap())
         .collect();
     println!("the failure log's indexes: {indexes:?}");
-    within(SHUTDOWN, "the worker shuts down", worker.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// The lane documents of the worker `name`.
@@ -548,7 +540,7 @@ async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_a
             .spawn()
     };
     let worker = spawn();
-    worker.ready().await.unwrap();
+    ready(&worker).await;
     let tokens = db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION);
     let token = tokens
         .find_one(doc! { "_id": NAME })
@@ -618,7 +610,5 @@ async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_a
         claimed.iter().all(|l| l.get_i64("epoch") == Ok(epoch)),
         "every lane at the new epoch {epoch}: {claimed:?}"
     );
-    within(SHUTDOWN, "the worker shuts down", next.shutdown())
-        .await
-        .unwrap();
+    shut_down_within(next, SHUTDOWN).await;
 }

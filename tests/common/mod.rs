@@ -4,7 +4,11 @@ pub mod gate;
 pub mod helpdesk;
 pub mod live;
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use mongo_schema::mongodb::event::command::CommandStartedEvent;
+use mongo_schema::mongodb::Database;
 
 /// Polls until `check` holds, failing the test after `timeout` with `what`. A check that hangs
 /// (a read from a server that stopped answering) fails the test at the same deadline: each
@@ -62,11 +66,44 @@ pub async fn ready_within(worker: &mongo_schema::SyncWorkerHandle, timeout: Dura
 /// Shuts `worker` down, failing the test unless it ends cleanly within 30 s.
 #[allow(dead_code)]
 pub async fn shut_down(worker: mongo_schema::SyncWorkerHandle) {
-    within(
-        Duration::from_secs(30),
-        "the sync worker shuts down",
-        worker.shutdown(),
-    )
-    .await
-    .expect("the sync worker ends cleanly");
+    shut_down_within(worker, Duration::from_secs(30)).await;
+}
+
+/// Shuts `worker` down, failing the test unless it ends cleanly within `timeout` (a worker
+/// that may be inside a long fan-out).
+#[allow(dead_code)]
+pub async fn shut_down_within(worker: mongo_schema::SyncWorkerHandle, timeout: Duration) {
+    within(timeout, "the sync worker shuts down", worker.shutdown())
+        .await
+        .expect("the sync worker ends cleanly");
+}
+
+/// `db` through a client of its own whose first command for which `hold` is true is held, in
+/// command monitoring before it is sent, until the returned sender sends (or 60 s pass); the
+/// returned receiver hears when it is held (see `mongo_schema_testkit::holding_client`: the
+/// hold blocks its thread, so a test uses a multi-threaded runtime and waits on the receiver in
+/// `spawn_blocking`). A test runs another writer, a takeover or a server stop at exactly that
+/// point.
+#[allow(dead_code)]
+pub async fn held_database(
+    db: &Database,
+    hold: impl Fn(&CommandStartedEvent) -> bool + Send + Sync + 'static,
+) -> (Database, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
+        .await
+        .expect("the test server's address");
+    let (client, held, release) = mongo_schema_testkit::holding_client(&uri, hold).await;
+    (client.database(db.name()), held, release)
+}
+
+/// A `hold` of [`held_database`]: the first `command` (`"update"`, `"find"`...) sent to
+/// `collection`.
+#[allow(dead_code)]
+pub fn command_on(
+    command: &'static str,
+    collection: &'static str,
+) -> impl Fn(&CommandStartedEvent) -> bool + Send + Sync + 'static {
+    move |started| {
+        started.command_name == command && started.command.get_str(command).ok() == Some(collection)
+    }
 }
