@@ -1,18 +1,22 @@
 //! Issue 48: `shutdown()` during a large fan-out returns at the fan-out's next chunk boundary,
 //! not when the fan-out ends, and the next worker of the name resumes the fan-out after the
-//! last chunk the first one committed. Its own test binary, so its own test server: the
+//! last chunk the first one committed; during a first start's full reconcile it returns at the
+//! reconcile's next chunk of repairs, and the next worker reconciles the rest. Its own test binary, so its own test server: the
 //! fan-out's pace is the worker's alone.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{authors, eventually, within};
+use common::{authors, command_on, eventually, held_database, shut_down, within};
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::{FAN_OUT_CHUNK, TOKENS_COLLECTION};
 
 const HOLDERS: i64 = 20_000;
 const WORKER: &str = "stops";
+/// The drifted holders a first start reconciles: three chunks of repairs (a chunk's `$in` of
+/// 1,000 holders takes seconds on the test server).
+const DRIFTED: i64 = 3_000;
 
 /// How many posts carry `name`.
 async fn named(posts: &mongodb::Collection<BsonDocument>, name: &str) -> u64 {
@@ -177,4 +181,75 @@ async fn shutdown_stops_a_fan_out_at_a_chunk_boundary_and_the_next_worker_resume
     )
     .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_a_first_starts_reconcile_at_a_chunk_boundary() {
+    let db = mongo_schema_testkit::database("live_shutdown_reconcile").await;
+    let schema = authors::schema();
+    schema.apply(&db).await.unwrap();
+    let author = ObjectId::new();
+    db.collection::<BsonDocument>("authors")
+        .insert_one(doc! { "_id": author, "name": "New" })
+        .await
+        .unwrap();
+    // every post's copy has drifted: a fresh worker's reconcile repairs them, a batch at a time
+    let posts = db.collection::<BsonDocument>("posts");
+    let docs: Vec<BsonDocument> = (0..DRIFTED)
+        .map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Old" } })
+        .collect();
+    for part in docs.chunks(10_000) {
+        posts.insert_many(part.to_vec()).await.unwrap();
+    }
+
+    // the first worker's first repair of the posts is held: its reconcile is under way
+    let (held_db, held, release) = held_database(&db, command_on("update", "posts")).await;
+    let first = schema.sync_worker(&held_db).name("reconciles").spawn();
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the reconcile's first repair is held within 60 s");
+    let asked = Instant::now();
+    let stopping = tokio::spawn(first.shutdown());
+    // the stop raised, the held repair goes on; the reconcile stops before its next chunk of
+    // repairs
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    within(
+        Duration::from_secs(60),
+        "shutdown returns at the reconcile's next chunk boundary",
+        stopping,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let took = asked.elapsed();
+    let at_shutdown = named(&posts, "New").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("shutdown returned after {took:?} with {at_shutdown} of {DRIFTED} repaired");
+    // the positive control: the reconcile was cut (it does not finish behind a shutdown)
+    assert!(
+        at_shutdown < DRIFTED as u64,
+        "shutdown waited for the whole reconcile: {at_shutdown} of {DRIFTED} repaired when it returned"
+    );
+    assert_eq!(
+        named(&posts, "New").await,
+        at_shutdown,
+        "nothing is written after shutdown returned"
+    );
+
+    // the next worker of the name starts fresh again (no token was saved) and repairs the rest
+    let second = schema
+        .sync_worker(&db)
+        .name("reconciles")
+        .ready_timeout(Duration::from_secs(120))
+        .spawn();
+    eventually(
+        Duration::from_secs(120),
+        "every post is repaired by the next worker",
+        || async { named(&posts, "New").await == DRIFTED as u64 },
+    )
+    .await;
+    assert_eq!(second.stats().snapshot().reconciles, 1);
+    shut_down(second).await;
 }

@@ -254,11 +254,12 @@ impl Schema {
             dry_run,
             &FailureLog::new("reconcile"),
             crate::sync::fan_out::Writer::Transaction,
+            None,
         )
         .await?;
         let rules = crate::relations::subset::reconcile::rules(&self.collections);
         report.subsets =
-            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run, None).await?;
+            crate::relations::subset::reconcile::reconcile(db, &rules, dry_run, None, None).await?;
         // the parts whose owner is gone (`audit` counts them): deleted by the repair
         for spec in &self.collections {
             let Some(part) = &spec.part_of else { continue };

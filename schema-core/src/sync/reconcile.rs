@@ -10,7 +10,7 @@ use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
 
 use super::failures::{self, FailureLog};
-use super::fan_out::{FanOut, Writer};
+use super::fan_out::{FanOut, Halt, Writer};
 use super::walk::{walk_by_id, Visit};
 use super::{drifted, get_path, id_key, values_at};
 use crate::model::copy::{OnDelete, SyncEdge, SyncStrategy};
@@ -280,6 +280,7 @@ pub(crate) async fn reconcile(
     dry_run: bool,
     log: &FailureLog,
     writer: Writer<'_>,
+    halt: Option<&Halt>,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
     let total = edges
@@ -304,6 +305,7 @@ pub(crate) async fn reconcile(
             dry_run,
             log,
             writer,
+            halt,
             figures: &mut figures,
         };
         let holders = db.collection::<BsonDocument>(&edge.holder);
@@ -343,6 +345,8 @@ struct Compare<'a, 'w> {
     dry_run: bool,
     log: &'a FailureLog,
     writer: Writer<'w>,
+    /// The worker's stop, for a first start's reconcile (cut between two batches).
+    halt: Option<&'a Halt>,
     figures: &'a mut EdgeReconcile,
 }
 
@@ -359,6 +363,7 @@ impl Visit for Compare<'_, '_> {
             self.dry_run,
             self.log,
             self.writer,
+            self.halt,
             &mut part,
         )
         .await;
@@ -370,6 +375,10 @@ impl Visit for Compare<'_, '_> {
         self.figures.missing_sources += part.missing_sources;
         self.figures.missing_copies += part.missing_copies;
         Ok(())
+    }
+
+    fn halted(&self) -> bool {
+        super::fan_out::halted(self.halt)
     }
 }
 
@@ -437,6 +446,7 @@ struct Repair<'a> {
     holders: Vec<Bson>,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn reconcile_batch(
     db: &Database,
     edge: &SyncEdge,
@@ -444,6 +454,7 @@ async fn reconcile_batch(
     dry_run: bool,
     log: &FailureLog,
     writer: Writer<'_>,
+    halt: Option<&Halt>,
     figures: &mut EdgeReconcile,
 ) -> Result<()> {
     // every (holder, copy) pair of the batch, and the holders whose copy is missing
@@ -633,10 +644,15 @@ async fn reconcile_batch(
         let Some(fan_out) = fan_out else { continue };
         let outcome = fan_out
             .only(repair.holders.clone())
-            .run_resilient(db, edge, &repair.source_id, log, writer, None, None)
+            .run_resilient(db, edge, &repair.source_id, log, writer, None, halt)
             .await?;
         if outcome.fenced_off {
             return Err(super::fence::fenced_off());
+        }
+        if outcome.cut_short {
+            // stopped at a chunk boundary: the rest of the batch is the next pass's
+            figures.repaired += outcome.rewritten;
+            return Err(super::walk::halted_walk());
         }
         figures.repaired += outcome.rewritten;
         figures.failed += outcome.failed;

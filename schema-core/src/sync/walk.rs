@@ -165,6 +165,22 @@ pub(crate) trait Visit {
     /// this batch is visited again (so a visit should be idempotent); on any other the walk
     /// returns it.
     fn visit(&mut self, batch: &[BsonDocument]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Whether the walk is to stop before its next batch (the worker is shutting down): it
+    /// then returns [`halted_walk`]'s error, the batches visited so far done. Never, unless
+    /// the visitor says so.
+    fn halted(&self) -> bool {
+        false
+    }
+}
+
+/// The error a walk ends with when its visitor was halted before a batch (see
+/// [`Visit::halted`]).
+pub(crate) fn halted_walk() -> crate::Error {
+    crate::Error::worker(
+        crate::error::WorkerStop::Ended,
+        "the walk stopped between two batches: the worker is shutting down",
+    )
 }
 
 /// Walks `collection` in `_id` order, `projection` of each document, `batch` at a time: one
@@ -238,6 +254,9 @@ pub(crate) async fn walk_matching<V: Visit + Send>(
                 // a full batch, the end of the stream, or a break: what was read is visited
                 // either way, then the stream goes on, ends, or is opened again
                 let read = fill(&mut cursor, &mut docs, batch).await;
+                if visitor.halted() {
+                    return Err(halted_walk());
+                }
                 if !docs.is_empty() {
                     let visited = visitor.visit(&docs).await;
                     let last = docs.last().and_then(|d| d.get("_id")).cloned();

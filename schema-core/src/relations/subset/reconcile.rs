@@ -139,6 +139,7 @@ pub(crate) async fn reconcile(
     rules: &[SubsetRule],
     dry_run: bool,
     fence: Option<(&crate::sync::fence::Fence, usize)>,
+    halt: Option<&crate::sync::fan_out::Halt>,
 ) -> Result<Vec<SubsetReconcile>> {
     let mut out = Vec::new();
     for rule in rules {
@@ -148,7 +149,7 @@ pub(crate) async fn reconcile(
             counter: !rule.keeps_previews(),
             ..Default::default()
         };
-        reconcile_one(db, rule, dry_run, fence, &mut figures).await?;
+        reconcile_one(db, rule, dry_run, fence, halt, &mut figures).await?;
         out.push(figures);
     }
     Ok(out)
@@ -164,6 +165,7 @@ async fn reconcile_one(
     rule: &SubsetRule,
     dry_run: bool,
     fence: Option<(&crate::sync::fence::Fence, usize)>,
+    halt: Option<&crate::sync::fan_out::Halt>,
     figures: &mut SubsetReconcile,
 ) -> Result<()> {
     let parents = db.collection::<BsonDocument>(&rule.parents);
@@ -204,6 +206,9 @@ async fn reconcile_one(
                     batch.extend(next);
                     if batch.len() < batch_size && end.is_none() {
                         continue;
+                    }
+                    if crate::sync::fan_out::halted(halt) {
+                        return Err(crate::sync::walk::halted_walk());
                     }
                     // the parents read before a break are compared: they are done
                     let done = compare(db, rule, &batch, dry_run, fence, figures, &mut after).await;

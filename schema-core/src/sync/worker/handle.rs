@@ -106,8 +106,10 @@ impl SyncWorkerHandle {
     /// replays from it (idempotently): a fan-out that was cut resumes after its last committed
     /// chunk, and changes received but not applied (a batch being gathered) are applied then.
     ///
-    /// Not cut: a first start's full reconcile (no usable saved token) runs to its end before
-    /// the stop is seen. [`SyncWorkerHandle::kill`] stops at once, like a crash.
+    /// A first start's full reconcile (no usable saved token) stops the same way, at its next
+    /// chunk of repairs or batch of holders, and saves no token: the next worker of the name
+    /// reconciles again (a repair is conditional on the value read, so what was repaired
+    /// stays). [`SyncWorkerHandle::kill`] stops at once, like a crash.
     ///
     /// # Errors
     ///
@@ -227,8 +229,16 @@ impl SyncWorkerHandle {
     }
 
     /// Kills the worker at its current await point, like a crash: it neither saves its token
-    /// nor gives up its lease. What it received but did not save is applied again by the next
-    /// active worker, from the saved token, once the lease has expired.
+    /// nor gives up its lease, and returns at once (the task is aborted, not awaited). What it
+    /// received but did not save is applied again by the next active worker, from the saved
+    /// token, once the lease has expired (a standby of the name takes over within about the
+    /// lease, [`crate::DEFAULT_LEASE`] unless set). A write it had under way in a fenced
+    /// transaction either committed or is ended by the server or the next holder; a fan-out
+    /// it cut resumes after its last committed chunk.
+    ///
+    /// For a process that must stop now, and for tests of what a crash leaves; a service
+    /// stopping normally calls [`SyncWorkerHandle::shutdown`], which hands the lease over at
+    /// once.
     pub fn kill(self) {
         self.task.abort();
     }

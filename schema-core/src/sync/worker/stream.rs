@@ -251,7 +251,13 @@ impl SyncWorker {
                     fence: &fence,
                     lane: 0,
                 };
-                let report = reconcile(&self.db, &edges, false, &log, writer).await;
+                // cut between two batches by a stop: nothing saved, the next start reconciles
+                // again (its repairs are conditional on the values read)
+                let halt = stop.clone();
+                let report = reconcile(&self.db, &edges, false, &log, writer, Some(&halt)).await;
+                if halted(Some(&halt)) {
+                    return Ok(Stopped::Requested);
+                }
                 if lost_with(report.as_ref().err(), lease).await {
                     lease.lost();
                     return Ok(Stopped::LeaseLost);
@@ -262,8 +268,12 @@ impl SyncWorker {
                     &self.subsets.rules,
                     false,
                     Some((&fence, 0)),
+                    Some(&halt),
                 )
                 .await;
+                if halted(Some(&halt)) {
+                    return Ok(Stopped::Requested);
+                }
                 if lost_with(subsets.as_ref().err(), lease).await {
                     lease.lost();
                     return Ok(Stopped::LeaseLost);
