@@ -39,7 +39,31 @@ pub struct Allowed {
     pub values: Option<Vec<String>>,
     /// `maxLength`, `minLength`, `pattern`, `minimum`, `maximum`, as declared.
     pub constraints: Vec<(String, Bson)>,
+    /// The keywords here that constrain documents and that no model attribute says
+    /// (`minItems`, `uniqueItems`, `oneOf`...): not kept, so `apply` of the pulled schema no
+    /// longer checks them (the report says so).
+    pub unkept: Vec<String>,
 }
+
+/// The keywords of a (sub)schema that the pulled models keep, or that constrain nothing
+/// (`title`, `description`).
+const KEPT: &[&str] = &[
+    "bsonType",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "maxItems",
+    "maxProperties",
+    "enum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "title",
+    "description",
+];
 
 /// The keywords kept as `#[schema(...)]` constraints, with the attribute's names.
 pub const CONSTRAINTS: &[(&str, &str)] = &[
@@ -76,6 +100,7 @@ impl Default for Allowed {
             max_items: None,
             values: None,
             constraints: Vec::new(),
+            unkept: Vec::new(),
         }
     }
 }
@@ -123,6 +148,12 @@ fn count(value: Option<&Bson>) -> Option<u64> {
 /// What one (sub)schema declares, `required` by its parent or not.
 fn declared(schema: &Document, required: bool) -> Allowed {
     let (schema, null) = unwrap_nullable(schema);
+    // (an `anyOf` left here is not the nullable one)
+    let unkept = schema
+        .keys()
+        .filter(|k| !KEPT.contains(&k.as_str()))
+        .cloned()
+        .collect();
     let mut kinds: Vec<String> = match schema.get("bsonType") {
         Some(Bson::String(t)) => vec![t.clone()],
         Some(Bson::Array(ts)) => ts
@@ -175,6 +206,7 @@ fn declared(schema: &Document, required: bool) -> Allowed {
         max_items,
         values,
         constraints,
+        unkept,
     }
 }
 

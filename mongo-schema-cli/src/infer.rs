@@ -100,7 +100,7 @@ pub fn infer(observed: &[Observed], options: &Options, report: &mut Report) -> M
     // every root keeps its own name: reserved before any sub-document is named
     let root_names: Vec<String> = observed
         .iter()
-        .map(|c| names::unique(names::type_name(&names::singular(&c.name)), &mut type_names))
+        .map(|c| names::unique_type(names::type_name(&names::singular(&c.name)), &mut type_names))
         .collect();
     let mut roots = Vec::new();
     let mut model = Model::default();
@@ -193,6 +193,16 @@ impl<'a> Infer<'a> {
         self.options.existing.get(path)
     }
 
+    /// Whether `path` is one the collection's validator says nothing of, in a collection that
+    /// has one: whatever it holds, and whether it holds anything, the server accepts today, so
+    /// the samples do not make it required, nor an enum of the values seen.
+    fn left_open(&self, path: &str) -> bool {
+        let collection = path.split(['.', '[', '<']).next().unwrap_or(path);
+        path != collection
+            && self.options.existing.contains_key(collection)
+            && !self.options.existing.contains_key(path)
+    }
+
     /// Whether the validator describes the object at `path` and leaves it open.
     fn open(&self, path: &str) -> bool {
         self.options
@@ -228,7 +238,7 @@ impl<'a> Infer<'a> {
         {
             return i;
         }
-        let name = names::unique(name.to_owned(), &mut self.type_names);
+        let name = names::unique_type(name.to_owned(), &mut self.type_names);
         self.model.structs.push(Struct {
             name,
             path: path.to_owned(),
@@ -265,6 +275,12 @@ impl<'a> Infer<'a> {
                 null: field_shape.nulls > 0,
             };
             let mut notes = Vec::new();
+            if stored != "_id" && !presence.missing && self.left_open(&field_path) {
+                presence.missing = true;
+                notes.push(format!(
+                    "`{stored}`: in every document, but the collection's validator leaves it open: optional"
+                ));
+            }
             if unseen {
                 notes.push(format!(
                     "`{stored}`: declared by the validator, in no stored document: kept"
@@ -312,7 +328,7 @@ impl<'a> Infer<'a> {
                     ty = e;
                 }
             }
-            let constraints = self.constraints(&field_path, &ty, stored, &mut notes);
+            let mut constraints = self.constraints(&field_path, &ty, stored, &mut notes);
             if presence.missing && presence.null && matches!(ty, Ty::Array { .. } | Ty::Map { .. })
             {
                 // `Option<Option<Vec<T>>>` would need a bound inside `stored_as`, which no
@@ -323,6 +339,9 @@ impl<'a> Infer<'a> {
                     &mut notes,
                 );
                 ty = Ty::Any;
+                // a `Bson` field takes no string or number constraint: the module would not
+                // compile
+                constraints.clear();
             }
             fields.push(Field {
                 stored: stored.clone(),
@@ -371,6 +390,14 @@ impl<'a> Infer<'a> {
             }
         );
         notes.push(format!("`{stored}`: {evidence}: a unit enum"));
+        if !extra.is_empty() {
+            let shown: Vec<String> = extra.iter().take(5).map(|v| format!("{v:?}")).collect();
+            self.report.notes.push(format!(
+                "`{path}`: stored values the validator's `enum` refuses ({}{}): documents written past the validator (`bypassDocumentValidation`, or before it); the pulled enum takes them, so `apply` of the pulled schema accepts them from now on: fix those documents and pull again to keep the server's `enum`",
+                shown.join(", "),
+                if extra.len() > 5 { ", ..." } else { "" }
+            ));
+        }
         self.decide(path, "unit enum (declared)".to_owned(), evidence);
         let mut taken = Vec::new();
         let variants: Vec<(String, String)> = values
@@ -380,8 +407,12 @@ impl<'a> Infer<'a> {
         if let Some(i) = self.model.enums.iter().position(|e| e.variants == variants) {
             return Some(Ty::Enum(i));
         }
-        let name = names::unique(hint.to_owned(), &mut self.type_names);
-        self.model.enums.push(UnitEnum { name, variants });
+        let name = names::unique_type(hint.to_owned(), &mut self.type_names);
+        self.model.enums.push(UnitEnum {
+            name,
+            variants,
+            from_samples: false,
+        });
         Some(Ty::Enum(self.model.enums.len() - 1))
     }
 
@@ -571,12 +602,21 @@ impl<'a> Infer<'a> {
                     Some(declared) => declared.max(array.max_len),
                     None => bound(array.max_len, self.options.headroom),
                 };
+                if let Some(declared) = declared_max.filter(|d| *d < array.max_len) {
+                    self.report.notes.push(format!(
+                        "`{path}`: a stored array holds {} items, past the validator's `maxItems` of {declared}: documents written past the validator (`bypassDocumentValidation`, or before it); the pulled bound is {max}, so `apply` of the pulled schema accepts such arrays from now on: fix those documents and pull again to keep the server's bound",
+                        array.max_len
+                    ));
+                }
                 let unbounded = array.max_len > self.options.unbounded_threshold;
                 notes.push(format!(
                     "`{stored}`: at most {} items ({}), bound {max} ({}){}",
                     array.max_len,
                     self.exactness(path),
                     match declared_max {
+                        Some(declared) if declared < array.max_len => format!(
+                            "past the validator's `maxItems` of {declared}: a stored document breaks it"
+                        ),
                         Some(_) => "the validator's `maxItems`".to_owned(),
                         None => format!("{}x headroom", self.options.headroom),
                     },
@@ -639,7 +679,9 @@ impl<'a> Infer<'a> {
             .existing
             .get(path)
             .is_some_and(|a| a.kinds.iter().any(|k| k == "string"));
-        if declared && !forced {
+        // nor where the collection's validator leaves the path open: any string is accepted
+        // there today
+        if (declared || self.left_open(path)) && !forced {
             return Ty::Str;
         }
         if !forced && (n < self.options.enum_min || k < 2 || (k * k) >= n || !short) {
@@ -657,8 +699,12 @@ impl<'a> Infer<'a> {
         if let Some(i) = self.model.enums.iter().position(|e| e.variants == variants) {
             return Ty::Enum(i);
         }
-        let name = names::unique(hint.to_owned(), &mut self.type_names);
-        self.model.enums.push(UnitEnum { name, variants });
+        let name = names::unique_type(hint.to_owned(), &mut self.type_names);
+        self.model.enums.push(UnitEnum {
+            name,
+            variants,
+            from_samples: !forced,
+        });
         Ty::Enum(self.model.enums.len() - 1)
     }
 
@@ -780,7 +826,7 @@ impl<'a> Infer<'a> {
         {
             return i;
         }
-        let name = names::unique(hint.to_owned(), &mut self.type_names);
+        let name = names::unique_type(hint.to_owned(), &mut self.type_names);
         self.model.unions.push(Union {
             name,
             path: path.to_owned(),
@@ -1162,6 +1208,80 @@ mod tests {
         let tags = r.fields.iter().find(|f| f.stored == "tags").unwrap();
         assert!(matches!(tags.ty, Ty::Array { max: 6, .. }), "{:?}", tags.ty);
         assert!(tags.constraints.is_empty());
+    }
+
+    /// What a validator leaves open stays open (a field it does not declare is neither required
+    /// nor an enum of the values seen), and what stored documents hold past it is said.
+    #[test]
+    fn a_validator_s_open_paths_stay_open_and_what_breaks_it_is_said() {
+        let validator = doc! { "$jsonSchema": {
+            "bsonType": "object",
+            "required": ["_id", "status"],
+            "properties": {
+                "_id": { "bsonType": "int" },
+                "status": { "bsonType": "string", "enum": ["active", "suspended"] },
+                "phones": { "bsonType": "array", "maxItems": 3_i64, "minItems": 1_i64,
+                            "items": { "bsonType": "string" } },
+            },
+        } };
+        // `language` in every document, 3 values: without the validator, a required enum
+        let docs: Vec<Document> = (0..300)
+            .map(|i| {
+                let mut d = doc! {
+                    "_id": i,
+                    "status": "active",
+                    "language": (["de", "en", "fr"][i as usize % 3]),
+                    "phones": ["1"],
+                };
+                if i == 7 {
+                    // written past the validator (bypassDocumentValidation)
+                    d.insert("status", "banned");
+                    d.insert("phones", vec!["1", "2", "3", "4", "5"]);
+                }
+                d
+            })
+            .collect();
+        let mut options = Options::default();
+        options
+            .existing
+            .extend(crate::existing::allowed("orders", &validator));
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &options, &mut report);
+        let r = root(&model);
+        let field = |n: &str| r.fields.iter().find(|f| f.stored == n).unwrap().clone();
+        let language = field("language");
+        assert_eq!(language.ty, Ty::Str, "not an enum of the values seen");
+        assert!(
+            language.presence.missing,
+            "not required: the server does not require it"
+        );
+        // the stored document past the validator: taken, and said at the collection
+        assert!(matches!(field("phones").ty, Ty::Array { max: 5, .. }));
+        let said = report.notes.join("\n");
+        // display-text: the notes are what the operator reads of it
+        assert!(
+            said.contains("`orders.phones`: a stored array holds 5 items, past the validator's `maxItems` of 3"),
+            "{said}"
+        );
+        assert!(
+            said.contains(
+                "`orders.status`: stored values the validator's `enum` refuses (\"banned\")"
+            ),
+            "{said}"
+        );
+        let allowed = crate::existing::allowed("orders", &validator);
+        assert_eq!(allowed["orders.phones"].unkept, ["minItems"]);
+
+        // the control: no validator, the samples decide (required, an enum)
+        let mut report = Report::default();
+        let model = infer(&[observe(&docs)], &Options::default(), &mut report);
+        let language = root(&model)
+            .fields
+            .iter()
+            .find(|f| f.stored == "language")
+            .unwrap();
+        assert!(matches!(language.ty, Ty::Enum(_)), "{:?}", language.ty);
+        assert!(!language.presence.missing);
     }
 
     /// A root keeps its name, however like a sub-document of another collection it is.

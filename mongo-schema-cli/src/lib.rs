@@ -165,11 +165,19 @@ pub async fn run(cli: Cli) -> ExitCode {
 }
 
 async fn pull_command(args: &PullArgs) -> Result<String, String> {
+    let uri = redact_uri(&args.uri);
+    // what the driver says may quote the URI: its password never reaches the terminal
+    let hide = |message: String| hide_password(&message, &args.uri);
     let client = mongodb::Client::with_uri_str(&args.uri)
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", args.uri))?;
+        .map_err(|e| hide(format!("cannot use the URI {uri}: {e}")))?;
     let db = client.database(&args.db);
-    let pulled = pull::pull(&db, &args.config()).await?;
+    // a first command, so that a server that cannot be reached, or credentials it refuses, are
+    // said as such rather than as a failure of the first pass
+    db.run_command(mongodb::bson::doc! { "ping": 1 })
+        .await
+        .map_err(|e| hide(connection_error(&e, &uri)))?;
+    let pulled = pull::pull(&db, &args.config()).await.map_err(hide)?;
     std::fs::write(&args.out, &pulled.module)
         .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
     if let Some(path) = &args.report {
@@ -187,9 +195,91 @@ async fn pull_command(args: &PullArgs) -> Result<String, String> {
     ))
 }
 
+/// `uri` with the password of its user info replaced by `****` (`mongodb://alice:****@h/`),
+/// also when the URI is malformed (no scheme): for messages.
+pub fn redact_uri(uri: &str) -> String {
+    match password_of(uri) {
+        Some(password) => uri.replacen(password, "****", 1),
+        None => uri.to_owned(),
+    }
+}
+
+/// The password of `uri`'s user info (`user:password@`), if it has one: what stands between
+/// the first `:` and the last `@` of the part before the host.
+fn password_of(uri: &str) -> Option<&str> {
+    let head = match uri.split_once("://") {
+        // the authority: up to the path or the options
+        Some((_, rest)) => rest.split(['/', '?']).next().unwrap_or(rest),
+        // a malformed URI (`mongodb+srv//alice:pw@h/`): its user info still ends at the last `@`
+        None => uri,
+    };
+    let at = head.rfind('@')?;
+    let user_info = &head[..at];
+    let user_info = user_info.rsplit('/').next().unwrap_or(user_info);
+    let (_, password) = user_info.split_once(':')?;
+    (!password.is_empty()).then_some(password)
+}
+
+/// `message` with `uri`'s password, wherever it appears, replaced by `****`.
+fn hide_password(message: &str, uri: &str) -> String {
+    match password_of(uri) {
+        Some(password) => message.replace(password, "****"),
+        None => message.to_owned(),
+    }
+}
+
+/// What a failed first command says about the connection: the server cannot be reached, or
+/// refuses the credentials, each with what to check.
+fn connection_error(error: &mongodb::error::Error, uri: &str) -> String {
+    use mongodb::error::ErrorKind;
+    match error.kind.as_ref() {
+        ErrorKind::ServerSelection { .. } => format!(
+            "cannot reach a server at {uri}: none answered within the server selection timeout \
+             ({error}); check the host and port of --uri, that the server runs, and for a \
+             single server that is not a replica set `?directConnection=true`"
+        ),
+        ErrorKind::Authentication { .. } => format!(
+            "the server at {uri} refused the credentials of --uri ({error}); check the user, \
+             the password and `authSource`"
+        ),
+        _ => format!("the server at {uri} refused a first `ping`: {error}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uri_s_password_is_never_printed() {
+        assert_eq!(
+            redact_uri("mongodb://alice:s3cret@db.example.org:27017/?authSource=admin"),
+            "mongodb://alice:****@db.example.org:27017/?authSource=admin"
+        );
+        // malformed, as a user typed it: still hidden
+        assert_eq!(
+            redact_uri("mongodb+srv//alice:s3cret@db.example.org/"),
+            "mongodb+srv//alice:****@db.example.org/"
+        );
+        assert_eq!(
+            redact_uri("mongodb://alice:p@ss@h/"),
+            "mongodb://alice:****@h/"
+        );
+        for plain in [
+            "mongodb://h:27017/",
+            "mongodb://alice@h/",
+            "mongodb://h/db?x=a:b@c",
+        ] {
+            assert_eq!(redact_uri(plain), plain);
+        }
+        assert_eq!(
+            hide_password(
+                "cannot parse mongodb://alice:s3cret@h: s3cret",
+                "mongodb://alice:s3cret@h"
+            ),
+            "cannot parse mongodb://alice:****@h: ****"
+        );
+    }
 
     #[test]
     fn the_pinned_command_line_parses() {

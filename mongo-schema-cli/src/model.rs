@@ -156,6 +156,10 @@ pub struct UnitEnum {
     pub name: String,
     /// `(variant identifier, stored value)`, in value order.
     pub variants: Vec<(String, String)>,
+    /// Made from the values the documents hold (not the validator's `enum`, nor `--enum`): the
+    /// relationships pass may still find them to be the `_id`s of a collection, and then the
+    /// field is a reference instead.
+    pub from_samples: bool,
 }
 
 /// A variant of an internally tagged enum.

@@ -121,6 +121,78 @@ pub fn singular(name: &str) -> String {
     name.to_owned()
 }
 
+/// The type names the emitted module's scope already holds: Rust's prelude, the crate's
+/// prelude, serde's derives and the `bson` items the module imports. A struct of the module
+/// named so would shadow one (`struct Copy`, for a `copies` collection, breaks every `T: Copy`).
+const IN_SCOPE: &[&str] = &[
+    "AsMut",
+    "AsRef",
+    "BTreeMap",
+    "Binary",
+    "Box",
+    "Bson",
+    "BsonDocument",
+    "BsonSchema",
+    "Clone",
+    "Copy",
+    "DateTime",
+    "Debug",
+    "Decimal128",
+    "Default",
+    "Deserialize",
+    "Document",
+    "Drop",
+    "Eq",
+    "Err",
+    "Extend",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "From",
+    "HashMap",
+    "Hash",
+    "Identified",
+    "Into",
+    "IntoIterator",
+    "Iterator",
+    "None",
+    "ObjectId",
+    "Ok",
+    "Option",
+    "Ord",
+    "PartialEq",
+    "PartialOrd",
+    "Ref",
+    "Regex",
+    "Result",
+    "ResultExt",
+    "Schema",
+    "Send",
+    "Serialize",
+    "ServerRules",
+    "Sized",
+    "Some",
+    "String",
+    "Sync",
+    "Timestamp",
+    "ToOwned",
+    "ToString",
+    "TryFrom",
+    "TryInto",
+    "Unpin",
+    "Uuid",
+    "Vec",
+];
+
+/// [`unique`] for the name of a type of the module: a name its scope already holds
+/// ([`IN_SCOPE`]) takes `Doc` first (`Copy` -> `CopyDoc`).
+pub fn unique_type(candidate: String, taken: &mut Vec<String>) -> String {
+    if IN_SCOPE.contains(&candidate.as_str()) {
+        return unique(candidate + "Doc", taken);
+    }
+    unique(candidate, taken)
+}
+
 /// Makes `candidate` unique among `taken` by a numeric suffix, and records it.
 pub fn unique(candidate: String, taken: &mut Vec<String>) -> String {
     let mut name = candidate.clone();
@@ -223,6 +295,23 @@ mod tests {
         ] {
             assert!(!hostile(name), "{name:?}");
         }
+    }
+
+    #[test]
+    fn a_type_never_shadows_a_name_of_the_module_s_scope() {
+        let mut taken = Vec::new();
+        // a `copies` collection: `struct Copy` would break every `T: Copy`
+        assert_eq!(
+            unique_type(type_name(&singular("copies")), &mut taken),
+            "CopyDoc"
+        );
+        assert_eq!(
+            unique_type("Document".to_owned(), &mut taken),
+            "DocumentDoc"
+        );
+        assert_eq!(unique_type("Book".to_owned(), &mut taken), "Book");
+        assert_eq!(unique_type("Book".to_owned(), &mut taken), "Book2");
+        assert_eq!(unique_type("Copy".to_owned(), &mut taken), "CopyDoc2");
     }
 
     #[test]

@@ -71,9 +71,18 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
                 "`{}` has a `$jsonSchema` validator: kept as declared where the models can say it (level, action, kinds, optional fields, open objects, `maxItems`, `enum`, lengths, ranges; through `properties`, `items` and a nullable `anyOf`, not `oneOf`)",
                 f.name
             ));
-            options
-                .existing
-                .extend(crate::existing::allowed(&f.name, validator));
+            let allowed = crate::existing::allowed(&f.name, validator);
+            for (path, a) in allowed.iter().filter(|(_, a)| !a.unkept.is_empty()) {
+                report.notes.push(format!(
+                    "`{path}`: the validator's {} cannot be said by the models: not kept, so `apply` of the pulled schema stops checking it",
+                    a.unkept
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            options.existing.extend(allowed);
         }
         observed.push(Observed {
             name: f.name.clone(),

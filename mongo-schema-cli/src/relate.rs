@@ -212,7 +212,10 @@ pub async fn relate(
                 if array {
                     through.push(path.clone());
                 }
-                if id_type(&element) {
+                // a unit enum made from few stored values may be the `_id`s of a collection:
+                // checked against the collection its name hints at (a hold's `bookId`)
+                let sampled_enum = matches!(&element, Ty::Enum(e) if model.enums[*e].from_samples);
+                if id_type(&element) || sampled_enum {
                     reference(db, model, config, report, ci, (si, fi), &path, &through).await?;
                     continue;
                 }
@@ -234,6 +237,17 @@ pub async fn relate(
     Ok(())
 }
 
+/// `ty` with its element (through arrays) replaced by `element`.
+fn with_element(ty: &Ty, element: Ty) -> Ty {
+    match ty {
+        Ty::Array { items, max } => Ty::Array {
+            items: Box::new(with_element(items, element)),
+            max: *max,
+        },
+        _ => element,
+    }
+}
+
 fn plain(stored: &str) -> bool {
     !stored.is_empty() && !stored.contains('.') && !stored.starts_with('$')
 }
@@ -253,9 +267,18 @@ async fn reference(
 ) -> Result<(), String> {
     let coll = model.collections[ci].name.clone();
     let field = model.structs[si].fields[fi].clone();
-    let element = field.ty.element().clone();
+    // a unit enum of stored strings: strings, looked for in the hinted collection only
+    let sampled_enum = matches!(field.ty.element(), Ty::Enum(_));
+    let element = match field.ty.element() {
+        Ty::Enum(_) => Ty::Str,
+        other => other.clone(),
+    };
     let evidence = arrays.is_empty() && derives_index(model, ci, path);
-    for (target, hinted) in candidates(model, &field.stored, &element, evidence) {
+    let candidates = candidates(model, &field.stored, &element, evidence && !sampled_enum);
+    for (target, hinted) in candidates
+        .into_iter()
+        .filter(|(_, hinted)| *hinted || !sampled_enum)
+    {
         let target_name = model.collections[target].name.clone();
         let values = distinct_values(db, config, &coll, path, arrays, report).await?;
         if values.is_empty() {
@@ -278,6 +301,19 @@ async fn reference(
         if accepted {
             let type_name = model.structs[model.collections[target].root].name.clone();
             let f = &mut model.structs[si].fields[fi];
+            if sampled_enum {
+                // its values are ids of the target, not a closed set: a new book is a new id
+                f.ty = with_element(&f.ty, Ty::Str);
+                f.notes.retain(|note| !note.ends_with(": a unit enum"));
+                report.decisions.push(crate::report::Decision {
+                    path: format!("{coll}.{path}"),
+                    decision: "reference, not a unit enum".to_owned(),
+                    evidence: format!(
+                        "{found} of {} distinct values are `_id`s of `{target_name}`",
+                        values.len()
+                    ),
+                });
+            }
             f.notes.push(format!(
                 "`{}`: {found} of {} distinct values checked are `_id`s of `{target_name}`: a reference",
                 field.stored,
