@@ -691,7 +691,10 @@ fn index_attr(index: &Index) -> String {
     if let Some(collation) = &index.collation {
         parts.push(collation.clone());
     }
-    parts.push(format!("name = {}", quote(&index.name)));
+    // (no name: the derive's own, for an index it extends)
+    if !index.name.is_empty() {
+        parts.push(format!("name = {}", quote(&index.name)));
+    }
     format!("#[index({})]\n", parts.join(", "))
 }
 

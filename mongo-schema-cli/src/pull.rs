@@ -618,7 +618,14 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 && !keys.contains_key("_id");
             c.indexes.push(Index {
                 keys,
-                name: name.clone(),
+                // extended, it is another index: under the server's name mongod would refuse
+                // it (IndexKeySpecsConflict, 86) and `apply` would say NOT AS DECLARED; the
+                // derive names the longer one itself
+                name: if extended_by_derive {
+                    String::new()
+                } else {
+                    name.clone()
+                },
                 unique: spec.get_bool("unique").unwrap_or(false),
                 sparse: spec.get_bool("sparse").unwrap_or(false),
                 expire_after_secs: match spec.get("expireAfterSeconds") {
@@ -631,7 +638,7 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 collation,
             });
             note(if extended_by_derive {
-                format!("kept as #[index]; it starts with the reference `{first}`, so the derive appends `_id` to it for keyset pages of a parent's children, and `apply` warns that the server's differs until it is rebuilt")
+                format!("kept as #[index] without its name: it starts with the reference `{first}`, so the derive appends `_id` to it for keyset pages of a parent's children; `apply` creates that longer index under its own name, and the server's `{name}` is then a prefix of it (drop it with `--drop-stale-indexes` once the longer one is built)")
             } else {
                 "kept as #[index]".to_owned()
             });

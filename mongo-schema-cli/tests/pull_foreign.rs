@@ -10,12 +10,17 @@
 //!   required nor an enum;
 //! - a value written past the validator (`bypassDocumentValidation`) is named in a note;
 //! - a keyword no attribute says (`minItems`) is named as not kept;
-//! - a `copies` collection is not `struct Copy` (it would shadow the prelude's trait).
+//! - a `copies` collection is not `struct Copy` (it would shadow the prelude's trait);
+//! - a server index the derive extends (`{ memberId: 1, loanedAt: -1 }` beside the reference) is
+//!   kept without the server's name, which the longer keys cannot take on mongod.
+
+#[path = "common/scratch.rs"]
+mod scratch;
 
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema_cli::pull::{pull, PullConfig};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is_said() {
     let db = mongo_schema_testkit::database("pull_foreign").await;
     let isbn = |i: i64| format!("97810000005{i:02}");
@@ -79,6 +84,22 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
         .bypass_document_validation(true)
         .await
         .unwrap();
+    // loans by member, newest first: an index the derive extends with `_id` for the pages
+    db.collection::<BsonDocument>("loans")
+        .insert_many((0..200).map(|i| {
+            doc! {
+                "_id": i,
+                "memberId": (i % 50) as i32,
+                "loanedAt": mongo_schema::bson::DateTime::from_millis(1_700_000_000_000 + i * 1000),
+            }
+        }))
+        .await
+        .unwrap();
+    db.run_command(doc! { "createIndexes": "loans", "indexes": [
+        { "key": { "memberId": 1, "loanedAt": -1 }, "name": "memberId_1_loanedAt_-1" },
+    ] })
+    .await
+    .unwrap();
     db.collection::<BsonDocument>("copies")
         .insert_many((0..20).map(|i| doc! { "_id": i, "shelf": format!("S{}", i % 4) }))
         .await
@@ -108,6 +129,17 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
     // the copies collection's type does not shadow `Copy`
     assert!(module.contains("pub struct CopyDoc"), "{module}");
     assert!(!module.contains("pub struct Copy "), "{module}");
+    // the index the derive extends: kept without the server's name (mongod refuses other keys
+    // under it), so the derive names the longer one
+    assert!(module.contains("pub member_id: Ref<Member>"), "{module}");
+    assert!(
+        module.contains("#[index(keys(\"memberId\" = 1, \"loanedAt\" = -1))]"),
+        "{module}"
+    );
+    assert!(
+        !module.contains("name = \"memberId_1_loanedAt_-1\""),
+        "{module}"
+    );
     let notes = report.notes.join("\n");
     // display-text: the report's notes are what the operator reads
     assert!(
@@ -121,4 +153,19 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
         notes.contains("`books.authors`: the validator's `minItems` cannot be said by the models"),
         "{notes}"
     );
+
+    // the module compiles as its own crate and applies as declared: the longer loans index is
+    // its one new index (the server's is a prefix of it), and no stored document violates
+    let dir = scratch::scratch_crate("pull_foreign", module, scratch::PLAN_APPLY);
+    let output = scratch::run_scratch(&dir, db.name());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the pulled crate failed:\n{stdout}\n{stderr}"
+    );
+    // display-text: the scratch binary's own lines
+    assert!(stdout.contains("apply: as declared true"), "{stdout}");
+    // display-text: as above
+    assert!(stdout.contains("violators: 0"), "{stdout}");
 }
