@@ -512,12 +512,13 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
             .iter()
             .filter(|f| f.reference.is_some() && !matches!(f.ty, crate::model::Ty::Array { .. }))
             .map(|f| f.stored.clone())
-            .chain(
-                root.fields
-                    .iter()
-                    .filter(|f| f.extended.as_ref().is_some_and(|e| e.sync != "frozen"))
-                    .map(|f| format!("{}._id", f.stored)),
-            )
+            .collect();
+        // and `{ <copy>._id: 1, _id: 1 }` for every maintained copy
+        let fan_outs: BTreeSet<String> = root
+            .fields
+            .iter()
+            .filter(|f| f.extended.as_ref().is_some_and(|e| e.sync != "frozen"))
+            .map(|f| format!("{}._id", f.stored))
             .collect();
         for spec in &f.indexes {
             let name = spec.get_str("name").unwrap_or_default().to_owned();
@@ -592,16 +593,18 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
             };
             // the derive's own: `{ field: 1 }` of a reference or copy, and `{ copy._id: 1, _id: 1 }`
             // of a maintained copy (its repairs page through the holders of one source)
+            let first_key = keys.keys().next().cloned().unwrap_or_default();
             let copy_pages = keys.len() == 2
                 && keys.keys().nth(1).is_some_and(|k| k == "_id")
-                && keys
-                    .keys()
-                    .next()
-                    .is_some_and(|k| k.ends_with("._id") && derived.contains(k));
-            if copy_pages
-                || keys.len() == 1 && keys.keys().next().is_some_and(|k| derived.contains(k))
-            {
+                && fan_outs.contains(&first_key);
+            if copy_pages || keys.len() == 1 && derived.contains(&first_key) {
                 note("kept by the relationship: the derive creates it".to_owned());
+                continue;
+            }
+            if keys.len() == 1 && fan_outs.contains(&first_key) {
+                note(format!(
+                    "not kept: the derive creates `{{ {first_key}: 1, _id: 1 }}` for the copy's fan-out, of which this index is a prefix (redundant after `apply`: drop it with `--drop-stale-indexes`)"
+                ));
                 continue;
             }
             let partial = spec
