@@ -185,7 +185,7 @@ const IN_SCOPE: &[&str] = &[
 ];
 
 /// [`unique`] for the name of a type of the module: a name its scope already holds
-/// ([`IN_SCOPE`]) takes `Doc` first (`Copy` -> `CopyDoc`).
+/// (`IN_SCOPE`: Rust's prelude, the crate's, serde's) takes `Doc` first (`Copy` -> `CopyDoc`).
 pub fn unique_type(candidate: String, taken: &mut Vec<String>) -> String {
     if IN_SCOPE.contains(&candidate.as_str()) {
         return unique(candidate + "Doc", taken);
