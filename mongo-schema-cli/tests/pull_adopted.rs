@@ -74,27 +74,6 @@ fn config() -> PullConfig {
     }
 }
 
-/// The pulled module, built as a crate of its own, plans nothing on the database it was pulled
-/// from and applies as declared, with no violator: the pulled relationships are the ones the
-/// service declared (another strategy, a missing index or another collation would be actions).
-fn plans_nothing(name: &str, module: &str, db: &str) {
-    let dir = scratch::scratch_crate(name, module, scratch::PLAN_APPLY);
-    let output = scratch::run_scratch(&dir, db);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the pulled crate failed:\n{stdout}\n{stderr}"
-    );
-    eprintln!("{stdout}");
-    assert!(
-        stdout.contains("plan: 0 actions, 0 warnings, 0 missing"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("apply: as declared true"), "{stdout}");
-    assert!(stdout.contains("violators: 0"), "{stdout}");
-}
-
 async fn indexes(db: &mongo_schema::mongodb::Database, name: &str) -> Vec<BsonDocument> {
     use futures_util::TryStreamExt;
     db.run_cursor_command(doc! { "listIndexes": name })
@@ -232,7 +211,7 @@ async fn a_copy_of_string_ids_in_a_collated_holder_is_pulled_as_the_copy() {
         "{}",
         pulled.module
     );
-    plans_nothing("pulled-collated-copy", &pulled.module, db.name());
+    scratch::plans_nothing("pulled-collated-copy", &pulled.module, db.name());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -309,5 +288,5 @@ async fn a_time_series_reference_in_its_meta_field_is_pulled_as_the_reference() 
     // display-text: the outcome names the reference the index serves
     assert!(index.outcome.contains("the reference `pet`"), "{index:?}");
     assert!(!module.contains("pet_1_at_1"), "{module}");
-    plans_nothing("pulled-timeseries-reference", module, db.name());
+    scratch::plans_nothing("pulled-timeseries-reference", module, db.name());
 }

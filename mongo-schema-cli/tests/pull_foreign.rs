@@ -156,16 +156,5 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
 
     // the module compiles as its own crate and applies as declared: the longer loans index is
     // its one new index (the server's is a prefix of it), and no stored document violates
-    let dir = scratch::scratch_crate("pull_foreign", module, scratch::PLAN_APPLY);
-    let output = scratch::run_scratch(&dir, db.name());
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the pulled crate failed:\n{stdout}\n{stderr}"
-    );
-    // display-text: the scratch binary's own lines
-    assert!(stdout.contains("apply: as declared true"), "{stdout}");
-    // display-text: as above
-    assert!(stdout.contains("violators: 0"), "{stdout}");
+    scratch::applies_as_declared("pull_foreign", module, db.name());
 }

@@ -146,3 +146,36 @@ pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::proc
         }
     }
 }
+
+/// Builds `module` as the crate `name` with [`PLAN_APPLY`], runs it on the database `db`, fails
+/// the test unless it exits 0 and applies as declared with no violator, and returns what it
+/// printed (its plan first).
+#[allow(dead_code)] // each test binary uses part of this module
+pub fn applies_as_declared(name: &str, module: &str, db: &str) -> String {
+    let dir = scratch_crate(name, module, PLAN_APPLY);
+    let output = run_scratch(&dir, db);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the pulled crate failed:\n{stdout}\n{stderr}"
+    );
+    eprintln!("{stdout}");
+    // display-text: the scratch binary's own lines
+    assert!(stdout.contains("apply: as declared true"), "{stdout}");
+    // display-text: as above
+    assert!(stdout.contains("violators: 0"), "{stdout}");
+    stdout
+}
+
+/// [`applies_as_declared`], whose plan had nothing to do: the pulled relationships, indexes and
+/// validators are the ones on the server.
+#[allow(dead_code)] // each test binary uses part of this module
+pub fn plans_nothing(name: &str, module: &str, db: &str) {
+    let stdout = applies_as_declared(name, module, db);
+    // display-text: the scratch binary's own line
+    assert!(
+        stdout.contains("plan: 0 actions, 0 warnings, 0 missing"),
+        "{stdout}"
+    );
+}
