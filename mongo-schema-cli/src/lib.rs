@@ -177,6 +177,21 @@ async fn pull_command(args: &PullArgs) -> Result<String, String> {
     db.run_command(mongodb::bson::doc! { "ping": 1 })
         .await
         .map_err(|e| hide(connection_error(&e, &uri)))?;
+    // a database that does not exist holds no collection: a misspelt name is said as such
+    if db
+        .list_collection_names()
+        .await
+        .is_ok_and(|names| names.is_empty())
+    {
+        if let Ok(names) = client.list_database_names().await {
+            if let Some(near) = nearest(&args.db, &names) {
+                return Err(format!(
+                    "`{}` holds no collection to pull; did you mean `{near}`?",
+                    args.db
+                ));
+            }
+        }
+    }
     let pulled = pull::pull(&db, &args.config()).await.map_err(hide)?;
     std::fs::write(&args.out, &pulled.module)
         .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
@@ -193,6 +208,23 @@ async fn pull_command(args: &PullArgs) -> Result<String, String> {
             .map(|p| format!(" and {}", p.display()))
             .unwrap_or_default()
     ))
+}
+
+/// The name of `names` nearest to `wanted`, when it is a near miss (at most two edits, a swap
+/// of two neighbours counting as one) and not `wanted` itself.
+fn nearest<'a>(wanted: &str, names: &'a [String]) -> Option<&'a str> {
+    names
+        .iter()
+        .filter(|name| name.as_str() != wanted)
+        .map(|name| {
+            (
+                mongo_schema_core::__private::edit_distance(wanted, name),
+                name.as_str(),
+            )
+        })
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, name)| name)
 }
 
 /// `uri` with the password of its user info replaced by `****` (`mongodb://alice:****@h/`),
@@ -249,6 +281,15 @@ fn connection_error(error: &mongodb::error::Error, uri: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_database_name_finds_its_near_miss() {
+        let names = ["library".to_owned(), "admin".to_owned(), "local".to_owned()];
+        assert_eq!(nearest("librray", &names), Some("library"));
+        assert_eq!(nearest("libary", &names), Some("library"));
+        assert_eq!(nearest("shop", &names), None);
+        assert_eq!(nearest("library", &names), None);
+    }
 
     #[test]
     fn a_uri_s_password_is_never_printed() {

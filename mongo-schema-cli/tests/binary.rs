@@ -110,4 +110,30 @@ async fn nothing_to_pull_writes_nothing_and_fails() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("holds no collection to pull"), "{stderr}");
     assert!(!out.exists());
+
+    // a misspelt name of a database that exists: said, with the near miss
+    let library = mongo_schema_testkit::database("library").await;
+    library
+        .collection::<mongo_schema::bson::Document>("books")
+        .insert_one(mongo_schema::bson::doc! { "_id": 1 })
+        .await
+        .unwrap();
+    let misspelt = library.name().replacen("library", "librray", 1);
+    let output = run(&[
+        "pull",
+        "--uri",
+        &uri,
+        "--db",
+        &misspelt,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // display-text: the message is the operator's
+    assert!(
+        stderr.contains(&format!("did you mean `{}`?", library.name())),
+        "{stderr}"
+    );
+    assert!(!out.exists());
 }
