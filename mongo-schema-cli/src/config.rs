@@ -24,6 +24,11 @@ pub struct PullConfig {
     pub reference_threshold: f64,
     /// Look for references and copies.
     pub relations: bool,
+    /// Say each pass as it starts, a line on standard error (`mongo-schema pull: facts of
+    /// `orders`: 700,000 documents`): the command line sets it, a library caller may. The long
+    /// passes are one server command each and give nothing to count between their start and
+    /// end.
+    pub progress: bool,
 }
 
 impl Default for PullConfig {
@@ -41,6 +46,7 @@ impl Default for PullConfig {
             failures_kept: crate::verify::FAILURES_KEPT,
             reference_threshold: 0.95,
             relations: true,
+            progress: false,
         }
     }
 }

@@ -143,6 +143,7 @@ impl PullArgs {
             },
             reference_threshold: self.reference_threshold,
             relations: !self.no_relations,
+            progress: true,
             ..pull::PullConfig::default()
         }
     }

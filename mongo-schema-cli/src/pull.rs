@@ -34,6 +34,16 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         database: db.name().to_owned(),
         ..Report::default()
     };
+    let say = |line: String| {
+        if config.progress {
+            eprintln!("mongo-schema pull: {line}");
+        }
+    };
+    say(format!(
+        "sampling `{}` ({} documents a collection at most)",
+        db.name(),
+        crate::names::count(config.read.sample)
+    ));
     let found = sample::sample(db, &config.collections, &config.read, &mut report)
         .await
         .map_err(|e| format!("sampling failed: {e}"))?;
@@ -54,6 +64,12 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     let mut observed = Vec::new();
     let mut counted = Vec::new();
     for f in &found {
+        say(format!(
+            "facts of `{}`: {} documents, one aggregation over every one ({:.0} s so far)",
+            f.name,
+            crate::names::count(f.count),
+            started.elapsed().as_secs_f64()
+        ));
         let mut shape = f.shape.clone();
         let facts = facts::count(
             db,
@@ -119,6 +135,10 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     model.record = record(db, &model, &mut report).await?;
     lap(&mut report, "gate");
     if config.relations {
+        say(format!(
+            "references and copies: checked against their candidate collections ({:.0} s so far)",
+            started.elapsed().as_secs_f64()
+        ));
         relate::relate(db, &mut model, &observed, config, &mut report).await?;
         relate::parts(db, &mut model, config, &mut report).await?;
         // the copies' validators are their sources' fields: check again, drop what fails
@@ -225,6 +245,11 @@ async fn gate(
     report: &mut Report,
 ) -> Result<(Model, u32), String> {
     for round in 1..=config.max_rounds + 1 {
+        if config.progress {
+            eprintln!(
+                "mongo-schema pull: gate, round {round}: the validators checked against every document"
+            );
+        }
         let model = infer(observed, options, report);
         let validators = validator::validators(&model);
         let problems = verify::mongod_problems(&validators);

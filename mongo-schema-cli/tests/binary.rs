@@ -74,6 +74,25 @@ async fn pull_writes_the_module_and_the_report() {
         stderr.contains("notes: 200 documents (52 sampled) -> Note; violators: server 0, local 0"),
         "{stderr}"
     );
+    // each pass said as it starts, before the summary (a long pass is one server command)
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("mongo-schema pull: "))
+        .collect();
+    assert!(said.len() >= 4, "{stderr}");
+    assert!(said[0].starts_with("sampling `"), "{said:?}");
+    assert!(
+        said[1].starts_with("facts of `notes`: 200 documents"),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|l| l.starts_with("gate, round 1")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|l| l.starts_with("references and copies")),
+        "{said:?}"
+    );
     let module = std::fs::read_to_string(&out).unwrap();
     for needle in [
         "#[collection(name = \"notes\", additional_properties = false)]",
