@@ -649,13 +649,12 @@ async fn reconcile_batch(
         if outcome.fenced_off {
             return Err(super::fence::fenced_off());
         }
-        if outcome.cut_short {
-            // stopped at a chunk boundary: the rest of the batch is the next pass's
-            figures.repaired += outcome.rewritten;
-            return Err(super::walk::halted_walk());
-        }
         figures.repaired += outcome.rewritten;
         figures.failed += outcome.failed;
+        if outcome.cut_short {
+            // stopped at a chunk boundary: the rest of the batch is the next pass's
+            return Err(super::walk::halted_walk());
+        }
         if let Some(source) = repair.source {
             reread_and_repeat(
                 db,

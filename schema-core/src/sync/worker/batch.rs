@@ -530,7 +530,11 @@ pub(super) async fn refresh_parent(
         };
         match alone {
             Ok(true) => WorkerStats::add(&stats.previews_refreshed, 1),
-            Ok(false) => outcome.fenced_off = true,
+            Ok(false) => {
+                // the lease was taken over: the rest is the new holder's
+                outcome.fenced_off = true;
+                break;
+            }
             Err(error) if ErrorClass::of(&error) != ErrorClass::Transient => {
                 let target = subsets.rules[rule].label();
                 tracing::warn!(subset = %target, parent = %parent, %error, "the sync worker could not refresh a subset; recorded");
