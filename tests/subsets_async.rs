@@ -392,6 +392,66 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
     assert!(schema.sync_failures(&db).await.unwrap().is_empty());
 }
 
+/// A parent's subsets are refreshed in one update; when its validator refuses one of them (here
+/// `newest` past a `maxItems` of 1 an operator set), each is tried alone: the pinned preview and
+/// its count land, and only `newest` is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_that_refuses_one_subset_still_takes_the_others() {
+    let db = mongo_schema_testkit::database("subsets_async_one_refused").await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    Channel::collection(&db)
+        .insert_one(channel(1))
+        .await
+        .unwrap();
+    db.run_command(doc! {
+        "collMod": "channels",
+        "validator": { "$jsonSchema": { "properties": { "newest": { "maxItems": 1_i64 } } } },
+    })
+    .await
+    .unwrap();
+    let worker = start_worker(&schema, &db, "one-refused").await;
+    let posts = Post::collection(&db);
+    for (id, pinned) in [(1, false), (2, false), (3, true)] {
+        posts
+            .insert_one(post(id, 1, id * 10, pinned))
+            .await
+            .unwrap();
+    }
+    // the pinned post's refresh of both subsets is refused as one update (`newest` would hold
+    // 2); the pinned preview alone lands
+    eventually(
+        Duration::from_secs(20),
+        "the pinned preview lands",
+        || async {
+            let shown = stored(&db, 1).await;
+            shown.pinned == 1 && shown.last_pinned.as_ref().is_some_and(|p| p.at == 30)
+        },
+    )
+    .await;
+    eventually(Duration::from_secs(20), "`newest` recorded", || async {
+        schema
+            .sync_failures(&db)
+            .await
+            .unwrap()
+            .iter()
+            .any(|f| f.copy == "channels.newest" && f.holder == mongo_schema::bson::Bson::Int64(1))
+    })
+    .await;
+    let shown = stored(&db, 1).await;
+    assert!(shown.newest.len() <= 1, "{shown:?}");
+    assert!(
+        !schema
+            .sync_failures(&db)
+            .await
+            .unwrap()
+            .iter()
+            .any(|f| f.copy == "channels.last_pinned"),
+        "the pinned preview was not refused"
+    );
+    shut_down(worker).await;
+}
+
 /// Without pre-images (an operator turned them off, or the server no longer has them), an
 /// update that takes a child out of a filtered subset still refreshes the parent it names: the
 /// parent stops showing it and counts one fewer.
