@@ -178,22 +178,27 @@ async fn pull_command(args: &PullArgs) -> Result<String, String> {
     db.run_command(mongodb::bson::doc! { "ping": 1 })
         .await
         .map_err(|e| hide(connection_error(&e, &uri)))?;
-    // a database that does not exist holds no collection: a misspelt name is said as such
-    if db
-        .list_collection_names()
-        .await
-        .is_ok_and(|names| names.is_empty())
-    {
-        if let Ok(names) = client.list_database_names().await {
-            if let Some(near) = nearest(&args.db, &names) {
-                return Err(format!(
-                    "`{}` holds no collection to pull; did you mean `{near}`?",
-                    args.db
-                ));
-            }
+    let pulled = match pull::pull(&db, &args.config()).await {
+        Ok(pulled) => pulled,
+        Err(message) => {
+            // a database that does not exist holds no collection: a misspelt name is said as
+            // such (asked only when the pull failed)
+            let empty = db
+                .list_collection_names()
+                .await
+                .is_ok_and(|names| names.is_empty());
+            let near = match empty {
+                true => client.list_database_names().await.ok(),
+                false => None,
+            };
+            return Err(hide(
+                match near.as_deref().and_then(|names| nearest(&args.db, names)) {
+                    Some(near) => format!("{message}; did you mean `{near}`?"),
+                    None => message,
+                },
+            ));
         }
-    }
-    let pulled = pull::pull(&db, &args.config()).await.map_err(hide)?;
+    };
     std::fs::write(&args.out, &pulled.module)
         .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
     if let Some(path) = &args.report {
