@@ -18,6 +18,31 @@ const WORKER: &str = "stops";
 /// 1,000 holders takes seconds on the test server).
 const DRIFTED: i64 = 3_000;
 
+/// Applies `schema`, and stores one author named `name` and `posts` posts (`_id`s from 0) whose
+/// copy of the author says `copied`; the author's id and the posts.
+async fn seed(
+    db: &mongodb::Database,
+    schema: &mongo_schema::Schema,
+    name: &str,
+    copied: &str,
+    posts: i64,
+) -> (ObjectId, mongodb::Collection<BsonDocument>) {
+    schema.apply(db).await.unwrap();
+    let author = ObjectId::new();
+    db.collection::<BsonDocument>("authors")
+        .insert_one(doc! { "_id": author, "name": name })
+        .await
+        .unwrap();
+    let collection = db.collection::<BsonDocument>("posts");
+    let docs: Vec<BsonDocument> = (0..posts)
+        .map(|i| doc! { "_id": i, "author": { "_id": author, "name": copied } })
+        .collect();
+    for part in docs.chunks(10_000) {
+        collection.insert_many(part.to_vec()).await.unwrap();
+    }
+    (author, collection)
+}
+
 /// How many posts carry `name`.
 async fn named(posts: &mongodb::Collection<BsonDocument>, name: &str) -> u64 {
     posts
@@ -31,19 +56,7 @@ async fn shutdown_stops_a_fan_out_at_a_chunk_boundary_and_the_next_worker_resume
     let chunk = FAN_OUT_CHUNK as u64;
     let db = mongo_schema_testkit::database("live_shutdown").await;
     let schema = authors::schema();
-    schema.apply(&db).await.unwrap();
-    let author = ObjectId::new();
-    db.collection::<BsonDocument>("authors")
-        .insert_one(doc! { "_id": author, "name": "Pro" })
-        .await
-        .unwrap();
-    let posts = db.collection::<BsonDocument>("posts");
-    let docs: Vec<BsonDocument> = (0..HOLDERS)
-        .map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Pro" } })
-        .collect();
-    for part in docs.chunks(10_000) {
-        posts.insert_many(part.to_vec()).await.unwrap();
-    }
+    let (author, posts) = seed(&db, &schema, "Pro", "Pro", HOLDERS).await;
 
     let first = schema
         .sync_worker(&db)
@@ -187,20 +200,8 @@ async fn shutdown_stops_a_fan_out_at_a_chunk_boundary_and_the_next_worker_resume
 async fn shutdown_cuts_a_first_starts_reconcile_at_a_chunk_boundary() {
     let db = mongo_schema_testkit::database("live_shutdown_reconcile").await;
     let schema = authors::schema();
-    schema.apply(&db).await.unwrap();
-    let author = ObjectId::new();
-    db.collection::<BsonDocument>("authors")
-        .insert_one(doc! { "_id": author, "name": "New" })
-        .await
-        .unwrap();
     // every post's copy has drifted: a fresh worker's reconcile repairs them, a batch at a time
-    let posts = db.collection::<BsonDocument>("posts");
-    let docs: Vec<BsonDocument> = (0..DRIFTED)
-        .map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Old" } })
-        .collect();
-    for part in docs.chunks(10_000) {
-        posts.insert_many(part.to_vec()).await.unwrap();
-    }
+    let (_, posts) = seed(&db, &schema, "New", "Old", DRIFTED).await;
 
     // the first worker's first repair of the posts is held: its reconcile is under way
     let (held_db, held, release) = held_database(&db, command_on("update", "posts")).await;
