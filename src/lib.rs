@@ -58,6 +58,10 @@
 //!   scalar constraints; on an array or map they constrain its elements.
 //! - `#[schema(stored_as = T)]`: the field (or, on a type, every value of it) is stored as `T`
 //!   would be; the validator describes `T`, and the constraints apply to `T`.
+//! - `#[schema(not_null)]` on an `Option` field that serde leaves out when `None`
+//!   (`#[serde(skip_serializing_if = "Option::is_none")]`): absent or a value, never `null`; the
+//!   validator refuses `null` there (an `Option` is otherwise nullable: another writer may store
+//!   `null`). `mongo-schema pull` writes it where the server's validator refuses `null`.
 //! - `#[reference]` on a [`Ref<T>`], `Option<Ref<T>>` or `Vec<Ref<T>>` (the array needs
 //!   `#[reference(max = N)]`), or `#[reference(to = T)]` on a plain id of `T`'s id type. The
 //!   validator describes it with `T`'s id type; a single reference gets an index on its field
@@ -72,6 +76,9 @@
 //!   the declared order and the pages. A declared index that is a prefix of another (same
 //!   directions, no option of its own) is redundant, and `plan` and the report say so; so does
 //!   `plan` of a server index the schema does not declare that is a prefix of another.
+//!   `#[index(.., pages = false)]` keeps such an index as declared: no `_id` appended, no
+//!   keyset pages in its order (the reference is still served by it); `mongo-schema pull`
+//!   writes it for a server index that starts with a reference, so that `apply` builds none.
 //!   [`Ref::resolve_all`] fetches a batch of references with one `$in` query.
 //!
 //! - `#[extended_ref(to = T, fields = "a, b", sync = "frozen|transactional|async|reconcile")]`

@@ -631,3 +631,80 @@ async fn encryption_keywords_need_a_strict_validator_that_errors() {
         }
     }
 }
+
+/// A member whose phone is absent or a string, never `null` (`#[schema(not_null)]`), beside a
+/// nickname that serde also leaves out when `None` but whose validator takes `null`.
+#[derive(Document, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(not_null, max_length = 20)]
+    pub phone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nickname: Option<String>,
+}
+
+#[tokio::test]
+async fn a_not_null_option_is_absent_or_a_value_never_null() {
+    let db = mongo_schema_testkit::database("not_null").await;
+    Schema::new()
+        .model::<Member>()
+        .build()
+        .unwrap()
+        .apply(&db)
+        .await
+        .unwrap();
+    // the crate's own writes pass: `None` is an absent field, `Some` a string
+    let absent = Member {
+        id: ObjectId::new(),
+        phone: None,
+        nickname: None,
+    };
+    let present = Member {
+        id: ObjectId::new(),
+        phone: Some("+33 1 23 45 67 89".into()),
+        nickname: Some("Bo".into()),
+    };
+    let members = Member::collection(&db);
+    members.insert_one(&absent).await.unwrap();
+    members.insert_one(&present).await.unwrap();
+    let raw = db.collection::<BsonDocument>("members");
+    let stored = raw
+        .find_one(doc! { "_id": absent.id })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, doc! { "_id": absent.id });
+    assert_eq!(
+        members.find_one(doc! { "_id": present.id }).await.unwrap(),
+        Some(present)
+    );
+    // `null` is refused by the server and by the local check alike
+    let null_phone = doc! { "_id": ObjectId::new(), "phone": Bson::Null };
+    let refused = raw.insert_one(&null_phone).await.unwrap_err();
+    assert!(
+        matches!(
+            refused.kind.as_ref(),
+            mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w))
+                if w.code == 121
+        ),
+        "{refused:?}"
+    );
+    let local = mongo_schema::LocalValidator::new(&Member::validator()).unwrap();
+    assert!(local.check(&null_phone).is_err());
+    // the validator keeps the field's other constraint and leaves it optional
+    let phone = Member::validator()
+        .get_document("$jsonSchema")
+        .and_then(|s| s.get_document("properties"))
+        .and_then(|p| p.get_document("phone"))
+        .unwrap()
+        .clone();
+    assert_eq!(phone, doc! { "bsonType": "string", "maxLength": 20_i64 });
+    // the control: the nickname, without `not_null`, takes `null`
+    let null_nickname = doc! { "_id": ObjectId::new(), "nickname": Bson::Null };
+    local.check(&null_nickname).unwrap();
+    raw.insert_one(&null_nickname).await.unwrap();
+    assert_eq!(raw.count_documents(doc! {}).await.unwrap(), 3);
+}

@@ -25,10 +25,12 @@ pub struct PullConfig {
     /// Look for references and copies.
     pub relations: bool,
     /// Say each pass as it starts, a line on standard error (`mongo-schema pull: facts of
-    /// `orders`: 700,000 documents`): the command line sets it, a library caller may. The long
-    /// passes are one server command each and give nothing to count between their start and
-    /// end.
+    /// `orders`: 700,000 documents`), and the facts pass after each chunk of
+    /// [`PullConfig::facts_chunk`] documents: the command line sets it, a library caller may.
     pub progress: bool,
+    /// Documents one facts aggregation counts at most: a larger collection is counted in runs
+    /// of `_id`s, in index order, one aggregation each, so that the pass says how far it is.
+    pub facts_chunk: u64,
 }
 
 impl Default for PullConfig {
@@ -47,6 +49,7 @@ impl Default for PullConfig {
             reference_threshold: 0.95,
             relations: true,
             progress: false,
+            facts_chunk: crate::facts::CHUNK,
         }
     }
 }

@@ -539,6 +539,9 @@ impl Emitter<'_> {
                 .into_iter()
                 .map(|stored| format!("stored_as = {stored}"))
                 .collect();
+            if field.not_null {
+                schema.push("not_null".to_owned());
+            }
             for (keyword, value) in &field.constraints {
                 let attribute = crate::existing::CONSTRAINTS
                     .iter()
@@ -691,10 +694,10 @@ fn index_attr(index: &Index) -> String {
     if let Some(collation) = &index.collation {
         parts.push(collation.clone());
     }
-    // (no name: the derive's own, for an index it extends)
-    if !index.name.is_empty() {
-        parts.push(format!("name = {}", quote(&index.name)));
+    if !index.pages {
+        parts.push("pages = false".into());
     }
+    parts.push(format!("name = {}", quote(&index.name)));
     format!("#[index({})]\n", parts.join(", "))
 }
 

@@ -185,6 +185,13 @@ fn declared(schema: &Document, required: bool) -> Allowed {
     if values.is_some() && kinds.is_empty() {
         kinds.push("string".to_owned());
     }
+    let enum_null = schema
+        .get_array("enum")
+        .is_ok_and(|values| values.contains(&Bson::Null));
+    if values.is_some() && enum_null && !kinds.iter().any(|k| k == "null") {
+        // `enum: ["a", null]` takes `null` whatever `bsonType` it names
+        kinds.push("null".to_owned());
+    }
     let is_array = kinds.iter().any(|k| k == "array");
     let max_items = if is_array {
         count(schema.get("maxItems"))
@@ -253,6 +260,12 @@ fn example(kind: &str) -> Option<Bson> {
 }
 
 impl Allowed {
+    /// Whether the validator refuses `null` here: it names the kinds it takes, `null` not among
+    /// them (a path that names none takes anything).
+    pub fn refuses_null(&self) -> bool {
+        !self.kinds.is_empty() && !self.kinds.iter().any(|k| k == "null")
+    }
+
     /// The shape with the kinds this allows and the documents lack, and `presence` with its
     /// `null` and optionality; the kinds kept that no document uses.
     pub fn widen(&self, shape: &Shape, presence: &mut Presence) -> (Shape, Vec<String>) {

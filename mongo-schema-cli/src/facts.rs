@@ -1,8 +1,15 @@
-//! The second pass: one `$group` aggregation per collection counts, over every document, the
+//! The second pass: `$group` aggregations count, over every document of a collection, the
 //! facts of each path the sample found outside arrays: presence, `null`s, the largest and
 //! smallest `$size` of arrays and their empties, integer ranges, the longest string, and the
 //! distinct values of enum candidates. The counts replace the sample's, and the path is marked
 //! exact. Paths inside arrays keep the sample's facts; the gate then checks them on every document.
+//!
+//! A collection of more than a chunk ([`CHUNK`] documents unless told) is counted a run of `_id`s
+//! at a time, in the `_id` index's order, so that the pass can say how far it is: each run's
+//! upper `_id` is found by a covered read of the index (`$sort`, `$skip`, `$limit` on `_id`), and
+//! the run is selected by `$expr` comparisons, which order every BSON type as the index does
+//! (a query's `$gt` would compare within one type only) and which mongod serves from the index.
+//! The runs' counts are merged: sums added, extremes kept, distinct values joined.
 //!
 //! Every reply stays far below mongod's 16 MB: an enum candidate's distinct values are only the
 //! strings of at most [`ENUM_VALUE_MAX_CHARS`] code points (a longer one rules the enum out, and
@@ -26,6 +33,10 @@ struct Probe {
     key: String,
     segments: Vec<String>,
 }
+
+/// Documents one facts aggregation counts at most, unless told otherwise
+/// ([`crate::config::PullConfig::facts_chunk`]).
+pub const CHUNK: u64 = 100_000;
 
 /// The longest string an enum value may be, in code points (`infer` takes none longer).
 pub const ENUM_VALUE_MAX_CHARS: u64 = 64;
@@ -92,16 +103,30 @@ pub struct Facts {
     counted: Document,
 }
 
+/// How a collection's facts are counted: the reads' options, the paths counted at most, and
+/// the documents per aggregation, with what to call after each run (the documents counted so
+/// far).
+pub struct Counting<'a> {
+    /// How to read.
+    pub read: &'a ReadOptions,
+    /// Paths counted at most.
+    pub max_paths: usize,
+    /// Documents one aggregation counts at most.
+    pub chunk: u64,
+    /// Called after each run of a collection counted in runs, with the documents counted.
+    pub progress: &'a mut (dyn FnMut(u64) + Send),
+}
+
 /// Counts the facts of `shape` over every document of collection `name` and puts them into it.
 pub async fn count(
     db: &Database,
     name: &str,
     total: u64,
     shape: &mut DocShape,
-    read: &ReadOptions,
-    max_paths: usize,
+    counting: &mut Counting<'_>,
     report: &mut Report,
 ) -> mongodb::error::Result<Facts> {
+    let (read, max_paths) = (counting.read, counting.max_paths);
     let mut found = Vec::new();
     paths(shape, &[], &mut found);
     if found.len() > max_paths {
@@ -180,39 +205,43 @@ pub async fn count(
         .map(|g| worst_case(g.keys().any(|k| k.ends_with("_svalues"))))
         .collect();
     let coll = collection(db, name, read);
+    let runs = batches(&worst, REPLY_BUDGET);
     let mut counted = Document::new();
-    for batch in batches(&worst, REPLY_BUDGET) {
-        let mut group = doc! { "_id": Bson::Null };
-        let mut cut = Document::new();
-        for g in &groups[batch] {
-            for (k, v) in g {
-                if k.ends_with("_svalues") {
-                    cut.insert(
-                        k.clone(),
-                        doc! { "$slice": [format!("${k}"), VALUE_CAP as i64 + 1] },
-                    );
-                }
-                group.insert(k.clone(), v.clone());
+    if total <= counting.chunk {
+        for batch in runs {
+            if let Some(reply) = aggregate(&coll, None, &groups[batch], read, report).await? {
+                counted.extend(reply);
             }
         }
-        let mut pipeline = vec![doc! { "$group": group }];
-        if !cut.is_empty() {
-            pipeline.push(doc! { "$addFields": cut });
-        }
-        report.command("aggregate");
-        let results: Vec<Document> = coll
-            .aggregate(pipeline)
-            .max_time(read.limit())
-            .await?
-            .try_collect()
-            .await?;
-        if let Some(reply) = results.into_iter().next() {
-            report.largest_facts_reply = report
-                .largest_facts_reply
-                .max(mongodb::bson::to_vec(&reply).map_or(0, |bytes| bytes.len() as u64));
-            counted.extend(reply);
+    } else {
+        // a run of `_id`s at a time, after the last one counted
+        let mut after: Option<Bson> = None;
+        let mut documents = 0u64;
+        loop {
+            let upper = run_end(&coll, after.as_ref(), counting.chunk, read, report).await?;
+            let range = id_range(after.as_ref(), upper.as_ref());
+            let mut run = Document::new();
+            for batch in &runs {
+                if let Some(reply) =
+                    aggregate(&coll, Some(&range), &groups[batch.clone()], read, report).await?
+                {
+                    run.extend(reply);
+                }
+            }
+            documents += match run.get("n") {
+                Some(Bson::Int32(n)) => *n as u64,
+                Some(Bson::Int64(n)) => *n as u64,
+                _ => 0,
+            };
+            merge(&mut counted, run);
+            (counting.progress)(documents);
+            match upper {
+                Some(upper) => after = Some(upper),
+                None => break,
+            }
         }
     }
+    counted.remove("n");
     let facts = Facts {
         name: name.to_owned(),
         total,
@@ -221,6 +250,153 @@ pub async fn count(
     };
     facts.apply(shape);
     Ok(facts)
+}
+
+/// The `$group` (after `$match` of `range`, when given) of `groups`, with the documents it
+/// counted as `n`; `None` when it matched none.
+async fn aggregate(
+    coll: &mongodb::Collection<Document>,
+    range: Option<&Document>,
+    groups: &[Document],
+    read: &ReadOptions,
+    report: &mut Report,
+) -> mongodb::error::Result<Option<Document>> {
+    let mut group = doc! { "_id": Bson::Null, "n": { "$sum": 1 } };
+    let mut cut = Document::new();
+    for g in groups {
+        for (k, v) in g {
+            if k.ends_with("_svalues") {
+                cut.insert(
+                    k.clone(),
+                    doc! { "$slice": [format!("${k}"), VALUE_CAP as i64 + 1] },
+                );
+            }
+            group.insert(k.clone(), v.clone());
+        }
+    }
+    let mut pipeline = Vec::new();
+    if let Some(range) = range {
+        pipeline.push(doc! { "$match": range.clone() });
+    }
+    pipeline.push(doc! { "$group": group });
+    if !cut.is_empty() {
+        pipeline.push(doc! { "$addFields": cut });
+    }
+    report.command("aggregate");
+    let results: Vec<Document> = coll
+        .aggregate(pipeline)
+        .max_time(read.limit())
+        .await?
+        .try_collect()
+        .await?;
+    let Some(mut reply) = results.into_iter().next() else {
+        return Ok(None);
+    };
+    report.largest_facts_reply = report
+        .largest_facts_reply
+        .max(mongodb::bson::to_vec(&reply).map_or(0, |bytes| bytes.len() as u64));
+    reply.remove("_id");
+    Ok(Some(reply))
+}
+
+/// The `_id` that ends the run of `chunk` documents after `after` (the first ones when `None`),
+/// in the `_id` index's order; `None` when fewer remain (the run goes to the end). A covered
+/// read of the index on mongod.
+async fn run_end(
+    coll: &mongodb::Collection<Document>,
+    after: Option<&Bson>,
+    chunk: u64,
+    read: &ReadOptions,
+    report: &mut Report,
+) -> mongodb::error::Result<Option<Bson>> {
+    let mut pipeline = Vec::new();
+    if let Some(after) = after {
+        pipeline.push(doc! { "$match": id_range(Some(after), None) });
+    }
+    pipeline.extend([
+        doc! { "$sort": { "_id": 1 } },
+        doc! { "$skip": chunk.saturating_sub(1).min(i64::MAX as u64) as i64 },
+        doc! { "$limit": 1 },
+        doc! { "$project": { "_id": 1 } },
+    ]);
+    report.command("aggregate");
+    let found: Vec<Document> = coll
+        .aggregate(pipeline)
+        .max_time(read.limit())
+        .await?
+        .try_collect()
+        .await?;
+    Ok(found.into_iter().next().and_then(|mut d| d.remove("_id")))
+}
+
+/// `_id` after `after` and up to `upper` (each bound when given), as `$expr` compares: every
+/// BSON type in the index's order, where a query's `$gt` compares within one type.
+fn id_range(after: Option<&Bson>, upper: Option<&Bson>) -> Document {
+    let mut terms = Vec::new();
+    if let Some(after) = after {
+        terms.push(Bson::Document(
+            doc! { "$gt": ["$_id", { "$literal": after.clone() }] },
+        ));
+    }
+    if let Some(upper) = upper {
+        terms.push(Bson::Document(
+            doc! { "$lte": ["$_id", { "$literal": upper.clone() }] },
+        ));
+    }
+    match terms.len() {
+        0 => doc! {},
+        1 => doc! { "$expr": terms.remove(0) },
+        _ => doc! { "$expr": { "$and": terms } },
+    }
+}
+
+fn number(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(v) => Some(i64::from(*v)),
+        Bson::Int64(v) => Some(*v),
+        Bson::Double(v) => Some(*v as i64),
+        _ => None,
+    }
+}
+
+/// Merges one run's counts into the collection's: counts (`_p`, `_n`, `_aempty`, `_scount`,
+/// `_docs`, `n`) added, maxima and minima kept, the distinct values of an enum candidate
+/// joined (at most [`VALUE_CAP`] + 1, as one reply holds them).
+fn merge(into: &mut Document, run: Document) {
+    for (key, value) in run {
+        let Some(old) = into.get(&key) else {
+            into.insert(key, value);
+            continue;
+        };
+        let suffix = key.rsplit('_').next().unwrap_or("");
+        let merged = if key == "n" || ["p", "n", "aempty", "scount", "docs"].contains(&suffix) {
+            Bson::Int64(number(old).unwrap_or(0) + number(&value).unwrap_or(0))
+        } else if suffix == "svalues" {
+            let mut values: Vec<Bson> = match old {
+                Bson::Array(values) => values.clone(),
+                _ => Vec::new(),
+            };
+            if let Bson::Array(more) = value {
+                for v in more {
+                    if values.len() > VALUE_CAP {
+                        break;
+                    }
+                    if !values.contains(&v) {
+                        values.push(v);
+                    }
+                }
+            }
+            Bson::Array(values)
+        } else {
+            let keep_max = suffix.ends_with("max") || suffix == "slen";
+            match (number(old), number(&value)) {
+                (Some(a), Some(b)) => Bson::Int64(if keep_max { a.max(b) } else { a.min(b) }),
+                (None, Some(_)) => value,
+                _ => old.clone(),
+            }
+        };
+        into.insert(key, merged);
+    }
 }
 
 impl Facts {
@@ -316,6 +492,56 @@ fn locate<'a>(shape: &'a mut DocShape, segments: &[String]) -> Option<&'a mut Sh
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_merge_into_the_counts_of_one_aggregation() {
+        let mut counted = Document::new();
+        merge(
+            &mut counted,
+            doc! { "n": 64, "f0_p": 60, "f0_n": 2, "f0_amax": 3, "f0_amin": 1, "f0_intmin": Bson::Null,
+            "f0_slen": 5_i64, "f0_svalues": ["open", "closed"] },
+        );
+        merge(
+            &mut counted,
+            doc! { "n": 8, "f0_p": 8, "f0_n": 0_i64, "f0_amax": 7, "f0_amin": 0, "f0_intmin": -5,
+            "f0_slen": 3, "f0_svalues": ["closed", "archived"] },
+        );
+        assert_eq!(
+            counted,
+            doc! { "n": 72_i64, "f0_p": 68_i64, "f0_n": 2_i64, "f0_amax": 7_i64, "f0_amin": 0_i64,
+            "f0_intmin": -5, "f0_slen": 5_i64, "f0_svalues": ["open", "closed", "archived"] }
+        );
+        // distinct values stop one past the cap, as one reply's `$slice` does
+        let many = |from: usize| {
+            Bson::Array(
+                (from..from + VALUE_CAP)
+                    .map(|i| Bson::String(format!("v{i}")))
+                    .collect(),
+            )
+        };
+        let mut counted = doc! { "f1_svalues": many(0) };
+        merge(&mut counted, doc! { "f1_svalues": many(VALUE_CAP) });
+        assert_eq!(
+            counted.get_array("f1_svalues").unwrap().len(),
+            VALUE_CAP + 1
+        );
+    }
+
+    #[test]
+    fn a_run_of_ids_is_compared_as_expressions_do() {
+        assert_eq!(id_range(None, None), doc! {});
+        assert_eq!(
+            id_range(None, Some(&Bson::Int32(9))),
+            doc! { "$expr": { "$lte": ["$_id", { "$literal": 9 }] } }
+        );
+        assert_eq!(
+            id_range(Some(&Bson::Int32(9)), Some(&Bson::String("s".into()))),
+            doc! { "$expr": { "$and": [
+                { "$gt": ["$_id", { "$literal": 9 }] },
+                { "$lte": ["$_id", { "$literal": "s" }] },
+            ] } }
+        );
+    }
 
     #[test]
     fn batches_keep_every_reply_within_the_budget() {

@@ -203,6 +203,21 @@ impl<'a> Infer<'a> {
             && !self.options.existing.contains_key(path)
     }
 
+    /// Whether `null` at `path` is refused today, so that the pulled validator must refuse it
+    /// too: the server's validator refuses it there, or the collection has none (the samples
+    /// and the gate decide, as they do the kinds). A path the validator leaves open, or a
+    /// collection whose documents fail its validator, takes `null`.
+    fn refuses_null(&self, path: &str) -> bool {
+        let collection = path.split(['.', '[', '<']).next().unwrap_or(path);
+        if self.left_open(path) || self.options.loosened.contains(collection) {
+            return false;
+        }
+        match self.declared(path) {
+            Some(allowed) => allowed.refuses_null(),
+            None => !self.options.existing.contains_key(collection),
+        }
+    }
+
     /// Whether the validator describes the object at `path` and leaves it open.
     fn open(&self, path: &str) -> bool {
         self.options
@@ -343,11 +358,27 @@ impl<'a> Infer<'a> {
                 // compile
                 constraints.clear();
             }
+            let not_null = stored != "_id"
+                && presence.missing
+                && !presence.null
+                && !matches!(ty, Ty::Any)
+                && self.refuses_null(&field_path);
+            if not_null {
+                notes.push(format!(
+                    "`{stored}`: absent in some documents, `null` in none, and {}: `#[schema(not_null)]`",
+                    if self.declared(&field_path).is_some() {
+                        "the existing validator refuses `null`"
+                    } else {
+                        "no validator takes it today"
+                    }
+                ));
+            }
             fields.push(Field {
                 stored: stored.clone(),
                 ident,
                 ty,
                 presence,
+                not_null,
                 reference: None,
                 extended: None,
                 notes,
@@ -1282,6 +1313,70 @@ mod tests {
             .unwrap();
         assert!(matches!(language.ty, Ty::Enum(_)), "{:?}", language.ty);
         assert!(!language.presence.missing);
+    }
+
+    /// An optional field is never-null (`#[schema(not_null)]`) where `null` is refused today:
+    /// by the server's validator, or, in a collection without one, by every stored document;
+    /// nullable where the validator takes `null`, leaves the path open, or a document holds one.
+    #[test]
+    fn an_optional_field_refuses_null_where_the_server_does() {
+        let validator = doc! { "$jsonSchema": {
+            "bsonType": "object",
+            "properties": {
+                "phone": { "bsonType": "string" },
+                "fax": { "bsonType": ["string", "null"] },
+                "pager": { "enum": ["a", "b", null] },
+            },
+        } };
+        let docs: Vec<Document> = (0..40)
+            .map(|i| match i % 2 {
+                0 => doc! { "_id": i, "phone": "1", "fax": "2", "pager": "a", "email": "e", "note": "n" },
+                _ if i == 5 => doc! { "_id": i, "note": Bson::Null },
+                _ => doc! { "_id": i },
+            })
+            .collect();
+        let not_null = |options: &Options| -> Vec<(String, bool)> {
+            let model = infer(&[observe(&docs)], options, &mut Report::default());
+            root(&model)
+                .fields
+                .iter()
+                .filter(|f| f.stored != "_id")
+                .map(|f| (f.stored.clone(), f.not_null))
+                .collect()
+        };
+        let mut options = Options::default();
+        options
+            .existing
+            .extend(crate::existing::allowed("orders", &validator));
+        let mut with_validator = not_null(&options);
+        with_validator.sort();
+        assert_eq!(
+            with_validator,
+            [
+                // left open by the validator (as `note` is)
+                ("email".to_owned(), false),
+                // the validator takes `null`
+                ("fax".to_owned(), false),
+                ("note".to_owned(), false),
+                // an enum with `null` takes it, whatever else it names
+                ("pager".to_owned(), false),
+                // declared, `null` not among its kinds
+                ("phone".to_owned(), true),
+            ]
+        );
+        // the control: no validator, the documents decide (`note` holds one `null`)
+        let mut without = not_null(&Options::default());
+        without.sort();
+        assert_eq!(
+            without,
+            [
+                ("email".to_owned(), true),
+                ("fax".to_owned(), true),
+                ("note".to_owned(), false),
+                ("pager".to_owned(), true),
+                ("phone".to_owned(), true),
+            ]
+        );
     }
 
     /// A root keeps its name, however like a sub-document of another collection it is.

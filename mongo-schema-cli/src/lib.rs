@@ -99,6 +99,10 @@ pub struct PullArgs {
     /// Paths counted per collection by the facts pass at most (the rest is reported).
     #[arg(long, default_value_t = 500)]
     pub max_paths: usize,
+    /// Documents one facts aggregation counts at most: a larger collection is counted in runs
+    /// of `_id`s, with a progress line after each.
+    #[arg(long, default_value_t = facts::CHUNK, value_parser = clap::value_parser!(u64).range(1..))]
+    pub facts_chunk: u64,
     /// Read from a secondary when there is one (`secondaryPreferred`).
     #[arg(long)]
     pub secondary: bool,
@@ -144,6 +148,7 @@ impl PullArgs {
             reference_threshold: self.reference_threshold,
             relations: !self.no_relations,
             progress: true,
+            facts_chunk: self.facts_chunk,
             ..pull::PullConfig::default()
         }
     }

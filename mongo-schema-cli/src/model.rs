@@ -124,6 +124,10 @@ pub struct Field {
     pub ty: Ty,
     /// Absent, `null`.
     pub presence: Presence,
+    /// Absent in some documents and never `null`, where `null` is refused (by the server's
+    /// validator, or, in a collection without one, by every stored document): emitted as
+    /// `#[schema(not_null)]`, so the pulled validator keeps refusing it.
+    pub not_null: bool,
     /// Set when the values are ids of another collection.
     pub reference: Option<Reference>,
     /// Set when the value is an extended reference.
@@ -201,6 +205,10 @@ pub struct Index {
     pub expire_after_secs: Option<i64>,
     /// `partialFilterExpression` as relaxed extended JSON.
     pub partial: Option<String>,
+    /// `false` for an index that starts with a single reference (or a copy's `_id`) and another
+    /// key: `#[index(.., pages = false)]` keeps it as the server has it, where the derive would
+    /// append the `_id` tie-break of keyset pages (another index than the server's).
+    pub pages: bool,
     /// Its collation as the attribute says it (`collation(locale = "en", strength = 2)`), when
     /// it is not the collection's default.
     pub collation: Option<String>,

@@ -61,19 +61,41 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     let mut counted = Vec::new();
     for f in &found {
         say(format!(
-            "facts of `{}`: {} documents, one aggregation over every one ({:.0} s so far)",
+            "facts of `{}`: {} documents, {} ({:.0} s so far)",
             f.name,
             crate::names::count(f.count),
+            if f.count > config.facts_chunk {
+                format!(
+                    "counted in runs of {}",
+                    crate::names::count(config.facts_chunk)
+                )
+            } else {
+                "one aggregation over every one".to_owned()
+            },
             started.elapsed().as_secs_f64()
         ));
         let mut shape = f.shape.clone();
+        let run_started = Instant::now();
+        let mut progress = |counted: u64| {
+            say(format!(
+                "facts of `{}`: {} of {} documents counted ({:.0} s)",
+                f.name,
+                crate::names::count(counted),
+                crate::names::count(f.count.max(counted)),
+                run_started.elapsed().as_secs_f64()
+            ))
+        };
         let facts = facts::count(
             db,
             &f.name,
             f.count,
             &mut shape,
-            &config.read,
-            config.max_paths,
+            &mut facts::Counting {
+                read: &config.read,
+                max_paths: config.max_paths,
+                chunk: config.facts_chunk,
+                progress: &mut progress,
+            },
             &mut report,
         )
         .await
@@ -640,23 +662,25 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 .ok()
                 .map(extended_json);
             let first = keys.keys().next().cloned().unwrap_or_default();
-            let extended_by_derive = keys.len() > 1
+            // an index that starts with a single reference (or a copy's `_id`) and another key
+            // orders the relation's keyset pages, and the derive would append the `_id`
+            // tie-break to it: another index than the server's (under the server's name mongod
+            // refuses other keys, code 86). `pages = false` keeps it as it is.
+            let second_ordered = keys
+                .values()
+                .nth(1)
+                .is_some_and(|v| !matches!(v, Bson::String(_)));
+            let orders_pages = second_ordered
+                && !keys.contains_key("_id")
                 && root.fields.iter().any(|f| {
-                    f.stored == first
-                        && f.reference.is_some()
-                        && !matches!(f.ty, crate::model::Ty::Array { .. })
-                })
-                && !keys.contains_key("_id");
+                    !matches!(f.ty, crate::model::Ty::Array { .. })
+                        && ((f.reference.is_some() && f.stored == first)
+                            || (f.extended.is_some() && first == format!("{}._id", f.stored)))
+                });
             c.indexes.push(Index {
                 keys,
-                // extended, it is another index: under the server's name mongod would refuse
-                // it (IndexKeySpecsConflict, 86) and `apply` would say NOT AS DECLARED; the
-                // derive names the longer one itself
-                name: if extended_by_derive {
-                    String::new()
-                } else {
-                    name.clone()
-                },
+                name: name.clone(),
+                pages: !orders_pages,
                 unique: spec.get_bool("unique").unwrap_or(false),
                 sparse: spec.get_bool("sparse").unwrap_or(false),
                 expire_after_secs: match spec.get("expireAfterSeconds") {
@@ -668,8 +692,8 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 partial,
                 collation,
             });
-            note(if extended_by_derive {
-                format!("kept as #[index] without its name: it starts with the reference `{first}`, so the derive appends `_id` to it for keyset pages of a parent's children; `apply` creates that longer index under its own name, and the server's `{name}` is then a prefix of it (drop it with `--drop-stale-indexes` once the longer one is built)")
+            note(if orders_pages {
+                format!("kept as #[index] with `pages = false`: it starts with the relationship `{first}` and another key, an order the derive would give the relation's keyset pages by appending the `_id` tie-break, a longer index than the server's; remove `pages = false` to have the pages (`apply` then builds the longer index, and this one is a redundant prefix to drop with `--drop-stale-indexes`)")
             } else {
                 "kept as #[index]".to_owned()
             });

@@ -531,12 +531,11 @@ async fn extended(
 
 /// In a database mongo-schema made (it holds a version record), whether the schema declared a
 /// relationship at `path` (a reference, or a copy's `_id`), as the derive's indexes tell: it
-/// creates an index starting with every single reference (`indexed`: one must be there), and
-/// extends a declared index that starts with a relationship's path and another key with the
-/// `_id` tie-break (one without it was declared with no relationship there; a time series'
-/// `{ <meta>: 1, <time>: 1 }` is mongod's, and the index of a reference in its meta field). What was not
-/// declared is not written (its `apply` would create or change those indexes); the note says
-/// so. Any other database: always.
+/// creates an index starting with every single reference (`indexed`: one must be there). What
+/// was not declared is not written (its `apply` would create those indexes); the note says so.
+/// An index that starts with the path and another key without the `_id` tie-break is kept
+/// with `pages = false` (`keep_indexes`), so writing the relationship changes no index. Any
+/// other database: always.
 fn declared_here(
     model: &Model,
     ci: usize,
@@ -547,20 +546,8 @@ fn declared_here(
 ) -> bool {
     let c = &model.collections[ci];
     let starts = |keys: &Vec<String>| keys.first().is_some_and(|k| k == path);
-    // mongod's `{ <meta>: 1, <time>: 1 }` of a time series is no declared index the derive
-    // would have extended: it is the index of a reference in the meta field
-    let own = |keys: &Vec<String>| {
-        c.timeseries.as_ref().is_some_and(|ts| {
-            ts.meta.as_deref() == Some(path) && keys.len() == 2 && keys[1] == ts.time
-        })
-    };
-    let unextended = c
-        .indexed
-        .iter()
-        .filter(|keys| starts(keys) && !own(keys))
-        .any(|keys| keys.len() >= 2 && keys.last().is_some_and(|k| k != "_id"));
     let present = !indexed || c.indexed.iter().any(starts);
-    if model.record.is_none() || (present && !unextended) {
+    if model.record.is_none() || present {
         return true;
     }
     report.notes.push(format!(

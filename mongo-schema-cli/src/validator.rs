@@ -64,7 +64,7 @@ pub fn field_schema(model: &Model, field: &Field) -> (Document, bool) {
         None => ty_schema(model, &field.ty),
     };
     let p = field.presence;
-    let schema = if p.null || p.missing {
+    let schema = if (p.null || p.missing) && !field.not_null {
         nullable(base)
     } else {
         base

@@ -67,6 +67,8 @@ async fn pull_writes_the_module_and_the_report() {
         report.to_str().unwrap(),
         "--sample",
         "50",
+        "--facts-chunk",
+        "64",
     ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
@@ -82,7 +84,22 @@ async fn pull_writes_the_module_and_the_report() {
     assert!(said.len() >= 4, "{stderr}");
     assert!(said[0].starts_with("sampling `"), "{said:?}");
     assert!(
-        said[1].starts_with("facts of `notes`: 200 documents"),
+        said[1].starts_with("facts of `notes`: 200 documents, counted in runs of 64"),
+        "{said:?}"
+    );
+    // then a line after each run of 64 (the facts pass says how far it is)
+    let runs: Vec<&str> = said[2..6]
+        .iter()
+        .map(|l| l.split(" documents counted").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            "facts of `notes`: 64 of 200",
+            "facts of `notes`: 128 of 200",
+            "facts of `notes`: 192 of 200",
+            "facts of `notes`: 200 of 200"
+        ],
         "{said:?}"
     );
     assert!(

@@ -11,8 +11,10 @@
 //! - a value written past the validator (`bypassDocumentValidation`) is named in a note;
 //! - a keyword no attribute says (`minItems`) is named as not kept;
 //! - a `copies` collection is not `struct Copy` (it would shadow the prelude's trait);
-//! - a server index the derive extends (`{ memberId: 1, loanedAt: -1 }` beside the reference) is
-//!   kept without the server's name, which the longer keys cannot take on mongod.
+//! - a server index the derive would extend (`{ memberId: 1, loanedAt: -1 }` beside the reference)
+//!   is kept as the server has it, name and keys (`pages = false`): `apply` builds no index;
+//! - an optional field the validator declares without `null` stays never-null
+//!   (`#[schema(not_null)]`): after `apply`, the server still refuses `null` there.
 
 #[path = "common/scratch.rs"]
 mod scratch;
@@ -69,13 +71,17 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
             "required": ["_id", "status"],
             "properties": {
                 "status": { "bsonType": "string", "enum": ["active", "suspended"] },
+                "nickname": { "bsonType": "string" },
             },
         } },
     })
     .await
     .unwrap();
     db.collection::<BsonDocument>("members")
-        .insert_many((0..50).map(|i| doc! { "_id": i, "status": "active" }))
+        .insert_many((0..50).map(|i| match i % 2 {
+            0 => doc! { "_id": i, "status": "active", "nickname": format!("M{i}") },
+            _ => doc! { "_id": i, "status": "active" },
+        }))
         .await
         .unwrap();
     // one member written past the validator
@@ -129,15 +135,18 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
     // the copies collection's type does not shadow `Copy`
     assert!(module.contains("pub struct CopyDoc"), "{module}");
     assert!(!module.contains("pub struct Copy "), "{module}");
-    // the index the derive extends: kept without the server's name (mongod refuses other keys
-    // under it), so the derive names the longer one
+    // the index the derive would extend with `_id` for the reference's pages: kept as the
+    // server has it
     assert!(module.contains("pub member_id: Ref<Member>"), "{module}");
     assert!(
-        module.contains("#[index(keys(\"memberId\" = 1, \"loanedAt\" = -1))]"),
+        module.contains(
+            "#[index(keys(\"memberId\" = 1, \"loanedAt\" = -1), pages = false, name = \"memberId_1_loanedAt_-1\")]"
+        ),
         "{module}"
     );
+    // the optional `nickname` the validator declares without `null`: never null
     assert!(
-        !module.contains("name = \"memberId_1_loanedAt_-1\""),
+        module.contains("#[schema(not_null)]\n    pub nickname: Option<String>"),
         "{module}"
     );
     let notes = report.notes.join("\n");
@@ -154,7 +163,40 @@ async fn what_the_server_leaves_open_stays_open_and_what_breaks_its_validator_is
         "{notes}"
     );
 
-    // the module compiles as its own crate and applies as declared: the longer loans index is
-    // its one new index (the server's is a prefix of it), and no stored document violates
+    // the module compiles as its own crate and applies as declared, and no stored document
+    // violates
     scratch::applies_as_declared("pull_foreign", module, db.name());
+    // no index was built: the loans' is the server's, as it was
+    let indexes: Vec<String> = db
+        .collection::<BsonDocument>("loans")
+        .list_index_names()
+        .await
+        .unwrap();
+    assert_eq!(indexes.len(), 2, "{indexes:?}");
+    assert!(
+        indexes.contains(&"memberId_1_loanedAt_-1".to_owned()),
+        "{indexes:?}"
+    );
+    // the server refuses a `null` nickname as it did before (its validator is the pulled one now),
+    // and takes a member without one
+    let members = db.collection::<BsonDocument>("members");
+    let refused = members
+        .insert_one(
+            doc! { "_id": 600, "status": "active", "nickname": mongo_schema::bson::Bson::Null },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused.kind.as_ref(),
+            mongo_schema::mongodb::error::ErrorKind::Write(
+                mongo_schema::mongodb::error::WriteFailure::WriteError(w)
+            ) if w.code == 121
+        ),
+        "{refused:?}"
+    );
+    members
+        .insert_one(doc! { "_id": 601, "status": "active" })
+        .await
+        .unwrap();
 }

@@ -323,3 +323,96 @@ async fn the_facts_reply_stays_small_with_many_long_values() {
     let c = &pulled.report.collections[0];
     assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
 }
+
+/// 700 documents whose `_id`s are of three kinds (300 ints, 200 strings, 200 ObjectIds, as the
+/// index orders them), with facts a sample of 5 cannot see, each in one place: a state used
+/// once (in the last run), the longest `tags` (in a middle run), the extremes of `score` (in
+/// a string and an ObjectId document), three `null` notes.
+async fn seed_mixed_ids(db: &mongodb::Database) {
+    let state = |i: usize| {
+        if i == 690 {
+            "archived"
+        } else {
+            ["open", "closed"][i % 2]
+        }
+    };
+    let docs: Vec<Document> = (0..700usize)
+        .map(|i| {
+            let id = match i {
+                0..300 => mongodb::bson::Bson::Int32(i as i32),
+                300..500 => mongodb::bson::Bson::String(format!("s{i:04}")),
+                _ => mongodb::bson::Bson::ObjectId(oid(1, i as u32)),
+            };
+            let tags = if i == 350 { 7 } else { i % 3 };
+            let score: i32 = match i {
+                420 => -5,
+                650 => 999,
+                _ => (i % 50) as i32,
+            };
+            let mut d = doc! {
+                "_id": id,
+                "state": state(i),
+                "tags": (0..tags).map(|t| format!("t{t}")).collect::<Vec<_>>(),
+                "score": score,
+            };
+            match i % 7 {
+                0 => {}
+                _ if [10, 333, 611].contains(&i) => {
+                    d.insert("note", mongodb::bson::Bson::Null);
+                }
+                _ => {
+                    d.insert("note", format!("n{i}"));
+                }
+            }
+            d
+        })
+        .collect();
+    db.collection::<Document>("mixed")
+        .insert_many(docs)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_facts_counted_in_runs_are_the_facts_of_one_aggregation() {
+    let db = mongo_schema_testkit::database("pull_facts_runs").await;
+    seed_mixed_ids(&db).await;
+    let whole = pull(
+        &db,
+        &PullConfig {
+            facts_chunk: 1_000_000,
+            ..config(5)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("pull in one aggregation: {e}"));
+    let runs = pull(
+        &db,
+        &PullConfig {
+            facts_chunk: 64,
+            ..config(5)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("pull in runs: {e}"));
+    // the control: the runs were runs (11 of 64 documents, each with its end found first)
+    let aggregates = |p: &mongo_schema_cli::pull::Pulled| p.report.commands["aggregate"];
+    assert!(
+        aggregates(&runs) >= aggregates(&whole) + 20,
+        "{:?} against {:?}",
+        runs.report.commands,
+        whole.report.commands
+    );
+    // the facts no sample of 5 sees are in both, and both modules are the same
+    for module in [&whole.module, &runs.module] {
+        assert!(module.contains("Archived"), "{module}");
+        assert!(module.contains("#[embed(max = 14)]"), "{module}");
+        assert!(
+            module.contains("pub note: Option<Option<String>>"),
+            "{module}"
+        );
+    }
+    assert_eq!(whole.module, runs.module);
+    let c = &runs.report.collections[0];
+    assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
+}

@@ -95,9 +95,9 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[reference]\n    pub product_id: Ref<Product>,",
         "#[extended_ref(to = Customer, fields = \"name\", sync = \"transactional\")]\n    pub customer: OrderCustomer,",
         "#[extended_ref(to = Customer, fields = \"name\", sync = \"frozen\")]\n    pub author: ReviewAuthor,",
-        // the derive extends it with `_id` for the reference's pages: no server name (mongod
-        // refuses other keys under it)
-        "#[index(keys(\"customerId\" = 1, \"placedAt\" = -1))]",
+        // it starts with the reference and another key: kept as the server has it, where the
+        // derive would append `_id` for the reference's keyset pages
+        "#[index(keys(\"customerId\" = 1, \"placedAt\" = -1), pages = false, name = \"customerId_1_placedAt_-1\")]",
         "#[index(keys(\"shippedAt\" = 1), sparse, name = \"shippedAt_1\")]",
         "#[index(keys(\"name\" = 1), unique, name = \"name_1\")]",
         // an index of its own collation, and a geo index

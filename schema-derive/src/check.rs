@@ -20,6 +20,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
         if derive == Derive::Document {
             check_optional_id(cx, field);
         }
+        check_not_null(cx, field);
         check_copies(cx, cont, field, derive);
         check_reference(cx, field);
         check_bounded(cx, field);
@@ -33,6 +34,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
     check_bucket(cx, cont, derive);
     check_part(cx, cont);
     check_index_keys(cx, cont);
+    check_index_pages(cx, cont);
     check_queries(cx, cont);
     check_unique_indexes_start_with_shard_key(cx, cont);
     mongod::check(cx, cont);
@@ -603,6 +605,34 @@ fn check_optional_id(cx: &Ctxt, field: &Field) {
     }
 }
 
+/// `#[schema(not_null)]` refuses `null` in the validator: only on an `Option` that serde leaves
+/// out when `None` (else the crate's own writes of `None` would be refused).
+fn check_not_null(cx: &Ctxt, field: &Field) {
+    let Some(tokens) = &field.attrs.not_null else {
+        return;
+    };
+    if crate::ast::generic_arg(field.ty, &["Option"]).is_none() {
+        cx.error_spanned_by(
+            tokens,
+            format!(
+                "`not_null` on field `{}`, which is not an `Option`: its validator never allows `null` already; \
+                 remove `not_null`",
+                field.display_name()
+            ),
+        );
+    } else if !field.attrs.skip_serializing_if {
+        cx.error_spanned_by(
+            tokens,
+            format!(
+                "`not_null` on field `{}`, which serde writes as `null` when `None`: the validator would refuse \
+                 the crate's own writes; add `#[serde(skip_serializing_if = \"Option::is_none\")]` so that `None` \
+                 is an absent field",
+                field.display_name()
+            ),
+        );
+    }
+}
+
 /// `#[collection(same_id_as = Owner)]`: a struct whose `_id` it writes itself (the owner's), and
 /// `optional_part` only with it.
 fn check_part(cx: &Ctxt, cont: &Container) {
@@ -668,6 +698,50 @@ fn check_custom_serialization(cx: &Ctxt, field: &Field) {
                 field.display_name()
             ),
         );
+    }
+}
+
+/// `pages = false` keeps an index from ordering a relation's keyset pages (no `_id` appended):
+/// on an index that does not start with a reference (or a copy's `_id`) and another key, it
+/// would change nothing.
+fn check_index_pages(cx: &Ctxt, cont: &Container) {
+    let relations: Vec<String> = cont
+        .stored_fields()
+        .filter_map(|f| {
+            if f.attrs.reference.is_some() {
+                Some(f.stored_name.clone())
+            } else if f.attrs.extended_ref.is_some() {
+                Some(format!("{}._id", f.stored_name))
+            } else {
+                None
+            }
+        })
+        .collect();
+    for index in &cont.attrs.indexes {
+        let (Some(pages), Some(keys)) = (&index.value.pages, &index.value.keys) else {
+            continue;
+        };
+        if pages.value {
+            continue;
+        }
+        // the keys' own errors were reported by `check_index_keys`
+        let quiet = Ctxt::new();
+        let stored: Vec<String> = keys
+            .value
+            .iter()
+            .map(|k| resolve_key(&quiet, cont, k))
+            .collect();
+        let _ = quiet.check();
+        let ordered = keys.value.len() >= 2
+            && matches!(keys.value[1].kind, KeyKind::Direction(_))
+            && relations.contains(&stored[0]);
+        if !ordered {
+            cx.error_spanned_by(
+                &pages.tokens,
+                "`pages = false` changes nothing here: it keeps an index that starts with a `#[reference]` field \
+                 (or a copy's `_id`) and another key from ordering that relation's keyset pages; remove it",
+            );
+        }
     }
 }
 

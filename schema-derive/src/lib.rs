@@ -41,13 +41,13 @@ use syn::{parse_macro_input, DeriveInput};
 /// additional_properties, shard_key(...), same_id_as = Owner, optional_part, collation(...),
 /// timeseries(time, meta, granularity),
 /// expire_after_secs)]` (required), `#[index(keys(...), unique, sparse, partial,
-/// expire_after_secs, name, collation(...))]`, `#[query(name, eq, any_of, range, sort, near,
+/// expire_after_secs, name, collation(...), pages)]`, `#[query(name, eq, any_of, range, sort, near,
 /// within, limit, project, index, pages, collation(...))]`, `#[bucket(...)]`, `#[schema(stored_as
 /// = T, crate = "path")]`. Field attributes: `#[embed(max = N,
 /// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
 /// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync, via)]`,
 /// `#[counter(of = T, filter, sync, via)]`,
-/// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as)]`. Each is described
+/// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as, not_null)]`. Each is described
 /// in the `mongo-schema` crate's documentation, sections *The attribute language*, *Queries* and
 /// *What the derives refuse*; serde's own attributes are followed as serde means them.
 #[proc_macro_derive(

@@ -26,6 +26,8 @@ pub fn sort_key(cont: &Container, stored: &str) -> Option<(String, i32, bool)> {
         .attrs
         .indexes
         .iter()
+        // `pages = false`: kept as declared, no order for the pages
+        .filter(|index| index.value.pages.as_ref().is_none_or(|p| p.value))
         .filter_map(|index| {
             let keys = &index.value.keys.as_ref()?.value;
             let unique = index.value.unique.as_ref().is_some_and(|u| u.value);

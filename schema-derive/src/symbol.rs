@@ -58,6 +58,7 @@ symbols! {
     MINIMUM = "minimum",
     MAXIMUM = "maximum",
     PATTERN = "pattern",
+    NOT_NULL = "not_null",
     STORED_AS = "stored_as",
     CRATE = "crate",
     EQ = "eq",

@@ -133,7 +133,32 @@ fn index_keys(spec: &mongo_schema::CollectionSpec) -> Vec<mongo_schema::bson::Do
     spec.indexes.iter().map(|i| i.keys.clone()).collect()
 }
 
+/// A holder written by a `macro_rules!`, as a service that generates its models would: an
+/// attribute's value passed in by the macro (`name = $collection`) reads as written.
+macro_rules! holder {
+    ($name:ident, $collection:literal) => {
+        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+        #[collection(name = $collection)]
+        pub struct $name {
+            #[serde(rename = "_id")]
+            pub id: ObjectId,
+            #[extended_ref(to = Customer, fields = "name", sync = "transactional")]
+            pub customer: NoteCustomer,
+        }
+    };
+}
+
+holder!(Note, "notes");
+
 pub fn main() {
+    let customer = Customer {
+        id: ObjectId::new(),
+        name: "Ada".into(),
+        email: "ada@example.com".into(),
+    };
+    let copy = NoteCustomer::from(&customer);
+    assert_eq!((copy.id, copy.name.as_str()), (customer.id, "Ada"));
+
     // The copy and subset tables.
     let spec = Ticket::collection_spec();
     assert_eq!(spec.copies.len(), 2);

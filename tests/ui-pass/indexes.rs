@@ -1,4 +1,4 @@
-//! Index options (unique, sparse, partial, name; mongod refuses sparse with partial), a TTL index, validation settings, and a shard key whose unique index starts with it.
+//! Index options (unique, sparse, partial, name; mongod refuses sparse with partial), a TTL index, validation settings, a shard key whose unique index starts with it, and an index that starts with a reference kept as declared (`pages = false`) beside one the derive extends for keyset pages.
 
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
@@ -42,6 +42,38 @@ pub struct Message {
     pub ticket_id: ObjectId,
     pub client_id: String,
     pub at: DateTime,
+}
+
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "members")]
+pub struct Member {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+}
+
+/// Loans by member, newest first: the derive appends `_id` to such an index for the keyset
+/// pages of a member's loans, unless `pages = false` keeps it as declared.
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "loans")]
+#[index(keys(member_id = 1, loaned_at = -1), pages = false, name = "memberId_1_loanedAt_-1")]
+pub struct Loan {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub member_id: Ref<Member>,
+    pub loaned_at: DateTime,
+}
+
+/// The same index without `pages = false`: extended, its declared name kept.
+#[derive(Document, Serialize, Deserialize)]
+#[collection(name = "paged_loans")]
+#[index(keys(member_id = 1, loaned_at = -1), name = "by_member")]
+pub struct PagedLoan {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    #[reference]
+    pub member_id: Ref<Member>,
+    pub loaned_at: DateTime,
 }
 
 pub fn main() {
@@ -88,4 +120,28 @@ pub fn main() {
     assert_eq!(keys, [doc! { "ticket_id": 1, "at": 1, "client_id": 1 }]);
     assert!(spec.indexes[0].unique);
     assert_eq!(spec.indexes[0].reasons.len(), 2);
+
+    // `pages = false`: one index, as declared, which also serves the reference
+    let spec = Loan::collection_spec();
+    assert_eq!(spec.indexes.len(), 1);
+    assert_eq!(
+        spec.indexes[0].keys,
+        doc! { "member_id": 1, "loaned_at": -1 }
+    );
+    assert_eq!(spec.indexes[0].name, "memberId_1_loanedAt_-1");
+    assert!(matches!(
+        spec.indexes[0].reasons.as_slice(),
+        [
+            mongo_schema::IndexReason::Declared,
+            mongo_schema::IndexReason::Reference { .. }
+        ]
+    ));
+    // the control: without it, the same index gains the `_id` tie-break
+    let spec = PagedLoan::collection_spec();
+    assert_eq!(spec.indexes.len(), 1);
+    assert_eq!(
+        spec.indexes[0].keys,
+        doc! { "member_id": 1, "loaned_at": -1, "_id": -1 }
+    );
+    assert_eq!(spec.indexes[0].name, "by_member");
 }

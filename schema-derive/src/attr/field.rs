@@ -44,6 +44,9 @@ pub struct Field {
     pub flatten: Option<TokenStream>,
     /// `#[schema(stored_as = T)]`: the value is stored as `T` would be.
     pub stored_as: Option<Sp<syn::Type>>,
+    /// `#[schema(not_null)]`: an `Option` serde skips when `None`, whose validator refuses
+    /// `null` (absent, never null).
+    pub not_null: Option<TokenStream>,
 }
 
 impl Field {
@@ -63,6 +66,7 @@ impl Field {
         let mut flatten = None;
         let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
         let mut seen_constraints: Vec<&'static str> = Vec::new();
+        let mut not_null = Slot::new(cx, "schema", NOT_NULL);
 
         for attr in &field.attrs {
             let path = attr.path();
@@ -109,6 +113,10 @@ impl Field {
                         stored_as.set_or_poison(&meta.path, parsed);
                         return Ok(());
                     }
+                    if meta.path == NOT_NULL {
+                        not_null.set(&meta.path, ());
+                        return Ok(());
+                    }
                     let (keyword, kind) = if meta.path == MAX_LENGTH {
                         ("maxLength", ConstraintKind::String)
                     } else if meta.path == MIN_LENGTH {
@@ -131,6 +139,7 @@ impl Field {
                                 "minimum",
                                 "maximum",
                                 "stored_as",
+                                "not_null",
                             ],
                         );
                     };
@@ -310,6 +319,7 @@ impl Field {
             custom_serialize,
             custom_deserialize,
             flatten,
+            not_null: not_null.get().map(|n| n.tokens),
             stored_as: stored_as.get().and_then(|s| {
                 Some(Sp {
                     value: s.value?,

@@ -21,6 +21,10 @@ pub struct Index {
     pub name: Option<Sp<String>>,
     /// `collation(...)`: the index's collation.
     pub collation: Option<Sp<Collation>>,
+    /// `pages = false`: an index that starts with a reference (or a copy's `_id`) and another
+    /// key is kept as declared: it does not order the relation's keyset pages, so the derive
+    /// does not append the `_id` tie-break to it.
+    pub pages: Option<Sp<bool>>,
 }
 
 #[derive(Clone)]
@@ -71,6 +75,7 @@ pub(super) fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
     let mut expire = Slot::new(cx, "index", EXPIRE_AFTER_SECS);
     let mut name = Slot::new(cx, "index", NAME);
     let mut collation = Slot::new(cx, "index", COLLATION);
+    let mut pages = Slot::new(cx, "index", PAGES);
     parse_all(cx, attr, |meta| {
         if meta.path == KEYS {
             let parsed = parse_keys(&meta).map(|keys| (meta.path.to_token_stream(), keys));
@@ -111,6 +116,9 @@ pub(super) fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
         } else if meta.path == COLLATION {
             let parsed = collation::parse(cx, &meta);
             collation.set_or_poison(&meta.path, parsed);
+        } else if meta.path == PAGES {
+            let parsed = flag(&meta);
+            pages.set_or_poison(&meta.path, parsed);
         } else {
             unknown(
                 cx,
@@ -124,6 +132,7 @@ pub(super) fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
                     "expire_after_secs",
                     "name",
                     "collation",
+                    "pages",
                 ],
             )?;
         }
@@ -137,6 +146,7 @@ pub(super) fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
         expire_after_secs: expire.get(),
         name: name.get(),
         collation: collation.get(),
+        pages: pages.get(),
     }
 }
 

@@ -186,8 +186,14 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
 
 /// Reads `= <expression>` whole, so that a malformed value is reported by the interpreting
 /// function and never desynchronises the rest of the option list.
+/// The value after `=`; a value a `macro_rules!` passed in (`name = $name`) comes in an
+/// invisible group, taken off here so that it reads as written.
 fn value(meta: &ParseNestedMeta) -> syn::Result<Expr> {
-    meta.value()?.parse()
+    let mut expr: Expr = meta.value()?.parse()?;
+    while let Expr::Group(group) = expr {
+        expr = *group.expr;
+    }
+    Ok(expr)
 }
 
 fn option_name(example: &str) -> &str {

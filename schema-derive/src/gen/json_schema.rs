@@ -76,9 +76,10 @@ fn object_schema(fields: &[Field], closed: bool, root: bool) -> TokenStream {
         }
         let name = &field.stored_name;
         let required = !field.attrs.skip_serializing_if;
-        if name == "_id" && !required {
-            // an `Option` id skipped when `None`: the server assigns one, never `null`
-            return quote!(.property(#name, #private::not_null(#schema), false));
+        if (name == "_id" && !required) || field.attrs.not_null.is_some() {
+            // an `Option` id skipped when `None` (the server assigns one), or one declared
+            // absent-never-null: never `null`
+            return quote!(.property(#name, #private::not_null(#schema), #required));
         }
         quote!(.property(#name, #schema, #required))
     });
