@@ -3,12 +3,12 @@
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
 
+/// The owner: a product, whose `_id` is a `String`.
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "products")]
 pub struct Product {
     #[serde(rename = "_id")]
     pub id: String,
-    pub name: String,
 }
 
 /// The spec sheet of a product, under the product's `_id`: a `String`, not an `i64`.
