@@ -19,10 +19,10 @@ pub struct Reading {
 macro_rules! reading_bucket {
     ($($head:tt)*) => {
         $($head)* {
-            #[reference]
-            pub sensor_id: Ref<Sensor>,
             #[embed(max = 100)]
             pub readings: Vec<Reading>,
+            #[reference]
+            pub sensor_id: Ref<Sensor>,
             pub count: i64,
             pub first_at: i64,
             pub last_at: i64,

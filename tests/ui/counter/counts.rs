@@ -27,18 +27,18 @@ macro_rules! post {
 macro_rules! user {
     ($($fields:tt)*) => {
         #[derive(Document, Serialize, Deserialize)]
+        #[collection(name = "users")]
+        pub struct User { $($fields)* }
+
+        #[derive(Document, Serialize, Deserialize)]
         #[collection(name = "follows")]
         pub struct Follow {
+            pub note: String,
             #[reference]
             pub follower: Ref<User>,
             #[reference]
             pub followed: Ref<User>,
-            pub note: String,
         }
-
-        #[derive(Document, Serialize, Deserialize)]
-        #[collection(name = "users")]
-        pub struct User { $($fields)* }
     };
 }
 

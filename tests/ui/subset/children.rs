@@ -51,14 +51,12 @@ pub struct FollowerPreview {
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "follows")]
 pub struct Follow {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
+    pub follower_name: String,
+    pub at: DateTime,
     #[reference]
     pub follower: Ref<Person>,
     #[reference]
     pub followed: Ref<Person>,
-    pub follower_name: String,
-    pub at: DateTime,
 }
 
 /// `via` names the child's reference to the parent: `follower_name` is a string
