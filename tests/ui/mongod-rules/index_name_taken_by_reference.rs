@@ -6,8 +6,6 @@ use serde::{Deserialize, Serialize};
 #[collection(name = "messages")]
 #[index(keys(at = -1), name = "ticket_id_1")]
 pub struct Message {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
     #[reference]
     pub ticket_id: Ref<Ticket>,
     pub at: DateTime,
