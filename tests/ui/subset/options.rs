@@ -48,8 +48,9 @@ mod missing_max {
     use super::*;
 
     ticket! {
-        #[subset(of = Message, sort = "-at")]
+        #[subset(of = Message, sort = "-at", count = "message_count")]
         pub last_message: Option<MessagePreview>,
+        pub message_count: i64,
     }
 }
 
