@@ -9,7 +9,9 @@ pub struct BookPreview {
 
 impl From<&Book> for BookPreview {
     fn from(book: &Book) -> Self {
-        BookPreview { title: book.title.clone() }
+        BookPreview {
+            title: book.title.clone(),
+        }
     }
 }
 
