@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 #[collection(name = "tickets")]
 #[index(keys(team = 1, state = 1))]
 pub struct Ticket {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
     pub team: String,
     pub status: String,
 }

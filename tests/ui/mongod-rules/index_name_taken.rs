@@ -7,8 +7,6 @@ use serde::{Deserialize, Serialize};
 #[index(keys(team = 1))]
 #[index(keys(status = 1, team = 1), name = "team_1")]
 pub struct Ticket {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
     pub team: String,
     pub status: String,
 }

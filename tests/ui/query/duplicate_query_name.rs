@@ -6,8 +6,6 @@ use serde::{Deserialize, Serialize};
 #[query(name = "queue", eq(team), limit = 50)]
 #[query(name = "queue", eq(team), sort(priority = -1), limit = 50)]
 pub struct Ticket {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
     pub team: String,
     pub priority: i32,
 }

@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 #[collection(name = "tickets")]
 #[query(name = "agent_queue", eq(tema), sort(priority = -1), limit = 50)]
 pub struct Ticket {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
     pub team: String,
     pub priority: i32,
 }

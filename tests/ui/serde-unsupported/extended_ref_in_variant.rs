@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Document, Serialize, Deserialize)]
 #[collection(name = "users")]
 pub struct User {
+    pub name: String,
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    pub name: String,
 }
 
 #[derive(Document, Serialize, Deserialize)]

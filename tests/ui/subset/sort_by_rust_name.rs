@@ -5,12 +5,13 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct BookPreview {
     pub title: String,
-    pub added_at: DateTime,
 }
 
 impl From<&Book> for BookPreview {
     fn from(book: &Book) -> Self {
-        BookPreview { title: book.title.clone(), added_at: book.added_at }
+        BookPreview {
+            title: book.title.clone(),
+        }
     }
 }
 
