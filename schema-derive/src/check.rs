@@ -615,7 +615,7 @@ fn check_not_null(cx: &Ctxt, field: &Field) {
         cx.error_spanned_by(
             tokens,
             format!(
-                "`not_null` on field `{}`, which is not an `Option`: its validator never allows `null` already; \
+                "`not_null` on field `{}`, which is not an `Option`: its validator already refuses `null`; \
                  remove `not_null`",
                 field.display_name()
             ),
