@@ -25,8 +25,9 @@ pub struct PullConfig {
     /// Look for references and copies.
     pub relations: bool,
     /// Say each pass as it starts, a line on standard error (`mongo-schema pull: facts of
-    /// `orders`: 700,000 documents`), and the facts pass after each chunk of
-    /// [`PullConfig::facts_chunk`] documents: the command line sets it, a library caller may.
+    /// `orders`: 700,000 documents`), and how far it is: each collection sampled, each run of
+    /// [`PullConfig::facts_chunk`] documents counted, each gate round, each reference or copy
+    /// checked. The command line sets it, a library caller may.
     pub progress: bool,
     /// Documents one facts aggregation counts at most: a larger collection is counted in runs
     /// of `_id`s, in index order, one aggregation each, so that the pass says how far it is.

@@ -365,11 +365,11 @@ impl<'a> Infer<'a> {
                 && self.refuses_null(&field_path);
             if not_null {
                 notes.push(format!(
-                    "`{stored}`: absent in some documents, `null` in none, and {}: `#[schema(not_null)]`",
+                    "`{stored}`: optional, and {}: `#[schema(not_null)]`",
                     if self.declared(&field_path).is_some() {
                         "the existing validator refuses `null`"
                     } else {
-                        "no validator takes it today"
+                        "`null` in no document"
                     }
                 ));
             }

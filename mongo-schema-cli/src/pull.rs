@@ -40,9 +40,24 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         db.name(),
         crate::names::count(config.read.sample)
     ));
-    let found = sample::sample(db, &config.collections, &config.read, &mut report)
-        .await
-        .map_err(|e| format!("sampling failed: {e}"))?;
+    let mut sampled = |f: &sample::Found| {
+        say(format!(
+            "sampled `{}`: {} documents, {} read ({:.0} s so far)",
+            f.name,
+            crate::names::count(f.count),
+            crate::names::count(f.sampled),
+            started.elapsed().as_secs_f64()
+        ))
+    };
+    let found = sample::sample(
+        db,
+        &config.collections,
+        &config.read,
+        &mut report,
+        &mut sampled,
+    )
+    .await
+    .map_err(|e| format!("sampling failed: {e}"))?;
     if found.is_empty() {
         return Err(format!("`{}` holds no collection to pull", db.name()));
     }
@@ -228,7 +243,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
 
 /// A line on standard error as a pass starts, when `config` asks for them
 /// ([`PullConfig::progress`]).
-fn say(config: &PullConfig, line: &str) {
+pub(crate) fn say(config: &PullConfig, line: &str) {
     if config.progress {
         eprintln!("mongo-schema pull: {line}");
     }

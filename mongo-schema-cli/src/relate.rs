@@ -237,6 +237,22 @@ pub async fn relate(
     Ok(())
 }
 
+/// Records one check of values against a target's `_id`s, and says it when `config` asks for
+/// progress (one line a check: each is a server command over the holders).
+fn checked(config: &PullConfig, report: &mut Report, check: ReferenceCheck) {
+    crate::pull::say(
+        config,
+        &format!(
+            "references and copies: `{}` against `{}`: {} of {} distinct values found",
+            check.path,
+            check.target,
+            crate::names::count(check.found),
+            crate::names::count(check.checked)
+        ),
+    );
+    report.references.push(check);
+}
+
 /// `ty` with its element (through arrays) replaced by `element`.
 fn with_element(ty: &Ty, element: Ty) -> Ty {
     match ty {
@@ -286,13 +302,17 @@ async fn reference(
         }
         let found = found_in(db, config, &target_name, &values, report).await?;
         let accepted = accepts(config, found, values.len(), hinted, &element);
-        report.references.push(ReferenceCheck {
-            path: format!("{coll}.{path}"),
-            target: target_name.clone(),
-            checked: values.len() as u64,
-            found,
-            accepted,
-        });
+        checked(
+            config,
+            report,
+            ReferenceCheck {
+                path: format!("{coll}.{path}"),
+                target: target_name.clone(),
+                checked: values.len() as u64,
+                found,
+                accepted,
+            },
+        );
         // a single reference gets the derive's index (an array of them needs none)
         let single = !matches!(field.ty, Ty::Array { .. });
         if accepted && !declared_here(model, ci, path, single, report, &target_name) {
@@ -431,13 +451,17 @@ async fn extended(
         }
         let found = found_in(db, config, &target_name, &values, report).await?;
         let accepted = accepts(config, found, values.len(), hinted, &id.ty);
-        report.references.push(ReferenceCheck {
-            path: format!("{coll}.{path}"),
-            target: target_name.clone(),
-            checked: values.len() as u64,
-            found,
-            accepted,
-        });
+        checked(
+            config,
+            report,
+            ReferenceCheck {
+                path: format!("{coll}.{path}"),
+                target: target_name.clone(),
+                checked: values.len() as u64,
+                found,
+                accepted,
+            },
+        );
         if accepted && !declared_here(model, ci, &path, false, report, &target_name) {
             return Ok(());
         }

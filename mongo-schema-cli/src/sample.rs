@@ -72,12 +72,14 @@ pub fn collection(db: &Database, name: &str, read: &ReadOptions) -> Collection<D
     db.collection::<Document>(name)
 }
 
-/// The collections of `db` (`only` when given), sampled.
+/// The collections of `db` (`only` when given), sampled; `progress` hears of each as it is
+/// done.
 pub async fn sample(
     db: &Database,
     only: &[String],
     read: &ReadOptions,
     report: &mut Report,
+    progress: &mut (dyn FnMut(&Found) + Send),
 ) -> mongodb::error::Result<Vec<Found>> {
     report.command("listCollections");
     let mut specs: Vec<Document> = db
@@ -171,6 +173,7 @@ pub async fn sample(
             collation: options.get_document("collation").ok().cloned(),
             options,
         });
+        progress(&found[found.len() - 1]);
     }
     Ok(found)
 }

@@ -81,14 +81,18 @@ async fn pull_writes_the_module_and_the_report() {
         .lines()
         .filter_map(|l| l.strip_prefix("mongo-schema pull: "))
         .collect();
-    assert!(said.len() >= 4, "{stderr}");
+    assert!(said.len() >= 8, "{stderr}");
     assert!(said[0].starts_with("sampling `"), "{said:?}");
     assert!(
-        said[1].starts_with("facts of `notes`: 200 documents, counted in runs of 64"),
+        said[1].starts_with("sampled `notes`: 200 documents, 52 read"),
+        "{said:?}"
+    );
+    assert!(
+        said[2].starts_with("facts of `notes`: 200 documents, counted in runs of 64"),
         "{said:?}"
     );
     // then a line after each run of 64 (the facts pass says how far it is)
-    let runs: Vec<&str> = said[2..6]
+    let runs: Vec<&str> = said[3..7]
         .iter()
         .map(|l| l.split(" documents counted").next().unwrap_or(l))
         .collect();

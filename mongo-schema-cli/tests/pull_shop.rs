@@ -91,6 +91,8 @@ async fn a_pulled_shop_compiles_applies_with_no_violator_and_round_trips() {
         "#[schema(stored_as = IntOrDouble)]\n    pub total: f64,",
         "pub notes: Option<String>,",
         "pub phone: Option<Option<String>>,",
+        // optional and never `null` in a collection without a validator (the guide's excerpt)
+        "/// `coupon`: optional, and `null` in no document: `#[schema(not_null)]`\n    #[serde(default, skip_serializing_if = \"Option::is_none\")]\n    #[schema(not_null)]\n    pub coupon: Option<String>,",
         "#[reference]\n    pub customer_id: Ref<Customer>,",
         "#[reference]\n    pub product_id: Ref<Product>,",
         "#[extended_ref(to = Customer, fields = \"name\", sync = \"transactional\")]\n    pub customer: OrderCustomer,",
