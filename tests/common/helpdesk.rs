@@ -138,6 +138,25 @@ pub fn customer(name: &str) -> Customer {
     }
 }
 
+pub fn agent(display_name: impl Into<String>, team: &str) -> Agent {
+    Agent {
+        id: ObjectId::new(),
+        display_name: display_name.into(),
+        team: team.into(),
+    }
+}
+
+/// Renames agent `id` with the driver (a worker, if one runs, applies the copies).
+pub async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: impl Into<String>) {
+    Agent::collection(db)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": { "displayName": name.into() } },
+        )
+        .await
+        .unwrap();
+}
+
 pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket {
     Ticket {
         id: ObjectId::new(),

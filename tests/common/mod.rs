@@ -7,8 +7,9 @@ pub mod live;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use futures_util::TryStreamExt;
 use mongo_schema::mongodb::event::command::CommandStartedEvent;
-use mongo_schema::mongodb::Database;
+use mongo_schema::mongodb::{Cursor, Database};
 
 /// Polls until `check` holds, failing the test after `timeout` with `what`. A check that hangs
 /// (a read from a server that stopped answering) fails the test at the same deadline: each
@@ -106,4 +107,29 @@ pub fn command_on(
     move |started| {
         started.command_name == command && started.command.get_str(command).ok() == Some(collection)
     }
+}
+
+/// Every item of the cursor `query` opens (a driver `find`, `aggregate` or `list_indexes`),
+/// failing the test on an error.
+#[allow(dead_code)]
+pub async fn all<T>(
+    query: impl std::future::IntoFuture<Output = mongo_schema::mongodb::error::Result<Cursor<T>>>,
+) -> Vec<T>
+where
+    T: serde::de::DeserializeOwned + Send + Sync + Unpin,
+{
+    query.await.unwrap().try_collect().await.unwrap()
+}
+
+/// The document of `T` with `_id` `id`, failing the test if there is none.
+#[allow(dead_code)]
+pub async fn stored<T>(db: &Database, id: impl Into<mongo_schema::bson::Bson>) -> T
+where
+    T: mongo_schema::Document + serde::de::DeserializeOwned + Send + Sync,
+{
+    T::collection(db)
+        .find_one(mongo_schema::bson::doc! { "_id": id.into() })
+        .await
+        .unwrap()
+        .expect("the document is stored")
 }
