@@ -309,6 +309,27 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
     shut_down(paused).await;
 }
 
+/// A dedicated server with the failpoints, and a client of it.
+async fn failpoint_server() -> (mongo_schema_testkit::TestServer, mongodb::Client) {
+    let server = common::failpoint_server().await;
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    (server, client)
+}
+
+/// Sets the `failCommand` failpoint of `client`'s server: the next two `command`s of the
+/// client named `app` fail with `BSONObjectTooLarge` (10334).
+async fn fail_twice_as_too_large(client: &mongodb::Client, command: &str, app: &str) {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 2 },
+            "data": { "failCommands": [command], "appName": app, "errorCode": 10334 },
+        })
+        .await
+        .unwrap();
+}
+
 /// An event too large to send, as mongod answers it: its `getMore` fails with
 /// `BSONObjectTooLarge` (10334), before and after the worker reopens its stream one event at a
 /// time (SecantusDB sends events of any size, so a `failCommand` of a server of the test's own
@@ -319,13 +340,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
     const APP: &str = "too-large-worker";
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
-    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (server, client) = failpoint_server().await;
     let (db, schema, agents, cases) = setup_in(client.database("too_large"), 2).await;
     let (big, next) = (&agents[0], &agents[1]);
     // the worker's own client: named, so that the failpoint answers its commands alone
@@ -338,15 +353,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
         .spawn();
     ready(&worker).await;
 
-    client
-        .database("admin")
-        .run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": { "times": 2 },
-            "data": { "failCommands": ["getMore"], "appName": APP, "errorCode": 10334 },
-        })
-        .await
-        .unwrap();
+    fail_twice_as_too_large(&client, "getMore", APP).await;
     // the worker reopens one event at a time, meets 10334 again, and probes from its position
     let probing = |c: &mongo_schema_testkit::StartedCommand| {
         c.name == "aggregate"
@@ -413,13 +420,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped() {
     const APP: &str = "too-large-reopen";
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
-    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (server, client) = failpoint_server().await;
     let (db, schema, agents, cases) = setup_in(client.database("too_large_reopen"), 2).await;
     let (big, next) = (&agents[0], &agents[1]);
     let (worker_client, _log) =
@@ -432,15 +433,7 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
     // the event the server cannot send, first after the saved token, and a change after it
     rename(&db, big, "too large to send").await;
     rename(&db, next, "after the large one").await;
-    client
-        .database("admin")
-        .run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": { "times": 2 },
-            "data": { "failCommands": ["aggregate"], "appName": APP, "errorCode": 10334 },
-        })
-        .await
-        .unwrap();
+    fail_twice_as_too_large(&client, "aggregate", APP).await;
     let worker = schema
         .sync_worker(&worker_db)
         .name("reopen")

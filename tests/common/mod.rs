@@ -133,3 +133,15 @@ where
         .unwrap()
         .expect("the document is stored")
 }
+
+/// A dedicated test server with the failpoints (`--enable-test-commands`): `failCommand`,
+/// `maxTimeAlwaysTimeOut`.
+#[allow(dead_code)]
+pub async fn failpoint_server() -> mongo_schema_testkit::TestServer {
+    tokio::task::spawn_blocking(|| {
+        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
+    })
+    .await
+    .unwrap()
+    .expect("a dedicated server with the failpoints")
+}
