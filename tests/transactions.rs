@@ -3,6 +3,8 @@
 //! `copies_available` decremented, or neither), with the commands a hand-written transaction
 //! sends, and nothing written when any part fails.
 
+mod common;
+
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -122,28 +124,46 @@ async fn lend(
     library: &Library,
     loan: &Loan,
 ) -> mongo_schema::Result<mongo_schema::TransactionReport> {
-    schema()
+    lend_in(library, loan, None).await
+}
+
+/// [`lend`], in `session` (the caller's) when there is one.
+async fn lend_in(
+    library: &Library,
+    loan: &Loan,
+    session: Option<&mut mongodb::ClientSession>,
+) -> mongo_schema::Result<mongo_schema::TransactionReport> {
+    let schema = schema();
+    let lending = schema
         .transaction(&library.db)
         .add(&Member::ACTIVE_LOANS, loan)
         .update_one::<Book>(
             doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
             doc! { "$inc": { "copies_available": -1 } },
         )
-        .must_match()
-        .await
+        .must_match();
+    match session {
+        Some(session) => lending.session(session).await,
+        None => lending.await,
+    }
+}
+
+/// The session and the transaction number `command` was sent with.
+fn transaction_of(
+    command: &mongo_schema_testkit::StartedCommand,
+) -> (
+    Option<mongo_schema::bson::Bson>,
+    Option<mongo_schema::bson::Bson>,
+) {
+    (
+        command.command.get("lsid").cloned(),
+        command.command.get("txnNumber").cloned(),
+    )
 }
 
 async fn state(library: &Library) -> (Member, Book, u64) {
-    let member = Member::collection(&library.db)
-        .find_one(doc! { "_id": library.member.id })
-        .await
-        .unwrap()
-        .unwrap();
-    let book = Book::collection(&library.db)
-        .find_one(doc! { "_id": library.book.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let member: Member = common::stored(&library.db, library.member.id).await;
+    let book: Book = common::stored(&library.db, library.book.id).await;
     let loans = Loan::collection(&library.db)
         .count_documents(doc! {})
         .await
@@ -165,12 +185,7 @@ async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_wri
         .filter(|n| *n != "endSessions")
         .collect();
     assert_eq!(names, ["insert", "update", "update", "commitTransaction"]);
-    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
-        (
-            c.command.get("lsid").cloned(),
-            c.command.get("txnNumber").cloned(),
-        )
-    };
+    let transaction = transaction_of;
     let first_command = transaction(&commands[0]);
     assert!(first_command.1.is_some(), "sent in a transaction");
     assert!(
@@ -257,12 +272,7 @@ async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
         ],
         "{commands:?}"
     );
-    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
-        (
-            c.command.get("lsid").cloned(),
-            c.command.get("txnNumber").cloned(),
-        )
-    };
+    let transaction = transaction_of;
     let first = transaction(&commands[0]);
     assert!(
         first.1.is_some(),
@@ -384,11 +394,7 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .unwrap()
         .unwrap();
     assert_eq!(stored.book.title, "Dune (1965)");
-    let book = Book::collection(&library.db)
-        .find_one(doc! { "_id": library.book.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let book: Book = common::stored(&library.db, library.book.id).await;
     assert_eq!(
         (book.title.as_str(), book.copies_available),
         ("Dune (1965)", 1)
@@ -464,15 +470,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         .session(&mut s)
         .await
         .unwrap();
-    let error = schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 1_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut s)
+    let error = lend_in(&library, &loan(&library, 1_000), Some(&mut s))
         .await
         .unwrap_err();
     assert!(
@@ -542,15 +540,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     // a session with no transaction: nothing to abort, and the error says the earlier writes
     // stay (the loan and its parent update were sent one by one)
     let mut plain = client.start_session().await.unwrap();
-    let error = schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 2_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut plain)
+    let error = lend_in(&library, &loan(&library, 2_000), Some(&mut plain))
         .await
         .unwrap_err();
     assert!(
@@ -586,15 +576,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         .session(&mut s)
         .await
         .unwrap();
-    schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 3_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut s)
+    lend_in(&library, &loan(&library, 3_000), Some(&mut s))
         .await
         .unwrap();
     s.commit_transaction().await.unwrap();
