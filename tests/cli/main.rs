@@ -21,6 +21,14 @@ use status::*;
 
 const CHILD: &str = "MONGO_SCHEMA_CLI_CHILD";
 
+/// The arguments of `status` on `db` at `uri`, then `more`.
+fn status_args(uri: &str, db: &mongodb::Database, more: &[&str]) -> Vec<String> {
+    let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.to_owned()];
+    all.extend(["--db".to_owned(), db.name().to_owned()]);
+    all.extend(more.iter().map(|s| (*s).to_owned()));
+    all
+}
+
 /// What one run of a command gave.
 struct Ran {
     code: i32,
@@ -589,21 +597,7 @@ async fn repairs_that_fail_exit_2() {
     let db = mongo_schema_testkit::database("cli_failed_repairs").await;
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let customer = helpdesk::customer("Bo");
-    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
-    if let Some(assignee) = ticket.assignee.as_mut() {
-        assignee.display_name = "stale".into();
-    }
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    let (_, ticket) = helpdesk::assigned_ticket(&db, "stale").await;
     let tickets = db.collection::<BsonDocument>("tickets");
     tickets
         .update_one(
@@ -657,21 +651,7 @@ async fn reports_and_read_only_commands() {
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
     // a drifted async copy, for reconcile and audit to find
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let customer = helpdesk::customer("Bo");
-    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
-    if let Some(assignee) = ticket.assignee.as_mut() {
-        assignee.display_name = "stale".into();
-    }
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    helpdesk::assigned_ticket(&db, "stale").await;
 
     let reconcile = run(args("reconcile", &db, &["--json"])).await;
     assert_eq!(

@@ -170,3 +170,16 @@ pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket
         updated_at: DateTime::now(),
     }
 }
+
+/// Inserts the agent Ana (billing) and a ticket of the customer Bo assigned to her, whose copy
+/// of her name says `copied` (`"Ana"`, or another name for a drifted copy); returns the two.
+pub async fn assigned_ticket(db: &mongodb::Database, copied: &str) -> (Agent, Ticket) {
+    let ana = agent("Ana", "billing");
+    Agent::collection(db).insert_one(&ana).await.unwrap();
+    let mut ticket = ticket(&customer("Bo"), Some(&ana), 1);
+    if let Some(assignee) = ticket.assignee.as_mut() {
+        assignee.display_name = copied.into();
+    }
+    Ticket::collection(db).insert_one(&ticket).await.unwrap();
+    (ana, ticket)
+}
