@@ -145,3 +145,13 @@ pub async fn failpoint_server() -> mongo_schema_testkit::TestServer {
     .unwrap()
     .expect("a dedicated server with the failpoints")
 }
+
+/// Waits (off the runtime's threads) until `held` hears that a command of a
+/// [`held_database`] is held, failing the test with `what` after 30 s.
+#[allow(dead_code)]
+pub async fn wait_until_held(held: mpsc::Receiver<()>, what: &str) {
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect(what);
+}
