@@ -464,21 +464,48 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
     drop(server);
 }
 
-/// Renames `agent` every `period` until `done`.
-fn trickle(
-    db: mongodb::Database,
-    agent: Agent,
-    period: Duration,
+/// Renames of one agent, one every period, until stopped.
+struct Trickle {
     done: Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Renames `agent` every `period` until the trickle is stopped.
+fn trickle(db: mongodb::Database, agent: Agent, period: Duration) -> Trickle {
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    let task = tokio::spawn(async move {
         let mut n = 0;
-        while !done.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             n += 1;
             rename(&db, &agent, &format!("trickle {n}")).await;
             tokio::time::sleep(period).await;
         }
-    })
+    });
+    Trickle { done, task }
+}
+
+impl Trickle {
+    /// Stops the renames and waits for the last one.
+    async fn stop(self) {
+        self.done.store(true, Ordering::Relaxed);
+        self.task.await.unwrap();
+    }
+}
+
+/// The schema's worker `name` on `db`, its `getMore`s held up to [`AWAIT`], ready.
+async fn awaiting_worker(
+    schema: &Schema,
+    db: &mongodb::Database,
+    name: &str,
+) -> mongo_schema::SyncWorkerHandle {
+    let worker = schema
+        .sync_worker(db)
+        .name(name)
+        .max_await_time(AWAIT)
+        .spawn();
+    ready(&worker).await;
+    worker
 }
 
 /// The server holds a `getMore` for up to this long when nothing waits: longer than the
@@ -490,19 +517,8 @@ const AWAIT: Duration = Duration::from_millis(400);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_during_a_trickle_is_applied_within_a_second() {
     let (db, schema, agents, cases) = setup("sync_events_trickle", 2).await;
-    let worker = schema
-        .sync_worker(&db)
-        .name("trickle")
-        .max_await_time(AWAIT)
-        .spawn();
-    ready(&worker).await;
-    let done = Arc::new(AtomicBool::new(false));
-    let trickling = trickle(
-        db.clone(),
-        agents[0].clone(),
-        Duration::from_millis(300),
-        done.clone(),
-    );
+    let worker = awaiting_worker(&schema, &db, "trickle").await;
+    let trickling = trickle(db.clone(), agents[0].clone(), Duration::from_millis(300));
     tokio::time::sleep(Duration::from_secs(1)).await;
     for n in 0..3 {
         let name = format!("renamed {n}");
@@ -516,29 +532,17 @@ async fn a_rename_during_a_trickle_is_applied_within_a_second() {
         println!("rename {n} applied after {took:?}");
         tokio::time::sleep(Duration::from_millis(450)).await;
     }
-    done.store(true, Ordering::Relaxed);
-    trickling.await.unwrap();
+    trickling.stop().await;
     shut_down(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_during_a_trickle_returns_at_once() {
     let (db, schema, agents, cases) = setup("sync_events_stop", 1).await;
-    let worker = schema
-        .sync_worker(&db)
-        .name("stop")
-        .max_await_time(AWAIT)
-        .spawn();
-    ready(&worker).await;
-    let done = Arc::new(AtomicBool::new(false));
+    let worker = awaiting_worker(&schema, &db, "stop").await;
     // a change every 50 ms: no reply of the stream comes back empty, and a batch that
     // gathered until one did (or until 1,000 changes) would hold the shutdown for minutes
-    let trickling = trickle(
-        db.clone(),
-        agents[0].clone(),
-        Duration::from_millis(50),
-        done.clone(),
-    );
+    let trickling = trickle(db.clone(), agents[0].clone(), Duration::from_millis(50));
     // the worker is following the trickle
     eventually(
         Duration::from_secs(10),
@@ -559,6 +563,5 @@ async fn a_shutdown_during_a_trickle_returns_at_once() {
     .await
     .unwrap();
     println!("shutdown returned after {:?}", asked.elapsed());
-    done.store(true, Ordering::Relaxed);
-    trickling.await.unwrap();
+    trickling.stop().await;
 }
