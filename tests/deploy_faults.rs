@@ -7,7 +7,6 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, OnViolations, VersionStatus, Warning, META_COLLECTION};
@@ -215,13 +214,10 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
         "{names:?}"
     );
     assert_eq!(names, ["find", "listCollections", "listIndexes"]);
-    let collections: Vec<BsonDocument> = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "invoices" } })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let collections: Vec<BsonDocument> = common::all(
+        db.run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "invoices" } }),
+    )
+    .await;
     assert_eq!(
         collections[0]
             .get_document("options")
