@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, ready, ready_within, shut_down_within, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::FAN_OUT_CHUNK;
@@ -492,30 +491,25 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
         "the worker never replayed the event: {:?}",
         worker.stats().last_error()
     );
-    let indexes: Vec<BsonDocument> = db
-        .collection::<BsonDocument>(mongo_schema::FAILURES_COLLECTION)
-        .list_indexes()
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|i| mongo_schema::bson::to_document(&i).unwrap())
-        .collect();
+    let indexes: Vec<BsonDocument> = common::all(
+        db.collection::<BsonDocument>(mongo_schema::FAILURES_COLLECTION)
+            .list_indexes(),
+    )
+    .await
+    .into_iter()
+    .map(|i| mongo_schema::bson::to_document(&i).unwrap())
+    .collect();
     println!("the failure log's indexes: {indexes:?}");
     shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// The lane documents of the worker `name`.
 async fn lanes(db: &mongodb::Database, name: &str) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
-        .find(doc! { "_id.lease": name })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
+            .find(doc! { "_id.lease": name }),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
