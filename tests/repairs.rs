@@ -14,13 +14,8 @@ mod model {
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "owners")]
-    pub struct Owner {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
+    /// The source.
+    pub use crate::common::owners::Owner;
 
     #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
     #[collection(name = "holders")]
@@ -40,6 +35,7 @@ mod model {
     }
 }
 
+use common::owners::{owner, rename_owner};
 use model::*;
 
 /// A fresh database named after `prefix` with the schema applied, the schema, and its owner,
@@ -48,10 +44,7 @@ async fn with_owner(prefix: &str, name: &str) -> (mongodb::Database, Schema, Own
     let db = mongo_schema_testkit::database(prefix).await;
     let schema = schema();
     schema.apply(&db).await.unwrap();
-    let owner = Owner {
-        id: ObjectId::new(),
-        name: name.into(),
-    };
+    let owner = owner(name);
     Owner::collection(&db).insert_one(&owner).await.unwrap();
     (db, schema, owner)
 }
@@ -87,14 +80,6 @@ async fn reconcile_held_at_its_update(
         .unwrap()
         .expect(what);
     (reconciling, release)
-}
-
-/// Renames the owner `id` with the driver.
-async fn rename_owner(db: &mongodb::Database, id: ObjectId, name: &str) {
-    Owner::collection(db)
-        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
 }
 
 /// The stored holder `id`.

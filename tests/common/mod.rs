@@ -3,6 +3,7 @@ pub mod cases;
 pub mod gate;
 pub mod helpdesk;
 pub mod live;
+pub mod owners;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
