@@ -28,13 +28,7 @@ mod model {
     use serde::{Deserialize, Serialize};
 
     /// The source.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "owners")]
-    pub struct Owner {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
+    pub use crate::common::owners::Owner;
 
     /// A holder of an async copy (its `_id`s are of several BSON types: the test writes them
     /// raw and lifts the validator).
@@ -69,6 +63,7 @@ mod model {
     }
 }
 
+use common::owners::{owner, rename_owner};
 use model::*;
 
 fn holder(id: Bson, n: i64, owner: &ObjectId, name: &str) -> BsonDocument {
@@ -100,20 +95,6 @@ async fn renamed(db: &mongodb::Database, collection: &str, owner: ObjectId, name
         .count_documents(doc! { "owner._id": owner, "owner.name": name })
         .await
         .unwrap()
-}
-
-async fn rename(db: &mongodb::Database, owner: ObjectId, name: &str) {
-    Owner::collection(db)
-        .update_one(doc! { "_id": owner }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
-}
-
-fn owner(name: &str) -> Owner {
-    Owner {
-        id: ObjectId::new(),
-        name: name.into(),
-    }
 }
 
 /// One `update` command of the holders, as command monitoring saw it: sent inside a
@@ -205,8 +186,8 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
     let first = worker("scale");
     ready_within(&first, Duration::from_secs(120)).await;
     shut_down_within(first, SHUTDOWN).await;
-    rename(&db, big.id, "Big 2").await;
-    rename(&db, small.id, "Small 2").await;
+    rename_owner(&db, big.id, "Big 2").await;
+    rename_owner(&db, small.id, "Small 2").await;
     updates.lock().unwrap().clear();
 
     let started = Instant::now();
@@ -339,8 +320,8 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         .max_await_time(Duration::from_millis(100))
         .spawn();
     ready(&worker).await;
-    rename(&db, big.id, "Big 2").await;
-    rename(&db, small.id, "Small 2").await;
+    rename_owner(&db, big.id, "Big 2").await;
+    rename_owner(&db, small.id, "Small 2").await;
     eventually(CONVERGE, "the other source's holder converges", || async {
         renamed(&db, "items", small.id, "Small 2").await == 1
     })
@@ -360,7 +341,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         .iter()
         .all(|f| f.copy == "strict_items.owner" && f.code == Some(121)));
     // the worker went on: a later change of the other source is applied too
-    rename(&db, small.id, "Small 3").await;
+    rename_owner(&db, small.id, "Small 3").await;
     eventually(CONVERGE, "a later rename converges", || async {
         renamed(&db, "items", small.id, "Small 3").await == 1
     })
@@ -474,7 +455,7 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
         .max_await_time(Duration::from_millis(100))
         .spawn();
     ready(&worker).await;
-    rename(&db, owner.id, "Ana 2").await;
+    rename_owner(&db, owner.id, "Ana 2").await;
     // (the holders are rewritten one by one once the chunk failed: the record can come first)
     eventually(
         CONVERGE,
@@ -558,7 +539,7 @@ async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_a
         .unwrap();
     tokens.delete_one(doc! { "_id": NAME }).await.unwrap();
     let started = Instant::now();
-    rename(&db, owner.id, "Ana 2").await;
+    rename_owner(&db, owner.id, "Ana 2").await;
     eventually(
         Duration::from_secs(15),
         "the worker takes the lease back above the lanes' epoch and applies the rename",
