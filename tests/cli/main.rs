@@ -1017,52 +1017,31 @@ type Test = (
     fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
 );
 
+/// The tests `(name, start)`, each named as its function.
+macro_rules! tests {
+    ($($test:ident),* $(,)?) => {
+        [$((stringify!($test), || Box::pin($test()))),*]
+    };
+}
+
 fn main() -> ExitCode {
     if let Ok(schema) = std::env::var(CHILD) {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 12] = [
-        ("status_exits_2_after_a_watchdog_stall", || {
-            Box::pin(status_exits_2_after_a_watchdog_stall())
-        }),
-        ("repairs_that_fail_exit_2", || {
-            Box::pin(repairs_that_fail_exit_2())
-        }),
-        ("progress_is_shown_once_on_a_terminal", || {
-            Box::pin(progress_is_shown_once_on_a_terminal())
-        }),
-        (
-            "status_exits_2_for_a_worker_that_holds_its_lease_without_progress",
-            || Box::pin(status_exits_2_for_a_worker_that_holds_its_lease_without_progress()),
-        ),
-        ("a_rollback_then_a_roll_forward_ends_as_declared", || {
-            Box::pin(a_rollback_then_a_roll_forward_ends_as_declared())
-        }),
-        (
-            "a_validator_refused_over_violators_exits_3_and_is_not_counted_again",
-            || Box::pin(a_validator_refused_over_violators_exits_3_and_is_not_counted_again()),
-        ),
-        ("plan_exits_2_then_apply_then_plan_exits_0", || {
-            Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
-        }),
-        ("a_migration_is_planned_applied_and_shown_done", || {
-            Box::pin(a_migration_is_planned_applied_and_shown_done())
-        }),
-        ("errors_exit_1_and_say_why", || {
-            Box::pin(errors_exit_1_and_say_why())
-        }),
-        (
-            "status_shows_a_killed_workers_lease_expire_and_a_standby_take_over",
-            || Box::pin(status_shows_a_killed_workers_lease_expire_and_a_standby_take_over()),
-        ),
-        (
-            "status_shows_an_expired_lease_until_someone_takes_it",
-            || Box::pin(status_shows_an_expired_lease_until_someone_takes_it()),
-        ),
-        ("reports_and_read_only_commands", || {
-            Box::pin(reports_and_read_only_commands())
-        }),
+    let tests: [Test; 12] = tests![
+        status_exits_2_after_a_watchdog_stall,
+        repairs_that_fail_exit_2,
+        progress_is_shown_once_on_a_terminal,
+        status_exits_2_for_a_worker_that_holds_its_lease_without_progress,
+        a_rollback_then_a_roll_forward_ends_as_declared,
+        a_validator_refused_over_violators_exits_3_and_is_not_counted_again,
+        plan_exits_2_then_apply_then_plan_exits_0,
+        a_migration_is_planned_applied_and_shown_done,
+        errors_exit_1_and_say_why,
+        status_shows_a_killed_workers_lease_expire_and_a_standby_take_over,
+        status_shows_an_expired_lease_until_someone_takes_it,
+        reports_and_read_only_commands,
     ];
     // libtest's arguments that matter here: NAME filters (substrings, or whole names with
     // `--exact`), `--skip NAME`, `--list`, `--ignored` (there are none); other flags are ignored
