@@ -325,15 +325,15 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
             .iter()
             .all(|i| !i.keys.keys().any(|k| k.contains("sold_as"))));
     }
+    // the fan-out of the bolt's rename through the copy `label`
+    let fan_out = |label: &str| {
+        let edge = graph.edges.iter().find(|e| e.label() == label).unwrap();
+        schema
+            .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
+            .unwrap()
+    };
     // the fan-out: one update on the copied id, every matching line through an array filter
-    let edge = graph
-        .edges
-        .iter()
-        .find(|e| e.label() == "carts.batch.items.product")
-        .unwrap();
-    let command = schema
-        .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
-        .unwrap();
+    let command = fan_out("carts.batch.items.product");
     assert_eq!(
         command,
         doc! {
@@ -347,14 +347,7 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
         }
     );
     // in an `Option`: the plain dotted path
-    let edge = graph
-        .edges
-        .iter()
-        .find(|e| e.label() == "tx_orders.featured.product")
-        .unwrap();
-    let command = schema
-        .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
-        .unwrap();
+    let command = fan_out("tx_orders.featured.product");
     assert_eq!(
         command.get_array("updates").unwrap()[0],
         Bson::Document(doc! {
