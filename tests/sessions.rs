@@ -7,6 +7,8 @@
 //! `txnNumber`. The control: the same helpers without the session write at once, visible before
 //! the commit and left in place by an abort.
 
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -174,19 +176,8 @@ struct Seen {
 }
 
 async fn seen(desk: &Desk) -> Seen {
-    use futures_util::TryStreamExt;
-    let loans = Loan::collection(&desk.db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let member = Member::collection(&desk.db)
-        .find_one(doc! { "_id": desk.member.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let loans = common::all(Loan::collection(&desk.db).find(doc! {})).await;
+    let member = common::stored::<Member>(&desk.db, desk.member.id).await;
     let book = Book::collection(&desk.db)
         .find_one(doc! { "_id": desk.book.id })
         .await
