@@ -154,14 +154,11 @@ async fn an_array_of_copies_keeps_one_record_per_failing_source() {
         assert_eq!(failure.worker, "records");
     }
     // the records are bounded by a TTL on the time last met
-    let indexes: Vec<mongodb::IndexModel> = db
-        .collection::<BsonDocument>(FAILURES_COLLECTION)
-        .list_indexes()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let indexes: Vec<mongodb::IndexModel> = common::all(
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .list_indexes(),
+    )
+    .await;
     let ttl = indexes
         .iter()
         .find(|i| i.keys == doc! { "at": 1 })
