@@ -13,11 +13,12 @@
 //! Also: a step that fails is recorded `failed` and resumes from its checkpoint; an apply killed
 //! in the middle of a step resumes it.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
 use mongo_schema::{field, Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
@@ -254,14 +255,12 @@ async fn stored_order(db: &mongodb::Database, id: i64) -> BsonDocument {
 }
 
 async fn records(db: &mongodb::Database) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
-        .find(doc! {})
-        .sort(doc! { "version": 1, "started": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
+            .find(doc! {})
+            .sort(doc! { "version": 1, "started": 1 }),
+    )
+    .await
 }
 
 #[tokio::test]
