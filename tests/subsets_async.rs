@@ -10,7 +10,6 @@ use std::future::IntoFuture;
 use std::time::Duration;
 
 use common::{eventually, shut_down, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -90,13 +89,8 @@ fn post(id: i64, channel: i64, at: i64, pinned: bool) -> Post {
 
 /// What `channel` must show, from a plain read of its posts.
 async fn expected(db: &mongodb::Database, channel: i64) -> Channel {
-    let mut posts: Vec<Post> = Post::collection(db)
-        .find(doc! { "channel_id": channel })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let mut posts: Vec<Post> =
+        common::all(Post::collection(db).find(doc! { "channel_id": channel })).await;
     posts.sort_by_key(|p| std::cmp::Reverse(p.at));
     let pinned: Vec<&Post> = posts.iter().filter(|p| p.pinned).collect();
     Channel {

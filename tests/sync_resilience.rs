@@ -15,7 +15,6 @@ use common::{eventually, ready, shut_down_within, within};
 
 /// How long a worker may take to stop.
 const SHUTDOWN: Duration = Duration::from_secs(30);
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::error::WorkerStop;
 use mongo_schema::prelude::*;
@@ -645,11 +644,7 @@ async fn update_source_gives_up_within_its_deadline_when_the_server_stops_and_ag
         .await
         .unwrap()
         .database("deadline");
-    let source = Customer::collection(&db)
-        .find_one(doc! { "_id": ana.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let source = common::stored::<Customer>(&db, ana.id).await;
     println!("after the restart the customer is named {:?}", source.name);
     assert_eq!(
         copied_names(&db, "customer", ana.id).await,
@@ -721,18 +716,16 @@ async fn rebuilds_racing_writers_lose_no_increment() {
             .await
             .unwrap();
         assert_eq!(stored.note_count as u64, children, "no increment lost");
-        let newest: Vec<DateTime> = Note::collection(&db)
-            .find(doc! { "case_id": c.id })
-            .sort(doc! { "at": -1 })
-            .limit(3)
-            .await
-            .unwrap()
-            .try_collect::<Vec<_>>()
-            .await
-            .unwrap()
-            .iter()
-            .map(|n| n.at)
-            .collect();
+        let newest: Vec<DateTime> = common::all(
+            Note::collection(&db)
+                .find(doc! { "case_id": c.id })
+                .sort(doc! { "at": -1 })
+                .limit(3),
+        )
+        .await
+        .iter()
+        .map(|n| n.at)
+        .collect();
         assert_eq!(
             stored.notes.iter().map(|p| p.at).collect::<Vec<_>>(),
             newest,
