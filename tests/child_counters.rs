@@ -477,14 +477,7 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
         .unwrap();
     let count = |id: i64| {
         let db = db.clone();
-        async move {
-            Video::collection(&db)
-                .find_one(doc! { "_id": id })
-                .await
-                .unwrap()
-                .unwrap()
-                .views
-        }
+        async move { common::stored::<Video>(&db, id).await.views }
     };
     eventually(Duration::from_secs(20), "four views of video 1", || async {
         count(1).await == 4 && count(2).await == 1

@@ -277,13 +277,7 @@ mod by_the_worker {
             .unwrap();
         let read = |id: i64| {
             let db = db.clone();
-            async move {
-                User::collection(&db)
-                    .find_one(doc! { "_id": id })
-                    .await
-                    .unwrap()
-                    .unwrap()
-            }
+            async move { common::stored::<User>(&db, id).await }
         };
         eventually(Duration::from_secs(20), "Ada's two followers", || async {
             let ada = read(1).await;
