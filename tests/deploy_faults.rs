@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::WRITES;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, OnViolations, VersionStatus, Warning, META_COLLECTION};
@@ -23,17 +24,6 @@ pub struct Invoice {
     pub customer: String,
     pub issued_at: DateTime,
 }
-
-const WRITES: [&str; 8] = [
-    "create",
-    "collMod",
-    "createIndexes",
-    "dropIndexes",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-];
 
 async fn index_names(db: &mongodb::Database) -> Vec<String> {
     let mut names = db
@@ -394,23 +384,7 @@ async fn a_start_up_count_cut_off_by_its_time_limit_refuses_the_validator_and_is
     let said = report.to_string();
     // display-text: the report says why the validator was refused
     assert!(said.contains("did not finish within 60 s"), "{said}");
-    let validator = |db: mongodb::Database| async move {
-        let info = db
-            .run_command(doc! { "listCollections": 1, "filter": { "name": "widgets" } })
-            .await
-            .unwrap();
-        info.get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch")
-            .unwrap()[0]
-            .as_document()
-            .unwrap()
-            .get_document("options")
-            .unwrap()
-            .get_document("validator")
-            .unwrap()
-            .clone()
-    };
+    let validator = |db: mongodb::Database| async move { common::validator(&db, "widgets").await };
     use mongo_schema::Document as _;
     assert_eq!(
         validator(db.clone()).await,

@@ -8,7 +8,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, SchemaBuilder, VersionStatus, Warning, META_COLLECTION};
@@ -71,31 +70,13 @@ fn v2_schema() -> Schema {
     versioned::<v2::Order>(2)
 }
 
-/// Every command that writes, the version record's included.
-const WRITES: [&str; 9] = [
-    "create",
-    "collMod",
-    "createIndexes",
-    "dropIndexes",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "shardCollection",
-];
+/// Whether the command `name` writes (the version record's too, and `shardCollection`).
+fn writes(name: &str) -> bool {
+    common::WRITES.contains(&name) || name == "shardCollection"
+}
 
 async fn validator(db: &mongodb::Database) -> BsonDocument {
-    let mut cursor = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "orders" } })
-        .await
-        .unwrap();
-    let entry = cursor.try_next().await.unwrap().expect("orders exists");
-    entry
-        .get_document("options")
-        .unwrap()
-        .get_document("validator")
-        .unwrap()
-        .clone()
+    common::validator(db, "orders").await
 }
 
 async fn index_names(db: &mongodb::Database) -> Vec<String> {
@@ -180,7 +161,7 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
     let names = log.names();
     println!("the refused apply sent: {names:?}");
     assert!(
-        !names.iter().any(|n| WRITES.contains(&n.as_str())),
+        !names.iter().any(|n| writes(n)),
         "a refused downgrade sent a write: {names:?}"
     );
     assert_eq!(names, ["find"], "it reads the record and stops");
@@ -203,7 +184,7 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
     assert!(plan
         .to_string()
         .contains("schema version 1 is OLDER than the recorded version 2"));
-    assert!(!log.names().iter().any(|n| WRITES.contains(&n.as_str())));
+    assert!(!log.names().iter().any(|n| writes(n)));
 }
 
 #[tokio::test]
@@ -572,17 +553,7 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
     );
     let rollback = v1_schema().apply(&db).await.unwrap();
     println!("version 1 after the failed 2:\n{rollback}");
-    assert!(
-        rollback.warnings.iter().any(|w| matches!(
-            w,
-            Warning::RolledBack {
-                failed: 2,
-                applying: 1,
-                ..
-            }
-        )),
-        "{rollback}"
-    );
+    assert!(common::rolled_back(&rollback, 2, 1), "{rollback}");
     // display-text: the report's sentence, read by a person
     assert!(rollback.to_string().contains("rolled back"), "{rollback}");
     assert_eq!(validator(&db).await, v1::Order::validator());
