@@ -4,6 +4,8 @@
 //! range on the sort key and a projection row; the cursor survives a round trip through JSON,
 //! and a cursor of another shape or with an operator in it is refused before anything is sent.
 
+mod common;
+
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, DateTime};
 use mongo_schema::prelude::*;
 use mongo_schema::query::QueryCursor;
@@ -345,14 +347,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
 fn a_paged_query_is_fitted_and_derived_with_its_tie_break() {
     let schema = schema();
     let ledger = schema.collection("ledger").unwrap();
-    let query = |name: &str| {
-        ledger
-            .queries
-            .iter()
-            .find(|q| q.name == name)
-            .unwrap_or_else(|| panic!("query {name}"))
-            .clone()
-    };
+    let query = |name: &str| common::declared_query(ledger, name).clone();
     let by_amount = query("by_amount");
     assert!(by_amount.pages);
     assert_eq!(
