@@ -139,6 +139,30 @@ async fn copied_name(db: &mongodb::Database, case: &Case) -> Option<String> {
     case.agent.map(|a| a.name)
 }
 
+/// Waits until `case` holds `name` in its copy, failing the test with `what` after 30 s.
+async fn copy_becomes(db: &mongodb::Database, case: &Case, name: &str, what: &str) {
+    eventually(Duration::from_secs(30), what, || async {
+        copied_name(db, case).await.as_deref() == Some(name)
+    })
+    .await;
+}
+
+/// The copy of `case` still holds the name it was set up with (`agent 0`): the change of the
+/// event that was skipped was not applied.
+async fn still_the_old_name(db: &mongodb::Database, case: &Case) {
+    assert_eq!(copied_name(db, case).await.as_deref(), Some("agent 0"));
+}
+
+/// The one failure record of `db`, failing the test if there is none or more.
+async fn the_one_record(
+    schema: &Schema,
+    db: &mongodb::Database,
+) -> mongo_schema::sync::SyncFailure {
+    let mut records = schema.sync_failures(db).await.unwrap();
+    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
+    records.remove(0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
     let (db, schema, agents, cases) = setup("sync_events_large", 1).await;
@@ -165,10 +189,11 @@ async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
         .unwrap();
     rename(&db, &agents[0], "after the large child").await;
 
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[0],
+        "after the large child",
         "the other source's change is applied",
-        || async { copied_name(&db, &cases[0]).await.as_deref() == Some("after the large child") },
     )
     .await;
     // the large child's own events were read and applied: it is counted and previewed
@@ -196,25 +221,21 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
 
     rename(&db, bad, "unread").await;
     rename(&db, good, "read after it").await;
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "read after it",
         "the change after the unreadable one is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("read after it") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    let record = &records[0];
+    let record = &the_one_record(&schema, &db).await;
     assert_eq!(record.copy, "agents", "the collection of the event");
     assert_eq!(record.holder, Bson::ObjectId(bad.id), "its document key");
     assert_eq!(record.source, Bson::ObjectId(bad.id));
     assert_eq!(record.attempts, 1, "recorded once");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied: the copy still holds the old name (positive control of the hook)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
 
     // reconcile repairs what the worker would have done
     let report = schema.reconcile(&db).await.unwrap();
@@ -289,13 +310,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
 
     // the first worker resumes: its held upsert goes out inside a transaction whose fence no
     // longer holds
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the first worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the first worker").await;
     // a few renewals of the new holder later, nothing was recorded
     tokio::time::sleep(LEASE * 2).await;
     let records = schema.sync_failures(&db).await.unwrap();
@@ -379,25 +394,21 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
     // the event the server cannot send
     rename(&db, big, "too large to send").await;
     rename(&db, next, "after the large one").await;
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "after the large one",
         "the change after it is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    let record = &records[0];
+    let record = &the_one_record(&schema, &db).await;
     assert_eq!(record.code, Some(10334), "{record}");
     assert_eq!(record.copy, "agents", "the collection of the event");
     assert_eq!(record.holder, Bson::ObjectId(big.id), "its document key");
     assert_eq!(record.attempts, 1, "recorded once");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied (the control: the failpoint made the worker skip it)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
     let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.repaired(), 1, "{report}");
     assert_eq!(
@@ -439,27 +450,20 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
         .name("reopen")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "after the large one",
         "the change after it is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    assert_eq!(records[0].code, Some(10334), "{}", records[0]);
-    assert_eq!(
-        records[0].holder,
-        Bson::ObjectId(big.id),
-        "its document key"
-    );
+    let record = the_one_record(&schema, &db).await;
+    assert_eq!(record.code, Some(10334), "{record}");
+    assert_eq!(record.holder, Bson::ObjectId(big.id), "its document key");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied (the control: without the fix the event was applied once the
     // failpoint ran out)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
     shut_down(worker).await;
     drop(server);
 }

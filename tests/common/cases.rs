@@ -3,7 +3,6 @@
 //! of a team (async, kept), and keep their three newest notes with a count (a subset).
 #![allow(dead_code)]
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -146,22 +145,20 @@ pub async fn desk(db: &mongodb::Database, n: usize) -> (Customer, Agent, Team, V
 
 /// The names in the copies at `path` (`agent`, `team`, `customer`) of every case, in `_id` order.
 pub async fn copied_names(db: &mongodb::Database, path: &str) -> Vec<Option<String>> {
-    db.collection::<BsonDocument>("cases")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c.get_document(path)
-                .ok()
-                .and_then(|copy| copy.get_str("name").ok())
-                .map(str::to_owned)
-        })
-        .collect()
+    super::all(
+        db.collection::<BsonDocument>("cases")
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
+    .iter()
+    .map(|c| {
+        c.get_document(path)
+            .ok()
+            .and_then(|copy| copy.get_str("name").ok())
+            .map(str::to_owned)
+    })
+    .collect()
 }
 
 /// Renames an agent with a plain driver write (as another service would).
