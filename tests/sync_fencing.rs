@@ -70,13 +70,7 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
         .await
     };
     let lanes_before = fenced_writes(db.clone()).await;
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the paused worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the paused worker").await;
     // a few renewals of the new holder later, the copies still hold the newer name
     tokio::time::sleep(LEASE * 2).await;
     assert_eq!(
@@ -312,13 +306,7 @@ async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_de
 
     // the paused worker resumes: its repair, which would write the deleted post back (the
     // channel again holds what it read), is fenced off
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the paused worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the paused worker").await;
     tokio::time::sleep(LEASE * 2).await;
     let channel: Channel = common::stored(&db, 1).await;
     assert_eq!(
