@@ -314,12 +314,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
     .await
     .unwrap();
 
-    let worker = schema
-        .sync_worker(&db)
-        .name("refuse")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
+    let worker = common::ready_worker(&schema, &db, "refuse").await;
     rename_owner(&db, big.id, "Big 2").await;
     rename_owner(&db, small.id, "Small 2").await;
     eventually(CONVERGE, "the other source's holder converges", || async {
@@ -449,12 +444,7 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
     })
     .await
     .unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("log-index")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
+    let worker = common::ready_worker(&schema, &db, "log-index").await;
     rename_owner(&db, owner.id, "Ana 2").await;
     // (the holders are rewritten one by one once the chunk failed: the record can come first)
     eventually(
