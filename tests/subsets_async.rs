@@ -141,16 +141,7 @@ async fn start_worker(
     db: &mongodb::Database,
     name: &str,
 ) -> mongo_schema::SyncWorkerHandle {
-    let worker = schema
-        .sync_worker(db)
-        .name(name)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    tokio::time::timeout(Duration::from_secs(30), worker.ready())
-        .await
-        .expect("ready within 30 s")
-        .unwrap();
-    worker
+    common::ready_worker(schema, db, name).await
 }
 
 /// Shuts `worker` down, failing the test if it is not stopped within 30 s.
