@@ -388,18 +388,24 @@ async fn watch_tokens(
 /// The copies that differ from their source, by the test's own reads of every source and every
 /// holder (raw documents: an invalid holder does not decode): `"<holder id> <path>"`.
 async fn stale_copies(db: &mongodb::Database) -> Result<BTreeSet<String>, String> {
-    async fn names(
+    /// Every document of `collection`, or the error (the server may be restarting).
+    async fn every_document(
         db: &mongodb::Database,
         collection: &str,
-    ) -> Result<HashMap<String, Bson>, String> {
-        let sources: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(collection)
+    ) -> Result<Vec<BsonDocument>, String> {
+        db.collection::<BsonDocument>(collection)
             .find(doc! {})
             .await
             .map_err(|e| e.to_string())?
             .try_collect()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())
+    }
+    async fn names(
+        db: &mongodb::Database,
+        collection: &str,
+    ) -> Result<HashMap<String, Bson>, String> {
+        let sources = every_document(db, collection).await?;
         Ok(sources
             .into_iter()
             .filter_map(|s| Some((s.get("_id")?.to_string(), s.get("name")?.clone())))
@@ -412,14 +418,7 @@ async fn stale_copies(db: &mongodb::Database) -> Result<BTreeSet<String>, String
         ("contracts", "customer", "customers"),
     ] {
         let sources = names(db, source).await?;
-        let copies: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(holders)
-            .find(doc! {})
-            .await
-            .map_err(|e| e.to_string())?
-            .try_collect()
-            .await
-            .map_err(|e| e.to_string())?;
+        let copies = every_document(db, holders).await?;
         for holder in copies {
             let Some(Bson::Document(copy)) = holder.get(path) else {
                 continue;
