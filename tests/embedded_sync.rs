@@ -169,6 +169,15 @@ fn quantities(i: i64) -> [i32; 4] {
     [base + 1, base + 2, base + 3, base + 4]
 }
 
+/// The `update` commands of `collection` in `log`.
+fn updates_of(log: &mongo_schema_testkit::CommandLog, collection: &str) -> Vec<BsonDocument> {
+    log.commands()
+        .into_iter()
+        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some(collection))
+        .map(|c| c.command)
+        .collect()
+}
+
 /// Applies the schema to `db` and inserts the bolt and the nut: the schema and the two.
 async fn with_products(db: &mongodb::Database) -> (Schema, Product, Product) {
     let schema = schema();
@@ -456,12 +465,7 @@ async fn a_transactional_rename_follows_every_matching_line_and_nothing_else() {
     assert_eq!(order.lines[1].product.name, "Nut");
 
     // one update per copy, each with its array filter (6 orders are one batch of holders)
-    let updates: Vec<BsonDocument> = log
-        .commands()
-        .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("tx_orders"))
-        .map(|c| c.command)
-        .collect();
+    let updates = updates_of(&log, "tx_orders");
     assert_eq!(updates.len(), 2, "{updates:?}");
     let statements: Vec<&BsonDocument> = updates
         .iter()
@@ -534,12 +538,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     assert_eq!(stats.snapshot().copies_rewritten, holders as u64);
     shut_down_within(worker, SHUTDOWN).await;
     // one update per chunk of holders, each rewriting every matching line of its holders
-    let updates: Vec<BsonDocument> = log
-        .commands()
-        .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("async_orders"))
-        .map(|c| c.command)
-        .collect();
+    let updates = updates_of(&log, "async_orders");
     assert_eq!(updates.len(), 2, "{updates:?}");
     for update in &updates {
         let statement = update.get_array("updates").unwrap()[0]

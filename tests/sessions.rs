@@ -161,6 +161,14 @@ fn entry(line: &str) -> DeskLog {
     }
 }
 
+/// The member's visit at the north desk, at 1.
+fn north_visit() -> Visit {
+    Visit {
+        at: 1,
+        desk: "north".into(),
+    }
+}
+
 fn lend_update() -> BsonDocument {
     doc! { "$set": { "status": "lent" } }
 }
@@ -276,14 +284,7 @@ async fn steps_in(
     );
     assert_eq!(renamed.attempts, 1, "the caller's transaction, run once");
     VisitBucket::BUCKET
-        .append(
-            db,
-            &desk.member.to_ref(),
-            &Visit {
-                at: 1,
-                desk: "north".into(),
-            },
-        )
+        .append(db, &desk.member.to_ref(), &north_visit())
         .session(&mut *session)
         .await?;
 
@@ -546,14 +547,7 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
         .await
         .unwrap();
     VisitBucket::BUCKET
-        .append(
-            db,
-            &desk.member.to_ref(),
-            &Visit {
-                at: 1,
-                desk: "north".into(),
-            },
-        )
+        .append(db, &desk.member.to_ref(), &north_visit())
         .await
         .unwrap();
     let commands = sent(&desk.log);
