@@ -753,15 +753,22 @@ async fn uncolored(db: &mongodb::Database) -> u64 {
         .unwrap()
 }
 
-/// v1 -> v2 -> v1 (`--allow-downgrade`) -> v1 writes -> v2, through the schema commands: the
-/// roll forward runs v2's step again over what v1 wrote, so every document is valid under the
-/// v2 validator, which is on the server, and every command says so with its exit code.
-async fn a_rollback_then_a_roll_forward_ends_as_declared() {
-    let db = mongo_schema_testkit::database("cli_roll_forward").await;
+/// A fresh database named after `prefix`, `gadgets-v1` applied through `apply` (exit 0), and
+/// the gadgets `a` and `b` inserted.
+async fn gadgets_a_and_b_at_v1(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
     let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
     assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
     insert_gadget(&db, "a").await;
     insert_gadget(&db, "b").await;
+    db
+}
+
+/// v1 -> v2 -> v1 (`--allow-downgrade`) -> v1 writes -> v2, through the schema commands: the
+/// roll forward runs v2's step again over what v1 wrote, so every document is valid under the
+/// v2 validator, which is on the server, and every command says so with its exit code.
+async fn a_rollback_then_a_roll_forward_ends_as_declared() {
+    let db = gadgets_a_and_b_at_v1("cli_roll_forward").await;
 
     let v2 = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
     assert_eq!(v2.code, 0, "{}{}", v2.stdout, v2.stderr);
@@ -901,11 +908,7 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
 /// says `partial`, `plan` still shows the change, `audit` judges by the declared validator, and
 /// a start-up of the same version sends no count (the record keeps it) and no write.
 async fn a_validator_refused_over_violators_exits_3_and_is_not_counted_again() {
-    let db = mongo_schema_testkit::database("cli_refused").await;
-    let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
-    assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
-    insert_gadget(&db, "a").await;
-    insert_gadget(&db, "b").await;
+    let db = gadgets_a_and_b_at_v1("cli_refused").await;
 
     let apply = run_as("gadgets-v2-nostep", args("apply", &db, &["--json"])).await;
     assert_eq!(apply.code, 3, "{}{}", apply.stdout, apply.stderr);
