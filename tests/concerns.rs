@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -120,12 +120,7 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
         })
         .collect();
     Item::collection(&plain).insert_many(&items).await.unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("concerns")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
+    let worker = common::ready_worker(&schema, &db, "concerns").await;
     common::owners::rename_owner(&plain, owner.id, "Ana 2").await;
     eventually(Duration::from_secs(30), "the rename converges", || async {
         Item::collection(&plain)
