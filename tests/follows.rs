@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use futures_util::StreamExt;
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
@@ -256,12 +256,7 @@ mod by_the_worker {
             }))
             .await
             .unwrap();
-        let worker = schema
-            .sync_worker(&db)
-            .name("follows")
-            .max_await_time(Duration::from_millis(100))
-            .spawn();
-        ready(&worker).await;
+        let worker = common::ready_worker(&schema, &db, "follows").await;
         let follows = Follow::collection(&db);
         let plain = |id: i64, follower: i64, followed: i64, name: &str| Follow {
             id,
