@@ -119,6 +119,35 @@ fn loan(library: &Library, at: i64) -> Loan {
     }
 }
 
+/// A transaction of the caller's own, in a session of the library's client, in which the caller
+/// has written the desk log line `line`.
+async fn callers_transaction(library: &Library, line: &str) -> mongodb::ClientSession {
+    let mut s = library.db.client().start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    DeskLog::collection(&library.db)
+        .insert_one(DeskLog {
+            id: ObjectId::new(),
+            line: line.into(),
+        })
+        .session(&mut s)
+        .await
+        .unwrap();
+    s
+}
+
+/// The book's own compare-and-set of its copies, outside any transaction of the schema's:
+/// `expected` copies become `new`.
+macro_rules! copies_compare_and_set {
+    ($library:expr, $expected:expr, $new:expr) => {
+        $library.book.to_ref().compare_and_set(
+            &$library.db,
+            field!(Book, copies_available),
+            &$expected,
+            doc! { "$set": { "copies_available": $new } },
+        )
+    };
+}
+
 /// Lends `loan`: the loan, its preview and count, and one copy fewer, together.
 async fn lend(
     library: &Library,
@@ -360,32 +389,14 @@ async fn update_source_compare_and_set_and_inserts_compose() {
     };
     assert_eq!(in_transaction, "compare_and_set books.copies_available");
     // the same race lost standalone reads the same: the same variant and label, no position
-    let alone = library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &5,
-            doc! { "$set": { "copies_available": 4 } },
-        )
-        .await
-        .unwrap_err();
+    let alone = copies_compare_and_set!(library, 5, 4).await.unwrap_err();
     assert!(
         matches!(&alone, Error::ConditionFailed { collection, label, position: None, .. }
             if collection == "books" && *label == in_transaction),
         "{alone:#?}"
     );
     // the control of both: with the value it holds, the same compare-and-set wins
-    library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &1,
-            doc! { "$set": { "copies_available": 1 } },
-        )
+    copies_compare_and_set!(library, 1, 1)
         .await
         .expect("the expected value holds: won");
     let stored = Loan::collection(&library.db)
@@ -449,10 +460,6 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
 
     let library = library("tx_caller_abort", 0).await;
     let client = library.db.client().clone();
-    let note = |line: &str| DeskLog {
-        id: ObjectId::new(),
-        line: line.into(),
-    };
     let desk_lines = || async {
         library
             .db
@@ -463,13 +470,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     };
 
     // no copy left: the loan, its preview and count, then the book's update that must match
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("the caller's own write"))
-        .session(&mut s)
-        .await
-        .unwrap();
+    let mut s = callers_transaction(&library, "the caller's own write").await;
     let error = lend_in(&library, &loan(&library, 1_000), Some(&mut s))
         .await
         .unwrap_err();
@@ -504,22 +505,8 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     );
 
     // the same through a standalone compare-and-set in the caller's transaction
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("before the lost race"))
-        .session(&mut s)
-        .await
-        .unwrap();
-    let lost = library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &5,
-            doc! { "$set": { "copies_available": 4 } },
-        )
+    let mut s = callers_transaction(&library, "before the lost race").await;
+    let lost = copies_compare_and_set!(library, 5, 4)
         .session(&mut s)
         .await
         .unwrap_err();
@@ -569,13 +556,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         )
         .await
         .unwrap();
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("lent"))
-        .session(&mut s)
-        .await
-        .unwrap();
+    let mut s = callers_transaction(&library, "lent").await;
     lend_in(&library, &loan(&library, 3_000), Some(&mut s))
         .await
         .unwrap();
