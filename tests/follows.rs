@@ -31,19 +31,26 @@ pub struct User {
     pub following_count: i64,
 }
 
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "follows")]
-#[index(keys(followed = 1, at = -1))]
-pub struct Follow {
-    #[serde(rename = "_id")]
-    pub id: i64,
-    #[reference]
-    pub follower: Ref<User>,
-    #[reference]
-    pub followed: Ref<User>,
-    pub follower_name: String,
-    pub at: DateTime,
+/// A follow of one `User` by another (of the module's own `User`).
+macro_rules! follow_model {
+    () => {
+        #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+        #[collection(name = "follows")]
+        #[index(keys(followed = 1, at = -1))]
+        pub struct Follow {
+            #[serde(rename = "_id")]
+            pub id: i64,
+            #[reference]
+            pub follower: Ref<User>,
+            #[reference]
+            pub followed: Ref<User>,
+            pub follower_name: String,
+            pub at: DateTime,
+        }
+    };
 }
+
+follow_model!();
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct FollowerPreview {
@@ -212,19 +219,7 @@ mod by_the_worker {
         pub follower_count: i64,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "follows")]
-    #[index(keys(followed = 1, at = -1))]
-    pub struct Follow {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub follower: Ref<User>,
-        #[reference]
-        pub followed: Ref<User>,
-        pub follower_name: String,
-        pub at: DateTime,
-    }
+    follow_model!();
 
     #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
     pub struct FollowerPreview {
