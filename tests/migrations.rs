@@ -23,6 +23,21 @@ use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
 use mongo_schema::{field, Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
 
+/// The `Order` of versions 1 and 2: a plain reference to the module's own `Customer`.
+macro_rules! referencing_order {
+    () => {
+        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+        #[collection(name = "orders")]
+        pub struct Order {
+            #[serde(rename = "_id")]
+            pub id: i64,
+            #[reference]
+            pub customer: Ref<Customer>,
+            pub total: i64,
+        }
+    };
+}
+
 mod v1 {
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
@@ -36,15 +51,7 @@ mod v1 {
         pub email: String,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "orders")]
-    pub struct Order {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub customer: Ref<Customer>,
-        pub total: i64,
-    }
+    referencing_order!();
 
     pub fn schema() -> Schema {
         Schema::new()
@@ -75,15 +82,7 @@ mod v2 {
         pub tier: String,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "orders")]
-    pub struct Order {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub customer: Ref<Customer>,
-        pub total: i64,
-    }
+    referencing_order!();
 
     /// v2's steps (v3 keeps declaring them: they are recorded done and never run again).
     /// The fields are typed paths of the version's own model (`field!(Customer, tier)`).
