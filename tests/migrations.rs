@@ -208,37 +208,19 @@ async fn count(db: &mongodb::Database, collection: &str, filter: BsonDocument) -
 
 /// The collection's options as `listCollections` reports them.
 async fn options(db: &mongodb::Database, collection: &str) -> BsonDocument {
-    let reply = db
-        .run_command(doc! { "listCollections": 1, "filter": { "name": collection } })
-        .await
-        .unwrap();
-    let batch = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    batch[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap()
-        .clone()
+    let batch = common::first_batch(
+        db,
+        doc! { "listCollections": 1, "filter": { "name": collection } },
+    )
+    .await;
+    batch[0].get_document("options").unwrap().clone()
 }
 
 /// The index `email_1` of `customers`, as `listIndexes` reports it.
 async fn email_index(db: &mongodb::Database) -> BsonDocument {
-    let reply = db
-        .run_command(doc! { "listIndexes": "customers" })
-        .await
-        .unwrap();
-    let batch = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
+    let batch = common::first_batch(db, doc! { "listIndexes": "customers" }).await;
     batch
         .iter()
-        .filter_map(Bson::as_document)
         .find(|i| i.get_str("name").ok() == Some("email_1"))
         .unwrap_or_else(|| panic!("no index `email_1`: {batch:?}"))
         .clone()
