@@ -1,6 +1,8 @@
 //! `Schema::apply` and `Schema::plan` against a real server (SecantusDB or `MONGODB_URI`).
 
-use futures_util::TryStreamExt;
+mod common;
+
+use common::{collection_options, WRITES};
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Warning, META_COLLECTION};
@@ -40,33 +42,12 @@ pub struct CatalogPart {
     pub name: String,
 }
 
-/// Every command name that writes (the record's too).
-const WRITES: [&str; 8] = [
-    "create",
-    "collMod",
-    "createIndexes",
-    "dropIndexes",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-];
-
 fn schema() -> Schema {
     Schema::new()
         .model::<Product>()
         .model::<CatalogPart>()
         .build()
         .expect("valid schema")
-}
-
-async fn collection_options(db: &mongodb::Database, name: &str) -> BsonDocument {
-    let mut cursor = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": name } })
-        .await
-        .unwrap();
-    let entry = cursor.try_next().await.unwrap().expect("collection exists");
-    entry.get_document("options").unwrap().clone()
 }
 
 async fn index_names(db: &mongodb::Database, name: &str) -> Vec<String> {

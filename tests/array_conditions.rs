@@ -9,6 +9,8 @@
 //! the order whose items match across elements (the test server answers it as mongod does,
 //! with the index as without it: the testkit's `array-conditions` rule).
 
+mod common;
+
 use mongo_schema::bson::{doc, oid::ObjectId};
 use mongo_schema::field;
 use mongo_schema::prelude::*;
@@ -103,14 +105,7 @@ async fn ids_of(
     db: &mongo_schema::mongodb::Database,
     filter: mongo_schema::bson::Document,
 ) -> Vec<ObjectId> {
-    use futures_util::TryStreamExt;
-    let found: Vec<Order> = Order::collection(db)
-        .find(filter)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let found: Vec<Order> = common::all(Order::collection(db).find(filter)).await;
     ids(&found)
 }
 

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use mongo_schema::bson::{doc, Bson};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -452,12 +452,7 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
         .insert_many([Video { id: 1, views: 0 }, Video { id: 2, views: 0 }])
         .await
         .unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("views")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
+    let worker = common::ready_worker(&schema, &db, "views").await;
     let views = View::collection(&db);
     for id in 1..=4 {
         views
@@ -477,14 +472,7 @@ async fn the_worker_counts_children_written_with_plain_driver_calls() {
         .unwrap();
     let count = |id: i64| {
         let db = db.clone();
-        async move {
-            Video::collection(&db)
-                .find_one(doc! { "_id": id })
-                .await
-                .unwrap()
-                .unwrap()
-                .views
-        }
+        async move { common::stored::<Video>(&db, id).await.views }
     };
     eventually(Duration::from_secs(20), "four views of video 1", || async {
         count(1).await == 4 && count(2).await == 1

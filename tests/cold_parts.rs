@@ -65,6 +65,14 @@ fn sheet(id: &str) -> ProductSpec {
     }
 }
 
+/// A fresh database named after `prefix` with the schema applied, and the schema.
+async fn applied(prefix: &str) -> (mongodb::Database, Schema) {
+    let db = mongo_schema_testkit::database(prefix).await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    (db, schema)
+}
+
 async fn count(db: &mongodb::Database, collection: &str, id: &str) -> u64 {
     db.collection::<BsonDocument>(collection)
         .count_documents(doc! { "_id": id })
@@ -102,16 +110,8 @@ async fn a_product_and_its_40_kb_sheet_live_under_one_id_and_the_listing_never_r
     // the listing reads products only: no command names the sheets' collection, and no
     // document it returns is larger than a few hundred bytes
     log.clear();
-    let listing: Vec<BsonDocument> = {
-        use futures_util::TryStreamExt;
-        db.collection::<BsonDocument>("products")
-            .find(doc! {})
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap()
-    };
+    let listing: Vec<BsonDocument> =
+        { common::all(db.collection::<BsonDocument>("products").find(doc! {})).await };
     assert_eq!(listing.len(), 2);
     assert!(listing
         .iter()
@@ -180,9 +180,7 @@ async fn a_product_and_its_40_kb_sheet_live_under_one_id_and_the_listing_never_r
 
 #[tokio::test]
 async fn owner_and_part_are_written_together_or_not_at_all() {
-    let db = mongo_schema_testkit::database("cold_parts_atomic").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
+    let (db, _) = applied("cold_parts_atomic").await;
     // ids that differ are refused before anything is sent
     let refused = ProductSpec::OWNER
         .insert(&db, &product("bike"), &sheet("lamp"))
@@ -226,9 +224,7 @@ async fn owner_and_part_are_written_together_or_not_at_all() {
 
 #[tokio::test]
 async fn deleting_the_product_deletes_its_parts_in_the_same_transaction() {
-    let db = mongo_schema_testkit::database("cold_parts_delete").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
+    let (db, schema) = applied("cold_parts_delete").await;
     for id in ["bike", "lamp"] {
         ProductSpec::OWNER
             .insert(&db, &product(id), &sheet(id))
@@ -280,9 +276,7 @@ async fn deleting_the_product_deletes_its_parts_in_the_same_transaction() {
 
 #[tokio::test]
 async fn audit_names_an_orphan_sheet_and_a_product_without_its_sheet() {
-    let db = mongo_schema_testkit::database("cold_parts_audit").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
+    let (db, schema) = applied("cold_parts_audit").await;
     ProductSpec::OWNER
         .insert(&db, &product("bike"), &sheet("bike"))
         .await

@@ -22,7 +22,6 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, ready_within, shut_down};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -370,14 +369,11 @@ async fn the_lookup_of_product_abc_does_not_return_product_abc_upper() {
         Some(&doc! { "locale": "simple" }),
         "{command}"
     );
-    let raw: Vec<BsonDocument> = db
-        .collection::<BsonDocument>("orders")
-        .find(doc! { "product": "abc" })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let raw: Vec<BsonDocument> = common::all(
+        db.collection::<BsonDocument>("orders")
+            .find(doc! { "product": "abc" }),
+    )
+    .await;
     // (a query of one's own, sent without a collation, runs under the orders' default)
     assert_eq!(raw.len(), 2, "{raw:?}");
 }

@@ -5,9 +5,11 @@
 //! another collation does not serve a string lookup, a derived index carries the query's
 //! collation), and the report of a collection created without it.
 
-use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
+mod common;
+
+use common::first_batch;
+use mongo_schema::bson::{doc, oid::ObjectId};
 use mongo_schema::deploy::Warning;
-use mongo_schema::mongodb;
 use mongo_schema::prelude::*;
 use mongo_schema::{Error, IndexReason};
 use serde::{Deserialize, Serialize};
@@ -70,19 +72,6 @@ fn schema() -> Schema {
         .model::<Member>()
         .build()
         .expect("the collation schema is consistent")
-}
-
-/// The first batch of a cursor command's reply.
-async fn first_batch(db: &mongodb::Database, command: BsonDocument) -> Vec<BsonDocument> {
-    let reply = db.run_command(command).await.unwrap();
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .filter_map(|b| b.as_document().cloned())
-        .collect()
 }
 
 fn account(email: &str) -> Account {
@@ -191,14 +180,7 @@ async fn the_collection_its_indexes_and_its_queries_carry_the_collation() {
 fn the_fit_serves_a_string_lookup_only_under_the_index_collation() {
     let schema = schema();
     let members = schema.collection("members").unwrap();
-    let fit = |name: &str| {
-        members
-            .queries
-            .iter()
-            .find(|q| q.name == name)
-            .and_then(|q| q.fit.clone())
-            .unwrap_or_else(|| panic!("no fit for {name}"))
-    };
+    let fit = |name: &str| common::fit_of(members, name);
     assert_eq!(fit("by_name_ci").index.as_deref(), Some("name_ci"));
     // the exact lookup is not served by the case-insensitive index: it gets its own, simple
     let exact = fit("by_name_exact");

@@ -25,6 +25,28 @@ pub struct Account {
     pub visits: i64,
 }
 
+/// The schema of the accounts, with the transaction deadline `deadline`.
+fn schema_with_deadline(deadline: Duration) -> Schema {
+    Schema::new()
+        .model::<Account>()
+        .transaction_deadline(deadline)
+        .build()
+        .unwrap()
+}
+
+/// Applies `schema` to `db` and inserts the account 1, Ana's, with no visit yet.
+async fn apply_with_ana(schema: &Schema, db: &mongodb::Database) {
+    schema.apply(db).await.unwrap();
+    Account::collection(db)
+        .insert_one(Account {
+            id: 1,
+            name: "ana".into(),
+            visits: 0,
+        })
+        .await
+        .unwrap();
+}
+
 async fn visits(db: &mongodb::Database) -> i64 {
     db.collection::<BsonDocument>("accounts")
         .find_one(doc! { "_id": 1_i64 })
@@ -47,21 +69,9 @@ async fn a_commit_held_past_the_deadline_is_commit_unknown_and_lands_once() {
             .name(),
     );
     let deadline = Duration::from_secs(2);
-    let schema = Schema::new()
-        .model::<Account>()
-        .transaction_deadline(deadline)
-        .build()
-        .unwrap();
+    let schema = schema_with_deadline(deadline);
     assert_eq!(schema.transaction_deadline(), deadline);
-    schema.apply(&db).await.unwrap();
-    Account::collection(&db)
-        .insert_one(Account {
-            id: 1,
-            name: "ana".into(),
-            visits: 0,
-        })
-        .await
-        .unwrap();
+    apply_with_ana(&schema, &db).await;
     let increment = doc! { "$inc": { "visits": 1_i64 } };
 
     // the control: the same update, not held, commits within the deadline
@@ -130,20 +140,8 @@ async fn own_server(
     let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
     let (client, gate) = Gate::client(&uri).await;
     let db = client.database(name);
-    let schema = Schema::new()
-        .model::<Account>()
-        .transaction_deadline(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    schema.apply(&db).await.unwrap();
-    Account::collection(&db)
-        .insert_one(Account {
-            id: 1,
-            name: "ana".into(),
-            visits: 0,
-        })
-        .await
-        .unwrap();
+    let schema = schema_with_deadline(Duration::from_secs(30));
+    apply_with_ana(&schema, &db).await;
     (server, gate, db, schema)
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 
@@ -16,13 +16,8 @@ mod model {
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "owners")]
-    pub struct Owner {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
+    /// The source.
+    pub use crate::common::owners::Owner;
 
     #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
     #[collection(name = "items")]
@@ -112,10 +107,7 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
 
     // the library's work: apply, a worker following a rename, reconcile, retry_failures
     schema.apply(&db).await.unwrap();
-    let owner = Owner {
-        id: ObjectId::new(),
-        name: "Ana".into(),
-    };
+    let owner = common::owners::owner("Ana");
     Owner::collection(&plain).insert_one(&owner).await.unwrap();
     let items: Vec<Item> = (0..5)
         .map(|n| Item {
@@ -128,19 +120,8 @@ async fn the_librarys_commands_read_the_primary_at_majority_and_write_majority()
         })
         .collect();
     Item::collection(&plain).insert_many(&items).await.unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("concerns")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
-    Owner::collection(&plain)
-        .update_one(
-            doc! { "_id": owner.id },
-            doc! { "$set": { "name": "Ana 2" } },
-        )
-        .await
-        .unwrap();
+    let worker = common::ready_worker(&schema, &db, "concerns").await;
+    common::owners::rename_owner(&plain, owner.id, "Ana 2").await;
     eventually(Duration::from_secs(30), "the rename converges", || async {
         Item::collection(&plain)
             .count_documents(doc! { "owner.name": "Ana 2" })

@@ -2,6 +2,8 @@
 //! of a subset's `add`, `add_then_update` and `rebuild`, and of a bucket's `append`, so the
 //! validator (`bsonType: "int"` or `"long"`) accepts every one of them.
 
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -85,14 +87,8 @@ pub struct Ticks64 {
 
 /// The BSON type name of each value of `field` in `collection`.
 async fn types_of(db: &mongodb::Database, collection: &str, field: &str) -> Vec<&'static str> {
-    use futures_util::TryStreamExt;
-    db.collection::<BsonDocument>(collection)
-        .find(doc! {})
+    common::all(db.collection::<BsonDocument>(collection).find(doc! {}))
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .iter()
         .map(|d| match d.get(field) {
             Some(Bson::Int32(_)) => "int",

@@ -3,9 +3,11 @@
 //! its deadline; the record says the version's apply did not complete; after the restart the
 //! next apply completes it, and the one after that sends no write.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
+use common::WRITES;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, OnViolations, VersionStatus, Warning, META_COLLECTION};
@@ -22,17 +24,6 @@ pub struct Invoice {
     pub customer: String,
     pub issued_at: DateTime,
 }
-
-const WRITES: [&str; 8] = [
-    "create",
-    "collMod",
-    "createIndexes",
-    "dropIndexes",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-];
 
 async fn index_names(db: &mongodb::Database) -> Vec<String> {
     let mut names = db
@@ -59,16 +50,31 @@ async fn start_server(storage: &std::path::Path) -> mongo_schema_testkit::TestSe
         .expect("a server")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_completes_it() {
-    let storage = storage_dir("deploy-stop");
+/// A dedicated server with its data in a fresh storage directory named after `name`: the
+/// directory, the server and its address (server selection cut to 1 s).
+async fn server_on_disk(
+    name: &str,
+) -> (std::path::PathBuf, mongo_schema_testkit::TestServer, String) {
+    let storage = storage_dir(name);
     let server = start_server(&storage).await;
     let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
-    let schema = Schema::new().model::<Invoice>().version(4).build().unwrap();
-    let deadline = Duration::from_secs(8);
+    (storage, server, uri)
+}
 
-    // apply's first createIndexes is held until the server is down
-    let (held_client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
+/// Starts `schema`'s apply (within `deadline`) to `billing` through a client of `uri` whose
+/// first `createIndexes` is held; once it is held, stops `server` and lets the command go on.
+/// Returns the apply, running, when it started, and the stopped server.
+async fn apply_while_the_server_stops(
+    uri: &str,
+    schema: &Schema,
+    deadline: Duration,
+    server: mongo_schema_testkit::TestServer,
+) -> (
+    tokio::task::JoinHandle<mongo_schema::Result<mongo_schema::ApplyReport>>,
+    Instant,
+    mongo_schema_testkit::TestServer,
+) {
+    let (held_client, held, release) = mongo_schema_testkit::holding_client(uri, |started| {
         started.command_name == "createIndexes"
     })
     .await;
@@ -78,7 +84,7 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
         let schema = schema.clone();
         tokio::spawn(async move { schema.apply(&held_db).deadline(deadline).await })
     };
-    let mut server = tokio::task::spawn_blocking(move || {
+    let server = tokio::task::spawn_blocking(move || {
         held.recv_timeout(Duration::from_secs(30))
             .expect("apply sent createIndexes");
         let mut server = server;
@@ -88,6 +94,36 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
     .await
     .unwrap();
     release.send(()).unwrap();
+    (apply, started, server)
+}
+
+/// Restarts the stopped `server` on its storage.
+async fn restart(mut server: mongo_schema_testkit::TestServer) -> mongo_schema_testkit::TestServer {
+    tokio::task::spawn_blocking(move || {
+        server.restart().expect("restart with the same storage");
+        server
+    })
+    .await
+    .unwrap()
+}
+
+/// The version record of `db`, if any.
+async fn version_record(db: &mongodb::Database) -> Option<BsonDocument> {
+    db.collection::<BsonDocument>(META_COLLECTION)
+        .find_one(doc! { "_id": "schema" })
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_completes_it() {
+    let (storage, server, uri) = server_on_disk("deploy-stop").await;
+    let schema = Schema::new().model::<Invoice>().version(4).build().unwrap();
+    let deadline = Duration::from_secs(8);
+
+    // apply's first createIndexes is held until the server is down
+    let (apply, started, server) =
+        apply_while_the_server_stops(&uri, &schema, deadline, server).await;
     let outcome = tokio::time::timeout(deadline + Duration::from_secs(30), apply)
         .await
         .expect("apply returns")
@@ -110,22 +146,14 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
         other => panic!("expected a timeout of the retries, got {other:?}"),
     }
 
-    let server = tokio::task::spawn_blocking(move || {
-        server.restart().expect("restart with the same storage");
-        server
-    })
-    .await
-    .unwrap();
+    let server = restart(server).await;
     // a client of the restarted server that logs its command names
     let (client, log) = mongo_schema_testkit::monitored_client_at(&uri).await;
     let db = client.database("billing");
 
     // what the interrupted apply left: the collection, no index, the record says so
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
+    let record = version_record(&db)
         .await
-        .unwrap()
         .expect("the claim survived the restart");
     println!("record after the restart: {record}");
     assert_eq!(record.get_i64("version").unwrap(), 4);
@@ -161,12 +189,7 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
         index_names(&db).await,
         ["_id_", "customer_1_issued_at_-1", "number_1"]
     );
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = version_record(&db).await.unwrap();
     assert_eq!(record.get_str("state").unwrap(), "applied");
     assert!(!record.contains_key("locked_by"));
 
@@ -181,13 +204,10 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
         "{names:?}"
     );
     assert_eq!(names, ["find", "listCollections", "listIndexes"]);
-    let collections: Vec<BsonDocument> = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "invoices" } })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let collections: Vec<BsonDocument> = common::all(
+        db.run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "invoices" } }),
+    )
+    .await;
     assert_eq!(
         collections[0]
             .get_document("options")
@@ -203,39 +223,14 @@ async fn the_server_stopped_mid_apply_gives_an_error_and_the_next_apply_complete
 /// The server comes back within the deadline: the same apply retries and completes by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_back_within_the_deadline_lets_the_same_apply_complete() {
-    let storage = storage_dir("deploy-back");
-    let server = start_server(&storage).await;
-    let uri = format!("{}&serverSelectionTimeoutMS=1000", server.uri());
+    let (storage, server, uri) = server_on_disk("deploy-back").await;
     let schema = Schema::new().model::<Invoice>().version(1).build().unwrap();
     let deadline = Duration::from_secs(60);
-    let (held_client, held, release) = mongo_schema_testkit::holding_client(&uri, |started| {
-        started.command_name == "createIndexes"
-    })
-    .await;
-    let held_db = held_client.database("billing");
-    let started = Instant::now();
-    let apply = {
-        let schema = schema.clone();
-        tokio::spawn(async move { schema.apply(&held_db).deadline(deadline).await })
-    };
     // stop the server while createIndexes is held, let the command fail, then restart
-    let mut server = tokio::task::spawn_blocking(move || {
-        held.recv_timeout(Duration::from_secs(30))
-            .expect("apply sent createIndexes");
-        let mut server = server;
-        server.stop();
-        server
-    })
-    .await
-    .unwrap();
-    release.send(()).unwrap();
+    let (apply, started, server) =
+        apply_while_the_server_stops(&uri, &schema, deadline, server).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let server = tokio::task::spawn_blocking(move || {
-        server.restart().expect("restart with the same storage");
-        server
-    })
-    .await
-    .unwrap();
+    let server = restart(server).await;
     let report = tokio::time::timeout(deadline + Duration::from_secs(30), apply)
         .await
         .expect("apply returns")
@@ -257,12 +252,7 @@ async fn a_server_back_within_the_deadline_lets_the_same_apply_complete() {
         index_names(&db).await,
         ["_id_", "customer_1_issued_at_-1", "number_1"]
     );
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = version_record(&db).await.unwrap();
     assert_eq!(record.get_str("state").unwrap(), "applied");
     assert!(!record.contains_key("locked_by"));
     drop(server);
@@ -321,12 +311,7 @@ async fn every_time_limit_expires(db: &mongodb::Database, on: bool) {
 /// A dedicated server: the failpoint is the whole server's (and a test command).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_up_count_cut_off_by_its_time_limit_refuses_the_validator_and_is_kept() {
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
+    let server = common::failpoint_server().await;
     let v1 = Schema::new()
         .model::<widget_v1::Widget>()
         .version(1)
@@ -399,35 +384,14 @@ async fn a_start_up_count_cut_off_by_its_time_limit_refuses_the_validator_and_is
     let said = report.to_string();
     // display-text: the report says why the validator was refused
     assert!(said.contains("did not finish within 60 s"), "{said}");
-    let validator = |db: mongodb::Database| async move {
-        let info = db
-            .run_command(doc! { "listCollections": 1, "filter": { "name": "widgets" } })
-            .await
-            .unwrap();
-        info.get_document("cursor")
-            .unwrap()
-            .get_array("firstBatch")
-            .unwrap()[0]
-            .as_document()
-            .unwrap()
-            .get_document("options")
-            .unwrap()
-            .get_document("validator")
-            .unwrap()
-            .clone()
-    };
+    let validator = |db: mongodb::Database| async move { common::validator(&db, "widgets").await };
     use mongo_schema::Document as _;
     assert_eq!(
         validator(db.clone()).await,
         widget_v1::Widget::validator(),
         "the validator was not tightened over documents nobody counted"
     );
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = version_record(&db).await.unwrap();
     assert_eq!(record.get_str("state").unwrap(), "partial", "{record}");
     let kept = record.get_array("violators").unwrap()[0]
         .as_document()

@@ -143,6 +143,28 @@ async fn paused_v1(
     (gate, v1)
 }
 
+/// Lets the paused version 1 go on and waits until its late `collMod` landed: the validator is
+/// version 1's again (`fault` says where it landed).
+async fn resume_v1(v1_gate: &Gate, db: &Database, fault: &str) {
+    v1_gate.release(Phase::Started, "collMod");
+    v1_gate
+        .seen(Phase::Succeeded, "collMod", 1, Duration::from_secs(30))
+        .await;
+    assert_eq!(validator(db).await, v1::Product::validator(), "{fault}");
+}
+
+/// The outcome of the resumed version 1 (within 60 s): refused, version 2 being recorded.
+async fn v1_finds_v2_recorded(v1: mpsc::Receiver<mongo_schema::Result<ApplyReport>>) {
+    match outcome(v1, Duration::from_secs(60), "version 1").await {
+        Err(Error::Downgrade {
+            recorded: 2,
+            applying: 1,
+            ..
+        }) => {}
+        other => panic!("version 1 should find version 2 recorded: {other:?}"),
+    }
+}
+
 async fn uri() -> String {
     tokio::task::spawn_blocking(mongo_schema_testkit::uri)
         .await
@@ -168,23 +190,13 @@ async fn a_late_coll_mod_after_the_newer_apply_is_drift_that_the_next_start_up_r
     assert!(v2.waited >= Duration::from_secs(5), "{:?}", v2.waited);
     assert_eq!(validator(&db).await, v2::Product::validator());
     // version 1 resumes: its late collMod lands over version 2's validator
-    v1_gate.release(Phase::Started, "collMod");
-    v1_gate
-        .seen(Phase::Succeeded, "collMod", 1, Duration::from_secs(30))
-        .await;
-    assert_eq!(
-        validator(&db).await,
-        v1::Product::validator(),
-        "the fault: the paused apply's collMod landed late"
-    );
-    match outcome(v1, Duration::from_secs(60), "version 1").await {
-        Err(Error::Downgrade {
-            recorded: 2,
-            applying: 1,
-            ..
-        }) => {}
-        other => panic!("version 1 should find version 2 recorded: {other:?}"),
-    }
+    resume_v1(
+        &v1_gate,
+        &db,
+        "the fault: the paused apply's collMod landed late",
+    )
+    .await;
+    v1_finds_v2_recorded(v1).await;
 
     // the next start-up of version 2: plan reports the drift, apply repairs it
     let plan = v2::schema().plan(&db).await.unwrap();
@@ -229,15 +241,12 @@ async fn the_newer_holder_reads_again_after_its_last_write_and_writes_over_a_lat
         .await;
     assert_eq!(validator(&db).await, v2::Product::validator());
     // version 1's late collMod lands after version 2's
-    v1_gate.release(Phase::Started, "collMod");
-    v1_gate
-        .seen(Phase::Succeeded, "collMod", 1, Duration::from_secs(30))
-        .await;
-    assert_eq!(
-        validator(&db).await,
-        v1::Product::validator(),
-        "the fault: the paused apply's collMod landed after the newer one's"
-    );
+    resume_v1(
+        &v1_gate,
+        &db,
+        "the fault: the paused apply's collMod landed after the newer one's",
+    )
+    .await;
     v2_gate.release(Phase::Succeeded, "collMod");
     let v2 = outcome(v2, Duration::from_secs(60), "version 2")
         .await
@@ -250,14 +259,7 @@ async fn the_newer_holder_reads_again_after_its_last_write_and_writes_over_a_lat
         "version 2 wrote its validator again"
     );
     assert_eq!(validator(&db).await, v2::Product::validator());
-    match outcome(v1, Duration::from_secs(60), "version 1").await {
-        Err(Error::Downgrade {
-            recorded: 2,
-            applying: 1,
-            ..
-        }) => {}
-        other => panic!("version 1 should find version 2 recorded: {other:?}"),
-    }
+    v1_finds_v2_recorded(v1).await;
     let plan = v2::schema().plan(&db).await.unwrap();
     assert!(plan.is_empty() && !drifted(&plan.warnings), "{plan}");
     assert!(plan.version.unwrap().is_current());

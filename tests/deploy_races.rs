@@ -189,17 +189,23 @@ async fn a_collection_dropped_meanwhile_is_created_again_26() {
     assert_eq!(index_names(&db).await, ["_id_", "name_1", "sku_unique"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_index_on_the_same_keys_created_meanwhile_is_reported_85() {
-    let db = mongo_schema_testkit::database("race_85").await;
+/// Another writer creates `index` on `products` while apply's `createIndexes` is held: apply
+/// re-plans after the server's `code` and reports the conflict with its `sku_unique`; the
+/// indexes end as `names`.
+async fn an_index_created_meanwhile(
+    prefix: &str,
+    index: BsonDocument,
+    code: i32,
+    names: [&str; 3],
+) {
+    let db = mongo_schema_testkit::database(prefix).await;
     let report = race(&db, "createIndexes", false, async |db: Database| {
-        // the declared index under another name: same keys, same options
-        db.run_command(doc! { "createIndexes": "products", "indexes": [{ "key": { "sku": 1 }, "name": "legacy_sku", "unique": true }] })
+        db.run_command(doc! { "createIndexes": "products", "indexes": [index] })
             .await
             .unwrap();
     })
     .await;
-    assert_eq!(report.replanned_after, [85]);
+    assert_eq!(report.replanned_after, [code]);
     // SecantusDB builds the indexes of a `createIndexes` before the one that fails, mongod
     // refuses the whole command: `name_1` is created by the first command or the re-planned one
     assert_eq!(kinds(&report)[0], "create");
@@ -207,27 +213,30 @@ async fn an_index_on_the_same_keys_created_meanwhile_is_reported_85() {
         matches!(&report.warnings[..], [Warning::IndexConflict { wanted, .. }] if wanted.name == "sku_unique"),
         "{report}"
     );
-    assert_eq!(index_names(&db).await, ["_id_", "legacy_sku", "name_1"]);
+    assert_eq!(index_names(&db).await, names);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_on_the_same_keys_created_meanwhile_is_reported_85() {
+    // the declared index under another name: same keys, same options
+    an_index_created_meanwhile(
+        "race_85",
+        doc! { "key": { "sku": 1 }, "name": "legacy_sku", "unique": true },
+        85,
+        ["_id_", "legacy_sku", "name_1"],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_name_taken_meanwhile_is_reported_86() {
-    let db = mongo_schema_testkit::database("race_86").await;
-    let report = race(&db, "createIndexes", false, async |db: Database| {
-        db.run_command(doc! { "createIndexes": "products", "indexes": [{ "key": { "name": -1 }, "name": "sku_unique" }] })
-            .await
-            .unwrap();
-    })
+    an_index_created_meanwhile(
+        "race_86",
+        doc! { "key": { "name": -1 }, "name": "sku_unique" },
+        86,
+        ["_id_", "name_1", "sku_unique"],
+    )
     .await;
-    assert_eq!(report.replanned_after, [86]);
-    // SecantusDB builds the indexes of a `createIndexes` before the one that fails, mongod
-    // refuses the whole command: `name_1` is created by the first command or the re-planned one
-    assert_eq!(kinds(&report)[0], "create");
-    assert!(
-        matches!(&report.warnings[..], [Warning::IndexConflict { wanted, .. }] if wanted.name == "sku_unique"),
-        "{report}"
-    );
-    assert_eq!(index_names(&db).await, ["_id_", "name_1", "sku_unique"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,11 @@
 //! (same version, other models), the version status of `plan`, and 8 concurrent applies of
 //! versions 1 and 2 that end in version 2.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{Action, Error, SchemaBuilder, VersionStatus, Warning, META_COLLECTION};
@@ -46,47 +47,36 @@ mod v2 {
     }
 }
 
+/// The recorded and the applying version of a refused downgrade, `None` for any other outcome.
+fn downgrade<T>(outcome: Result<T, Error>) -> Option<(u64, u64)> {
+    match outcome {
+        Err(Error::Downgrade {
+            recorded, applying, ..
+        }) => Some((recorded, applying)),
+        _ => None,
+    }
+}
+
+/// Version `version` of a schema of the one model `T`.
+fn versioned<T: mongo_schema::Document>(version: u64) -> Schema {
+    Schema::new().model::<T>().version(version).build().unwrap()
+}
+
 fn v1_schema() -> Schema {
-    Schema::new()
-        .model::<v1::Order>()
-        .version(1)
-        .build()
-        .unwrap()
+    versioned::<v1::Order>(1)
 }
 
 fn v2_schema() -> Schema {
-    Schema::new()
-        .model::<v2::Order>()
-        .version(2)
-        .build()
-        .unwrap()
+    versioned::<v2::Order>(2)
 }
 
-/// Every command that writes, the version record's included.
-const WRITES: [&str; 9] = [
-    "create",
-    "collMod",
-    "createIndexes",
-    "dropIndexes",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "shardCollection",
-];
+/// Whether the command `name` writes (the version record's too, and `shardCollection`).
+fn writes(name: &str) -> bool {
+    common::WRITES.contains(&name) || name == "shardCollection"
+}
 
 async fn validator(db: &mongodb::Database) -> BsonDocument {
-    let mut cursor = db
-        .run_cursor_command(doc! { "listCollections": 1, "filter": { "name": "orders" } })
-        .await
-        .unwrap();
-    let entry = cursor.try_next().await.unwrap().expect("orders exists");
-    entry
-        .get_document("options")
-        .unwrap()
-        .get_document("validator")
-        .unwrap()
-        .clone()
+    common::validator(db, "orders").await
 }
 
 async fn index_names(db: &mongodb::Database) -> Vec<String> {
@@ -171,7 +161,7 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
     let names = log.names();
     println!("the refused apply sent: {names:?}");
     assert!(
-        !names.iter().any(|n| WRITES.contains(&n.as_str())),
+        !names.iter().any(|n| writes(n)),
         "a refused downgrade sent a write: {names:?}"
     );
     assert_eq!(names, ["find"], "it reads the record and stops");
@@ -184,14 +174,7 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
 
     // a schema without a declared version is version 0: older than 2 too
     let unversioned = Schema::new().model::<v1::Order>().build().unwrap();
-    assert!(matches!(
-        unversioned.apply(&db).await,
-        Err(Error::Downgrade {
-            recorded: 2,
-            applying: 0,
-            ..
-        })
-    ));
+    assert_eq!(downgrade(unversioned.apply(&db).await), Some((2, 0)));
 
     // plan shows it, and reads only
     log.clear();
@@ -201,7 +184,7 @@ async fn an_older_version_writes_nothing_and_names_both_versions() {
     assert!(plan
         .to_string()
         .contains("schema version 1 is OLDER than the recorded version 2"));
-    assert!(!log.names().iter().any(|n| WRITES.contains(&n.as_str())));
+    assert!(!log.names().iter().any(|n| writes(n)));
 }
 
 #[tokio::test]
@@ -259,11 +242,7 @@ async fn the_same_version_with_other_models_applies_with_a_warning() {
     let db = mongo_schema_testkit::database("ver_dev").await;
     v1_schema().apply(&db).await.unwrap();
     // the development loop: the models changed, the version number did not
-    let edited = Schema::new()
-        .model::<v2::Order>()
-        .version(1)
-        .build()
-        .unwrap();
+    let edited = versioned::<v2::Order>(1);
     assert_ne!(edited.fingerprint(), v1_schema().fingerprint());
     let plan = edited.plan(&db).await.unwrap();
     assert!(
@@ -294,11 +273,7 @@ async fn an_interrupted_apply_is_shown_and_completed() {
     v2_schema().apply(&db).await.unwrap();
     // what an apply that died after claiming version 3 leaves: the record says so, the index
     // it was about to build is missing
-    let v3 = Schema::new()
-        .model::<v2::Order>()
-        .version(3)
-        .build()
-        .unwrap();
+    let v3 = versioned::<v2::Order>(3);
     db.collection::<BsonDocument>(META_COLLECTION)
         .update_one(
             doc! { "_id": "schema" },
@@ -319,14 +294,7 @@ async fn an_interrupted_apply_is_shown_and_completed() {
     // display-text: the plan's sentence, read by a person
     assert!(plan.to_string().contains("apply completes it"));
     // version 2 may not undo what 3 started
-    assert!(matches!(
-        v2_schema().apply(&db).await,
-        Err(Error::Downgrade {
-            recorded: 3,
-            applying: 2,
-            ..
-        })
-    ));
+    assert_eq!(downgrade(v2_schema().apply(&db).await), Some((3, 2)));
     let report = v3.apply(&db).await.unwrap();
     assert!(report.recorded);
     assert_eq!(
@@ -416,14 +384,7 @@ async fn eight_concurrent_applies_of_v1_and_v2_end_in_the_v2_state() {
         let plan = v2.plan(&db).await.unwrap();
         assert!(plan.is_empty() && plan.version.unwrap().is_current());
         // and an instance of version 1 starting now is refused
-        assert!(matches!(
-            v1.apply(&db).await,
-            Err(Error::Downgrade {
-                recorded: 2,
-                applying: 1,
-                ..
-            })
-        ));
+        assert_eq!(downgrade(v1.apply(&db).await), Some((2, 1)));
     }
     println!(
         "{ROUNDS} rounds of 4 v1 + 4 v2 applies: every v2 apply succeeded; v1 applies: {v1_applied} succeeded (before v2 was recorded), {v1_refused} refused (Downgrade 2 > 1); every round ends in the v2 state"
@@ -475,15 +436,12 @@ async fn services_sharing_a_database_keep_a_version_record_each() {
         report.version,
         Some(VersionStatus::Unrecorded { applying: 1 })
     );
-    let records: Vec<BsonDocument> = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let records: Vec<BsonDocument> = common::all(
+        db.collection::<BsonDocument>(META_COLLECTION)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await;
     let versions: Vec<(&str, i64, &str)> = records
         .iter()
         .map(|r| {
@@ -542,7 +500,7 @@ mod v2_unique {
     }
 
     pub fn schema() -> Schema {
-        Schema::new().model::<Order>().version(2).build().unwrap()
+        super::versioned::<Order>(2)
     }
 }
 
@@ -595,17 +553,7 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
     );
     let rollback = v1_schema().apply(&db).await.unwrap();
     println!("version 1 after the failed 2:\n{rollback}");
-    assert!(
-        rollback.warnings.iter().any(|w| matches!(
-            w,
-            Warning::RolledBack {
-                failed: 2,
-                applying: 1,
-                ..
-            }
-        )),
-        "{rollback}"
-    );
+    assert!(common::rolled_back(&rollback, 2, 1), "{rollback}");
     // display-text: the report's sentence, read by a person
     assert!(rollback.to_string().contains("rolled back"), "{rollback}");
     assert_eq!(validator(&db).await, v1::Order::validator());
@@ -621,14 +569,7 @@ async fn a_failed_deploy_is_recorded_and_the_previous_version_rolls_back_without
     // the control: over version 2 applied (not failed), version 1 is refused
     let db = mongo_schema_testkit::database("ver_failed_control").await;
     v2_unique::schema().apply(&db).await.unwrap();
-    assert!(matches!(
-        v1_schema().apply(&db).await,
-        Err(Error::Downgrade {
-            recorded: 2,
-            applying: 1,
-            ..
-        })
-    ));
+    assert_eq!(downgrade(v1_schema().apply(&db).await), Some((2, 1)));
 }
 
 #[tokio::test]
@@ -681,27 +622,13 @@ async fn naming_an_unnamed_schema_adopts_its_record_and_keeps_the_fence() {
     assert_eq!(named.get_str("adopted_from").unwrap(), "schema");
     assert_eq!(record(&db).await.get_str("renamed_to").unwrap(), "orders");
     // an unnamed instance of version 1 still meets the fence
-    assert!(matches!(
-        v1_schema().apply(&db).await,
-        Err(Error::Downgrade {
-            recorded: 2,
-            applying: 1,
-            ..
-        })
-    ));
+    assert_eq!(downgrade(v1_schema().apply(&db).await), Some((2, 1)));
     assert_eq!(validator(&db).await, v2::Order::validator());
     assert!(renamed_v2.apply(&db).await.unwrap().is_noop());
 
     // the control: another service's unnamed record is not adopted
     let db = mongo_schema_testkit::database("ver_rename_other").await;
-    Schema::new()
-        .model::<Invoice>()
-        .version(5)
-        .build()
-        .unwrap()
-        .apply(&db)
-        .await
-        .unwrap();
+    versioned::<Invoice>(5).apply(&db).await.unwrap();
     let report = renamed_v2.apply(&db).await.unwrap();
     assert_eq!(
         report.version,

@@ -3,6 +3,8 @@
 
 #![allow(deprecated)]
 
+mod common;
+
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
 use mongo_schema::{EntryCursor, EntryPage, Error, Page};
@@ -131,11 +133,7 @@ async fn transaction_run_commits_as_awaiting_does() {
         .await
         .unwrap();
     assert_eq!((report.steps[0].matched, report.attempts), (1, 1));
-    let stored = Shelf::collection(&db)
-        .find_one(doc! { "_id": shelf.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Shelf>(&db, shelf.id).await;
     assert_eq!(stored.status, "closed");
 }
 
@@ -225,11 +223,7 @@ async fn compare_and_set_bool_reads_a_lost_race_as_false() {
         )
         .await
         .expect("the stored value is `closed`: won");
-    let stored = Shelf::collection(&db)
-        .find_one(doc! { "_id": shelf.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Shelf>(&db, shelf.id).await;
     assert_eq!(stored.status, "open");
 }
 

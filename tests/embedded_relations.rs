@@ -182,20 +182,12 @@ async fn the_price_on_an_order_line_is_a_snapshot_checked_by_the_validator() {
         .await
         .unwrap();
     assert_eq!(report.total_rewritten(), 0, "{report:?}");
-    let product = Product::collection(&db)
-        .find_one(doc! { "_id": "bolt" })
-        .await
-        .unwrap()
-        .unwrap();
+    let product = common::stored::<Product>(&db, "bolt").await;
     assert_eq!(
         (product.name.as_str(), product.price_cents),
         ("Hex bolt", 150)
     );
-    let stored = Order::collection(&db)
-        .find_one(doc! { "_id": order.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Order>(&db, order.id).await;
     assert_eq!(stored.lines[0].product.name, "Bolt");
     assert_eq!(stored.lines[0].product.price_cents, 120);
     // and reconcile does not touch a snapshot

@@ -11,7 +11,6 @@ mod common;
 use std::time::Duration;
 
 use common::{eventually, ready_within, shut_down_within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate;
 use mongo_schema::prelude::*;
@@ -170,15 +169,34 @@ fn quantities(i: i64) -> [i32; 4] {
     [base + 1, base + 2, base + 3, base + 4]
 }
 
+/// The `update` commands of `collection` in `log`.
+fn updates_of(log: &mongo_schema_testkit::CommandLog, collection: &str) -> Vec<BsonDocument> {
+    log.commands()
+        .into_iter()
+        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some(collection))
+        .map(|c| c.command)
+        .collect()
+}
+
+/// Applies the schema to `db` and inserts the bolt and the nut: the schema and the two.
+async fn with_products(db: &mongodb::Database) -> (Schema, Product, Product) {
+    let schema = schema();
+    schema.apply(db).await.unwrap();
+    let (bolt, nut) = products();
+    Product::collection(db)
+        .insert_many([&bolt, &nut])
+        .await
+        .unwrap();
+    (schema, bolt, nut)
+}
+
 async fn stored(db: &mongodb::Database, collection: &str) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>(collection)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>(collection)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
 }
 
 /// `documents` as they should be after product `id` had `changes` set: in every line of every
@@ -316,15 +334,15 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
             .iter()
             .all(|i| !i.keys.keys().any(|k| k.contains("sold_as"))));
     }
+    // the fan-out of the bolt's rename through the copy `label`
+    let fan_out = |label: &str| {
+        let edge = graph.edges.iter().find(|e| e.label() == label).unwrap();
+        schema
+            .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
+            .unwrap()
+    };
     // the fan-out: one update on the copied id, every matching line through an array filter
-    let edge = graph
-        .edges
-        .iter()
-        .find(|e| e.label() == "carts.batch.items.product")
-        .unwrap();
-    let command = schema
-        .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
-        .unwrap();
+    let command = fan_out("carts.batch.items.product");
     assert_eq!(
         command,
         doc! {
@@ -338,14 +356,7 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
         }
     );
     // in an `Option`: the plain dotted path
-    let edge = graph
-        .edges
-        .iter()
-        .find(|e| e.label() == "tx_orders.featured.product")
-        .unwrap();
-    let command = schema
-        .fan_out_command(edge, &doc! { "_id": "bolt", "name": "Hex bolt" })
-        .unwrap();
+    let command = fan_out("tx_orders.featured.product");
     assert_eq!(
         command.get_array("updates").unwrap()[0],
         Bson::Document(doc! {
@@ -381,13 +392,7 @@ fn each_holder_declares_the_copies_of_its_lines_once_with_the_fan_out_index_on_t
 async fn a_transactional_rename_follows_every_matching_line_and_nothing_else() {
     let (client, log) = mongo_schema_testkit::monitored_client().await;
     let db = client.database(mongo_schema_testkit::database("embedded_tx").await.name());
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (bolt, nut) = products();
-    Product::collection(&db)
-        .insert_many([&bolt, &nut])
-        .await
-        .unwrap();
+    let (schema, bolt, nut) = with_products(&db).await;
     let orders: Vec<TxOrder> = (0..6)
         .map(|i| {
             let [a, b, c, d] = quantities(i);
@@ -460,12 +465,7 @@ async fn a_transactional_rename_follows_every_matching_line_and_nothing_else() {
     assert_eq!(order.lines[1].product.name, "Nut");
 
     // one update per copy, each with its array filter (6 orders are one batch of holders)
-    let updates: Vec<BsonDocument> = log
-        .commands()
-        .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("tx_orders"))
-        .map(|c| c.command)
-        .collect();
+    let updates = updates_of(&log, "tx_orders");
     assert_eq!(updates.len(), 2, "{updates:?}");
     let statements: Vec<&BsonDocument> = updates
         .iter()
@@ -483,13 +483,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
             .await
             .name(),
     );
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (bolt, nut) = products();
-    Product::collection(&db)
-        .insert_many([&bolt, &nut])
-        .await
-        .unwrap();
+    let (schema, bolt, nut) = with_products(&db).await;
     // more holders than one chunk: two fenced updates
     let holders = FAN_OUT_CHUNK as i64 + 100;
     let orders: Vec<AsyncOrder> = (0..holders)
@@ -544,12 +538,7 @@ async fn the_sync_worker_follows_a_rename_into_every_line_a_chunk_of_holders_at_
     assert_eq!(stats.snapshot().copies_rewritten, holders as u64);
     shut_down_within(worker, SHUTDOWN).await;
     // one update per chunk of holders, each rewriting every matching line of its holders
-    let updates: Vec<BsonDocument> = log
-        .commands()
-        .into_iter()
-        .filter(|c| c.name == "update" && c.command.get_str("update").ok() == Some("async_orders"))
-        .map(|c| c.command)
-        .collect();
+    let updates = updates_of(&log, "async_orders");
     assert_eq!(updates.len(), 2, "{updates:?}");
     for update in &updates {
         let statement = update.get_array("updates").unwrap()[0]
@@ -597,13 +586,7 @@ fn rec_orders(count: i64, bolt: &Product, nut: &Product) -> Vec<RecOrder> {
 #[tokio::test]
 async fn reconcile_repairs_every_drifted_line_and_a_corrupted_element_alone() {
     let db = mongo_schema_testkit::database("embedded_reconcile").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (bolt, nut) = products();
-    Product::collection(&db)
-        .insert_many([&bolt, &nut])
-        .await
-        .unwrap();
+    let (schema, bolt, nut) = with_products(&db).await;
     let orders = rec_orders(5, &bolt, &nut);
     RecOrder::collection(&db)
         .insert_many(&orders)
@@ -740,13 +723,8 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
     let keys = |collection: &'static str| {
         let db = db.clone();
         async move {
-            db.collection::<BsonDocument>(collection)
-                .list_indexes()
+            common::all(db.collection::<BsonDocument>(collection).list_indexes())
                 .await
-                .unwrap()
-                .try_collect::<Vec<_>>()
-                .await
-                .unwrap()
                 .into_iter()
                 .map(|index| index.keys)
                 .collect::<Vec<BsonDocument>>()
@@ -786,13 +764,7 @@ async fn the_fan_out_indexes_of_the_lines_are_on_the_server() {
 #[tokio::test]
 async fn a_part_inside_kits_of_an_assembly_follows_renames_and_is_unset_when_deleted() {
     let db = mongo_schema_testkit::database("embedded_nested").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (bolt, nut) = products();
-    Product::collection(&db)
-        .insert_many([&bolt, &nut])
-        .await
-        .unwrap();
+    let (schema, bolt, nut) = with_products(&db).await;
     let part = |p: &Product, quantity| KitPart {
         part: Some(KitPartPart::from(p)),
         quantity,

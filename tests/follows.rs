@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use futures_util::StreamExt;
 use mongo_schema::bson::doc;
 use mongo_schema::prelude::*;
@@ -31,19 +31,26 @@ pub struct User {
     pub following_count: i64,
 }
 
-#[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[collection(name = "follows")]
-#[index(keys(followed = 1, at = -1))]
-pub struct Follow {
-    #[serde(rename = "_id")]
-    pub id: i64,
-    #[reference]
-    pub follower: Ref<User>,
-    #[reference]
-    pub followed: Ref<User>,
-    pub follower_name: String,
-    pub at: DateTime,
+/// A follow of one `User` by another (of the module's own `User`).
+macro_rules! follow_model {
+    () => {
+        #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
+        #[collection(name = "follows")]
+        #[index(keys(followed = 1, at = -1))]
+        pub struct Follow {
+            #[serde(rename = "_id")]
+            pub id: i64,
+            #[reference]
+            pub follower: Ref<User>,
+            #[reference]
+            pub followed: Ref<User>,
+            pub follower_name: String,
+            pub at: DateTime,
+        }
+    };
 }
+
+follow_model!();
 
 #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct FollowerPreview {
@@ -212,19 +219,7 @@ mod by_the_worker {
         pub follower_count: i64,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "follows")]
-    #[index(keys(followed = 1, at = -1))]
-    pub struct Follow {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub follower: Ref<User>,
-        #[reference]
-        pub followed: Ref<User>,
-        pub follower_name: String,
-        pub at: DateTime,
-    }
+    follow_model!();
 
     #[derive(BsonSchema, Serialize, Deserialize, Debug, Clone, PartialEq)]
     pub struct FollowerPreview {
@@ -256,12 +251,7 @@ mod by_the_worker {
             }))
             .await
             .unwrap();
-        let worker = schema
-            .sync_worker(&db)
-            .name("follows")
-            .max_await_time(Duration::from_millis(100))
-            .spawn();
-        ready(&worker).await;
+        let worker = common::ready_worker(&schema, &db, "follows").await;
         let follows = Follow::collection(&db);
         let plain = |id: i64, follower: i64, followed: i64, name: &str| Follow {
             id,
@@ -277,13 +267,7 @@ mod by_the_worker {
             .unwrap();
         let read = |id: i64| {
             let db = db.clone();
-            async move {
-                User::collection(&db)
-                    .find_one(doc! { "_id": id })
-                    .await
-                    .unwrap()
-                    .unwrap()
-            }
+            async move { common::stored::<User>(&db, id).await }
         };
         eventually(Duration::from_secs(20), "Ada's two followers", || async {
             let ada = read(1).await;

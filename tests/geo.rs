@@ -4,6 +4,8 @@
 //! circle and a polygon, a latitude of 95 refused by the validator and by `Point::new`, and the
 //! geo queries in the fit, `prove` and the report.
 
+mod common;
+
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::geo::{Area, Point, EARTH_RADIUS_METRES};
 use mongo_schema::prelude::*;
@@ -272,14 +274,7 @@ async fn a_latitude_of_95_is_refused_by_the_validator_and_by_the_constructor() {
 fn near_queries_are_fitted_to_their_2dsphere_index_and_within_gets_one_derived() {
     let schema = schema();
     let places = schema.collection("places").unwrap();
-    let fit = |name: &str| {
-        places
-            .queries
-            .iter()
-            .find(|q| q.name == name)
-            .and_then(|q| q.fit.clone())
-            .unwrap_or_else(|| panic!("{name}"))
-    };
+    let fit = |name: &str| common::fit_of(places, name);
     assert_eq!(
         fit("nearest").index.as_deref(),
         Some("location_2dsphere"),

@@ -91,13 +91,8 @@ async fn eight_concurrent_appenders_fill_bounded_buckets_and_the_reader_returns_
             .unwrap();
     }
 
-    let buckets: Vec<ReadingBucket> = ReadingBucket::collection(&db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let buckets: Vec<ReadingBucket> =
+        common::all(ReadingBucket::collection(&db).find(doc! {})).await;
     let mut seen = HashSet::new();
     let mut partial = 0;
     for bucket in &buckets {
@@ -182,14 +177,12 @@ pub struct Account {
 }
 
 async fn stored(db: &mongodb::Database) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>("accounts")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>("accounts")
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
 }
 
 async fn server_options(db: &mongodb::Database) -> BsonDocument {

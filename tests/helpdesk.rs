@@ -6,9 +6,10 @@ mod model;
 #[path = "../examples/helpdesk/seed.rs"]
 mod seed;
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use futures_util::TryStreamExt;
 use model::*;
 use mongo_schema::bson::{doc, DateTime};
 use mongo_schema::prelude::*;
@@ -51,15 +52,13 @@ async fn the_queue_is_one_indexed_query_on_one_collection_in_the_seeds_order() {
     );
 
     // the same documents in the same order as the hand-written query it replaces
-    let hand_written: Vec<Ticket> = Ticket::collection(&db)
-        .find(doc! { "team": "billing", "status": "open" })
-        .sort(doc! { "priority": -1, "updatedAt": -1 })
-        .limit(25)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let hand_written: Vec<Ticket> = common::all(
+        Ticket::collection(&db)
+            .find(doc! { "team": "billing", "status": "open" })
+            .sort(doc! { "priority": -1, "updatedAt": -1 })
+            .limit(25),
+    )
+    .await;
     assert_eq!(queue.len(), 25);
     assert_eq!(queue, hand_written);
     assert!(queue
@@ -92,15 +91,13 @@ async fn a_customers_tickets_use_the_derived_index_and_match_the_hand_written_qu
     let (db, data) = seeded("hd_customer", 600).await;
     let customer = &data.tickets[0].customer;
     let declared: Vec<Ticket> = Ticket::customer_tickets(&db, &customer.id).await.unwrap();
-    let hand_written: Vec<Ticket> = Ticket::collection(&db)
-        .find(doc! { "customer._id": customer.id })
-        .sort(doc! { "updatedAt": -1 })
-        .limit(20)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let hand_written: Vec<Ticket> = common::all(
+        Ticket::collection(&db)
+            .find(doc! { "customer._id": customer.id })
+            .sort(doc! { "updatedAt": -1 })
+            .limit(20),
+    )
+    .await;
     assert!(
         !declared.is_empty(),
         "the seed gives every customer tickets"
@@ -363,15 +360,11 @@ async fn the_customer_rename_is_transactional() {
         .sync_graph()
         .copies_of("customers")
         .all(|e| e.copy.strategy == mongo_schema::SyncStrategy::Transactional));
-    let names: Vec<String> = Ticket::collection(&db)
-        .find(doc! { "customer._id": customer })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.customer.name)
-        .collect();
+    let names: Vec<String> =
+        common::all(Ticket::collection(&db).find(doc! { "customer._id": customer }))
+            .await
+            .into_iter()
+            .map(|t| t.customer.name)
+            .collect();
     assert_eq!(names, vec!["Ana Silva-Berg".to_owned(); theirs as usize]);
 }

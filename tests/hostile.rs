@@ -2,7 +2,8 @@
 //! cursors and expected values from a client that hold query operators, a bucket entry without
 //! the key its bucket is ordered by.
 
-use futures_util::TryStreamExt;
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::error::UnsafeKind;
 use mongo_schema::prelude::*;
@@ -173,13 +174,8 @@ async fn compare_and_set_refuses_id_and_operators_and_counts_a_no_op_win() {
             if what == "the expected value" && op == "$exists"),
         "{error:#?}"
     );
-    let states: Vec<String> = Shelf::collection(&db)
-        .find(doc! {})
+    let states: Vec<String> = common::all(Shelf::collection(&db).find(doc! {}))
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .into_iter()
         .map(|s| s.state)
         .collect();

@@ -3,6 +3,8 @@
 //! closed, the worst-case size that of the largest kind, and a description the derive cannot
 //! see through (two flattened parts storing one name) refused by `Schema::build`.
 
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::SizeBound;
@@ -133,13 +135,8 @@ async fn every_kind_is_accepted_read_back_and_indexed_on_its_own() {
 
     // the indexes of a kind are partial on its tag, and named after it unless named
     let indexes: Vec<BsonDocument> = {
-        use futures_util::TryStreamExt;
-        raw.list_indexes()
+        common::all(raw.list_indexes())
             .await
-            .unwrap()
-            .try_collect::<Vec<_>>()
-            .await
-            .unwrap()
             .into_iter()
             .map(|m| mongo_schema::bson::to_document(&m).unwrap())
             .collect()

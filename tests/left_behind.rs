@@ -325,25 +325,34 @@ async fn audit_reports_a_count_that_disagrees_as_a_counter() {
 }
 
 mod dedupe {
+    /// `Account` (under the unique index `#[index(...)]` declares, if any) and its optional
+    /// `Photo` part, stored under the account's `_id`.
+    macro_rules! account_and_photo {
+        ($(#[$($index:tt)*])?) => {
+            use mongo_schema::prelude::*;
+            use serde::{Deserialize, Serialize};
+
+            #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+            #[collection(name = "accounts")]
+            $(#[$($index)*])?
+            pub struct Account {
+                #[serde(rename = "_id")]
+                pub id: i64,
+                pub email: String,
+            }
+
+            #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+            #[collection(name = "account_photos", same_id_as = Account, optional_part)]
+            pub struct Photo {
+                #[serde(rename = "_id")]
+                pub id: i64,
+                pub bytes: i32,
+            }
+        };
+    }
+
     pub mod v1 {
-        use mongo_schema::prelude::*;
-        use serde::{Deserialize, Serialize};
-
-        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-        #[collection(name = "accounts")]
-        pub struct Account {
-            #[serde(rename = "_id")]
-            pub id: i64,
-            pub email: String,
-        }
-
-        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-        #[collection(name = "account_photos", same_id_as = Account, optional_part)]
-        pub struct Photo {
-            #[serde(rename = "_id")]
-            pub id: i64,
-            pub bytes: i32,
-        }
+        account_and_photo!();
 
         pub fn schema() -> Schema {
             Schema::new()
@@ -357,25 +366,8 @@ mod dedupe {
 
     pub mod v2 {
         use mongo_schema::migrate::{self, Keep};
-        use mongo_schema::prelude::*;
-        use serde::{Deserialize, Serialize};
 
-        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-        #[collection(name = "accounts")]
-        #[index(keys(email = 1), unique)]
-        pub struct Account {
-            #[serde(rename = "_id")]
-            pub id: i64,
-            pub email: String,
-        }
-
-        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-        #[collection(name = "account_photos", same_id_as = Account, optional_part)]
-        pub struct Photo {
-            #[serde(rename = "_id")]
-            pub id: i64,
-            pub bytes: i32,
-        }
+        account_and_photo!(#[index(keys(email = 1), unique)]);
 
         pub fn schema() -> Schema {
             Schema::new()

@@ -13,14 +13,30 @@
 //! Also: a step that fails is recorded `failed` and resumes from its checkpoint; an apply killed
 //! in the middle of a step resumes it.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MigrationState, StepCounts, MIGRATIONS_COLLECTION};
 use mongo_schema::{field, Document as _, Error, OnNewer, ResultExt as _, VersionStatus, Warning};
+
+/// The `Order` of versions 1 and 2: a plain reference to the module's own `Customer`.
+macro_rules! referencing_order {
+    () => {
+        #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+        #[collection(name = "orders")]
+        pub struct Order {
+            #[serde(rename = "_id")]
+            pub id: i64,
+            #[reference]
+            pub customer: Ref<Customer>,
+            pub total: i64,
+        }
+    };
+}
 
 mod v1 {
     use mongo_schema::prelude::*;
@@ -35,15 +51,7 @@ mod v1 {
         pub email: String,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "orders")]
-    pub struct Order {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub customer: Ref<Customer>,
-        pub total: i64,
-    }
+    referencing_order!();
 
     pub fn schema() -> Schema {
         Schema::new()
@@ -74,15 +82,7 @@ mod v2 {
         pub tier: String,
     }
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "orders")]
-    pub struct Order {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        #[reference]
-        pub customer: Ref<Customer>,
-        pub total: i64,
-    }
+    referencing_order!();
 
     /// v2's steps (v3 keeps declaring them: they are recorded done and never run again).
     /// The fields are typed paths of the version's own model (`field!(Customer, tier)`).
@@ -208,37 +208,19 @@ async fn count(db: &mongodb::Database, collection: &str, filter: BsonDocument) -
 
 /// The collection's options as `listCollections` reports them.
 async fn options(db: &mongodb::Database, collection: &str) -> BsonDocument {
-    let reply = db
-        .run_command(doc! { "listCollections": 1, "filter": { "name": collection } })
-        .await
-        .unwrap();
-    let batch = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    batch[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap()
-        .clone()
+    let batch = common::first_batch(
+        db,
+        doc! { "listCollections": 1, "filter": { "name": collection } },
+    )
+    .await;
+    batch[0].get_document("options").unwrap().clone()
 }
 
 /// The index `email_1` of `customers`, as `listIndexes` reports it.
 async fn email_index(db: &mongodb::Database) -> BsonDocument {
-    let reply = db
-        .run_command(doc! { "listIndexes": "customers" })
-        .await
-        .unwrap();
-    let batch = reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
+    let batch = common::first_batch(db, doc! { "listIndexes": "customers" }).await;
     batch
         .iter()
-        .filter_map(Bson::as_document)
         .find(|i| i.get_str("name").ok() == Some("email_1"))
         .unwrap_or_else(|| panic!("no index `email_1`: {batch:?}"))
         .clone()
@@ -254,14 +236,12 @@ async fn stored_order(db: &mongodb::Database, id: i64) -> BsonDocument {
 }
 
 async fn records(db: &mongodb::Database) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
-        .find(doc! {})
-        .sort(doc! { "version": 1, "started": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>(MIGRATIONS_COLLECTION)
+            .find(doc! {})
+            .sort(doc! { "version": 1, "started": 1 }),
+    )
+    .await
 }
 
 #[tokio::test]

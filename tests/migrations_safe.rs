@@ -4,107 +4,63 @@
 //! duplicates written meanwhile by an older instance makes the dedupe step run again, or, past
 //! its bounded tries, fails the version with the step pending again.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate::{self, Keep, MIGRATIONS_COLLECTION};
-use mongo_schema::{field, Error, Warning, META_COLLECTION};
+use mongo_schema::{field, Error, META_COLLECTION};
 
-/// Version 1: accounts with an optional code and an email, no unique index.
-mod v1 {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
+/// An `Account` (an email, an optional code, whether active) in module `$version`, under the
+/// unique index `#[index(...)]` declares if any, beside the module's other `$item`s.
+macro_rules! account {
+    (@ $version:ident [$($index:tt)*] $($item:item)*) => {
+        mod $version {
+            use mongo_schema::prelude::*;
+            use serde::{Deserialize, Serialize};
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "accounts")]
-    pub struct Account {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub email: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<String>,
-        pub active: bool,
-    }
+            #[derive(Document, Serialize, Deserialize, Debug, Clone)]
+            #[collection(name = "accounts")]
+            $($index)*
+            pub struct Account {
+                #[serde(rename = "_id")]
+                pub id: i64,
+                pub email: String,
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub code: Option<String>,
+                pub active: bool,
+            }
 
+            $($item)*
+        }
+    };
+    ($version:ident, #[$($index:tt)*]) => {
+        account!(@ $version [#[$($index)*]]);
+    };
+    ($version:ident $(, $item:item)*) => {
+        account!(@ $version [] $($item)*);
+    };
+}
+
+// Version 1: accounts with an optional code and an email, no unique index.
+account!(
+    v1,
     pub fn schema() -> Schema {
         Schema::new().model::<Account>().version(1).build().unwrap()
     }
-}
+);
 
-/// Version 2 with a unique email.
-mod unique_email {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "accounts")]
-    #[index(keys(email = 1), unique)]
-    pub struct Account {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub email: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<String>,
-        pub active: bool,
-    }
-}
-
-/// Version 2 with a unique, sparse code.
-mod sparse_code {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "accounts")]
-    #[index(keys(code = 1), unique, sparse)]
-    pub struct Account {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub email: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<String>,
-        pub active: bool,
-    }
-}
-
-/// Version 2 with a unique code that is not sparse: a missing code and `null` are one key.
-mod dense_code {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "accounts")]
-    #[index(keys(code = 1), unique)]
-    pub struct Account {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub email: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<String>,
-        pub active: bool,
-    }
-}
-
-/// Version 2 with an email unique among active accounts only.
-mod active_email {
-    use mongo_schema::prelude::*;
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Document, Serialize, Deserialize, Debug, Clone)]
-    #[collection(name = "accounts")]
-    #[index(keys(email = 1), unique, partial = "{\"active\": true}")]
-    pub struct Account {
-        #[serde(rename = "_id")]
-        pub id: i64,
-        pub email: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<String>,
-        pub active: bool,
-    }
-}
+// Version 2 with a unique email.
+account!(unique_email, #[index(keys(email = 1), unique)]);
+// Version 2 with a unique, sparse code.
+account!(sparse_code, #[index(keys(code = 1), unique, sparse)]);
+// Version 2 with a unique code that is not sparse: a missing code and `null` are one key.
+account!(dense_code, #[index(keys(code = 1), unique)]);
+// Version 2 with an email unique among active accounts only.
+account!(active_email, #[index(keys(email = 1), unique, partial = "{\"active\": true}")]);
 
 /// Version 3: one account per email *within a tenant*.
 mod tenant_email {
@@ -124,6 +80,19 @@ mod tenant_email {
         pub code: Option<String>,
         pub active: bool,
     }
+}
+
+/// Version 2 of `T`'s schema with the one migration `step`, named `name`.
+fn version_2<T: mongo_schema::Document>(
+    name: &str,
+    step: impl Into<mongo_schema::migrate::Step>,
+) -> mongo_schema::Schema {
+    mongo_schema::Schema::new()
+        .model::<T>()
+        .version(2)
+        .migration(2, name, step)
+        .build()
+        .unwrap()
 }
 
 fn account(id: i64, email: &str, code: Option<Option<&str>>, active: bool) -> BsonDocument {
@@ -153,17 +122,15 @@ async fn seeded(prefix: &str, accounts: Vec<BsonDocument>) -> mongodb::Database 
 }
 
 async fn ids(db: &mongodb::Database, collection: &str) -> Vec<i64> {
-    db.collection::<BsonDocument>(collection)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|d| d.get_i64("_id").unwrap())
-        .collect()
+    common::all(
+        db.collection::<BsonDocument>(collection)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
+    .iter()
+    .map(|d| d.get_i64("_id").unwrap())
+    .collect()
 }
 
 async fn meta(db: &mongodb::Database) -> BsonDocument {
@@ -185,18 +152,12 @@ async fn step_record(db: &mongodb::Database) -> BsonDocument {
 #[tokio::test]
 async fn a_failing_step_fails_its_version_and_the_older_version_rolls_back() {
     let db = seeded("safe_failed_step", vec![account(1, "a@x", None, true)]).await;
-    let v2 = mongo_schema::Schema::new()
-        .model::<unique_email::Account>()
-        .version(2)
-        .migration(
-            2,
-            "always fails",
-            migrate::custom::<unique_email::Account>("refuses", |_cx| {
-                Box::pin(async { Err(Error::other("this step always fails")) })
-            }),
-        )
-        .build()
-        .unwrap();
+    let v2 = version_2::<unique_email::Account>(
+        "always fails",
+        migrate::custom::<unique_email::Account>("refuses", |_cx| {
+            Box::pin(async { Err(Error::other("this step always fails")) })
+        }),
+    );
     let failed = v2.apply(&db).await.unwrap_err();
     println!("version 2: {failed}");
     assert!(matches!(failed, Error::Migration { .. }), "{failed:?}");
@@ -213,17 +174,7 @@ async fn a_failing_step_fails_its_version_and_the_older_version_rolls_back() {
     // the previous binary starts again: it rolls back, no `allow_downgrade` needed
     let rollback = v1::schema().apply(&db).await.unwrap();
     println!("version 1 after the failed 2:\n{rollback}");
-    assert!(
-        rollback.warnings.iter().any(|w| matches!(
-            w,
-            Warning::RolledBack {
-                failed: 2,
-                applying: 1,
-                ..
-            }
-        )),
-        "{rollback}"
-    );
+    assert!(common::rolled_back(&rollback, 2, 1), "{rollback}");
     let record = meta(&db).await;
     assert_eq!(record.get_i64("version"), Ok(1));
     assert_eq!(record.get_str("state"), Ok("applied"));
@@ -243,16 +194,10 @@ async fn a_sparse_unique_index_keeps_every_document_without_the_key() {
         ],
     )
     .await;
-    let v2 = mongo_schema::Schema::new()
-        .model::<sparse_code::Account>()
-        .version(2)
-        .migration(
-            2,
-            "one account per code",
-            migrate::dedupe(field!(sparse_code::Account, code), Keep::Oldest),
-        )
-        .build()
-        .unwrap();
+    let v2 = version_2::<sparse_code::Account>(
+        "one account per code",
+        migrate::dedupe(field!(sparse_code::Account, code), Keep::Oldest),
+    );
     let plan = v2.plan(&db).await.unwrap();
     println!("{plan}");
     let report = v2.apply(&db).await.unwrap();
@@ -278,16 +223,10 @@ async fn a_missing_key_and_null_are_one_group() {
         ],
     )
     .await;
-    let v2 = mongo_schema::Schema::new()
-        .model::<dense_code::Account>()
-        .version(2)
-        .migration(
-            2,
-            "one account per code",
-            migrate::dedupe(field!(dense_code::Account, code), Keep::Oldest),
-        )
-        .build()
-        .unwrap();
+    let v2 = version_2::<dense_code::Account>(
+        "one account per code",
+        migrate::dedupe(field!(dense_code::Account, code), Keep::Oldest),
+    );
     // the unique index keys a missing code and `null` alike: one group, the oldest kept
     let report = v2.apply(&db).await.unwrap();
     println!("{report}");
@@ -307,16 +246,10 @@ async fn a_partial_unique_index_dedupes_only_the_documents_it_holds() {
         ],
     )
     .await;
-    let v2 = mongo_schema::Schema::new()
-        .model::<active_email::Account>()
-        .version(2)
-        .migration(
-            2,
-            "one active account per email",
-            migrate::dedupe(field!(active_email::Account, email), Keep::Newest),
-        )
-        .build()
-        .unwrap();
+    let v2 = version_2::<active_email::Account>(
+        "one active account per email",
+        migrate::dedupe(field!(active_email::Account, email), Keep::Newest),
+    );
     let report = v2.apply(&db).await.unwrap();
     println!("{report}");
     assert_eq!(ids(&db, "accounts").await, [1, 2, 4]);
@@ -401,17 +334,26 @@ fn duplicate_at_each_build(
     })
 }
 
+/// `schema` applied to `db` through `client` (the sabotaging one), failing the test unless
+/// the apply ends within 60 s.
+async fn apply_through(
+    client: &mongodb::Client,
+    db: &mongodb::Database,
+    schema: &mongo_schema::Schema,
+) -> Result<mongo_schema::ApplyReport, Error> {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        schema.apply(&client.database(db.name())),
+    )
+    .await
+    .expect("the apply ends")
+}
+
 fn dedupe_v2() -> mongo_schema::Schema {
-    mongo_schema::Schema::new()
-        .model::<unique_email::Account>()
-        .version(2)
-        .migration(
-            2,
-            "one account per email",
-            migrate::dedupe(field!(unique_email::Account, email), Keep::Oldest),
-        )
-        .build()
-        .unwrap()
+    version_2::<unique_email::Account>(
+        "one account per email",
+        migrate::dedupe(field!(unique_email::Account, email), Keep::Oldest),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,13 +365,7 @@ async fn a_duplicate_written_during_the_index_build_is_deduped_again_in_the_same
     .await;
     let (client, held, go, builds) = sabotaging_client(1).await;
     let writer = duplicate_at_each_build(db.clone(), held, go);
-    let report = tokio::time::timeout(
-        Duration::from_secs(60),
-        dedupe_v2().apply(&client.database(db.name())),
-    )
-    .await
-    .expect("the apply ends")
-    .unwrap();
+    let report = apply_through(&client, &db, &dedupe_v2()).await.unwrap();
     println!("{report}");
     drop(client);
     let written = tokio::time::timeout(Duration::from_secs(90), writer)
@@ -465,13 +401,7 @@ async fn duplicates_at_every_build_fail_the_version_with_the_dedupe_pending_agai
     .await;
     let (client, held, go, builds) = sabotaging_client(usize::MAX).await;
     let writer = duplicate_at_each_build(db.clone(), held, go);
-    let failed = tokio::time::timeout(
-        Duration::from_secs(60),
-        dedupe_v2().apply(&client.database(db.name())),
-    )
-    .await
-    .expect("the apply ends")
-    .unwrap_err();
+    let failed = apply_through(&client, &db, &dedupe_v2()).await.unwrap_err();
     println!("version 2: {failed}");
     drop(client);
     assert_eq!(failed.code(), Some(11000), "{failed}");
@@ -535,12 +465,7 @@ async fn next_batch_walks_every_id_type() {
             })
         })
     };
-    let v2 = mongo_schema::Schema::new()
-        .model::<v1::Account>()
-        .version(2)
-        .migration(2, "count", step)
-        .build()
-        .unwrap();
+    let v2 = version_2::<v1::Account>("count", step);
     let report = v2
         .apply(&db)
         .on_violations(mongo_schema::OnViolations::Moderate)
@@ -562,57 +487,51 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_and_resumes_not_fail
     let runs = Arc::new(AtomicUsize::new(0));
     let resumed_from = Arc::new(Mutex::new(None));
     let (seen, counted, resumed) = (held_at_first.clone(), runs.clone(), resumed_from.clone());
-    let v2 = mongo_schema::Schema::new()
-        .model::<unique_email::Account>()
-        .version(2)
-        .migration(
-            2,
-            "loses the lock",
-            migrate::custom::<unique_email::Account>("loses the lock", move |cx| {
-                let (seen, counted, resumed) = (seen.clone(), counted.clone(), resumed.clone());
-                Box::pin(async move {
-                    if counted.fetch_add(1, Ordering::SeqCst) > 0 {
-                        // the next pass claimed the lock again: resume from the checkpoint
-                        *resumed.lock().unwrap() = cx.checkpoint().cloned();
-                        cx.ensure_lock()?;
-                        cx.db()
-                            .collection::<BsonDocument>("accounts")
-                            .update_many(doc! {}, doc! { "$set": { "written": true } })
-                            .await?;
-                        return Ok(migrate::StepCounts::new(1, 1));
-                    }
-                    // the positive control: the step starts under the lock
-                    *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
-                    cx.save(Bson::Int64(1), migrate::StepCounts::default())
-                        .await?;
-                    // another instance takes the lock over (as after a long pause of this one,
-                    // an election, a step that blocked past the lease)
-                    cx.db()
-                        .collection::<BsonDocument>(META_COLLECTION)
-                        .update_one(
-                            doc! { "_id": "schema" },
-                            doc! { "$set": {
-                                "locked_by": "another instance",
-                                "lock_expires": mongo_schema::bson::DateTime::now(),
-                            } },
-                        )
-                        .await?;
-                    // apply renews its lease on its own task and finds it gone
-                    let started = std::time::Instant::now();
-                    while cx.ensure_lock().is_ok() {
-                        assert!(
-                            started.elapsed() < Duration::from_secs(30),
-                            "the lost lock is never noticed"
-                        );
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+    let v2 = version_2::<unique_email::Account>(
+        "loses the lock",
+        migrate::custom::<unique_email::Account>("loses the lock", move |cx| {
+            let (seen, counted, resumed) = (seen.clone(), counted.clone(), resumed.clone());
+            Box::pin(async move {
+                if counted.fetch_add(1, Ordering::SeqCst) > 0 {
+                    // the next pass claimed the lock again: resume from the checkpoint
+                    *resumed.lock().unwrap() = cx.checkpoint().cloned();
                     cx.ensure_lock()?;
-                    unreachable!("the step stops at the check above")
-                })
-            }),
-        )
-        .build()
-        .unwrap();
+                    cx.db()
+                        .collection::<BsonDocument>("accounts")
+                        .update_many(doc! {}, doc! { "$set": { "written": true } })
+                        .await?;
+                    return Ok(migrate::StepCounts::new(1, 1));
+                }
+                // the positive control: the step starts under the lock
+                *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
+                cx.save(Bson::Int64(1), migrate::StepCounts::default())
+                    .await?;
+                // another instance takes the lock over (as after a long pause of this one,
+                // an election, a step that blocked past the lease)
+                cx.db()
+                    .collection::<BsonDocument>(META_COLLECTION)
+                    .update_one(
+                        doc! { "_id": "schema" },
+                        doc! { "$set": {
+                            "locked_by": "another instance",
+                            "lock_expires": mongo_schema::bson::DateTime::now(),
+                        } },
+                    )
+                    .await?;
+                // apply renews its lease on its own task and finds it gone
+                let started = std::time::Instant::now();
+                while cx.ensure_lock().is_ok() {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(30),
+                        "the lost lock is never noticed"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                cx.ensure_lock()?;
+                unreachable!("the step stops at the check above")
+            })
+        }),
+    );
     let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
         .await
         .expect("apply returns")
@@ -622,12 +541,7 @@ async fn a_step_that_loses_applys_lock_stops_before_writing_and_resumes_not_fail
     assert_eq!(runs.load(Ordering::SeqCst), 2, "run once, resumed once");
     assert_eq!(*resumed_from.lock().unwrap(), Some(Bson::Int64(1)));
     assert!(report.retried >= 1, "{report}");
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = meta(&db).await;
     assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
     // what was written was written under the lock, once
     assert_eq!(
@@ -660,24 +574,18 @@ async fn a_step_that_blocks_its_thread_past_the_lease_keeps_the_lock() {
     let db = seeded("safe_blocking_step", vec![account(1, "a@x", None, true)]).await;
     let held_after = Arc::new(Mutex::new(None));
     let seen = held_after.clone();
-    let v2 = mongo_schema::Schema::new()
-        .model::<unique_email::Account>()
-        .version(2)
-        .migration(
-            2,
-            "blocks",
-            migrate::custom::<unique_email::Account>("blocks its thread for 12 s", move |cx| {
-                let seen = seen.clone();
-                Box::pin(async move {
-                    std::thread::sleep(Duration::from_secs(12));
-                    *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
-                    cx.ensure_lock()?;
-                    Ok(migrate::StepCounts::default())
-                })
-            }),
-        )
-        .build()
-        .unwrap();
+    let v2 = version_2::<unique_email::Account>(
+        "blocks",
+        migrate::custom::<unique_email::Account>("blocks its thread for 12 s", move |cx| {
+            let seen = seen.clone();
+            Box::pin(async move {
+                std::thread::sleep(Duration::from_secs(12));
+                *seen.lock().unwrap() = Some(cx.ensure_lock().is_ok());
+                cx.ensure_lock()?;
+                Ok(migrate::StepCounts::default())
+            })
+        }),
+    );
     let report = tokio::time::timeout(Duration::from_secs(60), v2.apply(&db))
         .await
         .expect("apply returns")
@@ -685,12 +593,7 @@ async fn a_step_that_blocks_its_thread_past_the_lease_keeps_the_lock() {
     println!("{report}");
     assert_eq!(*held_after.lock().unwrap(), Some(true), "the lease held");
     assert_eq!(report.retried, 0, "{report}");
-    let record = db
-        .collection::<BsonDocument>(META_COLLECTION)
-        .find_one(doc! { "_id": "schema" })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = meta(&db).await;
     assert_eq!(record.get_str("state").unwrap(), "applied", "{record}");
 }
 
@@ -751,13 +654,7 @@ async fn a_dedupe_rerun_is_the_one_of_the_failing_index_keys() {
             go.send(()).unwrap();
         })
     };
-    let report = tokio::time::timeout(
-        Duration::from_secs(60),
-        v3.apply(&client.database(db.name())),
-    )
-    .await
-    .expect("the apply ends")
-    .unwrap();
+    let report = apply_through(&client, &db, &v3).await.unwrap();
     println!("{report}");
     drop(client);
     tokio::time::timeout(Duration::from_secs(60), writer)

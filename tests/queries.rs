@@ -5,6 +5,8 @@
 //! become operators; a bad `index =`, and a partial filter on a value never stored, are
 //! `Schema::build` errors.
 
+mod common;
+
 use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, DateTime, Document as BsonDocument};
 use mongo_schema::field;
@@ -173,11 +175,7 @@ fn build_derives_one_index_per_group_of_queries_by_esr() {
         }
         assert!(fit.index.is_some() && fit.derived, "{query:?}");
     }
-    let open = orders
-        .queries
-        .iter()
-        .find(|q| q.name == "open_orders")
-        .unwrap();
+    let open = common::declared_query(orders, "open_orders");
     assert_eq!(open.fit.as_ref().unwrap().merge_scans, 2);
     let report = schema.report();
     assert!(

@@ -4,6 +4,8 @@
 //! range on the sort key and a projection row; the cursor survives a round trip through JSON,
 //! and a cursor of another shape or with an operator in it is refused before anything is sent.
 
+mod common;
+
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, DateTime};
 use mongo_schema::prelude::*;
 use mongo_schema::query::QueryCursor;
@@ -230,6 +232,19 @@ async fn pages_return_every_document_once_in_order_with_no_empty_last_page() {
     );
 }
 
+/// The error of the page of `by_amount` on `account` after `cursor`, which must be refused.
+async fn by_amount_after(
+    db: &mongodb::Database,
+    account: &str,
+    cursor: impl Into<Option<QueryCursor>>,
+) -> mongo_schema::Error {
+    Entry::by_amount(db, account)
+        .after(cursor)
+        .page()
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anything_is_sent() {
     let db = mongo_schema_testkit::database("query_pages_refused").await;
@@ -238,11 +253,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
 
     // `by_amount` sorts on `amount`, `_id`: a cursor of `in_order` (one key) is not its own
     let other = Entry::in_order(&db, "a").limit(1).page().await.unwrap();
-    let error = Entry::by_amount(&db, "a")
-        .after(other.next)
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "a", other.next).await;
     assert!(
         matches!(error, mongo_schema::Error::InvalidArgument { .. }),
         "{error:?}"
@@ -250,11 +261,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
 
     // a cursor of another query with as many keys (the new-user try's silent empty page)
     let other = Entry::by_settled(&db, "a").page().await.unwrap();
-    let error = Entry::by_amount(&db, "a")
-        .after(other.next)
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "a", other.next).await;
     assert!(
         matches!(error, mongo_schema::Error::InvalidArgument { .. }),
         "{error:?}"
@@ -266,11 +273,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
         .next
         .clone()
         .expect("account a has more than one page");
-    let error = Entry::by_amount(&db, "b")
-        .after(cursor_of_a.clone())
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "b", cursor_of_a.clone()).await;
     match &error {
         mongo_schema::Error::InvalidArgument {
             argument, reason, ..
@@ -286,11 +289,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
     // ... and so is the same cursor after a round trip through a client (JSON): opaque
     let through_json: QueryCursor =
         serde_json::from_str(&serde_json::to_string(&cursor_of_a).unwrap()).unwrap();
-    let error = Entry::by_amount(&db, "b")
-        .after(through_json.clone())
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "b", through_json.clone()).await;
     assert!(
         matches!(error, mongo_schema::Error::InvalidArgument { .. }),
         "{error:?}"
@@ -313,11 +312,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
     let mut forged = serde_json::to_value(&cursor_of_a).unwrap();
     forged["keys"] = serde_json::json!(["zzz", { "$oid": "000000000000000000000000" }]);
     let forged: QueryCursor = serde_json::from_value(forged).unwrap();
-    let error = Entry::by_amount(&db, "a")
-        .after(forged)
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "a", forged).await;
     assert!(
         matches!(error, mongo_schema::Error::InvalidArgument { .. }),
         "{error:?}"
@@ -328,11 +323,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
     hostile["keys"] = serde_json::json!([{ "$gt": "" }, { "$oid": "000000000000000000000000" }]);
     let hostile: QueryCursor = serde_json::from_value(hostile).unwrap();
     assert_eq!(hostile.keys()[0], Bson::Document(doc! { "$gt": "" }));
-    let error = Entry::by_amount(&db, "a")
-        .after(hostile)
-        .page()
-        .await
-        .unwrap_err();
+    let error = by_amount_after(&db, "a", hostile).await;
     assert!(
         matches!(error, mongo_schema::Error::UnsafeValue { .. }),
         "{error:?}"
@@ -356,14 +347,7 @@ async fn a_cursor_of_another_shape_or_with_an_operator_is_refused_before_anythin
 fn a_paged_query_is_fitted_and_derived_with_its_tie_break() {
     let schema = schema();
     let ledger = schema.collection("ledger").unwrap();
-    let query = |name: &str| {
-        ledger
-            .queries
-            .iter()
-            .find(|q| q.name == name)
-            .unwrap_or_else(|| panic!("query {name}"))
-            .clone()
-    };
+    let query = |name: &str| common::declared_query(ledger, name).clone();
     let by_amount = query("by_amount");
     assert!(by_amount.pages);
     assert_eq!(

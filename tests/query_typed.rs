@@ -3,6 +3,8 @@
 //! `Uuid` through the quoted and the dotted path; `eq(tags)` with one tag finding every post that
 //! holds it), checked against the ids of the documents written.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use mongo_schema::bson::{oid::ObjectId, DateTime};
@@ -262,14 +264,7 @@ fn the_fit_derives_by_esr_and_merges_equalities_as_a_set() {
     // the queue and its reverse with the equalities the other way round: one index
     let queues: Vec<_> = keys.iter().filter(|k| k.contains_key("priority")).collect();
     assert_eq!(queues.len(), 1, "{keys:?}");
-    let fit = |name: &str| {
-        follows
-            .queries
-            .iter()
-            .find(|q| q.name == name)
-            .and_then(|q| q.fit.clone())
-            .unwrap_or_else(|| panic!("query {name} is fitted"))
-    };
+    let fit = |name: &str| common::fit_of(follows, name);
     assert_ne!(fit("following_page").index.as_deref(), Some("by_followed"));
     assert_eq!(fit("queue").index, fit("queue_reversed").index);
 }
@@ -301,11 +296,7 @@ fn the_explode_rule_follows_the_schemas_server_rules() {
             .build()
             .unwrap();
         let articles = schema.collection("articles").unwrap();
-        let query = articles
-            .queries
-            .iter()
-            .find(|q| q.name == "tagged_in")
-            .unwrap();
+        let query = common::declared_query(articles, "tagged_in");
         let fit = query.fit.clone().unwrap();
         assert_eq!(fit.problem, None, "{rules:?}: {fit:?}");
         let index = articles
@@ -349,11 +340,7 @@ fn an_in_on_an_array_alone_keeps_the_scan_bounded() {
             "{rules:?}: {:?}",
             articles.indexes
         );
-        let query = articles
-            .queries
-            .iter()
-            .find(|q| q.name == "any_tag_latest")
-            .unwrap();
+        let query = common::declared_query(articles, "any_tag_latest");
         let fit = query.fit.clone().unwrap();
         match rules {
             ServerRules::Mongod70 => {

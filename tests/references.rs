@@ -2,7 +2,8 @@
 //! model with keyset pages, child/parent lookups, batch resolution, and `explain` of every
 //! query shape the library emits.
 
-use futures_util::TryStreamExt;
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{explain, Action, Error, ExplainSummary, IndexReason, PageCursor, Warning};
@@ -308,17 +309,13 @@ async fn seed_000_products_referenced_lookup_gives_the_seed_result() {
         .unwrap();
 
     // the seed's own pipeline, verbatim
-    let seed: Vec<BsonDocument> = db
-        .collection::<BsonDocument>("productsReferenced")
-        .aggregate([
+    let seed: Vec<BsonDocument> = common::all(
+        db.collection::<BsonDocument>("productsReferenced").aggregate([
             doc! { "$match": { "_id": "bike-1" } },
             doc! { "$lookup": { "from": "parts", "localField": "partIds", "foreignField": "_id", "as": "parts" } },
-        ])
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+        ]),
+    )
+    .await;
 
     let lookup = ProductReferenced::PART_IDS
         .lookup_in(&db)

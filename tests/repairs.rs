@@ -14,13 +14,8 @@ mod model {
     use mongo_schema::prelude::*;
     use serde::{Deserialize, Serialize};
 
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "owners")]
-    pub struct Owner {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
+    /// The source.
+    pub use crate::common::owners::Owner;
 
     #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
     #[collection(name = "holders")]
@@ -40,53 +35,81 @@ mod model {
     }
 }
 
+use common::owners::{owner, rename_owner};
 use model::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source() {
-    let db = mongo_schema_testkit::database("repairs_xyx").await;
+/// A fresh database named after `prefix` with the schema applied, the schema, and its owner,
+/// named `name`.
+async fn with_owner(prefix: &str, name: &str) -> (mongodb::Database, Schema, Owner) {
+    let db = mongo_schema_testkit::database(prefix).await;
     let schema = schema();
     schema.apply(&db).await.unwrap();
-    // the source is "y"; its one copy still says "x" (drifted)
-    let owner = Owner {
-        id: ObjectId::new(),
-        name: "y".into(),
-    };
+    let owner = owner(name);
     Owner::collection(&db).insert_one(&owner).await.unwrap();
+    (db, schema, owner)
+}
+
+/// A holder whose copy of `owner` says `name`; returns its id.
+async fn holder_with_copy(db: &mongodb::Database, owner: &Owner, name: &str) -> ObjectId {
     let holder = ObjectId::new();
     db.collection::<BsonDocument>("holders")
-        .insert_one(doc! { "_id": holder, "owner": { "_id": owner.id, "name": "x" } })
+        .insert_one(doc! { "_id": holder, "owner": { "_id": owner.id, "name": name } })
         .await
         .unwrap();
+    holder
+}
 
-    // reconcile on a client whose first update of the holders (the repair, written from the
-    // source read as "y", on condition that the copy still says "x") is held
-    let (held_db, held, release) = held_database(&db, command_on("update", "holders")).await;
-    let repairing = {
+/// Starts a reconcile of `db` through a client whose first update of the holders is held, and
+/// waits until it is (failing with `what` after 30 s): returns the reconcile, running, and the
+/// sender that lets the update go on.
+async fn reconcile_held_at_its_update(
+    schema: &Schema,
+    db: &mongodb::Database,
+    what: &str,
+) -> (
+    tokio::task::JoinHandle<mongo_schema::Result<mongo_schema::ReconcileReport>>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (held_db, held, release) = held_database(db, command_on("update", "holders")).await;
+    let reconciling = {
         let (schema, db) = (schema.clone(), held_db);
         tokio::spawn(async move { schema.reconcile(&db).await })
     };
     tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
         .await
         .unwrap()
-        .expect("the repair's update is held");
-    // meanwhile the source goes back to "x", the value the copy holds
-    Owner::collection(&db)
-        .update_one(doc! { "_id": owner.id }, doc! { "$set": { "name": "x" } })
+        .expect(what);
+    (reconciling, release)
+}
+
+/// The stored holder `id`.
+async fn holder(db: &mongodb::Database, id: ObjectId) -> BsonDocument {
+    db.collection::<BsonDocument>("holders")
+        .find_one(doc! { "_id": id })
         .await
-        .unwrap();
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source() {
+    // the source is "y"; its one copy still says "x" (drifted)
+    let (db, schema, owner) = with_owner("repairs_xyx", "y").await;
+    let holder_id = holder_with_copy(&db, &owner, "x").await;
+
+    // reconcile on a client whose first update of the holders (the repair, written from the
+    // source read as "y", on condition that the copy still says "x") is held
+    let (repairing, release) =
+        reconcile_held_at_its_update(&schema, &db, "the repair's update is held").await;
+    // meanwhile the source goes back to "x", the value the copy holds
+    rename_owner(&db, owner.id, "x").await;
     release.send(()).unwrap();
     let report = within(Duration::from_secs(60), "the reconcile ends", repairing)
         .await
         .unwrap()
         .unwrap();
     println!("{report}");
-    let copy = db
-        .collection::<BsonDocument>("holders")
-        .find_one(doc! { "_id": holder })
-        .await
-        .unwrap()
-        .unwrap();
+    let copy = holder(&db, holder_id).await;
     assert_eq!(
         copy.get_document("owner").unwrap().get_str("name"),
         Ok("x"),
@@ -100,19 +123,8 @@ async fn a_held_repair_over_an_x_y_x_change_leaves_the_copy_equal_to_the_source(
 
 #[tokio::test]
 async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
-    let db = mongo_schema_testkit::database("repairs_retry").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let owner = Owner {
-        id: ObjectId::new(),
-        name: "new".into(),
-    };
-    Owner::collection(&db).insert_one(&owner).await.unwrap();
-    let holder = ObjectId::new();
-    db.collection::<BsonDocument>("holders")
-        .insert_one(doc! { "_id": holder, "owner": { "_id": owner.id, "name": "old" } })
-        .await
-        .unwrap();
+    let (db, schema, owner) = with_owner("repairs_retry", "new").await;
+    let holder_id = holder_with_copy(&db, &owner, "old").await;
     // the holder refuses its repair (its validator), so reconcile records it
     db.run_command(doc! {
         "collMod": "holders",
@@ -154,12 +166,7 @@ async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
         "the rewrite and the record's removal are one transaction"
     );
     assert!(commands.iter().any(|c| c.name == "commitTransaction"));
-    let copy = db
-        .collection::<BsonDocument>("holders")
-        .find_one(doc! { "_id": holder })
-        .await
-        .unwrap()
-        .unwrap();
+    let copy = holder(&db, holder_id).await;
     assert_eq!(
         copy.get_document("owner").unwrap().get_str("name"),
         Ok("new")
@@ -169,35 +176,17 @@ async fn retry_failures_rewrites_and_removes_the_record_in_one_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
-    let db = mongo_schema_testkit::database("repairs_fill").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let owner = Owner {
-        id: ObjectId::new(),
-        name: "old".into(),
-    };
-    Owner::collection(&db).insert_one(&owner).await.unwrap();
+    let (db, schema, owner) = with_owner("repairs_fill", "old").await;
     // a holder that still stores the bare id where the copy belongs: a missing copy
-    let holder = ObjectId::new();
+    let holder_id = ObjectId::new();
     db.collection::<BsonDocument>("holders")
-        .insert_one(doc! { "_id": holder, "owner": owner.id })
+        .insert_one(doc! { "_id": holder_id, "owner": owner.id })
         .bypass_document_validation(true)
         .await
         .unwrap();
-    let (held_db, held, release) = held_database(&db, command_on("update", "holders")).await;
-    let filling = {
-        let (schema, db) = (schema.clone(), held_db);
-        tokio::spawn(async move { schema.reconcile(&db).await })
-    };
-    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("the fill is held");
+    let (filling, release) = reconcile_held_at_its_update(&schema, &db, "the fill is held").await;
     // renamed meanwhile: a fan-out of the rename cannot reach a holder with no copy yet
-    Owner::collection(&db)
-        .update_one(doc! { "_id": owner.id }, doc! { "$set": { "name": "new" } })
-        .await
-        .unwrap();
+    rename_owner(&db, owner.id, "new").await;
     release.send(()).unwrap();
     let report = within(Duration::from_secs(60), "the reconcile ends", filling)
         .await
@@ -205,12 +194,7 @@ async fn a_fill_held_while_the_source_is_renamed_ends_with_the_new_name() {
         .unwrap();
     println!("{report}");
     assert_eq!(report.missing_copies(), 1, "{report}");
-    let copy = db
-        .collection::<BsonDocument>("holders")
-        .find_one(doc! { "_id": holder })
-        .await
-        .unwrap()
-        .unwrap();
+    let copy = holder(&db, holder_id).await;
     assert_eq!(
         copy.get_document("owner").unwrap().get_str("name"),
         Ok("new"),

@@ -10,7 +10,8 @@ mod helpdesk;
 #[path = "../examples/products/model.rs"]
 mod products;
 
-use futures_util::TryStreamExt;
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::META_COLLECTION;
@@ -320,26 +321,16 @@ fn quoted_name(line: &str, after: &str) -> String {
 }
 
 async fn state(db: &mongodb::Database) -> Vec<(String, BsonDocument, Vec<BsonDocument>)> {
-    let mut collections: Vec<BsonDocument> = db
-        .run_cursor_command(doc! { "listCollections": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let mut collections: Vec<BsonDocument> =
+        common::all(db.run_cursor_command(doc! { "listCollections": 1 })).await;
     collections.sort_by_key(|c| c.get_str("name").unwrap().to_owned());
     let mut out = Vec::new();
     for entry in collections {
         let name = entry.get_str("name").unwrap().to_owned();
         let mut options = entry.get_document("options").unwrap().clone();
         options.remove("uuid");
-        let mut indexes: Vec<BsonDocument> = db
-            .run_cursor_command(doc! { "listIndexes": &name })
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+        let mut indexes: Vec<BsonDocument> =
+            common::all(db.run_cursor_command(doc! { "listIndexes": &name })).await;
         indexes.sort_by_key(|i| i.get_str("name").unwrap().to_owned());
         for index in &mut indexes {
             index.remove("ns");

@@ -7,6 +7,8 @@
 //! `txnNumber`. The control: the same helpers without the session write at once, visible before
 //! the commit and left in place by an abort.
 
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -159,6 +161,14 @@ fn entry(line: &str) -> DeskLog {
     }
 }
 
+/// The member's visit at the north desk, at 1.
+fn north_visit() -> Visit {
+    Visit {
+        at: 1,
+        desk: "north".into(),
+    }
+}
+
 fn lend_update() -> BsonDocument {
     doc! { "$set": { "status": "lent" } }
 }
@@ -174,19 +184,8 @@ struct Seen {
 }
 
 async fn seen(desk: &Desk) -> Seen {
-    use futures_util::TryStreamExt;
-    let loans = Loan::collection(&desk.db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let member = Member::collection(&desk.db)
-        .find_one(doc! { "_id": desk.member.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let loans = common::all(Loan::collection(&desk.db).find(doc! {})).await;
+    let member = common::stored::<Member>(&desk.db, desk.member.id).await;
     let book = Book::collection(&desk.db)
         .find_one(doc! { "_id": desk.book.id })
         .await
@@ -285,14 +284,7 @@ async fn steps_in(
     );
     assert_eq!(renamed.attempts, 1, "the caller's transaction, run once");
     VisitBucket::BUCKET
-        .append(
-            db,
-            &desk.member.to_ref(),
-            &Visit {
-                at: 1,
-                desk: "north".into(),
-            },
-        )
+        .append(db, &desk.member.to_ref(), &north_visit())
         .session(&mut *session)
         .await?;
 
@@ -555,14 +547,7 @@ async fn without_the_session_the_helpers_write_outside_the_transaction() {
         .await
         .unwrap();
     VisitBucket::BUCKET
-        .append(
-            db,
-            &desk.member.to_ref(),
-            &Visit {
-                at: 1,
-                desk: "north".into(),
-            },
-        )
+        .append(db, &desk.member.to_ref(), &north_visit())
         .await
         .unwrap();
     let commands = sent(&desk.log);

@@ -135,14 +135,8 @@ fn loan(id: i64, member: i64, at: i64, status: &str) -> Loan {
 
 /// What `member`'s subsets must hold, computed here from a plain read of every loan.
 async fn expected(db: &mongodb::Database, member: i64) -> Member {
-    use futures_util::TryStreamExt;
-    let mut loans: Vec<Loan> = Loan::collection(db)
-        .find(doc! { "member_id": member })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let mut loans: Vec<Loan> =
+        common::all(Loan::collection(db).find(doc! { "member_id": member })).await;
     loans.sort_by_key(|l| std::cmp::Reverse(l.at));
     let active: Vec<&Loan> = loans.iter().filter(|l| l.status == "active").collect();
     Member {
@@ -464,11 +458,7 @@ async fn an_extended_reference_to_the_parent_is_the_subsets_reference() {
         Reader::RECENT.add(&db, &checkout).await.unwrap();
     }
     Reader::RECENT.delete(&db, &Ref::new(3)).await.unwrap();
-    let stored = Reader::collection(&db)
-        .find_one(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Reader>(&db, 1).await;
     assert_eq!(
         stored.recent.iter().map(|p| p.at).collect::<Vec<_>>(),
         [20, 10]
@@ -842,11 +832,7 @@ async fn rebuild_all_walks_parents_of_every_id_type_and_resumes_across_types() {
         "{events:?}"
     );
     for id in &ids {
-        let shelf = Shelf::collection(&db)
-            .find_one(doc! { "_id": id.clone() })
-            .await
-            .unwrap()
-            .unwrap();
+        let shelf = common::stored::<Shelf>(&db, id.clone()).await;
         assert_eq!(
             (
                 shelf.books,
@@ -978,13 +964,7 @@ async fn a_subset_via_one_of_two_references_updates_the_followed_not_the_followe
     }
     let read = |id: i64| {
         let db = db.clone();
-        async move {
-            Person::collection(&db)
-                .find_one(doc! { "_id": id })
-                .await
-                .unwrap()
-                .unwrap()
-        }
+        async move { common::stored::<Person>(&db, id).await }
     };
     let ada_now = read(1).await;
     assert_eq!(ada_now.follower_count, 2);

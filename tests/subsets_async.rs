@@ -10,7 +10,6 @@ use std::future::IntoFuture;
 use std::time::Duration;
 
 use common::{eventually, shut_down, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -90,13 +89,8 @@ fn post(id: i64, channel: i64, at: i64, pinned: bool) -> Post {
 
 /// What `channel` must show, from a plain read of its posts.
 async fn expected(db: &mongodb::Database, channel: i64) -> Channel {
-    let mut posts: Vec<Post> = Post::collection(db)
-        .find(doc! { "channel_id": channel })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let mut posts: Vec<Post> =
+        common::all(Post::collection(db).find(doc! { "channel_id": channel })).await;
     posts.sort_by_key(|p| std::cmp::Reverse(p.at));
     let pinned: Vec<&Post> = posts.iter().filter(|p| p.pinned).collect();
     Channel {
@@ -117,22 +111,37 @@ async fn stored(db: &mongodb::Database, channel: i64) -> Channel {
         .expect("the channel")
 }
 
+/// A fresh database named after `prefix` with the schema applied, holding `channels` (no posts
+/// yet), and the schema.
+async fn with_channels(prefix: &str, channels: &[i64]) -> (mongodb::Database, Schema) {
+    let db = mongo_schema_testkit::database(prefix).await;
+    let schema = schema();
+    schema.apply(&db).await.unwrap();
+    for &id in channels {
+        Channel::collection(&db)
+            .insert_one(channel(id))
+            .await
+            .unwrap();
+    }
+    (db, schema)
+}
+
+/// Turns off the pre-images of `posts` (as an operator might, after apply enabled them).
+async fn without_pre_images(db: &mongodb::Database) {
+    db.run_command(
+        doc! { "collMod": "posts", "changeStreamPreAndPostImages": { "enabled": false } },
+    )
+    .await
+    .unwrap();
+}
+
 /// The schema's sync worker named `name`, ready (within 30 s).
 async fn start_worker(
     schema: &Schema,
     db: &mongodb::Database,
     name: &str,
 ) -> mongo_schema::SyncWorkerHandle {
-    let worker = schema
-        .sync_worker(db)
-        .name(name)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    tokio::time::timeout(Duration::from_secs(30), worker.ready())
-        .await
-        .expect("ready within 30 s")
-        .unwrap();
-    worker
+    common::ready_worker(schema, db, name).await
 }
 
 /// Shuts `worker` down, failing the test if it is not stopped within 30 s.
@@ -205,15 +214,7 @@ async fn apply_enables_the_pre_images_the_worker_reads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
-    let db = mongo_schema_testkit::database("subsets_async_follow").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    for id in [1, 2] {
-        Channel::collection(&db)
-            .insert_one(channel(id))
-            .await
-            .unwrap();
-    }
+    let (db, schema) = with_channels("subsets_async_follow", &[1, 2]).await;
     let worker = start_worker(&schema, &db, "subsets").await;
     let posts = Post::collection(&db);
     for (id, pinned) in [(1, true), (2, false), (3, true), (4, false), (5, false)] {
@@ -279,13 +280,7 @@ async fn the_worker_keeps_subsets_current_through_plain_driver_writes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
-    let db = mongo_schema_testkit::database("subsets_async_takeover").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    Channel::collection(&db)
-        .insert_one(channel(1))
-        .await
-        .unwrap();
+    let (db, schema) = with_channels("subsets_async_takeover", &[1]).await;
     let start = |db: &mongodb::Database| {
         schema
             .sync_worker(db)
@@ -338,13 +333,7 @@ async fn a_standby_worker_takes_over_the_subsets_of_a_killed_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
-    let db = mongo_schema_testkit::database("subsets_async_records").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    Channel::collection(&db)
-        .insert_one(channel(1))
-        .await
-        .unwrap();
+    let (db, schema) = with_channels("subsets_async_records", &[1]).await;
     // channel 2 is stored by another writer with a title its validator rejects: every update
     // of it fails validation
     db.collection::<BsonDocument>("channels")
@@ -397,13 +386,7 @@ async fn a_parent_that_cannot_take_its_previews_is_recorded_and_retried() {
 /// its count land, and only `newest` is recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_that_refuses_one_subset_still_takes_the_others() {
-    let db = mongo_schema_testkit::database("subsets_async_one_refused").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    Channel::collection(&db)
-        .insert_one(channel(1))
-        .await
-        .unwrap();
+    let (db, schema) = with_channels("subsets_async_one_refused", &[1]).await;
     db.run_command(doc! {
         "collMod": "channels",
         "validator": { "$jsonSchema": { "properties": { "newest": { "maxItems": 1_i64 } } } },
@@ -457,18 +440,8 @@ async fn a_parent_that_refuses_one_subset_still_takes_the_others() {
 /// parent stops showing it and counts one fewer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_leaving_the_filter_without_a_pre_image_refreshes_its_parent() {
-    let db = mongo_schema_testkit::database("subsets_async_no_pre_image").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    db.run_command(
-        doc! { "collMod": "posts", "changeStreamPreAndPostImages": { "enabled": false } },
-    )
-    .await
-    .unwrap();
-    Channel::collection(&db)
-        .insert_one(channel(1))
-        .await
-        .unwrap();
+    let (db, schema) = with_channels("subsets_async_no_pre_image", &[1]).await;
+    without_pre_images(&db).await;
     let worker = start_worker(&schema, &db, "no-pre-image").await;
     let posts = Post::collection(&db);
     for (id, pinned) in [(1, true), (2, true)] {
@@ -511,20 +484,8 @@ async fn a_child_leaving_the_filter_without_a_pre_image_refreshes_its_parent() {
 /// repairs it from the children.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
-    let db = mongo_schema_testkit::database("subsets_async_unknown_parent").await;
-    let schema = schema();
-    schema.apply(&db).await.unwrap();
-    db.run_command(
-        doc! { "collMod": "posts", "changeStreamPreAndPostImages": { "enabled": false } },
-    )
-    .await
-    .unwrap();
-    for id in [1, 2] {
-        Channel::collection(&db)
-            .insert_one(channel(id))
-            .await
-            .unwrap();
-    }
+    let (db, schema) = with_channels("subsets_async_unknown_parent", &[1, 2]).await;
+    without_pre_images(&db).await;
     let worker = start_worker(&schema, &db, "unknown-parent").await;
     let posts = Post::collection(&db);
     for (id, channel) in [(1, 1), (2, 1), (3, 2)] {

@@ -26,33 +26,43 @@ async fn applied(prefix: &str) -> mongodb::Database {
     db
 }
 
+/// Inserts the customer Ana, `agents` and `tickets` tickets of Ana's, ticket `i` assigned to
+/// agent `i % agents.len()` (to nobody without agents); returns Ana.
+async fn seed(db: &mongodb::Database, agents: &[Agent], tickets: usize) -> Customer {
+    let ana = customer("Ana");
+    Customer::collection(db).insert_one(&ana).await.unwrap();
+    if !agents.is_empty() {
+        Agent::collection(db).insert_many(agents).await.unwrap();
+    }
+    let tickets: Vec<Ticket> = (0..tickets)
+        .map(|i| ticket(&ana, agents.get(i % agents.len().max(1)), i))
+        .collect();
+    Ticket::collection(db).insert_many(&tickets).await.unwrap();
+    ana
+}
+
 async fn names_of_copies(db: &mongodb::Database, path: &str, id: ObjectId) -> Vec<String> {
-    db.collection::<BsonDocument>("tickets")
-        .find(doc! { format!("{path}._id"): id })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| {
-            let copy = t.get_document(path).unwrap();
-            copy.get_str("name")
-                .or_else(|_| copy.get_str("displayName"))
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
+    common::all(
+        db.collection::<BsonDocument>("tickets")
+            .find(doc! { format!("{path}._id"): id }),
+    )
+    .await
+    .iter()
+    .map(|t| {
+        let copy = t.get_document(path).unwrap();
+        copy.get_str("name")
+            .or_else(|_| copy.get_str("displayName"))
+            .unwrap()
+            .to_owned()
+    })
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactional_rename_is_never_seen_half_done() {
     let db = applied("sync_tx").await;
     let schema = schema();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let tickets: Vec<Ticket> = (0..40).map(|i| ticket(&ana, None, i)).collect();
-    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let ana = seed(&db, &[], 40).await;
 
     // a reader that checks, in snapshot transactions, that source and copies always agree
     let done = Arc::new(AtomicBool::new(false));
@@ -147,20 +157,10 @@ async fn transactional_rename_is_never_seen_half_done() {
 async fn async_copies_converge_and_lag_is_measured() {
     let db = applied("sync_async").await;
     let schema = schema();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
     let agents: Vec<Agent> = (0..50)
-        .map(|i| Agent {
-            id: ObjectId::new(),
-            display_name: format!("agent {i}"),
-            team: "billing".into(),
-        })
+        .map(|i| agent(format!("agent {i}"), "billing"))
         .collect();
-    Agent::collection(&db).insert_many(&agents).await.unwrap();
-    let tickets: Vec<Ticket> = (0..1000)
-        .map(|i| ticket(&ana, Some(&agents[i % 50]), i))
-        .collect();
-    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    seed(&db, &agents, 1000).await;
 
     let worker = schema.sync_worker(&db).name("async-test").spawn();
     ready(&worker).await;
@@ -169,13 +169,7 @@ async fn async_copies_converge_and_lag_is_measured() {
     let start = Instant::now();
     for round in 0..20 {
         for agent in &agents {
-            Agent::collection(&db)
-                .update_one(
-                    doc! { "_id": agent.id },
-                    doc! { "$set": { "displayName": format!("{} v{round}", agent.display_name) } },
-                )
-                .await
-                .unwrap();
+            rename_agent(&db, agent.id, format!("{} v{round}", agent.display_name)).await;
         }
     }
     let written = start.elapsed();
@@ -263,34 +257,23 @@ async fn async_copies_converge_and_lag_is_measured() {
 async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_reconcile() {
     let db = applied("sync_kill").await;
     let schema = schema();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let bo = Agent {
-        id: ObjectId::new(),
-        display_name: "Bo".into(),
-        team: "t".into(),
-    };
-    Agent::collection(&db).insert_one(&bo).await.unwrap();
-    let tickets: Vec<Ticket> = (0..30).map(|i| ticket(&ana, Some(&bo), i)).collect();
-    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let bo = agent("Bo", "t");
+    seed(&db, std::slice::from_ref(&bo), 30).await;
     let rename = |name: &'static str| {
         let db = db.clone();
         async move {
-            Agent::collection(&db)
-                .update_one(
-                    doc! { "_id": bo.id },
-                    doc! { "$set": { "displayName": name } },
-                )
-                .await
-                .unwrap();
+            rename_agent(&db, bo.id, name).await;
         }
     };
 
-    let worker = schema
-        .sync_worker(&db)
-        .name("crashy")
-        .lease(Duration::from_secs(1))
-        .spawn();
+    let crashy = || {
+        schema
+            .sync_worker(&db)
+            .name("crashy")
+            .lease(Duration::from_secs(1))
+            .spawn()
+    };
+    let worker = crashy();
     ready(&worker).await;
     rename("Bo 1").await;
     eventually(Duration::from_secs(20), "first rename", || async {
@@ -309,11 +292,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         "nobody applied it"
     );
 
-    let worker = schema
-        .sync_worker(&db)
-        .name("crashy")
-        .lease(Duration::from_secs(1))
-        .spawn();
+    let worker = crashy();
     eventually(
         Duration::from_secs(20),
         "resumed worker converges",
@@ -341,11 +320,7 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
         .await
         .unwrap();
     rename("Bo 4").await;
-    let worker = schema
-        .sync_worker(&db)
-        .name("crashy")
-        .lease(Duration::from_secs(1))
-        .spawn();
+    let worker = crashy();
     ready(&worker).await;
     assert_eq!(worker.stats().snapshot().reconciles, 1);
     assert_eq!(
@@ -367,34 +342,15 @@ async fn a_killed_worker_resumes_from_its_token_and_a_lost_token_falls_back_to_r
 async fn a_worker_that_is_behind_rewrites_each_renamed_source_once_per_batch() {
     let db = applied("sync_coalesce").await;
     let schema = schema();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let agents: Vec<Agent> = ["Bo", "Cy"]
-        .iter()
-        .map(|name| Agent {
-            id: ObjectId::new(),
-            display_name: (*name).into(),
-            team: "t".into(),
-        })
-        .collect();
-    Agent::collection(&db).insert_many(&agents).await.unwrap();
-    let tickets: Vec<Ticket> = (0..20)
-        .map(|i| ticket(&ana, Some(&agents[i % 2]), i))
-        .collect();
-    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let agents = vec![agent("Bo", "t"), agent("Cy", "t")];
+    seed(&db, &agents, 20).await;
     // 50 renames of each agent, interleaved, while no worker runs
     let rename_all = |round: &'static str| {
         let (db, agents) = (db.clone(), agents.clone());
         async move {
             for i in 1..=50 {
                 for agent in &agents {
-                    Agent::collection(&db)
-                        .update_one(
-                            doc! { "_id": agent.id },
-                            doc! { "$set": { "displayName": format!("{} {round}{i}", agent.display_name) } },
-                        )
-                        .await
-                        .unwrap();
+                    rename_agent(&db, agent.id, format!("{} {round}{i}", agent.display_name)).await;
                 }
             }
         }
@@ -534,26 +490,12 @@ async fn async_copies_converge_across_a_server_restart() {
     let db = client.database("restart");
     let schema = schema();
     schema.apply(&db).await.unwrap();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let bo = Agent {
-        id: ObjectId::new(),
-        display_name: "Bo".into(),
-        team: "t".into(),
-    };
-    Agent::collection(&db).insert_one(&bo).await.unwrap();
-    let tickets: Vec<Ticket> = (0..25).map(|i| ticket(&ana, Some(&bo), i)).collect();
-    Ticket::collection(&db).insert_many(&tickets).await.unwrap();
+    let bo = agent("Bo", "t");
+    seed(&db, std::slice::from_ref(&bo), 25).await;
 
     let worker = schema.sync_worker(&db).name("restart").spawn();
     ready(&worker).await;
-    Agent::collection(&db)
-        .update_one(
-            doc! { "_id": bo.id },
-            doc! { "$set": { "displayName": "Bo 1" } },
-        )
-        .await
-        .unwrap();
+    rename_agent(&db, bo.id, "Bo 1").await;
     eventually(Duration::from_secs(20), "before restart", || async {
         names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 1"; 25]
     })
@@ -567,13 +509,7 @@ async fn async_copies_converge_across_a_server_restart() {
         "server restarted in {:?} on the same port",
         restart.elapsed()
     );
-    Agent::collection(&db)
-        .update_one(
-            doc! { "_id": bo.id },
-            doc! { "$set": { "displayName": "Bo 2" } },
-        )
-        .await
-        .unwrap();
+    rename_agent(&db, bo.id, "Bo 2").await;
     let took = eventually(Duration::from_secs(60), "after restart", || async {
         names_of_copies(&db, "assignee", bo.id).await == vec!["Bo 2"; 25]
     })
@@ -591,13 +527,7 @@ async fn async_copies_converge_across_a_server_restart() {
     );
     // and a worker started after a restart resumes from the stored token
     shut_down_within(worker, SHUTDOWN).await;
-    Agent::collection(&db)
-        .update_one(
-            doc! { "_id": bo.id },
-            doc! { "$set": { "displayName": "Bo 3" } },
-        )
-        .await
-        .unwrap();
+    rename_agent(&db, bo.id, "Bo 3").await;
     server.restart().expect("second restart");
     let worker = schema.sync_worker(&db).name("restart").spawn();
     eventually(
@@ -621,18 +551,8 @@ async fn async_copies_converge_across_a_server_restart() {
 async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
     let db = applied("sync_reconcile").await;
     let schema = schema();
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let bo = Agent {
-        id: ObjectId::new(),
-        display_name: "Bo".into(),
-        team: "t".into(),
-    };
-    Agent::collection(&db).insert_one(&bo).await.unwrap();
-    Ticket::collection(&db)
-        .insert_many((0..20).map(|i| ticket(&ana, Some(&bo), i)))
-        .await
-        .unwrap();
+    let bo = agent("Bo", "t");
+    let ana = seed(&db, std::slice::from_ref(&bo), 20).await;
     let order = Order {
         id: ObjectId::new(),
         customer: (&ana).into(),
@@ -660,13 +580,8 @@ async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
 
     // corrupt copies by hand: 7 ticket customers, 4 ticket assignees, one product part
     let tickets = db.collection::<BsonDocument>("tickets");
-    let ids: Vec<Bson> = tickets
-        .find(doc! {})
+    let ids: Vec<Bson> = common::all(tickets.find(doc! {}))
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .iter()
         .map(|t| t.get("_id").unwrap().clone())
         .collect();
@@ -731,11 +646,7 @@ async fn reconcile_repairs_every_drifted_copy_and_never_touches_frozen_ones() {
         schema.reconcile(&db).dry_run(true).await.unwrap().drifted(),
         0
     );
-    let product = Product::collection(&db)
-        .find_one(doc! { "_id": "bike-1" })
-        .await
-        .unwrap()
-        .unwrap();
+    let product = common::stored::<Product>(&db, "bike-1").await;
     assert_eq!(
         product
             .parts
@@ -761,13 +672,7 @@ async fn frozen_copies_survive_a_rename_under_every_strategy() {
     let t = ticket(&ana, None, 0);
     Ticket::collection(&db).insert_one(&t).await.unwrap();
     let ticket_customer = |db: mongodb::Database| async move {
-        Ticket::collection(&db)
-            .find_one(doc! { "_id": t.id })
-            .await
-            .unwrap()
-            .unwrap()
-            .customer
-            .name
+        common::stored::<Ticket>(&db, t.id).await.customer.name
     };
 
     // transactional path: the ticket's copy changes in the transaction, the order's does not
@@ -791,11 +696,7 @@ async fn frozen_copies_survive_a_rename_under_every_strategy() {
     assert!(repaired.edges.iter().all(|e| e.copy != "orders.customer"));
     assert_eq!(ticket_customer(db.clone()).await, "Ana R");
 
-    let stored = Order::collection(&db)
-        .find_one(doc! { "_id": order.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Order>(&db, order.id).await;
     assert_eq!(stored, order, "the order keeps the customer as they were");
     assert_eq!(stored.customer.name, "Ana");
     assert!(
@@ -908,11 +809,7 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
             .await
             .unwrap();
     }
-    let stored = Thread::collection(&db)
-        .find_one(doc! { "_id": thread.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Thread>(&db, thread.id).await;
     assert_eq!(stored.post_count, 200);
     let newest: Vec<i64> = stored
         .latest
@@ -932,11 +829,7 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
     );
     assert_eq!(newest_one.writer, 7);
 
-    let stored = Ticket::collection(&db)
-        .find_one(doc! { "_id": t.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Ticket>(&db, t.id).await;
     assert_eq!(stored.message_count, 200);
     let last = stored.last_message.unwrap();
     assert_eq!(last.at.timestamp_millis() - base, 199);
@@ -957,21 +850,13 @@ async fn subsets_keep_the_newest_n_in_order_and_the_count_under_8_concurrent_wri
         writer: 8,
     };
     Thread::LATEST.add_then_update(&db, &later).await.unwrap();
-    let stored = Thread::collection(&db)
-        .find_one(doc! { "_id": thread.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Thread>(&db, thread.id).await;
     assert_eq!(stored.post_count, 201, "behind by the lost write");
     Thread::LATEST
         .rebuild(&db, &Ref::new(thread.id))
         .await
         .unwrap();
-    let stored = Thread::collection(&db)
-        .find_one(doc! { "_id": thread.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Thread>(&db, thread.id).await;
     assert_eq!(stored.post_count, 202);
     assert_eq!(
         stored.latest.iter().map(|p| p.writer).collect::<Vec<_>>(),
@@ -1043,11 +928,7 @@ async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_st
         1,
         "exactly one status change wins: {winners:?}"
     );
-    let stored = Ticket::collection(&db)
-        .find_one(doc! { "_id": t.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Ticket>(&db, t.id).await;
     assert_eq!(stored.status, Status::Pending);
     assert_eq!(
         stored.history.len(),
@@ -1071,11 +952,7 @@ async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_st
             .unwrap();
         assert_eq!(outcome.modified, 1);
     }
-    let stored = Ticket::collection(&db)
-        .find_one(doc! { "_id": t.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = common::stored::<Ticket>(&db, t.id).await;
     assert_eq!(
         stored
             .history
@@ -1089,20 +966,8 @@ async fn compare_and_set_lets_exactly_one_of_8_writers_win_and_capped_history_st
 #[tokio::test]
 async fn fan_out_queries_use_the_copied_id_index() {
     let db = applied("sync_fanout").await;
-    let ana = customer("Ana");
-    Customer::collection(&db).insert_one(&ana).await.unwrap();
-    let agents: Vec<Agent> = (0..10)
-        .map(|i| Agent {
-            id: ObjectId::new(),
-            display_name: format!("a{i}"),
-            team: "t".into(),
-        })
-        .collect();
-    Agent::collection(&db).insert_many(&agents).await.unwrap();
-    Ticket::collection(&db)
-        .insert_many((0..200).map(|i| ticket(&ana, Some(&agents[i % 10]), i)))
-        .await
-        .unwrap();
+    let agents: Vec<Agent> = (0..10).map(|i| agent(format!("a{i}"), "t")).collect();
+    seed(&db, &agents, 200).await;
     let parts: Vec<Part> = (0..20)
         .map(|i| Part {
             id: format!("p{i}"),

@@ -139,6 +139,30 @@ async fn copied_name(db: &mongodb::Database, case: &Case) -> Option<String> {
     case.agent.map(|a| a.name)
 }
 
+/// Waits until `case` holds `name` in its copy, failing the test with `what` after 30 s.
+async fn copy_becomes(db: &mongodb::Database, case: &Case, name: &str, what: &str) {
+    eventually(Duration::from_secs(30), what, || async {
+        copied_name(db, case).await.as_deref() == Some(name)
+    })
+    .await;
+}
+
+/// The copy of `case` still holds the name it was set up with (`agent 0`): the change of the
+/// event that was skipped was not applied.
+async fn still_the_old_name(db: &mongodb::Database, case: &Case) {
+    assert_eq!(copied_name(db, case).await.as_deref(), Some("agent 0"));
+}
+
+/// The one failure record of `db`, failing the test if there is none or more.
+async fn the_one_record(
+    schema: &Schema,
+    db: &mongodb::Database,
+) -> mongo_schema::sync::SyncFailure {
+    let mut records = schema.sync_failures(db).await.unwrap();
+    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
+    records.remove(0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
     let (db, schema, agents, cases) = setup("sync_events_large", 1).await;
@@ -165,10 +189,11 @@ async fn a_large_child_with_its_images_does_not_stop_the_other_changes() {
         .unwrap();
     rename(&db, &agents[0], "after the large child").await;
 
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[0],
+        "after the large child",
         "the other source's change is applied",
-        || async { copied_name(&db, &cases[0]).await.as_deref() == Some("after the large child") },
     )
     .await;
     // the large child's own events were read and applied: it is counted and previewed
@@ -196,25 +221,21 @@ async fn an_event_that_cannot_be_read_is_recorded_once_and_skipped() {
 
     rename(&db, bad, "unread").await;
     rename(&db, good, "read after it").await;
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "read after it",
         "the change after the unreadable one is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("read after it") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    let record = &records[0];
+    let record = &the_one_record(&schema, &db).await;
     assert_eq!(record.copy, "agents", "the collection of the event");
     assert_eq!(record.holder, Bson::ObjectId(bad.id), "its document key");
     assert_eq!(record.source, Bson::ObjectId(bad.id));
     assert_eq!(record.attempts, 1, "recorded once");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied: the copy still holds the old name (positive control of the hook)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
 
     // reconcile repairs what the worker would have done
     let report = schema.reconcile(&db).await.unwrap();
@@ -289,13 +310,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
 
     // the first worker resumes: its held upsert goes out inside a transaction whose fence no
     // longer holds
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the first worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the first worker").await;
     // a few renewals of the new holder later, nothing was recorded
     tokio::time::sleep(LEASE * 2).await;
     let records = schema.sync_failures(&db).await.unwrap();
@@ -309,6 +324,27 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
     shut_down(paused).await;
 }
 
+/// A dedicated server with the failpoints, and a client of it.
+async fn failpoint_server() -> (mongo_schema_testkit::TestServer, mongodb::Client) {
+    let server = common::failpoint_server().await;
+    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    (server, client)
+}
+
+/// Sets the `failCommand` failpoint of `client`'s server: the next two `command`s of the
+/// client named `app` fail with `BSONObjectTooLarge` (10334).
+async fn fail_twice_as_too_large(client: &mongodb::Client, command: &str, app: &str) {
+    client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": { "times": 2 },
+            "data": { "failCommands": [command], "appName": app, "errorCode": 10334 },
+        })
+        .await
+        .unwrap();
+}
+
 /// An event too large to send, as mongod answers it: its `getMore` fails with
 /// `BSONObjectTooLarge` (10334), before and after the worker reopens its stream one event at a
 /// time (SecantusDB sends events of any size, so a `failCommand` of a server of the test's own
@@ -319,13 +355,7 @@ async fn a_worker_fenced_off_records_no_unreadable_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
     const APP: &str = "too-large-worker";
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
-    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (server, client) = failpoint_server().await;
     let (db, schema, agents, cases) = setup_in(client.database("too_large"), 2).await;
     let (big, next) = (&agents[0], &agents[1]);
     // the worker's own client: named, so that the failpoint answers its commands alone
@@ -338,15 +368,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
         .spawn();
     ready(&worker).await;
 
-    client
-        .database("admin")
-        .run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": { "times": 2 },
-            "data": { "failCommands": ["getMore"], "appName": APP, "errorCode": 10334 },
-        })
-        .await
-        .unwrap();
+    fail_twice_as_too_large(&client, "getMore", APP).await;
     // the worker reopens one event at a time, meets 10334 again, and probes from its position
     let probing = |c: &mongo_schema_testkit::StartedCommand| {
         c.name == "aggregate"
@@ -372,25 +394,21 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
     // the event the server cannot send
     rename(&db, big, "too large to send").await;
     rename(&db, next, "after the large one").await;
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "after the large one",
         "the change after it is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    let record = &records[0];
+    let record = &the_one_record(&schema, &db).await;
     assert_eq!(record.code, Some(10334), "{record}");
     assert_eq!(record.copy, "agents", "the collection of the event");
     assert_eq!(record.holder, Bson::ObjectId(big.id), "its document key");
     assert_eq!(record.attempts, 1, "recorded once");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied (the control: the failpoint made the worker skip it)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
     let report = schema.reconcile(&db).await.unwrap();
     assert_eq!(report.repaired(), 1, "{report}");
     assert_eq!(
@@ -413,13 +431,7 @@ async fn an_event_too_large_to_send_is_recorded_once_and_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped() {
     const APP: &str = "too-large-reopen";
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
-    let client = mongodb::Client::with_uri_str(server.uri()).await.unwrap();
+    let (server, client) = failpoint_server().await;
     let (db, schema, agents, cases) = setup_in(client.database("too_large_reopen"), 2).await;
     let (big, next) = (&agents[0], &agents[1]);
     let (worker_client, _log) =
@@ -432,60 +444,72 @@ async fn an_event_too_large_first_after_the_saved_token_is_recorded_and_skipped(
     // the event the server cannot send, first after the saved token, and a change after it
     rename(&db, big, "too large to send").await;
     rename(&db, next, "after the large one").await;
-    client
-        .database("admin")
-        .run_command(doc! {
-            "configureFailPoint": "failCommand",
-            "mode": { "times": 2 },
-            "data": { "failCommands": ["aggregate"], "appName": APP, "errorCode": 10334 },
-        })
-        .await
-        .unwrap();
+    fail_twice_as_too_large(&client, "aggregate", APP).await;
     let worker = schema
         .sync_worker(&worker_db)
         .name("reopen")
         .max_await_time(Duration::from_millis(100))
         .spawn();
-    eventually(
-        Duration::from_secs(30),
+    copy_becomes(
+        &db,
+        &cases[1],
+        "after the large one",
         "the change after it is applied",
-        || async { copied_name(&db, &cases[1]).await.as_deref() == Some("after the large one") },
     )
     .await;
-    let records = schema.sync_failures(&db).await.unwrap();
-    assert_eq!(records.len(), 1, "one record for the event: {records:#?}");
-    assert_eq!(records[0].code, Some(10334), "{}", records[0]);
-    assert_eq!(
-        records[0].holder,
-        Bson::ObjectId(big.id),
-        "its document key"
-    );
+    let record = the_one_record(&schema, &db).await;
+    assert_eq!(record.code, Some(10334), "{record}");
+    assert_eq!(record.holder, Bson::ObjectId(big.id), "its document key");
     assert_eq!(worker.stats().snapshot().unreadable, 1);
     // skipped, not applied (the control: without the fix the event was applied once the
     // failpoint ran out)
-    assert_eq!(
-        copied_name(&db, &cases[0]).await.as_deref(),
-        Some("agent 0")
-    );
+    still_the_old_name(&db, &cases[0]).await;
     shut_down(worker).await;
     drop(server);
 }
 
-/// Renames `agent` every `period` until `done`.
-fn trickle(
-    db: mongodb::Database,
-    agent: Agent,
-    period: Duration,
+/// Renames of one agent, one every period, until stopped.
+struct Trickle {
     done: Arc<AtomicBool>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Renames `agent` every `period` until the trickle is stopped.
+fn trickle(db: mongodb::Database, agent: Agent, period: Duration) -> Trickle {
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    let task = tokio::spawn(async move {
         let mut n = 0;
-        while !done.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             n += 1;
             rename(&db, &agent, &format!("trickle {n}")).await;
             tokio::time::sleep(period).await;
         }
-    })
+    });
+    Trickle { done, task }
+}
+
+impl Trickle {
+    /// Stops the renames and waits for the last one.
+    async fn stop(self) {
+        self.done.store(true, Ordering::Relaxed);
+        self.task.await.unwrap();
+    }
+}
+
+/// The schema's worker `name` on `db`, its `getMore`s held up to [`AWAIT`], ready.
+async fn awaiting_worker(
+    schema: &Schema,
+    db: &mongodb::Database,
+    name: &str,
+) -> mongo_schema::SyncWorkerHandle {
+    let worker = schema
+        .sync_worker(db)
+        .name(name)
+        .max_await_time(AWAIT)
+        .spawn();
+    ready(&worker).await;
+    worker
 }
 
 /// The server holds a `getMore` for up to this long when nothing waits: longer than the
@@ -497,19 +521,8 @@ const AWAIT: Duration = Duration::from_millis(400);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_during_a_trickle_is_applied_within_a_second() {
     let (db, schema, agents, cases) = setup("sync_events_trickle", 2).await;
-    let worker = schema
-        .sync_worker(&db)
-        .name("trickle")
-        .max_await_time(AWAIT)
-        .spawn();
-    ready(&worker).await;
-    let done = Arc::new(AtomicBool::new(false));
-    let trickling = trickle(
-        db.clone(),
-        agents[0].clone(),
-        Duration::from_millis(300),
-        done.clone(),
-    );
+    let worker = awaiting_worker(&schema, &db, "trickle").await;
+    let trickling = trickle(db.clone(), agents[0].clone(), Duration::from_millis(300));
     tokio::time::sleep(Duration::from_secs(1)).await;
     for n in 0..3 {
         let name = format!("renamed {n}");
@@ -523,29 +536,17 @@ async fn a_rename_during_a_trickle_is_applied_within_a_second() {
         println!("rename {n} applied after {took:?}");
         tokio::time::sleep(Duration::from_millis(450)).await;
     }
-    done.store(true, Ordering::Relaxed);
-    trickling.await.unwrap();
+    trickling.stop().await;
     shut_down(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_during_a_trickle_returns_at_once() {
     let (db, schema, agents, cases) = setup("sync_events_stop", 1).await;
-    let worker = schema
-        .sync_worker(&db)
-        .name("stop")
-        .max_await_time(AWAIT)
-        .spawn();
-    ready(&worker).await;
-    let done = Arc::new(AtomicBool::new(false));
+    let worker = awaiting_worker(&schema, &db, "stop").await;
     // a change every 50 ms: no reply of the stream comes back empty, and a batch that
     // gathered until one did (or until 1,000 changes) would hold the shutdown for minutes
-    let trickling = trickle(
-        db.clone(),
-        agents[0].clone(),
-        Duration::from_millis(50),
-        done.clone(),
-    );
+    let trickling = trickle(db.clone(), agents[0].clone(), Duration::from_millis(50));
     // the worker is following the trickle
     eventually(
         Duration::from_secs(10),
@@ -566,6 +567,5 @@ async fn a_shutdown_during_a_trickle_returns_at_once() {
     .await
     .unwrap();
     println!("shutdown returned after {:?}", asked.elapsed());
-    done.store(true, Ordering::Relaxed);
-    trickling.await.unwrap();
+    trickling.stop().await;
 }

@@ -388,18 +388,24 @@ async fn watch_tokens(
 /// The copies that differ from their source, by the test's own reads of every source and every
 /// holder (raw documents: an invalid holder does not decode): `"<holder id> <path>"`.
 async fn stale_copies(db: &mongodb::Database) -> Result<BTreeSet<String>, String> {
-    async fn names(
+    /// Every document of `collection`, or the error (the server may be restarting).
+    async fn every_document(
         db: &mongodb::Database,
         collection: &str,
-    ) -> Result<HashMap<String, Bson>, String> {
-        let sources: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(collection)
+    ) -> Result<Vec<BsonDocument>, String> {
+        db.collection::<BsonDocument>(collection)
             .find(doc! {})
             .await
             .map_err(|e| e.to_string())?
             .try_collect()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())
+    }
+    async fn names(
+        db: &mongodb::Database,
+        collection: &str,
+    ) -> Result<HashMap<String, Bson>, String> {
+        let sources = every_document(db, collection).await?;
         Ok(sources
             .into_iter()
             .filter_map(|s| Some((s.get("_id")?.to_string(), s.get("name")?.clone())))
@@ -412,14 +418,7 @@ async fn stale_copies(db: &mongodb::Database) -> Result<BTreeSet<String>, String
         ("contracts", "customer", "customers"),
     ] {
         let sources = names(db, source).await?;
-        let copies: Vec<BsonDocument> = db
-            .collection::<BsonDocument>(holders)
-            .find(doc! {})
-            .await
-            .map_err(|e| e.to_string())?
-            .try_collect()
-            .await
-            .map_err(|e| e.to_string())?;
+        let copies = every_document(db, holders).await?;
         for holder in copies {
             let Some(Bson::Document(copy)) = holder.get(path) else {
                 continue;
@@ -828,13 +827,7 @@ async fn chaos(repairs_alongside: bool) {
 
     // every subset: count equals the children, previews are the newest 3
     let mut children_by_thread: HashMap<ObjectId, Vec<Note>> = HashMap::new();
-    let notes: Vec<Note> = Note::collection(&db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let notes: Vec<Note> = common::all(Note::collection(&db).find(doc! {})).await;
     assert_eq!(notes.len(), NOTES, "every note inserted once");
     for note in notes {
         children_by_thread
@@ -842,13 +835,7 @@ async fn chaos(repairs_alongside: bool) {
             .or_default()
             .push(note);
     }
-    let stored: Vec<Thread> = Thread::collection(&db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let stored: Vec<Thread> = common::all(Thread::collection(&db).find(doc! {})).await;
     assert_eq!(stored.len(), THREADS);
     for thread in &stored {
         let mut children = children_by_thread.remove(&thread.id).unwrap_or_default();
@@ -868,21 +855,9 @@ async fn chaos(repairs_alongside: bool) {
         );
     }
     // the transactional copies agree with their sources
-    for customer in Customer::collection(&db)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-    {
-        let copies: Vec<Contract> = Contract::collection(&db)
-            .find(doc! { "customer._id": customer.id })
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+    for customer in common::all(Customer::collection(&db).find(doc! {})).await {
+        let copies: Vec<Contract> =
+            common::all(Contract::collection(&db).find(doc! { "customer._id": customer.id })).await;
         assert_eq!(copies.len(), CONTRACTS / CUSTOMERS);
         for copy in copies {
             assert_eq!(copy.customer.unwrap().name, customer.name);
@@ -942,6 +917,20 @@ async fn chaos(repairs_alongside: bool) {
     let _ = std::fs::remove_dir_all(&storage);
 }
 
+/// Mends the `invalid` cases by hand (a subject that is a string again).
+async fn mend(db: &mongodb::Database, invalid: &[Case]) {
+    for bad in invalid {
+        db.collection::<BsonDocument>("cases")
+            .update_one(
+                doc! { "_id": bad.id },
+                doc! { "$set": { "subject": "mended" } },
+            )
+            .bypass_document_validation(true)
+            .await
+            .unwrap();
+    }
+}
+
 /// The end of the run with repairs alongside, judged by a dry-run reconcile; the invalid holders
 /// are mended and `retry_failures` clears them. Returns how long the copies took to converge
 /// and the failures to be recorded.
@@ -991,16 +980,7 @@ async fn judged_by_reconcile(
     assert_eq!(dry.drifted() as usize, INVALID, "no other copy drifted");
 
     // mend the invalid cases; retry_failures then rewrites them and clears the records
-    for bad in invalid {
-        db.collection::<BsonDocument>("cases")
-            .update_one(
-                doc! { "_id": bad.id },
-                doc! { "$set": { "subject": "mended" } },
-            )
-            .bypass_document_validation(true)
-            .await
-            .unwrap();
-    }
+    mend(db, invalid).await;
     let retry = schema.retry_failures(db).await.unwrap();
     println!("{retry}");
     assert_eq!(retry.still_failing, 0);
@@ -1026,13 +1006,7 @@ async fn judged_by_own_reads(
 ) -> (Duration, Duration) {
     // the invalid cases' agent is renamed once more at the end, so each of them has a copy to
     // fail on
-    Agent::collection(db)
-        .update_one(
-            doc! { "_id": agents[0].id },
-            doc! { "$set": { "name": "agent 0, last" } },
-        )
-        .await
-        .unwrap();
+    common::cases::rename_agent(db, agents[0].id, "agent 0, last").await;
     let expected: BTreeSet<String> = invalid
         .iter()
         .map(|c| format!("{} agent", Bson::ObjectId(c.id)))
@@ -1078,23 +1052,8 @@ async fn judged_by_own_reads(
 
     // mend the invalid cases and rename their agent once more: the worker rewrites them and
     // their records go in the same pass, without retry_failures
-    for bad in invalid {
-        db.collection::<BsonDocument>("cases")
-            .update_one(
-                doc! { "_id": bad.id },
-                doc! { "$set": { "subject": "mended" } },
-            )
-            .bypass_document_validation(true)
-            .await
-            .unwrap();
-    }
-    Agent::collection(db)
-        .update_one(
-            doc! { "_id": agents[0].id },
-            doc! { "$set": { "name": "agent 0, mended" } },
-        )
-        .await
-        .unwrap();
+    mend(db, invalid).await;
+    common::cases::rename_agent(db, agents[0].id, "agent 0, mended").await;
     eventually(
         Duration::from_secs(60),
         "no stale copy and no record left, without retry_failures",

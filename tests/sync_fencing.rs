@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use common::cases::*;
 use common::{command_on, eventually, held_database, ready, shut_down, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::TOKENS_COLLECTION;
@@ -19,77 +18,44 @@ use mongo_schema::TOKENS_COLLECTION;
 const LEASE: Duration = Duration::from_millis(600);
 const WORKER: &str = "fenced";
 
-/// A desk: one customer, agent and team, and `n` cases of theirs.
-async fn desk(db: &mongodb::Database, n: usize) -> (Agent, Vec<Case>) {
-    let customer = Customer {
-        id: ObjectId::new(),
-        name: "Ana".into(),
-    };
-    let agent = Agent {
-        id: ObjectId::new(),
-        name: "Bo".into(),
-    };
-    let team = Team {
-        id: 1,
-        name: "Billing".into(),
-    };
-    Customer::collection(db)
-        .insert_one(&customer)
-        .await
-        .unwrap();
-    Agent::collection(db).insert_one(&agent).await.unwrap();
-    Team::collection(db).insert_one(&team).await.unwrap();
-    let cases: Vec<Case> = (0..n).map(|i| case(&customer, &agent, &team, i)).collect();
-    Case::collection(db).insert_many(&cases).await.unwrap();
-    (agent, cases)
+/// The schema's worker `name` on `db`, with the tests' short lease.
+fn fenced_worker(
+    schema: &Schema,
+    db: &mongodb::Database,
+    name: &str,
+) -> mongo_schema::SyncWorkerHandle {
+    schema
+        .sync_worker(db)
+        .name(name)
+        .lease(LEASE)
+        .max_await_time(Duration::from_millis(100))
+        .spawn()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
-    let db = mongo_schema_testkit::database("fence_pause").await;
+    let db = applied("fence_pause").await;
     let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (agent, _) = desk(&db, 3).await;
+    let (_, agent, _, _) = desk(&db, 3).await;
 
     // the first worker's first fan-out of an agent rename is held (its whole task with it: the
     // renewals of its lease stop too, as in a VM pause)
     let (held_db, held, release) = held_database(&db, agent_fan_out).await;
-    let paused = schema
-        .sync_worker(&held_db)
-        .name(WORKER)
-        .lease(LEASE)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
+    let paused = fenced_worker(&schema, &held_db, WORKER);
     ready(&paused).await;
     assert!(paused.stats().is_active());
-    let standby = schema
-        .sync_worker(&db)
-        .name(WORKER)
-        .lease(LEASE)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
+    let standby = fenced_worker(&schema, &db, WORKER);
     ready(&standby).await;
     assert!(standby.stats().is_standby());
 
-    // the paused worker looks up "Older" and is held sending it
-    rename_agent(&db, agent.id, "Older").await;
-    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("the first worker reached its fan-out");
-
-    // the standby takes over and applies a newer rename
-    eventually(
-        Duration::from_secs(20),
-        "the standby takes over",
-        || async { standby.stats().is_active() },
-    )
-    .await;
-    rename_agent(&db, agent.id, "Newer").await;
-    eventually(
-        Duration::from_secs(20),
+    // the paused worker looks up "Older" and is held sending it; the standby takes over and
+    // applies a newer rename
+    take_over_from_a_paused_fan_out(
+        &db,
+        agent.id,
+        held,
+        &standby,
         "the new holder writes the newer name",
-        || async { copied_names(&db, "agent").await == vec![Some("Newer".to_owned()); 3] },
     )
     .await;
     // several leases pass with the first worker still paused
@@ -97,22 +63,14 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
 
     // it resumes: its held write goes out, inside a transaction whose fence no longer holds
     let fenced_writes = |db: mongodb::Database| async move {
-        db.collection::<BsonDocument>(TOKENS_COLLECTION)
-            .find(doc! { "_id.lease": WORKER })
-            .await
-            .unwrap()
-            .try_collect::<Vec<_>>()
-            .await
-            .unwrap()
+        common::all(
+            db.collection::<BsonDocument>(TOKENS_COLLECTION)
+                .find(doc! { "_id.lease": WORKER }),
+        )
+        .await
     };
     let lanes_before = fenced_writes(db.clone()).await;
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the paused worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the paused worker").await;
     // a few renewals of the new holder later, the copies still hold the newer name
     tokio::time::sleep(LEASE * 2).await;
     assert_eq!(
@@ -149,10 +107,12 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
     )
     .await;
     rename_agent(&db, agent.id, "Newest").await;
-    eventually(
+    agent_copies_become(
+        &db,
+        3,
+        "Newest",
         Duration::from_secs(20),
         "it applies the next rename",
-        || async { copied_names(&db, "agent").await == vec![Some("Newest".to_owned()); 3] },
     )
     .await;
     shut_down(paused).await;
@@ -160,10 +120,9 @@ async fn a_worker_paused_past_its_lease_never_writes_over_the_new_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
-    let db = mongo_schema_testkit::database("fence_recreated").await;
+    let db = applied("fence_recreated").await;
     let schema = schema();
-    schema.apply(&db).await.unwrap();
-    let (agent, _) = desk(&db, 3).await;
+    let (_, agent, _, _) = desk(&db, 3).await;
     // the agent is deleted behind the library's back: its copies (on_delete = "unset") drift
     Agent::collection(&db)
         .delete_one(doc! { "_id": agent.id })
@@ -186,10 +145,11 @@ async fn a_deleted_source_recreated_before_the_repair_keeps_its_copies() {
         let schema = schema.clone();
         tokio::spawn(async move { schema.reconcile(&held_db).await })
     };
-    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("reconcile looked the deleted agent up again before its repair");
+    common::wait_until_held(
+        held,
+        "reconcile looked the deleted agent up again before its repair",
+    )
+    .await;
     // meanwhile the agent is recreated with the same `_id`
     Agent::collection(&db)
         .insert_one(&Agent {
@@ -321,25 +281,12 @@ async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_de
 
     // the first worker starts fresh, reads the post and is held writing the channel's repair
     let (held_db, held, release) = held_database(&db, command_on("update", "channels")).await;
-    let paused = schema
-        .sync_worker(&held_db)
-        .name(NAME)
-        .lease(LEASE)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("the first worker reached its repair of the channel");
+    let paused = fenced_worker(&schema, &held_db, NAME);
+    common::wait_until_held(held, "the first worker reached its repair of the channel").await;
 
     // a standby takes over, repairs the channel itself, then follows the post's deletion: the
     // channel is back to what the paused worker read (no post, count 0)
-    let standby = schema
-        .sync_worker(&db)
-        .name(NAME)
-        .lease(LEASE)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
+    let standby = fenced_worker(&schema, &db, NAME);
     eventually(
         Duration::from_secs(20),
         "the standby takes over and repairs the channel",
@@ -359,19 +306,9 @@ async fn a_worker_paused_in_its_fresh_start_subset_repair_never_writes_back_a_de
 
     // the paused worker resumes: its repair, which would write the deleted post back (the
     // channel again holds what it read), is fenced off
-    release.send(()).unwrap();
-    eventually(
-        Duration::from_secs(20),
-        "the paused worker finds it lost the lease and stands by",
-        || async { !paused.stats().is_active() && paused.stats().is_standby() },
-    )
-    .await;
+    common::resumed_and_standing_by(&release, &paused, "the paused worker").await;
     tokio::time::sleep(LEASE * 2).await;
-    let channel = Channel::collection(&db)
-        .find_one(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .unwrap();
+    let channel: Channel = common::stored(&db, 1).await;
     assert_eq!(
         (channel.newest.len(), channel.posts),
         (0, 0),

@@ -17,31 +17,39 @@ const SHUTDOWN: Duration = Duration::from_secs(60);
 const LEASE: Duration = Duration::from_secs(1);
 const WORKER: &str = "takeover";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_rename() {
-    let db = mongo_schema_testkit::database("live_takeover").await;
-    let schema = schema();
+/// A fresh database named after `prefix` with the authors' schema applied, the author Ann
+/// (raw documents, as another service writes them) and `n` posts holding her name: the
+/// database, the schema, her id and the posts.
+async fn ann_and_posts(
+    prefix: &str,
+    n: i64,
+) -> (
+    mongodb::Database,
+    Schema,
+    ObjectId,
+    mongodb::Collection<BsonDocument>,
+) {
+    let db = mongo_schema_testkit::database(prefix).await;
+    let schema = authors::schema();
     schema.apply(&db).await.unwrap();
-    let customer = Customer {
-        id: ObjectId::new(),
-        name: "Ana".into(),
-    };
-    let agent = Agent {
-        id: ObjectId::new(),
-        name: "Bo".into(),
-    };
-    let team = Team {
-        id: 1,
-        name: "Billing".into(),
-    };
-    Customer::collection(&db)
-        .insert_one(&customer)
+    let author = ObjectId::new();
+    db.collection::<BsonDocument>("authors")
+        .insert_one(doc! { "_id": author, "name": "Ann" })
         .await
         .unwrap();
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    Team::collection(&db).insert_one(&team).await.unwrap();
-    let cases: Vec<Case> = (0..3).map(|i| case(&customer, &agent, &team, i)).collect();
-    Case::collection(&db).insert_many(&cases).await.unwrap();
+    let posts = db.collection::<BsonDocument>("posts");
+    posts
+        .insert_many((0..n).map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Ann" } }))
+        .await
+        .unwrap();
+    (db, schema, author, posts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_rename() {
+    let db = applied("live_takeover").await;
+    let schema = schema();
+    let (_, agent, _, _) = desk(&db, 3).await;
     let (held_db, held, release) = held_database(&db, agent_fan_out).await;
     let paused = schema
         .sync_worker(&held_db)
@@ -53,33 +61,20 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
     ready(&standby).await;
     assert!(standby.stats().is_standby());
 
-    rename_agent(&db, agent.id, "Older").await;
-    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
-        .await
-        .unwrap()
-        .expect("the first worker reached its fan-out");
-    eventually(
-        Duration::from_secs(20),
-        "the standby takes over",
-        || async { standby.stats().is_active() },
-    )
-    .await;
-    rename_agent(&db, agent.id, "Newer").await;
-    eventually(
-        Duration::from_secs(20),
-        "the newer rename lands",
-        || async { copied_names(&db, "agent").await == vec![Some("Newer".to_owned()); 3] },
-    )
-    .await;
+    take_over_from_a_paused_fan_out(&db, agent.id, held, &standby, "the newer rename lands").await;
     tokio::time::sleep(LEASE * 3).await;
     release.send(()).unwrap();
     shut_down_within(paused, SHUTDOWN).await;
     for round in 0..3 {
         let name = format!("Later {round}");
         rename_agent(&db, agent.id, &name).await;
-        let took = eventually(Duration::from_secs(20), "a later rename lands", || async {
-            copied_names(&db, "agent").await == vec![Some(name.clone()); 3]
-        })
+        let took = agent_copies_become(
+            &db,
+            3,
+            &name,
+            Duration::from_secs(20),
+            "a later rename lands",
+        )
         .await;
         println!(
             "{name} landed in {took:?}: {:?}",
@@ -98,21 +93,7 @@ async fn a_standby_that_took_over_from_a_paused_holder_applies_every_later_renam
 /// it) is reported and the stream reopened from the saved token, and the change lands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_apply_loop_is_reported_and_recovers() {
-    let db = mongo_schema_testkit::database("live_watchdog").await;
-    let schema = authors::schema();
-    schema.apply(&db).await.unwrap();
-    let author = ObjectId::new();
-    db.collection::<BsonDocument>("authors")
-        .insert_one(doc! { "_id": author, "name": "Ann" })
-        .await
-        .unwrap();
-    let posts = db.collection::<BsonDocument>("posts");
-    posts
-        .insert_many(
-            (0..3_i64).map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Ann" } }),
-        )
-        .await
-        .unwrap();
+    let (db, schema, author, posts) = ann_and_posts("live_watchdog", 3).await;
     let worker = schema
         .sync_worker(&db)
         .name("watched")
@@ -170,21 +151,7 @@ async fn a_stalled_apply_loop_is_reported_and_recovers() {
 /// renames is in its copies when it returns, with no polling.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caught_up_resolves_with_every_earlier_change_applied() {
-    let db = mongo_schema_testkit::database("live_caught_up").await;
-    let schema = authors::schema();
-    schema.apply(&db).await.unwrap();
-    let author = ObjectId::new();
-    db.collection::<BsonDocument>("authors")
-        .insert_one(doc! { "_id": author, "name": "Ann" })
-        .await
-        .unwrap();
-    let posts = db.collection::<BsonDocument>("posts");
-    posts
-        .insert_many(
-            (0..50_i64).map(|i| doc! { "_id": i, "author": { "_id": author, "name": "Ann" } }),
-        )
-        .await
-        .unwrap();
+    let (db, schema, author, posts) = ann_and_posts("live_caught_up", 50).await;
     let worker = schema.sync_worker(&db).name("caught").spawn();
     ready(&worker).await;
     for round in 0..10 {

@@ -170,12 +170,7 @@ async fn a_rename_of_n_holders_moves_the_counters_by_n() {
         .await
         .unwrap();
 
-    let worker = schema
-        .sync_worker(&db)
-        .name(WORKER)
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    common::ready(&worker).await;
+    let worker = common::ready_worker(&schema, &db, WORKER).await;
     let w = [("worker", WORKER)];
     let wc = [("worker", WORKER), ("copy", COPY)];
     assert_eq!(recorder.counter(names::TAKEOVERS, &w), 1);

@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{eventually, ready, shut_down};
+use common::{eventually, shut_down};
 use futures_util::{StreamExt, TryStreamExt};
 use model::*;
 use mongo_schema::bson::{doc, Bson, DateTime, Document as BsonDocument};
@@ -115,12 +115,7 @@ async fn label_names(db: &mongodb::Database, board: ObjectId) -> Vec<String> {
 }
 
 async fn started(db: &mongodb::Database) -> SyncWorkerHandle {
-    let worker = schema()
-        .sync_worker(db)
-        .name("records")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
+    let worker = common::ready_worker(&schema(), db, "records").await;
     worker
 }
 
@@ -154,14 +149,11 @@ async fn an_array_of_copies_keeps_one_record_per_failing_source() {
         assert_eq!(failure.worker, "records");
     }
     // the records are bounded by a TTL on the time last met
-    let indexes: Vec<mongodb::IndexModel> = db
-        .collection::<BsonDocument>(FAILURES_COLLECTION)
-        .list_indexes()
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let indexes: Vec<mongodb::IndexModel> = common::all(
+        db.collection::<BsonDocument>(FAILURES_COLLECTION)
+            .list_indexes(),
+    )
+    .await;
     let ttl = indexes
         .iter()
         .find(|i| i.keys == doc! { "at": 1 })

@@ -15,58 +15,28 @@ use common::{eventually, ready, shut_down_within, within};
 
 /// How long a worker may take to stop.
 const SHUTDOWN: Duration = Duration::from_secs(30);
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::error::WorkerStop;
 use mongo_schema::prelude::*;
 use mongo_schema::{Error, FAILURES_COLLECTION, TOKENS_COLLECTION};
 
-async fn applied(prefix: &str) -> mongodb::Database {
-    let db = mongo_schema_testkit::database(prefix).await;
-    schema().apply(&db).await.unwrap();
-    db
-}
-
-fn agent(name: &str) -> Agent {
-    Agent {
-        id: ObjectId::new(),
-        name: name.into(),
-    }
-}
-
-fn customer(name: &str) -> Customer {
-    Customer {
-        id: ObjectId::new(),
-        name: name.into(),
-    }
-}
-
-fn team(id: i64, name: &str) -> Team {
-    Team {
-        id,
-        name: name.into(),
-    }
-}
-
 /// The names in the copies at `path` of every case copying `id`.
 async fn copied_names(db: &mongodb::Database, path: &str, id: impl Into<Bson>) -> Vec<String> {
-    db.collection::<BsonDocument>("cases")
-        .find(doc! { format!("{path}._id"): id.into() })
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c.get_document(path)
-                .unwrap()
-                .get_str("name")
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
+    common::all(
+        db.collection::<BsonDocument>("cases")
+            .find(doc! { format!("{path}._id"): id.into() })
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
+    .iter()
+    .map(|c| {
+        c.get_document(path)
+            .unwrap()
+            .get_str("name")
+            .unwrap()
+            .to_owned()
+    })
+    .collect()
 }
 
 async fn case_of(db: &mongodb::Database, id: ObjectId) -> Case {
@@ -75,26 +45,6 @@ async fn case_of(db: &mongodb::Database, id: ObjectId) -> Case {
         .await
         .unwrap()
         .expect("the case exists")
-}
-
-/// A desk: one customer, agent and team, and `n` cases of theirs.
-async fn desk(db: &mongodb::Database, n: usize) -> (Customer, Agent, Team, Vec<Case>) {
-    let (c, a, t) = (customer("Ana"), agent("Bo"), team(1, "Billing"));
-    Customer::collection(db).insert_one(&c).await.unwrap();
-    Agent::collection(db).insert_one(&a).await.unwrap();
-    Team::collection(db).insert_one(&t).await.unwrap();
-    let cases: Vec<Case> = (0..n).map(|i| case(&c, &a, &t, i)).collect();
-    if n > 0 {
-        Case::collection(db).insert_many(&cases).await.unwrap();
-    }
-    (c, a, t, cases)
-}
-
-async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: &str) {
-    Agent::collection(db)
-        .update_one(doc! { "_id": id }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -694,11 +644,7 @@ async fn update_source_gives_up_within_its_deadline_when_the_server_stops_and_ag
         .await
         .unwrap()
         .database("deadline");
-    let source = Customer::collection(&db)
-        .find_one(doc! { "_id": ana.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let source = common::stored::<Customer>(&db, ana.id).await;
     println!("after the restart the customer is named {:?}", source.name);
     assert_eq!(
         copied_names(&db, "customer", ana.id).await,
@@ -770,18 +716,16 @@ async fn rebuilds_racing_writers_lose_no_increment() {
             .await
             .unwrap();
         assert_eq!(stored.note_count as u64, children, "no increment lost");
-        let newest: Vec<DateTime> = Note::collection(&db)
-            .find(doc! { "case_id": c.id })
-            .sort(doc! { "at": -1 })
-            .limit(3)
-            .await
-            .unwrap()
-            .try_collect::<Vec<_>>()
-            .await
-            .unwrap()
-            .iter()
-            .map(|n| n.at)
-            .collect();
+        let newest: Vec<DateTime> = common::all(
+            Note::collection(&db)
+                .find(doc! { "case_id": c.id })
+                .sort(doc! { "at": -1 })
+                .limit(3),
+        )
+        .await
+        .iter()
+        .map(|n| n.at)
+        .collect();
         assert_eq!(
             stored.notes.iter().map(|p| p.at).collect::<Vec<_>>(),
             newest,

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, ready, ready_within, shut_down_within, within};
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, oid::ObjectId, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::FAN_OUT_CHUNK;
@@ -29,13 +28,7 @@ mod model {
     use serde::{Deserialize, Serialize};
 
     /// The source.
-    #[derive(Document, Serialize, Deserialize, Debug, Clone, PartialEq)]
-    #[collection(name = "owners")]
-    pub struct Owner {
-        #[serde(rename = "_id")]
-        pub id: ObjectId,
-        pub name: String,
-    }
+    pub use crate::common::owners::Owner;
 
     /// A holder of an async copy (its `_id`s are of several BSON types: the test writes them
     /// raw and lifts the validator).
@@ -70,6 +63,7 @@ mod model {
     }
 }
 
+use common::owners::{owner, rename_owner};
 use model::*;
 
 fn holder(id: Bson, n: i64, owner: &ObjectId, name: &str) -> BsonDocument {
@@ -101,20 +95,6 @@ async fn renamed(db: &mongodb::Database, collection: &str, owner: ObjectId, name
         .count_documents(doc! { "owner._id": owner, "owner.name": name })
         .await
         .unwrap()
-}
-
-async fn rename(db: &mongodb::Database, owner: ObjectId, name: &str) {
-    Owner::collection(db)
-        .update_one(doc! { "_id": owner }, doc! { "$set": { "name": name } })
-        .await
-        .unwrap();
-}
-
-fn owner(name: &str) -> Owner {
-    Owner {
-        id: ObjectId::new(),
-        name: name.into(),
-    }
 }
 
 /// One `update` command of the holders, as command monitoring saw it: sent inside a
@@ -206,8 +186,8 @@ async fn a_rename_of_20000_holders_is_written_in_fenced_chunks_and_never_holds_u
     let first = worker("scale");
     ready_within(&first, Duration::from_secs(120)).await;
     shut_down_within(first, SHUTDOWN).await;
-    rename(&db, big.id, "Big 2").await;
-    rename(&db, small.id, "Small 2").await;
+    rename_owner(&db, big.id, "Big 2").await;
+    rename_owner(&db, small.id, "Small 2").await;
     updates.lock().unwrap().clear();
 
     let started = Instant::now();
@@ -334,14 +314,9 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
     .await
     .unwrap();
 
-    let worker = schema
-        .sync_worker(&db)
-        .name("refuse")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
-    rename(&db, big.id, "Big 2").await;
-    rename(&db, small.id, "Small 2").await;
+    let worker = common::ready_worker(&schema, &db, "refuse").await;
+    rename_owner(&db, big.id, "Big 2").await;
+    rename_owner(&db, small.id, "Small 2").await;
     eventually(CONVERGE, "the other source's holder converges", || async {
         renamed(&db, "items", small.id, "Small 2").await == 1
     })
@@ -361,7 +336,7 @@ async fn a_holder_collection_that_refuses_later_chunks_never_stops_another_sourc
         .iter()
         .all(|f| f.copy == "strict_items.owner" && f.code == Some(121)));
     // the worker went on: a later change of the other source is applied too
-    rename(&db, small.id, "Small 3").await;
+    rename_owner(&db, small.id, "Small 3").await;
     eventually(CONVERGE, "a later rename converges", || async {
         renamed(&db, "items", small.id, "Small 3").await == 1
     })
@@ -469,13 +444,8 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
     })
     .await
     .unwrap();
-    let worker = schema
-        .sync_worker(&db)
-        .name("log-index")
-        .max_await_time(Duration::from_millis(100))
-        .spawn();
-    ready(&worker).await;
-    rename(&db, owner.id, "Ana 2").await;
+    let worker = common::ready_worker(&schema, &db, "log-index").await;
+    rename_owner(&db, owner.id, "Ana 2").await;
     // (the holders are rewritten one by one once the chunk failed: the record can come first)
     eventually(
         CONVERGE,
@@ -492,30 +462,25 @@ async fn a_failure_log_whose_index_the_server_refuses_still_records_and_moves_on
         "the worker never replayed the event: {:?}",
         worker.stats().last_error()
     );
-    let indexes: Vec<BsonDocument> = db
-        .collection::<BsonDocument>(mongo_schema::FAILURES_COLLECTION)
-        .list_indexes()
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|i| mongo_schema::bson::to_document(&i).unwrap())
-        .collect();
+    let indexes: Vec<BsonDocument> = common::all(
+        db.collection::<BsonDocument>(mongo_schema::FAILURES_COLLECTION)
+            .list_indexes(),
+    )
+    .await
+    .into_iter()
+    .map(|i| mongo_schema::bson::to_document(&i).unwrap())
+    .collect();
     println!("the failure log's indexes: {indexes:?}");
     shut_down_within(worker, SHUTDOWN).await;
 }
 
 /// The lane documents of the worker `name`.
 async fn lanes(db: &mongodb::Database, name: &str) -> Vec<BsonDocument> {
-    db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
-        .find(doc! { "_id.lease": name })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
+    common::all(
+        db.collection::<BsonDocument>(mongo_schema::TOKENS_COLLECTION)
+            .find(doc! { "_id.lease": name }),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -564,7 +529,7 @@ async fn a_deleted_token_document_restarts_the_epoch_above_the_lanes_and_lanes_a
         .unwrap();
     tokens.delete_one(doc! { "_id": NAME }).await.unwrap();
     let started = Instant::now();
-    rename(&db, owner.id, "Ana 2").await;
+    rename_owner(&db, owner.id, "Ana 2").await;
     eventually(
         Duration::from_secs(15),
         "the worker takes the lease back above the lanes' epoch and applies the rename",

@@ -5,7 +5,10 @@
 //! the options mongod can change planned as a `collMod`, the others reported; and the time
 //! series rules of the fit.
 
-use mongo_schema::bson::{doc, oid::ObjectId, Document as BsonDocument};
+mod common;
+
+use common::first_batch;
+use mongo_schema::bson::{doc, oid::ObjectId};
 use mongo_schema::deploy::{Action, Warning};
 use mongo_schema::mongodb;
 use mongo_schema::prelude::*;
@@ -43,18 +46,6 @@ fn schema() -> Schema {
         .model::<Sensor>()
         .build()
         .expect("the readings schema is consistent")
-}
-
-async fn first_batch(db: &mongodb::Database, command: BsonDocument) -> Vec<BsonDocument> {
-    let reply = db.run_command(command).await.unwrap();
-    reply
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .filter_map(|b| b.as_document().cloned())
-        .collect()
 }
 
 async fn collection_names(db: &mongodb::Database) -> Vec<String> {

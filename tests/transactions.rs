@@ -3,6 +3,8 @@
 //! `copies_available` decremented, or neither), with the commands a hand-written transaction
 //! sends, and nothing written when any part fails.
 
+mod common;
+
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::Error;
@@ -117,33 +119,80 @@ fn loan(library: &Library, at: i64) -> Loan {
     }
 }
 
+/// A transaction of the caller's own, in a session of the library's client, in which the caller
+/// has written the desk log line `line`.
+async fn callers_transaction(library: &Library, line: &str) -> mongodb::ClientSession {
+    let mut s = library.db.client().start_session().await.unwrap();
+    s.start_transaction().await.unwrap();
+    DeskLog::collection(&library.db)
+        .insert_one(DeskLog {
+            id: ObjectId::new(),
+            line: line.into(),
+        })
+        .session(&mut s)
+        .await
+        .unwrap();
+    s
+}
+
+/// The book's own compare-and-set of its copies, outside any transaction of the schema's:
+/// `expected` copies become `new`.
+macro_rules! copies_compare_and_set {
+    ($library:expr, $expected:expr, $new:expr) => {
+        $library.book.to_ref().compare_and_set(
+            &$library.db,
+            field!(Book, copies_available),
+            &$expected,
+            doc! { "$set": { "copies_available": $new } },
+        )
+    };
+}
+
 /// Lends `loan`: the loan, its preview and count, and one copy fewer, together.
 async fn lend(
     library: &Library,
     loan: &Loan,
 ) -> mongo_schema::Result<mongo_schema::TransactionReport> {
-    schema()
+    lend_in(library, loan, None).await
+}
+
+/// [`lend`], in `session` (the caller's) when there is one.
+async fn lend_in(
+    library: &Library,
+    loan: &Loan,
+    session: Option<&mut mongodb::ClientSession>,
+) -> mongo_schema::Result<mongo_schema::TransactionReport> {
+    let schema = schema();
+    let lending = schema
         .transaction(&library.db)
         .add(&Member::ACTIVE_LOANS, loan)
         .update_one::<Book>(
             doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
             doc! { "$inc": { "copies_available": -1 } },
         )
-        .must_match()
-        .await
+        .must_match();
+    match session {
+        Some(session) => lending.session(session).await,
+        None => lending.await,
+    }
+}
+
+/// The session and the transaction number `command` was sent with.
+fn transaction_of(
+    command: &mongo_schema_testkit::StartedCommand,
+) -> (
+    Option<mongo_schema::bson::Bson>,
+    Option<mongo_schema::bson::Bson>,
+) {
+    (
+        command.command.get("lsid").cloned(),
+        command.command.get("txnNumber").cloned(),
+    )
 }
 
 async fn state(library: &Library) -> (Member, Book, u64) {
-    let member = Member::collection(&library.db)
-        .find_one(doc! { "_id": library.member.id })
-        .await
-        .unwrap()
-        .unwrap();
-    let book = Book::collection(&library.db)
-        .find_one(doc! { "_id": library.book.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let member: Member = common::stored(&library.db, library.member.id).await;
+    let book: Book = common::stored(&library.db, library.book.id).await;
     let loans = Loan::collection(&library.db)
         .count_documents(doc! {})
         .await
@@ -165,12 +214,7 @@ async fn a_subset_add_and_the_services_own_write_commit_together_in_the_hand_wri
         .filter(|n| *n != "endSessions")
         .collect();
     assert_eq!(names, ["insert", "update", "update", "commitTransaction"]);
-    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
-        (
-            c.command.get("lsid").cloned(),
-            c.command.get("txnNumber").cloned(),
-        )
-    };
+    let transaction = transaction_of;
     let first_command = transaction(&commands[0]);
     assert!(first_command.1.is_some(), "sent in a transaction");
     assert!(
@@ -257,12 +301,7 @@ async fn a_write_the_validator_refuses_rolls_back_the_helpers_writes() {
         ],
         "{commands:?}"
     );
-    let transaction = |c: &mongo_schema_testkit::StartedCommand| {
-        (
-            c.command.get("lsid").cloned(),
-            c.command.get("txnNumber").cloned(),
-        )
-    };
+    let transaction = transaction_of;
     let first = transaction(&commands[0]);
     assert!(
         first.1.is_some(),
@@ -350,32 +389,14 @@ async fn update_source_compare_and_set_and_inserts_compose() {
     };
     assert_eq!(in_transaction, "compare_and_set books.copies_available");
     // the same race lost standalone reads the same: the same variant and label, no position
-    let alone = library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &5,
-            doc! { "$set": { "copies_available": 4 } },
-        )
-        .await
-        .unwrap_err();
+    let alone = copies_compare_and_set!(library, 5, 4).await.unwrap_err();
     assert!(
         matches!(&alone, Error::ConditionFailed { collection, label, position: None, .. }
             if collection == "books" && *label == in_transaction),
         "{alone:#?}"
     );
     // the control of both: with the value it holds, the same compare-and-set wins
-    library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &1,
-            doc! { "$set": { "copies_available": 1 } },
-        )
+    copies_compare_and_set!(library, 1, 1)
         .await
         .expect("the expected value holds: won");
     let stored = Loan::collection(&library.db)
@@ -384,11 +405,7 @@ async fn update_source_compare_and_set_and_inserts_compose() {
         .unwrap()
         .unwrap();
     assert_eq!(stored.book.title, "Dune (1965)");
-    let book = Book::collection(&library.db)
-        .find_one(doc! { "_id": library.book.id })
-        .await
-        .unwrap()
-        .unwrap();
+    let book: Book = common::stored(&library.db, library.book.id).await;
     assert_eq!(
         (book.title.as_str(), book.copies_available),
         ("Dune (1965)", 1)
@@ -443,10 +460,6 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
 
     let library = library("tx_caller_abort", 0).await;
     let client = library.db.client().clone();
-    let note = |line: &str| DeskLog {
-        id: ObjectId::new(),
-        line: line.into(),
-    };
     let desk_lines = || async {
         library
             .db
@@ -457,22 +470,8 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     };
 
     // no copy left: the loan, its preview and count, then the book's update that must match
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("the caller's own write"))
-        .session(&mut s)
-        .await
-        .unwrap();
-    let error = schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 1_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut s)
+    let mut s = callers_transaction(&library, "the caller's own write").await;
+    let error = lend_in(&library, &loan(&library, 1_000), Some(&mut s))
         .await
         .unwrap_err();
     assert!(
@@ -506,22 +505,8 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     );
 
     // the same through a standalone compare-and-set in the caller's transaction
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("before the lost race"))
-        .session(&mut s)
-        .await
-        .unwrap();
-    let lost = library
-        .book
-        .to_ref()
-        .compare_and_set(
-            &library.db,
-            field!(Book, copies_available),
-            &5,
-            doc! { "$set": { "copies_available": 4 } },
-        )
+    let mut s = callers_transaction(&library, "before the lost race").await;
+    let lost = copies_compare_and_set!(library, 5, 4)
         .session(&mut s)
         .await
         .unwrap_err();
@@ -542,15 +527,7 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
     // a session with no transaction: nothing to abort, and the error says the earlier writes
     // stay (the loan and its parent update were sent one by one)
     let mut plain = client.start_session().await.unwrap();
-    let error = schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 2_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut plain)
+    let error = lend_in(&library, &loan(&library, 2_000), Some(&mut plain))
         .await
         .unwrap_err();
     assert!(
@@ -579,22 +556,8 @@ async fn a_failed_condition_aborts_the_callers_transaction() {
         )
         .await
         .unwrap();
-    let mut s = client.start_session().await.unwrap();
-    s.start_transaction().await.unwrap();
-    DeskLog::collection(&library.db)
-        .insert_one(note("lent"))
-        .session(&mut s)
-        .await
-        .unwrap();
-    schema()
-        .transaction(&library.db)
-        .add(&Member::ACTIVE_LOANS, &loan(&library, 3_000))
-        .update_one::<Book>(
-            doc! { "_id": library.book.id, "copies_available": { "$gt": 0 } },
-            doc! { "$inc": { "copies_available": -1 } },
-        )
-        .must_match()
-        .session(&mut s)
+    let mut s = callers_transaction(&library, "lent").await;
+    lend_in(&library, &loan(&library, 3_000), Some(&mut s))
         .await
         .unwrap();
     s.commit_transaction().await.unwrap();

@@ -4,7 +4,8 @@
 //! (item 7): a `rust_decimal::Decimal` stored as a BSON decimal by the crate's helper ranges
 //! and sorts as a number.
 
-use futures_util::TryStreamExt;
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::migrate;
 use mongo_schema::prelude::*;
@@ -177,14 +178,12 @@ async fn typed_migration_steps_write_values_as_the_field_stores_them() {
         .build()
         .unwrap();
     schema.apply(&db).await.unwrap();
-    let reviews: Vec<v2::Review> = v2::Review::collection(&db)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let reviews: Vec<v2::Review> = common::all(
+        v2::Review::collection(&db)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await;
     assert_eq!(
         reviews,
         [
@@ -270,14 +269,12 @@ async fn money_stored_as_decimal128_ranges_and_sorts_as_a_number() {
         matches!(raw.get("price"), Some(Bson::Decimal128(_))),
         "{raw}"
     );
-    let read: Vec<Product> = Product::collection(&db)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let read: Vec<Product> = common::all(
+        Product::collection(&db)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await;
     assert_eq!(read, products);
     assert_eq!(read[3].price.to_string(), "10.00");
 
@@ -330,14 +327,8 @@ async fn money_stored_as_decimal128_ranges_and_sorts_as_a_number() {
         .desc(field!(Product, price))
         .asc(field!(Product, id))
         .build();
-    let built: Vec<i64> = Product::collection(&db)
-        .find(filter)
-        .sort(sort)
+    let built: Vec<i64> = common::all(Product::collection(&db).find(filter).sort(sort))
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .into_iter()
         .map(|p| p.id)
         .collect();

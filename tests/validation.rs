@@ -1,7 +1,8 @@
 //! Writes rejected by a generated validator come back as typed errors naming the collection,
 //! the field paths and the rules (from the server's `errInfo`).
 
-use futures_util::TryStreamExt;
+mod common;
+
 use mongo_schema::bson::{doc, Bson, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use mongo_schema::{CollectionSpec, Error};
@@ -302,13 +303,8 @@ async fn a_value_that_does_not_serialize_is_a_serialization_error_with_the_bson_
     // the control: a value that fits is checked, written and read back
     Counter::check(&fits).unwrap();
     schema.transaction(&db).insert_one(&fits).await.unwrap();
-    let ids: Vec<i64> = Counter::collection(&db)
-        .find(doc! {})
+    let ids: Vec<i64> = common::all(Counter::collection(&db).find(doc! {}))
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .into_iter()
         .map(|c| c.id)
         .collect();
@@ -565,17 +561,12 @@ async fn a_sparse_or_partial_index_does_not_serve_a_reference() {
         .unwrap();
     let db = mongo_schema_testkit::database("validation_partial").await;
     schema.apply(&db).await.unwrap();
-    let listed: Vec<BsonDocument> = db
-        .collection::<BsonDocument>("open_notes")
-        .list_indexes()
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|model| model.keys)
-        .collect();
+    let listed: Vec<BsonDocument> =
+        common::all(db.collection::<BsonDocument>("open_notes").list_indexes())
+            .await
+            .into_iter()
+            .map(|model| model.keys)
+            .collect();
     assert_eq!(
         listed.len(),
         3,

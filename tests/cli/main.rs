@@ -21,6 +21,14 @@ use status::*;
 
 const CHILD: &str = "MONGO_SCHEMA_CLI_CHILD";
 
+/// The arguments of `status` on `db` at `uri`, then `more`.
+fn status_args(uri: &str, db: &mongodb::Database, more: &[&str]) -> Vec<String> {
+    let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.to_owned()];
+    all.extend(["--db".to_owned(), db.name().to_owned()]);
+    all.extend(more.iter().map(|s| (*s).to_owned()));
+    all
+}
+
 /// What one run of a command gave.
 struct Ran {
     code: i32,
@@ -589,21 +597,7 @@ async fn repairs_that_fail_exit_2() {
     let db = mongo_schema_testkit::database("cli_failed_repairs").await;
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let customer = helpdesk::customer("Bo");
-    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
-    if let Some(assignee) = ticket.assignee.as_mut() {
-        assignee.display_name = "stale".into();
-    }
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    let (_, ticket) = helpdesk::assigned_ticket(&db, "stale").await;
     let tickets = db.collection::<BsonDocument>("tickets");
     tickets
         .update_one(
@@ -657,21 +651,7 @@ async fn reports_and_read_only_commands() {
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
     // a drifted async copy, for reconcile and audit to find
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let customer = helpdesk::customer("Bo");
-    let mut ticket = helpdesk::ticket(&customer, Some(&agent), 1);
-    if let Some(assignee) = ticket.assignee.as_mut() {
-        assignee.display_name = "stale".into();
-    }
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    helpdesk::assigned_ticket(&db, "stale").await;
 
     let reconcile = run(args("reconcile", &db, &["--json"])).await;
     assert_eq!(
@@ -773,15 +753,22 @@ async fn uncolored(db: &mongodb::Database) -> u64 {
         .unwrap()
 }
 
-/// v1 -> v2 -> v1 (`--allow-downgrade`) -> v1 writes -> v2, through the schema commands: the
-/// roll forward runs v2's step again over what v1 wrote, so every document is valid under the
-/// v2 validator, which is on the server, and every command says so with its exit code.
-async fn a_rollback_then_a_roll_forward_ends_as_declared() {
-    let db = mongo_schema_testkit::database("cli_roll_forward").await;
+/// A fresh database named after `prefix`, `gadgets-v1` applied through `apply` (exit 0), and
+/// the gadgets `a` and `b` inserted.
+async fn gadgets_a_and_b_at_v1(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
     let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
     assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
     insert_gadget(&db, "a").await;
     insert_gadget(&db, "b").await;
+    db
+}
+
+/// v1 -> v2 -> v1 (`--allow-downgrade`) -> v1 writes -> v2, through the schema commands: the
+/// roll forward runs v2's step again over what v1 wrote, so every document is valid under the
+/// v2 validator, which is on the server, and every command says so with its exit code.
+async fn a_rollback_then_a_roll_forward_ends_as_declared() {
+    let db = gadgets_a_and_b_at_v1("cli_roll_forward").await;
 
     let v2 = run_as("gadgets-v2", args("apply", &db, &["--json"])).await;
     assert_eq!(v2.code, 0, "{}{}", v2.stdout, v2.stderr);
@@ -921,11 +908,7 @@ async fn a_rollback_then_a_roll_forward_ends_as_declared() {
 /// says `partial`, `plan` still shows the change, `audit` judges by the declared validator, and
 /// a start-up of the same version sends no count (the record keeps it) and no write.
 async fn a_validator_refused_over_violators_exits_3_and_is_not_counted_again() {
-    let db = mongo_schema_testkit::database("cli_refused").await;
-    let v1 = run_as("gadgets-v1", args("apply", &db, &[])).await;
-    assert_eq!(v1.code, 0, "{}{}", v1.stdout, v1.stderr);
-    insert_gadget(&db, "a").await;
-    insert_gadget(&db, "b").await;
+    let db = gadgets_a_and_b_at_v1("cli_refused").await;
 
     let apply = run_as("gadgets-v2-nostep", args("apply", &db, &["--json"])).await;
     assert_eq!(apply.code, 3, "{}{}", apply.stdout, apply.stderr);
@@ -1037,52 +1020,31 @@ type Test = (
     fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>,
 );
 
+/// The tests `(name, start)`, each named as its function.
+macro_rules! tests {
+    ($($test:ident),* $(,)?) => {
+        [$((stringify!($test), || Box::pin($test()))),*]
+    };
+}
+
 fn main() -> ExitCode {
     if let Ok(schema) = std::env::var(CHILD) {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         return runtime.block_on(mongo_schema::cli::main(child_schema(&schema)));
     }
-    let tests: [Test; 12] = [
-        ("status_exits_2_after_a_watchdog_stall", || {
-            Box::pin(status_exits_2_after_a_watchdog_stall())
-        }),
-        ("repairs_that_fail_exit_2", || {
-            Box::pin(repairs_that_fail_exit_2())
-        }),
-        ("progress_is_shown_once_on_a_terminal", || {
-            Box::pin(progress_is_shown_once_on_a_terminal())
-        }),
-        (
-            "status_exits_2_for_a_worker_that_holds_its_lease_without_progress",
-            || Box::pin(status_exits_2_for_a_worker_that_holds_its_lease_without_progress()),
-        ),
-        ("a_rollback_then_a_roll_forward_ends_as_declared", || {
-            Box::pin(a_rollback_then_a_roll_forward_ends_as_declared())
-        }),
-        (
-            "a_validator_refused_over_violators_exits_3_and_is_not_counted_again",
-            || Box::pin(a_validator_refused_over_violators_exits_3_and_is_not_counted_again()),
-        ),
-        ("plan_exits_2_then_apply_then_plan_exits_0", || {
-            Box::pin(plan_exits_2_then_apply_then_plan_exits_0())
-        }),
-        ("a_migration_is_planned_applied_and_shown_done", || {
-            Box::pin(a_migration_is_planned_applied_and_shown_done())
-        }),
-        ("errors_exit_1_and_say_why", || {
-            Box::pin(errors_exit_1_and_say_why())
-        }),
-        (
-            "status_shows_a_killed_workers_lease_expire_and_a_standby_take_over",
-            || Box::pin(status_shows_a_killed_workers_lease_expire_and_a_standby_take_over()),
-        ),
-        (
-            "status_shows_an_expired_lease_until_someone_takes_it",
-            || Box::pin(status_shows_an_expired_lease_until_someone_takes_it()),
-        ),
-        ("reports_and_read_only_commands", || {
-            Box::pin(reports_and_read_only_commands())
-        }),
+    let tests: [Test; 12] = tests![
+        status_exits_2_after_a_watchdog_stall,
+        repairs_that_fail_exit_2,
+        progress_is_shown_once_on_a_terminal,
+        status_exits_2_for_a_worker_that_holds_its_lease_without_progress,
+        a_rollback_then_a_roll_forward_ends_as_declared,
+        a_validator_refused_over_violators_exits_3_and_is_not_counted_again,
+        plan_exits_2_then_apply_then_plan_exits_0,
+        a_migration_is_planned_applied_and_shown_done,
+        errors_exit_1_and_say_why,
+        status_shows_a_killed_workers_lease_expire_and_a_standby_take_over,
+        status_shows_an_expired_lease_until_someone_takes_it,
+        reports_and_read_only_commands,
     ];
     // libtest's arguments that matter here: NAME filters (substrings, or whole names with
     // `--exact`), `--skip NAME`, `--list`, `--ignored` (there are none); other flags are ignored

@@ -69,24 +69,8 @@ pub(super) async fn status_shows_a_killed_workers_lease_expire_and_a_standby_tak
     .await;
     // a rename the worker applies: its lag is saved with its token
     assert!(row["lag_ms"].is_null(), "no change applied yet: {row}");
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
-    Agent::collection(&db)
-        .update_one(
-            mongo_schema::bson::doc! { "_id": agent.id },
-            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
-        )
-        .await
-        .unwrap();
+    let (agent, _) = helpdesk::assigned_ticket(&db, "Ana").await;
+    helpdesk::rename_agent(&db, agent.id, "Ana (lead)").await;
     common::eventually(Duration::from_secs(20), "the lag saved", || {
         let db = db.clone();
         async move {
@@ -201,36 +185,16 @@ pub(super) async fn status_exits_2_for_a_worker_that_holds_its_lease_without_pro
     const APP: &str = "cli-stalled-worker";
     const BLOCKED: Duration = Duration::from_secs(20);
     // a server of its own, with the test commands (`configureFailPoint`)
-    let server = tokio::task::spawn_blocking(|| {
-        mongo_schema_testkit::TestServer::start_with_args(None, &["--enable-test-commands"])
-    })
-    .await
-    .unwrap()
-    .expect("a dedicated server with the failpoints");
+    let server = common::failpoint_server().await;
     let uri = server.uri().to_owned();
     let db = mongodb::Client::with_uri_str(&uri)
         .await
         .unwrap()
         .database("cli_stalled");
-    let status = |more: &'static [&'static str]| {
-        let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.clone()];
-        all.extend(["--db".to_owned(), db.name().to_owned()]);
-        all.extend(more.iter().map(|s| (*s).to_owned()));
-        all
-    };
+    let status = |more: &'static [&'static str]| status_args(&uri, &db, more);
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    let (agent, ticket) = helpdesk::assigned_ticket(&db, "Ana").await;
     // the worker's own client, named so that the server can tell its commands apart
     let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
     options.app_name = Some(APP.to_owned());
@@ -279,13 +243,7 @@ pub(super) async fn status_exits_2_for_a_worker_that_holds_its_lease_without_pro
         .await
         .unwrap();
     let blocked = Instant::now();
-    Agent::collection(&db)
-        .update_one(
-            mongo_schema::bson::doc! { "_id": agent.id },
-            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
-        )
-        .await
-        .unwrap();
+    helpdesk::rename_agent(&db, agent.id, "Ana (lead)").await;
     // stalled: its progress stops while its lease is renewed
     let (stopped_at, _) = saved_at().await;
     common::eventually(
@@ -370,25 +328,10 @@ pub(super) async fn status_exits_2_after_a_watchdog_stall() {
     let uri = tokio::task::spawn_blocking(mongo_schema_testkit::uri)
         .await
         .unwrap();
-    let status = |more: &'static [&'static str]| {
-        let mut all = vec!["status".to_owned(), "--uri".to_owned(), uri.clone()];
-        all.extend(["--db".to_owned(), db.name().to_owned()]);
-        all.extend(more.iter().map(|s| (*s).to_owned()));
-        all
-    };
+    let status = |more: &'static [&'static str]| status_args(&uri, &db, more);
     let schema = helpdesk::schema();
     schema.apply(&db).await.unwrap();
-    let agent = Agent {
-        id: ObjectId::new(),
-        display_name: "Ana".into(),
-        team: "billing".into(),
-    };
-    Agent::collection(&db).insert_one(&agent).await.unwrap();
-    let ticket = helpdesk::ticket(&helpdesk::customer("Bo"), Some(&agent), 1);
-    helpdesk::Ticket::collection(&db)
-        .insert_one(&ticket)
-        .await
-        .unwrap();
+    let (agent, _) = helpdesk::assigned_ticket(&db, "Ana").await;
     let watched = schema
         .sync_worker(&db)
         .name("watched")
@@ -400,13 +343,7 @@ pub(super) async fn status_exits_2_after_a_watchdog_stall() {
     let before = run(status(&["--json"])).await;
     assert_eq!(before.code, 0, "{}{}", before.stdout, before.stderr);
     assert_eq!(worker(&before.json(), "watched")["stalls"], 0);
-    Agent::collection(&db)
-        .update_one(
-            mongo_schema::bson::doc! { "_id": agent.id },
-            mongo_schema::bson::doc! { "$set": { "displayName": "Ana (lead)" } },
-        )
-        .await
-        .unwrap();
+    helpdesk::rename_agent(&db, agent.id, "Ana (lead)").await;
     common::within(Duration::from_secs(30), "caught up", watched.caught_up())
         .await
         .unwrap();

@@ -3,7 +3,6 @@
 //! of a team (async, kept), and keep their three newest notes with a count (a subset).
 #![allow(dead_code)]
 
-use futures_util::TryStreamExt;
 use mongo_schema::bson::{doc, Document as BsonDocument};
 use mongo_schema::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -103,24 +102,63 @@ pub fn case(customer: &Customer, agent: &Agent, team: &Team, i: usize) -> Case {
     }
 }
 
+/// A fresh database named after `prefix` with the schema applied.
+pub async fn applied(prefix: &str) -> mongodb::Database {
+    let db = mongo_schema_testkit::database(prefix).await;
+    schema().apply(&db).await.unwrap();
+    db
+}
+
+pub fn agent(name: &str) -> Agent {
+    Agent {
+        id: ObjectId::new(),
+        name: name.into(),
+    }
+}
+
+pub fn customer(name: &str) -> Customer {
+    Customer {
+        id: ObjectId::new(),
+        name: name.into(),
+    }
+}
+
+pub fn team(id: i64, name: &str) -> Team {
+    Team {
+        id,
+        name: name.into(),
+    }
+}
+
+/// A desk: one customer (Ana), agent (Bo) and team (Billing), and `n` cases of theirs.
+pub async fn desk(db: &mongodb::Database, n: usize) -> (Customer, Agent, Team, Vec<Case>) {
+    let (c, a, t) = (customer("Ana"), agent("Bo"), team(1, "Billing"));
+    Customer::collection(db).insert_one(&c).await.unwrap();
+    Agent::collection(db).insert_one(&a).await.unwrap();
+    Team::collection(db).insert_one(&t).await.unwrap();
+    let cases: Vec<Case> = (0..n).map(|i| case(&c, &a, &t, i)).collect();
+    if n > 0 {
+        Case::collection(db).insert_many(&cases).await.unwrap();
+    }
+    (c, a, t, cases)
+}
+
 /// The names in the copies at `path` (`agent`, `team`, `customer`) of every case, in `_id` order.
 pub async fn copied_names(db: &mongodb::Database, path: &str) -> Vec<Option<String>> {
-    db.collection::<BsonDocument>("cases")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|c| {
-            c.get_document(path)
-                .ok()
-                .and_then(|copy| copy.get_str("name").ok())
-                .map(str::to_owned)
-        })
-        .collect()
+    super::all(
+        db.collection::<BsonDocument>("cases")
+            .find(doc! {})
+            .sort(doc! { "_id": 1 }),
+    )
+    .await
+    .iter()
+    .map(|c| {
+        c.get_document(path)
+            .ok()
+            .and_then(|copy| copy.get_str("name").ok())
+            .map(str::to_owned)
+    })
+    .collect()
 }
 
 /// Renames an agent with a plain driver write (as another service would).
@@ -142,4 +180,41 @@ pub fn agent_fan_out(started: &mongodb::event::command::CommandStartedEvent) -> 
             .ok()
             .and_then(|u| u.first()?.as_document()?.get_document("q").ok())
             .is_some_and(|q| q.contains_key("agent._id"))
+}
+
+/// Waits until the `n` cases' copies of the agent all say `name`, failing the test with `what`
+/// after `timeout`.
+pub async fn agent_copies_become(
+    db: &mongodb::Database,
+    n: usize,
+    name: &str,
+    timeout: std::time::Duration,
+    what: &str,
+) -> std::time::Duration {
+    super::eventually(timeout, what, || async {
+        copied_names(db, "agent").await == vec![Some(name.to_owned()); n]
+    })
+    .await
+}
+
+/// A standby's takeover from a worker paused in its fan-out (`held` hears the paused one's
+/// [`agent_fan_out`]): renames `agent` to "Older" and waits until the paused worker is held
+/// sending it, waits until `standby` takes over, renames the agent to "Newer" and waits until
+/// the three cases' copies say so (`newer_lands`); 20 s each.
+pub async fn take_over_from_a_paused_fan_out(
+    db: &mongodb::Database,
+    agent: ObjectId,
+    held: std::sync::mpsc::Receiver<()>,
+    standby: &mongo_schema::SyncWorkerHandle,
+    newer_lands: &str,
+) {
+    let twenty = std::time::Duration::from_secs(20);
+    rename_agent(db, agent, "Older").await;
+    super::wait_until_held(held, "the first worker reached its fan-out").await;
+    super::eventually(twenty, "the standby takes over", || async {
+        standby.stats().is_active()
+    })
+    .await;
+    rename_agent(db, agent, "Newer").await;
+    agent_copies_become(db, 3, "Newer", twenty, newer_lands).await;
 }

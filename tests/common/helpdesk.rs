@@ -138,6 +138,25 @@ pub fn customer(name: &str) -> Customer {
     }
 }
 
+pub fn agent(display_name: impl Into<String>, team: &str) -> Agent {
+    Agent {
+        id: ObjectId::new(),
+        display_name: display_name.into(),
+        team: team.into(),
+    }
+}
+
+/// Renames agent `id` with the driver (a worker, if one runs, applies the copies).
+pub async fn rename_agent(db: &mongodb::Database, id: ObjectId, name: impl Into<String>) {
+    Agent::collection(db)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": { "displayName": name.into() } },
+        )
+        .await
+        .unwrap();
+}
+
 pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket {
     Ticket {
         id: ObjectId::new(),
@@ -150,4 +169,17 @@ pub fn ticket(customer: &Customer, assignee: Option<&Agent>, i: usize) -> Ticket
         message_count: 0,
         updated_at: DateTime::now(),
     }
+}
+
+/// Inserts the agent Ana (billing) and a ticket of the customer Bo assigned to her, whose copy
+/// of her name says `copied` (`"Ana"`, or another name for a drifted copy); returns the two.
+pub async fn assigned_ticket(db: &mongodb::Database, copied: &str) -> (Agent, Ticket) {
+    let ana = agent("Ana", "billing");
+    Agent::collection(db).insert_one(&ana).await.unwrap();
+    let mut ticket = ticket(&customer("Bo"), Some(&ana), 1);
+    if let Some(assignee) = ticket.assignee.as_mut() {
+        assignee.display_name = copied.into();
+    }
+    Ticket::collection(db).insert_one(&ticket).await.unwrap();
+    (ana, ticket)
 }
