@@ -538,3 +538,67 @@ async fn a_deleted_child_without_a_pre_image_leaves_its_parent_to_reconcile() {
         [10]
     );
 }
+
+/// `shutdown()` during a first start's reconcile of the subsets returns between two parents
+/// (the reconcile walks them with the shared walk, which stops between two batches): the
+/// parents after the one being repaired when it was asked are left as they were, and the next
+/// worker of the name repairs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_a_first_starts_subset_reconcile_between_two_parents() {
+    const CHANNELS: i64 = 200;
+    let ids: Vec<i64> = (0..CHANNELS).collect();
+    let (db, schema) = with_channels("subsets_async_shutdown", &ids).await;
+    // one post in every channel, written with no worker running: every channel has drifted
+    Post::collection(&db)
+        .insert_many((0..CHANNELS).map(|id| post(id, id, id, false)))
+        .await
+        .unwrap();
+    let counted = || async {
+        Channel::collection(&db)
+            .count_documents(doc! { "posts": 1 })
+            .await
+            .unwrap()
+    };
+    // the first worker's first repair of a channel is held: its reconcile is under way
+    let (held_db, held, release) =
+        common::held_database(&db, common::command_on("update", "channels")).await;
+    let first = schema.sync_worker(&held_db).name("subsets_stop").spawn();
+    tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the reconcile's first repair is held within 60 s");
+    let stopping = tokio::spawn(first.shutdown());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    within(
+        Duration::from_secs(60),
+        "shutdown returns at the reconcile's next parent",
+        stopping,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let at_shutdown = counted().await;
+    // the positive control: the reconcile was cut, not finished behind the shutdown
+    assert!(
+        at_shutdown < CHANNELS as u64,
+        "shutdown waited for the whole reconcile: {at_shutdown} of {CHANNELS} repaired"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        counted().await,
+        at_shutdown,
+        "nothing is written after shutdown returned"
+    );
+
+    // the next worker of the name reconciles the rest
+    let second = start_worker(&schema, &db, "subsets_stop").await;
+    eventually(
+        Duration::from_secs(120),
+        "every channel is repaired by the next worker",
+        || async { counted().await == CHANNELS as u64 },
+    )
+    .await;
+    assert!(converged(&db, &ids).await);
+    stop(second).await;
+}

@@ -172,6 +172,12 @@ pub(crate) trait Visit {
     fn halted(&self) -> bool {
         false
     }
+
+    /// Documents the walk's cursor reads per round trip at least, when more than a batch
+    /// (a visitor of small batches, each a long visit, reads ahead of them).
+    fn read_ahead(&self) -> usize {
+        0
+    }
 }
 
 /// The error a walk ends with when its visitor was halted before a batch (see
@@ -240,7 +246,7 @@ pub(crate) async fn walk_matching<V: Visit + Send>(
         let mut find = collection
             .find(query)
             .sort(doc! { "_id": 1 })
-            .batch_size(batch as u32);
+            .batch_size(batch.max(visitor.read_ahead()) as u32);
         if let Some(projection) = &projection {
             find = find.projection(projection.clone());
         }

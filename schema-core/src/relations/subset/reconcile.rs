@@ -4,7 +4,6 @@
 //! or the worker that wrote meanwhile is never overwritten.
 
 use std::fmt;
-use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document as BsonDocument};
 use mongodb::Database;
@@ -12,7 +11,6 @@ use mongodb::Database;
 use super::rule::{SubsetRule, SubsetState, Verdict};
 use crate::model::collection::CollectionSpec;
 use crate::model::copy::SyncStrategy;
-use crate::sync::retry::{Backoff, ErrorClass};
 use crate::Result;
 use crate::SubsetSpec;
 
@@ -61,13 +59,6 @@ impl fmt::Display for SubsetReconcile {
         Ok(())
     }
 }
-
-/// Consecutive failures of the parent stream, with no parent done in between, before reconcile
-/// gives up and returns the error.
-const STREAM_RESUMES: u32 = 5;
-
-/// Parents read per batch of the stream.
-const PARENT_BATCH: u32 = 1000;
 
 /// The subsets of `collections` whose children are known, as rules: the child's path to the
 /// parent is the declared one, or else the child's one `#[reference]` to the parent.
@@ -155,11 +146,11 @@ pub(crate) async fn reconcile(
     Ok(out)
 }
 
-/// The parents of one subset, read as one stream in `_id` order (the subset and count fields
-/// only). A subset's parent is compared with one indexed query of its children; a counter's
-/// parents are compared a batch at a time, the counts of a batch read with one indexed
-/// aggregation ([`SubsetRule::counts`]). When the stream breaks on a transient error it is
-/// opened again after the last parent done, with back-off.
+/// The parents of one subset, walked in `_id` order (the subset and count fields only: the
+/// walk of [`crate::sync::walk::walk_by_id`], which opens its stream again after a break and
+/// stops between two batches when `halt` is raised). A subset's parent is compared with one
+/// indexed query of its children; a counter's parents are compared a batch at a time, the
+/// counts of a batch read with one indexed aggregation ([`SubsetRule::counts`]).
 async fn reconcile_one(
     db: &Database,
     rule: &SubsetRule,
@@ -173,65 +164,67 @@ async fn reconcile_one(
     if let Some(count) = &rule.count {
         projection.insert(count.as_ref(), 1);
     }
-    let batch_size = if rule.keeps_previews() {
+    let batch = if rule.keeps_previews() {
         1
     } else {
         crate::query::fitting::RECOUNT_BATCH
     };
-    let mut after: Option<Bson> = None;
-    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
-    let mut failures_in_a_row = 0;
-    loop {
-        // after the last parent done in the server's order, whatever the `_id` types
-        let filter = crate::sync::walk::rest_after(after.as_ref());
-        let broke = match parents
-            .find(filter)
-            .projection(projection.clone())
-            .sort(doc! { "_id": 1 })
-            .batch_size(PARENT_BATCH)
-            .await
-        {
-            Err(error) => Some(crate::Error::from(error)),
-            Ok(mut cursor) => {
-                let mut batch: Vec<BsonDocument> = Vec::new();
-                loop {
-                    let (next, end) = match cursor.advance().await {
-                        Ok(true) => match cursor.deserialize_current() {
-                            Ok(parent) => (Some(parent), None),
-                            Err(error) => (None, Some(Some(error.into()))),
-                        },
-                        Ok(false) => (None, Some(None)),
-                        Err(error) => (None, Some(Some(error.into()))),
-                    };
-                    batch.extend(next);
-                    if batch.len() < batch_size && end.is_none() {
-                        continue;
-                    }
-                    if crate::sync::fan_out::halted(halt) {
-                        return Err(crate::sync::walk::halted_walk());
-                    }
-                    // the parents read before a break are compared: they are done
-                    let done = compare(db, rule, &batch, dry_run, fence, figures, &mut after).await;
-                    batch.clear();
-                    match (done, end) {
-                        (Err(error), _) => break Some(error),
-                        (Ok(()), Some(end)) => break end,
-                        (Ok(()), None) => {
-                            failures_in_a_row = 0;
-                            backoff.reset();
-                        }
-                    }
-                }
-            }
-        };
-        let Some(error) = broke else { return Ok(()) };
-        failures_in_a_row += 1;
-        if ErrorClass::of(&error) != ErrorClass::Transient || failures_in_a_row > STREAM_RESUMES {
-            return Err(error);
-        }
-        tracing::warn!(subset = %figures.subset, %error, "reconcile: the parent stream broke, resuming after the last parent done");
-        figures.resumed += 1;
-        tokio::time::sleep(backoff.next_wait()).await;
+    let mut visitor = Parents {
+        db,
+        rule,
+        dry_run,
+        fence,
+        halt,
+        figures,
+        last_done: None,
+    };
+    let resumed =
+        crate::sync::walk::walk_by_id(&parents, Some(projection), batch, &mut visitor).await?;
+    visitor.figures.resumed += resumed;
+    Ok(())
+}
+
+/// The walk's visitor: compares (and repairs) each batch of parents.
+struct Parents<'a> {
+    db: &'a Database,
+    rule: &'a SubsetRule,
+    dry_run: bool,
+    fence: Option<(&'a crate::sync::fence::Fence, usize)>,
+    halt: Option<&'a crate::sync::fan_out::Halt>,
+    figures: &'a mut SubsetReconcile,
+    /// The last parent compared: a batch visited again after a break (the walk reopens its
+    /// stream after the last batch done in full) skips the parents already done, so each is
+    /// counted once.
+    last_done: Option<Bson>,
+}
+
+impl crate::sync::walk::Visit for Parents<'_> {
+    async fn visit(&mut self, batch: &[BsonDocument]) -> Result<()> {
+        let done = self
+            .last_done
+            .as_ref()
+            .and_then(|last| batch.iter().position(|p| p.get("_id") == Some(last)))
+            .map_or(0, |i| i + 1);
+        compare(
+            self.db,
+            self.rule,
+            &batch[done..],
+            self.dry_run,
+            self.fence,
+            self.figures,
+            &mut self.last_done,
+        )
+        .await
+    }
+
+    fn halted(&self) -> bool {
+        crate::sync::fan_out::halted(self.halt)
+    }
+
+    /// A subset's parents are visited one at a time (the walk can stop between any two):
+    /// read a thousand per round trip.
+    fn read_ahead(&self) -> usize {
+        1000
     }
 }
 
