@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use mongodb::bson::Bson;
+use mongodb::bson::{Bson, Document};
 use mongodb::Database;
 
 pub use crate::config::PullConfig;
@@ -298,14 +298,7 @@ async fn gate(
             &format!("gate, round {round}: the validators checked against every document"),
         );
         let model = infer(observed, options, report);
-        let validators = validator::validators(&model);
-        let problems = verify::mongod_problems(&validators);
-        if !problems.is_empty() {
-            return Err(format!(
-                "a generated validator breaks mongod's rules (a bug of pull): {}",
-                problems.join("; ")
-            ));
-        }
+        let validators = checked_validators(&model)?;
         let mut failed = false;
         report.collections.clear();
         for ((o, facts), (name, v)) in observed.iter_mut().zip(counted).zip(&validators) {
@@ -387,6 +380,19 @@ async fn gate(
     ))
 }
 
+/// `model`'s validators (by collection name); an error where one breaks mongod's rules.
+fn checked_validators(model: &Model) -> Result<Vec<(String, Document)>, String> {
+    let validators = validator::validators(model);
+    let problems = verify::mongod_problems(&validators);
+    if !problems.is_empty() {
+        return Err(format!(
+            "a generated validator breaks mongod's rules (a bug of pull): {}",
+            problems.join("; ")
+        ));
+    }
+    Ok(validators)
+}
+
 /// Checks every collection once; the names of those with failing documents.
 async fn check_all(
     db: &Database,
@@ -396,14 +402,7 @@ async fn check_all(
     report: &mut Report,
     round: u32,
 ) -> Result<Vec<String>, String> {
-    let validators = validator::validators(model);
-    let problems = verify::mongod_problems(&validators);
-    if !problems.is_empty() {
-        return Err(format!(
-            "a generated validator breaks mongod's rules (a bug of pull): {}",
-            problems.join("; ")
-        ));
-    }
+    let validators = checked_validators(model)?;
     let mut failing = Vec::new();
     for (o, (name, v)) in observed.iter().zip(&validators) {
         let checked = verify::check(

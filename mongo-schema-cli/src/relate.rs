@@ -127,6 +127,29 @@ fn accepts(config: &PullConfig, found: u64, checked: usize, hinted: bool, ty: &T
     }
 }
 
+/// The rows of `pipeline` on `coll`, under the simple collation ([`exact`]) and the read
+/// limit; an error says `what` failed.
+async fn aggregate(
+    db: &Database,
+    config: &PullConfig,
+    report: &mut Report,
+    coll: &str,
+    pipeline: Vec<Document>,
+    what: &str,
+) -> Result<Vec<Document>, String> {
+    report.command("aggregate");
+    let failed = |e: mongodb::error::Error| format!("{what}: {e}");
+    collection(db, coll, &config.read)
+        .aggregate(pipeline)
+        .collation(exact())
+        .max_time(config.read.limit())
+        .await
+        .map_err(failed)?
+        .try_collect()
+        .await
+        .map_err(failed)
+}
+
 /// Up to [`VALUES_CHECKED`] distinct values at `path`; `arrays` are the arrays on the way
 /// (`items`, or `tags` itself), unwound in order.
 async fn distinct_values(
@@ -143,16 +166,15 @@ async fn distinct_values(
     }
     pipeline.push(doc! { "$group": { "_id": format!("${path}") } });
     pipeline.push(doc! { "$limit": VALUES_CHECKED });
-    report.command("aggregate");
-    let rows: Vec<Document> = collection(db, coll, &config.read)
-        .aggregate(pipeline)
-        .collation(exact())
-        .max_time(config.read.limit())
-        .await
-        .map_err(|e| format!("`{coll}.{path}`: {e}"))?
-        .try_collect()
-        .await
-        .map_err(|e| format!("`{coll}.{path}`: {e}"))?;
+    let rows = aggregate(
+        db,
+        config,
+        report,
+        coll,
+        pipeline,
+        &format!("`{coll}.{path}`"),
+    )
+    .await?;
     Ok(rows
         .into_iter()
         .filter_map(|mut r| r.remove("_id"))
@@ -492,20 +514,20 @@ async fn extended(
             report,
         )
         .await?;
-        report.command("aggregate");
-        let top: Vec<Document> = collection(db, &coll, &config.read)
-            .aggregate(vec![
-                doc! { "$group": { "_id": format!("${path}"), "n": { "$sum": 1 } } },
-                doc! { "$sort": { "n": -1 } },
-                doc! { "$limit": 1 },
-            ])
-            .collation(exact())
-            .max_time(config.read.limit())
-            .await
-            .map_err(|e| format!("`{coll}.{path}`: {e}"))?
-            .try_collect()
-            .await
-            .map_err(|e| format!("`{coll}.{path}`: {e}"))?;
+        let pipeline = vec![
+            doc! { "$group": { "_id": format!("${path}"), "n": { "$sum": 1 } } },
+            doc! { "$sort": { "n": -1 } },
+            doc! { "$limit": 1 },
+        ];
+        let top = aggregate(
+            db,
+            config,
+            report,
+            &coll,
+            pipeline,
+            &format!("`{coll}.{path}`"),
+        )
+        .await?;
         let max_holders = top
             .first()
             .and_then(|d| match d.get("n") {
@@ -715,16 +737,9 @@ async fn compare_copies(
     names: &[String],
     report: &mut Report,
 ) -> Result<Compared, String> {
-    report.command("aggregate");
-    let rows: Vec<Document> = collection(db, coll, &config.read)
-        .aggregate(comparison_pipeline(field, target, names))
-        .collation(exact())
-        .max_time(config.read.limit())
-        .await
-        .map_err(|e| format!("`{coll}.{field}`: comparing the copies with `{target}`: {e}"))?
-        .try_collect()
-        .await
-        .map_err(|e| format!("`{coll}.{field}`: comparing the copies with `{target}`: {e}"))?;
+    let pipeline = comparison_pipeline(field, target, names);
+    let what = format!("`{coll}.{field}`: comparing the copies with `{target}`");
+    let rows = aggregate(db, config, report, coll, pipeline, &what).await?;
     let row = rows.into_iter().next().unwrap_or_default();
     let count = |key: &str| match row.get(key) {
         Some(Bson::Int32(n)) => *n as u64,
@@ -771,27 +786,20 @@ async fn unmatched(
     other: &str,
     report: &mut Report,
 ) -> Result<u64, String> {
-    report.command("aggregate");
-    let rows: Vec<Document> = collection(db, from, &config.read)
-        .aggregate(vec![
-            doc! { "$project": { "_id": 1 } },
-            doc! { "$lookup": {
-                "from": other,
-                "localField": "_id",
-                "foreignField": "_id",
-                "pipeline": [{ "$project": { "_id": 1 } }],
-                "as": "same",
-            } },
-            doc! { "$match": { "same": { "$size": 0 } } },
-            doc! { "$count": "n" },
-        ])
-        .collation(exact())
-        .max_time(config.read.limit())
-        .await
-        .map_err(|e| format!("`{from}`: looking its `_id`s up in `{other}`: {e}"))?
-        .try_collect()
-        .await
-        .map_err(|e| format!("`{from}`: looking its `_id`s up in `{other}`: {e}"))?;
+    let pipeline = vec![
+        doc! { "$project": { "_id": 1 } },
+        doc! { "$lookup": {
+            "from": other,
+            "localField": "_id",
+            "foreignField": "_id",
+            "pipeline": [{ "$project": { "_id": 1 } }],
+            "as": "same",
+        } },
+        doc! { "$match": { "same": { "$size": 0 } } },
+        doc! { "$count": "n" },
+    ];
+    let what = format!("`{from}`: looking its `_id`s up in `{other}`");
+    let rows = aggregate(db, config, report, from, pipeline, &what).await?;
     Ok(match rows.first().and_then(|r| r.get("n")) {
         Some(Bson::Int32(n)) => *n as u64,
         Some(Bson::Int64(n)) => *n as u64,

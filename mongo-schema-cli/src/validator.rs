@@ -199,31 +199,5 @@ fn leak(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
 }
 
-/// `Option<T>`'s schema: `null` allowed (mongo-schema-core's rule, which is crate-private there:
-/// `bsonType` gains `"null"`, an `enum` gains `null`, anything else is wrapped in `anyOf`).
-pub fn nullable(mut schema: Document) -> Document {
-    if schema.is_empty() {
-        return schema;
-    }
-    if let Some(Bson::Array(values)) = schema.get_mut("enum") {
-        if !values.contains(&Bson::Null) {
-            values.push(Bson::Null);
-        }
-    }
-    match schema.get("bsonType").cloned() {
-        Some(Bson::String(ty)) if ty != "null" => {
-            schema.insert("bsonType", vec![Bson::String(ty), Bson::from("null")]);
-            schema
-        }
-        Some(Bson::Array(mut types)) => {
-            if !types.contains(&Bson::from("null")) {
-                types.push(Bson::from("null"));
-            }
-            schema.insert("bsonType", types);
-            schema
-        }
-        Some(_) => schema,
-        None if schema.contains_key("enum") => schema,
-        None => doc! { "anyOf": [schema, { "bsonType": "null" }] },
-    }
-}
+/// `Option<T>`'s schema: `null` allowed (mongo-schema-core's own rule).
+pub use mongo_schema_core::__private::nullable;

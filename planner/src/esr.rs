@@ -203,11 +203,7 @@ mod tests {
         };
         assert_eq!(
             fit(&derived, &only_in),
-            Verdict::BlockingSort(Rule::MultikeySort {
-                index: s("x"),
-                key: s("tags"),
-                cause: MultikeyCause::IndexMultikey(s("tags")),
-            })
+            multikey("tags", MultikeyCause::IndexMultikey(s("tags")))
         );
     }
 

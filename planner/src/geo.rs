@@ -83,19 +83,13 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("kind:1"),
             q().eq("kind").near("loc"),
-            Verdict::Unusable(Rule::NoGeoIndex {
-                index: s("x"),
-                path: s("loc"),
-            }),
+            no_geo_index("loc"),
             "near needs a 2dsphere index on its field",
         ),
         (
             ix("loc:2dsphere"),
             q().near("loc").sort("name:1"),
-            Verdict::BlockingSort(Rule::GeoOrder {
-                index: s("x"),
-                key: s("loc"),
-            }),
+            geo_order("loc"),
             "near orders by distance, not by a sort",
         ),
         (
@@ -113,10 +107,7 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("kind:1,loc:2dsphere,name:1"),
             q().eq("kind").within("loc").sort("name:1"),
-            Verdict::BlockingSort(Rule::GeoOrder {
-                index: s("x"),
-                key: s("loc"),
-            }),
+            geo_order("loc"),
             "within: the geo key cuts the order",
         ),
         (

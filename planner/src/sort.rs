@@ -209,11 +209,7 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("a.b:1,a.c:1,x:1"),
             q().eq("a.b,a.c").sort("x:1").mk("a"),
-            Verdict::BlockingSort(Rule::MultikeySort {
-                index: s("x"),
-                key: s("a.c"),
-                cause: MultikeyCause::SharedPrefix(s("a.b")),
-            }),
+            multikey("a.c", MultikeyCause::SharedPrefix(s("a.b"))),
             "one predicate per multikey path prefix gets bounds",
         ),
         (
@@ -254,11 +250,7 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("a.b.c:1,a.b.d:1,x:1"),
             q().eq("a.b.c,a.b.d").sort("x:1").mk("a,a.b").em("a"),
-            Verdict::BlockingSort(Rule::MultikeySort {
-                index: s("x"),
-                key: s("a.b.d"),
-                cause: MultikeyCause::SharedPrefix(s("a.b.c")),
-            }),
+            multikey("a.b.d", MultikeyCause::SharedPrefix(s("a.b.c"))),
             "an inner array outside its own $elemMatch",
         ),
         // a sort on a path under the array: bounded there, it gives no order, $elemMatch or
@@ -382,11 +374,7 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("a:1,b:1"),
             q().range("a").sort("b:1,a:1"),
-            Verdict::BlockingSort(Rule::SortOrder {
-                index: s("x"),
-                sort: keys("b:1,a:1"),
-                keys: keys("a:1,b:1"),
-            }),
+            sort_order("b:1,a:1", "a:1,b:1"),
             "sort out of key order",
         ),
     ]

@@ -37,10 +37,7 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("a:1,h:hashed,c:1"),
             q().eq("a").sort("h:1"),
-            Verdict::BlockingSort(Rule::HashedSort {
-                index: s("x"),
-                key: s("h"),
-            }),
+            hashed_sort("h"),
             "sort on a hashed key",
         ),
         (
@@ -58,21 +55,13 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("a:1,body:text"),
             q().eq("a"),
-            Verdict::Unusable(Rule::SpecialIndex {
-                index: s("x"),
-                key: s("body"),
-                kind: s("text"),
-            }),
+            special("body", "text"),
             "text index needs $text",
         ),
         (
             ix("loc:2dsphere,a:1"),
             q().eq("a").sort("a:1"),
-            Verdict::Unusable(Rule::SpecialIndex {
-                index: s("x"),
-                key: s("loc"),
-                kind: s("2dsphere"),
-            }),
+            special("loc", "2dsphere"),
             "2dsphere index needs a geo predicate",
         ),
     ]

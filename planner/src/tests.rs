@@ -209,6 +209,52 @@ pub(crate) fn no_leading(first_key: &str, sort: &str) -> Verdict {
     })
 }
 
+pub(crate) fn sort_order(sort: &str, index: &str) -> Verdict {
+    Verdict::BlockingSort(Rule::SortOrder {
+        index: s("x"),
+        sort: keys(sort),
+        keys: keys(index),
+    })
+}
+
+pub(crate) fn no_geo_index(path: &str) -> Verdict {
+    Verdict::Unusable(Rule::NoGeoIndex {
+        index: s("x"),
+        path: s(path),
+    })
+}
+
+pub(crate) fn geo_order(key: &str) -> Verdict {
+    Verdict::BlockingSort(Rule::GeoOrder {
+        index: s("x"),
+        key: s(key),
+    })
+}
+
+pub(crate) fn hashed_sort(key: &str) -> Verdict {
+    Verdict::BlockingSort(Rule::HashedSort {
+        index: s("x"),
+        key: s(key),
+    })
+}
+
+pub(crate) fn special(key: &str, kind: &str) -> Verdict {
+    Verdict::Unusable(Rule::SpecialIndex {
+        index: s("x"),
+        key: s(key),
+        kind: s(kind),
+    })
+}
+
+/// The rule of a time series bucket (its verdict depends on the row: examined or no order).
+pub(crate) fn bucket(key: &str, time: bool) -> Rule {
+    Rule::TimeSeriesBucket {
+        index: s("x"),
+        key: s(key),
+        time,
+    }
+}
+
 /// Every family's rows, in the order of the rules.
 fn table() -> Vec<Case> {
     [

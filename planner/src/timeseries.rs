@@ -53,31 +53,19 @@ pub(crate) fn cases() -> Vec<crate::tests::Case> {
         (
             ix("at:1,sensor:1"),
             q().eq("sensor,at").ts("at", "sensor"),
-            Verdict::Examines(Rule::TimeSeriesBucket {
-                index: s("x"),
-                key: s("at"),
-                time: true,
-            }),
+            Verdict::Examines(bucket("at", true)),
             "an equality on the time field is a bucket range",
         ),
         (
             ix("sensor:1,value:1,at:1"),
             q().eq("sensor,value").sort("at:1").ts("at", "sensor"),
-            Verdict::BlockingSort(Rule::TimeSeriesBucket {
-                index: s("x"),
-                key: s("value"),
-                time: false,
-            }),
+            Verdict::BlockingSort(bucket("value", false)),
             "a measurement gives no point and no order",
         ),
         (
             ix("sensor:1,value:1"),
             q().eq("sensor").sort("value:1").ts("at", "sensor"),
-            Verdict::BlockingSort(Rule::TimeSeriesBucket {
-                index: s("x"),
-                key: s("value"),
-                time: false,
-            }),
+            Verdict::BlockingSort(bucket("value", false)),
             "a sort on a measurement",
         ),
     ]

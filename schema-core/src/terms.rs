@@ -34,53 +34,35 @@ impl fmt::Display for Term {
     }
 }
 
-/// Apply over a newer recorded version.
-pub(crate) const ALLOW_DOWNGRADE: Term = Term {
-    api: "`allow_downgrade(true)`",
-    cli: "`--allow-downgrade`",
-};
-/// [`ALLOW_DOWNGRADE`] named, not called.
-pub(crate) const ALLOW_DOWNGRADE_BY_NAME: Term = Term {
-    api: "allow_downgrade",
-    cli: "--allow-downgrade",
-};
-/// Apply a validator over violating documents at level moderate.
-pub(crate) const ON_VIOLATIONS_MODERATE: Term = Term {
-    api: "`on_violations(OnViolations::Moderate)`",
-    cli: "`--on-violations moderate`",
-};
-/// Apply a validator over violating documents as declared.
-pub(crate) const ON_VIOLATIONS_OVERRIDE: Term = Term {
-    api: "`on_violations(OnViolations::Override)`",
-    cli: "`--on-violations override`",
-};
-/// Drop the indexes the schema does not declare.
-pub(crate) const DROP_STALE_INDEXES: Term = Term {
-    api: "`drop_stale_indexes(true)`",
-    cli: "`--drop-stale-indexes`",
-};
-/// Shard the collections that declare a shard key.
-pub(crate) const SHARD_COLLECTIONS: Term = Term {
-    api: "`shard_collections(true)`",
-    cli: "`--shard-collections`",
-};
-/// Serve on, writing nothing, over a newer recorded version.
-pub(crate) const ON_NEWER_CONTINUE: Term = Term {
-    api: "`on_newer(OnNewer::Continue)`",
-    cli: "`--on-newer continue`",
-};
+/// The terms, each `NAME: api, cli;`, as `pub(crate)` constants.
+macro_rules! terms {
+    ($($(#[$doc:meta])* $name:ident: $api:literal, $cli:literal;)*) => {
+        $($(#[$doc])* pub(crate) const $name: Term = Term { api: $api, cli: $cli };)*
+    };
+}
 
-/// What `apply` returns when a declared validator or index is not on the server afterwards.
-pub(crate) const NOT_AS_DECLARED: Term = Term {
-    api: "`ApplyReport::is_as_declared()` is false",
-    cli: "`apply` exits 3",
-};
+terms! {
+    /// Apply over a newer recorded version.
+    ALLOW_DOWNGRADE: "`allow_downgrade(true)`", "`--allow-downgrade`";
+    /// [`ALLOW_DOWNGRADE`] named, not called.
+    ALLOW_DOWNGRADE_BY_NAME: "allow_downgrade", "--allow-downgrade";
+    /// Apply a validator over violating documents at level moderate.
+    ON_VIOLATIONS_MODERATE: "`on_violations(OnViolations::Moderate)`", "`--on-violations moderate`";
+    /// Apply a validator over violating documents as declared.
+    ON_VIOLATIONS_OVERRIDE: "`on_violations(OnViolations::Override)`", "`--on-violations override`";
+    /// Drop the indexes the schema does not declare.
+    DROP_STALE_INDEXES: "`drop_stale_indexes(true)`", "`--drop-stale-indexes`";
+    /// Shard the collections that declare a shard key.
+    SHARD_COLLECTIONS: "`shard_collections(true)`", "`--shard-collections`";
+    /// Serve on, writing nothing, over a newer recorded version.
+    ON_NEWER_CONTINUE: "`on_newer(OnNewer::Continue)`", "`--on-newer continue`";
 
-/// What `apply` returns when it refuses the whole plan and writes nothing.
-pub(crate) const REFUSED: Term = Term {
-    api: "`Error::CannotApply`",
-    cli: "`apply` exits 1",
-};
+    /// What `apply` returns when a declared validator or index is not on the server afterwards.
+    NOT_AS_DECLARED: "`ApplyReport::is_as_declared()` is false", "`apply` exits 3";
+
+    /// What `apply` returns when it refuses the whole plan and writes nothing.
+    REFUSED: "`Error::CannotApply`", "`apply` exits 1";
+}
 
 /// Runs `work` with the messages it formats in the CLI's terms.
 #[cfg_attr(not(feature = "cli"), allow(dead_code))] // used by the schema commands

@@ -54,6 +54,25 @@ fn coll(db: &Database, name: &str) -> Collection<Document> {
     db.collection::<Document>(name)
 }
 
+/// Creates the index of `keys` on `c`, through the driver's `create_index`.
+async fn create_index(
+    c: &Collection<Document>,
+    keys: Document,
+) -> mongodb::error::Result<mongodb::results::CreateIndexResult> {
+    c.create_index(mongodb::IndexModel::builder().keys(keys).build())
+        .await
+}
+
+/// Creates collection `name` with a case-insensitive default collation (`en`, strength 2).
+async fn create_case_insensitive(db: &Database, name: &str) {
+    run(
+        db,
+        doc! { "create": name, "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await
+    .unwrap();
+}
+
 /// A server of its own with one rule left out (the positive control of that rule), and a client
 /// of it; [`WithoutRule::stop`] stops it.
 struct WithoutRule {
@@ -90,6 +109,13 @@ async fn run(db: &Database, command: Document) -> mongodb::error::Result<Documen
     db.run_command(command).await
 }
 
+/// Runs each command of a table, expecting mongod's code for it.
+async fn refuses_each(db: &Database, cases: impl IntoIterator<Item = (Document, i32)>) {
+    for (command, expected) in cases {
+        refused(run(db, command).await, expected);
+    }
+}
+
 // --- parallel arrays -------------------------------------------------------------------------
 
 #[tokio::test]
@@ -114,13 +140,7 @@ async fn an_insert_of_two_arrays_under_one_compound_index_fails_with_171() {
 async fn a_batch_stops_at_its_first_parallel_arrays_when_ordered() {
     let db = database("rules_parallel_batch").await;
     let c = coll(&db, "c");
-    c.create_index(
-        mongodb::IndexModel::builder()
-            .keys(doc! { "a": 1, "b": 1 })
-            .build(),
-    )
-    .await
-    .unwrap();
+    create_index(&c, doc! { "a": 1, "b": 1 }).await.unwrap();
     let docs = [
         doc! { "_id": 1, "a": 1, "b": 1 },
         doc! { "_id": 2, "a": [1], "b": [2] },
@@ -147,13 +167,7 @@ async fn a_batch_stops_at_its_first_parallel_arrays_when_ordered() {
 async fn updates_replacements_upserts_and_find_and_modify_that_make_parallel_arrays_fail() {
     let db = database("rules_parallel_update").await;
     let c = coll(&db, "c");
-    c.create_index(
-        mongodb::IndexModel::builder()
-            .keys(doc! { "a": 1, "b": 1 })
-            .build(),
-    )
-    .await
-    .unwrap();
+    create_index(&c, doc! { "a": 1, "b": 1 }).await.unwrap();
     c.insert_one(doc! { "_id": 1, "a": [1, 2], "b": 3 })
         .await
         .unwrap();
@@ -203,13 +217,7 @@ async fn updates_replacements_upserts_and_find_and_modify_that_make_parallel_arr
 async fn dotted_paths_count_arrays_as_mongod_does() {
     let db = database("rules_parallel_dotted").await;
     let c = coll(&db, "c");
-    c.create_index(
-        mongodb::IndexModel::builder()
-            .keys(doc! { "x.a": 1, "x.b": 1 })
-            .build(),
-    )
-    .await
-    .unwrap();
+    create_index(&c, doc! { "x.a": 1, "x.b": 1 }).await.unwrap();
     // One array holding both paths: one array, not two.
     c.insert_one(doc! { "x": [{ "a": 1, "b": 2 }, { "a": 3, "b": 4 }] })
         .await
@@ -233,28 +241,14 @@ async fn an_index_over_documents_with_parallel_arrays_is_not_built() {
     c.insert_one(doc! { "a": [1, 2], "b": [3, 4], "c": 1 })
         .await
         .unwrap();
-    let msg = refused(
-        c.create_index(
-            mongodb::IndexModel::builder()
-                .keys(doc! { "a": 1, "b": 1 })
-                .build(),
-        )
-        .await,
-        171,
-    );
+    let msg = refused(create_index(&c, doc! { "a": 1, "b": 1 }).await, 171);
     assert!(msg.starts_with("Index build failed: "), "{msg}");
     assert!(
         msg.ends_with(":: caused by :: cannot index parallel arrays [b] [a]"),
         "{msg}"
     );
     // The neighbour: an index over one of the arrays.
-    c.create_index(
-        mongodb::IndexModel::builder()
-            .keys(doc! { "a": 1, "c": 1 })
-            .build(),
-    )
-    .await
-    .unwrap();
+    create_index(&c, doc! { "a": 1, "c": 1 }).await.unwrap();
     let names = c.list_index_names().await.unwrap();
     assert!(!names.contains(&"a_1_b_1".to_owned()), "{names:?}");
 }
@@ -272,33 +266,30 @@ async fn a_second_index_on_id_is_refused() {
     };
     let msg = refused(run(&db, second(doc! {})).await, 85);
     assert_eq!(msg, "Index already exists with a different name: _id_");
-    refused(run(&db, second(doc! { "unique": true })).await, 85);
-    refused(run(&db, second(doc! { "sparse": true })).await, 67);
-    refused(run(&db, second(doc! { "unique": false })).await, 67);
+    refuses_each(
+        &db,
+        [
+            (second(doc! { "unique": true }), 85),
+            (second(doc! { "sparse": true }), 67),
+            (second(doc! { "unique": false }), 67),
+        ],
+    )
+    .await;
     // The neighbours: the _id index itself, and { _id: -1 }.
-    run(
-        &db,
-        doc! { "createIndexes": "c", "indexes": [{ "key": { "_id": 1 }, "name": "_id_" }] },
-    )
-    .await
-    .unwrap();
-    run(
-        &db,
-        doc! { "createIndexes": "c", "indexes": [{ "key": { "_id": -1 }, "name": "id_desc" }] },
-    )
-    .await
-    .unwrap();
+    for index in [
+        doc! { "key": { "_id": 1 }, "name": "_id_" },
+        doc! { "key": { "_id": -1 }, "name": "id_desc" },
+    ] {
+        run(&db, doc! { "createIndexes": "c", "indexes": [index] })
+            .await
+            .unwrap();
+    }
 }
 
 #[tokio::test]
 async fn an_id_index_takes_the_collections_collation_only() {
     let db = database("rules_id_collation").await;
-    run(
-        &db,
-        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
-    )
-    .await
-    .unwrap();
+    create_case_insensitive(&db, "c").await;
     let with = |collation: Document| {
         doc! { "createIndexes": "c", "indexes": [
             { "key": { "_id": -1 }, "name": "id_desc", "collation": collation }
@@ -341,14 +332,6 @@ async fn create_with_an_unknown_locale_fails() {
         msg,
         r#"Field 'locale' is invalid in: { locale: "xx_NOPE" }"#
     );
-    refused(
-        run(
-            &db,
-            doc! { "create": "d", "collation": { "locale": "english" } },
-        )
-        .await,
-        2,
-    );
     let msg = refused(
         run(
             &db,
@@ -358,28 +341,17 @@ async fn create_with_an_unknown_locale_fails() {
         2,
     );
     assert!(msg.ends_with(". Did you mean 'en'?"), "{msg}");
-    // Out of range.
-    refused(
-        run(
-            &db,
-            doc! { "create": "f", "collation": { "locale": "en", "strength": 7 } },
-        )
-        .await,
-        9,
-    );
-    refused(
-        run(
-            &db,
-            doc! { "create": "g", "collation": { "locale": "en", "caseFirst": "UPPER" } },
-        )
-        .await,
-        9,
-    );
-    refused(
-        run(&db, doc! { "create": "h", "collation": { "locale": "en", "strength": 1, "backwards": true } })
-            .await,
-        2,
-    );
+    refuses_each(
+        &db,
+        [
+            (doc! { "create": "d", "collation": { "locale": "english" } }, 2),
+            // Out of range.
+            (doc! { "create": "f", "collation": { "locale": "en", "strength": 7 } }, 9),
+            (doc! { "create": "g", "collation": { "locale": "en", "caseFirst": "UPPER" } }, 9),
+            (doc! { "create": "h", "collation": { "locale": "en", "strength": 1, "backwards": true } }, 2),
+        ],
+    )
+    .await;
     // Any command's collation.
     refused(
         coll(&db, "x")
@@ -406,12 +378,7 @@ async fn create_with_an_unknown_locale_fails() {
 #[tokio::test]
 async fn a_count_without_a_collation_runs_under_the_collections_default() {
     let db = database("rules_default_collation").await;
-    run(
-        &db,
-        doc! { "create": "people", "collation": { "locale": "en", "strength": 2 } },
-    )
-    .await
-    .unwrap();
+    create_case_insensitive(&db, "people").await;
     let people = coll(&db, "people");
     people.insert_one(doc! { "e": "Ana" }).await.unwrap();
     assert_eq!(
@@ -496,12 +463,7 @@ async fn index_of(db: &Database, find: Document) -> Option<String> {
 #[tokio::test]
 async fn the_simple_collation_stated_is_served_by_an_index_of_the_simple_collation() {
     let db = database("rules_simple_stated").await;
-    run(
-        &db,
-        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
-    )
-    .await
-    .unwrap();
+    create_case_insensitive(&db, "c").await;
     run(
         &db,
         doc! { "createIndexes": "c", "indexes": [
@@ -665,7 +627,9 @@ async fn a_lookup_compares_under_the_aggregations_collation() {
     let lookup = |from: &str| {
         doc! { "$lookup": { "from": from, "localField": "str", "foreignField": "str", "as": "matched" } }
     };
-    let matched = |rows: Vec<Document>| -> Vec<String> {
+    /// The ids the first row joined.
+    async fn matched(joined: mongodb::Cursor<Document>) -> Vec<String> {
+        let rows: Vec<Document> = joined.map(Result::unwrap).collect().await;
         let mut ids: Vec<String> = rows[0]
             .get_array("matched")
             .unwrap()
@@ -674,69 +638,49 @@ async fn a_lookup_compares_under_the_aggregations_collation() {
             .collect();
         ids.sort();
         ids
-    };
+    }
     // the collection's default collation is inherited by the join
-    let rows: Vec<Document> = coll(&db, "with_default")
-        .aggregate([lookup("without_default")])
-        .await
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-        .await;
-    assert_eq!(matched(rows), vec!["lowercase", "uppercase"]);
+    let with_default = coll(&db, "with_default");
+    let joined = with_default.aggregate([lookup("without_default")]).await;
+    assert_eq!(
+        matched(joined.unwrap()).await,
+        vec!["lowercase", "uppercase"]
+    );
     // the neighbour: the simple collation stated on the aggregation joins exactly
     let simple = mongodb::options::Collation::builder()
         .locale("simple")
         .build();
-    let rows: Vec<Document> = coll(&db, "with_default")
+    let joined = with_default
         .aggregate([lookup("without_default")])
         .collation(simple)
-        .await
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
         .await;
-    assert_eq!(matched(rows), vec!["lowercase"]);
+    assert_eq!(matched(joined.unwrap()).await, vec!["lowercase"]);
     // from a collection without a default, the foreign one's default does not count
-    let rows: Vec<Document> = coll(&db, "without_default")
-        .aggregate([
-            doc! { "$match": { "_id": "lowercase" } },
-            lookup("with_default"),
-        ])
-        .await
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    let without_default = coll(&db, "without_default");
+    let lowercase = doc! { "$match": { "_id": "lowercase" } };
+    let joined = without_default
+        .aggregate([lowercase.clone(), lookup("with_default")])
         .await;
-    assert_eq!(matched(rows), vec!["lowercase"]);
+    assert_eq!(matched(joined.unwrap()).await, vec!["lowercase"]);
     // an explicit collation on the aggregation is the join's
     let ci = mongodb::options::Collation::builder()
         .locale("en_US")
         .strength(mongodb::options::CollationStrength::Secondary)
         .build();
-    let rows: Vec<Document> = coll(&db, "without_default")
-        .aggregate([
-            doc! { "$match": { "_id": "lowercase" } },
-            lookup("without_default"),
-        ])
+    let joined = without_default
+        .aggregate([lowercase, lookup("without_default")])
         .collation(ci)
-        .await
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
         .await;
-    assert_eq!(matched(rows), vec!["lowercase", "uppercase"]);
+    assert_eq!(
+        matched(joined.unwrap()).await,
+        vec!["lowercase", "uppercase"]
+    );
 }
 
 #[tokio::test]
 async fn a_2d_index_on_a_collated_collection_must_say_simple() {
     let db = database("rules_2d_collation").await;
-    run(
-        &db,
-        doc! { "create": "c", "collation": { "locale": "en", "strength": 2 } },
-    )
-    .await
-    .unwrap();
+    create_case_insensitive(&db, "c").await;
     // (SecantusDB has no text indexes; a 2d index takes no collation either.)
     let two_d = |collation: Option<Document>| {
         let mut spec = doc! { "key": { "at": "2d" }, "name": "at_2d" };
@@ -886,12 +830,7 @@ async fn change_streams_do_not_show_a_time_series_collections_writes() {
 async fn geo_near_on_a_time_series_collection_takes_a_key_and_no_query() {
     let db = database("rules_ts_geonear").await;
     timeseries(&db, "scans").await;
-    coll(&db, "scans")
-        .create_index(
-            mongodb::IndexModel::builder()
-                .keys(doc! { "loc": "2dsphere" })
-                .build(),
-        )
+    create_index(&coll(&db, "scans"), doc! { "loc": "2dsphere" })
         .await
         .unwrap();
     coll(&db, "scans")
@@ -972,18 +911,12 @@ async fn a_time_series_update_keeps_to_mongod_7_0s_limits() {
         msg,
         "Cannot perform a non-multi update on a time-series collection"
     );
-    refused(
-        scans
-            .update_many(doc! { "count": 1 }, doc! { "$set": { "m": "gate-2" } })
-            .await,
-        72,
-    );
-    refused(
-        scans
-            .update_many(doc! { "m": "gate-1" }, doc! { "$inc": { "count": 1 } })
-            .await,
-        72,
-    );
+    for (filter, update) in [
+        (doc! { "count": 1 }, doc! { "$set": { "m": "gate-2" } }),
+        (doc! { "m": "gate-1" }, doc! { "$inc": { "count": 1 } }),
+    ] {
+        refused(scans.update_many(filter, update).await, 72);
+    }
     // The neighbour: a multi-update of the metaField by the metaField.
     let changed = scans
         .update_many(doc! { "m": "gate-1" }, doc! { "$set": { "m": "gate-2" } })
@@ -999,12 +932,7 @@ async fn geo_near_without_a_key_over_two_2dsphere_indexes_fails() {
     let db = database("rules_geonear_key").await;
     let venues = coll(&db, "venues");
     for field in ["entrance", "stage"] {
-        venues
-            .create_index(
-                mongodb::IndexModel::builder()
-                    .keys(doc! { field: "2dsphere" })
-                    .build(),
-            )
+        create_index(&venues, doc! { field: "2dsphere" })
             .await
             .unwrap();
     }
@@ -1052,9 +980,7 @@ async fn secantus_already_refuses_a_hint_naming_no_index() {
             .await,
         2,
     );
-    c.create_index(mongodb::IndexModel::builder().keys(doc! { "a": 1 }).build())
-        .await
-        .unwrap();
+    create_index(&c, doc! { "a": 1 }).await.unwrap();
     c.find(doc! {})
         .hint(mongodb::options::Hint::Name("a_1".into()))
         .await
@@ -1103,27 +1029,11 @@ async fn secantus_already_refuses_a_write_concern_inside_a_transaction() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rule_is_turned_off_by_name_with_a_reason() {
-    let server = tokio::task::spawn_blocking(|| {
-        TestServer::start_with_rules_off(
-            None,
-            &["parallel-arrays"],
-            "shows SecantusDB's own leniency",
-        )
-    })
-    .await
-    .unwrap()
-    .expect("server");
-    assert_eq!(server.rules_off(), ["parallel-arrays"]);
-    let client = Client::with_uri_str(server.uri()).await.unwrap();
-    let db = client.database("rules_off");
+    let server = WithoutRule::start("parallel-arrays", "shows SecantusDB's own leniency").await;
+    assert_eq!(server.server.rules_off(), ["parallel-arrays"]);
+    let db = server.database("rules_off");
     let c = coll(&db, "c");
-    c.create_index(
-        mongodb::IndexModel::builder()
-            .keys(doc! { "a": 1, "b": 1 })
-            .build(),
-    )
-    .await
-    .unwrap();
+    create_index(&c, doc! { "a": 1, "b": 1 }).await.unwrap();
     c.insert_one(doc! { "a": [1, 2], "b": [3, 4] })
         .await
         .unwrap();
@@ -1136,10 +1046,7 @@ async fn a_rule_is_turned_off_by_name_with_a_reason() {
         .await,
         2,
     );
-    drop(client);
-    tokio::task::spawn_blocking(move || drop(server))
-        .await
-        .unwrap();
+    server.stop().await;
 }
 
 #[test]

@@ -6,6 +6,9 @@ use mongodb::bson::{doc, Bson, Document};
 pub use crate::json_schema::compose::{
     enum_schema, object, tuple, ObjectSchema, Tagging, VariantSchema,
 };
+/// `Option<T>`'s schema, for the CLI's `pull`, which composes the derive's validators.
+#[doc(hidden)]
+pub use crate::json_schema::nullable;
 pub use crate::json_schema::{constrain, not_null};
 
 /// The schema of a unit-only enum stored as its variant names.

@@ -203,9 +203,11 @@ pub trait FieldPath<const KEY: u64>: StoredNames {
     }
 }
 
+/// `FieldPath` of a container of `T` as of `T` (`$ty`, with the generic parameters beside `T`
+/// after it).
 macro_rules! forward_field_path {
-    ($($ty:ident)::+ <T $(, $extra:ident)*>) => {
-        impl<T: FieldPath<KEY>, $($extra,)* const KEY: u64> FieldPath<KEY> for $($ty)::+<T $(, $extra)*>
+    ($ty:ty $(, $($extra:tt)+)?) => {
+        impl<T: FieldPath<KEY>, $($($extra)+,)? const KEY: u64> FieldPath<KEY> for $ty
         where
             Self: StoredNames,
         {
@@ -224,21 +226,9 @@ forward_field_path!(Option<T>);
 forward_field_path!(Vec<T>);
 forward_field_path!(VecDeque<T>);
 forward_field_path!(BTreeSet<T>);
-forward_field_path!(HashSet<T, H>);
+forward_field_path!(HashSet<T, H>, H);
 forward_field_path!(Box<T>);
-
-impl<T: FieldPath<KEY>, const N: usize, const KEY: u64> FieldPath<KEY> for [T; N]
-where
-    Self: StoredNames,
-{
-    type Form = T::Form;
-    const STORED: &'static str = T::STORED;
-    const ENCODER: Encoder<TypeOf<Self, KEY>> = T::ENCODER;
-    const DECODER: Decoder<TypeOf<Self, KEY>> = T::DECODER;
-    const CAP: Option<u32> = T::CAP;
-    const IS_ARRAY: bool = T::IS_ARRAY;
-    const IS_OPTION: bool = T::IS_OPTION;
-}
+forward_field_path!([T; N], const N: usize);
 
 /// `field!`'s check of a Rust field name against the stored fields of `R` (its
 /// [`StoredNames::FIELD_LIST`]), while the constant of the name's key is evaluated: a name

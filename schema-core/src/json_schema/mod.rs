@@ -9,7 +9,7 @@ pub(crate) use check::validator_problems;
 
 /// Lets `null` through as well: `bsonType` becomes a list with `"null"`, an `enum` gains `null`,
 /// and anything else is wrapped in `anyOf`.
-pub(crate) fn nullable(mut schema: Document) -> Document {
+pub fn nullable(mut schema: Document) -> Document {
     if schema.is_empty() {
         return schema; // already accepts anything
     }

@@ -210,29 +210,24 @@ pub struct FieldList {
     pub id: &'static str,
 }
 
-impl<T: BsonSchema + ?Sized> BsonSchema for &T {
-    fn bson_schema() -> Document {
-        T::bson_schema()
-    }
-    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
-    const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
-    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
-    fn __embedded_relations() -> Option<CollectionSpec> {
-        T::__embedded_relations()
-    }
+/// `BsonSchema` of a pointer to `T` as of `T` itself.
+macro_rules! forward_bson_schema {
+    ($($ty:ty),*) => {$(
+        impl<T: BsonSchema + ?Sized> BsonSchema for $ty {
+            fn bson_schema() -> Document {
+                T::bson_schema()
+            }
+            const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
+            const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
+            const __GENERIC_UUID: bool = T::__GENERIC_UUID;
+            fn __embedded_relations() -> Option<CollectionSpec> {
+                T::__embedded_relations()
+            }
+        }
+    )*};
 }
 
-impl<T: BsonSchema + ?Sized> BsonSchema for Box<T> {
-    fn bson_schema() -> Document {
-        T::bson_schema()
-    }
-    const __INNER_FIELDS: Option<FieldList> = T::__INNER_FIELDS;
-    const __COLLECTION_ROOT: bool = T::__COLLECTION_ROOT;
-    const __GENERIC_UUID: bool = T::__GENERIC_UUID;
-    fn __embedded_relations() -> Option<CollectionSpec> {
-        T::__embedded_relations()
-    }
-}
+forward_bson_schema!(&T, Box<T>);
 
 /// `None` is stored as `null` unless the field is skipped with `skip_serializing_if`, in which
 /// case it is absent; the field is then not `required` and the `null` branch is simply unused.

@@ -952,8 +952,15 @@ impl Node {
         let mut additional_values = Vec::new();
         for (index, (_, item)) in array.elements().enumerate() {
             length += 1;
-            match (&self.items, tuple) {
-                (Some(Items::Each(schema)), _) if !items_failed => {
+            // `items`: the one schema of every element, or this position's
+            let item_schema = match (&self.items, tuple) {
+                (Some(Items::Each(schema)), _) => Some(&**schema),
+                (_, Some(schemas)) => schemas.get(index),
+                _ => None,
+            };
+            match (item_schema, tuple) {
+                (Some(_), _) if items_failed => {}
+                (Some(schema), _) => {
                     if let Err(details) = schema.eval(item, explain) {
                         if !explain {
                             return Err(Vec::new());
@@ -967,24 +974,7 @@ impl Node {
                         ));
                     }
                 }
-                (_, Some(schemas)) if index < schemas.len() => {
-                    if items_failed {
-                        continue;
-                    }
-                    if let Err(details) = schemas[index].eval(item, explain) {
-                        if !explain {
-                            return Err(Vec::new());
-                        }
-                        items_failed = true;
-                        failures.push(item_failure(
-                            "items",
-                            "At least one item did not match the sub-schema",
-                            index,
-                            details,
-                        ));
-                    }
-                }
-                (_, Some(_)) => match &self.additional_items {
+                (None, Some(_)) => match &self.additional_items {
                     Some(Additional::Nothing) => {
                         if !explain {
                             return Err(Vec::new());
