@@ -635,6 +635,11 @@ pub struct Member {
     pub phone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nickname: Option<String>,
+    /// Left unchecked by the validator (`#[schema(open)]`), as a server's validator that did
+    /// not declare it left it: another writer's double is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(open)]
+    pub visits: Option<i32>,
 }
 
 #[tokio::test]
@@ -652,11 +657,13 @@ async fn a_not_null_option_is_absent_or_a_value_never_null() {
         id: ObjectId::new(),
         phone: None,
         nickname: None,
+        visits: None,
     };
     let present = Member {
         id: ObjectId::new(),
         phone: Some("+33 1 23 45 67 89".into()),
         nickname: Some("Bo".into()),
+        visits: Some(3),
     };
     let members = Member::collection(&db);
     members.insert_one(&absent).await.unwrap();
@@ -698,4 +705,23 @@ async fn a_not_null_option_is_absent_or_a_value_never_null() {
     local.check(&null_nickname).unwrap();
     raw.insert_one(&null_nickname).await.unwrap();
     assert_eq!(raw.count_documents(doc! {}).await.unwrap(), 3);
+
+    // `open`: the validator declares the field and checks nothing of it (the server and the
+    // local check take a double, a string, `null`)
+    let visits = Member::validator()
+        .get_document("$jsonSchema")
+        .and_then(|s| s.get_document("properties"))
+        .and_then(|p| p.get_document("visits"))
+        .unwrap()
+        .clone();
+    assert_eq!(visits, doc! {});
+    for value in [Bson::Double(12.5), Bson::String("many".into()), Bson::Null] {
+        let other = doc! { "_id": ObjectId::new(), "visits": value };
+        local.check(&other).unwrap();
+        raw.insert_one(&other).await.unwrap();
+    }
+    // the control: a checked field beside it refuses the wrong kind
+    let wrong = doc! { "_id": ObjectId::new(), "nickname": 12 };
+    assert!(local.check(&wrong).is_err());
+    assert!(raw.insert_one(&wrong).await.is_err());
 }

@@ -542,6 +542,9 @@ impl Emitter<'_> {
             if field.not_null {
                 schema.push("not_null".to_owned());
             }
+            if field.open {
+                schema.push("open".to_owned());
+            }
             for (keyword, value) in &field.constraints {
                 let attribute = crate::existing::CONSTRAINTS
                     .iter()

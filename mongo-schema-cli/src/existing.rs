@@ -39,6 +39,9 @@ pub struct Allowed {
     pub values: Option<Vec<String>>,
     /// `maxLength`, `minLength`, `pattern`, `minimum`, `maximum`, as declared.
     pub constraints: Vec<(String, Bson)>,
+    /// The path is declared with nothing that constrains it (`{}`, or a title alone): the
+    /// server takes any value there, as at a path it does not declare.
+    pub unconstrained: bool,
     /// The keywords here that constrain documents and that no model attribute says
     /// (`minItems`, `uniqueItems`, `oneOf`...): not kept, so `apply` of the pulled schema no
     /// longer checks them (the report says so).
@@ -100,6 +103,7 @@ impl Default for Allowed {
             max_items: None,
             values: None,
             constraints: Vec::new(),
+            unconstrained: false,
             unkept: Vec::new(),
         }
     }
@@ -213,6 +217,7 @@ fn declared(schema: &Document, required: bool) -> Allowed {
         max_items,
         values,
         constraints,
+        unconstrained: !null && schema.keys().all(|k| k == "title" || k == "description"),
         unkept,
     }
 }

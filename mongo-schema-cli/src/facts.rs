@@ -218,7 +218,8 @@ pub async fn count(
         let mut after: Option<Bson> = None;
         let mut documents = 0u64;
         loop {
-            let upper = run_end(&coll, after.as_ref(), counting.chunk, read, report).await?;
+            let (upper, last) =
+                run_end(&coll, after.as_ref(), counting.chunk, read, report).await?;
             let range = id_range(after.as_ref(), upper.as_ref());
             let mut run = Document::new();
             for batch in &runs {
@@ -236,8 +237,8 @@ pub async fn count(
             merge(&mut counted, run);
             (counting.progress)(documents);
             match upper {
-                Some(upper) => after = Some(upper),
-                None => break,
+                Some(upper) if !last => after = Some(upper),
+                _ => break,
             }
         }
     }
@@ -300,15 +301,15 @@ async fn aggregate(
 }
 
 /// The `_id` that ends the run of `chunk` documents after `after` (the first ones when `None`),
-/// in the `_id` index's order; `None` when fewer remain (the run goes to the end). A covered
-/// read of the index on mongod.
+/// in the `_id` index's order, `None` when fewer remain (the run goes to the end); and whether
+/// that run is the last (no document after its end). A covered read of the index on mongod.
 async fn run_end(
     coll: &mongodb::Collection<Document>,
     after: Option<&Bson>,
     chunk: u64,
     read: &ReadOptions,
     report: &mut Report,
-) -> mongodb::error::Result<Option<Bson>> {
+) -> mongodb::error::Result<(Option<Bson>, bool)> {
     let mut pipeline = Vec::new();
     if let Some(after) = after {
         pipeline.push(doc! { "$match": id_range(Some(after), None) });
@@ -316,7 +317,8 @@ async fn run_end(
     pipeline.extend([
         doc! { "$sort": { "_id": 1 } },
         doc! { "$skip": chunk.saturating_sub(1).min(i64::MAX as u64) as i64 },
-        doc! { "$limit": 1 },
+        // the end, and the one after it if any
+        doc! { "$limit": 2 },
         doc! { "$project": { "_id": 1 } },
     ]);
     report.command("aggregate");
@@ -326,7 +328,11 @@ async fn run_end(
         .await?
         .try_collect()
         .await?;
-    Ok(found.into_iter().next().and_then(|mut d| d.remove("_id")))
+    let last = found.len() < 2;
+    Ok((
+        found.into_iter().next().and_then(|mut d| d.remove("_id")),
+        last,
+    ))
 }
 
 /// `_id` after `after` and up to `upper` (each bound when given), as `$expr` compares: every

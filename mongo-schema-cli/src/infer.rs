@@ -203,6 +203,20 @@ impl<'a> Infer<'a> {
             && !self.options.existing.contains_key(path)
     }
 
+    /// Whether the collection's validator checks nothing at `path` (it does not declare it, or
+    /// declares it with no constraint): the pulled validator leaves it so (`#[schema(open)]`).
+    fn unchecked(&self, path: &str) -> bool {
+        let collection = path.split(['.', '[', '<']).next().unwrap_or(path);
+        path != collection
+            && self.options.existing.contains_key(collection)
+            && !self.options.loosened.contains(collection)
+            && self
+                .options
+                .existing
+                .get(path)
+                .is_none_or(|a| a.unconstrained)
+    }
+
     /// Whether `null` at `path` is refused today, so that the pulled validator must refuse it
     /// too: the server's validator refuses it there, or the collection has none (the samples
     /// and the gate decide, as they do the kinds). A path the validator leaves open, or a
@@ -373,12 +387,19 @@ impl<'a> Infer<'a> {
                     }
                 ));
             }
+            let open = stored != "_id" && self.unchecked(&field_path);
+            if open {
+                notes.push(format!(
+                    "`{stored}`: the collection's validator checks nothing here: `#[schema(open)]`, so the pulled one takes any value too (the type is what the documents hold)"
+                ));
+            }
             fields.push(Field {
                 stored: stored.clone(),
                 ident,
                 ty,
                 presence,
                 not_null,
+                open,
                 reference: None,
                 extended: None,
                 notes,
@@ -1286,6 +1307,11 @@ mod tests {
             language.presence.missing,
             "not required: the server does not require it"
         );
+        assert!(language.open, "unchecked: the server checks nothing there");
+        assert!(
+            !field("status").open,
+            "declared with a kind and an enum: checked"
+        );
         // the stored document past the validator: taken, and said at the collection
         assert!(matches!(field("phones").ty, Ty::Array { max: 5, .. }));
         let said = report.notes.join("\n");
@@ -1313,6 +1339,7 @@ mod tests {
             .unwrap();
         assert!(matches!(language.ty, Ty::Enum(_)), "{:?}", language.ty);
         assert!(!language.presence.missing);
+        assert!(!language.open, "no validator: the samples decide, checked");
     }
 
     /// An optional field is never-null (`#[schema(not_null)]`) where `null` is refused today:

@@ -128,6 +128,10 @@ pub struct Field {
     /// validator, or, in a collection without one, by every stored document): emitted as
     /// `#[schema(not_null)]`, so the pulled validator keeps refusing it.
     pub not_null: bool,
+    /// A path the server's validator leaves unchecked (it does not declare it, or declares it
+    /// with nothing that constrains it): emitted as `#[schema(open)]`, so the pulled validator
+    /// takes any value there too, whatever type the samples gave the field.
+    pub open: bool,
     /// Set when the values are ids of another collection.
     pub reference: Option<Reference>,
     /// Set when the value is an extended reference.

@@ -97,14 +97,13 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         } else {
             config.facts_chunk
         };
-        let run_started = Instant::now();
         let mut progress = |counted: u64| {
             say(format!(
-                "facts of `{}`: {} of {} documents counted ({:.0} s)",
+                "facts of `{}`: {} of {} documents counted ({:.0} s so far)",
                 f.name,
                 crate::names::count(counted),
                 crate::names::count(f.count.max(counted)),
-                run_started.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64()
             ))
         };
         let facts = facts::count(
@@ -714,7 +713,7 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 collation,
             });
             note(if orders_pages {
-                format!("kept as #[index] with `pages = false`: it starts with the relationship `{first}` and another key, an order the derive would give the relation's keyset pages by appending the `_id` tie-break, a longer index than the server's; remove `pages = false` to have the pages (`apply` then builds the longer index, and this one is a redundant prefix to drop with `--drop-stale-indexes`)")
+                format!("kept as #[index] with `pages = false`: it starts with the relationship `{first}` and another key, an order the derive would give the relation's keyset pages by appending the `_id` tie-break, a longer index than the server's; remove `pages = false` and the server's `name` to have the pages (`apply` then builds the longer index under the derive's name, and this one is a redundant prefix to drop with `--drop-stale-indexes`; under the same name mongod refuses other keys)")
             } else {
                 "kept as #[index]".to_owned()
             });

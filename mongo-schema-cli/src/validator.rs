@@ -51,6 +51,10 @@ fn fields_object(model: &Model, fields: &[Field]) -> mongo_schema_core::__privat
 
 /// The schema of a field and whether it is `required` (an `Option` skipped when `None` is not).
 pub fn field_schema(model: &Model, field: &Field) -> (Document, bool) {
+    if field.open {
+        // `#[schema(open)]`: declared, unchecked
+        return (Document::new(), !field.presence.missing);
+    }
     let base = match &field.extended {
         Some(copy) => {
             let source = model

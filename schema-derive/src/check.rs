@@ -608,6 +608,27 @@ fn check_optional_id(cx: &Ctxt, field: &Field) {
 /// `#[schema(not_null)]` refuses `null` in the validator: only on an `Option` that serde leaves
 /// out when `None` (else the crate's own writes of `None` would be refused).
 fn check_not_null(cx: &Ctxt, field: &Field) {
+    if let Some(open) = &field.attrs.open {
+        // `open` leaves the value unchecked: a constraint beside it would check nothing
+        let checks = field
+            .attrs
+            .constraints
+            .iter()
+            .map(|c| &c.tokens)
+            .chain(&field.attrs.not_null);
+        for tokens in checks {
+            cx.error_spanned_by(
+                tokens,
+                format!(
+                    "`{}` on field `{}`, which `open` leaves unchecked by the validator: it would check nothing; \
+                     remove one of the two",
+                    tokens.to_string().replace(' ', ""),
+                    field.display_name()
+                ),
+            );
+        }
+        let _ = open;
+    }
     let Some(tokens) = &field.attrs.not_null else {
         return;
     };

@@ -12,20 +12,31 @@ pub fn near_miss<'e>(found: &str, expected: &[&'e str]) -> Option<&'e str> {
         .map(|(_, e)| e)
 }
 
-/// Levenshtein distance.
+/// Edit distance with transpositions (optimal string alignment): `snyc` is one edit from
+/// `sync`, as a reader sees it, not two.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(diagonal + 1).min(row[j] + 1);
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -35,8 +46,9 @@ mod tests {
     #[test]
     fn distances() {
         assert_eq!(edit_distance("sortt", "sort"), 1);
-        assert_eq!(edit_distance("snyc", "sync"), 2);
         assert_eq!(edit_distance("maxlength", "max_length"), 1);
+        assert_eq!(edit_distance("snyc", "sync"), 1);
+        assert_eq!(near_miss("snyc", &["to", "fields", "sync"]), Some("sync"));
         assert_eq!(edit_distance("", "of"), 2);
         assert_eq!(edit_distance("limit", "limit"), 0);
     }

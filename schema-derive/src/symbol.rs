@@ -59,6 +59,7 @@ symbols! {
     MAXIMUM = "maximum",
     PATTERN = "pattern",
     NOT_NULL = "not_null",
+    OPEN = "open",
     STORED_AS = "stored_as",
     CRATE = "crate",
     EQ = "eq",

@@ -47,6 +47,9 @@ pub struct Field {
     /// `#[schema(not_null)]`: an `Option` serde skips when `None`, whose validator refuses
     /// `null` (absent, never null).
     pub not_null: Option<TokenStream>,
+    /// `#[schema(open)]`: the validator leaves the field's value unchecked (`{}`), as a
+    /// server's validator that does not declare it did; the Rust type is this service's.
+    pub open: Option<TokenStream>,
 }
 
 impl Field {
@@ -67,6 +70,7 @@ impl Field {
         let mut stored_as: Slot<Option<syn::Type>> = Slot::new(cx, "schema", STORED_AS);
         let mut seen_constraints: Vec<&'static str> = Vec::new();
         let mut not_null = Slot::new(cx, "schema", NOT_NULL);
+        let mut open = Slot::new(cx, "schema", OPEN);
 
         for attr in &field.attrs {
             let path = attr.path();
@@ -117,6 +121,10 @@ impl Field {
                         not_null.set(&meta.path, ());
                         return Ok(());
                     }
+                    if meta.path == OPEN {
+                        open.set(&meta.path, ());
+                        return Ok(());
+                    }
                     let (keyword, kind) = if meta.path == MAX_LENGTH {
                         ("maxLength", ConstraintKind::String)
                     } else if meta.path == MIN_LENGTH {
@@ -140,6 +148,7 @@ impl Field {
                                 "maximum",
                                 "stored_as",
                                 "not_null",
+                                "open",
                             ],
                         );
                     };
@@ -320,6 +329,7 @@ impl Field {
             custom_deserialize,
             flatten,
             not_null: not_null.get().map(|n| n.tokens),
+            open: open.get().map(|o| o.tokens),
             stored_as: stored_as.get().and_then(|s| {
                 Some(Sp {
                     value: s.value?,

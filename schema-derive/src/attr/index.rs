@@ -117,7 +117,8 @@ pub(super) fn parse_index(cx: &Ctxt, attr: &syn::Attribute) -> Index {
             let parsed = collation::parse(cx, &meta);
             collation.set_or_poison(&meta.path, parsed);
         } else if meta.path == PAGES {
-            let parsed = flag(&meta);
+            // an error about the option points at its name
+            let parsed = flag(&meta).map(|(_, pages)| (meta.path.to_token_stream(), pages));
             pages.set_or_poison(&meta.path, parsed);
         } else {
             unknown(

@@ -76,6 +76,10 @@ fn object_schema(fields: &[Field], closed: bool, root: bool) -> TokenStream {
         }
         let name = &field.stored_name;
         let required = !field.attrs.skip_serializing_if;
+        if field.attrs.open.is_some() {
+            // left unchecked, as a validator that does not declare the field leaves it
+            return quote!(.property(#name, #private::bson::Document::new(), #required));
+        }
         if (name == "_id" && !required) || field.attrs.not_null.is_some() {
             // an `Option` id skipped when `None` (the server assigns one), or one declared
             // absent-never-null: never `null`
