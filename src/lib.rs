@@ -62,6 +62,10 @@
 //!   (`#[serde(skip_serializing_if = "Option::is_none")]`): absent or a value, never `null`; the
 //!   validator refuses `null` there (an `Option` is otherwise nullable: another writer may store
 //!   `null`). `mongo-schema pull` writes it where the server's validator refuses `null`.
+//! - `#[schema(open)]`: the validator declares the field and checks nothing of its value (`{}`),
+//!   as a server's validator that never declared it did; the Rust type is still this service's
+//!   (a value of another type fails to decode, not to be stored). `mongo-schema pull` writes it
+//!   for the paths an existing validator leaves unchecked.
 //! - `#[reference]` on a [`Ref<T>`], `Option<Ref<T>>` or `Vec<Ref<T>>` (the array needs
 //!   `#[reference(max = N)]`), or `#[reference(to = T)]` on a plain id of `T`'s id type. The
 //!   validator describes it with `T`'s id type; a single reference gets an index on its field

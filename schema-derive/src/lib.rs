@@ -47,7 +47,7 @@ use syn::{parse_macro_input, DeriveInput};
 /// cap)]`, `#[reference(to = T, max = N)]`, `#[extended_ref(to = T, fields = "...", sync =
 /// "...", on_delete, as, max)]`, `#[subset(of = T, max, sort, count, filter, sync, via)]`,
 /// `#[counter(of = T, filter, sync, via)]`,
-/// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as, not_null)]`. Each is described
+/// `#[schema(max_length, min_length, pattern, minimum, maximum, stored_as, not_null, open)]`. Each is described
 /// in the `mongo-schema` crate's documentation, sections *The attribute language*, *Queries* and
 /// *What the derives refuse*; serde's own attributes are followed as serde means them.
 #[proc_macro_derive(
