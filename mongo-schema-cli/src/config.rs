@@ -34,6 +34,16 @@ pub struct PullConfig {
     pub facts_chunk: u64,
 }
 
+impl PullConfig {
+    /// A line on standard error, when the config asks for progress ([`PullConfig::progress`]):
+    /// here, below every stage, so that each says how far it is.
+    pub fn say(&self, line: &str) {
+        if self.progress {
+            eprintln!("mongo-schema pull: {line}");
+        }
+    }
+}
+
 impl Default for PullConfig {
     fn default() -> Self {
         PullConfig {

@@ -34,7 +34,7 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
         database: db.name().to_owned(),
         ..Report::default()
     };
-    let say = |line: String| say(config, &line);
+    let say = |line: String| config.say(&line);
     say(format!(
         "sampling `{}` ({} documents a collection at most)",
         db.name(),
@@ -247,14 +247,6 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     })
 }
 
-/// A line on standard error as a pass starts, when `config` asks for them
-/// ([`PullConfig::progress`]).
-pub(crate) fn say(config: &PullConfig, line: &str) {
-    if config.progress {
-        eprintln!("mongo-schema pull: {line}");
-    }
-}
-
 /// Refuses a collection whose documents hold, at the top level, a field whose stored name has
 /// control or invisible characters: no Rust field can stand for it without writing the name
 /// into the module (a sub-document holding one is `Bson` instead, see `infer`).
@@ -292,10 +284,9 @@ async fn gate(
     report: &mut Report,
 ) -> Result<(Model, u32), String> {
     for round in 1..=config.max_rounds + 1 {
-        say(
-            config,
-            &format!("gate, round {round}: the validators checked against every document"),
-        );
+        config.say(&format!(
+            "gate, round {round}: the validators checked against every document"
+        ));
         let model = infer(observed, options, report);
         let validators = checked_validators(&model)?;
         let mut failed = false;

@@ -262,16 +262,13 @@ pub async fn relate(
 /// Records one check of values against a target's `_id`s, and says it when `config` asks for
 /// progress (one line a check: each is a server command over the holders).
 fn checked(config: &PullConfig, report: &mut Report, check: ReferenceCheck) {
-    crate::pull::say(
-        config,
-        &format!(
-            "references and copies: `{}` against `{}`: {} of {} distinct values found",
-            check.path,
-            check.target,
-            crate::names::count(check.found),
-            crate::names::count(check.checked)
-        ),
-    );
+    config.say(&format!(
+        "references and copies: `{}` against `{}`: {} of {} distinct values found",
+        check.path,
+        check.target,
+        crate::names::count(check.found),
+        crate::names::count(check.checked)
+    ));
     report.references.push(check);
 }
 
