@@ -267,9 +267,14 @@ async fn aggregate(
     for g in groups {
         for (k, v) in g {
             if k.ends_with("_svalues") {
+                // the `null` of the documents that hold no short string is no value: left
+                // out before the cut, so that the cut keeps `VALUE_CAP` + 1 strings
                 cut.insert(
                     k.clone(),
-                    doc! { "$slice": [format!("${k}"), VALUE_CAP as i64 + 1] },
+                    doc! { "$slice": [
+                        { "$setDifference": [format!("${k}"), [Bson::Null]] },
+                        VALUE_CAP as i64 + 1,
+                    ] },
                 );
             }
             group.insert(k.clone(), v.clone());
@@ -387,7 +392,7 @@ fn merge(into: &mut Document, run: Document) {
                     if values.len() > VALUE_CAP {
                         break;
                     }
-                    if !values.contains(&v) {
+                    if v != Bson::Null && !values.contains(&v) {
                         values.push(v);
                     }
                 }
@@ -526,11 +531,15 @@ mod tests {
             )
         };
         let mut counted = doc! { "f1_svalues": many(0) };
-        merge(&mut counted, doc! { "f1_svalues": many(VALUE_CAP) });
-        assert_eq!(
-            counted.get_array("f1_svalues").unwrap().len(),
-            VALUE_CAP + 1
-        );
+        // a `null` (a document with no short string) is no value, and takes no place
+        let mut more = many(VALUE_CAP);
+        if let Bson::Array(values) = &mut more {
+            values.insert(0, Bson::Null);
+        }
+        merge(&mut counted, doc! { "f1_svalues": more });
+        let values = counted.get_array("f1_svalues").unwrap();
+        assert_eq!(values.len(), VALUE_CAP + 1);
+        assert!(values.iter().all(|v| v.as_str().is_some()), "{values:?}");
     }
 
     #[test]

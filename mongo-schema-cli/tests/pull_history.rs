@@ -416,3 +416,36 @@ async fn the_facts_counted_in_runs_are_the_facts_of_one_aggregation() {
     let c = &runs.report.collections[0];
     assert_eq!((c.server_violators, c.local_violators), (0, 0), "{c:?}");
 }
+
+/// The facts of an enum candidate count its distinct strings, not the `null` of the documents
+/// that hold none: 65 distinct labels (one past the cap) in 5,000 documents, the first of them
+/// `null`, are no enum, decided by the facts in one gate round (had the `null` taken a place in
+/// the cut, 64 labels would have made an enum that the gate then had to widen).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_null_takes_no_place_among_an_enum_candidate_s_values() {
+    let db = mongo_schema_testkit::database("pull_facts_null").await;
+    let docs: Vec<Document> = (0..5000)
+        .map(|i| match i {
+            0 => doc! { "_id": i, "label": mongodb::bson::Bson::Null },
+            _ => doc! { "_id": i, "label": format!("L{:02}", i % 65) },
+        })
+        .collect();
+    db.collection::<Document>("labels")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let pulled = pull(&db, &config(5))
+        .await
+        .unwrap_or_else(|e| panic!("pull: {e}"));
+    assert!(
+        pulled.module.contains("pub label: Option<String>,"),
+        "{}",
+        pulled.module
+    );
+    assert!(
+        pulled.report.widenings.is_empty(),
+        "{:?}",
+        pulled.report.widenings
+    );
+    assert_eq!(pulled.report.gate_rounds, 1);
+}
