@@ -75,11 +75,18 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
     let mut observed = Vec::new();
     let mut counted = Vec::new();
     for f in &found {
+        // a time series is counted whole: its measurements' `_id`s have no index to walk in
+        // order (a sort on them unpacks and sorts every bucket)
+        let chunk = if f.options.contains_key("timeseries") {
+            u64::MAX
+        } else {
+            config.facts_chunk
+        };
         say(format!(
             "facts of `{}`: {} documents, {} ({:.0} s so far)",
             f.name,
             crate::names::count(f.count),
-            if f.count > config.facts_chunk && !f.options.contains_key("timeseries") {
+            if f.count > chunk {
                 format!(
                     "counted in runs of {}",
                     crate::names::count(config.facts_chunk)
@@ -90,13 +97,6 @@ pub async fn pull(db: &Database, config: &PullConfig) -> Result<Pulled, String> 
             started.elapsed().as_secs_f64()
         ));
         let mut shape = f.shape.clone();
-        // a time series is counted whole: its measurements' `_id`s have no index to walk in
-        // order (a sort on them unpacks and sorts every bucket)
-        let chunk = if f.options.contains_key("timeseries") {
-            u64::MAX
-        } else {
-            config.facts_chunk
-        };
         let mut progress = |counted: u64| {
             say(format!(
                 "facts of `{}`: {} of {} documents counted ({:.0} s so far)",
@@ -672,7 +672,6 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 .get_document("partialFilterExpression")
                 .ok()
                 .map(extended_json);
-            let first = keys.keys().next().cloned().unwrap_or_default();
             // an index that starts with a single reference (or a copy's `_id`) and another key
             // orders the relation's keyset pages, and the derive would append the `_id`
             // tie-break to it: another index than the server's (under the server's name mongod
@@ -685,8 +684,8 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 && !keys.contains_key("_id")
                 && root.fields.iter().any(|f| {
                     !matches!(f.ty, crate::model::Ty::Array { .. })
-                        && ((f.reference.is_some() && f.stored == first)
-                            || (f.extended.is_some() && first == format!("{}._id", f.stored)))
+                        && ((f.reference.is_some() && f.stored == first_key)
+                            || (f.extended.is_some() && first_key == format!("{}._id", f.stored)))
                 });
             c.indexes.push(Index {
                 keys,
@@ -704,7 +703,7 @@ fn keep_indexes(model: &mut Model, found: &[sample::Found], report: &mut Report)
                 collation,
             });
             note(if orders_pages {
-                format!("kept as #[index] with `pages = false`: it starts with the relationship `{first}` and another key, an order the derive would give the relation's keyset pages by appending the `_id` tie-break, a longer index than the server's; remove `pages = false` and the server's `name` to have the pages (`apply` then builds the longer index under the derive's name, and this one is a redundant prefix to drop with `--drop-stale-indexes`; under the same name mongod refuses other keys)")
+                format!("kept as #[index] with `pages = false`: it starts with the relationship `{first_key}` and another key, an order the derive would give the relation's keyset pages by appending the `_id` tie-break, a longer index than the server's; remove `pages = false` and the server's `name` to have the pages (`apply` then builds the longer index under the derive's name, and this one is a redundant prefix to drop with `--drop-stale-indexes`; under the same name mongod refuses other keys)")
             } else {
                 "kept as #[index]".to_owned()
             });

@@ -20,6 +20,7 @@ pub fn check(cx: &Ctxt, cont: &Container, derive: Derive) {
         if derive == Derive::Document {
             check_optional_id(cx, field);
         }
+        check_open(cx, field);
         check_not_null(cx, field);
         check_copies(cx, cont, field, derive);
         check_reference(cx, field);
@@ -605,11 +606,10 @@ fn check_optional_id(cx: &Ctxt, field: &Field) {
     }
 }
 
-/// `#[schema(not_null)]` refuses `null` in the validator: only on an `Option` that serde leaves
-/// out when `None` (else the crate's own writes of `None` would be refused).
-fn check_not_null(cx: &Ctxt, field: &Field) {
-    if let Some(open) = &field.attrs.open {
-        // `open` leaves the value unchecked: a constraint beside it would check nothing
+/// `#[schema(open)]` leaves the value unchecked: a constraint or `not_null` beside it would
+/// check nothing.
+fn check_open(cx: &Ctxt, field: &Field) {
+    if field.attrs.open.is_some() {
         let checks = field
             .attrs
             .constraints
@@ -627,8 +627,12 @@ fn check_not_null(cx: &Ctxt, field: &Field) {
                 ),
             );
         }
-        let _ = open;
     }
+}
+
+/// `#[schema(not_null)]` refuses `null` in the validator: only on an `Option` that serde leaves
+/// out when `None` (else the crate's own writes of `None` would be refused).
+fn check_not_null(cx: &Ctxt, field: &Field) {
     let Some(tokens) = &field.attrs.not_null else {
         return;
     };
